@@ -1,0 +1,373 @@
+#!/usr/bin/env bash
+# A real Kubernetes control plane on 127.0.0.1 for tests and the local demo:
+# etcd, kube-apiserver (client-cert admin, RBAC), kube-controller-manager, kube-scheduler,
+# and kwok managing one fake node ("kwok-node-0") plus a small log agent (see kwok-config.yaml.in
+# for the pod annotations that choose exit code and log text).
+#
+# Usage:
+#   cluster.sh up       build/reuse the binaries, start everything, wait until usable, print env
+#   cluster.sh down     stop everything and delete the state directory
+#   cluster.sh env      print `export KUBECONFIG=...` (eval "$(tools/control-plane/cluster.sh env)")
+#   cluster.sh status   exit 0 when the cluster in the state directory answers
+#
+# Environment:
+#   BPO_CLUSTER_DIR   state directory (default: ${TMPDIR:-/tmp}/bpo-cluster). Use a different one
+#                     per cluster to run several at once; ports are picked free at random.
+#   BPO_WATCH_PID     with `up`: a watchdog tears the cluster down when this process exits.
+#   BPO_START_TIMEOUT seconds to wait for each component (default 120).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+dir="${BPO_CLUSTER_DIR:-${TMPDIR:-/tmp}/bpo-cluster}"
+timeout_s="${BPO_START_TIMEOUT:-120}"
+node_name="kwok-node-0"
+
+log() { echo "[cluster] $*" >&2; }
+die() {
+  log "ERROR: $*"
+  exit 1
+}
+
+kctl() { "$KUBECTL" --kubeconfig "$dir/kubeconfig" "$@"; }
+
+# --- process management ---------------------------------------------------------------------
+# start NAME CMD...: run CMD in its own session (so `down` can kill its whole process group),
+# stdio to $dir/logs/NAME.log, pid in $dir/pids/NAME.
+start() {
+  local name="$1"
+  shift
+  mkdir -p "$dir/logs" "$dir/pids"
+  setsid bash -c 'echo $$ >"$0"; exec "$@"' "$dir/pids/$name" "$@" \
+    </dev/null >>"$dir/logs/$name.log" 2>&1 &
+  local i
+  for i in $(seq 50); do
+    [[ -s "$dir/pids/$name" ]] && return 0
+    sleep 0.1
+  done
+  die "$name did not start"
+}
+
+alive() { [[ -s "$dir/pids/$1" ]] && kill -0 "$(cat "$dir/pids/$1")" 2>/dev/null; }
+
+stop_all() {
+  [[ -d "$dir/pids" ]] || return 0
+  local name pid order=(log-agent kwok kube-scheduler kube-controller-manager kube-apiserver etcd watchdog)
+  for name in "${order[@]}"; do
+    [[ "$name" == watchdog && -n "${BPO_IN_WATCHDOG:-}" ]] && continue
+    [[ -s "$dir/pids/$name" ]] || continue
+    pid="$(cat "$dir/pids/$name")"
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL -- "-$pid" 2>/dev/null || true
+    rm -f "$dir/pids/$name"
+  done
+}
+
+# --- helpers --------------------------------------------------------------------------------
+used_ports=""
+free_port() {
+  local p
+  while true; do
+    p=$((20000 + RANDOM % 40000))
+    [[ " $used_ports " == *" $p "* ]] && continue
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+      used_ports+=" $p"
+      echo "$p"
+      return
+    fi
+  done
+}
+
+# wait_until DESC NAME CMD...: poll CMD until it succeeds; fail when the process NAME died.
+wait_until() {
+  local desc="$1" name="$2"
+  shift 2
+  local start=$SECONDS
+  until "$@" >/dev/null 2>&1; do
+    if [[ -n "$name" ]] && ! alive "$name"; then
+      tail -n 30 "$dir/logs/$name.log" >&2 || true
+      die "$name exited while waiting for $desc (log: $dir/logs/$name.log)"
+    fi
+    if ((SECONDS - start > timeout_s)); then
+      [[ -n "$name" ]] && tail -n 30 "$dir/logs/$name.log" >&2
+      die "timed out after ${timeout_s}s waiting for $desc"
+    fi
+    sleep 0.3
+  done
+  log "$desc ready after $((SECONDS - start))s"
+}
+
+tcp_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+gen_pki() {
+  local p="$dir/pki"
+  mkdir -p "$p"
+  local ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+  openssl req -x509 "${ec[@]}" -keyout "$p/ca.key" -out "$p/ca.crt" -days 3650 \
+    -subj "/CN=blueprint-operator-test-ca" 2>/dev/null
+  # serving cert for kube-apiserver and kwok's kubelet endpoint
+  openssl req "${ec[@]}" -keyout "$p/serving.key" -out "$p/serving.csr" -subj "/CN=kube-apiserver" 2>/dev/null
+  openssl x509 -req -in "$p/serving.csr" -CA "$p/ca.crt" -CAkey "$p/ca.key" -CAcreateserial \
+    -days 3650 -out "$p/serving.crt" -extfile <(printf '%s\n' \
+      "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:10.0.0.1" \
+      "extendedKeyUsage=serverAuth" "keyUsage=critical,digitalSignature,keyEncipherment") 2>/dev/null
+  # admin client cert: group system:masters bypasses RBAC
+  openssl req "${ec[@]}" -keyout "$p/admin.key" -out "$p/admin.csr" -subj "/O=system:masters/CN=admin" 2>/dev/null
+  openssl x509 -req -in "$p/admin.csr" -CA "$p/ca.crt" -CAkey "$p/ca.key" -CAcreateserial \
+    -days 3650 -out "$p/admin.crt" -extfile <(printf '%s\n' \
+      "extendedKeyUsage=clientAuth" "keyUsage=critical,digitalSignature,keyEncipherment") 2>/dev/null
+  openssl genrsa -out "$p/sa.key" 2048 2>/dev/null
+  rm -f "$p"/*.csr "$p"/*.srl
+}
+
+write_kubeconfig() {
+  local b64
+  b64() { base64 -w0 <"$1"; }
+  cat >"$dir/kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: bpo-test
+  cluster:
+    server: https://127.0.0.1:$API_PORT
+    certificate-authority-data: $(b64 "$dir/pki/ca.crt")
+users:
+- name: admin
+  user:
+    client-certificate-data: $(b64 "$dir/pki/admin.crt")
+    client-key-data: $(b64 "$dir/pki/admin.key")
+contexts:
+- name: bpo-test
+  context:
+    cluster: bpo-test
+    user: admin
+    namespace: default
+current-context: bpo-test
+EOF
+  chmod 600 "$dir/kubeconfig"
+}
+
+# --- log agent ------------------------------------------------------------------------------
+# Serves the log chosen by annotation for each pod: writes a CRI-format log file, creates a kwok
+# `Logs` object for the pod, checks that `pods/log` returns it, then marks the pod
+# blueprint-operator.io/kwok-log-ready=true (which lets the exit stage finish the pod).
+log_agent() {
+  local sel='{{range .items}}{{if eq .status.phase "Running"}}{{if .metadata.annotations}}'
+  sel+='{{if or (index .metadata.annotations "blueprint-operator.io/kwok-log") (index .metadata.annotations "blueprint-operator.io/kwok-log-file")}}'
+  sel+='{{if not (index .metadata.annotations "blueprint-operator.io/kwok-log-ready")}}'
+  sel+='{{.metadata.namespace}} {{.metadata.name}}{{"\n"}}{{end}}{{end}}{{end}}{{end}}{{end}}'
+  while true; do
+    local pods
+    pods="$(kctl get pods -A --field-selector "spec.nodeName=$node_name" -o go-template="$sel" 2>/dev/null)" || {
+      sleep 1
+      continue
+    }
+    local ns name
+    while read -r ns name; do
+      [[ -n "$name" ]] || continue
+      serve_pod_log "$ns" "$name" || log "log agent: could not serve log of $ns/$name (will retry)"
+    done <<<"$pods"
+    sleep 0.5
+  done
+}
+
+serve_pod_log() {
+  local ns="$1" name="$2"
+  local f="$dir/pod-logs/$ns/$name.log" raw="$dir/pod-logs/$ns/$name.txt"
+  mkdir -p "$dir/pod-logs/$ns"
+  local text file
+  text="$(kctl get pod -n "$ns" "$name" -o go-template='{{index .metadata.annotations "blueprint-operator.io/kwok-log"}}')" || return 1
+  file="$(kctl get pod -n "$ns" "$name" -o go-template='{{index .metadata.annotations "blueprint-operator.io/kwok-log-file"}}')" || return 1
+  if [[ -n "$file" && "$file" != "<no value>" ]]; then
+    cp "$file" "$raw" || return 1
+  elif [[ "$text" != "<no value>" ]]; then
+    printf '%s' "$text" >"$raw"
+  else
+    : >"$raw"
+  fi
+  # CRI log format: "<RFC3339Nano> stdout F <line>"
+  local ts
+  ts="$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)"
+  awk -v ts="$ts" '{ print ts " stdout F " $0 }' "$raw" >"$f.tmp" && mv -f "$f.tmp" "$f"
+  kctl apply -f - >/dev/null <<EOF || return 1
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Logs
+metadata:
+  name: $name
+  namespace: $ns
+spec:
+  logs:
+  - logsFile: $f
+EOF
+  # wait until kwok serves it (its informer may lag behind the create)
+  local first_line want got i
+  first_line="$(head -n 1 "$raw")"
+  for i in $(seq 100); do
+    got="$(kctl logs -n "$ns" "$name" --all-containers=true --tail=-1 2>/dev/null | head -n 1)" || got="__error__"
+    if [[ "$got" == "$first_line" ]]; then
+      kctl annotate --overwrite pod -n "$ns" "$name" blueprint-operator.io/kwok-log-ready=true >/dev/null || return 1
+      return 0
+    fi
+    sleep 0.2
+  done
+  return 1
+}
+
+# --- commands -------------------------------------------------------------------------------
+cmd_up() {
+  if [[ -f "$dir/kubeconfig" ]] && alive kube-apiserver; then
+    die "a cluster already runs in $dir (run: $0 down, or set BPO_CLUSTER_DIR)"
+  fi
+  stop_all
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  dir="$(cd "$dir" && pwd)"
+
+  local bins
+  bins="$("$here/build.sh")" || die "could not build the control plane binaries (see above)"
+  local key val
+  while IFS='=' read -r key val; do
+    key="${key//-/_}"
+    printf -v "BIN_$key" '%s' "$val"
+  done <<<"$bins"
+  KUBECTL="$BIN_kubectl"
+  echo "$bins" >"$dir/binaries"
+  log "state directory: $dir"
+
+  ETCD_PORT="$(free_port)"
+  ETCD_PEER_PORT="$(free_port)"
+  API_PORT="$(free_port)"
+  SCHED_PORT="$(free_port)"
+  KCM_PORT="$(free_port)"
+  KWOK_PORT="$(free_port)"
+  cat >"$dir/ports" <<EOF
+ETCD_PORT=$ETCD_PORT
+ETCD_PEER_PORT=$ETCD_PEER_PORT
+API_PORT=$API_PORT
+SCHED_PORT=$SCHED_PORT
+KCM_PORT=$KCM_PORT
+KWOK_PORT=$KWOK_PORT
+EOF
+  gen_pki
+
+  if [[ -n "${BPO_WATCH_PID:-}" ]]; then
+    start watchdog env BPO_CLUSTER_DIR="$dir" BPO_IN_WATCHDOG=1 bash -c \
+      'while kill -0 "$1" 2>/dev/null; do sleep 1; done; exec "$2" down' _ "$BPO_WATCH_PID" "$here/cluster.sh"
+  fi
+
+  start etcd "$BIN_etcd" --name=default --data-dir="$dir/etcd" \
+    --listen-client-urls="http://127.0.0.1:$ETCD_PORT" --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
+    --listen-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-cluster="default=http://127.0.0.1:$ETCD_PEER_PORT" \
+    --unsafe-no-fsync --watch-progress-notify-interval=5s --log-level=warn
+  wait_until "etcd" etcd tcp_open "$ETCD_PORT"
+
+  local p="$dir/pki"
+  start kube-apiserver "$BIN_kube_apiserver" \
+    --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
+    --bind-address=127.0.0.1 --secure-port="$API_PORT" --advertise-address=127.0.0.1 \
+    --endpoint-reconciler-type=none --cert-dir="$dir/apiserver-certs" \
+    --tls-cert-file="$p/serving.crt" --tls-private-key-file="$p/serving.key" \
+    --client-ca-file="$p/ca.crt" --authorization-mode=RBAC --allow-privileged=true \
+    --service-cluster-ip-range=10.0.0.0/24 \
+    --service-account-issuer="https://127.0.0.1:$API_PORT" \
+    --service-account-key-file="$p/sa.key" --service-account-signing-key-file="$p/sa.key" \
+    --kubelet-preferred-address-types=InternalIP --profiling=false
+  write_kubeconfig
+  wait_until "kube-apiserver" kube-apiserver kctl get --raw /readyz
+
+  local kc="$dir/kubeconfig"
+  start kube-controller-manager "$BIN_kube_controller_manager" --kubeconfig="$kc" \
+    --authentication-kubeconfig="$kc" --authorization-kubeconfig="$kc" \
+    --bind-address=127.0.0.1 --secure-port="$KCM_PORT" --leader-elect=false \
+    --service-account-private-key-file="$p/sa.key" --root-ca-file="$p/ca.crt" \
+    --kube-api-qps=200 --kube-api-burst=400 --profiling=false
+  start kube-scheduler "$BIN_kube_scheduler" --kubeconfig="$kc" \
+    --authentication-kubeconfig="$kc" --authorization-kubeconfig="$kc" \
+    --bind-address=127.0.0.1 --secure-port="$SCHED_PORT" --leader-elect=false \
+    --kube-api-qps=200 --kube-api-burst=400 --profiling=false
+
+  # kwok: Logs come from the API (per pod, written by the log agent); stages and the default
+  # (empty) ClusterLogs from the config file.
+  : >"$dir/empty.log"
+  sed "s#@EMPTY_LOG@#$dir/empty.log#" "$here/kwok-config.yaml.in" >"$dir/kwok.yaml"
+  kctl apply -f "$here/kwok-logs-crd.yaml" >/dev/null
+  wait_until "kwok Logs CRD" "" kctl wait --for condition=established --timeout=5s crd/logs.kwok.x-k8s.io
+  start kwok "$BIN_kwok" --kubeconfig="$kc" --config="$dir/kwok.yaml" --enable-crds=Logs \
+    --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+    --node-ip=127.0.0.1 --node-port="$KWOK_PORT" --server-address="127.0.0.1:$KWOK_PORT" \
+    --tls-cert-file="$p/serving.crt" --tls-private-key-file="$p/serving.key" \
+    --cidr=10.0.0.0/24 --node-lease-duration-seconds=40
+
+  kctl apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Node
+metadata:
+  name: $node_name
+  annotations:
+    kwok.x-k8s.io/node: fake
+    node.alpha.kubernetes.io/ttl: "0"
+  labels:
+    kubernetes.io/hostname: $node_name
+    kubernetes.io/os: linux
+    kubernetes.io/arch: amd64
+    type: kwok
+EOF
+  wait_until "node $node_name Ready" kwok \
+    kctl wait --for=condition=Ready --timeout=2s "node/$node_name"
+  wait_until "kube-controller-manager" kube-controller-manager kctl get serviceaccount default -n default
+  wait_until "kube-scheduler" kube-scheduler tcp_open "$SCHED_PORT"
+
+  start log-agent env BPO_CLUSTER_DIR="$dir" "$here/cluster.sh" __log-agent
+
+  log "cluster is up (kubeconfig: $dir/kubeconfig)"
+  cmd_env
+}
+
+cmd_env() {
+  [[ -f "$dir/kubeconfig" ]] || die "no cluster in $dir (run: $0 up)"
+  echo "export KUBECONFIG=$dir/kubeconfig"
+  echo "export BPO_CLUSTER_DIR=$dir"
+  sed -n 's/^kubectl=\(.*\)$/export BPO_KUBECTL=\1/p' "$dir/binaries"
+}
+
+cmd_down() {
+  stop_all
+  if [[ -d "$dir" ]]; then
+    rm -rf "$dir"
+    log "cluster in $dir stopped"
+  fi
+}
+
+cmd_status() {
+  [[ -f "$dir/binaries" ]] || die "no cluster in $dir"
+  KUBECTL="$(sed -n 's/^kubectl=//p' "$dir/binaries")"
+  local name ok=0
+  for name in etcd kube-apiserver kube-controller-manager kube-scheduler kwok log-agent; do
+    if alive "$name"; then log "$name: running"; else
+      log "$name: NOT running"
+      ok=1
+    fi
+  done
+  kctl get --raw /readyz >/dev/null || ok=1
+  return $ok
+}
+
+case "${1:-}" in
+up) cmd_up ;;
+down) cmd_down ;;
+env) cmd_env ;;
+status) cmd_status ;;
+__log-agent)
+  KUBECTL="$(sed -n 's/^kubectl=//p' "$dir/binaries")"
+  log_agent
+  ;;
+*)
+  echo "usage: $0 up|down|env|status" >&2
+  exit 2
+  ;;
+esac
