@@ -225,6 +225,8 @@ cmd_up() {
   rm -rf "$dir"
   mkdir -p "$dir"
   dir="$(cd "$dir" && pwd)"
+  # On any failure stop what was started; the state directory (logs) stays for inspection.
+  trap 'stop_all' EXIT
 
   local bins
   bins="$("$here/build.sh")" || die "could not build the control plane binaries (see above)"
@@ -324,6 +326,7 @@ EOF
 
   start log-agent env BPO_CLUSTER_DIR="$dir" "$here/cluster.sh" __log-agent
 
+  trap - EXIT
   log "cluster is up (kubeconfig: $dir/kubeconfig)"
   cmd_env
 }

@@ -1,0 +1,228 @@
+//! End-to-end checks of the test control plane itself: Kanister CRDs, Deployments made Ready by
+//! kwok, plain pods that finish with a chosen exit code and log.
+
+mod support;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DynamicObject, ListParams, LogParams, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use serde_json::json;
+
+fn kanister(kind: &str, plural: &str) -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("cr.kanister.io", "v1alpha1", kind),
+        plural,
+    )
+}
+
+fn dynamic(value: serde_json::Value) -> DynamicObject {
+    serde_json::from_value(value).expect("valid object")
+}
+
+#[tokio::test]
+async fn kanister_crds_store_blueprints_and_actionsets() -> anyhow::Result<()> {
+    let client = support::client().await;
+    let crds = support::install_crds(&client).await?;
+    for name in [
+        "blueprints.cr.kanister.io",
+        "actionsets.cr.kanister.io",
+        "profiles.cr.kanister.io",
+    ] {
+        assert!(crds.iter().any(|c| c == name), "{name} not installed: {crds:?}");
+    }
+    let ns = support::namespace(&client, "e2e-crds").await;
+
+    let bp_ar = kanister("Blueprint", "blueprints");
+    let bps: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &bp_ar);
+    let bp = dynamic(json!({
+        "apiVersion": "cr.kanister.io/v1alpha1",
+        "kind": "Blueprint",
+        "metadata": { "name": "demo-bp" },
+        "actions": {
+            "backup": {
+                "name": "backup",
+                "kind": "Deployment",
+                "notInSchema": "pruned",
+                "phases": [{
+                    "func": "KubeTask",
+                    "name": "dump",
+                    "args": {
+                        "image": "busybox",
+                        "command": ["sh", "-c", "echo {{ .Deployment.Name }}"],
+                        "nested": { "free": { "form": [1, 2] } }
+                    }
+                }],
+                "deferPhase": { "func": "KubeTask", "name": "cleanup", "args": { "image": "busybox" } }
+            }
+        }
+    }));
+    bps.create(&PostParams::default(), &bp).await?;
+    let got = bps.get("demo-bp").await?;
+    let action = &got.data["actions"]["backup"];
+    assert_eq!(action["phases"][0]["func"], "KubeTask");
+    assert_eq!(
+        action["phases"][0]["args"]["nested"]["free"]["form"],
+        json!([1, 2]),
+        "args must keep unknown fields"
+    );
+    assert_eq!(action["deferPhase"]["name"], "cleanup");
+    assert!(
+        action.get("notInSchema").is_none(),
+        "fields outside the schema are pruned: {action}"
+    );
+
+    // No status subresource: the status given on create is stored as is.
+    let as_ar = kanister("ActionSet", "actionsets");
+    let sets: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &as_ar);
+    let set = dynamic(json!({
+        "apiVersion": "cr.kanister.io/v1alpha1",
+        "kind": "ActionSet",
+        "metadata": { "generateName": "backup-" },
+        "spec": { "actions": [{
+            "name": "backup",
+            "blueprint": "demo-bp",
+            "object": { "kind": "Deployment", "name": "app", "namespace": ns },
+            "options": { "k": "v" },
+            "podOverride": { "containers": [{ "name": "c", "x": 1 }] }
+        }]},
+        "status": { "state": "pending", "error": { "message": "" }, "progress": {} }
+    }));
+    let created = sets.create(&PostParams::default(), &set).await?;
+    let name = created.metadata.name.clone().expect("generated name");
+    let got = sets.get(&name).await?;
+    assert_eq!(got.data["spec"]["actions"][0]["blueprint"], "demo-bp");
+    assert_eq!(got.data["spec"]["actions"][0]["object"]["namespace"], ns);
+    assert_eq!(
+        got.data["spec"]["actions"][0]["podOverride"]["containers"][0]["x"],
+        1
+    );
+    assert_eq!(got.data["status"]["state"], "pending");
+    let listed = sets.list(&ListParams::default()).await?;
+    assert_eq!(listed.items.len(), 1);
+    Ok(())
+}
+
+#[tokio::test]
+async fn deployment_pod_becomes_ready_on_the_kwok_node() -> anyhow::Result<()> {
+    let cluster = support::cluster();
+    if !cluster.is_own() {
+        eprintln!("skipped: needs the kwok node of a cluster started by the tests");
+        return Ok(());
+    }
+    let client = support::client().await;
+    let ns = support::namespace(&client, "e2e-deploy").await;
+    let deploys: Api<Deployment> = Api::namespaced(client.clone(), &ns);
+    let d: Deployment = serde_json::from_value(json!({
+        "metadata": { "name": "app" },
+        "spec": {
+            "replicas": 1,
+            "selector": { "matchLabels": { "app": "demo" } },
+            "template": {
+                "metadata": { "labels": { "app": "demo" } },
+                "spec": { "containers": [{ "name": "app", "image": "nginx:stable" }] }
+            }
+        }
+    }))?;
+    deploys.create(&PostParams::default(), &d).await?;
+    support::wait_for(&deploys, "app", support::WAIT, |d| {
+        d.status.as_ref().and_then(|s| s.ready_replicas) == Some(1)
+    })
+    .await?;
+
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let list = pods.list(&ListParams::default().labels("app=demo")).await?;
+    assert_eq!(list.items.len(), 1);
+    let pod = &list.items[0];
+    let spec = pod.spec.as_ref().expect("spec");
+    assert_eq!(spec.node_name.as_deref(), Some("kwok-node-0"));
+    let status = pod.status.as_ref().expect("status");
+    assert_eq!(status.phase.as_deref(), Some("Running"));
+    assert!(
+        status
+            .conditions
+            .iter()
+            .flatten()
+            .any(|c| c.type_ == "Ready" && c.status == "True"),
+        "pod not Ready: {status:?}"
+    );
+    Ok(())
+}
+
+/// Runs a plain pod to its end and returns (phase, exit code, log).
+async fn run_pod(prefix: &str, exit_code: i32, log: &str) -> anyhow::Result<(String, i32, String)> {
+    let client = support::client().await;
+    let ns = support::namespace(&client, prefix).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    pods.create(
+        &PostParams::default(),
+        &support::plain_pod("task", exit_code, log),
+    )
+    .await?;
+    let pod = support::wait_pod_finished(&pods, "task").await?;
+    let status = pod.status.expect("status");
+    let phase = status.phase.expect("phase");
+    let code = status
+        .container_statuses
+        .iter()
+        .flatten()
+        .find(|c| c.name == "main")
+        .and_then(|c| c.state.as_ref())
+        .and_then(|s| s.terminated.as_ref())
+        .map(|t| t.exit_code)
+        .expect("terminated container state");
+    let text = pods.logs("task", &LogParams::default()).await?;
+    Ok((phase, code, text))
+}
+
+#[tokio::test]
+async fn plain_pod_succeeds_and_serves_its_log() -> anyhow::Result<()> {
+    if !support::cluster().is_own() {
+        eprintln!("skipped: needs the kwok node of a cluster started by the tests");
+        return Ok(());
+    }
+    let log = "phase output follows\n###Phase-output###: {\"key\":\"version\",\"value\":\"0.1.0\"}";
+    let (phase, code, text) = run_pod("e2e-ok", 0, log).await?;
+    assert_eq!(phase, "Succeeded");
+    assert_eq!(code, 0);
+    assert_eq!(text, format!("{log}\n"));
+    Ok(())
+}
+
+#[tokio::test]
+async fn plain_pod_fails_with_the_chosen_exit_code() -> anyhow::Result<()> {
+    if !support::cluster().is_own() {
+        eprintln!("skipped: needs the kwok node of a cluster started by the tests");
+        return Ok(());
+    }
+    let (phase, code, text) = run_pod("e2e-fail", 3, "boom").await?;
+    assert_eq!(phase, "Failed");
+    assert_eq!(code, 3);
+    assert_eq!(text, "boom\n");
+    Ok(())
+}
+
+#[tokio::test]
+async fn pod_without_log_annotation_has_an_empty_log() -> anyhow::Result<()> {
+    if !support::cluster().is_own() {
+        eprintln!("skipped: needs the kwok node of a cluster started by the tests");
+        return Ok(());
+    }
+    let client = support::client().await;
+    let ns = support::namespace(&client, "e2e-nolog").await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let mut pod = support::plain_pod("quiet", 0, "");
+    pod.metadata
+        .annotations
+        .as_mut()
+        .expect("annotations")
+        .remove(support::kwok::LOG);
+    pods.create(&PostParams::default(), &pod).await?;
+    let pod = support::wait_pod_finished(&pods, "quiet").await?;
+    assert_eq!(
+        pod.status.and_then(|s| s.phase).as_deref(),
+        Some("Succeeded")
+    );
+    assert_eq!(pods.logs("quiet", &LogParams::default()).await?, "");
+    Ok(())
+}

@@ -1,0 +1,243 @@
+//! Shared helpers for tests that need a real Kubernetes API server.
+//!
+//! ```ignore
+//! mod support;
+//!
+//! #[tokio::test]
+//! async fn works() -> anyhow::Result<()> {
+//!     let client = support::client().await;        // starts the cluster on first use
+//!     support::install_crds(&client).await?;       // every manifests/crds/*.yaml
+//!     let ns = support::namespace(&client, "demo").await; // fresh namespace "demo-xxxxx"
+//!     // ...
+//!     Ok(())
+//! }
+//! ```
+//!
+//! The cluster is started once per test binary (see [`cluster`]) and torn down when the binary
+//! exits. Set `BPO_KUBECONFIG` (or `KUBECONFIG` + `BPO_USE_EXISTING_CLUSTER=1`) to use an
+//! existing cluster instead. Every test gets its own namespace; do not rely on cluster-wide
+//! state that another test of the same binary could change.
+#![allow(dead_code)]
+
+pub mod cluster;
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use k8s_openapi::api::core::v1::{Namespace, Pod, ServiceAccount};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config, Resource};
+use serde::Deserialize as _;
+use serde::de::DeserializeOwned;
+
+pub use cluster::{Cluster, cluster, repo_root};
+
+/// Label put on every namespace made by [`namespace`] (handy to clean up an existing cluster:
+/// `kubectl delete ns -l blueprint-operator.io/test=true`).
+pub const TEST_NAMESPACE_LABEL: &str = "blueprint-operator.io/test";
+
+/// Default bound for the `wait_*` helpers. Generous: it only limits how long a broken test hangs.
+pub const WAIT: Duration = Duration::from_secs(60);
+
+/// A `kube::Client` for the shared cluster (admin, bypasses RBAC). Cheap: make one per test; a
+/// client must not be shared between `#[tokio::test]`s as each test has its own runtime.
+pub async fn client() -> Client {
+    try_client().await.expect("kube client for the test cluster")
+}
+
+pub async fn try_client() -> anyhow::Result<Client> {
+    let cluster = cluster();
+    let kubeconfig = Kubeconfig::read_from(&cluster.kubeconfig)
+        .with_context(|| format!("reading {}", cluster.kubeconfig.display()))?;
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+    Ok(Client::try_from(config)?)
+}
+
+/// Creates a fresh namespace `<prefix>-<random>` and waits until its `default` ServiceAccount
+/// exists (created by kube-controller-manager; pods are rejected before that).
+pub async fn namespace(client: &Client, prefix: &str) -> String {
+    try_namespace(client, prefix)
+        .await
+        .expect("create test namespace")
+}
+
+pub async fn try_namespace(client: &Client, prefix: &str) -> anyhow::Result<String> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    let ns: Namespace = serde_json::from_value(serde_json::json!({
+        "metadata": {
+            "generateName": format!("{prefix}-"),
+            "labels": { TEST_NAMESPACE_LABEL: "true" },
+        }
+    }))?;
+    let ns = api.create(&PostParams::default(), &ns).await?;
+    let name = ns.metadata.name.context("namespace without a name")?;
+    let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), &name);
+    wait_for(&sas, "default", WAIT, |_| true)
+        .await
+        .with_context(|| format!("default ServiceAccount in namespace {name}"))?;
+    Ok(name)
+}
+
+/// Applies (server-side) every CustomResourceDefinition found in `manifests/crds/*.yaml`
+/// (multi-document files allowed, other kinds are ignored) and waits until each is Established.
+/// Returns the names of the CRDs. Idempotent, so every test may call it.
+pub async fn install_crds(client: &Client) -> anyhow::Result<Vec<String>> {
+    let dir = repo_root().join("manifests/crds");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+        .collect();
+    files.sort();
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let pp = PatchParams::apply("blueprint-operator-tests").force();
+    let mut names = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file)?;
+        for doc in serde_yaml::Deserializer::from_str(&text) {
+            let value = serde_json::Value::deserialize(doc)
+                .with_context(|| format!("parsing {}", file.display()))?;
+            if value.get("kind").and_then(|k| k.as_str()) != Some("CustomResourceDefinition") {
+                continue;
+            }
+            let crd: CustomResourceDefinition = serde_json::from_value(value)
+                .with_context(|| format!("CRD in {}", file.display()))?;
+            let name = crd.metadata.name.clone().context("CRD without a name")?;
+            api.patch(&name, &pp, &Patch::Apply(&crd))
+                .await
+                .with_context(|| format!("applying CRD {name} from {}", file.display()))?;
+            names.push(name);
+        }
+    }
+    for name in &names {
+        wait_for(&api, name, WAIT, |crd| {
+            crd.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|cs| {
+                    cs.iter()
+                        .any(|c| c.type_ == "Established" && c.status == "True")
+                })
+        })
+        .await
+        .with_context(|| format!("CRD {name} Established"))?;
+    }
+    // Discovery of new CRDs lags a little behind Established; make sure a list works.
+    for name in &names {
+        let crd = api.get(name).await?;
+        let plural = crd.spec.names.plural;
+        let version = crd
+            .spec
+            .versions
+            .iter()
+            .find(|v| v.served)
+            .context("CRD serves no version")?
+            .name
+            .clone();
+        let gvk = kube::core::GroupVersionKind::gvk(&crd.spec.group, &version, &crd.spec.names.kind);
+        let ar = kube::core::ApiResource::from_gvk_with_plural(&gvk, &plural);
+        let dynapi: Api<kube::core::DynamicObject> = Api::all_with(client.clone(), &ar);
+        poll(WAIT, || async {
+            dynapi.list(&ListParams::default().limit(1)).await.ok()
+        })
+        .await
+        .with_context(|| format!("listing {plural}.{}", crd.spec.group))?;
+    }
+    Ok(names)
+}
+
+/// Polls `f` every 200 ms until it returns `Some`, at most `timeout`.
+pub async fn poll<T, F, Fut>(timeout: Duration, mut f: F) -> anyhow::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(v) = f().await {
+            return Ok(v);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            anyhow::bail!("condition not met within {timeout:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Gets `name` until `cond` holds (a missing object counts as "not yet"); returns the object.
+/// On timeout the error shows the last state seen.
+pub async fn wait_for<K>(
+    api: &Api<K>,
+    name: &str,
+    timeout: Duration,
+    cond: impl Fn(&K) -> bool,
+) -> anyhow::Result<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let last = match api.get(name).await {
+            Ok(obj) if cond(&obj) => return Ok(obj),
+            Ok(obj) => format!("{obj:?}"),
+            Err(e) => format!("error: {e}"),
+        };
+        if tokio::time::Instant::now() >= deadline {
+            anyhow::bail!("{name}: condition not met within {timeout:?}; last seen: {last}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Pod annotations understood by the kwok stages of the test cluster
+/// (tools/control-plane/kwok-config.yaml.in). They only act on a cluster started by us.
+pub mod kwok {
+    /// `"<int>"`: the Running pod ends with this exit code ("0" = Succeeded, else Failed).
+    pub const EXIT: &str = "blueprint-operator.io/kwok-exit";
+    /// Go duration (`"2s"`): how long the pod stays Running before it exits.
+    pub const DURATION: &str = "blueprint-operator.io/kwok-duration";
+    /// The text `pods/log` returns for every container of the pod (one line per text line).
+    pub const LOG: &str = "blueprint-operator.io/kwok-log";
+    /// Absolute path of a text file whose content is the pod's log.
+    pub const LOG_FILE: &str = "blueprint-operator.io/kwok-log-file";
+    /// Set by the cluster's log agent once the log is served; the pod exits only after that.
+    pub const LOG_READY: &str = "blueprint-operator.io/kwok-log-ready";
+}
+
+/// Annotations that make a pod exit with `exit_code` after printing `log`.
+pub fn kwok_annotations(exit_code: i32, log: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (kwok::EXIT.to_string(), exit_code.to_string()),
+        (kwok::LOG.to_string(), log.to_string()),
+    ])
+}
+
+/// A plain pod (restartPolicy Never, one container "main") that kwok runs and then finishes
+/// with `exit_code` (0 → Succeeded, else Failed); `pods/log` returns `log`.
+pub fn plain_pod(name: &str, exit_code: i32, log: &str) -> Pod {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": { "name": name, "annotations": kwok_annotations(exit_code, log) },
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{ "name": "main", "image": "busybox:stable", "command": ["true"] }],
+        }
+    }))
+    .expect("valid pod")
+}
+
+/// Waits until the pod reaches phase Succeeded or Failed; returns the pod.
+pub async fn wait_pod_finished(api: &Api<Pod>, name: &str) -> anyhow::Result<Pod> {
+    wait_for(api, name, WAIT, |p| {
+        matches!(
+            p.status.as_ref().and_then(|s| s.phase.as_deref()),
+            Some("Succeeded" | "Failed")
+        )
+    })
+    .await
+}
