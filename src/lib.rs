@@ -1,0 +1,14 @@
+//! blueprint-operator: Kanister Blueprints with a guaranteed deferPhase,
+//! admission on apply, and scheduled ActionSets.
+//!
+//! Pure logic (model, blueprint, template, executor state machine, scheduler
+//! planning) knows nothing of HTTP or the API server; the runtime parts
+//! (webhook server, reconcilers, functions) are thin shells around it.
+
+pub mod blueprint;
+pub mod executor;
+pub mod functions;
+pub mod model;
+pub mod scheduler;
+pub mod template;
+pub mod webhook;
