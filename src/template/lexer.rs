@@ -1,0 +1,414 @@
+//! Lexer for Go text/template (delimiters `{{ }}`), after Go's `lex.go`.
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Tok {
+    Text(String),
+    LeftDelim,
+    RightDelim,
+    Space,
+    /// An identifier: a function name or a keyword.
+    Ident(String),
+    /// `.Name` (one segment, without the dot).
+    Field(String),
+    /// `.` alone.
+    Dot,
+    /// `$` or `$name` (with the `$`).
+    Variable(String),
+    Str(String),
+    Number(String),
+    Char(String),
+    Bool(bool),
+    Nil,
+    Pipe,
+    LParen,
+    RParen,
+    Declare,
+    Assign,
+    Comma,
+}
+
+#[derive(Clone, Debug)]
+pub struct Token {
+    pub tok: Tok,
+    pub line: usize,
+}
+
+fn is_space(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\r' | '\n')
+}
+
+fn is_alnum(c: char) -> bool {
+    c == '_' || c.is_alphanumeric()
+}
+
+/// Tokenize a whole template.
+pub fn lex(src: &str) -> Result<Vec<Token>, (usize, String)> {
+    let mut toks = Vec::new();
+    let mut pos = 0usize;
+    let mut line = 1usize;
+    let mut trim_next_text = false;
+    while pos < src.len() {
+        let rest = &src[pos..];
+        let (text_end, found) = match rest.find("{{") {
+            Some(i) => (i, true),
+            None => (rest.len(), false),
+        };
+        let mut text = &rest[..text_end];
+        let trim_left = found && {
+            let after = &rest[text_end + 2..];
+            after.starts_with('-') && after[1..].starts_with(is_space)
+        };
+        if trim_next_text {
+            text = text.trim_start_matches(is_space);
+        }
+        if trim_left {
+            text = text.trim_end_matches(is_space);
+        }
+        if !text.is_empty() {
+            toks.push(Token {
+                tok: Tok::Text(text.to_string()),
+                line,
+            });
+        }
+        line += rest[..text_end].matches('\n').count();
+        if !found {
+            break;
+        }
+        pos += text_end + 2;
+        if trim_left {
+            pos += 2;
+        }
+        // Comment?
+        let after = &src[pos..];
+        if after.starts_with("/*") {
+            let Some(end) = after.find("*/") else {
+                return Err((line, "unclosed comment".into()));
+            };
+            line += after[..end].matches('\n').count();
+            pos += end + 2;
+            let after = &src[pos..];
+            if after.starts_with(" -}}")
+                || after.starts_with("\t-}}")
+                || after.starts_with("\n-}}")
+                || after.starts_with("\r-}}")
+            {
+                pos += 4;
+                trim_next_text = true;
+            } else if after.starts_with("}}") {
+                pos += 2;
+                trim_next_text = false;
+            } else {
+                return Err((line, "comment ends before closing delimiter".into()));
+            }
+            continue;
+        }
+        toks.push(Token {
+            tok: Tok::LeftDelim,
+            line,
+        });
+        let (npos, nline, trim) = lex_action(src, pos, line, &mut toks)?;
+        pos = npos;
+        line = nline;
+        trim_next_text = trim;
+    }
+    Ok(toks)
+}
+
+fn lex_action(
+    src: &str,
+    mut pos: usize,
+    mut line: usize,
+    toks: &mut Vec<Token>,
+) -> Result<(usize, usize, bool), (usize, String)> {
+    let mut depth = 0i32;
+    loop {
+        let rest = &src[pos..];
+        if rest.starts_with("}}") {
+            if depth > 0 {
+                return Err((line, "unclosed left paren".into()));
+            }
+            toks.push(Token {
+                tok: Tok::RightDelim,
+                line,
+            });
+            return Ok((pos + 2, line, false));
+        }
+        let Some(c) = rest.chars().next() else {
+            return Err((line, "unclosed action".into()));
+        };
+        if is_space(c) {
+            // Right trim marker " -}}".
+            let n = rest.len() - rest.trim_start_matches(is_space).len();
+            let after = &rest[n..];
+            if after.starts_with("-}}") {
+                if depth > 0 {
+                    return Err((line, "unclosed left paren".into()));
+                }
+                line += rest[..n].matches('\n').count();
+                toks.push(Token {
+                    tok: Tok::RightDelim,
+                    line,
+                });
+                return Ok((pos + n + 3, line, true));
+            }
+            line += rest[..n].matches('\n').count();
+            toks.push(Token {
+                tok: Tok::Space,
+                line,
+            });
+            pos += n;
+            continue;
+        }
+        let push = |toks: &mut Vec<Token>, tok: Tok| toks.push(Token { tok, line });
+        match c {
+            '=' => {
+                push(toks, Tok::Assign);
+                pos += 1;
+            }
+            ':' => {
+                if !rest.starts_with(":=") {
+                    return Err((line, "expected :=".into()));
+                }
+                push(toks, Tok::Declare);
+                pos += 2;
+            }
+            '|' => {
+                push(toks, Tok::Pipe);
+                pos += 1;
+            }
+            ',' => {
+                push(toks, Tok::Comma);
+                pos += 1;
+            }
+            '(' => {
+                depth += 1;
+                push(toks, Tok::LParen);
+                pos += 1;
+            }
+            ')' => {
+                depth -= 1;
+                if depth < 0 {
+                    return Err((line, "unexpected right paren".into()));
+                }
+                push(toks, Tok::RParen);
+                pos += 1;
+            }
+            '"' => {
+                let (s, n) = lex_quote(rest).map_err(|e| (line, e))?;
+                push(toks, Tok::Str(s));
+                pos += n;
+            }
+            '`' => {
+                let Some(end) = rest[1..].find('`') else {
+                    return Err((line, "unterminated raw quoted string".into()));
+                };
+                let s = &rest[1..1 + end];
+                push(toks, Tok::Str(s.to_string()));
+                line += s.matches('\n').count();
+                pos += end + 2;
+            }
+            '\'' => {
+                let (s, n) = lex_char(rest).map_err(|e| (line, e))?;
+                push(toks, Tok::Char(s));
+                pos += n;
+            }
+            '$' => {
+                let n = 1 + rest[1..]
+                    .char_indices()
+                    .find(|(_, c)| !is_alnum(*c))
+                    .map(|(i, _)| i)
+                    .unwrap_or(rest.len() - 1);
+                push(toks, Tok::Variable(rest[..n].to_string()));
+                pos += n;
+                check_term(src, pos, line)?;
+            }
+            '.' => {
+                let next = rest[1..].chars().next();
+                match next {
+                    Some(d) if d.is_ascii_digit() => {
+                        let n = scan_number(rest);
+                        push(toks, Tok::Number(rest[..n].to_string()));
+                        pos += n;
+                    }
+                    Some(a) if is_alnum(a) => {
+                        let n = 1 + rest[1..]
+                            .char_indices()
+                            .find(|(_, c)| !is_alnum(*c))
+                            .map(|(i, _)| i)
+                            .unwrap_or(rest.len() - 1);
+                        push(toks, Tok::Field(rest[1..n].to_string()));
+                        pos += n;
+                        check_term(src, pos, line)?;
+                    }
+                    _ => {
+                        push(toks, Tok::Dot);
+                        pos += 1;
+                    }
+                }
+            }
+            '+' | '-' | '0'..='9' => {
+                let n = scan_number(rest);
+                if n == 0 || (n == 1 && !c.is_ascii_digit()) {
+                    return Err((line, format!("bad number syntax: {:?}", &rest[..1])));
+                }
+                push(toks, Tok::Number(rest[..n].to_string()));
+                pos += n;
+                if let Some(c2) = src[pos..].chars().next()
+                    && is_alnum(c2)
+                {
+                    return Err((line, format!("bad number syntax: {:?}", &rest[..n + 1])));
+                }
+            }
+            c if is_alnum(c) => {
+                let n = rest
+                    .char_indices()
+                    .find(|(_, c)| !is_alnum(*c))
+                    .map(|(i, _)| i)
+                    .unwrap_or(rest.len());
+                let word = &rest[..n];
+                let tok = match word {
+                    "true" => Tok::Bool(true),
+                    "false" => Tok::Bool(false),
+                    "nil" => Tok::Nil,
+                    _ => Tok::Ident(word.to_string()),
+                };
+                push(toks, tok);
+                pos += n;
+                check_term(src, pos, line)?;
+            }
+            other => {
+                return Err((line, format!("unrecognized character in action: {other:?}")));
+            }
+        }
+    }
+}
+
+/// After a word, Go requires a terminator.
+fn check_term(src: &str, pos: usize, line: usize) -> Result<(), (usize, String)> {
+    let rest = &src[pos..];
+    match rest.chars().next() {
+        None => Ok(()),
+        Some(c) if is_space(c) || matches!(c, '.' | ',' | '|' | ':' | ')' | '(' | '=') => Ok(()),
+        Some(_) if rest.starts_with("}}") => Ok(()),
+        Some(c) => Err((line, format!("bad character {c:?}"))),
+    }
+}
+
+fn scan_number(s: &str) -> usize {
+    let b = s.as_bytes();
+    let mut i = 0;
+    if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
+        i += 1;
+    }
+    let mut digits: &[u8] = b"0123456789_";
+    if i + 1 < b.len() && b[i] == b'0' {
+        match b[i + 1] {
+            b'x' | b'X' => {
+                i += 2;
+                digits = b"0123456789abcdefABCDEF_";
+            }
+            b'o' | b'O' => {
+                i += 2;
+                digits = b"01234567_";
+            }
+            b'b' | b'B' => {
+                i += 2;
+                digits = b"01_";
+            }
+            _ => {}
+        }
+    }
+    while i < b.len() && digits.contains(&b[i]) {
+        i += 1;
+    }
+    if i < b.len() && b[i] == b'.' {
+        i += 1;
+        while i < b.len() && digits.contains(&b[i]) {
+            i += 1;
+        }
+    }
+    if digits.len() == 11 && i < b.len() && (b[i] == b'e' || b[i] == b'E') {
+        i += 1;
+        if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
+            i += 1;
+        }
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+    }
+    i
+}
+
+fn lex_quote(s: &str) -> Result<(String, usize), String> {
+    let mut out = String::new();
+    let mut it = s.char_indices().skip(1).peekable();
+    while let Some((i, c)) = it.next() {
+        match c {
+            '"' => return Ok((out, i + 1)),
+            '\n' => return Err("unterminated quoted string".into()),
+            '\\' => {
+                let (_, e) = it.next().ok_or("unterminated quoted string")?;
+                match e {
+                    'n' => out.push('\n'),
+                    't' => out.push('\t'),
+                    'r' => out.push('\r'),
+                    'a' => out.push('\x07'),
+                    'b' => out.push('\x08'),
+                    'f' => out.push('\x0c'),
+                    'v' => out.push('\x0b'),
+                    '\\' => out.push('\\'),
+                    '"' => out.push('"'),
+                    'x' | 'u' | 'U' => {
+                        let n = match e {
+                            'x' => 2,
+                            'u' => 4,
+                            _ => 8,
+                        };
+                        let mut v = 0u32;
+                        for _ in 0..n {
+                            let (_, h) = it.next().ok_or("unterminated quoted string")?;
+                            v = v * 16 + h.to_digit(16).ok_or("invalid syntax")?;
+                        }
+                        if e == 'x' {
+                            // A raw byte; only ASCII is representable here.
+                            out.push(char::from_u32(v).ok_or("invalid syntax")?);
+                        } else {
+                            out.push(char::from_u32(v).ok_or("invalid syntax")?);
+                        }
+                    }
+                    '0'..='7' => {
+                        let mut v = e.to_digit(8).unwrap_or(0);
+                        for _ in 0..2 {
+                            let (_, h) = it.next().ok_or("unterminated quoted string")?;
+                            v = v * 8 + h.to_digit(8).ok_or("invalid syntax")?;
+                        }
+                        if v > 255 {
+                            return Err("invalid syntax".into());
+                        }
+                        out.push(char::from_u32(v).ok_or("invalid syntax")?);
+                    }
+                    _ => return Err("invalid syntax".into()),
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    Err("unterminated quoted string".into())
+}
+
+fn lex_char(s: &str) -> Result<(String, usize), String> {
+    let mut escaped = false;
+    for (i, c) in s.char_indices().skip(1) {
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match c {
+            '\\' => escaped = true,
+            '\n' => break,
+            '\'' => return Ok((s[..=i].to_string(), i + 1)),
+            _ => {}
+        }
+    }
+    Err("unterminated character constant".into())
+}

@@ -1,0 +1,496 @@
+//! Parser for Go text/template, after Go's `parse.go`.
+
+use super::funcs;
+use super::lexer::{Tok, Token, lex};
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Node {
+    Text(String),
+    Action(usize, Pipe),
+    If(Control),
+    Range(Control),
+    With(Control),
+    Break(usize),
+    Continue(usize),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Control {
+    pub line: usize,
+    pub pipe: Pipe,
+    pub list: Vec<Node>,
+    pub else_list: Option<Vec<Node>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Pipe {
+    pub decl: Vec<String>,
+    pub is_assign: bool,
+    pub cmds: Vec<Cmd>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cmd {
+    pub args: Vec<Arg>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Arg {
+    /// `.A.B` relative to dot.
+    Field(Vec<String>),
+    Dot,
+    /// `$x.A.B`
+    Variable(String, Vec<String>),
+    /// A function name.
+    Func(String),
+    /// `(pipe).A.B`
+    Chain(Box<Arg>, Vec<String>),
+    Pipe(Box<Pipe>),
+    Str(String),
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Nil,
+}
+
+pub type ParseResult<T> = Result<T, (usize, String)>;
+
+struct Parser {
+    toks: Vec<Token>,
+    pos: usize,
+    vars: Vec<String>,
+    range_depth: usize,
+}
+
+#[derive(PartialEq)]
+enum End {
+    Eof,
+    End,
+    Else,
+}
+
+pub fn parse(src: &str) -> ParseResult<Vec<Node>> {
+    let toks = lex(src)?;
+    let mut p = Parser {
+        toks,
+        pos: 0,
+        vars: vec!["$".into()],
+        range_depth: 0,
+    };
+    let (list, end) = p.item_list()?;
+    match end {
+        End::Eof => Ok(list),
+        End::End => Err((p.line(), "unexpected {{end}}".into())),
+        End::Else => Err((p.line(), "unexpected {{else}}".into())),
+    }
+}
+
+impl Parser {
+    fn line(&self) -> usize {
+        self.toks
+            .get(self.pos.min(self.toks.len().saturating_sub(1)))
+            .map(|t| t.line)
+            .unwrap_or(1)
+    }
+
+    fn next(&mut self) -> Option<Tok> {
+        let t = self.toks.get(self.pos).map(|t| t.tok.clone());
+        if t.is_some() {
+            self.pos += 1;
+        }
+        t
+    }
+
+    fn peek(&self) -> Option<&Tok> {
+        self.toks.get(self.pos).map(|t| &t.tok)
+    }
+
+    fn skip_space(&mut self) {
+        while self.peek() == Some(&Tok::Space) {
+            self.pos += 1;
+        }
+    }
+
+    fn next_non_space(&mut self) -> Option<Tok> {
+        self.skip_space();
+        self.next()
+    }
+
+    fn peek_non_space(&mut self) -> Option<&Tok> {
+        self.skip_space();
+        self.peek()
+    }
+
+    fn err<T>(&self, msg: impl Into<String>) -> ParseResult<T> {
+        Err((self.line(), msg.into()))
+    }
+
+    fn expect_right(&mut self, ctx: &str) -> ParseResult<()> {
+        match self.next_non_space() {
+            Some(Tok::RightDelim) => Ok(()),
+            Some(t) => self.err(format!("unexpected {t:?} in {ctx}")),
+            None => self.err(format!("unexpected EOF in {ctx}")),
+        }
+    }
+
+    /// Parse nodes until EOF, `{{end}}` or `{{else`.
+    fn item_list(&mut self) -> ParseResult<(Vec<Node>, End)> {
+        let mut list = Vec::new();
+        loop {
+            match self.next() {
+                None => return Ok((list, End::Eof)),
+                Some(Tok::Text(t)) => list.push(Node::Text(t)),
+                Some(Tok::LeftDelim) => {
+                    let line = self.line();
+                    match self.peek_non_space().cloned() {
+                        Some(Tok::Ident(w)) if w == "end" => {
+                            self.pos += 1;
+                            self.expect_right("end")?;
+                            return Ok((list, End::End));
+                        }
+                        Some(Tok::Ident(w)) if w == "else" => {
+                            self.pos += 1;
+                            return Ok((list, End::Else));
+                        }
+                        Some(Tok::Ident(w)) if w == "if" || w == "range" || w == "with" => {
+                            self.pos += 1;
+                            let c = self.control(&w, line)?;
+                            list.push(match w.as_str() {
+                                "if" => Node::If(c),
+                                "range" => Node::Range(c),
+                                _ => Node::With(c),
+                            });
+                        }
+                        Some(Tok::Ident(w)) if w == "break" || w == "continue" => {
+                            self.pos += 1;
+                            if self.range_depth == 0 {
+                                return self.err(format!("{{{{{w}}}}} outside {{{{range}}}}"));
+                            }
+                            self.expect_right(&w)?;
+                            list.push(if w == "break" {
+                                Node::Break(line)
+                            } else {
+                                Node::Continue(line)
+                            });
+                        }
+                        Some(Tok::Ident(w))
+                            if w == "define" || w == "template" || w == "block" =>
+                        {
+                            return self.err(format!(
+                                "{{{{{w}}}}} is not supported by this template engine"
+                            ));
+                        }
+                        _ => {
+                            let pipe = self.pipeline("command", true)?;
+                            list.push(Node::Action(line, pipe));
+                        }
+                    }
+                }
+                Some(t) => return self.err(format!("unexpected {t:?}")),
+            }
+        }
+    }
+
+    fn control(&mut self, ctx: &str, line: usize) -> ParseResult<Control> {
+        let mark = self.vars.len();
+        let pipe = self.pipeline(ctx, true)?;
+        if ctx == "range" {
+            self.range_depth += 1;
+        }
+        let res = self.item_list();
+        if ctx == "range" {
+            self.range_depth -= 1;
+        }
+        let (list, end) = res?;
+        let else_list = match end {
+            End::End => None,
+            End::Eof => return self.err(format!("unexpected EOF in {ctx}")),
+            End::Else => {
+                // `{{else if ...}}` / `{{else with ...}}` chain into a nested control.
+                match self.peek_non_space().cloned() {
+                    Some(Tok::Ident(w)) if (w == "if" && ctx == "if") || (w == "with" && ctx == "with") => {
+                        let l = self.line();
+                        self.pos += 1;
+                        let c = self.control(&w, l)?;
+                        Some(vec![if w == "if" { Node::If(c) } else { Node::With(c) }])
+                    }
+                    _ => {
+                        self.expect_right("else")?;
+                        let (el, end) = self.item_list()?;
+                        match end {
+                            End::End => Some(el),
+                            End::Else => return self.err("expected end; found {{else}}"),
+                            End::Eof => return self.err(format!("unexpected EOF in {ctx}")),
+                        }
+                    }
+                }
+            }
+        };
+        self.vars.truncate(mark);
+        Ok(Control {
+            line,
+            pipe,
+            list,
+            else_list,
+        })
+    }
+
+    /// Parse a pipeline up to `}}` (`action`) or `)`.
+    fn pipeline(&mut self, ctx: &str, action: bool) -> ParseResult<Pipe> {
+        let mut pipe = Pipe::default();
+        // Declarations.
+        loop {
+            let save = self.pos;
+            let Some(Tok::Variable(v)) = self.peek_non_space().cloned() else { break };
+            self.pos += 1;
+            match self.peek_non_space().cloned() {
+                Some(Tok::Assign) | Some(Tok::Declare) => {
+                    let assign = self.peek() == Some(&Tok::Assign);
+                    self.pos += 1;
+                    if assign && !self.vars.contains(&v) {
+                        return self.err(format!("undefined variable {v:?}"));
+                    }
+                    pipe.is_assign = assign;
+                    pipe.decl.push(v.clone());
+                    if !assign {
+                        self.vars.push(v);
+                    }
+                    break;
+                }
+                Some(Tok::Comma) => {
+                    self.pos += 1;
+                    pipe.decl.push(v.clone());
+                    self.vars.push(v);
+                    if ctx == "range" && pipe.decl.len() < 2 {
+                        match self.peek_non_space() {
+                            Some(Tok::Variable(_)) => continue,
+                            _ => return self.err("range can only initialize variables"),
+                        }
+                    }
+                    return self.err(format!("too many declarations in {ctx}"));
+                }
+                _ => {
+                    self.pos = save;
+                    break;
+                }
+            }
+        }
+        if pipe.decl.len() == 2 {
+            // `range $i, $e :=` requires the declare token after the second variable.
+            if !matches!(self.toks.get(self.pos.wrapping_sub(1)).map(|t| &t.tok), Some(Tok::Declare | Tok::Assign)) {
+                return self.err("range can only initialize variables");
+            }
+        }
+        loop {
+            match self.peek_non_space().cloned() {
+                Some(Tok::RightDelim) if action => {
+                    self.pos += 1;
+                    break;
+                }
+                Some(Tok::RParen) if !action => {
+                    self.pos += 1;
+                    break;
+                }
+                None => return self.err(format!("unclosed action in {ctx}")),
+                Some(Tok::RightDelim) | Some(Tok::RParen) => {
+                    return self.err(format!("unexpected {:?} in {ctx}", self.peek()));
+                }
+                Some(_) => {
+                    let cmd = self.command()?;
+                    pipe.cmds.push(cmd);
+                }
+            }
+        }
+        if pipe.cmds.is_empty() {
+            return self.err(format!("missing value for {ctx}"));
+        }
+        for (i, c) in pipe.cmds.iter().enumerate().skip(1) {
+            if matches!(
+                c.args[0],
+                Arg::Bool(_) | Arg::Dot | Arg::Nil | Arg::Int(_) | Arg::Float(_) | Arg::Str(_)
+            ) {
+                return self.err(format!("non executable command in pipeline stage {}", i + 1));
+            }
+        }
+        Ok(pipe)
+    }
+
+    fn command(&mut self) -> ParseResult<Cmd> {
+        let mut args = Vec::new();
+        loop {
+            self.skip_space();
+            let op = self.operand()?;
+            match op {
+                Some(a) => args.push(a),
+                None => return self.err(format!("unexpected {:?} in operand", self.peek())),
+            }
+            match self.peek() {
+                Some(Tok::Space) => {
+                    self.skip_space();
+                    match self.peek() {
+                        Some(Tok::RightDelim) | Some(Tok::RParen) => break,
+                        Some(Tok::Pipe) => {
+                            self.pos += 1;
+                            break;
+                        }
+                        _ => continue,
+                    }
+                }
+                Some(Tok::RightDelim) | Some(Tok::RParen) => break,
+                Some(Tok::Pipe) => {
+                    self.pos += 1;
+                    break;
+                }
+                Some(t) => return self.err(format!("unexpected {t:?} in operand")),
+                None => return self.err("unclosed action"),
+            }
+        }
+        if args.is_empty() {
+            return self.err("empty command");
+        }
+        Ok(Cmd { args })
+    }
+
+    fn fields(&mut self) -> Vec<String> {
+        let mut f = Vec::new();
+        while let Some(Tok::Field(n)) = self.peek() {
+            f.push(n.clone());
+            self.pos += 1;
+        }
+        f
+    }
+
+    fn operand(&mut self) -> ParseResult<Option<Arg>> {
+        let Some(term) = self.term()? else { return Ok(None) };
+        if let Some(Tok::Field(_)) = self.peek() {
+            let chain = self.fields();
+            return Ok(Some(match term {
+                Arg::Field(mut f) => {
+                    f.extend(chain);
+                    Arg::Field(f)
+                }
+                Arg::Variable(v, mut f) => {
+                    f.extend(chain);
+                    Arg::Variable(v, f)
+                }
+                Arg::Bool(_) | Arg::Str(_) | Arg::Int(_) | Arg::Float(_) | Arg::Nil | Arg::Dot => {
+                    return self.err(format!("unexpected . after term {term:?}"));
+                }
+                other => Arg::Chain(Box::new(other), chain),
+            }));
+        }
+        Ok(Some(term))
+    }
+
+    fn term(&mut self) -> ParseResult<Option<Arg>> {
+        let Some(tok) = self.peek().cloned() else { return Ok(None) };
+        let arg = match tok {
+            Tok::Ident(name) => {
+                if !funcs::is_defined(&name) {
+                    if funcs::is_sprig_unsupported(&name) {
+                        return self.err(format!(
+                            "function {name:?} not supported (sprig function not implemented by blueprint-operator)"
+                        ));
+                    }
+                    return self.err(format!("function {name:?} not defined"));
+                }
+                self.pos += 1;
+                Arg::Func(name)
+            }
+            Tok::Dot => {
+                self.pos += 1;
+                Arg::Dot
+            }
+            Tok::Nil => {
+                self.pos += 1;
+                Arg::Nil
+            }
+            Tok::Variable(v) => {
+                if !self.vars.contains(&v) {
+                    return self.err(format!("undefined variable {v:?}"));
+                }
+                self.pos += 1;
+                Arg::Variable(v, Vec::new())
+            }
+            Tok::Field(_) => Arg::Field(self.fields()),
+            Tok::Bool(b) => {
+                self.pos += 1;
+                Arg::Bool(b)
+            }
+            Tok::Str(s) => {
+                self.pos += 1;
+                Arg::Str(s)
+            }
+            Tok::Number(n) => {
+                self.pos += 1;
+                parse_number(&n).ok_or((self.line(), format!("illegal number syntax: {n:?}")))?
+            }
+            Tok::Char(c) => {
+                self.pos += 1;
+                Arg::Int(parse_char(&c).ok_or((self.line(), format!("malformed character constant: {c}")))?)
+            }
+            Tok::LParen => {
+                self.pos += 1;
+                let p = self.pipeline("parenthesized pipeline", false)?;
+                Arg::Pipe(Box::new(p))
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(arg))
+    }
+}
+
+fn parse_number(s: &str) -> Option<Arg> {
+    let clean: String = s.chars().filter(|c| *c != '_').collect();
+    let (neg, body) = match clean.strip_prefix('-') {
+        Some(b) => (true, b.to_string()),
+        None => (false, clean.trim_start_matches('+').to_string()),
+    };
+    let lower = body.to_ascii_lowercase();
+    let radix_val = if let Some(h) = lower.strip_prefix("0x") {
+        Some(i64::from_str_radix(h, 16).ok()?)
+    } else if let Some(o) = lower.strip_prefix("0o") {
+        Some(i64::from_str_radix(o, 8).ok()?)
+    } else if let Some(b) = lower.strip_prefix("0b") {
+        Some(i64::from_str_radix(b, 2).ok()?)
+    } else if lower.len() > 1 && lower.starts_with('0') && lower.bytes().all(|c| c.is_ascii_digit()) {
+        Some(i64::from_str_radix(&lower[1..], 8).ok()?)
+    } else {
+        None
+    };
+    if let Some(v) = radix_val {
+        return Some(Arg::Int(if neg { -v } else { v }));
+    }
+    if lower.contains(['.', 'e']) {
+        let f: f64 = lower.parse().ok()?;
+        return Some(Arg::Float(if neg { -f } else { f }));
+    }
+    let v: i64 = lower.parse().ok()?;
+    Some(Arg::Int(if neg { -v } else { v }))
+}
+
+fn parse_char(s: &str) -> Option<i64> {
+    let inner = s.strip_prefix('\'')?.strip_suffix('\'')?;
+    let mut it = inner.chars();
+    let c = it.next()?;
+    if c != '\\' {
+        return if it.next().is_none() { Some(c as i64) } else { None };
+    }
+    let e = it.next()?;
+    let rest: String = it.collect();
+    let v = match e {
+        'n' => '\n' as i64,
+        't' => '\t' as i64,
+        'r' => '\r' as i64,
+        'a' => 7,
+        'b' => 8,
+        'f' => 12,
+        'v' => 11,
+        '\\' => '\\' as i64,
+        '\'' => '\'' as i64,
+        'x' | 'u' | 'U' => return i64::from_str_radix(&rest, 16).ok(),
+        '0'..='7' => return i64::from_str_radix(&format!("{e}{rest}"), 8).ok(),
+        _ => return None,
+    };
+    if rest.is_empty() { Some(v) } else { None }
+}
