@@ -1,1 +1,196 @@
-//! functions
+//! Kanister functions run by the executor, one file per function as in
+//! Kanister's `pkg/function`: KubeTask, KubeExec, KubeExecAll,
+//! ScaleWorkload, KubeOps, Wait and WaitV2. Every other Kanister function
+//! fails the phase with a clear "not supported" error.
+//!
+//! Contract with the executor: [`execute`] gets the phase's `args` already
+//! rendered by the template engine (except `Wait`/`WaitV2`, which get raw args
+//! and render their own `objectReference` fields with `params`), and returns
+//! the phase output (string values, as Kanister's phase-output protocol).
+//!
+//! Cancellation: the executor may drop the returned future at any await
+//! point. Pods created by KubeTask are deleted by a guard whose `Drop` spawns
+//! a cleanup task on the current Tokio runtime (best effort: if the runtime
+//! itself is shutting down the pod stays behind).
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+pub mod args;
+pub mod kube_exec;
+pub mod kube_exec_all;
+pub mod kube_ops;
+pub mod kube_task;
+pub mod output;
+pub mod scale_workload;
+pub mod wait;
+pub mod wait_v2;
+
+/// Functions this executor implements (Kanister names).
+pub const SUPPORTED: &[&str] = &[
+    "KubeTask",
+    "KubeExec",
+    "KubeExecAll",
+    "ScaleWorkload",
+    "KubeOps",
+    "Wait",
+    "WaitV2",
+];
+
+/// All 28 function names Kanister registers at HEAD.
+pub const KANISTER_FUNCTIONS: &[&str] = &[
+    "BackupData",
+    "BackupDataAll",
+    "BackupDataStats",
+    "CheckRepository",
+    "CopyVolumeData",
+    "CreateCSISnapshot",
+    "CreateCSISnapshotStatic",
+    "CreateRDSSnapshot",
+    "DeleteCSISnapshot",
+    "DeleteCSISnapshotContent",
+    "DeleteData",
+    "DeleteDataAll",
+    "DeleteRDSSnapshot",
+    "ExportRDSSnapshotToLocation",
+    "KubeExec",
+    "KubeExecAll",
+    "KubeOps",
+    "KubeTask",
+    "LocationDelete",
+    "MultiContainerRun",
+    "PrepareData",
+    "RestoreCSISnapshot",
+    "RestoreData",
+    "RestoreDataAll",
+    "RestoreRDSSnapshot",
+    "ScaleWorkload",
+    "Wait",
+    "WaitV2",
+];
+
+/// What a function needs from the running action.
+#[derive(Clone)]
+pub struct Context {
+    pub client: kube::Client,
+    /// ActionSet namespace: default for `namespace` args.
+    pub namespace: String,
+    /// The action's target object.
+    pub object: crate::model::ObjectReference,
+    /// The ActionSet's `podOverride` (wins over the Blueprint's).
+    pub pod_override: Option<Map<String, Value>>,
+    pub pod_labels: BTreeMap<String, String>,
+    pub pod_annotations: BTreeMap<String, String>,
+}
+
+/// A function failure; the Display reads like Kanister's phase errors.
+#[derive(Debug, thiserror::Error)]
+pub enum FunctionError {
+    #[error(
+        "function {0} is not supported by this executor (supported: KubeTask, KubeExec, KubeExecAll, ScaleWorkload, KubeOps, Wait, WaitV2)"
+    )]
+    Unsupported(String),
+    #[error("Requested function {{{0}}} has not been registered")]
+    Unknown(String),
+    /// A missing or ill-typed argument.
+    #[error("{function}: argument `{arg}`: {message}")]
+    Arg {
+        function: &'static str,
+        arg: String,
+        message: String,
+    },
+    /// A phase-output line that could not be decoded.
+    #[error("{function}: failed to parse phase output: {message}")]
+    Output {
+        function: &'static str,
+        message: String,
+    },
+    /// A Kubernetes API call failed.
+    #[error("{function}: {action}: {source}")]
+    Kube {
+        function: &'static str,
+        action: String,
+        #[source]
+        source: kube::Error,
+    },
+    /// Any other failure, already worded for the user.
+    #[error("{function}: {message}")]
+    Failed {
+        function: &'static str,
+        message: String,
+    },
+}
+
+impl FunctionError {
+    pub(crate) fn arg(function: &'static str, arg: &str, message: impl Into<String>) -> Self {
+        FunctionError::Arg {
+            function,
+            arg: arg.to_string(),
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn failed(function: &'static str, message: impl Into<String>) -> Self {
+        FunctionError::Failed {
+            function,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn kube(
+        function: &'static str,
+        action: impl Into<String>,
+        source: kube::Error,
+    ) -> Self {
+        FunctionError::Kube {
+            function,
+            action: action.into(),
+            source,
+        }
+    }
+}
+
+/// Phase output: key → string value.
+pub type Output = Map<String, Value>;
+
+/// Run one Kanister function. `func` is matched exactly (Kanister names are
+/// case-sensitive); unsupported Kanister functions and unknown names fail.
+pub async fn execute(
+    ctx: &Context,
+    func: &str,
+    args: &Map<String, Value>,
+    params: &Value,
+) -> Result<Output, FunctionError> {
+    match func {
+        "KubeTask" => kube_task::run(ctx, args).await,
+        "KubeExec" => kube_exec::run(ctx, args).await,
+        "KubeExecAll" => kube_exec_all::run(ctx, args).await,
+        "ScaleWorkload" => scale_workload::run(ctx, args).await,
+        "KubeOps" => kube_ops::run(ctx, args).await,
+        "Wait" => wait::run(ctx, args, params).await,
+        "WaitV2" => wait_v2::run(ctx, args, params).await,
+        other if KANISTER_FUNCTIONS.contains(&other) => {
+            Err(FunctionError::Unsupported(other.to_string()))
+        }
+        other => Err(FunctionError::Unknown(other.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unsupported_message_names_the_function_and_the_supported_list() {
+        let e = FunctionError::Unsupported("BackupData".into()).to_string();
+        assert_eq!(
+            e,
+            "function BackupData is not supported by this executor (supported: KubeTask, KubeExec, KubeExecAll, ScaleWorkload, KubeOps, Wait, WaitV2)"
+        );
+        for f in SUPPORTED {
+            assert!(KANISTER_FUNCTIONS.contains(f), "{f}");
+        }
+        assert_eq!(KANISTER_FUNCTIONS.len(), 28);
+    }
+}

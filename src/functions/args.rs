@@ -1,0 +1,1 @@
+//! Weak argument decoding.

@@ -1,0 +1,11 @@
+//! kube_exec_all (not yet implemented).
+
+use super::{Context, FunctionError, Output};
+use serde_json::{Map, Value};
+
+pub async fn run(_ctx: &Context, _args: &Map<String, Value>) -> Result<Output, FunctionError> {
+    Err(FunctionError::failed(
+        "kube_exec_all",
+        "not yet implemented",
+    ))
+}

@@ -1,0 +1,1 @@
+//! Phase-output protocol.

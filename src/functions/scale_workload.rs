@@ -1,0 +1,11 @@
+//! scale_workload (not yet implemented).
+
+use super::{Context, FunctionError, Output};
+use serde_json::{Map, Value};
+
+pub async fn run(_ctx: &Context, _args: &Map<String, Value>) -> Result<Output, FunctionError> {
+    Err(FunctionError::failed(
+        "scale_workload",
+        "not yet implemented",
+    ))
+}

@@ -1,0 +1,12 @@
+//! wait (not yet implemented).
+
+use super::{Context, FunctionError, Output};
+use serde_json::{Map, Value};
+
+pub async fn run(
+    _ctx: &Context,
+    _args: &Map<String, Value>,
+    _params: &Value,
+) -> Result<Output, FunctionError> {
+    Err(FunctionError::failed("wait", "not yet implemented"))
+}
