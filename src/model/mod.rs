@@ -9,3 +9,6 @@ mod kanister;
 mod resource;
 
 pub use kanister::*;
+
+pub mod actionschedule;
+pub use actionschedule::*;

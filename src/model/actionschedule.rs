@@ -1,0 +1,315 @@
+//! `ActionSchedule` (`blueprint-operator.io/v1alpha1`): Kanister ActionSets on
+//! a cron schedule, with rotation of finished runs.
+//!
+//! The controller lives in `crate::scheduler`; this file is only the API type.
+//! `manifests/crds/actionschedule.yaml` is generated from it ([`crd_yaml`]).
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::CustomResource;
+use kube::CustomResourceExt;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::ActionSetSpec;
+
+pub const SCHEDULE_GROUP: &str = "blueprint-operator.io";
+/// Label on every ActionSet an ActionSchedule created: the schedule's name.
+pub const LABEL_SCHEDULE: &str = "blueprint-operator.io/schedule";
+/// Label: `scheduled`, `run-now` or `delete` (a retention delete action).
+pub const LABEL_TRIGGER: &str = "blueprint-operator.io/trigger";
+/// Label on a delete-action ActionSet: the name of the run whose artifacts it deletes.
+pub const LABEL_DELETE_FOR: &str = "blueprint-operator.io/delete-for";
+/// Annotation on created ActionSets: the nominal scheduled time (RFC 3339, UTC).
+pub const ANNOTATION_SCHEDULED_TIME: &str = "blueprint-operator.io/scheduled-time";
+/// Annotation on an ActionSchedule: set it to any new token to start a run now.
+pub const ANNOTATION_RUN_NOW: &str = "blueprint-operator.io/run-now";
+
+/// An ActionSchedule creates an ActionSet from `actionSetTemplate` at every
+/// tick of `schedule` (Kubernetes CronJob syntax) and rotates finished ones
+/// according to `retention`.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "blueprint-operator.io",
+    version = "v1alpha1",
+    kind = "ActionSchedule",
+    plural = "actionschedules",
+    shortname = "asched",
+    namespaced,
+    status = "ActionScheduleStatus",
+    printcolumn(name = "Schedule", type_ = "string", json_path = ".spec.schedule"),
+    printcolumn(
+        name = "TimeZone",
+        type_ = "string",
+        json_path = ".spec.timeZone",
+        priority = "1"
+    ),
+    printcolumn(name = "Suspend", type_ = "boolean", json_path = ".spec.suspend"),
+    printcolumn(name = "Active", type_ = "integer", json_path = ".status.activeCount"),
+    printcolumn(
+        name = "Last Schedule",
+        type_ = "date",
+        json_path = ".status.lastScheduleTime"
+    ),
+    printcolumn(name = "Next", type_ = "date", json_path = ".status.nextScheduleTime"),
+    printcolumn(
+        name = "Failures",
+        type_ = "integer",
+        json_path = ".status.consecutiveFailures"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct ActionScheduleSpec {
+    /// Kubernetes CronJob syntax: 5 fields (`minute hour day-of-month month
+    /// day-of-week`), or `@yearly`, `@monthly`, `@weekly`, `@daily`,
+    /// `@hourly`, `@every <duration>`.
+    pub schedule: String,
+    /// IANA time zone the schedule is evaluated in (default UTC). On a
+    /// spring-forward day a wall time inside the gap does not run; on a
+    /// fall-back day a wall time in the repeated hour runs twice (as CronJob).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
+    /// Stop creating scheduled runs (running ones continue; ticks are
+    /// recorded as skipped, so resuming does not start a run at once).
+    #[serde(default)]
+    pub suspend: bool,
+    /// What to do when a tick comes while an earlier run is still active.
+    #[serde(default)]
+    pub concurrency_policy: ConcurrencyPolicy,
+    /// A tick that cannot be started within this many seconds is not started
+    /// (it is recorded as missed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub starting_deadline_seconds: Option<i64>,
+    /// What to do with ticks that passed while the controller was not running.
+    #[serde(default)]
+    pub missed_run_policy: MissedRunPolicy,
+    /// The `spec` of the ActionSets to create (Kanister's ActionSetSpec).
+    #[schemars(schema_with = "preserve_unknown_object")]
+    pub action_set_template: ActionSetSpec,
+    /// Rotation of finished runs.
+    #[serde(default)]
+    pub retention: Retention,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum ConcurrencyPolicy {
+    /// Start runs even when earlier ones are active.
+    #[default]
+    Allow,
+    /// Skip a tick while a run is active (the tick is recorded as skipped and
+    /// not started later).
+    Forbid,
+    /// Delete the active runs, then start the new one.
+    Replace,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum MissedRunPolicy {
+    /// Start one run for the latest missed tick (if within
+    /// `startingDeadlineSeconds`); earlier ticks are recorded as missed.
+    /// This is what CronJob does.
+    #[default]
+    RunLatest,
+    /// Do not make up missed ticks: a tick more than 60 s old (or older than
+    /// `startingDeadlineSeconds`, if smaller) when the controller sees it is
+    /// recorded as missed.
+    Skip,
+}
+
+/// Rotation. Complete runs are kept when any rule keeps them (restic forget
+/// rules, buckets evaluated in the schedule's time zone); failed runs only by
+/// `keepFailed`. Never rotated: runs that are pending or running (or whose
+/// deferPhase is), the newest complete run, and ActionSets this schedule did
+/// not create.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Retention {
+    /// Keep the newest N complete runs (default 3).
+    #[serde(default = "default_keep_last")]
+    pub keep_last: u32,
+    /// Keep the newest N failed runs (default 2).
+    #[serde(default = "default_keep_failed")]
+    pub keep_failed: u32,
+    /// Keep the newest complete run of each of the last N hours that have one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_hourly: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_daily: Option<u32>,
+    /// ISO weeks (Monday to Sunday).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_weekly: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_monthly: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_yearly: Option<u32>,
+    /// A Blueprint action run with a rotated complete run's artifacts before
+    /// its ActionSet is removed; the run is removed only once that delete
+    /// ActionSet is `complete`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delete_action: Option<String>,
+}
+
+fn default_keep_last() -> u32 {
+    3
+}
+fn default_keep_failed() -> u32 {
+    2
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Retention {
+            keep_last: default_keep_last(),
+            keep_failed: default_keep_failed(),
+            keep_hourly: None,
+            keep_daily: None,
+            keep_weekly: None,
+            keep_monthly: None,
+            keep_yearly: None,
+            delete_action: None,
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ActionScheduleStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Nominal time of the latest tick that created a run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_schedule_time: Option<Time>,
+    /// Nominal time of the latest tick deliberately not run (suspended,
+    /// forbidden, missed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_skipped_time: Option<Time>,
+    /// Nominal time of the newest run that reached `complete`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_successful_time: Option<Time>,
+    /// Next tick (absent when suspended or the schedule is invalid).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_schedule_time: Option<Time>,
+    /// Runs of this schedule that are pending or running.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub active: Vec<RunReference>,
+    #[serde(default)]
+    pub active_count: u32,
+    /// Failed runs since the newest complete one.
+    #[serde(default)]
+    pub consecutive_failures: u32,
+    /// Ticks not started because they were missed (controller down, deadline).
+    #[serde(default)]
+    pub missed_runs: u64,
+    /// Ticks not started by decision (suspend, Forbid).
+    #[serde(default)]
+    pub skipped_runs: u64,
+    /// The latest ticks that were missed or skipped, newest first (at most 10).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recent_skips: Vec<SkippedRun>,
+    /// The last `run-now` token handled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_run_now_token: Option<String>,
+    /// Rotation in progress and what the next rotation would remove.
+    #[serde(default)]
+    pub retention: RetentionStatus,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunReference {
+    pub name: String,
+    /// RFC 3339.
+    pub scheduled_time: String,
+    pub state: String,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SkippedRun {
+    /// RFC 3339 nominal time of the (latest) tick.
+    pub scheduled_time: String,
+    /// `Missed`, `DeadlineExceeded`, `Suspended`, `ConcurrencyForbid`.
+    pub reason: String,
+    /// How many ticks this entry stands for (several missed ticks are one entry).
+    pub count: u32,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RetentionStatus {
+    /// Runs selected for removal now, with their state of progress.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removing: Vec<RotationEntry>,
+    /// What would be removed once the next run completes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub next_rotation: Vec<RotationEntry>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RotationEntry {
+    pub name: String,
+    pub reason: String,
+    /// For `removing`: `Deleting`, `WaitingForDeleteAction`, `DeleteActionFailed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<String>,
+}
+
+fn preserve_unknown_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "object",
+        "description": "The spec of the ActionSets to create (Kanister ActionSetSpec: actions[] with name, blueprint, object, profile, options, secrets, configMaps, artifacts ...).",
+        "x-kubernetes-preserve-unknown-fields": true
+    })
+}
+
+/// The CRD as YAML, for `manifests/crds/actionschedule.yaml` and the `crds` subcommand.
+pub fn crd_yaml() -> String {
+    serde_yaml::to_string(&ActionSchedule::crd())
+        .unwrap_or_else(|e| format!("# cannot render CRD: {e}\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crd_has_status_subresource_and_columns() {
+        let crd = ActionSchedule::crd();
+        let v = &crd.spec.versions[0];
+        assert!(v.subresources.as_ref().unwrap().status.is_some());
+        assert!(
+            v.additional_printer_columns
+                .as_ref()
+                .unwrap()
+                .iter()
+                .any(|c| c.name == "Next")
+        );
+        let y = crd_yaml();
+        assert!(
+            y.contains("x-kubernetes-preserve-unknown-fields: true"),
+            "{y}"
+        );
+        assert!(y.contains("actionschedules.blueprint-operator.io"));
+    }
+
+    #[test]
+    fn defaults_from_minimal_yaml() {
+        let s: ActionScheduleSpec = serde_yaml::from_str(
+            "schedule: '@daily'\nactionSetTemplate:\n  actions:\n  - name: backup\n    blueprint: bp\n    object: {kind: deployment, name: app, namespace: ns}\n",
+        )
+        .unwrap();
+        assert_eq!(s.retention.keep_last, 3);
+        assert_eq!(s.retention.keep_failed, 2);
+        assert_eq!(s.concurrency_policy, ConcurrencyPolicy::Allow);
+        assert_eq!(s.missed_run_policy, MissedRunPolicy::RunLatest);
+        assert_eq!(s.action_set_template.actions[0].blueprint, "bp");
+    }
+}
