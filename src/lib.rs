@@ -10,5 +10,6 @@ pub mod executor;
 pub mod functions;
 pub mod model;
 pub mod scheduler;
+pub mod telemetry;
 pub mod template;
 pub mod webhook;

@@ -1,1 +1,20 @@
-//! webhook
+//! The admission webhook: `blueprint-operator webhook` and `blueprint-operator certs`.
+//!
+//! * [`admission`]: pure handlers, an AdmissionReview in and an HTTP answer out
+//!   (`/mutate/blueprint`, `/validate/blueprint`, `/validate/actionschedule`);
+//! * [`schedule`]: the ActionSchedule checks;
+//! * [`server`]: axum + rustls server, body limit, probes, metrics, graceful shutdown;
+//! * [`tls`]: certificate loading and reload on change;
+//! * [`certs`]: a development CA and serving certificate;
+//! * [`metrics`]: Prometheus metrics.
+
+pub mod admission;
+pub mod certs;
+pub mod metrics;
+pub mod schedule;
+pub mod server;
+pub mod tls;
+
+pub use admission::{MAX_BODY_BYTES, Route, handle_review};
+pub use certs::{CertsArgs, run_certs};
+pub use server::{ServerConfig, WebhookArgs, run, start};

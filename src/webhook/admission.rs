@@ -1,0 +1,540 @@
+//! Admission handlers: an `AdmissionReview` (bytes) in, an HTTP status and body out.
+//!
+//! Everything here is pure: no I/O, no clock, no global state, so the same input always gives
+//! the same answer (GitOps tools re-apply and dry-run the same manifests many times) and the
+//! fuzz target and the property tests can call it directly. The one lookup the webhook needs
+//! (the Blueprint an ActionSchedule refers to) is done by the server between [`parse`] and
+//! [`decide`] and handed in as a [`Lookup`].
+//!
+//! HTTP contract (admission.k8s.io/v1):
+//! * 200 with an `AdmissionReview` whose `response.uid` echoes the request: allowed, allowed
+//!   with a `JSONPatch`, or denied (code 422, reason `Invalid`, every error listed in the
+//!   message and in `details.causes` with its field path).
+//! * 400 with a plain-text reason when the body is not JSON, not an `admission.k8s.io/v1`
+//!   `AdmissionReview`, has no `request`, or is about a kind this route does not handle. The API
+//!   server treats that as a call error and applies `failurePolicy`.
+//! * 413 (in the server) for bodies over [`MAX_BODY_BYTES`].
+//! * `dryRun: true` gets exactly the same answer: the handlers have no side effects.
+
+use std::collections::BTreeSet;
+
+use json_patch::Patch;
+use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
+use kube::core::response::{StatusCause, StatusDetails};
+use kube::core::{DynamicObject, Status};
+use serde_json::Value;
+
+use super::metrics::Verdict;
+use crate::blueprint::{self, Problem, Rule};
+
+/// Largest request body accepted: 7 MiB.
+///
+/// The API server accepts request bodies up to 3 MiB and etcd stores objects up to ~1.5 MiB. An
+/// UPDATE review carries `object` and `oldObject` (each up to ~3 MiB as JSON before the etcd
+/// check, since admission runs before storage) plus the request metadata, so a legitimate review
+/// stays under 2 × 3 MiB + headroom. Anything larger cannot come from the API server and is
+/// refused with 413 before it is parsed.
+pub const MAX_BODY_BYTES: usize = 7 * 1024 * 1024;
+
+/// Longest warning we send, in characters. The API server cuts warnings to 256 runes once the
+/// total passes 4096; the type docs recommend 120. We keep each one whole up to 256 so that
+/// nothing is cut by the server, and shorten longer ones ourselves with a marker.
+pub const MAX_WARNING_CHARS: usize = 256;
+/// Budget for all warnings of one response, in characters (the API server's 4096-rune total,
+/// shared with other webhooks, so we stay well below it).
+pub const MAX_WARNINGS_TOTAL_CHARS: usize = 3072;
+
+const ADMISSION_API_VERSION: &str = "admission.k8s.io/v1";
+const ADMISSION_KIND: &str = "AdmissionReview";
+const KANISTER_GROUP: &str = "cr.kanister.io";
+const SCHEDULE_GROUP: &str = "blueprint-operator.io";
+
+/// The webhook's admission routes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Route {
+    MutateBlueprint,
+    ValidateBlueprint,
+    ValidateActionSchedule,
+}
+
+impl Route {
+    pub const ALL: [Route; 3] = [
+        Route::MutateBlueprint,
+        Route::ValidateBlueprint,
+        Route::ValidateActionSchedule,
+    ];
+
+    pub fn path(self) -> &'static str {
+        match self {
+            Route::MutateBlueprint => "/mutate/blueprint",
+            Route::ValidateBlueprint => "/validate/blueprint",
+            Route::ValidateActionSchedule => "/validate/actionschedule",
+        }
+    }
+
+    pub fn from_path(path: &str) -> Option<Route> {
+        Route::ALL.into_iter().find(|r| r.path() == path)
+    }
+
+    /// The (group, kind) of objects this route reviews.
+    fn expects(self) -> (&'static str, &'static str) {
+        match self {
+            Route::MutateBlueprint | Route::ValidateBlueprint => (KANISTER_GROUP, "Blueprint"),
+            Route::ValidateActionSchedule => (SCHEDULE_GROUP, "ActionSchedule"),
+        }
+    }
+}
+
+/// The answer to one HTTP call.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// HTTP status: 200, 400 or 500.
+    pub status: u16,
+    /// `application/json` (an AdmissionReview) when `status` is 200, else `text/plain`.
+    pub body: Vec<u8>,
+    pub verdict: Verdict,
+    /// Request uid, when the review could be read (for logs).
+    pub uid: Option<String>,
+    pub dry_run: bool,
+    /// One line for the log: the reason of a 400/denial, or a summary.
+    pub summary: String,
+}
+
+impl Outcome {
+    fn bad_request(reason: impl Into<String>) -> Self {
+        let reason = reason.into();
+        Outcome {
+            status: 400,
+            body: reason.clone().into_bytes(),
+            verdict: Verdict::BadRequest,
+            uid: None,
+            dry_run: false,
+            summary: reason,
+        }
+    }
+
+    pub fn is_json(&self) -> bool {
+        self.status == 200
+    }
+}
+
+/// A readable review: the typed request (with `object`/`oldObject` taken out) and the object
+/// exactly as received.
+#[derive(Debug)]
+pub struct Parsed {
+    pub route: Route,
+    pub request: AdmissionRequest<DynamicObject>,
+    /// `request.object` as received (never re-serialized from a typed struct, so the patch is
+    /// computed against exactly what the API server holds, unknown fields included).
+    pub object: Option<Value>,
+}
+
+/// `(namespace, name)` of a Blueprint.
+pub type BlueprintRef = (String, String);
+
+/// What the server found when looking up the Blueprint an ActionSchedule refers to.
+#[derive(Debug, Clone)]
+pub enum Lookup {
+    /// Not looked up (no API access, or not needed); the check is skipped with a warning.
+    NotChecked(String),
+    /// The Blueprint does not exist (or is not visible to the webhook).
+    Missing,
+    /// The Blueprint document.
+    Found(Value),
+}
+
+/// Parses and checks a review for `route`; `Err` is the 400 answer.
+pub fn parse(route: Route, body: &[u8]) -> Result<Parsed, Outcome> {
+    let mut value: Value = serde_json::from_slice(body)
+        .map_err(|e| Outcome::bad_request(format!("request body is not valid JSON: {e}")))?;
+    let Some(top) = value.as_object_mut() else {
+        return Err(Outcome::bad_request(format!(
+            "expected an {ADMISSION_API_VERSION} {ADMISSION_KIND} object, got a JSON {}",
+            json_type(&value)
+        )));
+    };
+    let api_version = top.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let kind = top.get("kind").and_then(Value::as_str).unwrap_or("");
+    if api_version != ADMISSION_API_VERSION || kind != ADMISSION_KIND {
+        return Err(Outcome::bad_request(format!(
+            "expected apiVersion {ADMISSION_API_VERSION:?} and kind {ADMISSION_KIND:?}, got apiVersion {api_version:?} and kind {kind:?}; list \"v1\" first in admissionReviewVersions"
+        )));
+    }
+    let object = match top.get_mut("request") {
+        Some(Value::Object(req)) => {
+            // Deserializing the old object too would only cost time: it is not used.
+            req.remove("oldObject");
+            req.remove("object")
+        }
+        Some(_) => {
+            return Err(Outcome::bad_request(
+                "AdmissionReview.request must be an object",
+            ));
+        }
+        None => return Err(Outcome::bad_request("AdmissionReview has no request")),
+    };
+    let review: AdmissionReview<DynamicObject> = serde_json::from_value(value)
+        .map_err(|e| Outcome::bad_request(format!("AdmissionReview does not decode: {e}")))?;
+    let request: AdmissionRequest<DynamicObject> = review
+        .try_into()
+        .map_err(|_| Outcome::bad_request("AdmissionReview has no request"))?;
+    let object = object.filter(|o| !o.is_null());
+
+    let (group, kind) = route.expects();
+    if request.kind.group != group || request.kind.kind != kind {
+        let mut out = Outcome::bad_request(format!(
+            "{} reviews {group} {kind} objects, got {:?} {:?} (check the rules of the webhook configuration)",
+            route.path(),
+            request.kind.group,
+            request.kind.kind
+        ));
+        out.uid = Some(request.uid.clone());
+        return Err(out);
+    }
+    if let Some(obj) = &object
+        && !obj.is_object()
+    {
+        let mut out = Outcome::bad_request(format!(
+            "request.object must be a JSON object, got a JSON {}",
+            json_type(obj)
+        ));
+        out.uid = Some(request.uid.clone());
+        return Err(out);
+    }
+    Ok(Parsed {
+        route,
+        request,
+        object,
+    })
+}
+
+/// The pure handler used by the fuzz target and the property tests: parse and decide, with no
+/// Blueprint lookup for ActionSchedules. Returns the HTTP status and body.
+pub fn handle_review(route: Route, body: &[u8]) -> (u16, Vec<u8>) {
+    let out = review(route, body, |_| {
+        Lookup::NotChecked("no API access in this context".into())
+    });
+    (out.status, out.body)
+}
+
+/// Parses, looks up what is needed through `lookup` (called with `(namespace, name)` of each
+/// Blueprint an ActionSchedule refers to) and decides.
+pub fn review(
+    route: Route,
+    body: &[u8],
+    mut lookup: impl FnMut(&BlueprintRef) -> Lookup,
+) -> Outcome {
+    if body.len() > MAX_BODY_BYTES {
+        return Outcome {
+            status: 413,
+            body: too_large_message(body.len()).into_bytes(),
+            verdict: Verdict::TooLarge,
+            uid: None,
+            dry_run: false,
+            summary: "body over the limit".into(),
+        };
+    }
+    match parse(route, body) {
+        Ok(parsed) => {
+            let found: Vec<(BlueprintRef, Lookup)> = parsed
+                .blueprint_refs()
+                .into_iter()
+                .map(|r| {
+                    let l = lookup(&r);
+                    (r, l)
+                })
+                .collect();
+            decide(parsed, &found)
+        }
+        Err(out) => out,
+    }
+}
+
+/// The 413 text.
+pub fn too_large_message(len: usize) -> String {
+    format!(
+        "request body of {len} bytes is over the webhook's limit of {MAX_BODY_BYTES} bytes (an AdmissionReview from the API server is at most about twice its 3 MiB request limit)"
+    )
+}
+
+impl Parsed {
+    /// For an ActionSchedule: the Blueprints its ActionSet template uses (deduplicated).
+    pub fn blueprint_refs(&self) -> Vec<BlueprintRef> {
+        match (&self.object, self.route) {
+            (Some(obj), Route::ValidateActionSchedule) if self.needs_review() => {
+                super::schedule::blueprint_refs(obj, self.request.namespace.as_deref())
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// DELETE and CONNECT are allowed as they are, and so is an object that is being deleted
+    /// (blocking it would keep finalizers from being removed from a Blueprint stored before
+    /// the webhook was installed).
+    fn needs_review(&self) -> bool {
+        matches!(
+            self.request.operation,
+            Operation::Create | Operation::Update
+        ) && self
+            .object
+            .as_ref()
+            .and_then(|o| o.pointer("/metadata/deletionTimestamp"))
+            .is_none_or(Value::is_null)
+    }
+}
+
+/// Decides on a parsed review. `lookups` holds the result for each of
+/// [`Parsed::blueprint_refs`] (missing entries count as not checked).
+pub fn decide(parsed: Parsed, lookups: &[(BlueprintRef, Lookup)]) -> Outcome {
+    let uid = parsed.request.uid.clone();
+    let dry_run = parsed.request.dry_run;
+    let base = AdmissionResponse::from(&parsed.request);
+    let result = if !parsed.needs_review() {
+        Ok((
+            base,
+            Verdict::Allowed,
+            "not reviewed (operation or deletion)".to_owned(),
+        ))
+    } else {
+        match (&parsed.object, parsed.route) {
+            (None, _) => Err(format!(
+                "request.object is missing for a {:?} request",
+                parsed.request.operation
+            )),
+            (Some(obj), Route::MutateBlueprint) => Ok(mutate_blueprint(base, obj)),
+            (Some(obj), Route::ValidateBlueprint) => Ok(validate_blueprint(base, obj)),
+            (Some(obj), Route::ValidateActionSchedule) => {
+                Ok(super::schedule::validate(base, obj, lookups))
+            }
+        }
+    };
+    match result {
+        Ok((response, verdict, summary)) => match serde_json::to_vec(&response.into_review()) {
+            Ok(body) => Outcome {
+                status: 200,
+                body,
+                verdict,
+                uid: Some(uid),
+                dry_run,
+                summary,
+            },
+            Err(e) => Outcome {
+                status: 500,
+                body: format!("could not encode the AdmissionReview: {e}").into_bytes(),
+                verdict: Verdict::Error,
+                uid: Some(uid),
+                dry_run,
+                summary: e.to_string(),
+            },
+        },
+        Err(reason) => {
+            let mut out = Outcome::bad_request(reason);
+            out.uid = Some(uid);
+            out.dry_run = dry_run;
+            out
+        }
+    }
+}
+
+fn object_name(obj: &Value) -> String {
+    obj.pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+        .or_else(|| {
+            obj.pointer("/metadata/generateName")
+                .and_then(Value::as_str)
+        })
+        .unwrap_or("")
+        .to_owned()
+}
+
+/// `/mutate/blueprint`: the normalization patch, or a denial for what cannot be normalized
+/// (a deferPhase list of two or more phases).
+fn mutate_blueprint(base: AdmissionResponse, obj: &Value) -> (AdmissionResponse, Verdict, String) {
+    let lists = defer_phase_lists(obj);
+    if !lists.is_empty() {
+        let report = blueprint::validate(obj);
+        let mut problems: Vec<Problem> = report
+            .errors
+            .into_iter()
+            .filter(|p| p.rule == Rule::DeferPhaseList && lists.contains(&p.path))
+            .collect();
+        if problems.is_empty() {
+            // The validator found nothing to say: explain it ourselves.
+            problems = lists
+                .iter()
+                .map(|path| Problem {
+                    path: path.clone(),
+                    action: None,
+                    phase: None,
+                    rule: Rule::DeferPhaseList,
+                    message: "deferPhase takes exactly one phase, found a list: keep one cleanup phase as deferPhase and move the other steps into it, into the main phases, or into a separate action".into(),
+                })
+                .collect();
+        }
+        let n = problems.len();
+        return (
+            deny(base, &object_name(obj), "cannot be normalized", &problems),
+            Verdict::Denied,
+            format!("{n} deferPhase list(s) of two or more"),
+        );
+    }
+    let normalized = blueprint::normalize(obj);
+    let patch: Patch = json_patch::diff(obj, &normalized);
+    if patch.0.is_empty() {
+        return (base, Verdict::Allowed, "already normalized".into());
+    }
+    let ops = patch.0.len();
+    match base.clone().with_patch(patch) {
+        Ok(resp) => (resp, Verdict::Patched, format!("{ops} patch operation(s)")),
+        // Serializing a patch of JSON values cannot fail; answer without one if it ever did.
+        Err(e) => (base, Verdict::Allowed, format!("patch not sent: {e}")),
+    }
+}
+
+/// Paths (`actions.<a>.deferPhase`) of deferPhase lists with two or more elements.
+fn defer_phase_lists(obj: &Value) -> BTreeSet<String> {
+    obj.get("actions")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter(|(_, action)| {
+            action
+                .get("deferPhase")
+                .and_then(Value::as_array)
+                .is_some_and(|l| l.len() >= 2)
+        })
+        .map(|(name, _)| format!("actions.{name}.deferPhase"))
+        .collect()
+}
+
+/// `/validate/blueprint`: deny with every error; warnings go into the response.
+fn validate_blueprint(
+    base: AdmissionResponse,
+    obj: &Value,
+) -> (AdmissionResponse, Verdict, String) {
+    let report = blueprint::validate(obj);
+    let warnings = limit_warnings(report.warnings.iter().map(|w| w.to_string()));
+    if !report.errors.is_empty() {
+        let n = report.errors.len();
+        let mut resp = deny(base, &object_name(obj), "is invalid", &report.errors);
+        resp.warnings = warnings;
+        return (resp, Verdict::Denied, format!("{n} error(s)"));
+    }
+    let mut resp = base;
+    let n = report.warnings.len();
+    resp.warnings = warnings;
+    (resp, Verdict::Allowed, format!("valid, {n} warning(s)"))
+}
+
+/// A denial with code 422 (reason `Invalid`), a message listing every problem, one per line,
+/// and the same problems as `details.causes` with their field paths.
+pub fn deny(
+    base: AdmissionResponse,
+    name: &str,
+    what: &str,
+    problems: &[Problem],
+) -> AdmissionResponse {
+    deny_kind(base, "Blueprint", name, what, problems)
+}
+
+pub(crate) fn deny_kind(
+    base: AdmissionResponse,
+    kind: &str,
+    name: &str,
+    what: &str,
+    problems: &[Problem],
+) -> AdmissionResponse {
+    let subject = if name.is_empty() {
+        kind.to_owned()
+    } else {
+        format!("{kind} {name:?}")
+    };
+    let count = match problems.len() {
+        1 => "1 error".to_owned(),
+        n => format!("{n} errors"),
+    };
+    let mut message = format!("{subject} {what} ({count}):");
+    for p in problems {
+        message.push_str("\n- ");
+        message.push_str(&p.to_string());
+    }
+    let mut resp = base.deny(message);
+    resp.result = Status {
+        code: 422,
+        reason: "Invalid".into(),
+        details: Some(StatusDetails {
+            name: name.to_owned(),
+            kind: kind.to_owned(),
+            causes: problems
+                .iter()
+                .map(|p| StatusCause {
+                    reason: "FieldValueInvalid".into(),
+                    message: p.message.clone(),
+                    field: p.path.clone(),
+                })
+                .collect(),
+            group: String::new(),
+            uid: String::new(),
+            retry_after_seconds: 0,
+        }),
+        ..resp.result
+    };
+    resp
+}
+
+/// Fits warnings into what the API server passes on unchanged: no control characters (a
+/// warning that is not a valid header value is dropped silently by the API server), each at
+/// most [`MAX_WARNING_CHARS`] characters, identical texts once, and at most
+/// [`MAX_WARNINGS_TOTAL_CHARS`] in total; the last line then says how many were left out.
+pub fn limit_warnings(items: impl IntoIterator<Item = String>) -> Option<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    let mut total = 0usize;
+    let mut omitted = 0usize;
+    // Room for the "... more" line.
+    let budget = MAX_WARNINGS_TOTAL_CHARS - 100;
+    for item in items {
+        let text = clean_warning(&item);
+        if text.is_empty() || out.contains(&text) {
+            continue;
+        }
+        let len = text.chars().count();
+        if omitted > 0 || total + len > budget {
+            omitted += 1;
+            continue;
+        }
+        total += len;
+        out.push(text);
+    }
+    if omitted > 0 {
+        out.push(format!(
+            "{omitted} more warning(s) not shown; run `blueprint-operator validate` on the manifest to see all"
+        ));
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+fn clean_warning(text: &str) -> String {
+    let flat: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let flat = flat.trim();
+    if flat.chars().count() <= MAX_WARNING_CHARS {
+        return flat.to_owned();
+    }
+    let mut cut: String = flat.chars().take(MAX_WARNING_CHARS - 3).collect();
+    cut.push_str("...");
+    cut
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}

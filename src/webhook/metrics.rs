@@ -1,0 +1,193 @@
+//! Prometheus metrics of the webhook (prometheus-client, no global state).
+//!
+//! * `blueprint_operator_webhook_requests_total{route, verdict}`
+//! * `blueprint_operator_webhook_request_duration_seconds{route, verdict}` (histogram)
+//! * `blueprint_operator_webhook_tls_reloads_total{result}`
+//!
+//! `verdict` is one of [`Verdict::label`]: allowed, patched, denied, bad_request, too_large,
+//! error. Every route × verdict pair is pre-created so zeros are exported.
+
+use std::sync::Arc;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::{Family, MetricConstructor};
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+/// The outcome of one webhook call, as counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Allowed without a patch.
+    Allowed,
+    /// Allowed with a JSON patch (mutating route only).
+    Patched,
+    /// `allowed: false`.
+    Denied,
+    /// HTTP 400: malformed body or a review this route does not handle.
+    BadRequest,
+    /// HTTP 413: body over the limit.
+    TooLarge,
+    /// HTTP 500: our own failure (e.g. a patch that does not serialize).
+    Error,
+}
+
+impl Verdict {
+    pub const ALL: [Verdict; 6] = [
+        Verdict::Allowed,
+        Verdict::Patched,
+        Verdict::Denied,
+        Verdict::BadRequest,
+        Verdict::TooLarge,
+        Verdict::Error,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Verdict::Allowed => "allowed",
+            Verdict::Patched => "patched",
+            Verdict::Denied => "denied",
+            Verdict::BadRequest => "bad_request",
+            Verdict::TooLarge => "too_large",
+            Verdict::Error => "error",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    route: String,
+    verdict: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReloadLabels {
+    result: String,
+}
+
+#[derive(Clone)]
+struct Buckets;
+
+impl MetricConstructor<Histogram> for Buckets {
+    fn new_metric(&self) -> Histogram {
+        // 0.25 ms .. ~4 s
+        Histogram::new(exponential_buckets(0.00025, 2.0, 15))
+    }
+}
+
+/// Cheap to clone; all clones share the same registry.
+#[derive(Clone)]
+pub struct Metrics {
+    registry: Arc<Registry>,
+    requests: Family<RequestLabels, Counter>,
+    duration: Family<RequestLabels, Histogram, Buckets>,
+    tls_reloads: Family<ReloadLabels, Counter>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Metrics")
+    }
+}
+
+impl Metrics {
+    /// A fresh registry with every `route` × verdict pre-created.
+    pub fn new(routes: &[&str]) -> Self {
+        let mut registry = Registry::with_prefix("blueprint_operator_webhook");
+        let requests = Family::<RequestLabels, Counter>::default();
+        let duration = Family::<RequestLabels, Histogram, Buckets>::new_with_constructor(Buckets);
+        let tls_reloads = Family::<ReloadLabels, Counter>::default();
+        registry.register(
+            "requests",
+            "Admission requests handled, by route and verdict",
+            requests.clone(),
+        );
+        registry.register(
+            "request_duration_seconds",
+            "Time to answer an admission request, by route and verdict",
+            duration.clone(),
+        );
+        registry.register(
+            "tls_reloads",
+            "Reloads of the serving certificate, by result",
+            tls_reloads.clone(),
+        );
+        for route in routes {
+            for verdict in Verdict::ALL {
+                let l = RequestLabels {
+                    route: (*route).to_string(),
+                    verdict: verdict.label().to_string(),
+                };
+                let _ = requests.get_or_create(&l);
+                let _ = duration.get_or_create(&l);
+            }
+        }
+        for result in ["success", "failure"] {
+            let _ = tls_reloads.get_or_create(&ReloadLabels {
+                result: result.into(),
+            });
+        }
+        Self {
+            registry: Arc::new(registry),
+            requests,
+            duration,
+            tls_reloads,
+        }
+    }
+
+    pub fn observe(&self, route: &str, verdict: Verdict, seconds: f64) {
+        let l = RequestLabels {
+            route: route.to_string(),
+            verdict: verdict.label().to_string(),
+        };
+        self.requests.get_or_create(&l).inc();
+        self.duration.get_or_create(&l).observe(seconds);
+    }
+
+    pub fn tls_reload(&self, result: &str) {
+        self.tls_reloads
+            .get_or_create(&ReloadLabels {
+                result: result.to_string(),
+            })
+            .inc();
+    }
+
+    /// OpenMetrics text; serve with [`CONTENT_TYPE`].
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_by_route_and_verdict_with_zeros() {
+        let m = Metrics::new(&["/validate/blueprint"]);
+        m.observe("/validate/blueprint", Verdict::Denied, 0.001);
+        m.observe("/validate/blueprint", Verdict::Denied, 0.002);
+        let text = m.encode();
+        assert!(
+            text.contains(
+                r#"blueprint_operator_webhook_requests_total{route="/validate/blueprint",verdict="denied"} 2"#
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                r#"blueprint_operator_webhook_requests_total{route="/validate/blueprint",verdict="allowed"} 0"#
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("blueprint_operator_webhook_request_duration_seconds_bucket"),
+            "{text}"
+        );
+    }
+}

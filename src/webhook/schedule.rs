@@ -1,0 +1,414 @@
+//! `/validate/actionschedule`: checks an ActionSchedule as a JSON value, listing every error.
+//!
+//! * `spec.schedule` parses as Kubernetes CronJob syntax and fires at least once in five years;
+//! * `spec.timeZone` is an IANA zone;
+//! * `spec.startingDeadlineSeconds` ≥ 1, `concurrencyPolicy`/`missedRunPolicy` known values;
+//! * `spec.retention`: counts are non-negative integers; warns when nothing but the newest
+//!   complete run would be kept;
+//! * `spec.actionSetTemplate.actions[*]` name an action and a Blueprint; when the Blueprint is
+//!   visible to the webhook, the action (and `retention.deleteAction`) must exist in it. A
+//!   Blueprint that does not exist yet is only a warning: GitOps tools apply in any order.
+
+use chrono::{DateTime, Utc};
+use kube::core::admission::AdmissionResponse;
+use serde_json::Value;
+
+use super::admission::{BlueprintRef, Lookup, deny_kind, limit_warnings};
+use super::metrics::Verdict;
+use crate::blueprint::{Problem, Rule};
+use crate::scheduler::cron::{Schedule, parse_time_zone};
+
+/// Blueprints referenced by `spec.actionSetTemplate.actions[*].blueprint`, in the schedule's
+/// namespace (where its ActionSets are created and Kanister looks Blueprints up).
+pub fn blueprint_refs(obj: &Value, namespace: Option<&str>) -> Vec<BlueprintRef> {
+    let ns = namespace
+        .filter(|n| !n.is_empty())
+        .or_else(|| obj.pointer("/metadata/namespace").and_then(Value::as_str))
+        .unwrap_or("")
+        .to_owned();
+    if ns.is_empty() {
+        return Vec::new();
+    }
+    let mut out: Vec<BlueprintRef> = Vec::new();
+    for action in actions(obj) {
+        if let Some(bp) = action
+            .get("blueprint")
+            .and_then(Value::as_str)
+            .filter(|b| !b.is_empty())
+        {
+            let r = (ns.clone(), bp.to_owned());
+            if !out.contains(&r) {
+                out.push(r);
+            }
+        }
+    }
+    out
+}
+
+fn actions(obj: &Value) -> impl Iterator<Item = &Value> {
+    obj.pointer("/spec/actionSetTemplate/actions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
+fn problem(path: &str, message: String) -> Problem {
+    Problem {
+        path: path.to_owned(),
+        action: None,
+        phase: None,
+        rule: Rule::Structure,
+        message,
+    }
+}
+
+/// A fixed reference time, so the answer never depends on the clock.
+fn reference_time() -> DateTime<Utc> {
+    DateTime::from_timestamp(1_767_225_600, 0).unwrap_or_default() // 2026-01-01T00:00:00Z
+}
+
+/// Checks the schedule; returns `(errors, warnings)`.
+pub fn check(obj: &Value, lookups: &[(BlueprintRef, Lookup)]) -> (Vec<Problem>, Vec<Problem>) {
+    let mut errors = Vec::new();
+    let mut warnings = Vec::new();
+    let Some(spec) = obj.get("spec").and_then(Value::as_object) else {
+        errors.push(problem(
+            "spec",
+            "an ActionSchedule needs a spec with schedule and actionSetTemplate".into(),
+        ));
+        return (errors, warnings);
+    };
+
+    // Time zone and schedule, reported separately.
+    let tz = match spec.get("timeZone") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(z)) => match parse_time_zone(Some(z)) {
+            Ok(_) => Some(z.as_str()),
+            Err(e) => {
+                errors.push(problem("spec.timeZone", e.to_string()));
+                None
+            }
+        },
+        Some(_) => {
+            errors.push(problem(
+                "spec.timeZone",
+                "timeZone must be a string such as \"Europe/Berlin\"".into(),
+            ));
+            None
+        }
+    };
+    match spec.get("schedule") {
+        Some(Value::String(s)) => {
+            match Schedule::parse(s, tz) {
+                Ok(schedule) => {
+                    if let Some(secs) = schedule.every_seconds() {
+                        if secs < 60 {
+                            warnings.push(problem(
+                            "spec.schedule",
+                            format!("{s:?} starts a run every {secs}s; check that retention keeps up"),
+                        ));
+                        }
+                    } else if schedule.next_after(reference_time()).is_none() {
+                        errors.push(problem(
+                            "spec.schedule",
+                            format!(
+                                "{s:?} never fires (no matching date): check day-of-month and month"
+                            ),
+                        ));
+                    }
+                }
+                Err(e) => errors.push(problem("spec.schedule", e.to_string())),
+            }
+        }
+        None | Some(Value::Null) => errors.push(problem(
+            "spec.schedule",
+            "schedule is required, e.g. \"0 3 * * *\" or \"@daily\"".into(),
+        )),
+        Some(_) => errors.push(problem(
+            "spec.schedule",
+            "schedule must be a string, e.g. \"0 3 * * *\"".into(),
+        )),
+    }
+
+    if let Some(v) = spec.get("startingDeadlineSeconds").filter(|v| !v.is_null())
+        && v.as_i64().is_none_or(|n| n < 1)
+    {
+        errors.push(problem(
+            "spec.startingDeadlineSeconds",
+            format!("must be a whole number of seconds ≥ 1, got {v}"),
+        ));
+    }
+    enum_field(
+        spec,
+        "concurrencyPolicy",
+        &["Allow", "Forbid", "Replace"],
+        &mut errors,
+    );
+    enum_field(spec, "missedRunPolicy", &["RunLatest", "Skip"], &mut errors);
+
+    // Retention.
+    let mut delete_action = None;
+    match spec.get("retention") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(r)) => {
+            let mut keeps_complete = false;
+            for key in [
+                "keepLast",
+                "keepFailed",
+                "keepHourly",
+                "keepDaily",
+                "keepWeekly",
+                "keepMonthly",
+                "keepYearly",
+            ] {
+                match r.get(key) {
+                    None | Some(Value::Null) => {
+                        if key == "keepLast" {
+                            keeps_complete = true; // default 3
+                        }
+                    }
+                    Some(v) => match v.as_u64() {
+                        Some(n) if n <= u64::from(u32::MAX) => {
+                            if key != "keepFailed" && n > 0 {
+                                keeps_complete = true;
+                            }
+                        }
+                        _ => errors.push(problem(
+                            &format!("spec.retention.{key}"),
+                            format!("must be a whole number ≥ 0, got {v}"),
+                        )),
+                    },
+                }
+            }
+            if !keeps_complete {
+                warnings.push(problem(
+                    "spec.retention",
+                    "keepLast is 0 and no keepHourly/Daily/Weekly/Monthly/Yearly: only the newest complete run is kept".into(),
+                ));
+            }
+            match r.get("deleteAction") {
+                None | Some(Value::Null) => {}
+                Some(Value::String(a)) if !a.is_empty() => delete_action = Some(a.as_str()),
+                Some(v) => errors.push(problem(
+                    "spec.retention.deleteAction",
+                    format!("must be the name of a Blueprint action, got {v}"),
+                )),
+            }
+        }
+        Some(_) => errors.push(problem(
+            "spec.retention",
+            "retention must be a map, e.g. {keepLast: 7, keepFailed: 2}".into(),
+        )),
+    }
+
+    // The ActionSet template and the Blueprints it uses.
+    let list = spec
+        .get("actionSetTemplate")
+        .and_then(|t| t.get("actions"))
+        .and_then(Value::as_array);
+    match list {
+        None => errors.push(problem(
+            "spec.actionSetTemplate.actions",
+            "actionSetTemplate needs actions: a list of {name, blueprint, object}".into(),
+        )),
+        Some(l) if l.is_empty() => errors.push(problem(
+            "spec.actionSetTemplate.actions",
+            "actionSetTemplate.actions is empty: name at least one Blueprint action to run".into(),
+        )),
+        Some(l) => {
+            let ns = lookups
+                .first()
+                .map(|((ns, _), _)| ns.as_str())
+                .unwrap_or("");
+            for (i, action) in l.iter().enumerate() {
+                let path = format!("spec.actionSetTemplate.actions[{i}]");
+                let name = action.get("name").and_then(Value::as_str).unwrap_or("");
+                let bp = action
+                    .get("blueprint")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                if name.is_empty() {
+                    errors.push(problem(
+                        &format!("{path}.name"),
+                        "name the Blueprint action to run, e.g. backup".into(),
+                    ));
+                }
+                if bp.is_empty() {
+                    errors.push(problem(
+                        &format!("{path}.blueprint"),
+                        "name the Blueprint that holds the action".into(),
+                    ));
+                    continue;
+                }
+                let found = lookups.iter().find(|((_, b), _)| b == bp).map(|(_, l)| l);
+                match found {
+                    Some(Lookup::Found(doc)) => {
+                        let mut wanted = vec![(format!("{path}.name"), name)];
+                        if let Some(d) = delete_action {
+                            wanted.push(("spec.retention.deleteAction".into(), d));
+                        }
+                        for (at, wanted_action) in wanted {
+                            if wanted_action.is_empty() {
+                                continue;
+                            }
+                            if let Some(msg) = missing_action(doc, bp, wanted_action) {
+                                errors.push(problem(&at, msg));
+                            }
+                        }
+                    }
+                    Some(Lookup::Missing) => warnings.push(problem(
+                        &format!("{path}.blueprint"),
+                        format!(
+                            "Blueprint {bp:?} not found in namespace {ns:?}; runs fail until it exists"
+                        ),
+                    )),
+                    Some(Lookup::NotChecked(_)) | None => {}
+                }
+            }
+        }
+    }
+    // The same deleteAction error may be found through several actions: report it once.
+    errors.dedup_by(|a, b| a.path == b.path && a.message == b.message);
+    (errors, warnings)
+}
+
+/// `Some(message)` when `action` is not an action of the Blueprint `doc`.
+fn missing_action(doc: &Value, bp: &str, action: &str) -> Option<String> {
+    let actions = doc.get("actions").and_then(Value::as_object);
+    if actions.is_some_and(|a| a.contains_key(action)) {
+        return None;
+    }
+    let have: Vec<&str> = actions
+        .map(|a| a.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    Some(format!(
+        "Blueprint {bp:?} has no action {action:?} (it has: {})",
+        if have.is_empty() {
+            "none".to_owned()
+        } else {
+            have.join(", ")
+        }
+    ))
+}
+
+fn enum_field(
+    spec: &serde_json::Map<String, Value>,
+    key: &str,
+    allowed: &[&str],
+    errors: &mut Vec<Problem>,
+) {
+    match spec.get(key) {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) if allowed.contains(&s.as_str()) => {}
+        Some(v) => errors.push(problem(
+            &format!("spec.{key}"),
+            format!("must be one of {}, got {v}", allowed.join(", ")),
+        )),
+    }
+}
+
+/// The admission answer for an ActionSchedule.
+pub fn validate(
+    base: AdmissionResponse,
+    obj: &Value,
+    lookups: &[(BlueprintRef, Lookup)],
+) -> (AdmissionResponse, Verdict, String) {
+    let (errors, warnings) = check(obj, lookups);
+    let warnings = limit_warnings(warnings.iter().map(|w| w.to_string()));
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if !errors.is_empty() {
+        let n = errors.len();
+        let mut resp = deny_kind(base, "ActionSchedule", name, "is invalid", &errors);
+        resp.warnings = warnings;
+        return (resp, Verdict::Denied, format!("{n} error(s)"));
+    }
+    let mut resp = base;
+    resp.warnings = warnings;
+    (resp, Verdict::Allowed, "valid".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn sched(spec: Value) -> Value {
+        json!({"metadata": {"name": "s", "namespace": "ns"}, "spec": spec})
+    }
+
+    fn paths(p: &[Problem]) -> Vec<&str> {
+        p.iter().map(|p| p.path.as_str()).collect()
+    }
+
+    #[test]
+    fn valid_schedule_with_visible_blueprint() {
+        let obj = sched(json!({
+            "schedule": "0 3 * * *", "timeZone": "Europe/Berlin",
+            "actionSetTemplate": {"actions": [{"name": "backup", "blueprint": "bp"}]},
+            "retention": {"keepLast": 7, "deleteAction": "delete"}
+        }));
+        let refs = blueprint_refs(&obj, None);
+        assert_eq!(refs, vec![("ns".to_owned(), "bp".to_owned())]);
+        let bp = json!({"actions": {"backup": {}, "delete": {}}});
+        let (e, w) = check(&obj, &[(refs[0].clone(), Lookup::Found(bp))]);
+        assert!(e.is_empty() && w.is_empty(), "{e:?} {w:?}");
+    }
+
+    #[test]
+    fn lists_every_error() {
+        let obj = sched(json!({
+            "schedule": "61 * * * *", "timeZone": "Mars/Olympus",
+            "startingDeadlineSeconds": 0, "concurrencyPolicy": "Sometimes",
+            "actionSetTemplate": {"actions": [{"name": "backpu", "blueprint": "bp"}, {"name": "x"}]},
+            "retention": {"keepLast": -1, "deleteAction": "nope"}
+        }));
+        let refs = blueprint_refs(&obj, Some("ns"));
+        let bp = json!({"actions": {"backup": {}}});
+        let (e, _) = check(&obj, &[(refs[0].clone(), Lookup::Found(bp))]);
+        let p = paths(&e);
+        for want in [
+            "spec.timeZone",
+            "spec.schedule",
+            "spec.startingDeadlineSeconds",
+            "spec.concurrencyPolicy",
+            "spec.retention.keepLast",
+            "spec.actionSetTemplate.actions[0].name",
+            "spec.actionSetTemplate.actions[1].blueprint",
+            "spec.retention.deleteAction",
+        ] {
+            assert!(p.contains(&want), "{want} missing in {p:?}");
+        }
+        let msg = &e
+            .iter()
+            .find(|p| p.path.ends_with("[0].name"))
+            .unwrap()
+            .message;
+        assert!(
+            msg.contains("has no action \"backpu\" (it has: backup)"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn missing_blueprint_is_a_warning_and_impossible_dates_an_error() {
+        let obj = sched(json!({
+            "schedule": "0 0 30 2 *",
+            "actionSetTemplate": {"actions": [{"name": "backup", "blueprint": "bp"}]},
+            "retention": {"keepLast": 0}
+        }));
+        let refs = blueprint_refs(&obj, Some("ns"));
+        let (e, w) = check(&obj, &[(refs[0].clone(), Lookup::Missing)]);
+        assert_eq!(paths(&e), vec!["spec.schedule"]);
+        assert!(e[0].message.contains("never fires"), "{e:?}");
+        assert_eq!(
+            paths(&w),
+            vec![
+                "spec.retention",
+                "spec.actionSetTemplate.actions[0].blueprint"
+            ]
+        );
+    }
+}
