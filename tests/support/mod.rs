@@ -34,6 +34,7 @@ use kube::{Client, Config, Resource};
 use serde::Deserialize as _;
 use serde::de::DeserializeOwned;
 
+#[allow(unused_imports)]
 pub use cluster::{Cluster, cluster, repo_root};
 
 /// Label put on every namespace made by [`namespace`] (handy to clean up an existing cluster:
@@ -46,7 +47,9 @@ pub const WAIT: Duration = Duration::from_secs(60);
 /// A `kube::Client` for the shared cluster (admin, bypasses RBAC). Cheap: make one per test; a
 /// client must not be shared between `#[tokio::test]`s as each test has its own runtime.
 pub async fn client() -> Client {
-    try_client().await.expect("kube client for the test cluster")
+    try_client()
+        .await
+        .expect("kube client for the test cluster")
 }
 
 pub async fn try_client() -> anyhow::Result<Client> {
@@ -138,7 +141,8 @@ pub async fn install_crds(client: &Client) -> anyhow::Result<Vec<String>> {
             .context("CRD serves no version")?
             .name
             .clone();
-        let gvk = kube::core::GroupVersionKind::gvk(&crd.spec.group, &version, &crd.spec.names.kind);
+        let gvk =
+            kube::core::GroupVersionKind::gvk(&crd.spec.group, &version, &crd.spec.names.kind);
         let ar = kube::core::ApiResource::from_gvk_with_plural(&gvk, &plural);
         let dynapi: Api<kube::core::DynamicObject> = Api::all_with(client.clone(), &ar);
         poll(WAIT, || async {

@@ -303,7 +303,7 @@ EOF
     --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
     --node-ip=127.0.0.1 --node-port="$KWOK_PORT" --server-address="127.0.0.1:$KWOK_PORT" \
     --tls-cert-file="$p/serving.crt" --tls-private-key-file="$p/serving.key" \
-    --cidr=10.0.0.0/24 --node-lease-duration-seconds=40
+    --cidr=10.244.0.0/24 --node-lease-duration-seconds=40
 
   kctl apply -f - >/dev/null <<EOF
 apiVersion: v1
