@@ -1,1 +1,14 @@
-//! executor
+//! ActionSet executor: runs Blueprint actions with Kanister's semantics and
+//! a guaranteed, durable deferPhase.
+//!
+//! - [`machine`]: the pure action state machine (next step, transitions,
+//!   status and Events);
+//! - [`events`]: Kanister's Event reasons and messages;
+//! - [`params`]: template parameters (`.Object`, `.Phases`, `.Outcome`, ...);
+//! - [`metrics`]: Prometheus metrics;
+//! - [`runtime`]: the reconciler on ActionSets (kube Controller, finalizer,
+//!   status writes with conflict retry);
+//! - [`cli`]: the `controller` subcommand.
+
+pub mod events;
+pub mod machine;

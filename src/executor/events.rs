@@ -1,0 +1,202 @@
+//! Kanister's Event reasons and messages (`pkg/controller/controller.go`),
+//! as values the pure state machine returns and the runtime publishes in
+//! order.
+
+use crate::model::State;
+
+/// Event type, as in `core/v1` Events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Normal,
+    Warning,
+}
+
+/// One Event to publish about the ActionSet (and, for failures, the
+/// Blueprint too, as Kanister does).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventSpec {
+    pub kind: Kind,
+    pub reason: String,
+    pub message: String,
+    /// Also post the Event to this Blueprint (same namespace).
+    pub blueprint: Option<String>,
+}
+
+impl EventSpec {
+    fn normal(reason: impl Into<String>, message: impl Into<String>) -> Self {
+        EventSpec {
+            kind: Kind::Normal,
+            reason: reason.into(),
+            message: message.into(),
+            blueprint: None,
+        }
+    }
+
+    fn warning(reason: impl Into<String>, message: impl Into<String>, bp: Option<&str>) -> Self {
+        EventSpec {
+            kind: Kind::Warning,
+            reason: reason.into(),
+            message: message.into(),
+            blueprint: bp.filter(|b| !b.is_empty()).map(str::to_string),
+        }
+    }
+}
+
+/// Reason of every failure event about an action.
+pub fn failed_reason(action: &str) -> String {
+    format!("ActionSetFailed Action: {action}")
+}
+
+/// Kanister prints the status `Phase` with Go's `%#v`; we print the part
+/// that identifies it, in the same notation.
+fn phase_dump(name: &str, state: State) -> String {
+    format!(
+        "v1alpha1.Phase{{Name:{name:?}, State:{:?}}}",
+        state.as_str()
+    )
+}
+
+pub fn started_action(action: &str) -> EventSpec {
+    EventSpec::normal("Started Action", format!("Executing action {action}"))
+}
+
+pub fn started_phase(phase: &str) -> EventSpec {
+    EventSpec::normal("Started Phase", format!("Executing phase {phase}"))
+}
+
+pub fn ended_phase(phase: &str) -> EventSpec {
+    EventSpec::normal("Ended Phase", format!("Completed phase {phase}"))
+}
+
+pub fn started_defer(phase: &str) -> EventSpec {
+    EventSpec::normal(
+        "Started deferPhase",
+        format!("Executing deferPhase {phase}"),
+    )
+}
+
+pub fn ended_defer(phase: &str) -> EventSpec {
+    EventSpec::normal("Ended deferPhase", format!("Completed deferPhase {phase}"))
+}
+
+pub fn phase_failed(action: &str, phase: &str, blueprint: &str, err: &str) -> EventSpec {
+    EventSpec::warning(
+        failed_reason(action),
+        format!(
+            "Failed to execute phase: {}: {err}",
+            phase_dump(phase, State::Running)
+        ),
+        Some(blueprint),
+    )
+}
+
+pub fn defer_failed(action: &str, phase: &str, blueprint: &str, err: &str) -> EventSpec {
+    EventSpec::warning(
+        failed_reason(action),
+        format!(
+            "Failed to execute defer phase: {}: {err}",
+            phase_dump(phase, State::Running)
+        ),
+        Some(blueprint),
+    )
+}
+
+pub fn launch_failed(action: &str, actionset: &str, blueprint: &str, err: &str) -> EventSpec {
+    EventSpec::warning(
+        failed_reason(action),
+        format!("Failed to launch Action {actionset}: {err}"),
+        Some(blueprint),
+    )
+}
+
+pub fn render_artifacts_failed(action: &str, blueprint: &str, err: &str) -> EventSpec {
+    EventSpec::warning(
+        failed_reason(action),
+        format!("Failed to render output artifacts {err}"),
+        Some(blueprint),
+    )
+}
+
+pub fn update_complete(actionset: &str) -> EventSpec {
+    EventSpec::normal(
+        "Update Complete",
+        format!("Updated ActionSet '{actionset}' Status->complete"),
+    )
+}
+
+pub fn blueprint_not_specified(action: &str) -> EventSpec {
+    EventSpec::warning(
+        "Blueprint not specified",
+        format!("Could not get blueprint: Blueprint not specified for action {action}"),
+        None,
+    )
+}
+
+pub fn blueprint_not_found(blueprint: &str, err: &str) -> EventSpec {
+    EventSpec::warning(
+        "Error",
+        format!("Could not get blueprint: Failed to query blueprint {blueprint}: {err}"),
+        None,
+    )
+}
+
+pub fn action_not_found(action: &str, kind: &str, blueprint: &str) -> EventSpec {
+    EventSpec::warning(
+        failed_reason(action),
+        format!(
+            "Could not get initial action: Action {action} for object kind {kind} not found in blueprint {blueprint}"
+        ),
+        None,
+    )
+}
+
+/// events.k8s.io/v1 limits `note` to 1 KiB; longer messages are cut on a
+/// character boundary and marked.
+pub fn truncate_note(note: &str) -> String {
+    const LIMIT: usize = 1024;
+    if note.len() <= LIMIT {
+        return note.to_string();
+    }
+    let marker = " [truncated]";
+    let mut end = LIMIT - marker.len();
+    while !note.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{marker}", &note[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kanister_reasons_and_messages() {
+        assert_eq!(started_action("backup").reason, "Started Action");
+        assert_eq!(started_action("backup").message, "Executing action backup");
+        assert_eq!(ended_defer("d").message, "Completed deferPhase d");
+        let f = phase_failed("backup", "two", "bp", "boom");
+        assert_eq!(f.reason, "ActionSetFailed Action: backup");
+        assert_eq!(f.kind, Kind::Warning);
+        assert!(
+            f.message.starts_with("Failed to execute phase: "),
+            "{}",
+            f.message
+        );
+        assert!(f.message.ends_with(": boom"));
+        assert_eq!(f.blueprint.as_deref(), Some("bp"));
+        assert!(
+            defer_failed("a", "d", "bp", "x")
+                .message
+                .starts_with("Failed to execute defer phase: ")
+        );
+    }
+
+    #[test]
+    fn long_notes_are_cut_on_char_boundary() {
+        let s = "é".repeat(1000);
+        let t = truncate_note(&s);
+        assert!(t.len() <= 1024);
+        assert!(t.ends_with("[truncated]"));
+        assert_eq!(truncate_note("short"), "short");
+    }
+}

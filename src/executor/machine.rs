@@ -1,0 +1,683 @@
+//! The action state machine, as pure code: it reads an ActionSet's status
+//! (plus our small [`Record`]), says what to do next ([`next_step`]) and
+//! applies what happened ([`apply`]) to the status, returning the Kanister
+//! Events to publish, in order. It knows nothing of the API server.
+//!
+//! Rules (per action; actions of one ActionSet are independent and run in
+//! parallel):
+//! - main phases run in order; the first failure stops them (later phases stay
+//!   `pending`);
+//! - the deferPhase then always runs: after success, after a phase failure,
+//!   after a failure to launch the action (template parameters could not be
+//!   built) and when the ActionSet is being deleted;
+//! - the deferPhase goes `pending` -> `running` -> `complete`/`failed`, and is
+//!   recorded `running` *before* it executes, so it runs at most once;
+//! - a phase or deferPhase found `running` when nobody executes it (the
+//!   controller restarted mid-phase) is failed with "controller restarted
+//!   while phase X was running": re-running a non-idempotent phase is worse
+//!   than failing it; the deferPhase then runs;
+//! - output artifacts are rendered only when every phase and the deferPhase
+//!   succeeded (Kanister since #1393);
+//! - the ActionSet stays `running` until every action finished (deferPhase
+//!   included), then turns `complete` or `failed`; the error message keeps
+//!   the main error and the deferPhase error.
+
+use std::collections::BTreeMap;
+
+use kube::core::ObjectMeta;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::events::{self, EventSpec};
+use crate::model::{
+    ActionSetSpec, ActionSetStatus, ActionStatus, Artifact, BlueprintAction, Phase, State,
+};
+
+/// Finalizer held while an ActionSet runs, so that deleting it still lets
+/// the deferPhase run (bounded by the controller's deletion timeout).
+pub const FINALIZER: &str = "blueprint-operator.io/defer-phase";
+
+/// Annotation holding the executor's [`Record`] (JSON). Kanister's status
+/// schema prunes unknown fields, so what the status cannot hold lives here.
+pub const RECORD_ANNOTATION: &str = "blueprint-operator.io/executor";
+
+/// What the executor must remember across restarts and the status schema
+/// cannot hold: one entry per spec action, same order.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Record {
+    pub actions: Vec<ActionRecord>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ActionRecord {
+    /// `.Time` of the action (RFC 3339, UTC), fixed when it started.
+    pub time: String,
+    /// Error that stopped the main phases ("" while they are fine).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub error: String,
+    /// Name of the main phase that failed ("" if none or if the action
+    /// failed before/between phases).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub failed_phase: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub defer_error: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub artifacts_error: String,
+    /// The action is over (deferPhase ended, artifacts handled).
+    pub finished: bool,
+}
+
+impl Record {
+    /// Reads the record from the ActionSet's annotations. A missing or
+    /// unreadable record (someone edited it) yields `n` fresh entries with
+    /// `time = now`, and the reason, so the action can still finish and run
+    /// its deferPhase.
+    pub fn from_meta(meta: &ObjectMeta, n: usize, now: &str) -> (Record, Option<String>) {
+        let raw = meta
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(RECORD_ANNOTATION));
+        let (mut rec, problem) = match raw {
+            None => (Record::default(), None),
+            Some(text) => match serde_json::from_str::<Record>(text) {
+                Ok(r) => (r, None),
+                Err(e) => (
+                    Record::default(),
+                    Some(format!(
+                        "annotation {RECORD_ANNOTATION} is not valid JSON ({e}); it was reset"
+                    )),
+                ),
+            },
+        };
+        rec.actions.truncate(n);
+        while rec.actions.len() < n {
+            rec.actions.push(ActionRecord {
+                time: now.to_string(),
+                ..ActionRecord::default()
+            });
+        }
+        (rec, problem)
+    }
+
+    /// Writes the record into the annotations.
+    pub fn to_meta(&self, meta: &mut ObjectMeta) {
+        let text = serde_json::to_string(self).unwrap_or_default();
+        meta.annotations
+            .get_or_insert_with(BTreeMap::new)
+            .insert(RECORD_ANNOTATION.to_string(), text);
+    }
+}
+
+/// Why an action of the spec cannot be initialised.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InitError {
+    BlueprintNotSpecified {
+        action: String,
+    },
+    BlueprintNotFound {
+        blueprint: String,
+        error: String,
+    },
+    ActionNotFound {
+        action: String,
+        kind: String,
+        blueprint: String,
+    },
+}
+
+impl InitError {
+    fn message(&self) -> String {
+        match self {
+            InitError::BlueprintNotSpecified { action } => format!(
+                "Blueprint not specified for action {action}: set spec.actions[].blueprint to the name of a Blueprint in the ActionSet's namespace"
+            ),
+            InitError::BlueprintNotFound { blueprint, error } => {
+                format!("Failed to query blueprint {blueprint}: {error}")
+            }
+            InitError::ActionNotFound {
+                action,
+                kind,
+                blueprint,
+            } => {
+                format!("Action {action} for object kind {kind} not found in blueprint {blueprint}")
+            }
+        }
+    }
+
+    fn event(&self) -> EventSpec {
+        match self {
+            InitError::BlueprintNotSpecified { action } => events::blueprint_not_specified(action),
+            InitError::BlueprintNotFound { blueprint, error } => {
+                events::blueprint_not_found(blueprint, error)
+            }
+            InitError::ActionNotFound {
+                action,
+                kind,
+                blueprint,
+            } => events::action_not_found(action, kind, blueprint),
+        }
+    }
+}
+
+/// The first status of an ActionSet.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Init {
+    pub status: ActionSetStatus,
+    pub record: Record,
+    pub events: Vec<EventSpec>,
+    /// Whether actions will run (hold the finalizer) or it failed at once.
+    pub started: bool,
+}
+
+/// Initialises the status, as Kanister's `initActionSetStatus`, but goes
+/// straight to `running` (one write instead of two). Any action that cannot
+/// be resolved fails the whole ActionSet before anything runs (nothing ran,
+/// so no deferPhase runs either). Zero actions: `complete`.
+pub fn init(
+    actionset: &str,
+    spec: Option<&ActionSetSpec>,
+    resolved: &[Result<BlueprintAction, InitError>],
+    now: &str,
+) -> Init {
+    let mut status = ActionSetStatus::default();
+    let mut events = Vec::new();
+    let errors: Vec<&InitError> = resolved.iter().filter_map(|r| r.as_ref().err()).collect();
+    if !errors.is_empty() {
+        status.state = State::Failed;
+        status.error.message = errors
+            .iter()
+            .map(|e| e.message())
+            .collect::<Vec<_>>()
+            .join("; ");
+        events.extend(errors.iter().map(|e| e.event()));
+        return Init {
+            status,
+            record: Record::default(),
+            events,
+            started: false,
+        };
+    }
+    let actions = spec.map(|s| s.actions.as_slice()).unwrap_or_default();
+    if actions.is_empty() {
+        status.state = State::Complete;
+        events.push(events::update_complete(actionset));
+        return Init {
+            status,
+            record: Record::default(),
+            events,
+            started: false,
+        };
+    }
+    let mut record = Record::default();
+    for (spec_action, bp) in actions.iter().zip(resolved) {
+        let Ok(bp) = bp else { continue };
+        let phases = bp
+            .phases
+            .iter()
+            .map(|p| Phase {
+                name: p.name.clone(),
+                state: State::Pending,
+                ..Phase::default()
+            })
+            .collect();
+        let defer_phase = match &bp.defer_phase {
+            Some(d) => Phase {
+                name: d.name.clone(),
+                state: State::Pending,
+                ..Phase::default()
+            },
+            None => Phase::default(),
+        };
+        status.actions.push(ActionStatus {
+            name: spec_action.name.clone(),
+            object: spec_action.object.clone(),
+            blueprint: spec_action.blueprint.clone(),
+            phases,
+            artifacts: bp.output_artifacts.clone(),
+            defer_phase,
+        });
+        record.actions.push(ActionRecord {
+            time: now.to_string(),
+            ..ActionRecord::default()
+        });
+        events.push(events::started_action(&spec_action.name));
+    }
+    status.state = State::Running;
+    Init {
+        status,
+        record,
+        events,
+        started: true,
+    }
+}
+
+/// What an action's driver does next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Record main phase `i` running, then execute it.
+    RunPhase(usize),
+    /// Record the deferPhase running, then execute it.
+    RunDefer,
+    /// Something is recorded `running` that nobody executes (the controller
+    /// restarted): apply [`Transition::Interrupted`].
+    Interrupted,
+    /// The ActionSet is being deleted before the next main phase: apply
+    /// [`Transition::Stopped`].
+    Stop,
+    /// Render the output artifacts if the action succeeded, then apply
+    /// [`Transition::Finished`].
+    Finish,
+    /// Nothing left to do.
+    Done,
+}
+
+fn has_defer(st: &ActionStatus) -> bool {
+    st.defer_phase.state != State::Unset
+}
+
+/// The main phases are over: one failed, all completed, or the action
+/// failed before/between phases.
+pub fn main_over(st: &ActionStatus, rec: &ActionRecord) -> bool {
+    !rec.error.is_empty()
+        || st.phases.iter().any(|p| p.state == State::Failed)
+        || st.phases.iter().all(|p| p.state == State::Complete)
+}
+
+/// Every phase and the deferPhase succeeded (so far).
+pub fn succeeded(st: &ActionStatus, rec: &ActionRecord) -> bool {
+    rec.error.is_empty()
+        && rec.defer_error.is_empty()
+        && rec.artifacts_error.is_empty()
+        && st.phases.iter().all(|p| p.state == State::Complete)
+        && (!has_defer(st) || st.defer_phase.state == State::Complete)
+}
+
+/// Decides the next step of one action from its status and record.
+pub fn next_step(st: &ActionStatus, rec: &ActionRecord, deleting: bool) -> Step {
+    if rec.finished {
+        return Step::Done;
+    }
+    if st.phases.iter().any(|p| p.state == State::Running) || st.defer_phase.state == State::Running
+    {
+        return Step::Interrupted;
+    }
+    if !main_over(st, rec) {
+        if deleting {
+            return Step::Stop;
+        }
+        let i = st
+            .phases
+            .iter()
+            .position(|p| p.state != State::Complete)
+            .unwrap_or_default();
+        return Step::RunPhase(i);
+    }
+    if has_defer(st) && st.defer_phase.state == State::Pending {
+        return Step::RunDefer;
+    }
+    Step::Finish
+}
+
+/// What happened to an action.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Transition {
+    PhaseStarted(usize),
+    PhaseSucceeded(usize, Map<String, Value>),
+    PhaseFailed(usize, String),
+    /// Fails whatever is recorded `running` (controller restart).
+    Interrupted,
+    /// The main phases are stopped before phase `next` (deletion).
+    Stopped(String),
+    /// The action could not start (template parameters could not be built).
+    LaunchFailed(String),
+    DeferStarted,
+    DeferSucceeded(Map<String, Value>),
+    DeferFailed(String),
+    /// The action is over; `Some` artifacts (or the render error) only when
+    /// it succeeded, `None` otherwise (artifacts stay as templates).
+    Finished(Option<Result<BTreeMap<String, Artifact>, String>>),
+}
+
+/// A transition that does not fit the current status: another writer
+/// changed it (a second controller, a user). The driver stops.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "ActionSet {actionset} action {action}: cannot apply {transition} to the current status ({why})"
+)]
+pub struct Stale {
+    pub actionset: String,
+    pub action: String,
+    pub transition: String,
+    pub why: String,
+}
+
+/// Inputs of [`apply`] that are not status.
+#[derive(Clone, Copy, Debug)]
+pub struct Ctx<'a> {
+    pub actionset: &'a str,
+    /// RFC 3339 time of the transition.
+    pub now: &'a str,
+}
+
+/// The message written when the controller finds a phase `running` that no
+/// one executes.
+pub fn interrupted_message(phase: &str, defer: bool) -> String {
+    let what = if defer { "deferPhase" } else { "phase" };
+    format!(
+        "controller restarted while {what} {phase} was running; it was not re-run because it may not be idempotent"
+    )
+}
+
+/// Applies a transition of action `action` to the status and record, and
+/// returns the Events to publish, in order.
+pub fn apply(
+    status: &mut ActionSetStatus,
+    record: &mut Record,
+    action: usize,
+    t: Transition,
+    ctx: Ctx<'_>,
+) -> Result<Vec<EventSpec>, Stale> {
+    let action_name = status
+        .actions
+        .get(action)
+        .map(|a| a.name.clone())
+        .unwrap_or_else(|| format!("#{action}"));
+    let transition = format!("{t:?}")
+        .split(['(', ' '])
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let stale = |why: &str| Stale {
+        actionset: ctx.actionset.to_string(),
+        action: action_name.clone(),
+        transition: transition.clone(),
+        why: why.to_string(),
+    };
+    if status.state != State::Running {
+        return Err(stale(&format!("ActionSet is {}", status.state.as_str())));
+    }
+    let (Some(st), Some(rec)) = (
+        status.actions.get_mut(action),
+        record.actions.get_mut(action),
+    ) else {
+        return Err(stale("no such action in status"));
+    };
+    if rec.finished {
+        return Err(stale("action already finished"));
+    }
+    let mut evs = Vec::new();
+    let name = st.name.clone();
+    let bp = st.blueprint.clone();
+    let mut running_phase: Option<String> = None;
+    match t {
+        Transition::PhaseStarted(i) => {
+            if main_over(st, rec) || st.phases.iter().any(|p| p.state == State::Running) {
+                return Err(stale("main phases are over or one is running"));
+            }
+            if st.phases.iter().position(|p| p.state != State::Complete) != Some(i) {
+                return Err(stale("phase is not the next pending one"));
+            }
+            let p = &mut st.phases[i];
+            p.state = State::Running;
+            p.progress.progress_percent = "0".into();
+            p.progress.last_transition_time = Some(ctx.now.to_string());
+            running_phase = Some(p.name.clone());
+            evs.push(events::started_phase(&p.name));
+        }
+        Transition::PhaseSucceeded(i, output) => {
+            let Some(p) = st.phases.get_mut(i).filter(|p| p.state == State::Running) else {
+                return Err(stale("phase is not running"));
+            };
+            p.state = State::Complete;
+            p.output = output;
+            p.progress.progress_percent = "100".into();
+            p.progress.last_transition_time = Some(ctx.now.to_string());
+            evs.push(events::ended_phase(&p.name));
+            running_phase = Some(String::new());
+        }
+        Transition::PhaseFailed(i, err) => {
+            let Some(p) = st.phases.get_mut(i).filter(|p| p.state == State::Running) else {
+                return Err(stale("phase is not running"));
+            };
+            p.state = State::Failed;
+            p.progress.last_transition_time = Some(ctx.now.to_string());
+            rec.error = err.clone();
+            rec.failed_phase = p.name.clone();
+            evs.push(events::phase_failed(&name, &p.name, &bp, &err));
+            running_phase = Some(String::new());
+        }
+        Transition::Interrupted => {
+            if let Some(p) = st.phases.iter_mut().find(|p| p.state == State::Running) {
+                let err = interrupted_message(&p.name, false);
+                p.state = State::Failed;
+                p.progress.last_transition_time = Some(ctx.now.to_string());
+                rec.error = err.clone();
+                rec.failed_phase = p.name.clone();
+                evs.push(events::phase_failed(&name, &p.name, &bp, &err));
+            } else if st.defer_phase.state == State::Running {
+                let d = &mut st.defer_phase;
+                let err = interrupted_message(&d.name, true);
+                d.state = State::Failed;
+                d.progress.last_transition_time = Some(ctx.now.to_string());
+                rec.defer_error = err.clone();
+                evs.push(events::defer_failed(&name, &d.name, &bp, &err));
+            } else {
+                return Err(stale("nothing is running"));
+            }
+            running_phase = Some(String::new());
+        }
+        Transition::Stopped(err) | Transition::LaunchFailed(err)
+            if main_over(st, rec) || st.phases.iter().any(|p| p.state == State::Running) =>
+        {
+            let _ = err;
+            return Err(stale("main phases are over or one is running"));
+        }
+        Transition::LaunchFailed(err) => {
+            // As Kanister: a launch failure marks the first phase failed.
+            if let Some(p) = st.phases.first_mut() {
+                p.state = State::Failed;
+                p.progress.last_transition_time = Some(ctx.now.to_string());
+                rec.failed_phase = p.name.clone();
+            }
+            evs.push(events::launch_failed(&name, ctx.actionset, &bp, &err));
+            rec.error = err;
+        }
+        Transition::Stopped(err) => {
+            evs.push(EventSpec {
+                kind: events::Kind::Warning,
+                reason: events::failed_reason(&name),
+                message: err.clone(),
+                blueprint: None,
+            });
+            rec.error = err;
+        }
+        Transition::DeferStarted => {
+            if !main_over(st, rec) || st.defer_phase.state != State::Pending {
+                return Err(stale("main phases not over or deferPhase not pending"));
+            }
+            let d = &mut st.defer_phase;
+            d.state = State::Running;
+            d.progress.last_transition_time = Some(ctx.now.to_string());
+            running_phase = Some(d.name.clone());
+            evs.push(events::started_defer(&d.name));
+        }
+        Transition::DeferSucceeded(output) => {
+            if st.defer_phase.state != State::Running {
+                return Err(stale("deferPhase is not running"));
+            }
+            let d = &mut st.defer_phase;
+            d.state = State::Complete;
+            d.output = output;
+            d.progress.last_transition_time = Some(ctx.now.to_string());
+            evs.push(events::ended_defer(&d.name));
+            running_phase = Some(String::new());
+        }
+        Transition::DeferFailed(err) => {
+            if !matches!(st.defer_phase.state, State::Running | State::Pending) {
+                return Err(stale("deferPhase already ended"));
+            }
+            let d = &mut st.defer_phase;
+            d.state = State::Failed;
+            d.progress.last_transition_time = Some(ctx.now.to_string());
+            evs.push(events::defer_failed(&name, &d.name, &bp, &err));
+            rec.defer_error = err;
+            running_phase = Some(String::new());
+        }
+        Transition::Finished(artifacts) => {
+            if next_step(st, rec, false) != Step::Finish {
+                return Err(stale("action is not ready to finish"));
+            }
+            match artifacts {
+                Some(Ok(a)) => st.artifacts = a,
+                Some(Err(e)) => {
+                    evs.push(events::render_artifacts_failed(&name, &bp, &e));
+                    rec.artifacts_error = e;
+                }
+                None => {}
+            }
+            rec.finished = true;
+            running_phase = Some(String::new());
+        }
+    }
+    // Aggregate ActionSet fields.
+    if let Some(rp) = running_phase {
+        status.progress.running_phase = rp;
+    }
+    status.progress.last_transition_time = Some(ctx.now.to_string());
+    status.progress.percent_completed = percent_completed(status);
+    status.error.message = error_message(status, record);
+    if record.actions.iter().all(|r| r.finished) {
+        let ok = status
+            .actions
+            .iter()
+            .zip(&record.actions)
+            .all(|(s, r)| succeeded(s, r));
+        status.progress.running_phase.clear();
+        if ok {
+            status.state = State::Complete;
+            evs.push(events::update_complete(ctx.actionset));
+        } else {
+            status.state = State::Failed;
+        }
+    }
+    Ok(evs)
+}
+
+/// Integer average of phase progress over all actions (deferPhase excluded).
+fn percent_completed(status: &ActionSetStatus) -> String {
+    let phases: Vec<&Phase> = status.actions.iter().flat_map(|a| &a.phases).collect();
+    if phases.is_empty() {
+        return String::new();
+    }
+    let sum: u64 = phases
+        .iter()
+        .map(|p| {
+            p.progress
+                .progress_percent
+                .parse::<u64>()
+                .unwrap_or(0)
+                .min(100)
+        })
+        .sum();
+    (sum / phases.len() as u64).to_string()
+}
+
+/// The error of one action: the main error, the deferPhase error, or both.
+pub fn action_message(st: &ActionStatus, rec: &ActionRecord) -> String {
+    let mut msg = rec.error.clone();
+    if !rec.defer_error.is_empty() {
+        if msg.is_empty() {
+            msg = rec.defer_error.clone();
+        } else {
+            msg = format!(
+                "{msg}; deferPhase {} also failed: {}",
+                st.defer_phase.name, rec.defer_error
+            );
+        }
+    }
+    if msg.is_empty() {
+        msg = rec.artifacts_error.clone();
+    }
+    msg
+}
+
+/// `status.error.message`: the failing action's message; with several
+/// actions, each prefixed by its name.
+pub fn error_message(status: &ActionSetStatus, record: &Record) -> String {
+    let msgs: Vec<(String, String)> = status
+        .actions
+        .iter()
+        .zip(&record.actions)
+        .map(|(s, r)| (s.name.clone(), action_message(s, r)))
+        .filter(|(_, m)| !m.is_empty())
+        .collect();
+    if status.actions.len() <= 1 {
+        return msgs.into_iter().map(|(_, m)| m).next().unwrap_or_default();
+    }
+    msgs.into_iter()
+        .map(|(n, m)| format!("action {n}: {m}"))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// `.Outcome` for the deferPhase template.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Outcome {
+    /// `complete` or `failed` (of the main phases).
+    pub state: String,
+    /// Name of the main phase that failed, "" if none.
+    pub failed_phase: String,
+    /// The main error, "" if none.
+    pub error: String,
+}
+
+pub fn outcome(st: &ActionStatus, rec: &ActionRecord) -> Outcome {
+    let failed = !rec.error.is_empty() || st.phases.iter().any(|p| p.state == State::Failed);
+    Outcome {
+        state: if failed { "failed" } else { "complete" }.into(),
+        failed_phase: rec.failed_phase.clone(),
+        error: rec.error.clone(),
+    }
+}
+
+/// Checks that the Blueprint action still matches the status written when
+/// the ActionSet started (it may have been edited or deleted since).
+pub fn check_blueprint(bp: &BlueprintAction, st: &ActionStatus) -> Result<(), String> {
+    let names: Vec<&str> = bp.phases.iter().map(|p| p.name.as_str()).collect();
+    let recorded: Vec<&str> = st.phases.iter().map(|p| p.name.as_str()).collect();
+    let defer_ok = match &bp.defer_phase {
+        Some(d) => has_defer(st) && d.name == st.defer_phase.name,
+        None => !has_defer(st),
+    };
+    if names != recorded || !defer_ok {
+        return Err(format!(
+            "Blueprint {} action {} changed while ActionSet was running (phases now {:?}, recorded {:?}); create a new ActionSet to run the new version",
+            st.blueprint, st.name, names, recorded
+        ));
+    }
+    Ok(())
+}
+
+/// Adds the finalizer (if missing) while the ActionSet runs and removes it
+/// once it is terminal. Returns whether metadata changed.
+pub fn sync_finalizer(meta: &mut ObjectMeta, state: State) -> bool {
+    let fins = meta.finalizers.get_or_insert_with(Vec::new);
+    let has = fins.iter().any(|f| f == FINALIZER);
+    let want = state == State::Running;
+    if want && !has {
+        fins.push(FINALIZER.to_string());
+        true
+    } else if !want && has {
+        fins.retain(|f| f != FINALIZER);
+        true
+    } else {
+        false
+    }
+}
+
+#[cfg(test)]
+#[path = "machine_tests.rs"]
+mod tests;

@@ -1,0 +1,721 @@
+use super::*;
+use crate::executor::events::Kind;
+use crate::model::{ActionSpec, BlueprintPhase, ObjectReference};
+use serde_json::json;
+
+const NOW: &str = "2026-01-01T00:00:00Z";
+
+fn phase(name: &str) -> BlueprintPhase {
+    BlueprintPhase {
+        func: "KubeTask".into(),
+        name: name.into(),
+        ..BlueprintPhase::default()
+    }
+}
+
+fn bp_action(phases: &[&str], defer: Option<&str>) -> BlueprintAction {
+    let mut output_artifacts = BTreeMap::new();
+    output_artifacts.insert(
+        "art".to_string(),
+        Artifact {
+            key_value: BTreeMap::from([(
+                "k".to_string(),
+                "{{ .DeferPhase.Output.v }}".to_string(),
+            )]),
+            ..Artifact::default()
+        },
+    );
+    BlueprintAction {
+        phases: phases.iter().map(|p| phase(p)).collect(),
+        defer_phase: defer.map(phase),
+        output_artifacts,
+        ..BlueprintAction::default()
+    }
+}
+
+fn spec(actions: &[&str]) -> ActionSetSpec {
+    ActionSetSpec {
+        actions: actions
+            .iter()
+            .map(|a| ActionSpec {
+                name: a.to_string(),
+                blueprint: "bp".into(),
+                object: ObjectReference {
+                    kind: "Deployment".into(),
+                    name: "app".into(),
+                    namespace: "ns".into(),
+                    ..ObjectReference::default()
+                },
+                ..ActionSpec::default()
+            })
+            .collect(),
+    }
+}
+
+fn ctx() -> Ctx<'static> {
+    Ctx {
+        actionset: "as1",
+        now: NOW,
+    }
+}
+
+/// Outcome of executing one phase in a simulation.
+#[derive(Clone)]
+enum Exec {
+    Ok(&'static str),
+    Fail(&'static str),
+}
+
+/// Drives one action through the machine the way the runtime does, with
+/// scripted results per phase name, and returns every Event (reason, message).
+fn drive(
+    status: &mut ActionSetStatus,
+    record: &mut Record,
+    action: usize,
+    script: &dyn Fn(&str) -> Exec,
+    deleting: bool,
+) -> Vec<EventSpec> {
+    let mut out = Vec::new();
+    for _ in 0..100 {
+        let st = &status.actions[action];
+        let rec = &record.actions[action];
+        let t = match next_step(st, rec, deleting) {
+            Step::Done => return out,
+            Step::RunPhase(i) => {
+                let name = st.phases[i].name.clone();
+                out.extend(
+                    apply(status, record, action, Transition::PhaseStarted(i), ctx()).unwrap(),
+                );
+                match script(&name) {
+                    Exec::Ok(v) => Transition::PhaseSucceeded(i, json_map(v)),
+                    Exec::Fail(e) => Transition::PhaseFailed(i, e.to_string()),
+                }
+            }
+            Step::RunDefer => {
+                let name = st.defer_phase.name.clone();
+                out.extend(apply(status, record, action, Transition::DeferStarted, ctx()).unwrap());
+                // The deferPhase is recorded running before it executes.
+                assert_eq!(status.actions[action].defer_phase.state, State::Running);
+                assert_eq!(status.state, State::Running);
+                match script(&name) {
+                    Exec::Ok(v) => Transition::DeferSucceeded(json_map(v)),
+                    Exec::Fail(e) => Transition::DeferFailed(e.to_string()),
+                }
+            }
+            Step::Interrupted => Transition::Interrupted,
+            Step::Stop => Transition::Stopped("ActionSet is being deleted".into()),
+            Step::Finish => {
+                let arts = if succeeded(st, rec) {
+                    let v = st
+                        .defer_phase
+                        .output
+                        .get("v")
+                        .and_then(|v| v.as_str())
+                        .unwrap_or("")
+                        .to_string();
+                    Some(Ok(BTreeMap::from([(
+                        "art".to_string(),
+                        Artifact {
+                            key_value: BTreeMap::from([("k".to_string(), v)]),
+                            ..Artifact::default()
+                        },
+                    )])))
+                } else {
+                    None
+                };
+                Transition::Finished(arts)
+            }
+        };
+        out.extend(apply(status, record, action, t, ctx()).unwrap());
+    }
+    panic!("machine did not terminate");
+}
+
+fn json_map(v: &str) -> Map<String, Value> {
+    json!({ "v": v }).as_object().unwrap().clone()
+}
+
+fn start(bp: &BlueprintAction) -> (ActionSetStatus, Record, Vec<EventSpec>) {
+    let init = init("as1", Some(&spec(&["backup"])), &[Ok(bp.clone())], NOW);
+    assert!(init.started);
+    (init.status, init.record, init.events)
+}
+
+fn reasons(evs: &[EventSpec]) -> Vec<String> {
+    evs.iter()
+        .map(|e| format!("{}|{}", e.reason, e.message))
+        .collect()
+}
+
+#[test]
+fn init_marks_everything_pending_and_copies_artifact_templates() {
+    let bp = bp_action(&["one", "two"], Some("cleanup"));
+    let (status, record, evs) = start(&bp);
+    assert_eq!(status.state, State::Running);
+    let a = &status.actions[0];
+    assert_eq!(
+        a.phases.iter().map(|p| p.state).collect::<Vec<_>>(),
+        [State::Pending; 2]
+    );
+    assert_eq!(a.defer_phase.name, "cleanup");
+    assert_eq!(a.defer_phase.state, State::Pending);
+    assert_eq!(
+        a.artifacts["art"].key_value["k"],
+        "{{ .DeferPhase.Output.v }}"
+    );
+    assert_eq!(record.actions[0].time, NOW);
+    assert_eq!(reasons(&evs), ["Started Action|Executing action backup"]);
+}
+
+#[test]
+fn main_ok_defer_ok_completes_with_events_in_order() {
+    let bp = bp_action(&["one", "two"], Some("cleanup"));
+    let (mut status, mut record, _) = start(&bp);
+    let evs = drive(
+        &mut status,
+        &mut record,
+        0,
+        &|p| Exec::Ok(if p == "cleanup" { "dv" } else { "mv" }),
+        false,
+    );
+    assert_eq!(
+        reasons(&evs),
+        [
+            "Started Phase|Executing phase one",
+            "Ended Phase|Completed phase one",
+            "Started Phase|Executing phase two",
+            "Ended Phase|Completed phase two",
+            "Started deferPhase|Executing deferPhase cleanup",
+            "Ended deferPhase|Completed deferPhase cleanup",
+            "Update Complete|Updated ActionSet 'as1' Status->complete",
+        ]
+    );
+    assert_eq!(status.state, State::Complete);
+    assert_eq!(status.error.message, "");
+    assert_eq!(status.progress.running_phase, "");
+    assert_eq!(status.progress.percent_completed, "100");
+    let a = &status.actions[0];
+    assert_eq!(a.defer_phase.state, State::Complete);
+    assert_eq!(a.defer_phase.output["v"], "dv");
+    assert_eq!(a.phases[1].output["v"], "mv");
+    // Artifacts rendered (from .DeferPhase.Output).
+    assert_eq!(a.artifacts["art"].key_value["k"], "dv");
+}
+
+#[test]
+fn main_fails_defer_ok_fails_after_defer_with_main_error() {
+    let bp = bp_action(&["one", "two", "three"], Some("cleanup"));
+    let (mut status, mut record, _) = start(&bp);
+    let mut states_during_defer = Vec::new();
+    let evs = drive(
+        &mut status,
+        &mut record,
+        0,
+        &|p| match p {
+            "two" => Exec::Fail("exit 1"),
+            _ => Exec::Ok("x"),
+        },
+        false,
+    );
+    states_during_defer.push(status.state);
+    assert_eq!(
+        reasons(&evs)
+            .iter()
+            .map(|r| r.split('|').next().unwrap().to_string())
+            .collect::<Vec<_>>(),
+        [
+            "Started Phase",
+            "Ended Phase",
+            "Started Phase",
+            "ActionSetFailed Action: backup",
+            "Started deferPhase",
+            "Ended deferPhase",
+        ]
+    );
+    assert!(evs[3].message.starts_with("Failed to execute phase: "));
+    assert!(evs[3].message.contains("\"two\""), "{}", evs[3].message);
+    assert!(evs[3].message.ends_with(": exit 1"));
+    assert_eq!(evs[3].kind, Kind::Warning);
+    assert_eq!(evs[3].blueprint.as_deref(), Some("bp"));
+    assert_eq!(status.state, State::Failed);
+    assert_eq!(status.error.message, "exit 1");
+    let a = &status.actions[0];
+    assert_eq!(
+        a.phases.iter().map(|p| p.state).collect::<Vec<_>>(),
+        [State::Complete, State::Failed, State::Pending]
+    );
+    assert_eq!(a.defer_phase.state, State::Complete);
+    // Not rendered: still the template.
+    assert_eq!(
+        a.artifacts["art"].key_value["k"],
+        "{{ .DeferPhase.Output.v }}"
+    );
+}
+
+#[test]
+fn main_ok_defer_fails() {
+    let bp = bp_action(&["one"], Some("cleanup"));
+    let (mut status, mut record, _) = start(&bp);
+    let evs = drive(
+        &mut status,
+        &mut record,
+        0,
+        &|p| {
+            if p == "cleanup" {
+                Exec::Fail("scale failed")
+            } else {
+                Exec::Ok("x")
+            }
+        },
+        false,
+    );
+    let last = evs.last().unwrap();
+    assert_eq!(last.reason, "ActionSetFailed Action: backup");
+    assert!(last.message.starts_with("Failed to execute defer phase: "));
+    assert_eq!(status.state, State::Failed);
+    assert_eq!(status.error.message, "scale failed");
+    assert_eq!(status.actions[0].defer_phase.state, State::Failed);
+    assert_eq!(status.actions[0].phases[0].state, State::Complete);
+    assert_eq!(
+        status.actions[0].artifacts["art"].key_value["k"],
+        "{{ .DeferPhase.Output.v }}"
+    );
+}
+
+#[test]
+fn both_fail_keeps_main_error() {
+    let bp = bp_action(&["one"], Some("cleanup"));
+    let (mut status, mut record, _) = start(&bp);
+    let evs = drive(
+        &mut status,
+        &mut record,
+        0,
+        &|p| {
+            if p == "cleanup" {
+                Exec::Fail("defer boom")
+            } else {
+                Exec::Fail("main boom")
+            }
+        },
+        false,
+    );
+    assert_eq!(
+        evs.iter().map(|e| e.reason.as_str()).collect::<Vec<_>>(),
+        [
+            "Started Phase",
+            "ActionSetFailed Action: backup",
+            "Started deferPhase",
+            "ActionSetFailed Action: backup"
+        ]
+    );
+    assert_eq!(status.state, State::Failed);
+    assert_eq!(
+        status.error.message,
+        "main boom; deferPhase cleanup also failed: defer boom"
+    );
+}
+
+#[test]
+fn actionset_stays_running_until_defer_ends() {
+    let bp = bp_action(&["one"], Some("cleanup"));
+    let (mut status, mut record, _) = start(&bp);
+    apply(
+        &mut status,
+        &mut record,
+        0,
+        Transition::PhaseStarted(0),
+        ctx(),
+    )
+    .unwrap();
+    apply(
+        &mut status,
+        &mut record,
+        0,
+        Transition::PhaseFailed(0, "e".into()),
+        ctx(),
+    )
+    .unwrap();
+    assert_eq!(status.state, State::Running);
+    assert_eq!(status.error.message, "e");
+    assert_eq!(
+        next_step(&status.actions[0], &record.actions[0], false),
+        Step::RunDefer
+    );
+    apply(&mut status, &mut record, 0, Transition::DeferStarted, ctx()).unwrap();
+    assert_eq!(status.state, State::Running);
+    assert_eq!(status.progress.running_phase, "cleanup");
+    assert_eq!(
+        outcome(&status.actions[0], &record.actions[0]),
+        Outcome {
+            state: "failed".into(),
+            failed_phase: "one".into(),
+            error: "e".into()
+        }
+    );
+}
+
+#[test]
+fn no_defer_phase_fails_at_first_failure() {
+    let bp = bp_action(&["one", "two"], None);
+    let (mut status, mut record, _) = start(&bp);
+    assert_eq!(status.actions[0].defer_phase.state, State::Unset);
+    let evs = drive(&mut status, &mut record, 0, &|_| Exec::Fail("nope"), false);
+    assert_eq!(evs.len(), 2);
+    assert_eq!(status.state, State::Failed);
+    assert_eq!(status.actions[0].phases[1].state, State::Pending);
+}
+
+#[test]
+fn restart_mid_phase_fails_it_and_runs_defer_once() {
+    let bp = bp_action(&["one", "two"], Some("cleanup"));
+    let (mut status, mut record, _) = start(&bp);
+    apply(
+        &mut status,
+        &mut record,
+        0,
+        Transition::PhaseStarted(0),
+        ctx(),
+    )
+    .unwrap();
+    apply(
+        &mut status,
+        &mut record,
+        0,
+        Transition::PhaseSucceeded(0, json_map("a")),
+        ctx(),
+    )
+    .unwrap();
+    apply(
+        &mut status,
+        &mut record,
+        0,
+        Transition::PhaseStarted(1),
+        ctx(),
+    )
+    .unwrap();
+    // The controller dies here; a new one reads the status back.
+    let mut status: ActionSetStatus =
+        serde_json::from_value(serde_json::to_value(&status).unwrap()).unwrap();
+    assert_eq!(
+        next_step(&status.actions[0], &record.actions[0], false),
+        Step::Interrupted
+    );
+    let mut ran = Vec::new();
+    let evs = drive(
+        &mut status,
+        &mut record,
+        0,
+        &|p| {
+            assert_ne!(p, "one", "completed phase re-run");
+            assert_ne!(p, "two", "interrupted phase re-run");
+            Exec::Ok("d")
+        },
+        false,
+    );
+    ran.extend(evs.iter().filter(|e| e.reason == "Started deferPhase"));
+    assert_eq!(ran.len(), 1);
+    assert_eq!(status.state, State::Failed);
+    assert!(
+        status
+            .error
+            .message
+            .contains("controller restarted while phase two was running"),
+        "{}",
+        status.error.message
+    );
+    assert_eq!(status.actions[0].phases[0].state, State::Complete);
+    assert_eq!(status.actions[0].phases[1].state, State::Failed);
+    assert_eq!(status.actions[0].defer_phase.state, State::Complete);
+}
+
+#[test]
+fn restart_mid_defer_does_not_rerun_it() {
+    let bp = bp_action(&["one"], Some("cleanup"));
+    let (mut status, mut record, _) = start(&bp);
+    drive_until_defer_running(&mut status, &mut record);
+    let evs = drive(
+        &mut status,
+        &mut record,
+        0,
+        &|_| panic!("nothing may run"),
+        false,
+    );
+    assert_eq!(evs[0].reason, "ActionSetFailed Action: backup");
+    assert!(
+        evs[0]
+            .message
+            .contains("controller restarted while deferPhase cleanup was running")
+    );
+    assert_eq!(status.state, State::Failed);
+    assert_eq!(status.actions[0].defer_phase.state, State::Failed);
+}
+
+fn drive_until_defer_running(status: &mut ActionSetStatus, record: &mut Record) {
+    apply(status, record, 0, Transition::PhaseStarted(0), ctx()).unwrap();
+    apply(
+        status,
+        record,
+        0,
+        Transition::PhaseSucceeded(0, Map::new()),
+        ctx(),
+    )
+    .unwrap();
+    apply(status, record, 0, Transition::DeferStarted, ctx()).unwrap();
+}
+
+#[test]
+fn deletion_between_phases_stops_main_and_runs_defer() {
+    let bp = bp_action(&["one", "two"], Some("cleanup"));
+    let (mut status, mut record, _) = start(&bp);
+    apply(
+        &mut status,
+        &mut record,
+        0,
+        Transition::PhaseStarted(0),
+        ctx(),
+    )
+    .unwrap();
+    apply(
+        &mut status,
+        &mut record,
+        0,
+        Transition::PhaseSucceeded(0, Map::new()),
+        ctx(),
+    )
+    .unwrap();
+    let evs = drive(
+        &mut status,
+        &mut record,
+        0,
+        &|p| {
+            assert_eq!(p, "cleanup");
+            Exec::Ok("d")
+        },
+        true,
+    );
+    assert!(evs.iter().any(|e| e.reason == "Ended deferPhase"));
+    assert_eq!(status.state, State::Failed);
+    assert_eq!(status.actions[0].phases[1].state, State::Pending);
+    assert_eq!(status.error.message, "ActionSet is being deleted");
+}
+
+#[test]
+fn launch_failure_still_runs_defer() {
+    let bp = bp_action(&["one"], Some("cleanup"));
+    let (mut status, mut record, _) = start(&bp);
+    let evs = apply(
+        &mut status,
+        &mut record,
+        0,
+        Transition::LaunchFailed("no object".into()),
+        ctx(),
+    )
+    .unwrap();
+    assert_eq!(evs[0].message, "Failed to launch Action as1: no object");
+    assert_eq!(status.actions[0].phases[0].state, State::Failed);
+    assert_eq!(
+        next_step(&status.actions[0], &record.actions[0], false),
+        Step::RunDefer
+    );
+    let o = outcome(&status.actions[0], &record.actions[0]);
+    assert_eq!(o.state, "failed");
+    assert_eq!(o.error, "no object");
+}
+
+#[test]
+fn stale_transitions_are_rejected_not_applied() {
+    let bp = bp_action(&["one", "two"], Some("cleanup"));
+    let (mut status, mut record, _) = start(&bp);
+    let before = status.clone();
+    // Phase two before phase one.
+    assert!(
+        apply(
+            &mut status,
+            &mut record,
+            0,
+            Transition::PhaseStarted(1),
+            ctx()
+        )
+        .is_err()
+    );
+    // Success of a phase that is not running.
+    assert!(
+        apply(
+            &mut status,
+            &mut record,
+            0,
+            Transition::PhaseSucceeded(0, Map::new()),
+            ctx()
+        )
+        .is_err()
+    );
+    // Defer before main phases are over.
+    assert!(apply(&mut status, &mut record, 0, Transition::DeferStarted, ctx()).is_err());
+    // Unknown action.
+    let err = apply(&mut status, &mut record, 7, Transition::DeferStarted, ctx()).unwrap_err();
+    assert!(err.to_string().contains("no such action"), "{err}");
+    assert_eq!(status, before);
+    // Starting twice (a second controller) is rejected.
+    apply(
+        &mut status,
+        &mut record,
+        0,
+        Transition::PhaseStarted(0),
+        ctx(),
+    )
+    .unwrap();
+    assert!(
+        apply(
+            &mut status,
+            &mut record,
+            0,
+            Transition::PhaseStarted(0),
+            ctx()
+        )
+        .is_err()
+    );
+}
+
+#[test]
+fn parallel_actions_finish_independently() {
+    let bp1 = bp_action(&["a1"], Some("d1"));
+    let bp2 = bp_action(&["b1"], None);
+    let init = init(
+        "as1",
+        Some(&spec(&["backup", "other"])),
+        &[Ok(bp1), Ok(bp2)],
+        NOW,
+    );
+    let (mut status, mut record) = (init.status, init.record);
+    assert_eq!(init.events.len(), 2);
+    drive(
+        &mut status,
+        &mut record,
+        1,
+        &|_| Exec::Fail("b broke"),
+        false,
+    );
+    // Action "backup" has not finished: still running.
+    assert_eq!(status.state, State::Running);
+    drive(&mut status, &mut record, 0, &|_| Exec::Ok("v"), false);
+    assert_eq!(status.state, State::Failed);
+    assert_eq!(status.error.message, "action other: b broke");
+    // The successful action got its artifacts rendered.
+    assert_eq!(status.actions[0].artifacts["art"].key_value["k"], "v");
+}
+
+#[test]
+fn init_failures_fail_at_once_with_kanister_events() {
+    let init = init(
+        "as1",
+        Some(&spec(&["backup"])),
+        &[Err(InitError::ActionNotFound {
+            action: "backup".into(),
+            kind: "Deployment".into(),
+            blueprint: "bp".into(),
+        })],
+        NOW,
+    );
+    assert!(!init.started);
+    assert_eq!(init.status.state, State::Failed);
+    assert!(init.status.actions.is_empty());
+    assert_eq!(init.events[0].reason, "ActionSetFailed Action: backup");
+    assert_eq!(
+        init.events[0].message,
+        "Could not get initial action: Action backup for object kind Deployment not found in blueprint bp"
+    );
+    let empty = super::init("as1", Some(&ActionSetSpec::default()), &[], NOW);
+    assert_eq!(empty.status.state, State::Complete);
+    assert_eq!(empty.events[0].reason, "Update Complete");
+}
+
+#[test]
+fn render_failure_of_artifacts_fails_the_actionset() {
+    let bp = bp_action(&["one"], None);
+    let (mut status, mut record, _) = start(&bp);
+    apply(
+        &mut status,
+        &mut record,
+        0,
+        Transition::PhaseStarted(0),
+        ctx(),
+    )
+    .unwrap();
+    apply(
+        &mut status,
+        &mut record,
+        0,
+        Transition::PhaseSucceeded(0, Map::new()),
+        ctx(),
+    )
+    .unwrap();
+    assert_eq!(
+        next_step(&status.actions[0], &record.actions[0], false),
+        Step::Finish
+    );
+    let evs = apply(
+        &mut status,
+        &mut record,
+        0,
+        Transition::Finished(Some(Err(
+            "Failed to render template: \"x\" not found".into()
+        ))),
+        ctx(),
+    )
+    .unwrap();
+    assert!(
+        evs[0]
+            .message
+            .starts_with("Failed to render output artifacts ")
+    );
+    assert_eq!(status.state, State::Failed);
+    assert_eq!(
+        status.error.message,
+        "Failed to render template: \"x\" not found"
+    );
+}
+
+#[test]
+fn record_round_trips_and_survives_garbage() {
+    let mut meta = ObjectMeta::default();
+    let rec = Record {
+        actions: vec![ActionRecord {
+            time: NOW.into(),
+            error: "e".into(),
+            finished: true,
+            ..ActionRecord::default()
+        }],
+    };
+    rec.to_meta(&mut meta);
+    assert_eq!(Record::from_meta(&meta, 1, "later"), (rec, None));
+    meta.annotations
+        .as_mut()
+        .unwrap()
+        .insert(RECORD_ANNOTATION.into(), "{not json".into());
+    let (r, problem) = Record::from_meta(&meta, 2, "later");
+    assert_eq!(r.actions.len(), 2);
+    assert_eq!(r.actions[0].time, "later");
+    assert!(problem.unwrap().contains(RECORD_ANNOTATION));
+}
+
+#[test]
+fn finalizer_held_only_while_running() {
+    let mut meta = ObjectMeta::default();
+    assert!(sync_finalizer(&mut meta, State::Running));
+    assert!(!sync_finalizer(&mut meta, State::Running));
+    assert_eq!(meta.finalizers.as_ref().unwrap(), &[FINALIZER.to_string()]);
+    assert!(sync_finalizer(&mut meta, State::Failed));
+    assert!(meta.finalizers.as_ref().unwrap().is_empty());
+}
+
+#[test]
+fn blueprint_changed_while_running_is_detected() {
+    let bp = bp_action(&["one", "two"], Some("cleanup"));
+    let (status, _, _) = start(&bp);
+    assert!(check_blueprint(&bp, &status.actions[0]).is_ok());
+    let changed = bp_action(&["one"], Some("cleanup"));
+    let err = check_blueprint(&changed, &status.actions[0]).unwrap_err();
+    assert!(err.contains("changed while ActionSet was running"), "{err}");
+    let no_defer = bp_action(&["one", "two"], None);
+    assert!(check_blueprint(&no_defer, &status.actions[0]).is_err());
+}
