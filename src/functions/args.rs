@@ -1,1 +1,310 @@
-//! Weak argument decoding.
+//! Argument decoding with the weak typing of Kanister's `Arg`/`OptArg`
+//! (mapstructure `WeaklyTypedInput`): numeric strings are accepted for
+//! integers, `"true"`/`"false"` (and Go's other `ParseBool` spellings) for
+//! booleans, numbers and booleans for strings, and a single string for a list.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use super::FunctionError;
+
+/// The phase's arguments, with the function name for error messages.
+pub struct Args<'a> {
+    pub function: &'static str,
+    pub args: &'a Map<String, Value>,
+}
+
+impl<'a> Args<'a> {
+    pub fn new(function: &'static str, args: &'a Map<String, Value>) -> Self {
+        Args { function, args }
+    }
+
+    /// Kanister's `Validate`: every argument must be one the function knows.
+    pub fn check_supported(&self, supported: &[&str]) -> Result<(), FunctionError> {
+        for k in self.args.keys() {
+            if !supported.contains(&k.as_str()) {
+                return Err(FunctionError::arg(
+                    self.function,
+                    k,
+                    format!(
+                        "argument {k} is not supported; {} accepts: {}",
+                        self.function,
+                        supported.join(", ")
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn err(&self, name: &str, msg: impl Into<String>) -> FunctionError {
+        FunctionError::arg(self.function, name, msg)
+    }
+
+    /// The argument, treating JSON `null` as absent.
+    pub fn get(&self, name: &str) -> Option<&'a Value> {
+        self.args.get(name).filter(|v| !v.is_null())
+    }
+
+    pub fn exists(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+
+    fn required<T>(&self, name: &str, v: Option<T>) -> Result<T, FunctionError> {
+        v.ok_or_else(|| self.err(name, "required argument is missing"))
+    }
+
+    pub fn opt_string(&self, name: &str) -> Result<Option<String>, FunctionError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(Value::Number(n)) => Ok(Some(n.to_string())),
+            Some(Value::Bool(b)) => Ok(Some(b.to_string())),
+            Some(other) => {
+                Err(self.err(name, format!("expected a string, got {}", type_name(other))))
+            }
+        }
+    }
+
+    pub fn string(&self, name: &str) -> Result<String, FunctionError> {
+        let v = self.opt_string(name)?;
+        self.required(name, v)
+    }
+
+    pub fn opt_int(&self, name: &str) -> Result<Option<i64>, FunctionError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(v) => weak_int(v).map(Some).map_err(|m| self.err(name, m)),
+        }
+    }
+
+    pub fn int(&self, name: &str) -> Result<i64, FunctionError> {
+        let v = self.opt_int(name)?;
+        self.required(name, v)
+    }
+
+    pub fn opt_bool(&self, name: &str) -> Result<Option<bool>, FunctionError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(v) => weak_bool(v).map(Some).map_err(|m| self.err(name, m)),
+        }
+    }
+
+    /// A list of strings; a single string becomes a one-element list.
+    pub fn opt_string_list(&self, name: &str) -> Result<Option<Vec<String>>, FunctionError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(vec![s.clone()])),
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| match v {
+                    Value::String(s) => Ok(s.clone()),
+                    Value::Number(n) => Ok(n.to_string()),
+                    Value::Bool(b) => Ok(b.to_string()),
+                    other => Err(self.err(
+                        &format!("{name}[{i}]"),
+                        format!("expected a string, got {}", type_name(other)),
+                    )),
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some),
+            Some(other) => Err(self.err(
+                name,
+                format!("expected a list of strings, got {}", type_name(other)),
+            )),
+        }
+    }
+
+    pub fn string_list(&self, name: &str) -> Result<Vec<String>, FunctionError> {
+        let v = self.opt_string_list(name)?;
+        let v = self.required(name, v)?;
+        if v.is_empty() {
+            return Err(self.err(name, "must not be empty"));
+        }
+        Ok(v)
+    }
+
+    /// A map of strings (labels, annotations).
+    pub fn opt_string_map(
+        &self,
+        name: &str,
+    ) -> Result<Option<BTreeMap<String, String>>, FunctionError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::Object(m)) => m
+                .iter()
+                .map(|(k, v)| match v {
+                    Value::String(s) => Ok((k.clone(), s.clone())),
+                    Value::Number(n) => Ok((k.clone(), n.to_string())),
+                    Value::Bool(b) => Ok((k.clone(), b.to_string())),
+                    other => Err(self.err(
+                        &format!("{name}.{k}"),
+                        format!("expected a string, got {}", type_name(other)),
+                    )),
+                })
+                .collect::<Result<BTreeMap<_, _>, _>>()
+                .map(Some),
+            Some(other) => Err(self.err(
+                name,
+                format!("expected a map of strings, got {}", type_name(other)),
+            )),
+        }
+    }
+
+    /// A JSON object; a string is parsed as YAML/JSON text.
+    pub fn opt_object(&self, name: &str) -> Result<Option<Map<String, Value>>, FunctionError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::Object(m)) => Ok(Some(m.clone())),
+            Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
+            Some(Value::String(s)) => match parse_yaml_object(s) {
+                Ok(m) => Ok(Some(m)),
+                Err(e) => Err(self.err(name, e)),
+            },
+            Some(other) => Err(self.err(
+                name,
+                format!("expected an object, got {}", type_name(other)),
+            )),
+        }
+    }
+}
+
+/// YAML (or JSON) text of one object.
+pub fn parse_yaml_object(text: &str) -> Result<Map<String, Value>, String> {
+    let v: Value = serde_yaml::from_str(text).map_err(|e| format!("not valid YAML/JSON: {e}"))?;
+    match v {
+        Value::Object(m) => Ok(m),
+        other => Err(format!(
+            "expected a YAML/JSON object (mapping), got {}",
+            type_name(&other)
+        )),
+    }
+}
+
+pub fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// An integer from a number or a numeric string (Kanister: "Cannot convert %s to int").
+pub fn weak_int(v: &Value) -> Result<i64, String> {
+    match v {
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Ok(i)
+            } else if let Some(f) = n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15) {
+                Ok(f as i64)
+            } else {
+                Err(format!("expected an integer, got {n}"))
+            }
+        }
+        Value::String(s) => s
+            .trim()
+            .parse::<i64>()
+            .map_err(|_| format!("Cannot convert {s:?} to int")),
+        Value::Bool(b) => Ok(i64::from(*b)),
+        other => Err(format!("expected an integer, got {}", type_name(other))),
+    }
+}
+
+/// A boolean from a bool, a number (non-zero is true) or Go's `ParseBool` strings.
+pub fn weak_bool(v: &Value) -> Result<bool, String> {
+    match v {
+        Value::Bool(b) => Ok(*b),
+        Value::Number(n) => Ok(n.as_f64().is_some_and(|f| f != 0.0)),
+        Value::String(s) => match s.trim() {
+            "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(true),
+            "0" | "f" | "F" | "FALSE" | "false" | "False" | "" => Ok(false),
+            _ => Err(format!("expected true or false, got {s:?}")),
+        },
+        other => Err(format!("expected a boolean, got {}", type_name(other))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn args(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn ints_accept_numbers_and_numeric_strings() {
+        let m = args(json!({"a": 3, "b": "4", "c": " 5 ", "d": "x", "e": 2.0, "f": 2.5, "g": [1]}));
+        let a = Args::new("ScaleWorkload", &m);
+        assert_eq!(a.int("a").unwrap(), 3);
+        assert_eq!(a.int("b").unwrap(), 4);
+        assert_eq!(a.int("c").unwrap(), 5);
+        assert_eq!(a.int("e").unwrap(), 2);
+        let e = a.int("d").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "ScaleWorkload: argument `d`: Cannot convert \"x\" to int"
+        );
+        assert!(a.int("f").is_err());
+        assert!(a.int("g").is_err());
+        let e = a.int("missing").unwrap_err().to_string();
+        assert!(e.contains("`missing`: required argument is missing"), "{e}");
+        assert_eq!(a.opt_int("missing").unwrap(), None);
+    }
+
+    #[test]
+    fn bools_accept_go_spellings() {
+        let m =
+            args(json!({"a": "true", "b": "false", "c": true, "d": "yes", "e": "1", "f": null}));
+        let a = Args::new("ScaleWorkload", &m);
+        assert_eq!(a.opt_bool("a").unwrap(), Some(true));
+        assert_eq!(a.opt_bool("b").unwrap(), Some(false));
+        assert_eq!(a.opt_bool("c").unwrap(), Some(true));
+        assert_eq!(a.opt_bool("e").unwrap(), Some(true));
+        assert!(a.opt_bool("d").is_err());
+        assert_eq!(a.opt_bool("f").unwrap(), None);
+    }
+
+    #[test]
+    fn strings_lists_maps_and_objects() {
+        let m = args(json!({
+            "s": 12, "l": ["a", 1, true], "one": "sh", "bad": [{}],
+            "m": {"x": "1", "y": 2}, "o": "a: 1\nb: [x]", "o2": "- 1", "o3": {"k": 1}
+        }));
+        let a = Args::new("KubeTask", &m);
+        assert_eq!(a.string("s").unwrap(), "12");
+        assert_eq!(a.string_list("l").unwrap(), vec!["a", "1", "true"]);
+        assert_eq!(a.string_list("one").unwrap(), vec!["sh"]);
+        let e = a.string_list("bad").unwrap_err().to_string();
+        assert!(
+            e.contains("`bad[0]`: expected a string, got an object"),
+            "{e}"
+        );
+        let mm = a.opt_string_map("m").unwrap().unwrap();
+        assert_eq!(mm["y"], "2");
+        assert_eq!(a.opt_object("o").unwrap().unwrap()["b"], json!(["x"]));
+        assert!(
+            a.opt_object("o2")
+                .unwrap_err()
+                .to_string()
+                .contains("mapping")
+        );
+        assert_eq!(a.opt_object("o3").unwrap().unwrap()["k"], json!(1));
+    }
+
+    #[test]
+    fn unsupported_arguments_are_named() {
+        let m = args(json!({"image": "x", "comand": ["a"]}));
+        let e = Args::new("KubeTask", &m)
+            .check_supported(&["image", "command"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("argument comand is not supported"), "{e}");
+    }
+}
