@@ -6,6 +6,8 @@
 //! (webhook server, reconcilers, functions) are thin shells around it.
 
 pub mod blueprint;
+pub mod cli;
+pub mod documents;
 pub mod executor;
 pub mod functions;
 pub mod model;

@@ -1,1 +1,14 @@
-//! blueprint
+//! Blueprint normalization and validation, shared by the admission webhook
+//! and the `validate` / `normalize` CLI.
+//!
+//! Both work on the JSON value, not on typed structs, so unknown fields a
+//! user wrote survive normalization and are never silently dropped.
+
+pub mod catalog;
+mod normalize;
+mod report;
+mod validate;
+
+pub use normalize::normalize;
+pub use report::{Problem, Report, Rule};
+pub use validate::validate;

@@ -1,0 +1,157 @@
+//! The 28 Kanister functions (Kanister HEAD `pkg/function`), with the
+//! arguments each requires and accepts and the JSON type each takes.
+
+/// The JSON type a function argument takes after Kanister's weak decoding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArgType {
+    /// A string; numbers and booleans are accepted (weak decoding).
+    Str,
+    /// A list of strings, e.g. `command`.
+    StrList,
+    /// An integer, or a string that renders to one (`'{{ len .StatefulSet.Pods }}'`).
+    Int,
+    /// A boolean, or the strings `true`/`false`, or a template.
+    Bool,
+    /// A map, e.g. `podOverride`, `volumes`, `conditions`.
+    Map,
+    /// Anything: the function decodes it itself.
+    Any,
+}
+
+impl ArgType {
+    pub fn describe(self) -> &'static str {
+        match self {
+            ArgType::Str => "a string",
+            ArgType::StrList => "a list of strings",
+            ArgType::Int => "an integer (or a template that renders to one)",
+            ArgType::Bool => "a boolean (true or false)",
+            ArgType::Map => "a map",
+            ArgType::Any => "any value",
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Function {
+    pub name: &'static str,
+    /// Required arguments, in Kanister's declared order.
+    pub required: &'static [(&'static str, ArgType)],
+    pub optional: &'static [(&'static str, ArgType)],
+}
+
+impl Function {
+    /// The type of a supported argument, `None` when the function does not take it.
+    pub fn arg(&self, name: &str) -> Option<ArgType> {
+        self.required
+            .iter()
+            .chain(self.optional)
+            .find(|(n, _)| *n == name)
+            .map(|(_, t)| *t)
+    }
+
+    pub fn arg_names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.required.iter().chain(self.optional).map(|(n, _)| *n)
+    }
+
+    /// Wait and WaitV2 render their own arguments, against the fetched object.
+    pub fn renders_own_args(&self) -> bool {
+        matches!(self.name, "Wait" | "WaitV2")
+    }
+}
+
+use ArgType::*;
+
+const POD: [(&str, ArgType); 3] = [
+    ("podOverride", Map),
+    ("podAnnotations", Map),
+    ("podLabels", Map),
+];
+
+macro_rules! func {
+    ($name:literal, [$($r:literal: $rt:ident),*], [$($o:literal: $ot:ident),*]) => {
+        Function { name: $name, required: &[$(($r, $rt)),*], optional: &[$(($o, $ot)),*] }
+    };
+    ($name:literal, [$($r:literal: $rt:ident),*], [$($o:literal: $ot:ident),*], pod) => {
+        Function { name: $name, required: &[$(($r, $rt)),*],
+                   optional: &[$(($o, $ot),)* POD[0], POD[1], POD[2]] }
+    };
+}
+
+pub static FUNCTIONS: &[Function] = &[
+    func!("BackupData", ["namespace": Str, "pod": Str, "container": Str, "includePath": Str, "backupArtifactPrefix": Str],
+          ["encryptionKey": Str, "insecureTLS": Bool]),
+    func!("BackupDataAll", ["namespace": Str, "container": Str, "includePath": Str, "backupArtifactPrefix": Str],
+          ["pods": Str, "encryptionKey": Str, "insecureTLS": Bool]),
+    func!("BackupDataStats", ["namespace": Str, "backupArtifactPrefix": Str, "backupID": Str],
+          ["image": Str, "statsMode": Str, "encryptionKey": Str], pod),
+    func!("CheckRepository", ["backupArtifactPrefix": Str],
+          ["image": Str, "encryptionKey": Str, "insecureTLS": Bool], pod),
+    func!("CopyVolumeData", ["namespace": Str, "volume": Str, "dataArtifactPrefix": Str],
+          ["image": Str, "encryptionKey": Str, "mountPath": Str, "insecureTLS": Bool], pod),
+    func!("CreateCSISnapshot", ["pvc": Str, "namespace": Str, "snapshotClass": Str], ["name": Str, "labels": Map]),
+    func!("CreateCSISnapshotStatic", ["name": Str, "namespace": Str, "driver": Str, "snapshotHandle": Str, "snapshotClass": Str], []),
+    func!("CreateRDSSnapshot", ["instanceID": Str],
+          ["dbEngine": Str, "credentialsSource": Str, "credentialsSecret": Str, "region": Str]),
+    func!("DeleteCSISnapshot", ["name": Str, "namespace": Str], []),
+    func!("DeleteCSISnapshotContent", ["name": Str], []),
+    func!("DeleteData", ["namespace": Str, "backupArtifactPrefix": Str],
+          ["image": Str, "backupID": Str, "backupTag": Str, "encryptionKey": Str, "reclaimSpace": Bool, "insecureTLS": Bool], pod),
+    func!("DeleteDataAll", ["namespace": Str, "backupArtifactPrefix": Str, "backupInfo": Str],
+          ["image": Str, "encryptionKey": Str, "reclaimSpace": Bool, "insecureTLS": Bool], pod),
+    func!("DeleteRDSSnapshot", ["snapshotID": Str],
+          ["dbEngine": Str, "credentialsSource": Str, "credentialsSecret": Str, "region": Str]),
+    func!("ExportRDSSnapshotToLocation", ["namespace": Str, "instanceID": Str, "snapshotID": Str, "dbEngine": Str],
+          ["username": Str, "password": Str, "backupArtifactPrefix": Str, "databases": Any, "securityGroupID": Any,
+           "dbSubnetGroup": Str, "podAnnotations": Map, "podLabels": Map, "credentialsSource": Str,
+           "credentialsSecret": Str, "region": Str]),
+    func!("KubeExec", ["namespace": Str, "pod": Str, "command": StrList], ["container": Str]),
+    func!("KubeExecAll", ["namespace": Str, "pods": Str, "containers": Str, "command": StrList], []),
+    func!("KubeOps", ["operation": Str], ["spec": Str, "namespace": Str, "objectReference": Map]),
+    func!("KubeTask", ["image": Str, "command": StrList], ["namespace": Str], pod),
+    func!("LocationDelete", ["artifact": Str], []),
+    func!("MultiContainerRun", ["backgroundImage": Str, "backgroundCommand": StrList, "outputImage": Str, "outputCommand": StrList],
+          ["namespace": Str, "initImage": Str, "initCommand": StrList, "sharedVolumeMedium": Str,
+           "sharedVolumeSizeLimit": Str, "sharedVolumeDir": Str], pod),
+    func!("PrepareData", ["namespace": Str, "image": Str, "command": StrList],
+          ["volumes": Map, "serviceaccount": Str, "failOnError": Bool], pod),
+    func!("RestoreCSISnapshot", ["name": Str, "pvc": Str, "namespace": Str, "storageClass": Str, "restoreSize": Str],
+          ["accessModes": Any, "volumeMode": Str, "labels": Map]),
+    func!("RestoreData", ["namespace": Str, "image": Str, "backupArtifactPrefix": Str],
+          ["restorePath": Str, "encryptionKey": Str, "pod": Str, "volumes": Map, "backupTag": Str,
+           "backupIdentifier": Str, "backupPath": Str, "insecureTLS": Bool], pod),
+    func!("RestoreDataAll", ["namespace": Str, "image": Str, "backupArtifactPrefix": Str, "backupInfo": Str],
+          ["restorePath": Str, "encryptionKey": Str, "pods": Str, "insecureTLS": Bool], pod),
+    func!("RestoreRDSSnapshot", ["instanceID": Str],
+          ["snapshotID": Str, "dbEngine": Str, "backupArtifactPrefix": Str, "backupID": Str, "username": Str,
+           "password": Str, "namespace": Str, "securityGroupID": Any, "dbSubnetGroup": Str, "podAnnotations": Map,
+           "podLabels": Map, "credentialsSource": Str, "credentialsSecret": Str, "region": Str]),
+    func!("ScaleWorkload", ["replicas": Int], ["namespace": Str, "name": Str, "kind": Str, "waitForReady": Bool]),
+    func!("Wait", ["timeout": Str, "conditions": Map], []),
+    func!("WaitV2", ["timeout": Str, "conditions": Map], []),
+];
+
+/// Looks a function up by its exact (case-sensitive) name, as Kanister does.
+pub fn function(name: &str) -> Option<&'static Function> {
+    FUNCTIONS.iter().find(|f| f.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn has_the_28_kanister_functions_sorted_and_unique() {
+        assert_eq!(FUNCTIONS.len(), 28);
+        assert!(FUNCTIONS.windows(2).all(|w| w[0].name < w[1].name));
+    }
+
+    #[test]
+    fn pod_functions_take_pod_args() {
+        let kt = function("KubeTask").unwrap();
+        assert_eq!(kt.arg("command"), Some(StrList));
+        assert_eq!(kt.arg("podOverride"), Some(Map));
+        assert_eq!(kt.arg("pod"), None);
+        assert!(function("kubetask").is_none());
+        assert!(function("WaitV2").unwrap().renders_own_args());
+    }
+}

@@ -1,0 +1,636 @@
+//! Validation of one Blueprint document (overview.md section 2). Every
+//! problem is collected, none stops the walk, so a user sees all of them at
+//! once. Differences from Kanister's `validate.Do`: phase names must be
+//! unique per action (not per Blueprint, since `.Phases` is action-scoped),
+//! and argument types, templates and `.Phases` references are checked too.
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde_json::{Map, Value};
+
+use super::catalog::{self, ArgType, Function};
+use super::report::{Problem, Report, Rule};
+use crate::template::Template;
+
+/// Top-level template parameters an executor provides (Kanister's
+/// `param.TemplateParams`, plus `.Outcome` for the deferPhase).
+const PARAMS: &[&str] = &[
+    "ArtifactsIn",
+    "ConfigMaps",
+    "CurrentPhase",
+    "DeferPhase",
+    "Deployment",
+    "DeploymentConfig",
+    "Namespace",
+    "Object",
+    "Options",
+    "Outcome",
+    "PVC",
+    "Phases",
+    "PodAnnotations",
+    "PodLabels",
+    "PodOverride",
+    "Profile",
+    "Secrets",
+    "StatefulSet",
+    "Time",
+];
+
+pub fn validate(doc: &Value) -> Report {
+    let mut v = Validator {
+        report: Report {
+            name: doc
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            ..Report::default()
+        },
+    };
+    match doc {
+        Value::Object(root) => match root.get("actions") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(actions)) => {
+                for (name, action) in actions {
+                    v.action(name, action);
+                }
+            }
+            Some(_) => v.error(
+                Ctx::root("actions"),
+                Rule::Structure,
+                "actions must be a map of action name to action".into(),
+            ),
+        },
+        _ => v.error(
+            Ctx::root(""),
+            Rule::Structure,
+            "a Blueprint must be a YAML/JSON object".into(),
+        ),
+    }
+    v.report
+}
+
+/// Where a problem is: JSON path plus the action and phase names.
+#[derive(Clone)]
+struct Ctx {
+    path: String,
+    action: Option<String>,
+    phase: Option<String>,
+}
+
+impl Ctx {
+    fn root(path: &str) -> Ctx {
+        Ctx {
+            path: path.into(),
+            action: None,
+            phase: None,
+        }
+    }
+    fn at(&self, suffix: &str) -> Ctx {
+        let mut c = self.clone();
+        if suffix.starts_with('[') || c.path.is_empty() {
+            c.path.push_str(suffix);
+        } else {
+            c.path = format!("{}.{suffix}", c.path);
+        }
+        c
+    }
+}
+
+/// Which phase a template lives in, for `.Phases` / `.DeferPhase` / `.Outcome` rules.
+#[derive(Clone, Copy)]
+enum Stage<'a> {
+    /// Main phase: these earlier phases have run; the current one has
+    /// started (its `.Phases.<name>.Secrets` exist, its output does not).
+    Main {
+        earlier: &'a [String],
+        current: &'a str,
+    },
+    Defer {
+        main: &'a [String],
+    },
+    /// Phase `objects` are rendered when the action starts: no phase has run.
+    Objects,
+    Artifacts {
+        main: &'a [String],
+    },
+    /// Wait/WaitV2 `condition`: rendered against the fetched object, so
+    /// only its syntax can be checked.
+    Fetched,
+}
+
+struct Validator {
+    report: Report,
+}
+
+impl Validator {
+    fn error(&mut self, ctx: Ctx, rule: Rule, message: String) {
+        self.report.errors.push(problem(ctx, rule, message));
+    }
+
+    fn warn(&mut self, ctx: Ctx, message: String) {
+        self.report
+            .warnings
+            .push(problem(ctx, Rule::Advice, message));
+    }
+
+    fn action(&mut self, name: &str, action: &Value) {
+        let ctx = Ctx {
+            path: format!("actions.{name}"),
+            action: Some(name.into()),
+            phase: None,
+        };
+        let Some(action) = action.as_object() else {
+            return self.error(
+                ctx,
+                Rule::Structure,
+                "an action must be a map with phases".into(),
+            );
+        };
+
+        let phases: Vec<&Value> = match action.get("phases") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(list)) => list.iter().collect(),
+            Some(_) => {
+                self.error(
+                    ctx.at("phases"),
+                    Rule::Structure,
+                    "phases must be a list of phases".into(),
+                );
+                Vec::new()
+            }
+        };
+        let defer = match action.get("deferPhase") {
+            None | Some(Value::Null) => None,
+            Some(Value::Array(list)) => {
+                let message = if list.len() == 1 {
+                    "deferPhase is one phase, not a list: write the phase itself (`blueprint-operator normalize` and the mutating webhook do this for a one-element list)".to_owned()
+                } else {
+                    format!(
+                        "deferPhase takes exactly one phase, found a list of {}: keep one cleanup phase as deferPhase and move the other steps into it (one KubeTask can run several commands), into the main phases, or into a separate action",
+                        list.len()
+                    )
+                };
+                self.error(ctx.at("deferPhase"), Rule::DeferPhaseList, message);
+                None
+            }
+            Some(d) => Some(d),
+        };
+
+        // Names first: they scope the `.Phases` checks below.
+        let main_names: Vec<String> = phases.iter().map(|p| phase_name(p)).collect();
+        let defer_name = defer.map(|d| phase_name(d));
+        self.duplicate_names(&ctx, &main_names, defer_name.as_deref());
+
+        for (i, phase) in phases.iter().enumerate() {
+            let pctx = Ctx {
+                phase: Some(label(&main_names[i], i)),
+                ..ctx.at(&format!("phases[{i}]"))
+            };
+            self.phase(
+                pctx,
+                phase,
+                Stage::Main {
+                    earlier: &main_names[..i],
+                    current: &main_names[i],
+                },
+                defer.is_some(),
+            );
+        }
+        if let Some(d) = defer {
+            let dctx = Ctx {
+                phase: Some(label(defer_name.as_deref().unwrap_or_default(), usize::MAX)),
+                ..ctx.at("deferPhase")
+            };
+            self.phase(dctx, d, Stage::Defer { main: &main_names }, true);
+        }
+        if phases.is_empty() && defer.is_none() {
+            self.warn(
+                ctx.clone(),
+                "action has no phases: running it does nothing".into(),
+            );
+        }
+
+        self.output_artifacts(
+            &ctx,
+            action.get("outputArtifacts"),
+            &main_names,
+            defer.is_some(),
+        );
+        self.scale_to_zero_without_defer(&ctx, &phases, defer.is_some());
+    }
+
+    fn duplicate_names(&mut self, ctx: &Ctx, main: &[String], defer: Option<&str>) {
+        let mut seen: HashMap<&str, String> = HashMap::new();
+        let all = main
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.as_str(), format!("phases[{i}]")))
+            .chain(defer.map(|n| (n, "deferPhase".to_owned())));
+        for (name, at) in all {
+            if let Some(first) = seen.get(name) {
+                let shown = if name.is_empty() { "(empty)" } else { name };
+                self.error(
+                    Ctx { phase: Some(shown.into()), ..ctx.at(&at).at("name") },
+                    Rule::DuplicatePhaseName,
+                    format!("duplicate phase name '{shown}' (also used by {first}): phase names must be unique within an action, rename one of them"),
+                );
+            } else {
+                seen.insert(name, at);
+            }
+        }
+    }
+
+    fn phase(&mut self, ctx: Ctx, phase: &Value, stage: Stage, has_defer: bool) {
+        let Some(phase) = phase.as_object() else {
+            return self.error(
+                ctx,
+                Rule::Structure,
+                "a phase must be a map with func, name and args".into(),
+            );
+        };
+        match phase.get("name") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(n)) if !n.is_empty() && !is_identifier(n) => self.warn(
+                ctx.at("name"),
+                format!("phase name '{n}' is not a Go template identifier: refer to its output with index .Phases \"{n}\" rather than .Phases.{n}"),
+            ),
+            Some(Value::String(_)) => {}
+            Some(_) => self.error(ctx.at("name"), Rule::Structure, "name must be a string".into()),
+        }
+        let func =
+            match phase.get("func") {
+                Some(Value::String(f)) => catalog::function(f).ok_or(f.as_str()),
+                Some(_) => {
+                    return self.error(
+                        ctx.at("func"),
+                        Rule::Structure,
+                        "func must be the name of a Kanister function".into(),
+                    );
+                }
+                None => return self.error(
+                    ctx.at("func"),
+                    Rule::UnknownFunction,
+                    "func is missing: name the Kanister function this phase runs, e.g. KubeTask"
+                        .into(),
+                ),
+            };
+        let func = match func {
+            Ok(f) => f,
+            Err(name) => {
+                let hint = closest_function(name)
+                    .map(|f| format!(" (did you mean {f}?)"))
+                    .unwrap_or_default();
+                return self.error(
+                    ctx.at("func"),
+                    Rule::UnknownFunction,
+                    format!(
+                        "unknown function '{name}'{hint}: Kanister functions are {}",
+                        function_list()
+                    ),
+                );
+            }
+        };
+        if let Some(objects) = phase.get("objects").filter(|o| !o.is_null()) {
+            self.templates_in(
+                &ctx.at("objects"),
+                objects,
+                false,
+                Stage::Objects,
+                has_defer,
+            );
+        }
+        match phase.get("args") {
+            None | Some(Value::Null) => {
+                self.args(&ctx.at("args"), func, &Map::new(), stage, has_defer)
+            }
+            Some(Value::Object(args)) => self.args(&ctx.at("args"), func, args, stage, has_defer),
+            Some(_) => self.error(
+                ctx.at("args"),
+                Rule::Structure,
+                "args must be a map of argument name to value".into(),
+            ),
+        }
+    }
+
+    fn args(
+        &mut self,
+        ctx: &Ctx,
+        func: &Function,
+        args: &Map<String, Value>,
+        stage: Stage,
+        has_defer: bool,
+    ) {
+        for (name, value) in args {
+            match func.arg(name) {
+                None => self.error(
+                    ctx.at(name),
+                    Rule::UnsupportedArgument,
+                    format!(
+                        "argument '{name}' is not supported by {}: it takes {}",
+                        func.name,
+                        func.arg_names().collect::<Vec<_>>().join(", ")
+                    ),
+                ),
+                Some(ty) => {
+                    if !type_matches(ty, value) {
+                        self.error(
+                            ctx.at(name),
+                            Rule::ArgumentType,
+                            format!(
+                                "argument '{name}' of {} must be {}, found {}",
+                                func.name,
+                                ty.describe(),
+                                kind_of(value)
+                            ),
+                        );
+                    }
+                    self.templates_in(
+                        &ctx.at(name),
+                        value,
+                        func.renders_own_args(),
+                        stage,
+                        has_defer,
+                    );
+                }
+            }
+        }
+        for (name, _) in func.required {
+            match args.get(*name) {
+                Some(v) if !v.is_null() => {}
+                _ => self.error(
+                    ctx.at(name),
+                    Rule::MissingArgument,
+                    format!("required argument '{name}' of {} is missing", func.name),
+                ),
+            }
+        }
+    }
+
+    fn output_artifacts(
+        &mut self,
+        ctx: &Ctx,
+        artifacts: Option<&Value>,
+        main: &[String],
+        has_defer: bool,
+    ) {
+        let ctx = ctx.at("outputArtifacts");
+        let artifacts =
+            match artifacts {
+                None | Some(Value::Null) => return,
+                Some(Value::Object(a)) => a,
+                Some(_) => return self.error(
+                    ctx,
+                    Rule::Structure,
+                    "outputArtifacts must be a map of artifact name to {keyValue, kopiaSnapshot}"
+                        .into(),
+                ),
+            };
+        for (name, artifact) in artifacts {
+            let actx = ctx.at(name);
+            let Some(artifact) = artifact.as_object() else {
+                self.error(
+                    actx,
+                    Rule::Structure,
+                    "an artifact must be a map with keyValue and/or kopiaSnapshot".into(),
+                );
+                continue;
+            };
+            match artifact.get("keyValue") {
+                None | Some(Value::Null) => {}
+                Some(Value::Object(kv)) => {
+                    for (k, v) in kv {
+                        match v {
+                            Value::String(s) => self.template(
+                                &actx.at("keyValue").at(k),
+                                s,
+                                Stage::Artifacts { main },
+                                has_defer,
+                            ),
+                            _ => self.error(
+                                actx.at("keyValue").at(k),
+                                Rule::ArgumentType,
+                                format!("artifact values must be strings, found {}", kind_of(v)),
+                            ),
+                        }
+                    }
+                }
+                Some(_) => self.error(
+                    actx.at("keyValue"),
+                    Rule::Structure,
+                    "keyValue must be a map of strings".into(),
+                ),
+            }
+            match artifact.get("kopiaSnapshot") {
+                None | Some(Value::Null) => {}
+                Some(Value::String(s)) => self.template(
+                    &actx.at("kopiaSnapshot"),
+                    s,
+                    Stage::Artifacts { main },
+                    has_defer,
+                ),
+                Some(v) => self.error(
+                    actx.at("kopiaSnapshot"),
+                    Rule::ArgumentType,
+                    format!("kopiaSnapshot must be a string, found {}", kind_of(v)),
+                ),
+            }
+        }
+    }
+
+    fn scale_to_zero_without_defer(&mut self, ctx: &Ctx, phases: &[&Value], has_defer: bool) {
+        if has_defer {
+            return;
+        }
+        for (i, p) in phases.iter().enumerate() {
+            let zero = p.get("func").and_then(Value::as_str) == Some("ScaleWorkload")
+                && matches!(p.pointer("/args/replicas"), Some(r) if r == 0 || r == "0");
+            if zero && i + 1 < phases.len() {
+                self.warn(
+                    ctx.at(&format!("phases[{i}]")),
+                    "scales a workload to 0 and the action has no deferPhase: if a later phase fails the workload stays down; add a deferPhase that scales it back".into(),
+                );
+            }
+        }
+    }
+
+    /// Checks every template string inside `value`, map keys too, as
+    /// Kanister renders them; `own` marks Wait/WaitV2 args, which render
+    /// themselves (keys are not rendered, `condition` sees the object).
+    fn templates_in(&mut self, ctx: &Ctx, value: &Value, own: bool, stage: Stage, has_defer: bool) {
+        match value {
+            Value::String(s) => self.template(ctx, s, stage, has_defer),
+            Value::Array(list) => {
+                for (i, v) in list.iter().enumerate() {
+                    self.templates_in(&ctx.at(&format!("[{i}]")), v, own, stage, has_defer);
+                }
+            }
+            Value::Object(map) => {
+                for (k, v) in map {
+                    if !own {
+                        self.template(&ctx.at(k), k, stage, has_defer);
+                    }
+                    let inner = if own && k == "condition" {
+                        Stage::Fetched
+                    } else {
+                        stage
+                    };
+                    self.templates_in(&ctx.at(k), v, own, inner, has_defer);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn template(&mut self, ctx: &Ctx, text: &str, stage: Stage, has_defer: bool) {
+        if !text.contains("{{") {
+            return;
+        }
+        let template = match Template::parse(text) {
+            Ok(t) => t,
+            Err(e) => {
+                return self.error(
+                    ctx.clone(),
+                    Rule::TemplateSyntax,
+                    format!("template does not parse: {e}"),
+                );
+            }
+        };
+        let mut reported = BTreeSet::new();
+        for field in template.references().fields {
+            if let Some(message) = reference_problem(&field, stage, has_defer)
+                && reported.insert(message.clone())
+            {
+                self.error(ctx.clone(), Rule::TemplateReference, message);
+            }
+        }
+    }
+}
+
+/// Why a `.Field.path` reference cannot resolve at this stage, if it cannot.
+fn reference_problem(field: &str, stage: Stage, has_defer: bool) -> Option<String> {
+    if matches!(stage, Stage::Fetched) {
+        return None;
+    }
+    let mut parts = field.trim_start_matches('.').split('.');
+    // Messages name the parameter root, not the whole path, so that
+    // `.Phases.x.Output.a` and `.Phases.x.Output.b` report `x` once.
+    let top = parts.next().unwrap_or_default();
+    if top.is_empty() {
+        return None;
+    }
+    if !PARAMS.contains(&top) {
+        return Some(format!(
+            "{field}: there is no template parameter .{top}; parameters are .{}",
+            PARAMS.join(", .")
+        ));
+    }
+    let second = parts.next();
+    match top {
+        "Phases" => {
+            let name = second?;
+            let (visible, when): (&[String], &str) = match stage {
+                Stage::Main { current, .. } if current == name => {
+                    return (parts.next() == Some("Output"))
+                        .then(|| format!(".Phases.{name}.Output: a phase cannot read its own output; only earlier phases' outputs exist"));
+                }
+                Stage::Main { earlier, .. } => (earlier, "an earlier phase of this action"),
+                Stage::Defer { main } | Stage::Artifacts { main } => (main, "a phase of this action"),
+                Stage::Fetched => return None,
+                Stage::Objects => return Some(format!("{field}: phase objects are rendered when the action starts, before any phase ran")),
+            };
+            (!visible.iter().any(|n| n == name)).then(|| format!(".Phases.{name}: '{name}' is not {when}, so .Phases.{name} does not exist here"))
+        }
+        "DeferPhase" if !has_defer => Some(".DeferPhase: this action has no deferPhase".into()),
+        "DeferPhase" if second == Some("Output") && !matches!(stage, Stage::Artifacts { .. }) => {
+            Some(".DeferPhase.Output: the deferPhase output exists only after it ran; use it in outputArtifacts".into())
+        }
+        "Outcome" if !matches!(stage, Stage::Defer { .. }) => {
+            Some(".Outcome: the result of the main phases exists only in the deferPhase".into())
+        }
+        _ => None,
+    }
+}
+
+fn problem(ctx: Ctx, rule: Rule, message: String) -> Problem {
+    Problem {
+        path: ctx.path,
+        action: ctx.action,
+        phase: ctx.phase,
+        rule,
+        message,
+    }
+}
+
+fn phase_name(p: &Value) -> String {
+    p.get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Name shown in `action/phase` locations; unnamed phases by position.
+fn label(name: &str, index: usize) -> String {
+    match (name.is_empty(), index) {
+        (false, _) => name.to_owned(),
+        (true, usize::MAX) => "deferPhase".into(),
+        (true, i) => format!("phases[{i}]"),
+    }
+}
+
+fn is_template(s: &str) -> bool {
+    s.contains("{{")
+}
+
+fn type_matches(ty: ArgType, v: &Value) -> bool {
+    match (ty, v) {
+        (_, Value::Null) | (ArgType::Any, _) => true,
+        (ArgType::Str, v) => !v.is_array() && !v.is_object(),
+        (ArgType::StrList, Value::Array(items)) => {
+            items.iter().all(|i| !i.is_array() && !i.is_object())
+        }
+        (ArgType::Int, Value::Number(n)) => n.is_i64() || n.is_u64(),
+        (ArgType::Int, Value::String(s)) => is_template(s) || s.trim().parse::<i64>().is_ok(),
+        (ArgType::Bool, Value::Bool(_)) => true,
+        (ArgType::Bool, Value::String(s)) => {
+            is_template(s) || matches!(s.as_str(), "true" | "false" | "True" | "False" | "1" | "0")
+        }
+        (ArgType::Map, Value::Object(_)) => true,
+        _ => false,
+    }
+}
+
+fn kind_of(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => format!("the boolean {b}"),
+        Value::Number(n) => format!("the number {n}"),
+        Value::String(s) if s.chars().count() > 40 => "a string".into(),
+        Value::String(s) => format!("the string '{s}'"),
+        Value::Array(_) => "a list".into(),
+        Value::Object(_) => "a map".into(),
+    }
+}
+
+/// Go identifiers: a letter or `_`, then letters, digits and `_`.
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_alphabetic() || c == '_')
+        && chars.all(|c| c.is_alphanumeric() || c == '_')
+}
+
+fn function_list() -> String {
+    catalog::FUNCTIONS
+        .iter()
+        .map(|f| f.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A catalog function whose name differs from `name` only in case.
+fn closest_function(name: &str) -> Option<&'static str> {
+    catalog::FUNCTIONS
+        .iter()
+        .find(|f| f.name.eq_ignore_ascii_case(name))
+        .map(|f| f.name)
+}
