@@ -1,0 +1,410 @@
+//! Every rejection rule of the validator, with its message and location,
+//! and the `validate` / `normalize` CLI contract (output lines, exit codes).
+
+use std::process::Command;
+
+use blueprint_operator::blueprint::{Report, Rule, normalize, validate};
+use serde_json::{Value, json};
+
+fn bp(actions: Value) -> Value {
+    json!({"apiVersion": "cr.kanister.io/v1alpha1", "kind": "Blueprint", "metadata": {"name": "bp"}, "actions": actions})
+}
+
+fn task(name: &str, cmd: &str) -> Value {
+    json!({"func": "KubeTask", "name": name, "args": {"image": "busybox", "command": ["sh", "-c", cmd]}})
+}
+
+fn check(doc: Value) -> Report {
+    validate(&normalize(&doc))
+}
+
+/// The single error of `report`, asserting its rule, path and message text.
+fn only_error(report: &Report, rule: Rule, path: &str, text: &str) {
+    assert_eq!(report.errors.len(), 1, "{:#?}", report.errors);
+    let e = &report.errors[0];
+    assert_eq!(e.rule, rule, "{e:?}");
+    assert_eq!(e.path, path, "{e:?}");
+    assert!(e.message.contains(text), "{:?} lacks {text:?}", e.message);
+}
+
+#[test]
+fn valid_blueprint_with_defer_phase_passes() {
+    let r = check(bp(json!({"backup": {
+        "phases": [task("one", "echo {{ .Object.metadata.name }}"), task("two", "echo {{ .Phases.one.Output.v }}")],
+        "deferPhase": task("cleanup", "echo {{ .Outcome.State }} {{ .Phases.two.Output.v }}"),
+        "outputArtifacts": {"a": {"keyValue": {"k": "{{ .DeferPhase.Output.v }} {{ .Phases.one.Output.v }}"}}}
+    }})));
+    assert!(r.is_valid(), "{r}");
+}
+
+#[test]
+fn defer_phase_list_of_two_is_rejected_with_the_fix() {
+    let r = check(bp(
+        json!({"backup": {"phases": [task("one", "x")], "deferPhase": [task("a", "x"), task("b", "y")]}}),
+    ));
+    only_error(
+        &r,
+        Rule::DeferPhaseList,
+        "actions.backup.deferPhase",
+        "exactly one phase, found a list of 2",
+    );
+    assert!(r.errors[0].message.contains("separate action"));
+}
+
+#[test]
+fn one_element_defer_list_is_normalized_not_rejected() {
+    let doc = bp(json!({"backup": {"phases": [task("one", "x")], "deferPhase": [task("a", "x")]}}));
+    assert!(check(doc.clone()).is_valid());
+    // Without normalization the validator explains what normalization does.
+    let raw = validate(&doc);
+    assert_eq!(raw.errors[0].rule, Rule::DeferPhaseList);
+    assert!(raw.errors[0].message.contains("normalize"));
+}
+
+#[test]
+fn unknown_function_names_the_close_match() {
+    let r = check(bp(
+        json!({"a": {"phases": [{"func": "kubetask", "name": "p", "args": {}}]}}),
+    ));
+    only_error(
+        &r,
+        Rule::UnknownFunction,
+        "actions.a.phases[0].func",
+        "did you mean KubeTask?",
+    );
+    assert_eq!(r.errors[0].location(), "a/p");
+}
+
+#[test]
+fn missing_func_is_rejected() {
+    let r = check(bp(json!({"a": {"phases": [{"name": "p", "args": {}}]}})));
+    only_error(
+        &r,
+        Rule::UnknownFunction,
+        "actions.a.phases[0].func",
+        "func is missing",
+    );
+}
+
+#[test]
+fn missing_required_argument_is_located() {
+    let r = check(bp(
+        json!({"a": {"phases": [{"func": "KubeTask", "name": "p", "args": {"image": "x"}}]}}),
+    ));
+    only_error(
+        &r,
+        Rule::MissingArgument,
+        "actions.a.phases[0].args.command",
+        "required argument 'command' of KubeTask is missing",
+    );
+}
+
+#[test]
+fn unsupported_argument_lists_the_supported_ones() {
+    let r = check(bp(
+        json!({"a": {"phases": [{"func": "ScaleWorkload", "name": "p", "args": {"replicas": 1, "wait": true}}]}}),
+    ));
+    only_error(
+        &r,
+        Rule::UnsupportedArgument,
+        "actions.a.phases[0].args.wait",
+        "waitForReady",
+    );
+}
+
+#[test]
+fn argument_types_are_checked_with_weak_decoding() {
+    let r = check(bp(
+        json!({"a": {"phases": [{"func": "KubeTask", "name": "p", "args": {"image": "x", "command": "echo hi"}}]}}),
+    ));
+    only_error(
+        &r,
+        Rule::ArgumentType,
+        "actions.a.phases[0].args.command",
+        "must be a list of strings",
+    );
+    let r = check(bp(
+        json!({"a": {"phases": [{"func": "ScaleWorkload", "name": "p", "args": {"replicas": "two"}}]}}),
+    ));
+    only_error(
+        &r,
+        Rule::ArgumentType,
+        "actions.a.phases[0].args.replicas",
+        "an integer",
+    );
+    // Numeric strings and templates stay acceptable, as Kanister's weak decoding allows.
+    for replicas in [json!("2"), json!(2), json!("{{ len .StatefulSet.Pods }}")] {
+        let r = check(bp(
+            json!({"a": {"phases": [{"func": "ScaleWorkload", "name": "p", "args": {"replicas": replicas, "waitForReady": "false"}}]}}),
+        ));
+        assert!(r.is_valid(), "{r}");
+    }
+}
+
+#[test]
+fn duplicate_names_within_an_action_are_rejected_across_actions_allowed() {
+    let r = check(bp(
+        json!({"a": {"phases": [task("same", "x")], "deferPhase": task("same", "y")}}),
+    ));
+    only_error(
+        &r,
+        Rule::DuplicatePhaseName,
+        "actions.a.deferPhase.name",
+        "duplicate phase name 'same' (also used by phases[0])",
+    );
+    let r = check(bp(
+        json!({"a": {"phases": [task("same", "x")]}, "b": {"phases": [task("same", "x")]}}),
+    ));
+    assert!(r.is_valid(), "{r}");
+}
+
+#[test]
+fn template_syntax_errors_are_located() {
+    let r = check(bp(
+        json!({"a": {"phases": [task("p", "echo {{ .Object.metadata.name ")]}}),
+    ));
+    only_error(
+        &r,
+        Rule::TemplateSyntax,
+        "actions.a.phases[0].args.command[2]",
+        "template does not parse",
+    );
+    let r = check(bp(
+        json!({"a": {"phases": [task("p", "{{ nosuchfunc 1 }}")]}}),
+    ));
+    only_error(
+        &r,
+        Rule::TemplateSyntax,
+        "actions.a.phases[0].args.command[2]",
+        "nosuchfunc",
+    );
+}
+
+#[test]
+fn phases_references_must_be_earlier_phases_of_the_same_action() {
+    let r = check(bp(
+        json!({"a": {"phases": [task("one", "{{ .Phases.two.Output.v }}"), task("two", "x")]}}),
+    ));
+    only_error(
+        &r,
+        Rule::TemplateReference,
+        "actions.a.phases[0].args.command[2]",
+        "'two' is not an earlier phase",
+    );
+    let r = check(bp(
+        json!({"a": {"phases": [task("one", "x")]}, "b": {"phases": [task("p", "{{ .Phases.one.Output.v }}")]}}),
+    ));
+    only_error(
+        &r,
+        Rule::TemplateReference,
+        "actions.b.phases[0].args.command[2]",
+        "'one'",
+    );
+    let r = check(bp(
+        json!({"a": {"phases": [task("one", "{{ .Phases.one.Output.v }}")]}}),
+    ));
+    only_error(
+        &r,
+        Rule::TemplateReference,
+        "actions.a.phases[0].args.command[2]",
+        "its own output",
+    );
+    // A phase's own objects (Secrets) are fine.
+    let r = check(bp(
+        json!({"a": {"phases": [task("one", "{{ .Phases.one.Secrets.s.Data.k | toString }}")]}}),
+    ));
+    assert!(r.is_valid(), "{r}");
+}
+
+#[test]
+fn defer_phase_and_outcome_references_are_scoped() {
+    let r = check(bp(
+        json!({"a": {"phases": [task("one", "x")], "outputArtifacts": {"o": {"keyValue": {"k": "{{ .DeferPhase.Output.v }}"}}}}}),
+    ));
+    only_error(
+        &r,
+        Rule::TemplateReference,
+        "actions.a.outputArtifacts.o.keyValue.k",
+        "no deferPhase",
+    );
+    let r = check(bp(
+        json!({"a": {"phases": [task("one", "{{ .Outcome.State }}")], "deferPhase": task("d", "x")}}),
+    ));
+    only_error(
+        &r,
+        Rule::TemplateReference,
+        "actions.a.phases[0].args.command[2]",
+        "only in the deferPhase",
+    );
+    let r = check(bp(
+        json!({"a": {"phases": [task("one", "{{ .DeferPhase.Output.v }}")], "deferPhase": task("d", "x")}}),
+    ));
+    only_error(
+        &r,
+        Rule::TemplateReference,
+        "actions.a.phases[0].args.command[2]",
+        "use it in outputArtifacts",
+    );
+    let r = check(bp(
+        json!({"a": {"phases": [task("one", "{{ .Bogus.x }}")]}}),
+    ));
+    only_error(
+        &r,
+        Rule::TemplateReference,
+        "actions.a.phases[0].args.command[2]",
+        "no template parameter .Bogus",
+    );
+}
+
+#[test]
+fn output_artifacts_must_resolve() {
+    let r = check(bp(
+        json!({"a": {"phases": [task("one", "x")], "outputArtifacts": {"o": {"keyValue": {"k": "{{ .Phases.missing.Output.v }}"}, "kopiaSnapshot": "{{ .Phases.one.Output.s }}"}}}}),
+    ));
+    only_error(
+        &r,
+        Rule::TemplateReference,
+        "actions.a.outputArtifacts.o.keyValue.k",
+        "'missing'",
+    );
+}
+
+#[test]
+fn all_errors_are_reported_at_once() {
+    let r = check(bp(json!({
+        "a": {"phases": [{"func": "Nope", "name": "x"}, {"func": "KubeTask", "name": "y", "args": {"image": 1, "bad": 2}}],
+              "deferPhase": [task("d1", "x"), task("d2", "x")]},
+        "b": "not an action"
+    })));
+    let rules: Vec<Rule> = r.errors.iter().map(|e| e.rule).collect();
+    for expected in [
+        Rule::UnknownFunction,
+        Rule::UnsupportedArgument,
+        Rule::MissingArgument,
+        Rule::DeferPhaseList,
+        Rule::Structure,
+    ] {
+        assert!(
+            rules.contains(&expected),
+            "{expected:?} missing from {rules:?}"
+        );
+    }
+}
+
+#[test]
+fn scale_to_zero_without_defer_is_a_warning_not_an_error() {
+    let doc = bp(json!({"restore": {"phases": [
+        {"func": "ScaleWorkload", "name": "down", "args": {"replicas": 0}}, task("restore", "x")]}}));
+    let r = check(doc);
+    assert!(r.is_valid());
+    assert_eq!(r.warnings.len(), 1);
+    assert!(r.warnings[0].message.contains("add a deferPhase"));
+}
+
+// ------------------------------------------------------------------ CLI
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
+}
+
+fn write(dir: &std::path::Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+fn tempdir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("bpo-cli-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+const GOOD: &str = "apiVersion: cr.kanister.io/v1alpha1\nkind: Blueprint\nmetadata: {name: good}\nactions:\n  backup:\n    phases:\n    - func: KubeTask\n      args: {image: busybox, command: [echo]}\n    deferPhase:\n    - func: KubeTask\n      args: {image: busybox, command: [echo]}\n";
+const BAD: &str = "kind: ConfigMap\nmetadata: {name: cm}\n---\nkind: Blueprint\nmetadata: {name: bad}\nactions:\n  backup:\n    phases:\n    - func: KubeTask\n      name: p\n      args: {image: busybox}\n";
+
+#[test]
+fn cli_validate_exit_codes_and_lines() {
+    let dir = tempdir("validate");
+    let good = write(&dir, "good.yaml", GOOD);
+    let bad = write(&dir, "bad.yaml", BAD);
+    let broken = write(&dir, "broken.yaml", "kind: Blueprint\nactions: [unclosed\n");
+
+    let out = bin().args(["validate", &good]).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    let out = bin().args(["validate", &bad]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains(&format!("{bad}: bad/backup/p: error: actions.backup.phases[0].args.command: required argument 'command' of KubeTask is missing")), "{stdout}");
+    assert!(
+        stdout.contains("1 blueprints checked"),
+        "ConfigMap must be skipped: {stdout}"
+    );
+
+    let out = bin().args(["validate", &broken]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("not valid YAML or JSON"));
+
+    let out = bin()
+        .args(["validate", "/nonexistent/file.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+
+    // A directory is searched; JSON output is machine-readable.
+    let out = bin()
+        .args(["validate", "--output", "json", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "broken.yaml makes it a read error"
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["blueprints"].as_array().unwrap().len(), 2);
+    assert_eq!(v["readErrors"].as_array().unwrap().len(), 1);
+    let bad_entry = v["blueprints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == "bad")
+        .unwrap();
+    assert_eq!(bad_entry["valid"], false);
+    assert_eq!(bad_entry["errors"][0]["rule"], "missingArgument");
+
+    let out = bin().arg("validate").output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "usage error");
+}
+
+#[test]
+fn cli_normalize_prints_yaml_and_json() {
+    let dir = tempdir("normalize");
+    let good = write(&dir, "good.yaml", GOOD);
+    let out = bin().args(["normalize", &good]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let docs = blueprint_operator::documents::parse(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    assert_eq!(docs[0]["actions"]["backup"]["phases"][0]["name"], "phase0");
+    assert_eq!(
+        docs[0]["actions"]["backup"]["deferPhase"]["name"],
+        "deferPhase"
+    );
+
+    let out = bin()
+        .args(["normalize", "-o", "json", &good])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["actions"]["backup"]["deferPhase"].is_object());
+
+    let out = bin()
+        .args(["normalize", "/nonexistent.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
