@@ -6,3 +6,5 @@
 //! - [`retention`]: pure selection of the ActionSets to rotate, with reasons.
 
 pub mod cron;
+pub mod plan;
+pub mod retention;

@@ -1,0 +1,680 @@
+//! Pure planning: given an ActionSchedule's settings, what it already did, the
+//! time now and the runs that exist, decide what to create, what to skip (and
+//! why) and when to look again. The reconciler executes the [`Plan`]; status
+//! and Events print it.
+
+use chrono::{DateTime, Utc};
+use sha2::{Digest, Sha256};
+
+use super::cron::Schedule;
+use crate::model::{ConcurrencyPolicy, MissedRunPolicy};
+
+/// A tick handled more than this many seconds late counts as missed under
+/// `missedRunPolicy: Skip`.
+pub const ON_TIME_SECONDS: i64 = 60;
+/// Counting missed ticks stops here (the latest one is still found exactly).
+pub const MISSED_COUNT_LIMIT: u32 = 1000;
+/// Kubernetes label values and our ActionSet names stay within this.
+pub const MAX_NAME: usize = 63;
+
+/// The state of a run as the scheduler sees it. An ActionSet without status
+/// yet is `Pending`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunState {
+    Pending,
+    Running,
+    Failed,
+    Complete,
+}
+
+impl RunState {
+    pub fn is_terminal(self) -> bool {
+        matches!(self, RunState::Failed | RunState::Complete)
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunState::Pending => "pending",
+            RunState::Running => "running",
+            RunState::Failed => "failed",
+            RunState::Complete => "complete",
+        }
+    }
+}
+
+/// Why an ActionSet of this schedule exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trigger {
+    Scheduled,
+    RunNow,
+    /// A retention delete action for another run.
+    Delete,
+}
+
+impl Trigger {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Scheduled => "scheduled",
+            Trigger::RunNow => "run-now",
+            Trigger::Delete => "delete",
+        }
+    }
+    pub fn parse(s: &str) -> Trigger {
+        match s {
+            "run-now" => Trigger::RunNow,
+            "delete" => Trigger::Delete,
+            _ => Trigger::Scheduled,
+        }
+    }
+}
+
+/// The scheduler's view of one ActionSet labelled with the schedule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRecord {
+    pub name: String,
+    /// Nominal tick (run-now: the time it was requested).
+    pub scheduled_time: DateTime<Utc>,
+    pub state: RunState,
+    /// State of the deferPhase of any action, if one exists and is not finished
+    /// (`Some(Pending|Running)`), or its final state.
+    pub defer_state: Option<RunState>,
+    pub trigger: Trigger,
+    /// The owner reference carries this schedule's uid (label alone is not enough).
+    pub owned: bool,
+    /// For a delete action: the run whose artifacts it deletes.
+    pub delete_for: Option<String>,
+}
+
+impl RunRecord {
+    /// Pending or running, or its deferPhase is.
+    pub fn is_active(&self) -> bool {
+        !self.state.is_terminal() || self.defer_state.is_some_and(|d| !d.is_terminal())
+    }
+}
+
+/// Settings that planning needs (from the spec).
+#[derive(Debug, Clone)]
+pub struct PlanSettings {
+    pub suspend: bool,
+    pub concurrency_policy: ConcurrencyPolicy,
+    pub starting_deadline_seconds: Option<i64>,
+    pub missed_run_policy: MissedRunPolicy,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkipReason {
+    /// Passed while nothing could run it (controller down, or an earlier tick
+    /// in the same window was chosen).
+    Missed,
+    /// Older than `startingDeadlineSeconds` when the controller got to it.
+    DeadlineExceeded,
+    Suspended,
+    ConcurrencyForbid,
+}
+
+impl SkipReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SkipReason::Missed => "Missed",
+            SkipReason::DeadlineExceeded => "DeadlineExceeded",
+            SkipReason::Suspended => "Suspended",
+            SkipReason::ConcurrencyForbid => "ConcurrencyForbid",
+        }
+    }
+    /// Missed ticks (not a decision) versus skipped ones.
+    pub fn is_missed(self) -> bool {
+        matches!(self, SkipReason::Missed | SkipReason::DeadlineExceeded)
+    }
+}
+
+/// One or more ticks not started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skip {
+    /// The (first) tick this entry stands for.
+    pub scheduled_time: DateTime<Utc>,
+    pub count: u32,
+    pub reason: SkipReason,
+    pub message: String,
+}
+
+/// A run to create.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewRun {
+    pub name: String,
+    pub scheduled_time: DateTime<Utc>,
+    pub trigger: Trigger,
+}
+
+/// What to do now.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Plan {
+    /// Runs to create (a scheduled tick and/or a run-now request).
+    pub create: Vec<NewRun>,
+    /// Active runs to delete first (`Replace`).
+    pub replace: Vec<String>,
+    pub skips: Vec<Skip>,
+    /// New `status.lastScheduleTime` / `lastSkippedTime` if they change.
+    pub last_schedule_time: Option<DateTime<Utc>>,
+    pub last_skipped_time: Option<DateTime<Utc>>,
+    /// The next tick after this plan (None: suspended schedules still get one).
+    pub next: Option<DateTime<Utc>>,
+    /// Run-now token consumed by this plan.
+    pub run_now_token: Option<String>,
+}
+
+/// Plan one reconcile.
+///
+/// `window_start` is the latest of `status.lastScheduleTime`,
+/// `status.lastSkippedTime` and the schedule's creation time: ticks after it
+/// and up to `now` are due. `runs` are the ActionSets of this schedule.
+pub fn plan(
+    schedule_name: &str,
+    schedule: &Schedule,
+    settings: &PlanSettings,
+    window_start: DateTime<Utc>,
+    now: DateTime<Utc>,
+    runs: &[RunRecord],
+    run_now: Option<&str>,
+) -> Plan {
+    let mut p = Plan::default();
+    let (latest, count) = schedule.last_between(window_start, now, MISSED_COUNT_LIMIT);
+    // `@every` ticks chain from the previous tick; cron ticks are absolute.
+    let base = latest.unwrap_or(window_start);
+    p.next = if schedule.every_seconds().is_some() {
+        schedule.next_after(base)
+    } else {
+        schedule.next_after(now.max(base))
+    };
+
+    if let Some(tick) = latest {
+        let earlier = count.saturating_sub(1);
+        let first = schedule.next_after(window_start).unwrap_or(tick);
+        if earlier > 0 && !settings.suspend {
+            p.skips.push(Skip {
+                scheduled_time: first,
+                count: earlier,
+                reason: SkipReason::Missed,
+                message: format!(
+                    "{earlier}{} tick(s) between {} and {} passed without a run; only the latest is considered",
+                    if count >= MISSED_COUNT_LIMIT { "+" } else { "" },
+                    first.to_rfc3339(),
+                    tick.to_rfc3339()
+                ),
+            });
+        }
+        let late = (now - tick).num_seconds();
+        let active: Vec<&RunRecord> = runs
+            .iter()
+            .filter(|r| r.owned && r.trigger != Trigger::Delete && r.is_active())
+            .collect();
+        let skip = |reason, count, message: String| Skip {
+            scheduled_time: if count > 1 { first } else { tick },
+            count,
+            reason,
+            message,
+        };
+        if settings.suspend {
+            p.skips.push(skip(
+                SkipReason::Suspended,
+                count,
+                "schedule is suspended (spec.suspend: true)".into(),
+            ));
+        } else if let Some(d) = settings.starting_deadline_seconds.filter(|d| late > *d) {
+            p.skips.push(skip(
+                SkipReason::DeadlineExceeded,
+                1,
+                format!(
+                    "tick {} is {late}s late, beyond startingDeadlineSeconds={d}",
+                    tick.to_rfc3339()
+                ),
+            ));
+        } else if settings.missed_run_policy == MissedRunPolicy::Skip && late > ON_TIME_SECONDS {
+            p.skips.push(skip(
+                SkipReason::Missed,
+                1,
+                format!(
+                    "tick {} is {late}s late (more than {ON_TIME_SECONDS}s) and missedRunPolicy is Skip",
+                    tick.to_rfc3339()
+                ),
+            ));
+        } else if settings.concurrency_policy == ConcurrencyPolicy::Forbid && !active.is_empty() {
+            p.skips.push(skip(
+                SkipReason::ConcurrencyForbid,
+                1,
+                format!(
+                    "concurrencyPolicy is Forbid and {} run(s) are active: {}",
+                    active.len(),
+                    active
+                        .iter()
+                        .map(|r| r.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        } else {
+            if settings.concurrency_policy == ConcurrencyPolicy::Replace {
+                p.replace = active.iter().map(|r| r.name.clone()).collect();
+            }
+            p.create.push(NewRun {
+                name: run_name(schedule_name, tick),
+                scheduled_time: tick,
+                trigger: Trigger::Scheduled,
+            });
+            p.last_schedule_time = Some(tick);
+        }
+        if p.last_schedule_time.is_none() {
+            p.last_skipped_time = Some(tick);
+        }
+    }
+
+    if let Some(token) = run_now {
+        p.create.push(NewRun {
+            name: run_now_name(schedule_name, token),
+            scheduled_time: DateTime::from_timestamp(now.timestamp(), 0).unwrap_or(now),
+            trigger: Trigger::RunNow,
+        });
+        p.run_now_token = Some(token.to_string());
+    }
+    p
+}
+
+fn short_hash(s: &str) -> String {
+    let d = Sha256::digest(s.as_bytes());
+    d.iter().take(4).map(|b| format!("{b:02x}")).collect()
+}
+
+/// `<prefix>-<suffix>` within [`MAX_NAME`] characters: a long prefix is cut and
+/// followed by a hash of the whole prefix, so different prefixes stay different.
+pub fn fit_name(prefix: &str, suffix: &str) -> String {
+    let full = format!("{prefix}-{suffix}");
+    if full.len() <= MAX_NAME {
+        return full;
+    }
+    let hash = short_hash(prefix);
+    let room = MAX_NAME.saturating_sub(suffix.len() + hash.len() + 2);
+    let mut cut: String = prefix.chars().take(room).collect();
+    while cut.ends_with(['-', '.']) {
+        cut.pop();
+    }
+    if cut.is_empty() {
+        format!("{hash}-{suffix}")
+    } else {
+        format!("{cut}-{hash}-{suffix}")
+    }
+}
+
+/// ActionSet name of the scheduled run for `tick`: `<schedule>-<yyyymmddhhmmss>` (UTC).
+pub fn run_name(schedule: &str, tick: DateTime<Utc>) -> String {
+    fit_name(schedule, &tick.format("%Y%m%d%H%M%S").to_string())
+}
+
+/// ActionSet name of a run-now request: `<schedule>-now-<hash of the token>`.
+pub fn run_now_name(schedule: &str, token: &str) -> String {
+    fit_name(schedule, &format!("now-{}", short_hash(token)))
+}
+
+/// ActionSet name of the delete action for a rotated run.
+pub fn delete_name(run: &str) -> String {
+    fit_name(run, "delete")
+}
+
+/// Value for the `blueprint-operator.io/schedule` label (label values are at most 63 chars).
+pub fn schedule_label_value(schedule: &str) -> String {
+    if schedule.len() <= MAX_NAME {
+        schedule.to_string()
+    } else {
+        fit_name(&schedule[..40.min(schedule.len())], &short_hash(schedule))
+    }
+}
+
+/// Summary of the runs for status.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Summary {
+    /// Active runs, oldest first.
+    pub active: Vec<RunRecord>,
+    /// Failed runs newer than the newest complete one.
+    pub consecutive_failures: u32,
+    pub last_successful: Option<DateTime<Utc>>,
+}
+
+pub fn summarize(runs: &[RunRecord]) -> Summary {
+    let mut mine: Vec<&RunRecord> = runs
+        .iter()
+        .filter(|r| r.owned && r.trigger != Trigger::Delete)
+        .collect();
+    mine.sort_by(|a, b| (a.scheduled_time, &a.name).cmp(&(b.scheduled_time, &b.name)));
+    let active = mine
+        .iter()
+        .filter(|r| r.is_active())
+        .map(|r| (*r).clone())
+        .collect();
+    let last_successful = mine
+        .iter()
+        .filter(|r| r.state == RunState::Complete)
+        .map(|r| r.scheduled_time)
+        .max();
+    let consecutive_failures = mine
+        .iter()
+        .rev()
+        .filter(|r| r.state.is_terminal())
+        .take_while(|r| r.state == RunState::Failed)
+        .count() as u32;
+    Summary {
+        active,
+        consecutive_failures,
+        last_successful,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    fn settings() -> PlanSettings {
+        PlanSettings {
+            suspend: false,
+            concurrency_policy: ConcurrencyPolicy::Allow,
+            starting_deadline_seconds: None,
+            missed_run_policy: MissedRunPolicy::RunLatest,
+        }
+    }
+
+    fn run(name: &str, at: &str, state: RunState) -> RunRecord {
+        RunRecord {
+            name: name.into(),
+            scheduled_time: t(at),
+            state,
+            defer_state: None,
+            trigger: Trigger::Scheduled,
+            owned: true,
+            delete_for: None,
+        }
+    }
+
+    #[test]
+    fn nothing_due_before_first_tick() {
+        let s = Schedule::parse("0 * * * *", None).unwrap();
+        let p = plan(
+            "db",
+            &s,
+            &settings(),
+            t("2026-06-01T00:00:00Z"),
+            t("2026-06-01T00:59:59Z"),
+            &[],
+            None,
+        );
+        assert!(p.create.is_empty() && p.skips.is_empty());
+        assert_eq!(p.next, Some(t("2026-06-01T01:00:00Z")));
+    }
+
+    #[test]
+    fn on_time_tick_creates_named_run() {
+        let s = Schedule::parse("0 * * * *", None).unwrap();
+        let p = plan(
+            "db",
+            &s,
+            &settings(),
+            t("2026-06-01T00:00:00Z"),
+            t("2026-06-01T01:00:00.2Z"),
+            &[],
+            None,
+        );
+        assert_eq!(
+            p.create,
+            vec![NewRun {
+                name: "db-20260601010000".into(),
+                scheduled_time: t("2026-06-01T01:00:00Z"),
+                trigger: Trigger::Scheduled
+            }]
+        );
+        assert_eq!(p.last_schedule_time, Some(t("2026-06-01T01:00:00Z")));
+        assert_eq!(p.next, Some(t("2026-06-01T02:00:00Z")));
+        assert!(p.skips.is_empty());
+    }
+
+    #[test]
+    fn downtime_runs_latest_and_reports_missed() {
+        let s = Schedule::parse("0 * * * *", None).unwrap();
+        let p = plan(
+            "db",
+            &s,
+            &settings(),
+            t("2026-06-01T00:00:00Z"),
+            t("2026-06-01T05:10:00Z"),
+            &[],
+            None,
+        );
+        assert_eq!(p.create.len(), 1);
+        assert_eq!(p.create[0].scheduled_time, t("2026-06-01T05:00:00Z"));
+        assert_eq!(p.skips.len(), 1);
+        assert_eq!(
+            (p.skips[0].reason, p.skips[0].count),
+            (SkipReason::Missed, 4)
+        );
+        assert_eq!(p.skips[0].scheduled_time, t("2026-06-01T01:00:00Z"));
+    }
+
+    #[test]
+    fn downtime_with_skip_policy_runs_nothing() {
+        let s = Schedule::parse("0 * * * *", None).unwrap();
+        let st = PlanSettings {
+            missed_run_policy: MissedRunPolicy::Skip,
+            ..settings()
+        };
+        let p = plan(
+            "db",
+            &s,
+            &st,
+            t("2026-06-01T00:00:00Z"),
+            t("2026-06-01T05:10:00Z"),
+            &[],
+            None,
+        );
+        assert!(p.create.is_empty());
+        assert_eq!(p.skips.iter().map(|s| s.count).sum::<u32>(), 5);
+        assert_eq!(p.last_skipped_time, Some(t("2026-06-01T05:00:00Z")));
+        // On time (30 s late) still runs under Skip.
+        let p = plan(
+            "db",
+            &s,
+            &st,
+            t("2026-06-01T04:00:00Z"),
+            t("2026-06-01T05:00:30Z"),
+            &[],
+            None,
+        );
+        assert_eq!(p.create.len(), 1);
+    }
+
+    #[test]
+    fn starting_deadline() {
+        let s = Schedule::parse("0 * * * *", None).unwrap();
+        let st = PlanSettings {
+            starting_deadline_seconds: Some(300),
+            ..settings()
+        };
+        let p = plan(
+            "db",
+            &s,
+            &st,
+            t("2026-06-01T04:00:00Z"),
+            t("2026-06-01T05:06:00Z"),
+            &[],
+            None,
+        );
+        assert!(p.create.is_empty());
+        assert_eq!(p.skips[0].reason, SkipReason::DeadlineExceeded);
+        let p = plan(
+            "db",
+            &s,
+            &st,
+            t("2026-06-01T04:00:00Z"),
+            t("2026-06-01T05:04:00Z"),
+            &[],
+            None,
+        );
+        assert_eq!(p.create.len(), 1);
+    }
+
+    #[test]
+    fn forbid_skips_while_active_replace_deletes() {
+        let s = Schedule::parse("@every 1m", None).unwrap();
+        let runs = [run("db-a", "2026-06-01T00:00:00Z", RunState::Running)];
+        let st = PlanSettings {
+            concurrency_policy: ConcurrencyPolicy::Forbid,
+            ..settings()
+        };
+        let p = plan(
+            "db",
+            &s,
+            &st,
+            t("2026-06-01T00:00:00Z"),
+            t("2026-06-01T00:01:01Z"),
+            &runs,
+            None,
+        );
+        assert!(p.create.is_empty());
+        assert_eq!(p.skips[0].reason, SkipReason::ConcurrencyForbid);
+        assert_eq!(p.last_skipped_time, Some(t("2026-06-01T00:01:00Z")));
+        // @every chains from the window start.
+        assert_eq!(p.next, Some(t("2026-06-01T00:02:00Z")));
+        // A deferPhase still running counts as active.
+        let mut deferring = run("db-a", "2026-06-01T00:00:00Z", RunState::Complete);
+        deferring.defer_state = Some(RunState::Running);
+        let p = plan(
+            "db",
+            &s,
+            &st,
+            t("2026-06-01T00:00:00Z"),
+            t("2026-06-01T00:01:01Z"),
+            &[deferring.clone()],
+            None,
+        );
+        assert!(p.create.is_empty());
+        // Runs not owned by this schedule do not count.
+        let mut foreign = runs[0].clone();
+        foreign.owned = false;
+        let p = plan(
+            "db",
+            &s,
+            &st,
+            t("2026-06-01T00:00:00Z"),
+            t("2026-06-01T00:01:01Z"),
+            &[foreign],
+            None,
+        );
+        assert_eq!(p.create.len(), 1);
+        let st = PlanSettings {
+            concurrency_policy: ConcurrencyPolicy::Replace,
+            ..settings()
+        };
+        let p = plan(
+            "db",
+            &s,
+            &st,
+            t("2026-06-01T00:00:00Z"),
+            t("2026-06-01T00:01:01Z"),
+            &runs,
+            None,
+        );
+        assert_eq!(p.replace, vec!["db-a".to_string()]);
+        assert_eq!(p.create.len(), 1);
+    }
+
+    #[test]
+    fn suspended_records_skips_and_run_now_still_works() {
+        let s = Schedule::parse("*/10 * * * *", None).unwrap();
+        let st = PlanSettings {
+            suspend: true,
+            ..settings()
+        };
+        let p = plan(
+            "db",
+            &s,
+            &st,
+            t("2026-06-01T00:00:00Z"),
+            t("2026-06-01T00:35:00Z"),
+            &[],
+            Some("tok-1"),
+        );
+        assert_eq!(p.skips.len(), 1);
+        assert_eq!(
+            (p.skips[0].reason, p.skips[0].count),
+            (SkipReason::Suspended, 3)
+        );
+        assert_eq!(p.last_skipped_time, Some(t("2026-06-01T00:30:00Z")));
+        assert_eq!(p.create.len(), 1);
+        assert_eq!(p.create[0].trigger, Trigger::RunNow);
+        assert_eq!(p.create[0].name, run_now_name("db", "tok-1"));
+        assert_ne!(run_now_name("db", "tok-1"), run_now_name("db", "tok-2"));
+    }
+
+    #[test]
+    fn dst_day_plans_in_zone() {
+        // 02:30 Europe/Berlin does not exist on 2026-03-29: no run that day,
+        // and it is not reported as missed either (there was no tick).
+        let s = Schedule::parse("30 2 * * *", Some("Europe/Berlin")).unwrap();
+        let p = plan(
+            "db",
+            &s,
+            &settings(),
+            t("2026-03-28T01:30:00Z"),
+            t("2026-03-29T12:00:00Z"),
+            &[],
+            None,
+        );
+        assert!(p.create.is_empty() && p.skips.is_empty());
+        assert_eq!(p.next, Some(t("2026-03-30T00:30:00Z")));
+        // Fall-back 2026-10-25: 02:30 happens twice; two distinct runs.
+        let a = plan(
+            "db",
+            &s,
+            &settings(),
+            t("2026-10-24T00:30:00Z"),
+            t("2026-10-25T00:30:05Z"),
+            &[],
+            None,
+        );
+        let b = plan(
+            "db",
+            &s,
+            &settings(),
+            t("2026-10-25T00:30:00Z"),
+            t("2026-10-25T01:30:05Z"),
+            &[],
+            None,
+        );
+        assert_eq!(a.create[0].name, "db-20261025003000");
+        assert_eq!(b.create[0].name, "db-20261025013000");
+    }
+
+    #[test]
+    fn names_fit_63_chars_and_stay_distinct() {
+        let long = "a".repeat(80);
+        let n1 = run_name(&long, t("2026-06-01T00:00:00Z"));
+        let n2 = run_name(&format!("{long}b"), t("2026-06-01T00:00:00Z"));
+        assert!(n1.len() <= 63 && n2.len() <= 63, "{n1}");
+        assert_ne!(n1, n2);
+        assert!(n1.ends_with("-20260601000000"));
+        assert!(delete_name(&n1).len() <= 63);
+        assert!(schedule_label_value(&long).len() <= 63);
+        assert_eq!(schedule_label_value("db"), "db");
+    }
+
+    #[test]
+    fn summary_counts_failures_since_last_success() {
+        let runs = [
+            run("a", "2026-06-01T00:00:00Z", RunState::Complete),
+            run("b", "2026-06-01T01:00:00Z", RunState::Failed),
+            run("c", "2026-06-01T02:00:00Z", RunState::Failed),
+            run("d", "2026-06-01T03:00:00Z", RunState::Running),
+        ];
+        let s = summarize(&runs);
+        assert_eq!(s.consecutive_failures, 2);
+        assert_eq!(s.last_successful, Some(t("2026-06-01T00:00:00Z")));
+        assert_eq!(s.active.len(), 1);
+    }
+}

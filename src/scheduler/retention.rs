@@ -1,0 +1,452 @@
+//! Pure retention: which ActionSets of a schedule to rotate, with reasons.
+//!
+//! Complete runs follow restic `forget` (`internal/data/snapshot_policy.go`):
+//! newest first, buckets `last`, `hourly`, `daily`, `weekly` (ISO weeks),
+//! `monthly`, `yearly`; a bucket keeps a run when the run's period key differs
+//! from the last key it kept (so empty periods use up no count), the oldest run
+//! is kept while a bucket still has count left, and a run is removed only if no
+//! bucket keeps it. Period keys are computed on the wall clock of the
+//! schedule's time zone. Failed runs are kept by count only.
+//!
+//! Never removed: runs that are active (pending/running, or their deferPhase
+//! is), the newest complete run, ActionSets this schedule does not own, and
+//! delete-action ActionSets (the reconciler handles those with their run).
+
+use chrono::{DateTime, Datelike, Timelike, Utc};
+use chrono_tz::Tz;
+
+use super::plan::{RunRecord, RunState, Trigger};
+use crate::model::Retention;
+
+/// Retention settings with the zone buckets are computed in.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    pub keep_last: u32,
+    pub keep_failed: u32,
+    pub hourly: Option<u32>,
+    pub daily: Option<u32>,
+    pub weekly: Option<u32>,
+    pub monthly: Option<u32>,
+    pub yearly: Option<u32>,
+    pub tz: Tz,
+}
+
+impl Policy {
+    pub fn from_spec(r: &Retention, tz: Tz) -> Policy {
+        Policy {
+            keep_last: r.keep_last,
+            keep_failed: r.keep_failed,
+            hourly: r.keep_hourly,
+            daily: r.keep_daily,
+            weekly: r.keep_weekly,
+            monthly: r.keep_monthly,
+            yearly: r.keep_yearly,
+            tz,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kept {
+    pub name: String,
+    pub reasons: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Removal {
+    pub name: String,
+    pub state: RunState,
+    pub reason: String,
+}
+
+/// The decision: what stays (and why) and what goes (and why).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RetentionPlan {
+    pub keep: Vec<Kept>,
+    pub remove: Vec<Removal>,
+}
+
+#[derive(Clone, Copy)]
+enum Bucket {
+    Last,
+    Hourly,
+    Daily,
+    Weekly,
+    Monthly,
+    Yearly,
+}
+
+impl Bucket {
+    fn name(self) -> &'static str {
+        match self {
+            Bucket::Last => "last",
+            Bucket::Hourly => "hourly",
+            Bucket::Daily => "daily",
+            Bucket::Weekly => "weekly",
+            Bucket::Monthly => "monthly",
+            Bucket::Yearly => "yearly",
+        }
+    }
+    fn key(self, t: DateTime<Utc>, tz: Tz, index: usize) -> i64 {
+        let l = t.with_timezone(&tz);
+        let (y, m, d, h) = (
+            i64::from(l.year()),
+            i64::from(l.month()),
+            i64::from(l.day()),
+            i64::from(l.hour()),
+        );
+        match self {
+            Bucket::Last => index as i64,
+            Bucket::Hourly => y * 1_000_000 + m * 10_000 + d * 100 + h,
+            Bucket::Daily => y * 10_000 + m * 100 + d,
+            Bucket::Weekly => {
+                let w = l.iso_week();
+                i64::from(w.year()) * 100 + i64::from(w.week())
+            }
+            Bucket::Monthly => y * 100 + m,
+            Bucket::Yearly => y,
+        }
+    }
+}
+
+/// Select what to rotate from the runs of one schedule.
+pub fn select(runs: &[RunRecord], policy: &Policy) -> RetentionPlan {
+    let mut plan = RetentionPlan::default();
+    let mut complete = Vec::new();
+    let mut failed = Vec::new();
+    for r in runs {
+        if !r.owned || r.trigger == Trigger::Delete {
+            continue;
+        }
+        if r.is_active() {
+            plan.keep.push(Kept {
+                name: r.name.clone(),
+                reasons: vec!["active".into()],
+            });
+        } else if r.state == RunState::Complete {
+            complete.push(r);
+        } else {
+            failed.push(r);
+        }
+    }
+    let newest_first = |a: &&RunRecord, b: &&RunRecord| {
+        (b.scheduled_time, &b.name).cmp(&(a.scheduled_time, &a.name))
+    };
+    complete.sort_by(newest_first);
+    failed.sort_by(newest_first);
+
+    // restic ApplyPolicy; count None = bucket unused.
+    let mut buckets: Vec<(Bucket, u32, Option<i64>)> = [
+        (Bucket::Last, Some(policy.keep_last)),
+        (Bucket::Hourly, policy.hourly),
+        (Bucket::Daily, policy.daily),
+        (Bucket::Weekly, policy.weekly),
+        (Bucket::Monthly, policy.monthly),
+        (Bucket::Yearly, policy.yearly),
+    ]
+    .into_iter()
+    .filter_map(|(b, n)| n.filter(|n| *n > 0).map(|n| (b, n, None)))
+    .collect();
+    let n = complete.len();
+    for (i, r) in complete.iter().enumerate() {
+        let mut reasons = Vec::new();
+        if i == 0 {
+            reasons.push("newest complete".to_string());
+        }
+        for (b, count, last) in buckets.iter_mut() {
+            if *count == 0 {
+                continue;
+            }
+            let key = b.key(r.scheduled_time, policy.tz, i);
+            if Some(key) != *last || i == n - 1 {
+                let oldest = Some(key) == *last;
+                *last = Some(key);
+                *count -= 1;
+                reasons.push(if oldest {
+                    format!("oldest {}", b.name())
+                } else {
+                    b.name().to_string()
+                });
+            }
+        }
+        if reasons.is_empty() {
+            plan.remove.push(Removal {
+                name: r.name.clone(),
+                state: r.state,
+                reason: format!("complete, not kept by any rule ({})", describe(policy)),
+            });
+        } else {
+            plan.keep.push(Kept {
+                name: r.name.clone(),
+                reasons,
+            });
+        }
+    }
+    for (i, r) in failed.iter().enumerate() {
+        if (i as u32) < policy.keep_failed {
+            plan.keep.push(Kept {
+                name: r.name.clone(),
+                reasons: vec![format!("failed {} of {}", i + 1, policy.keep_failed)],
+            });
+        } else {
+            plan.remove.push(Removal {
+                name: r.name.clone(),
+                state: r.state,
+                reason: format!("failed, beyond keepFailed={}", policy.keep_failed),
+            });
+        }
+    }
+    plan
+}
+
+/// What would be removed once one more run (at `next`) completes: the
+/// preview shown in status.
+pub fn preview_next(runs: &[RunRecord], policy: &Policy, next: DateTime<Utc>) -> Vec<Removal> {
+    let now_removed: Vec<String> = select(runs, policy)
+        .remove
+        .into_iter()
+        .map(|r| r.name)
+        .collect();
+    let mut with_next = runs.to_vec();
+    with_next.push(RunRecord {
+        name: "\u{0}next".into(),
+        scheduled_time: next,
+        state: RunState::Complete,
+        defer_state: None,
+        trigger: Trigger::Scheduled,
+        owned: true,
+        delete_for: None,
+    });
+    // Active runs are assumed to complete too.
+    for r in with_next.iter_mut() {
+        if r.owned && r.trigger != Trigger::Delete && r.is_active() {
+            r.state = RunState::Complete;
+            r.defer_state = None;
+        }
+    }
+    select(&with_next, policy)
+        .remove
+        .into_iter()
+        .filter(|r| !r.name.starts_with('\u{0}') && !now_removed.contains(&r.name))
+        .collect()
+}
+
+fn describe(p: &Policy) -> String {
+    let mut parts = vec![format!("keepLast={}", p.keep_last)];
+    for (n, v) in [
+        ("keepHourly", p.hourly),
+        ("keepDaily", p.daily),
+        ("keepWeekly", p.weekly),
+        ("keepMonthly", p.monthly),
+        ("keepYearly", p.yearly),
+    ] {
+        if let Some(v) = v {
+            parts.push(format!("{n}={v}"));
+        }
+    }
+    parts.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Duration;
+
+    fn t(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    fn rec(i: usize, at: DateTime<Utc>, state: RunState) -> RunRecord {
+        RunRecord {
+            name: format!("r{i:04}"),
+            scheduled_time: at,
+            state,
+            defer_state: None,
+            trigger: Trigger::Scheduled,
+            owned: true,
+            delete_for: None,
+        }
+    }
+
+    fn policy(keep_last: u32) -> Policy {
+        Policy {
+            keep_last,
+            keep_failed: 2,
+            hourly: None,
+            daily: None,
+            weekly: None,
+            monthly: None,
+            yearly: None,
+            tz: Tz::UTC,
+        }
+    }
+
+    fn removed(p: &RetentionPlan) -> Vec<String> {
+        let mut v: Vec<String> = p.remove.iter().map(|r| r.name.clone()).collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn keeps_last_n_complete_and_last_2_failed() {
+        let start = t("2026-06-01T00:00:00Z");
+        let runs: Vec<RunRecord> = (0..10)
+            .map(|i| {
+                rec(
+                    i,
+                    start + Duration::hours(i as i64),
+                    if i % 2 == 0 {
+                        RunState::Complete
+                    } else {
+                        RunState::Failed
+                    },
+                )
+            })
+            .collect();
+        let p = select(&runs, &policy(3));
+        // complete: 0 2 4 6 8 -> keep 8 6 4; failed: 1 3 5 7 9 -> keep 9 7
+        assert_eq!(
+            removed(&p),
+            vec!["r0000", "r0001", "r0002", "r0003", "r0005"]
+        );
+        assert!(p.remove.iter().any(|r| r.reason.contains("keepFailed=2")));
+    }
+
+    #[test]
+    fn never_removes_active_foreign_delete_or_newest_complete() {
+        let start = t("2026-06-01T00:00:00Z");
+        let mut runs: Vec<RunRecord> = (0..6)
+            .map(|i| rec(i, start + Duration::hours(i as i64), RunState::Complete))
+            .collect();
+        runs[0].state = RunState::Running;
+        runs[1].defer_state = Some(RunState::Pending);
+        runs[2].owned = false;
+        runs[3].trigger = Trigger::Delete;
+        let p = select(&runs, &policy(0));
+        // keepLast=0: only the newest complete survives among 4 and 5.
+        assert_eq!(removed(&p), vec!["r0004"]);
+        assert!(
+            p.keep
+                .iter()
+                .any(|k| k.name == "r0005" && k.reasons.contains(&"newest complete".to_string()))
+        );
+        assert!(
+            p.keep
+                .iter()
+                .any(|k| k.name == "r0000" && k.reasons == vec!["active".to_string()])
+        );
+    }
+
+    #[test]
+    fn restic_daily_with_gap_and_oldest_rule() {
+        // Two runs a day for 6 days, Wednesday missing entirely.
+        let mut runs = Vec::new();
+        let mut i = 0;
+        for day in 1..=7 {
+            if day == 3 {
+                continue;
+            }
+            for h in [6, 18] {
+                runs.push(rec(
+                    i,
+                    t(&format!("2026-06-0{day}T{h:02}:00:00Z")),
+                    RunState::Complete,
+                ));
+                i += 1;
+            }
+        }
+        let mut p = policy(1);
+        p.daily = Some(5);
+        let plan = select(&runs, &p);
+        let kept: Vec<&str> = plan.keep.iter().map(|k| k.name.as_str()).collect();
+        // newest of each of the 5 newest days with runs: 7,6,5,4,2 (day 3 empty)
+        let want_days = [7, 6, 5, 4, 2];
+        for d in want_days {
+            let name = &runs
+                .iter()
+                .find(|r| r.scheduled_time == t(&format!("2026-06-0{d}T18:00:00Z")))
+                .unwrap()
+                .name;
+            assert!(kept.contains(&name.as_str()), "day {d} newest kept");
+        }
+        assert_eq!(plan.keep.len(), 5);
+        // With daily=7 the count is left at the oldest run: kept as "oldest daily".
+        p.daily = Some(7);
+        let plan = select(&runs, &p);
+        let oldest = plan.keep.iter().find(|k| k.name == "r0000").unwrap();
+        assert_eq!(oldest.reasons, vec!["oldest daily".to_string()]);
+    }
+
+    #[test]
+    fn daily_buckets_follow_zone_across_dst_day() {
+        // Hourly runs 2026-10-24 20:00Z .. 2026-10-26 04:00Z; Europe/Berlin falls
+        // back on 10-25 (25-hour day). Local days: 24th, 25th, 26th.
+        let start = t("2026-10-24T20:00:00Z");
+        let runs: Vec<RunRecord> = (0..33)
+            .map(|i| rec(i, start + Duration::hours(i as i64), RunState::Complete))
+            .collect();
+        let mut p = policy(0);
+        p.daily = Some(3);
+        p.tz = "Europe/Berlin".parse().unwrap();
+        let plan = select(&runs, &p);
+        let mut kept: Vec<DateTime<Utc>> = plan
+            .keep
+            .iter()
+            .map(|k| {
+                runs.iter()
+                    .find(|r| r.name == k.name)
+                    .unwrap()
+                    .scheduled_time
+            })
+            .collect();
+        kept.sort();
+        // Newest of 24th local = 21:00Z (23:00 CEST); of 25th = 22:00Z (23:00 CET); of 26th = newest.
+        assert_eq!(
+            kept,
+            vec![
+                t("2026-10-24T21:00:00Z"),
+                t("2026-10-25T22:00:00Z"),
+                t("2026-10-26T04:00:00Z")
+            ]
+        );
+        // In UTC the day boundaries differ.
+        p.tz = Tz::UTC;
+        let plan = select(&runs, &p);
+        assert!(plan.keep.iter().any(|k| {
+            runs.iter()
+                .find(|r| r.name == k.name)
+                .unwrap()
+                .scheduled_time
+                == t("2026-10-24T23:00:00Z")
+        }));
+    }
+
+    #[test]
+    fn weekly_uses_iso_weeks_and_buckets_or() {
+        // Daily runs for 5 weeks; daily 7 + weekly 5 -> 7 dailies + 4 more weeklies (restic doc example).
+        let start = t("2026-06-01T12:00:00Z"); // Monday
+        let runs: Vec<RunRecord> = (0..35)
+            .map(|i| rec(i, start + Duration::days(i as i64), RunState::Complete))
+            .collect();
+        let mut p = policy(0);
+        p.daily = Some(7);
+        p.weekly = Some(5);
+        let plan = select(&runs, &p);
+        assert_eq!(plan.keep.len(), 11);
+    }
+
+    #[test]
+    fn preview_shows_what_next_completion_removes() {
+        let start = t("2026-06-01T00:00:00Z");
+        let runs: Vec<RunRecord> = (0..3)
+            .map(|i| rec(i, start + Duration::hours(i as i64), RunState::Complete))
+            .collect();
+        let p = policy(3);
+        assert!(select(&runs, &p).remove.is_empty());
+        let next = preview_next(&runs, &p, start + Duration::hours(3));
+        assert_eq!(
+            next.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
+            vec!["r0000"]
+        );
+    }
+}
