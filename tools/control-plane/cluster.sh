@@ -47,7 +47,15 @@ start() {
   die "$name did not start"
 }
 
-alive() { [[ -s "$dir/pids/$1" ]] && kill -0 "$(cat "$dir/pids/$1")" 2>/dev/null; }
+# running PID: exists and is not a zombie (orphans may stay unreaped for a while).
+running() {
+  local stat
+  stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
+  stat="${stat##*) }"
+  [[ "${stat:0:1}" != Z ]]
+}
+
+alive() { [[ -s "$dir/pids/$1" ]] && running "$(cat "$dir/pids/$1")"; }
 
 stop_all() {
   [[ -d "$dir/pids" ]] || return 0
@@ -58,7 +66,7 @@ stop_all() {
     pid="$(cat "$dir/pids/$name")"
     kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
     for _ in $(seq 50); do
-      kill -0 "$pid" 2>/dev/null || break
+      running "$pid" || break
       sleep 0.1
     done
     kill -KILL -- "-$pid" 2>/dev/null || true
@@ -257,7 +265,8 @@ EOF
 
   if [[ -n "${BPO_WATCH_PID:-}" ]]; then
     start watchdog env BPO_CLUSTER_DIR="$dir" BPO_IN_WATCHDOG=1 bash -c \
-      'while kill -0 "$1" 2>/dev/null; do sleep 1; done; exec "$2" down' _ "$BPO_WATCH_PID" "$here/cluster.sh"
+      'while s="$(cat "/proc/$1/stat" 2>/dev/null)" && [[ "${s##*) }" != Z* ]]; do sleep 1; done; exec "$2" down' \
+      _ "$BPO_WATCH_PID" "$here/cluster.sh"
   fi
 
   start etcd "$BIN_etcd" --name=default --data-dir="$dir/etcd" \
