@@ -22,6 +22,7 @@ pub mod kube_exec;
 pub mod kube_exec_all;
 pub mod kube_ops;
 pub mod kube_task;
+pub mod objref;
 pub mod output;
 pub mod scale_workload;
 pub mod wait;
