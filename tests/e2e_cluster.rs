@@ -29,7 +29,10 @@ async fn kanister_crds_store_blueprints_and_actionsets() -> anyhow::Result<()> {
         "actionsets.cr.kanister.io",
         "profiles.cr.kanister.io",
     ] {
-        assert!(crds.iter().any(|c| c == name), "{name} not installed: {crds:?}");
+        assert!(
+            crds.iter().any(|c| c == name),
+            "{name} not installed: {crds:?}"
+        );
     }
     let ns = support::namespace(&client, "e2e-crds").await;
 
@@ -105,12 +108,11 @@ async fn kanister_crds_store_blueprints_and_actionsets() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn deployment_pod_becomes_ready_on_the_kwok_node() -> anyhow::Result<()> {
-    let cluster = support::cluster();
-    if !cluster.is_own() {
-        eprintln!("skipped: needs the kwok node of a cluster started by the tests");
+    let client = support::client().await;
+    if !support::kwok_available(&client).await {
+        eprintln!("skipped: the cluster has no kwok node");
         return Ok(());
     }
-    let client = support::client().await;
     let ns = support::namespace(&client, "e2e-deploy").await;
     let deploys: Api<Deployment> = Api::namespaced(client.clone(), &ns);
     let d: Deployment = serde_json::from_value(json!({
@@ -135,7 +137,7 @@ async fn deployment_pod_becomes_ready_on_the_kwok_node() -> anyhow::Result<()> {
     assert_eq!(list.items.len(), 1);
     let pod = &list.items[0];
     let spec = pod.spec.as_ref().expect("spec");
-    assert_eq!(spec.node_name.as_deref(), Some("kwok-node-0"));
+    assert_eq!(spec.node_name.as_deref(), Some(support::KWOK_NODE));
     let status = pod.status.as_ref().expect("status");
     assert_eq!(status.phase.as_deref(), Some("Running"));
     assert!(
@@ -177,8 +179,8 @@ async fn run_pod(prefix: &str, exit_code: i32, log: &str) -> anyhow::Result<(Str
 
 #[tokio::test]
 async fn plain_pod_succeeds_and_serves_its_log() -> anyhow::Result<()> {
-    if !support::cluster().is_own() {
-        eprintln!("skipped: needs the kwok node of a cluster started by the tests");
+    if !support::kwok_available(&support::client().await).await {
+        eprintln!("skipped: the cluster has no kwok node");
         return Ok(());
     }
     let log = "phase output follows\n###Phase-output###: {\"key\":\"version\",\"value\":\"0.1.0\"}";
@@ -191,8 +193,8 @@ async fn plain_pod_succeeds_and_serves_its_log() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn plain_pod_fails_with_the_chosen_exit_code() -> anyhow::Result<()> {
-    if !support::cluster().is_own() {
-        eprintln!("skipped: needs the kwok node of a cluster started by the tests");
+    if !support::kwok_available(&support::client().await).await {
+        eprintln!("skipped: the cluster has no kwok node");
         return Ok(());
     }
     let (phase, code, text) = run_pod("e2e-fail", 3, "boom").await?;
@@ -204,11 +206,11 @@ async fn plain_pod_fails_with_the_chosen_exit_code() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn pod_without_log_annotation_has_an_empty_log() -> anyhow::Result<()> {
-    if !support::cluster().is_own() {
-        eprintln!("skipped: needs the kwok node of a cluster started by the tests");
+    let client = support::client().await;
+    if !support::kwok_available(&client).await {
+        eprintln!("skipped: the cluster has no kwok node");
         return Ok(());
     }
-    let client = support::client().await;
     let ns = support::namespace(&client, "e2e-nolog").await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     let mut pod = support::plain_pod("quiet", 0, "");

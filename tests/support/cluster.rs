@@ -23,8 +23,8 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// True when the tests run against a cluster that they started themselves: only then is
-    /// there a kwok node (annotations in `super::kwok`) and a log agent.
+    /// True when the tests started this cluster themselves (it then has the kwok node, see
+    /// `super::kwok_available`, and is torn down when the test binary exits).
     pub fn is_own(&self) -> bool {
         self.dir.is_some()
     }

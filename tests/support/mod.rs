@@ -212,6 +212,23 @@ pub mod kwok {
     pub const LOG_READY: &str = "blueprint-operator.io/kwok-log-ready";
 }
 
+/// Name of the fake node that kwok manages in clusters made by tools/control-plane/cluster.sh.
+pub const KWOK_NODE: &str = "kwok-node-0";
+
+/// True when the cluster has the kwok node of tools/control-plane/cluster.sh (always for a
+/// cluster the tests started; for an existing cluster only if cluster.sh made it). Tests that
+/// need pods to run skip themselves otherwise.
+pub async fn kwok_available(client: &Client) -> bool {
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
+    match nodes.get_opt(KWOK_NODE).await {
+        Ok(Some(node)) => node
+            .metadata
+            .annotations
+            .is_some_and(|a| a.get("kwok.x-k8s.io/node").is_some_and(|v| v == "fake")),
+        _ => false,
+    }
+}
+
 /// Annotations that make a pod exit with `exit_code` after printing `log`.
 pub fn kwok_annotations(exit_code: i32, log: &str) -> BTreeMap<String, String> {
     BTreeMap::from([
