@@ -81,7 +81,11 @@ impl State<'_> {
                     let v = self.pipeline(dot, &c.pipe)?;
                     let truth = v.truth();
                     let flow = if truth {
-                        let d = if matches!(n, Node::With(_)) { v } else { dot.clone() };
+                        let d = if matches!(n, Node::With(_)) {
+                            v
+                        } else {
+                            dot.clone()
+                        };
                         self.walk(&d, &c.list)
                     } else if let Some(e) = &c.else_list {
                         self.walk(dot, e)

@@ -10,37 +10,172 @@ use std::sync::Arc;
 
 /// Go builtins implemented here (`and`/`or` are evaluated lazily in exec).
 const BUILTINS: &[&str] = &[
-    "and", "or", "not", "len", "index", "print", "printf", "println", "eq", "ne", "lt", "le",
-    "gt", "ge",
+    "and", "or", "not", "len", "index", "print", "printf", "println", "eq", "ne", "lt", "le", "gt",
+    "ge",
 ];
 
 /// Sprig functions implemented here (plus Kanister's FIPS stubs).
 const SPRIG: &[&str] = &[
-    "toString", "toJson", "toPrettyJson", "date", "dateInZone", "date_in_zone", "toDate", "now",
-    "unixEpoch", "b64enc", "b64dec", "b32enc", "quote", "squote", "upper", "lower", "title",
-    "replace", "default", "empty", "coalesce", "ternary", "trim", "trimAll", "trimall",
-    "trimSuffix", "trimPrefix", "hasPrefix", "hasSuffix", "nospace", "repeat", "cat", "indent",
-    "nindent", "split", "splitList", "join", "list", "dict", "hasKey", "get", "contains",
-    "sha256sum", "sha1sum", "int", "int64", "float64", "atoi", "add", "add1", "sub", "mul", "div",
-    "mod", "max", "min", "first", "last", "toStrings", "fail", "bcrypt", "derivePassword",
+    "toString",
+    "toJson",
+    "toPrettyJson",
+    "date",
+    "dateInZone",
+    "date_in_zone",
+    "toDate",
+    "now",
+    "unixEpoch",
+    "b64enc",
+    "b64dec",
+    "b32enc",
+    "quote",
+    "squote",
+    "upper",
+    "lower",
+    "title",
+    "replace",
+    "default",
+    "empty",
+    "coalesce",
+    "ternary",
+    "trim",
+    "trimAll",
+    "trimall",
+    "trimSuffix",
+    "trimPrefix",
+    "hasPrefix",
+    "hasSuffix",
+    "nospace",
+    "repeat",
+    "cat",
+    "indent",
+    "nindent",
+    "split",
+    "splitList",
+    "join",
+    "list",
+    "dict",
+    "hasKey",
+    "contains",
+    "sha256sum",
+    "sha1sum",
+    "int",
+    "int64",
+    "float64",
+    "atoi",
+    "add",
+    "add1",
+    "sub",
+    "mul",
+    "div",
+    "mod",
+    "max",
+    "min",
+    "first",
+    "last",
+    "toStrings",
+    "fail",
+    "bcrypt",
+    "derivePassword",
     "htpasswd",
 ];
 
 /// The other sprig v2.22.0 names: accepted by Kanister, not implemented here.
 const SPRIG_OTHER: &[&str] = &[
-    "abbrev", "abbrevboth", "adler32sum", "ago", "append", "b32dec", "base", "biggest",
-    "buildCustomCert", "camelcase", "ceil", "clean", "compact", "concat", "dateModify",
-    "date_modify", "decryptAES", "deepCopy", "deepEqual", "dir", "encryptAES", "env",
-    "expandenv", "ext", "floor", "genCA", "genPrivateKey", "genSelfSignedCert", "genSignedCert",
-    "getHostByName", "has", "hello", "htmlDate", "htmlDateInZone", "initial", "initials",
-    "isAbs", "kebabcase", "keys", "kindIs", "kindOf", "merge", "mergeOverwrite", "omit", "pick",
-    "pluck", "plural", "prepend", "push", "randAlpha", "randAlphaNum", "randAscii",
-    "randNumeric", "regexFind", "regexFindAll", "regexMatch", "regexReplaceAll",
-    "regexReplaceAllLiteral", "regexSplit", "rest", "reverse", "round", "semver",
-    "semverCompare", "set", "shuffle", "slice", "snakecase", "sortAlpha", "splitn", "substr",
-    "swapcase", "toDecimal", "trunc", "tuple", "typeIs", "typeIsLike", "typeOf", "uniq",
-    "unset", "until", "untilStep", "untitle", "urlJoin", "urlParse", "uuidv4", "values",
-    "without", "wrap", "wrapWith", "html", "js", "urlquery", "call",
+    "abbrev",
+    "abbrevboth",
+    "adler32sum",
+    "ago",
+    "append",
+    "b32dec",
+    "base",
+    "biggest",
+    "buildCustomCert",
+    "camelcase",
+    "ceil",
+    "clean",
+    "compact",
+    "concat",
+    "dateModify",
+    "date_modify",
+    "decryptAES",
+    "deepCopy",
+    "deepEqual",
+    "dir",
+    "encryptAES",
+    "env",
+    "expandenv",
+    "ext",
+    "floor",
+    "genCA",
+    "genPrivateKey",
+    "genSelfSignedCert",
+    "genSignedCert",
+    "getHostByName",
+    "has",
+    "hello",
+    "htmlDate",
+    "htmlDateInZone",
+    "initial",
+    "initials",
+    "isAbs",
+    "kebabcase",
+    "keys",
+    "kindIs",
+    "kindOf",
+    "merge",
+    "mergeOverwrite",
+    "omit",
+    "pick",
+    "pluck",
+    "plural",
+    "prepend",
+    "push",
+    "randAlpha",
+    "randAlphaNum",
+    "randAscii",
+    "randNumeric",
+    "regexFind",
+    "regexFindAll",
+    "regexMatch",
+    "regexReplaceAll",
+    "regexReplaceAllLiteral",
+    "regexSplit",
+    "rest",
+    "reverse",
+    "round",
+    "semver",
+    "semverCompare",
+    "set",
+    "shuffle",
+    "slice",
+    "snakecase",
+    "sortAlpha",
+    "splitn",
+    "substr",
+    "swapcase",
+    "toDecimal",
+    "trunc",
+    "tuple",
+    "typeIs",
+    "typeIsLike",
+    "typeOf",
+    "uniq",
+    "unset",
+    "until",
+    "untilStep",
+    "untitle",
+    "urlJoin",
+    "urlParse",
+    "uuidv4",
+    "values",
+    "without",
+    "wrap",
+    "wrapWith",
+    "html",
+    "js",
+    "urlquery",
+    "call",
 ];
 
 pub fn is_defined(name: &str) -> bool {
@@ -79,7 +214,7 @@ fn at_least(name: &str, args: &[Value], n: usize) -> Result<(), String> {
 }
 
 /// A `string` parameter (Go does not convert other types).
-fn s<'a>(v: &'a Value) -> Result<&'a str, String> {
+fn s(v: &Value) -> Result<&str, String> {
     match v {
         Value::Str(x) => Ok(x),
         Value::Nil => Err("invalid value; expected string".into()),
@@ -207,7 +342,11 @@ fn eq(args: &[Value]) -> FnResult {
                     false
                 }
                 _ => {
-                    return Err(format!("non-comparable type {}: {}", fmt_v(a), a.type_name()));
+                    return Err(format!(
+                        "non-comparable type {}: {}",
+                        fmt_v(a),
+                        a.type_name()
+                    ));
                 }
             }
         };
@@ -256,12 +395,19 @@ fn index(args: &[Value]) -> FnResult {
                 return Err("cannot index slice/array with nil".into());
             }
             (Value::List(..) | Value::Bytes(_) | Value::Str(_), other) => {
-                return Err(format!("cannot index slice/array with type {}", other.type_name()));
+                return Err(format!(
+                    "cannot index slice/array with type {}",
+                    other.type_name()
+                ));
             }
-            (Value::Map(m), Value::Str(k)) => {
-                m.entries.get(&**k).cloned().unwrap_or_else(|| m.zero.clone())
+            (Value::Map(m), Value::Str(k)) => m
+                .entries
+                .get(&**k)
+                .cloned()
+                .unwrap_or_else(|| m.zero.clone()),
+            (Value::Map(_), Value::Nil) => {
+                return Err("value is nil; should be of type string".into());
             }
-            (Value::Map(_), Value::Nil) => return Err("value is nil; should be of type string".into()),
             (Value::Map(_), other) => {
                 return Err(format!(
                     "value has type {}; should be string",
@@ -413,7 +559,9 @@ pub fn call(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
         "eq" => return eq(args),
         "ne" => {
             arity(name, args, 2)?;
-            let Value::Bool(b) = eq(args)? else { return Ok(Value::Bool(false)) };
+            let Value::Bool(b) = eq(args)? else {
+                return Ok(Value::Bool(false));
+            };
             Value::Bool(!b)
         }
         "lt" | "le" | "gt" | "ge" => {
@@ -466,7 +614,12 @@ pub fn call(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
             arity(name, args, 1)?;
             match &args[0] {
                 Value::Time(t) => Value::str(t.dt.timestamp().to_string()),
-                other => return Err(format!("wrong type for value; expected time.Time; got {}", other.type_name())),
+                other => {
+                    return Err(format!(
+                        "wrong type for value; expected time.Time; got {}",
+                        other.type_name()
+                    ));
+                }
             }
         }
         "b64enc" => {
@@ -533,7 +686,12 @@ pub fn call(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
             arity(name, args, 2)?;
             let n = match &args[0] {
                 Value::Int(n) => *n,
-                other => return Err(format!("wrong type for value; expected int; got {}", other.type_name())),
+                other => {
+                    return Err(format!(
+                        "wrong type for value; expected int; got {}",
+                        other.type_name()
+                    ));
+                }
             };
             let x = s(&args[1])?;
             if n < 0 {
@@ -555,11 +713,20 @@ pub fn call(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
             arity(name, args, 2)?;
             let n = match &args[0] {
                 Value::Int(n) => usize::try_from(*n).unwrap_or(0).min(1 << 16),
-                other => return Err(format!("wrong type for value; expected int; got {}", other.type_name())),
+                other => {
+                    return Err(format!(
+                        "wrong type for value; expected int; got {}",
+                        other.type_name()
+                    ));
+                }
             };
             let pad = " ".repeat(n);
             let r = format!("{pad}{}", s(&args[1])?.replace('\n', &format!("\n{pad}")));
-            Value::str(if name == "nindent" { format!("\n{r}") } else { r })
+            Value::str(if name == "nindent" {
+                format!("\n{r}")
+            } else {
+                r
+            })
         }
         "split" => {
             arity(name, args, 2)?;
@@ -585,7 +752,10 @@ pub fn call(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
         }
         "toStrings" => {
             arity(name, args, 1)?;
-            Value::list(strslice(&args[0]).into_iter().map(Value::str).collect(), "[]string")
+            Value::list(
+                strslice(&args[0]).into_iter().map(Value::str).collect(),
+                "[]string",
+            )
         }
         "list" => Value::list(args.to_vec(), "[]interface {}"),
         "dict" => {
@@ -599,7 +769,7 @@ pub fn call(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
             }
             Value::map(m, Value::Nil, "map[string]interface {}")
         }
-        "hasKey" | "get" => {
+        "hasKey" => {
             arity(name, args, 2)?;
             let m = match &args[0] {
                 Value::Map(m) if &*m.ty == "map[string]interface {}" => m,
@@ -612,11 +782,7 @@ pub fn call(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
                 }
             };
             let k = s(&args[1])?;
-            if name == "hasKey" {
-                Value::Bool(m.entries.contains_key(k))
-            } else {
-                m.entries.get(k).cloned().unwrap_or(Value::str(""))
-            }
+            Value::Bool(m.entries.contains_key(k))
         }
         "default" => {
             at_least(name, args, 1)?;
@@ -644,7 +810,12 @@ pub fn call(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
                         args[1].clone()
                     }
                 }
-                other => return Err(format!("wrong type for value; expected bool; got {}", other.type_name())),
+                other => {
+                    return Err(format!(
+                        "wrong type for value; expected bool; got {}",
+                        other.type_name()
+                    ));
+                }
             }
         }
         "int" | "int64" => {
@@ -665,8 +836,16 @@ pub fn call(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
             Value::Int(to_i64(&args[0]).wrapping_add(1))
         }
         "sub" => return int_op(name, args, |a, b| Some(a.wrapping_sub(b))),
-        "div" => return int_op(name, args, |a, b| a.checked_div(b).or((b != 0).then_some(a))),
-        "mod" => return int_op(name, args, |a, b| a.checked_rem(b).or((b != 0).then_some(0))),
+        "div" => {
+            return int_op(name, args, |a, b| {
+                a.checked_div(b).or((b != 0).then_some(a))
+            });
+        }
+        "mod" => {
+            return int_op(name, args, |a, b| {
+                a.checked_rem(b).or((b != 0).then_some(0))
+            });
+        }
         "mul" => {
             at_least(name, args, 1)?;
             Value::Int(args.iter().map(to_i64).fold(1i64, i64::wrapping_mul))
@@ -685,10 +864,7 @@ pub fn call(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
                 }
                 Value::Nil => Value::Nil,
                 other => {
-                    return Err(format!(
-                        "Cannot find {name} on type {}",
-                        other.type_name()
-                    ));
+                    return Err(format!("Cannot find {name} on type {}", other.type_name()));
                 }
             }
         }
@@ -763,7 +939,12 @@ fn sha1_hex(data: &[u8]) -> String {
     for block in msg.chunks(64) {
         let mut w = [0u32; 80];
         for i in 0..16 {
-            w[i] = u32::from_be_bytes([block[4 * i], block[4 * i + 1], block[4 * i + 2], block[4 * i + 3]]);
+            w[i] = u32::from_be_bytes([
+                block[4 * i],
+                block[4 * i + 1],
+                block[4 * i + 2],
+                block[4 * i + 3],
+            ]);
         }
         for i in 16..80 {
             w[i] = (w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]).rotate_left(1);

@@ -83,7 +83,11 @@ fn next_std(layout: &str) -> (&str, Option<(Std, usize)>) {
             b'-' | b'Z' => ZONES.iter().enumerate().find_map(|(k, z)| {
                 rest[1..].starts_with(z).then(|| {
                     (
-                        if b[i] == b'-' { Std::Num(k as u8) } else { Std::Iso(k as u8) },
+                        if b[i] == b'-' {
+                            Std::Num(k as u8)
+                        } else {
+                            Std::Iso(k as u8)
+                        },
                         1 + z.len(),
                     )
                 })
@@ -100,7 +104,11 @@ fn next_std(layout: &str) -> (&str, Option<(Std, usize)>) {
                     let n = j - (i + 1);
                     let sep = b[i] as char;
                     Some((
-                        if ch == b'0' { Std::Frac0(n, sep) } else { Std::Frac9(n, sep) },
+                        if ch == b'0' {
+                            Std::Frac0(n, sep)
+                        } else {
+                            Std::Frac9(n, sep)
+                        },
                         j - i,
                     ))
                 }
@@ -165,16 +173,18 @@ pub fn format(t: &GoTime, layout: &str) -> String {
         let Some((std, n)) = std else { break };
         rest = &rest[prefix.len() + n..];
         let hour = d.hour();
-        let h12 = if hour % 12 == 0 { 12 } else { hour % 12 };
+        let h12 = if hour.is_multiple_of(12) {
+            12
+        } else {
+            hour % 12
+        };
         match std {
             Std::LongMonth => out.push_str(MONTHS[d.month0() as usize]),
             Std::Month => out.push_str(&MONTHS[d.month0() as usize][..3]),
             Std::NumMonth => out.push_str(&d.month().to_string()),
             Std::ZeroMonth => out.push_str(&format!("{:02}", d.month())),
             Std::LongWeekDay => out.push_str(DAYS[d.weekday().num_days_from_sunday() as usize]),
-            Std::WeekDay => {
-                out.push_str(&DAYS[d.weekday().num_days_from_sunday() as usize][..3])
-            }
+            Std::WeekDay => out.push_str(&DAYS[d.weekday().num_days_from_sunday() as usize][..3]),
             Std::Day => out.push_str(&d.day().to_string()),
             Std::UnderDay => out.push_str(&format!("{:>2}", d.day())),
             Std::ZeroDay => out.push_str(&format!("{:02}", d.day())),
@@ -416,9 +426,16 @@ pub fn parse(layout: &str, value: &str) -> Option<GoTime> {
                 sec = s;
                 v = r;
                 // A fractional second in the value but not in the layout.
-                let next_is_frac = matches!(next_std(layout), ("", Some((Std::Frac0(..) | Std::Frac9(..), _))));
+                let next_is_frac = matches!(
+                    next_std(layout),
+                    ("", Some((Std::Frac0(..) | Std::Frac9(..), _)))
+                );
                 let vb = v.as_bytes();
-                if !next_is_frac && vb.len() > 1 && (vb[0] == b'.' || vb[0] == b',') && vb[1].is_ascii_digit() {
+                if !next_is_frac
+                    && vb.len() > 1
+                    && (vb[0] == b'.' || vb[0] == b',')
+                    && vb[1].is_ascii_digit()
+                {
                     let n = 1 + v[1..].bytes().take_while(u8::is_ascii_digit).count();
                     nsec = frac_nanos(&v[1..n])?;
                     v = &v[n..];
@@ -500,9 +517,9 @@ pub fn parse(layout: &str, value: &str) -> Option<GoTime> {
                     return None;
                 }
                 let mut end = n;
-                if v.starts_with("GMT") {
+                if let Some(rest) = v.strip_prefix("GMT") {
                     end = 3;
-                    let r = v[3..].as_bytes();
+                    let r = rest.as_bytes();
                     if !r.is_empty() && (r[0] == b'+' || r[0] == b'-') {
                         let digits = r[1..].iter().take_while(|c| c.is_ascii_digit()).count();
                         if digits > 0 && digits <= 2 {

@@ -86,7 +86,12 @@ fn secret() -> Ty {
         "v1.Secret",
         vec![
             object_meta(),
-            tagged("Data", "data", true, map_of(Ty::Bytes, "map[string][]uint8")),
+            tagged(
+                "Data",
+                "data",
+                true,
+                map_of(Ty::Bytes, "map[string][]uint8"),
+            ),
             tagged("StringData", "stringData", true, string_map()),
             tagged("Type", "type", true, Ty::Str),
         ],
@@ -99,7 +104,12 @@ fn config_map() -> Ty {
         vec![
             object_meta(),
             tagged("Data", "data", true, string_map()),
-            tagged("BinaryData", "binaryData", true, map_of(Ty::Bytes, "map[string][]uint8")),
+            tagged(
+                "BinaryData",
+                "binaryData",
+                true,
+                map_of(Ty::Bytes, "map[string][]uint8"),
+            ),
         ],
     )
 }
@@ -113,7 +123,10 @@ fn workload(name: &'static str) -> Ty {
             f("Pods", Ty::Slice(Box::new(Ty::Str), "[]string")),
             f(
                 "Containers",
-                Ty::Slice(Box::new(Ty::Slice(Box::new(Ty::Str), "[]string")), "[][]string"),
+                Ty::Slice(
+                    Box::new(Ty::Slice(Box::new(Ty::Str), "[]string")),
+                    "[][]string",
+                ),
             ),
             f(
                 "PersistentVolumeClaims",
@@ -135,7 +148,10 @@ fn phase() -> Ty {
         "param.Phase",
         vec![
             f("Secrets", map_of(secret(), "map[string]v1.Secret")),
-            f("ConfigMaps", map_of(config_map(), "map[string]v1.ConfigMap")),
+            f(
+                "ConfigMaps",
+                map_of(config_map(), "map[string]v1.ConfigMap"),
+            ),
             f("Output", map_of(Ty::Any, "map[string]interface {}")),
         ],
     )))
@@ -203,8 +219,14 @@ fn template_params() -> &'static Ty {
                 f("Deployment", workload("param.DeploymentParams")),
                 f("PVC", name_ns("param.PVCParams")),
                 f("Namespace", name_ns("param.NamespaceParams")),
-                f("ArtifactsIn", map_of(artifact, "map[string]v1alpha1.Artifact")),
-                f("ConfigMaps", map_of(config_map(), "map[string]v1.ConfigMap")),
+                f(
+                    "ArtifactsIn",
+                    map_of(artifact, "map[string]v1alpha1.Artifact"),
+                ),
+                f(
+                    "ConfigMaps",
+                    map_of(config_map(), "map[string]v1.ConfigMap"),
+                ),
                 f("Secrets", map_of(secret(), "map[string]v1.Secret")),
                 f("Time", Ty::Str),
                 f("Profile", profile()),
@@ -289,13 +311,11 @@ fn convert(ty: &Ty, v: Option<&serde_json::Value>) -> Value {
                 .map(|ft| {
                     let key = ft.json.unwrap_or(ft.name);
                     let jv = obj.and_then(|o| {
-                        o.get(key)
-                            .or_else(|| o.get(ft.name))
-                            .or_else(|| {
-                                o.iter()
-                                    .find(|(k, _)| k.eq_ignore_ascii_case(key))
-                                    .map(|(_, v)| v)
-                            })
+                        o.get(key).or_else(|| o.get(ft.name)).or_else(|| {
+                            o.iter()
+                                .find(|(k, _)| k.eq_ignore_ascii_case(key))
+                                .map(|(_, v)| v)
+                        })
                     });
                     Field {
                         name: ft.name,

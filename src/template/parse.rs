@@ -63,7 +63,7 @@ struct Parser {
 }
 
 #[derive(PartialEq)]
-enum End {
+enum Stop {
     Eof,
     End,
     Else,
@@ -79,9 +79,9 @@ pub fn parse(src: &str) -> ParseResult<Vec<Node>> {
     };
     let (list, end) = p.item_list()?;
     match end {
-        End::Eof => Ok(list),
-        End::End => Err((p.line(), "unexpected {{end}}".into())),
-        End::Else => Err((p.line(), "unexpected {{else}}".into())),
+        Stop::Eof => Ok(list),
+        Stop::End => Err((p.line(), "unexpected {{end}}".into())),
+        Stop::Else => Err((p.line(), "unexpected {{else}}".into())),
     }
 }
 
@@ -134,11 +134,11 @@ impl Parser {
     }
 
     /// Parse nodes until EOF, `{{end}}` or `{{else`.
-    fn item_list(&mut self) -> ParseResult<(Vec<Node>, End)> {
+    fn item_list(&mut self) -> ParseResult<(Vec<Node>, Stop)> {
         let mut list = Vec::new();
         loop {
             match self.next() {
-                None => return Ok((list, End::Eof)),
+                None => return Ok((list, Stop::Eof)),
                 Some(Tok::Text(t)) => list.push(Node::Text(t)),
                 Some(Tok::LeftDelim) => {
                     let line = self.line();
@@ -146,11 +146,11 @@ impl Parser {
                         Some(Tok::Ident(w)) if w == "end" => {
                             self.pos += 1;
                             self.expect_right("end")?;
-                            return Ok((list, End::End));
+                            return Ok((list, Stop::End));
                         }
                         Some(Tok::Ident(w)) if w == "else" => {
                             self.pos += 1;
-                            return Ok((list, End::Else));
+                            return Ok((list, Stop::Else));
                         }
                         Some(Tok::Ident(w)) if w == "if" || w == "range" || w == "with" => {
                             self.pos += 1;
@@ -173,9 +173,7 @@ impl Parser {
                                 Node::Continue(line)
                             });
                         }
-                        Some(Tok::Ident(w))
-                            if w == "define" || w == "template" || w == "block" =>
-                        {
+                        Some(Tok::Ident(w)) if w == "define" || w == "template" || w == "block" => {
                             return self.err(format!(
                                 "{{{{{w}}}}} is not supported by this template engine"
                             ));
@@ -203,24 +201,30 @@ impl Parser {
         }
         let (list, end) = res?;
         let else_list = match end {
-            End::End => None,
-            End::Eof => return self.err(format!("unexpected EOF in {ctx}")),
-            End::Else => {
+            Stop::End => None,
+            Stop::Eof => return self.err(format!("unexpected EOF in {ctx}")),
+            Stop::Else => {
                 // `{{else if ...}}` / `{{else with ...}}` chain into a nested control.
                 match self.peek_non_space().cloned() {
-                    Some(Tok::Ident(w)) if (w == "if" && ctx == "if") || (w == "with" && ctx == "with") => {
+                    Some(Tok::Ident(w))
+                        if (w == "if" && ctx == "if") || (w == "with" && ctx == "with") =>
+                    {
                         let l = self.line();
                         self.pos += 1;
                         let c = self.control(&w, l)?;
-                        Some(vec![if w == "if" { Node::If(c) } else { Node::With(c) }])
+                        Some(vec![if w == "if" {
+                            Node::If(c)
+                        } else {
+                            Node::With(c)
+                        }])
                     }
                     _ => {
                         self.expect_right("else")?;
                         let (el, end) = self.item_list()?;
                         match end {
-                            End::End => Some(el),
-                            End::Else => return self.err("expected end; found {{else}}"),
-                            End::Eof => return self.err(format!("unexpected EOF in {ctx}")),
+                            Stop::End => Some(el),
+                            Stop::Else => return self.err("expected end; found {{else}}"),
+                            Stop::Eof => return self.err(format!("unexpected EOF in {ctx}")),
                         }
                     }
                 }
@@ -241,7 +245,9 @@ impl Parser {
         // Declarations.
         loop {
             let save = self.pos;
-            let Some(Tok::Variable(v)) = self.peek_non_space().cloned() else { break };
+            let Some(Tok::Variable(v)) = self.peek_non_space().cloned() else {
+                break;
+            };
             self.pos += 1;
             match self.peek_non_space().cloned() {
                 Some(Tok::Assign) | Some(Tok::Declare) => {
@@ -277,7 +283,10 @@ impl Parser {
         }
         if pipe.decl.len() == 2 {
             // `range $i, $e :=` requires the declare token after the second variable.
-            if !matches!(self.toks.get(self.pos.wrapping_sub(1)).map(|t| &t.tok), Some(Tok::Declare | Tok::Assign)) {
+            if !matches!(
+                self.toks.get(self.pos.wrapping_sub(1)).map(|t| &t.tok),
+                Some(Tok::Declare | Tok::Assign)
+            ) {
                 return self.err("range can only initialize variables");
             }
         }
@@ -309,7 +318,10 @@ impl Parser {
                 c.args[0],
                 Arg::Bool(_) | Arg::Dot | Arg::Nil | Arg::Int(_) | Arg::Float(_) | Arg::Str(_)
             ) {
-                return self.err(format!("non executable command in pipeline stage {}", i + 1));
+                return self.err(format!(
+                    "non executable command in pipeline stage {}",
+                    i + 1
+                ));
             }
         }
         Ok(pipe)
@@ -361,7 +373,9 @@ impl Parser {
     }
 
     fn operand(&mut self) -> ParseResult<Option<Arg>> {
-        let Some(term) = self.term()? else { return Ok(None) };
+        let Some(term) = self.term()? else {
+            return Ok(None);
+        };
         if let Some(Tok::Field(_)) = self.peek() {
             let chain = self.fields();
             return Ok(Some(match term {
@@ -383,7 +397,9 @@ impl Parser {
     }
 
     fn term(&mut self) -> ParseResult<Option<Arg>> {
-        let Some(tok) = self.peek().cloned() else { return Ok(None) };
+        let Some(tok) = self.peek().cloned() else {
+            return Ok(None);
+        };
         let arg = match tok {
             Tok::Ident(name) => {
                 if !funcs::is_defined(&name) {
@@ -427,7 +443,10 @@ impl Parser {
             }
             Tok::Char(c) => {
                 self.pos += 1;
-                Arg::Int(parse_char(&c).ok_or((self.line(), format!("malformed character constant: {c}")))?)
+                Arg::Int(
+                    parse_char(&c)
+                        .ok_or((self.line(), format!("malformed character constant: {c}")))?,
+                )
             }
             Tok::LParen => {
                 self.pos += 1;
@@ -453,7 +472,8 @@ fn parse_number(s: &str) -> Option<Arg> {
         Some(i64::from_str_radix(o, 8).ok()?)
     } else if let Some(b) = lower.strip_prefix("0b") {
         Some(i64::from_str_radix(b, 2).ok()?)
-    } else if lower.len() > 1 && lower.starts_with('0') && lower.bytes().all(|c| c.is_ascii_digit()) {
+    } else if lower.len() > 1 && lower.starts_with('0') && lower.bytes().all(|c| c.is_ascii_digit())
+    {
         Some(i64::from_str_radix(&lower[1..], 8).ok()?)
     } else {
         None
@@ -474,7 +494,11 @@ fn parse_char(s: &str) -> Option<i64> {
     let mut it = inner.chars();
     let c = it.next()?;
     if c != '\\' {
-        return if it.next().is_none() { Some(c as i64) } else { None };
+        return if it.next().is_none() {
+            Some(c as i64)
+        } else {
+            None
+        };
     }
     let e = it.next()?;
     let rest: String = it.collect();

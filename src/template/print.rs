@@ -11,10 +11,18 @@ pub fn go_float(f: f64) -> String {
         return "NaN".into();
     }
     if f.is_infinite() {
-        return if f > 0.0 { "+Inf".into() } else { "-Inf".into() };
+        return if f > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        };
     }
     if f == 0.0 {
-        return if f.is_sign_negative() { "-0".into() } else { "0".into() };
+        return if f.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
     }
     let (neg, digits, exp) = shortest(f);
     let mut s = String::new();
@@ -98,11 +106,11 @@ pub fn json_float(f: f64) -> Option<String> {
 /// Go `%v` formatting.
 pub fn fmt_v(v: &Value) -> String {
     let mut s = String::new();
-    write_v(&mut s, v, 0);
+    write_v(&mut s, v);
     s
 }
 
-fn write_v(s: &mut String, v: &Value, depth: usize) {
+fn write_v(s: &mut String, v: &Value) {
     match v {
         Value::Nil | Value::NilPtr(_) => s.push_str("<nil>"),
         Value::Bool(b) => s.push_str(if *b { "true" } else { "false" }),
@@ -127,7 +135,7 @@ fn write_v(s: &mut String, v: &Value, depth: usize) {
                 if i > 0 {
                     s.push(' ');
                 }
-                write_v(s, x, depth + 1);
+                write_v(s, x);
             }
             s.push(']');
         }
@@ -139,7 +147,7 @@ fn write_v(s: &mut String, v: &Value, depth: usize) {
                 }
                 s.push_str(k);
                 s.push(':');
-                write_v(s, x, depth + 1);
+                write_v(s, x);
             }
             s.push(']');
         }
@@ -149,7 +157,7 @@ fn write_v(s: &mut String, v: &Value, depth: usize) {
                 if i > 0 {
                     s.push(' ');
                 }
-                write_v(s, &f.value, depth + 1);
+                write_v(s, &f.value);
             }
             s.push('}');
         }
@@ -168,7 +176,7 @@ pub fn sprint(args: &[Value]) -> String {
         if i > 0 && !is_string(a) && !is_string(&args[i - 1]) {
             s.push(' ');
         }
-        write_v(&mut s, a, 0);
+        write_v(&mut s, a);
     }
     s
 }
@@ -180,7 +188,7 @@ pub fn sprintln(args: &[Value]) -> String {
         if i > 0 {
             s.push(' ');
         }
-        write_v(&mut s, a, 0);
+        write_v(&mut s, a);
     }
     s.push('\n');
     s
@@ -364,9 +372,7 @@ fn fmt_one(v: &Value, verb: char, sp: &Spec) -> String {
         Value::Int(i) => fmt_int(*i, verb, sp).map(|s| pad(s, sp, true)),
         Value::Float(f) => fmt_float(*f, verb, sp).map(|s| pad(s, sp, true)),
         Value::Str(x) => fmt_str(x, verb, sp).map(|s| pad(s, sp, false)),
-        Value::Bool(b) if matches!(verb, 't' | 'v') => {
-            Some(pad(b.to_string(), sp, false))
-        }
+        Value::Bool(b) if matches!(verb, 't' | 'v') => Some(pad(b.to_string(), sp, false)),
         Value::Bytes(b) if matches!(verb, 's' | 'q' | 'x' | 'X') => {
             fmt_str(&String::from_utf8_lossy(b), verb, sp).map(|s| pad(s, sp, false))
         }
@@ -388,7 +394,14 @@ fn fmt_one(v: &Value, verb: char, sp: &Spec) -> String {
             let parts: Vec<String> = m
                 .entries
                 .iter()
-                .map(|(k, x)| format!("{}:{}", fmt_str(k, verb, sp).unwrap_or_else(|| bad_verb(verb, &Value::str(k.as_str()))), fmt_one(x, verb, sp)))
+                .map(|(k, x)| {
+                    format!(
+                        "{}:{}",
+                        fmt_str(k, verb, sp)
+                            .unwrap_or_else(|| bad_verb(verb, &Value::str(k.as_str()))),
+                        fmt_one(x, verb, sp)
+                    )
+                })
                 .collect();
             Some(format!("map[{}]", parts.join(" ")))
         }

@@ -1,1 +1,276 @@
+//! Unit tests for the Go text/template semantics Kanister relies on.
 
+use super::*;
+use serde_json::json;
+
+fn params() -> serde_json::Value {
+    json!({
+        "StatefulSet": {"Name": "pg", "Namespace": "ns", "Pods": ["pg-0", "pg-1"],
+            "PersistentVolumeClaims": {"pg-0": {"data-pg-0": "/data"}}},
+        "Options": {"a": "1", "b": "2"},
+        "Object": {"metadata": {"name": "obj", "labels": {"z": "1", "a": "2"}},
+                   "spec": {"replicas": 3, "list": [1, "x", null]}},
+        "Phases": {"backup": {"Output": {"key": "k1"}}},
+        "Secrets": {"aws": {"Data": {"id": "czM="}}},
+        "Profile": {"Location": {"Type": "s3Compliant", "Bucket": "b"},
+                    "Credential": {"Type": "keyPair", "KeyPair": {"ID": "i", "Secret": "s"}}},
+        "Time": "2024-03-05T07:08:09.123456789Z"
+    })
+}
+
+fn r(t: &str) -> String {
+    let now = "2024-01-02T03:04:05Z".parse().unwrap();
+    Template::parse(t)
+        .and_then(|x| x.render_at(&params(), now))
+        .unwrap_or_else(|e| panic!("{t}: {e}"))
+}
+
+fn e(t: &str) -> TemplateError {
+    let now = "2024-01-02T03:04:05Z".parse().unwrap();
+    match Template::parse(t).and_then(|x| x.render_at(&params(), now)) {
+        Ok(out) => panic!("{t}: expected an error, got {out:?}"),
+        Err(err) => err,
+    }
+}
+
+#[test]
+fn fields_and_missing_keys() {
+    assert_eq!(
+        r("{{ .StatefulSet.Name }}.{{ .Phases.backup.Output.key }}"),
+        "pg.k1"
+    );
+    let err = e("{{ .Options.nope }}");
+    assert_eq!(
+        err.to_string(),
+        "Failed to render template: \"nope\" not found"
+    );
+    assert!(
+        matches!(e("{{ .Phases.restore.Output.x }}"), TemplateError::MissingKey { ref key, .. } if key == "restore")
+    );
+    // Struct field missing and nil pointers are errors, not missing keys.
+    assert!(matches!(
+        e("{{ .StatefulSet.Nope }}"),
+        TemplateError::Exec { .. }
+    ));
+    assert!(
+        e("{{ .Deployment.Name }}")
+            .to_string()
+            .contains("nil pointer")
+    );
+    assert_eq!(r("{{ if .Deployment }}y{{ else }}n{{ end }}"), "n");
+    // index gives the typed zero value.
+    assert_eq!(r("[{{ index .Options \"nope\" }}]"), "[]");
+    assert_eq!(r("{{ index .Object.metadata \"nope\" }}"), "<no value>");
+}
+
+#[test]
+fn printing_like_go() {
+    assert_eq!(r("{{ .StatefulSet.Pods }}"), "[pg-0 pg-1]");
+    assert_eq!(r("{{ .Object.metadata.labels }}"), "map[a:2 z:1]");
+    assert_eq!(r("{{ .Object.spec.list }}"), "[1 x <nil>]");
+    assert_eq!(r("{{ .Secrets.aws.Data.id }}"), "[115 51]");
+    assert_eq!(r("{{ .Secrets.aws.Data.id | toString }}"), "s3");
+    assert_eq!(r("{{ 1.5 }} {{ 1e6 }} {{ 0.0001 }}"), "1.5 1e+06 0.0001");
+    assert_eq!(r("{{ print 1 2 \"a\" 3 }}"), "1 2a3");
+    assert_eq!(r("{{ println 1 \"a\" }}"), "1 a\n");
+    assert_eq!(
+        r("{{ printf \"%s|%d|%v|%q|%5s|%-3d|\" \"a\" 7 .Options \"q\" \"b\" 1 }}"),
+        "a|7|map[a:1 b:2]|\"q\"|    b|1  |"
+    );
+    assert_eq!(r("{{ printf \"%d\" \"x\" }}"), "%!d(string=x)");
+    assert_eq!(r("{{ printf \"%d\" }}"), "%!d(MISSING)");
+}
+
+#[test]
+fn control_flow() {
+    assert_eq!(
+        r("{{ if eq 1 2 }}a{{ else if eq 1 1 }}b{{ else }}c{{ end }}"),
+        "b"
+    );
+    assert_eq!(
+        r("{{ range $k, $v := .Options }}{{ $k }}={{ $v }};{{ end }}"),
+        "a=1;b=2;"
+    );
+    assert_eq!(
+        r("{{ range .Phases.backup.Secrets }}{{ else }}e{{ end }}"),
+        "e"
+    );
+    assert_eq!(
+        r("{{ range $i, $p := .StatefulSet.Pods }}{{ $i }}{{ $p }}{{ break }}{{ end }}"),
+        "0pg-0"
+    );
+    assert_eq!(
+        r(
+            "{{ range .StatefulSet.Pods }}{{ if eq . \"pg-0\" }}{{ continue }}{{ end }}{{ . }}{{ end }}"
+        ),
+        "pg-1"
+    );
+    assert_eq!(
+        r("{{ $x := 1 }}{{ if true }}{{ $x = 2 }}{{ end }}{{ $x }}"),
+        "2"
+    );
+    assert_eq!(r("{{ with .Object.metadata }}{{ .name }}{{ end }}"), "obj");
+    assert_eq!(
+        r("{{ with .Options.a }}{{ . }}{{ else }}none{{ end }}"),
+        "1"
+    );
+    assert_eq!(r("a  {{- 1 -}}  b"), "a1b");
+    assert_eq!(r("x{{/* c */}}y {{- /* c */ -}} z"), "xyz");
+    assert_eq!(r("{{ and 1 0 }} {{ or 0 \"\" 3 }} {{ not 0 }}"), "0 3 true");
+    // Short-circuit: the nil pointer is never dereferenced.
+    assert_eq!(r("{{ and .Deployment .Deployment.Name }}"), "<nil>");
+    assert_eq!(
+        r("{{ eq 1 3 2 1 }} {{ ne \"a\" \"b\" }} {{ lt 1 2 }} {{ ge 2 3 }}"),
+        "true true true false"
+    );
+    assert!(e("{{ eq 1 \"1\" }}").to_string().contains("incompatible"));
+    assert_eq!(r("{{ len .StatefulSet.Pods }} {{ len .Options }}"), "2 2");
+    assert_eq!(r("{{ index .StatefulSet.Pods 1 }}"), "pg-1");
+    assert_eq!(
+        r(
+            "{{ range $k, $_ := index .StatefulSet.PersistentVolumeClaims (index .StatefulSet.Pods 0) }}{{ $k }}{{ end }}"
+        ),
+        "data-pg-0"
+    );
+}
+
+#[test]
+fn sprig_subset() {
+    assert_eq!(
+        r("{{ toJson .Profile }}"),
+        "{\"Location\":{\"type\":\"s3Compliant\",\"bucket\":\"b\",\"endpoint\":\"\",\"prefix\":\"\",\"region\":\"\"},\"Credential\":{\"Type\":\"keyPair\",\"KeyPair\":{\"ID\":\"i\",\"Secret\":\"s\"},\"Secret\":null,\"KopiaServerSecret\":null},\"SkipSSLVerify\":false}"
+    );
+    assert_eq!(r("{{ toJson \"<&>\" }}"), "\"\\u003c\\u0026\\u003e\"");
+    assert_eq!(
+        r(
+            "{{ toDate \"2006-01-02T15:04:05.999999999Z07:00\" .Time | date \"2006-01-02T15-04-05\" }}"
+        ),
+        "2024-03-05T07-08-09"
+    );
+    assert_eq!(
+        r("{{ toDate \"2006-01-02T15:04:05.999999999Z07:00\" .Time }}"),
+        "2024-03-05 07:08:09.123456789 +0000 UTC"
+    );
+    assert_eq!(
+        r("{{ toDate \"2006-01-02\" \"bad\" }}"),
+        "0001-01-01 00:00:00 +0000 UTC"
+    );
+    assert_eq!(
+        r("{{ now | date \"2006-01-02 3:04PM\" }}"),
+        "2024-01-02 3:04AM"
+    );
+    assert_eq!(r("{{ .Time | date \"2006\" }}"), "2024");
+    assert_eq!(
+        r("{{ b64enc \"hi\" }} {{ b64dec \"aGk=\" }} {{ b64dec \"a\" }}"),
+        "aGk= hi illegal base64 data at input byte 0"
+    );
+    assert_eq!(
+        r("{{ quote \"a\" 1 }} {{ \"a-b\" | upper | replace \"-\" \"_\" }}"),
+        "\"a\" \"1\" A_B"
+    );
+    assert_eq!(
+        r("{{ default \"d\" .Options.a }} {{ default \"d\" \"\" }}"),
+        "1 d"
+    );
+    assert_eq!(
+        r("{{ trim \" x \" }}{{ trimSuffix \"b\" \"ab\" }}{{ trimPrefix \"a\" \"ab\" }}"),
+        "xab"
+    );
+    assert_eq!(
+        r("{{ join \",\" (splitList \"/\" \"a/b\") }} {{ split \"/\" \"a/b\" }}"),
+        "a,b map[_0:a _1:b]"
+    );
+    assert_eq!(
+        r("{{ hasKey (dict \"a\" 1) \"a\" }} {{ list 1 \"a\" }} {{ contains \"b\" \"abc\" }}"),
+        "true [1 a] true"
+    );
+    assert_eq!(
+        r("{{ sha256sum \"\" }}"),
+        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    );
+    assert_eq!(
+        r("{{ int \"12\" | add 1 }} {{ add .Object.spec.replicas 1 }}"),
+        "13 4"
+    );
+    assert!(
+        e("{{ bcrypt \"x\" }}")
+            .to_string()
+            .contains("not FIPS compatible")
+    );
+}
+
+#[test]
+fn parse_time_checks_and_references() {
+    assert!(matches!(
+        Template::parse("{{ nosuch 1 }}"),
+        Err(TemplateError::Parse { .. })
+    ));
+    assert!(
+        Template::parse("{{ uuidv4 }}")
+            .unwrap_err()
+            .to_string()
+            .contains("not supported")
+    );
+    assert!(Template::parse("{{ $x }}").is_err());
+    assert!(Template::parse("{{ break }}").is_err());
+    assert!(Template::parse("{{ if 1 }}").is_err());
+    assert!(Template::parse("{{ end }}").is_err());
+    let t = Template::parse(
+        "{{ .Phases.backup.Output.key | toString }} {{ index .ArtifactsIn.snap.KeyValue \"id\" }} \
+         {{ range .StatefulSet.Pods }}{{ .Ignored }}{{ $.Object.metadata.name }}{{ end }} {{ toJson .DeferPhase.Output.x }}",
+    )
+    .unwrap();
+    let refs = t.references();
+    for f in [
+        ".Phases.backup.Output.key",
+        ".ArtifactsIn.snap.KeyValue.id",
+        ".StatefulSet.Pods",
+        ".Object.metadata.name",
+        ".DeferPhase.Output.x",
+    ] {
+        assert!(
+            refs.fields.contains(&f.to_string()),
+            "{f} in {:?}",
+            refs.fields
+        );
+    }
+    assert!(!refs.fields.iter().any(|f| f == ".Ignored"));
+    assert_eq!(refs.functions, vec!["index", "toJson", "toString"]);
+}
+
+#[test]
+fn render_args_walks_like_kanister() {
+    let args = json!({
+        "command": ["sh", "-c", "echo {{ .StatefulSet.Name }}"],
+        "volumes": {"{{ index .StatefulSet.Pods 0 }}": "/mnt/{{ .Options.a }}"},
+        "replicas": 3,
+        "flag": true
+    });
+    let out = render_args(&args, &params(), "KubeTask").unwrap();
+    assert_eq!(
+        out,
+        json!({"command": ["sh", "-c", "echo pg"], "volumes": {"pg-0": "/mnt/1"}, "replicas": 3, "flag": true})
+    );
+    let wait = json!({"condition": "{{ .Nope }}"});
+    assert_eq!(render_args(&wait, &params(), "WaitV2").unwrap(), wait);
+    assert_eq!(render_args(&wait, &params(), "wait").unwrap(), wait);
+    assert!(render_args(&wait, &params(), "KubeExec").is_err());
+    assert_eq!(render_str("{{ .Options.b }}", &params()).unwrap(), "2");
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+    #[test]
+    fn never_panics(s in "(\\{\\{-? ?|[ .$a-zA-Z0-9_\"'`|():=,-]|if |range |else|end|with |break|index |printf |\\}\\}| ?-?\\}\\}|\\n|/\\*|\\*/){0,30}") {
+        let now = "2024-01-02T03:04:05Z".parse().unwrap();
+        if let Ok(t) = Template::parse(&s) {
+            let _ = t.render_at(&params(), now);
+            let _ = t.references();
+        }
+    }
+
+    #[test]
+    fn never_panics_any_string(s in "\\PC{0,40}") {
+        let _ = render_str(&s, &params());
+    }
+}

@@ -145,9 +145,13 @@ pub fn from_json_any(v: &serde_json::Value) -> Value {
             None => Value::Float(n.as_f64().unwrap_or(0.0)),
         },
         serde_json::Value::String(s) => Value::str(s.as_str()),
-        serde_json::Value::Array(a) => Value::list(a.iter().map(from_json_any).collect(), "[]interface {}"),
+        serde_json::Value::Array(a) => {
+            Value::list(a.iter().map(from_json_any).collect(), "[]interface {}")
+        }
         serde_json::Value::Object(o) => Value::map(
-            o.iter().map(|(k, v)| (k.clone(), from_json_any(v))).collect(),
+            o.iter()
+                .map(|(k, v)| (k.clone(), from_json_any(v)))
+                .collect(),
             Value::Nil,
             "map[string]interface {}",
         ),
