@@ -23,6 +23,8 @@ enum Command {
     Validate(cli::ValidateArgs),
     /// Print Blueprints normalized as the mutating webhook would store them.
     Normalize(cli::NormalizeArgs),
+    /// Print the ActionSchedule CRD generated from the Rust types (`manifests/crds/actionschedule.yaml`).
+    Crds,
 }
 
 fn main() -> ExitCode {
@@ -30,5 +32,9 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Validate(args) => cli::validate(&args),
         Command::Normalize(args) => cli::normalize(&args),
+        Command::Crds => {
+            print!("{}", blueprint_operator::model::crd_yaml());
+            ExitCode::SUCCESS
+        }
     }
 }
