@@ -1,0 +1,379 @@
+//! Kanister functions against the test control plane (kube-apiserver + kwok).
+//! kwok runs pods without containers: the pod annotations from
+//! `support::kwok_annotations` choose each pod's exit code and log.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use blueprint_operator::functions::{self, Context, FunctionError, Output};
+use blueprint_operator::model::ObjectReference;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::Client;
+use kube::api::{Api, ListParams, PostParams};
+use serde_json::{Map, Value, json};
+
+/// Bound for one function call, so that a broken function fails the test instead of hanging it.
+const CALL: Duration = Duration::from_secs(180);
+
+fn ctx(client: &Client, ns: &str, object: ObjectReference) -> Context {
+    Context {
+        client: client.clone(),
+        namespace: ns.to_string(),
+        object,
+        pod_override: None,
+        pod_labels: BTreeMap::new(),
+        pod_annotations: BTreeMap::new(),
+    }
+}
+
+fn namespace_object(ns: &str) -> ObjectReference {
+    ObjectReference {
+        api_version: "v1".into(),
+        resource: "namespaces".into(),
+        kind: "Namespace".into(),
+        name: ns.into(),
+        ..Default::default()
+    }
+}
+
+fn args(v: Value) -> Map<String, Value> {
+    v.as_object().expect("args object").clone()
+}
+
+async fn call(ctx: &Context, func: &str, a: Value) -> Result<Output, FunctionError> {
+    tokio::time::timeout(CALL, functions::execute(ctx, func, &args(a), &json!({})))
+        .await
+        .unwrap_or_else(|_| panic!("{func} did not return within {CALL:?}"))
+}
+
+async fn setup(prefix: &str) -> Option<(Client, String)> {
+    let client = support::client().await;
+    if !support::kwok_available(&client).await {
+        eprintln!("skipped: the cluster has no kwok node");
+        return None;
+    }
+    let ns = support::namespace(&client, prefix).await;
+    Some((client, ns))
+}
+
+/// Waits until no task pod (label createdBy=kanister) is left in `ns`.
+async fn task_pods_gone(client: &Client, ns: &str) -> anyhow::Result<()> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    support::poll(support::WAIT, || async {
+        let l = pods
+            .list(&ListParams::default().labels("createdBy=kanister"))
+            .await
+            .ok()?;
+        l.items.is_empty().then_some(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn kube_task_runs_a_pod_and_returns_its_phase_output() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("fn-task").await else {
+        return Ok(());
+    };
+    let log = "starting\n\
+        ###Phase-output###: {\"key\":\"greeting\",\"value\":\"hello world\"}\n\
+        some text ###Phase-output###: {\"key\":\"count\",\"value\":\"1\"}\n\
+        ###Phase-output###: {\"key\":\"count\",\"value\":\"2\"}\n\
+        done";
+    let mut c = ctx(&client, &ns, namespace_object(&ns));
+    // ActionSet-level labels reach the pod; kwok annotations choose exit code and log.
+    c.pod_labels.insert("team".into(), "storage".into());
+    let out = call(
+        &c,
+        "KubeTask",
+        json!({
+            "image": "busybox:stable",
+            "command": ["sh", "-c", "echo hi"],
+            "podAnnotations": support::kwok_annotations(0, log),
+        }),
+    )
+    .await?;
+    assert_eq!(
+        Value::Object(out),
+        json!({"greeting": "hello world", "count": "2"})
+    );
+    task_pods_gone(&client, &ns).await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn kube_task_failure_reports_the_exit_code_and_deletes_the_pod() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("fn-task-fail").await else {
+        return Ok(());
+    };
+    let c = ctx(&client, &ns, namespace_object(&ns));
+    let err = call(
+        &c,
+        "KubeTask",
+        json!({
+            "image": "busybox:stable",
+            "command": ["sh", "-c", "exit 3"],
+            "namespace": ns,
+            "podAnnotations": support::kwok_annotations(3, "something broke"),
+        }),
+    )
+    .await
+    .expect_err("a failing pod fails the phase");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("Failed while waiting for Pod to complete"),
+        "{msg}"
+    );
+    assert!(msg.contains("exited with code 3"), "{msg}");
+    assert!(msg.contains("something broke"), "{msg}");
+    task_pods_gone(&client, &ns).await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn kube_task_invalid_phase_output_fails() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("fn-task-badout").await else {
+        return Ok(());
+    };
+    let c = ctx(&client, &ns, namespace_object(&ns));
+    let err = call(
+        &c,
+        "KubeTask",
+        json!({
+            "image": "busybox:stable",
+            "command": ["true"],
+            "podAnnotations": support::kwok_annotations(0, "###Phase-output###: {not json"),
+        }),
+    )
+    .await
+    .expect_err("invalid phase output fails the phase");
+    assert!(err.to_string().contains("invalid JSON"), "{err}");
+    task_pods_gone(&client, &ns).await?;
+    Ok(())
+}
+
+async fn create_deployment(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    replicas: i32,
+) -> anyhow::Result<()> {
+    let api: Api<Deployment> = Api::namespaced(client.clone(), ns);
+    let d: Deployment = serde_json::from_value(json!({
+        "metadata": { "name": name },
+        "spec": {
+            "replicas": replicas,
+            "selector": { "matchLabels": { "app": name } },
+            "template": {
+                "metadata": { "labels": { "app": name } },
+                "spec": { "containers": [{ "name": "app", "image": "nginx:stable" }] }
+            }
+        }
+    }))?;
+    api.create(&PostParams::default(), &d).await?;
+    Ok(())
+}
+
+fn deployment_object(ns: &str, name: &str) -> ObjectReference {
+    ObjectReference {
+        api_version: "v1".into(),
+        group: "apps".into(),
+        resource: "deployments".into(),
+        kind: "Deployment".into(),
+        name: name.into(),
+        namespace: ns.into(),
+    }
+}
+
+async fn running_pods(client: &Client, ns: &str, app: &str) -> anyhow::Result<usize> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let l = pods
+        .list(&ListParams::default().labels(&format!("app={app}")))
+        .await?;
+    Ok(l.items
+        .iter()
+        .filter(|p| {
+            p.metadata.deletion_timestamp.is_none()
+                && p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+        })
+        .count())
+}
+
+#[tokio::test]
+async fn scale_workload_scales_a_deployment_up_and_down_and_waits() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("fn-scale").await else {
+        return Ok(());
+    };
+    create_deployment(&client, &ns, "web", 1).await?;
+    let c = ctx(&client, &ns, deployment_object(&ns, "web"));
+    // Defaults (kind/name/namespace) come from the action's object; replicas as a string.
+    let out = call(&c, "ScaleWorkload", json!({"replicas": "3"})).await?;
+    assert_eq!(out["originalReplicaCount"], json!(1));
+    let deploys: Api<Deployment> = Api::namespaced(client.clone(), &ns);
+    let d = deploys.get("web").await?;
+    let st = d.status.expect("status");
+    assert_eq!(d.spec.and_then(|s| s.replicas), Some(3));
+    assert_eq!(st.available_replicas, Some(3), "waited for readiness");
+    assert_eq!(running_pods(&client, &ns, "web").await?, 3);
+
+    // Down to 0, with explicit args and waitForReady as a string.
+    let other = ctx(&client, &ns, namespace_object(&ns));
+    let out = call(
+        &other,
+        "ScaleWorkload",
+        json!({"replicas": 0, "kind": "deployment", "name": "web", "namespace": ns, "waitForReady": "true"}),
+    )
+    .await?;
+    assert_eq!(out["originalReplicaCount"], json!(3));
+    let d = deploys.get("web").await?;
+    assert_eq!(d.status.and_then(|s| s.available_replicas).unwrap_or(0), 0);
+    assert_eq!(running_pods(&client, &ns, "web").await?, 0);
+    Ok(())
+}
+
+#[tokio::test]
+async fn scale_workload_without_wait_and_missing_workload() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("fn-scale-nowait").await else {
+        return Ok(());
+    };
+    create_deployment(&client, &ns, "api", 2).await?;
+    let c = ctx(&client, &ns, deployment_object(&ns, "api"));
+    let out = call(
+        &c,
+        "ScaleWorkload",
+        json!({"replicas": 4, "waitForReady": false}),
+    )
+    .await?;
+    assert_eq!(out["originalReplicaCount"], json!(2));
+    let deploys: Api<Deployment> = Api::namespaced(client.clone(), &ns);
+    assert_eq!(
+        deploys.get("api").await?.spec.and_then(|s| s.replicas),
+        Some(4)
+    );
+
+    let missing = ctx(&client, &ns, deployment_object(&ns, "nope"));
+    let err = call(&missing, "ScaleWorkload", json!({"replicas": 1}))
+        .await
+        .expect_err("missing deployment");
+    assert!(
+        err.to_string().contains(&format!("Deployment {ns}/nope")),
+        "{err}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn kube_ops_creates_patches_and_deletes_a_configmap() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("fn-ops-cm").await else {
+        return Ok(());
+    };
+    let c = ctx(&client, &ns, namespace_object(&ns));
+    let spec = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  a: \"1\"\n";
+    let out = call(
+        &c,
+        "KubeOps",
+        json!({"operation": "create", "namespace": ns, "spec": spec}),
+    )
+    .await?;
+    assert_eq!(
+        Value::Object(out.clone()),
+        json!({"apiVersion": "v1", "group": "", "resource": "configmaps", "kind": "ConfigMap", "name": "settings", "namespace": ns})
+    );
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    assert_eq!(cms.get("settings").await?.data.unwrap()["a"], "1");
+
+    // The create output is a valid objectReference for patch and delete.
+    let out2 = call(
+        &c,
+        "KubeOps",
+        json!({"operation": "patch", "objectReference": out, "spec": "data:\n  b: \"2\"\n"}),
+    )
+    .await?;
+    assert_eq!(out2["name"], "settings");
+    let data = cms.get("settings").await?.data.unwrap();
+    assert_eq!((data["a"].as_str(), data["b"].as_str()), ("1", "2"));
+
+    call(
+        &c,
+        "KubeOps",
+        json!({"operation": "delete", "objectReference": {"apiVersion": "v1", "resource": "configmaps", "name": "settings", "namespace": ns}}),
+    )
+    .await?;
+    assert!(cms.get_opt("settings").await?.is_none());
+
+    let err = call(
+        &c,
+        "KubeOps",
+        json!({"operation": "delete", "objectReference": {"apiVersion": "v1", "resource": "configmaps", "name": "settings", "namespace": ns}}),
+    )
+    .await
+    .expect_err("deleting a missing object fails");
+    assert!(err.to_string().contains("deleting ConfigMap"), "{err}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn kube_ops_creates_patches_and_deletes_a_deployment() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("fn-ops-deploy").await else {
+        return Ok(());
+    };
+    let c = ctx(&client, &ns, namespace_object(&ns));
+    // JSON text, namespace from the object itself.
+    let spec = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "made", "namespace": ns},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "made"}},
+            "template": {"metadata": {"labels": {"app": "made"}},
+                         "spec": {"containers": [{"name": "app", "image": "nginx:stable"}]}}
+        }
+    })
+    .to_string();
+    let out = call(&c, "KubeOps", json!({"operation": "create", "spec": spec})).await?;
+    assert_eq!(out["apiVersion"], "v1");
+    assert_eq!(out["group"], "apps");
+    assert_eq!(out["resource"], "deployments");
+    assert_eq!(out["kind"], "Deployment");
+    assert_eq!(out["namespace"], json!(ns));
+
+    call(
+        &c,
+        "KubeOps",
+        json!({"operation": "patch", "objectReference": out, "spec": {"spec": {"replicas": 2}}}),
+    )
+    .await?;
+    let deploys: Api<Deployment> = Api::namespaced(client.clone(), &ns);
+    assert_eq!(
+        deploys.get("made").await?.spec.and_then(|s| s.replicas),
+        Some(2)
+    );
+
+    call(
+        &c,
+        "KubeOps",
+        json!({"operation": "delete", "namespace": ns, "objectReference": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "made"}}),
+    )
+    .await?;
+    support::poll(support::WAIT, || async {
+        deploys.get_opt("made").await.ok()?.is_none().then_some(())
+    })
+    .await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn unsupported_functions_fail_clearly() -> anyhow::Result<()> {
+    let client = support::client().await;
+    let c = ctx(&client, "default", namespace_object("default"));
+    let err = call(&c, "BackupData", json!({}))
+        .await
+        .expect_err("unsupported");
+    assert_eq!(
+        err.to_string(),
+        "function BackupData is not supported by this executor (supported: KubeTask, KubeExec, KubeExecAll, ScaleWorkload, KubeOps, Wait, WaitV2)"
+    );
+    Ok(())
+}
