@@ -4,7 +4,180 @@
 //! - [`cron`]: CronJob-compatible schedule parser and `next` (robfig/cron v3 port).
 //! - [`plan`]: pure planning: given spec, status, now and existing runs, decide.
 //! - [`retention`]: pure selection of the ActionSets to rotate, with reasons.
+//! - [`reconcile`]: the controller that executes plans against the API server.
+//! - [`metrics`]: Prometheus families; the binary calls [`metrics::register`].
 
 pub mod cron;
+pub mod metrics;
 pub mod plan;
+pub mod reconcile;
 pub mod retention;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use futures::StreamExt;
+use kube::runtime::controller::{self, Controller};
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::watcher;
+use kube::{Api, Client};
+use tracing::{info, warn};
+
+use crate::model::{ActionSchedule, ActionSet, LABEL_SCHEDULE};
+
+pub use metrics::register;
+
+/// How the scheduler runs.
+#[derive(Clone, Debug)]
+pub struct SchedulerOptions {
+    /// Watch only this namespace (`None`: all namespaces).
+    pub namespace: Option<String>,
+    /// Hold this Lease while scheduling (`None`: no leader election; run only
+    /// one replica then).
+    pub leader_election: Option<LeaderElection>,
+    /// `reportingController` of Events.
+    pub controller_name: String,
+    /// Schedules reconciled in parallel.
+    pub concurrency: u16,
+}
+
+#[derive(Clone, Debug)]
+pub struct LeaderElection {
+    pub lease_name: String,
+    pub lease_namespace: String,
+    /// This replica's identity (pod name).
+    pub identity: String,
+    pub lease_seconds: u64,
+    pub grace_seconds: u64,
+}
+
+impl Default for SchedulerOptions {
+    fn default() -> Self {
+        SchedulerOptions {
+            namespace: None,
+            leader_election: None,
+            controller_name: "blueprint-operator-scheduler".into(),
+            concurrency: 8,
+        }
+    }
+}
+
+impl LeaderElection {
+    pub fn new(lease_namespace: impl Into<String>, identity: impl Into<String>) -> Self {
+        LeaderElection {
+            lease_name: "blueprint-operator-scheduler".into(),
+            lease_namespace: lease_namespace.into(),
+            identity: identity.into(),
+            lease_seconds: 15,
+            grace_seconds: 5,
+        }
+    }
+}
+
+/// Run the ActionSchedule controller until `shutdown` completes. With leader
+/// election, schedules are reconciled only while this replica holds the Lease.
+pub async fn run(
+    client: Client,
+    opts: SchedulerOptions,
+    shutdown: impl Future,
+) -> anyhow::Result<()> {
+    let shutdown = async move {
+        shutdown.await;
+    };
+    tokio::pin!(shutdown);
+    let Some(le) = opts.leader_election.clone() else {
+        metrics::METRICS.leader.set(1);
+        run_controller(client, &opts, shutdown).await;
+        return Ok(());
+    };
+    if le.lease_seconds <= le.grace_seconds {
+        anyhow::bail!(
+            "leader election: lease_seconds ({}) must be greater than grace_seconds ({})",
+            le.lease_seconds,
+            le.grace_seconds
+        );
+    }
+    let manager = kube_lease_manager::LeaseManagerBuilder::new(client.clone(), &le.lease_name)
+        .with_namespace(&le.lease_namespace)
+        .with_identity(&le.identity)
+        .with_duration(le.lease_seconds)
+        .with_grace(le.grace_seconds)
+        .build()
+        .await
+        .with_context(|| format!("creating Lease {}/{}", le.lease_namespace, le.lease_name))?;
+    let (mut leader, task) = manager.watch().await;
+    loop {
+        // Wait to become leader (or shut down).
+        while !*leader.borrow_and_update() {
+            metrics::METRICS.leader.set(0);
+            tokio::select! {
+                _ = &mut shutdown => { drop(leader); let _ = task.await; return Ok(()); }
+                r = leader.changed() => if r.is_err() { anyhow::bail!("Lease manager stopped"); },
+            }
+        }
+        info!(identity = %le.identity, lease = %le.lease_name, "acquired scheduler Lease");
+        metrics::METRICS.leader.set(1);
+        let lost = async {
+            loop {
+                if leader.changed().await.is_err() || !*leader.borrow_and_update() {
+                    break;
+                }
+            }
+        };
+        tokio::select! {
+            _ = run_controller(client.clone(), &opts, &mut shutdown) => { drop(leader); let _ = task.await; return Ok(()); }
+            _ = lost => { warn!(identity = %le.identity, "lost scheduler Lease; pausing"); }
+        }
+    }
+}
+
+/// The controller itself (no leader election); returns when `shutdown` completes.
+async fn run_controller(
+    client: Client,
+    opts: &SchedulerOptions,
+    shutdown: impl Future<Output = ()>,
+) {
+    let (schedules, actionsets): (Api<ActionSchedule>, Api<ActionSet>) = match &opts.namespace {
+        Some(ns) => (
+            Api::namespaced(client.clone(), ns),
+            Api::namespaced(client.clone(), ns),
+        ),
+        None => (Api::all(client.clone()), Api::all(client.clone())),
+    };
+    let reporter = Reporter {
+        controller: opts.controller_name.clone(),
+        instance: None,
+    };
+    let ctx = Arc::new(reconcile::Ctx {
+        client: client.clone(),
+        recorder: Recorder::new(client, reporter),
+    });
+    let controller = Controller::new(schedules, watcher::Config::default())
+        .owns(
+            actionsets,
+            watcher::Config::default().labels(LABEL_SCHEDULE),
+        )
+        .with_config(controller::Config::default().concurrency(opts.concurrency));
+    let store = controller.store();
+    let overdue = async {
+        let mut tick = tokio::time::interval(Duration::from_secs(5));
+        loop {
+            tick.tick().await;
+            reconcile::update_overdue(&store.state(), chrono::Utc::now());
+        }
+    };
+    let run = controller
+        .run(reconcile::reconcile, reconcile::error_policy, ctx)
+        .for_each(|r| async move {
+            if let Err(e) = r {
+                tracing::debug!(error = %e, "scheduler controller event");
+            }
+        });
+    tokio::select! {
+        _ = run => {}
+        _ = overdue => {}
+        _ = shutdown => {}
+    }
+}

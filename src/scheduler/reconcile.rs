@@ -1,0 +1,771 @@
+//! The ActionSchedule controller: reads the schedule and its ActionSets,
+//! asks [`plan`](super::plan) and [`retention`](super::retention) what to do,
+//! does it, and writes status, Events and metrics.
+//!
+//! Exactly-once per tick: an ActionSet's name is derived from the schedule and
+//! the nominal tick, so `AlreadyExists` after a restart, a stale cache or a
+//! second replica means "already done". Status is written after the ActionSet,
+//! and the schedule is re-read from the API at the start of every reconcile.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, OwnerReference, Time};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event, EventType, Recorder};
+use kube::{Client, Resource, ResourceExt};
+use serde_json::{Value, json};
+use tracing::{info, warn};
+
+use super::cron::Schedule;
+use super::metrics::{METRICS, schedule_labels, with};
+use super::plan::{self, NewRun, PlanSettings, RunRecord, RunState, Trigger};
+use super::retention::{self, Policy};
+use crate::model::{
+    ANNOTATION_RUN_NOW, ANNOTATION_SCHEDULED_TIME, ActionSchedule, ActionScheduleStatus, ActionSet,
+    ActionSetSpec, Artifact, LABEL_DELETE_FOR, LABEL_SCHEDULE, LABEL_TRIGGER, RotationEntry,
+    RunReference, SkippedRun, State,
+};
+
+/// Entries kept in `status.recentSkips`.
+const RECENT_SKIPS: usize = 10;
+/// How often to look again while a delete action is running.
+const DELETE_POLL: Duration = Duration::from_secs(15);
+/// Longest sleep between reconciles of a healthy schedule.
+const MAX_REQUEUE: Duration = Duration::from_secs(3600);
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("Kubernetes API call failed: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("ActionSchedule {0} lacks metadata.{1}; it was not read from the API server")]
+    Metadata(String, &'static str),
+    #[error("cannot encode status: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+impl Error {
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            Error::Kube(_) => "kube",
+            Error::Metadata(..) => "metadata",
+            Error::Json(_) => "json",
+        }
+    }
+}
+
+pub struct Ctx {
+    pub client: Client,
+    pub recorder: Recorder,
+}
+
+fn to_time(t: DateTime<Utc>) -> Option<Time> {
+    k8s_openapi::jiff::Timestamp::from_second(t.timestamp())
+        .ok()
+        .map(Time)
+}
+
+fn from_time(t: &Time) -> Option<DateTime<Utc>> {
+    DateTime::from_timestamp(t.0.as_second(), t.0.subsec_nanosecond().max(0) as u32)
+}
+
+fn run_state(s: Option<State>) -> RunState {
+    match s {
+        Some(State::Running) => RunState::Running,
+        Some(State::Failed) => RunState::Failed,
+        Some(State::Complete) => RunState::Complete,
+        _ => RunState::Pending,
+    }
+}
+
+/// The scheduler's view of an ActionSet labelled with a schedule.
+pub fn record(a: &ActionSet, owner_uid: &str) -> RunRecord {
+    let scheduled_time = a
+        .annotations()
+        .get(ANNOTATION_SCHEDULED_TIME)
+        .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
+        .map(|d| d.with_timezone(&Utc))
+        .or_else(|| a.metadata.creation_timestamp.as_ref().and_then(from_time))
+        .unwrap_or_default();
+    let defers: Vec<State> = a
+        .status
+        .iter()
+        .flat_map(|s| s.actions.iter())
+        .filter(|x| !x.defer_phase.name.is_empty() && x.defer_phase.state != State::Unset)
+        .map(|x| x.defer_phase.state)
+        .collect();
+    let defer_state = if defers.iter().any(|s| *s == State::Running) {
+        Some(RunState::Running)
+    } else if defers.iter().any(|s| *s == State::Pending) {
+        Some(RunState::Pending)
+    } else if defers.iter().any(|s| *s == State::Failed) {
+        Some(RunState::Failed)
+    } else if defers.is_empty() {
+        None
+    } else {
+        Some(RunState::Complete)
+    };
+    RunRecord {
+        name: a.name_any(),
+        scheduled_time,
+        state: run_state(a.state()),
+        defer_state,
+        trigger: Trigger::parse(
+            a.labels()
+                .get(LABEL_TRIGGER)
+                .map(String::as_str)
+                .unwrap_or(""),
+        ),
+        owned: a.owner_references().iter().any(|o| o.uid == owner_uid),
+        delete_for: a.labels().get(LABEL_DELETE_FOR).cloned(),
+    }
+}
+
+fn owner_ref(s: &ActionSchedule, uid: &str) -> OwnerReference {
+    OwnerReference {
+        api_version: "blueprint-operator.io/v1alpha1".into(),
+        kind: "ActionSchedule".into(),
+        name: s.name_any(),
+        uid: uid.into(),
+        controller: Some(true),
+        block_owner_deletion: None,
+    }
+}
+
+fn new_action_set(
+    s: &ActionSchedule,
+    uid: &str,
+    run: &NewRun,
+    spec: ActionSetSpec,
+    delete_for: Option<&str>,
+) -> ActionSet {
+    let mut labels = BTreeMap::new();
+    labels.insert(
+        LABEL_SCHEDULE.to_string(),
+        plan::schedule_label_value(&s.name_any()),
+    );
+    labels.insert(LABEL_TRIGGER.to_string(), run.trigger.as_str().to_string());
+    if let Some(d) = delete_for {
+        labels.insert(LABEL_DELETE_FOR.to_string(), d.to_string());
+    }
+    let mut annotations = BTreeMap::new();
+    annotations.insert(
+        ANNOTATION_SCHEDULED_TIME.to_string(),
+        run.scheduled_time.to_rfc3339(),
+    );
+    let meta = kube::core::ObjectMeta {
+        name: Some(run.name.clone()),
+        namespace: s.namespace(),
+        labels: Some(labels),
+        annotations: Some(annotations),
+        owner_references: Some(vec![owner_ref(s, uid)]),
+        ..Default::default()
+    };
+    ActionSet::new(meta, spec)
+}
+
+/// The delete-action ActionSet's spec: the template's actions renamed to
+/// `delete_action`, each with the artifacts the rotated run produced.
+fn delete_spec(template: &ActionSetSpec, delete_action: &str, run: &ActionSet) -> ActionSetSpec {
+    let statuses = run
+        .status
+        .as_ref()
+        .map(|s| s.actions.as_slice())
+        .unwrap_or_default();
+    let all: BTreeMap<String, Artifact> =
+        statuses.iter().flat_map(|a| a.artifacts.clone()).collect();
+    let actions = template
+        .actions
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let mut a = a.clone();
+            a.name = delete_action.to_string();
+            a.artifacts = statuses
+                .get(i)
+                .map(|s| s.artifacts.clone())
+                .filter(|m| !m.is_empty())
+                .unwrap_or_else(|| all.clone());
+            a
+        })
+        .collect();
+    ActionSetSpec { actions }
+}
+
+async fn publish(
+    ctx: &Ctx,
+    s: &ActionSchedule,
+    warning: bool,
+    reason: &str,
+    action: &str,
+    note: String,
+) {
+    let ev = Event {
+        type_: if warning {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        },
+        reason: reason.into(),
+        note: Some(note.chars().take(1000).collect()),
+        action: action.into(),
+        secondary: None,
+    };
+    if let Err(e) = ctx.recorder.publish(&ev, &s.object_ref(&())).await {
+        warn!(error = %e, reason, "cannot publish Event");
+    }
+}
+
+fn condition(
+    ready: bool,
+    reason: &str,
+    message: String,
+    generation: Option<i64>,
+    old: &[Condition],
+) -> Condition {
+    let status = if ready { "True" } else { "False" };
+    let last = old
+        .iter()
+        .find(|c| c.type_ == "Ready" && c.status == status && c.reason == reason)
+        .map(|c| c.last_transition_time.clone());
+    Condition {
+        type_: "Ready".into(),
+        status: status.into(),
+        reason: reason.into(),
+        message,
+        observed_generation: generation,
+        last_transition_time: last.unwrap_or_else(|| {
+            to_time(Utc::now()).unwrap_or(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH))
+        }),
+    }
+}
+
+/// Status as a merge patch that also clears fields that became empty.
+fn status_patch(status: &ActionScheduleStatus) -> Result<Value, Error> {
+    let mut v = serde_json::to_value(status)?;
+    if let Value::Object(m) = &mut v {
+        for k in [
+            "observedGeneration",
+            "lastScheduleTime",
+            "lastSkippedTime",
+            "lastSuccessfulTime",
+            "nextScheduleTime",
+            "active",
+            "recentSkips",
+            "lastRunNowToken",
+            "conditions",
+        ] {
+            m.entry(k).or_insert(Value::Null);
+        }
+        if let Some(Value::Object(r)) = m.get_mut("retention") {
+            r.entry("removing").or_insert(Value::Null);
+            r.entry("nextRotation").or_insert(Value::Null);
+        }
+    }
+    Ok(json!({ "status": v }))
+}
+
+async fn write_status(
+    api: &Api<ActionSchedule>,
+    s: &ActionSchedule,
+    status: ActionScheduleStatus,
+) -> Result<(), Error> {
+    if s.status.as_ref() == Some(&status) {
+        return Ok(());
+    }
+    api.patch_status(
+        &s.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(status_patch(&status)?),
+    )
+    .await?;
+    Ok(())
+}
+
+fn requeue(next: Option<DateTime<Utc>>, now: DateTime<Utc>, extra: Option<Duration>) -> Action {
+    let mut d = next
+        .map(|n| (n - now).to_std().unwrap_or_default() + Duration::from_millis(100))
+        .unwrap_or(MAX_REQUEUE)
+        .min(MAX_REQUEUE);
+    if let Some(e) = extra {
+        d = d.min(e);
+    }
+    Action::requeue(d)
+}
+
+pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action, Error> {
+    let name = obj.name_any();
+    let ns = obj
+        .namespace()
+        .ok_or_else(|| Error::Metadata(name.clone(), "namespace"))?;
+    let api: Api<ActionSchedule> = Api::namespaced(ctx.client.clone(), &ns);
+    // Re-read: the watch cache may be older than our own last status write.
+    let Some(s) = api.get_opt(&name).await? else {
+        return Ok(Action::await_change());
+    };
+    if s.metadata.deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    let uid = s
+        .uid()
+        .ok_or_else(|| Error::Metadata(name.clone(), "uid"))?;
+    let labels = schedule_labels(&ns, &name);
+    let old = s.status.clone().unwrap_or_default();
+    let mut status = old.clone();
+    status.observed_generation = s.metadata.generation;
+    let now = Utc::now();
+
+    let schedule = match Schedule::parse(&s.spec.schedule, s.spec.time_zone.as_deref()) {
+        Ok(x) => x,
+        Err(e) => {
+            let msg = format!("{e}; fix spec.schedule/spec.timeZone");
+            let was = old
+                .conditions
+                .iter()
+                .any(|c| c.reason == "InvalidSchedule" && c.message == msg);
+            if !was {
+                publish(&ctx, &s, true, "InvalidSchedule", "Parse", msg.clone()).await;
+            }
+            status.next_schedule_time = None;
+            status.conditions = vec![condition(
+                false,
+                "InvalidSchedule",
+                msg,
+                s.metadata.generation,
+                &old.conditions,
+            )];
+            write_status(&api, &s, status).await?;
+            return Ok(Action::await_change());
+        }
+    };
+
+    let actionsets: Api<ActionSet> = Api::namespaced(ctx.client.clone(), &ns);
+    let selector = format!("{LABEL_SCHEDULE}={}", plan::schedule_label_value(&name));
+    let listed = actionsets
+        .list(&ListParams::default().labels(&selector))
+        .await?
+        .items;
+    let by_name: BTreeMap<String, &ActionSet> = listed.iter().map(|a| (a.name_any(), a)).collect();
+    let mut runs: Vec<RunRecord> = listed.iter().map(|a| record(a, &uid)).collect();
+
+    let created_at = s
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .and_then(from_time)
+        .unwrap_or(now);
+    let window_start = [
+        old.last_schedule_time.as_ref().and_then(from_time),
+        old.last_skipped_time.as_ref().and_then(from_time),
+        Some(created_at),
+    ]
+    .into_iter()
+    .flatten()
+    .max()
+    .unwrap_or(now);
+    let token = s
+        .annotations()
+        .get(ANNOTATION_RUN_NOW)
+        .filter(|t| !t.is_empty() && old.last_run_now_token.as_ref() != Some(*t))
+        .cloned();
+    let settings = PlanSettings {
+        suspend: s.spec.suspend,
+        concurrency_policy: s.spec.concurrency_policy,
+        starting_deadline_seconds: s.spec.starting_deadline_seconds,
+        missed_run_policy: s.spec.missed_run_policy,
+    };
+    let p = plan::plan(
+        &name,
+        &schedule,
+        &settings,
+        window_start,
+        now,
+        &runs,
+        token.as_deref(),
+    );
+
+    // Replace: remove active runs first.
+    for victim in &p.replace {
+        if let Some(a) = by_name.get(victim) {
+            delete_owned(&actionsets, a).await?;
+            publish(
+                &ctx,
+                &s,
+                false,
+                "Replaced",
+                "Delete",
+                format!("deleted active ActionSet {victim} (concurrencyPolicy: Replace)"),
+            )
+            .await;
+        }
+        runs.retain(|r| &r.name != victim);
+    }
+
+    for run in &p.create {
+        let a = new_action_set(&s, &uid, run, s.spec.action_set_template.clone(), None);
+        match actionsets.create(&PostParams::default(), &a).await {
+            Ok(_) => {
+                info!(schedule = %name, namespace = %ns, actionset = %run.name, tick = %run.scheduled_time, "created ActionSet");
+                METRICS
+                    .runs_created
+                    .get_or_create(&with(labels.clone(), "trigger", run.trigger.as_str()))
+                    .inc();
+                if run.trigger == Trigger::Scheduled {
+                    METRICS
+                        .creation_lag
+                        .observe((Utc::now() - run.scheduled_time).as_seconds_f64().max(0.0));
+                }
+                let what = match run.trigger {
+                    Trigger::RunNow => "run-now request".to_string(),
+                    _ => format!("tick {}", run.scheduled_time.to_rfc3339()),
+                };
+                publish(
+                    &ctx,
+                    &s,
+                    false,
+                    "Created",
+                    "Create",
+                    format!("created ActionSet {} for {what}", run.name),
+                )
+                .await;
+            }
+            Err(kube::Error::Api(e)) if e.code == 409 => {
+                // Already done by an earlier attempt or another replica.
+                let existing = actionsets.get_opt(&run.name).await?;
+                if existing
+                    .as_ref()
+                    .is_some_and(|x| x.owner_references().iter().any(|o| o.uid == uid))
+                {
+                    info!(schedule = %name, actionset = %run.name, "ActionSet already exists; tick already handled");
+                } else {
+                    publish(
+                        &ctx,
+                        &s,
+                        true,
+                        "NameConflict",
+                        "Create",
+                        format!("ActionSet {} exists but was not created by this schedule; this run is not started. Rename or delete that ActionSet.", run.name),
+                    )
+                    .await;
+                }
+            }
+            Err(e) => {
+                publish(
+                    &ctx,
+                    &s,
+                    true,
+                    "FailedCreate",
+                    "Create",
+                    format!("cannot create ActionSet {}: {e}", run.name),
+                )
+                .await;
+                return Err(e.into());
+            }
+        }
+        if !runs.iter().any(|r| r.name == run.name) {
+            runs.push(RunRecord {
+                name: run.name.clone(),
+                scheduled_time: run.scheduled_time,
+                state: RunState::Pending,
+                defer_state: None,
+                trigger: run.trigger,
+                owned: true,
+                delete_for: None,
+            });
+        }
+    }
+
+    for skip in &p.skips {
+        METRICS
+            .runs_skipped
+            .get_or_create(&with(labels.clone(), "reason", skip.reason.as_str()))
+            .inc_by(u64::from(skip.count));
+        if skip.reason.is_missed() {
+            status.missed_runs += u64::from(skip.count);
+        } else {
+            status.skipped_runs += u64::from(skip.count);
+        }
+        status.recent_skips.insert(
+            0,
+            SkippedRun {
+                scheduled_time: skip.scheduled_time.to_rfc3339(),
+                reason: skip.reason.as_str().into(),
+                count: skip.count,
+            },
+        );
+        let event_reason = match skip.reason {
+            plan::SkipReason::Missed => "MissedSchedule",
+            plan::SkipReason::DeadlineExceeded => "MissedDeadline",
+            plan::SkipReason::Suspended => "SkippedSuspended",
+            plan::SkipReason::ConcurrencyForbid => "SkippedConcurrency",
+        };
+        let warning = skip.reason.is_missed() || skip.reason == plan::SkipReason::ConcurrencyForbid;
+        publish(
+            &ctx,
+            &s,
+            warning,
+            event_reason,
+            "Schedule",
+            skip.message.clone(),
+        )
+        .await;
+    }
+    status.recent_skips.truncate(RECENT_SKIPS);
+    if let Some(t) = p.last_schedule_time {
+        status.last_schedule_time = to_time(t);
+    }
+    if let Some(t) = p.last_skipped_time {
+        status.last_skipped_time = to_time(t);
+    }
+    if let Some(tok) = &p.run_now_token {
+        status.last_run_now_token = Some(tok.clone());
+    }
+    status.next_schedule_time = p.next.and_then(to_time);
+
+    // Retention.
+    let policy = Policy::from_spec(&s.spec.retention, schedule.time_zone());
+    let rp = retention::select(&runs, &policy);
+    let mut removing = Vec::new();
+    let mut waiting = false;
+    let deletes: BTreeMap<&str, &RunRecord> = runs
+        .iter()
+        .filter(|r| r.trigger == Trigger::Delete && r.owned)
+        .filter_map(|r| r.delete_for.as_deref().map(|f| (f, r)))
+        .collect();
+    for rm in &rp.remove {
+        let Some(a) = by_name.get(&rm.name) else {
+            continue;
+        };
+        let delete_action = s
+            .spec
+            .retention
+            .delete_action
+            .as_deref()
+            .filter(|d| !d.is_empty());
+        match (delete_action, rm.state) {
+            (Some(action), RunState::Complete) => {
+                let dname = plan::delete_name(&rm.name);
+                match deletes.get(rm.name.as_str()).map(|d| d.state) {
+                    None => {
+                        let run = NewRun {
+                            name: dname.clone(),
+                            scheduled_time: now,
+                            trigger: Trigger::Delete,
+                        };
+                        let spec = delete_spec(&s.spec.action_set_template, action, a);
+                        let da = new_action_set(&s, &uid, &run, spec, Some(&rm.name));
+                        match actionsets.create(&PostParams::default(), &da).await {
+                            Ok(_) => {}
+                            Err(kube::Error::Api(e)) if e.code == 409 => {}
+                            Err(e) => return Err(e.into()),
+                        }
+                        METRICS
+                            .runs_created
+                            .get_or_create(&with(labels.clone(), "trigger", "delete"))
+                            .inc();
+                        publish(&ctx, &s, false, "DeleteActionStarted", "Rotate", format!("rotating {} ({}): created ActionSet {dname} running action {action:?} with its artifacts", rm.name, rm.reason)).await;
+                        waiting = true;
+                        removing.push(RotationEntry {
+                            name: rm.name.clone(),
+                            reason: rm.reason.clone(),
+                            progress: Some("WaitingForDeleteAction".into()),
+                        });
+                    }
+                    Some(RunState::Complete) => {
+                        delete_owned(&actionsets, a).await?;
+                        if let Some(d) = by_name.get(&dname) {
+                            delete_owned(&actionsets, d).await?;
+                        }
+                        METRICS
+                            .runs_rotated
+                            .get_or_create(&with(labels.clone(), "state", rm.state.as_str()))
+                            .inc();
+                        publish(
+                            &ctx,
+                            &s,
+                            false,
+                            "Rotated",
+                            "Delete",
+                            format!(
+                                "deleted ActionSet {} after delete action {dname} completed ({})",
+                                rm.name, rm.reason
+                            ),
+                        )
+                        .await;
+                    }
+                    Some(RunState::Failed) => {
+                        removing.push(RotationEntry {
+                            name: rm.name.clone(),
+                            reason: rm.reason.clone(),
+                            progress: Some(format!("DeleteActionFailed: ActionSet {dname} failed; the run is kept. Delete {dname} to retry.")),
+                        });
+                        if !old.retention.removing.iter().any(|e| {
+                            e.name == rm.name
+                                && e.progress
+                                    .as_deref()
+                                    .is_some_and(|p| p.starts_with("DeleteActionFailed"))
+                        }) {
+                            publish(&ctx, &s, true, "DeleteActionFailed", "Rotate", format!("delete action {dname} for {} failed; the run is kept. Delete {dname} to retry.", rm.name)).await;
+                        }
+                    }
+                    Some(_) => {
+                        waiting = true;
+                        removing.push(RotationEntry {
+                            name: rm.name.clone(),
+                            reason: rm.reason.clone(),
+                            progress: Some("WaitingForDeleteAction".into()),
+                        });
+                    }
+                }
+            }
+            _ => {
+                delete_owned(&actionsets, a).await?;
+                METRICS
+                    .runs_rotated
+                    .get_or_create(&with(labels.clone(), "state", rm.state.as_str()))
+                    .inc();
+                publish(
+                    &ctx,
+                    &s,
+                    false,
+                    "Rotated",
+                    "Delete",
+                    format!("deleted ActionSet {}: {}", rm.name, rm.reason),
+                )
+                .await;
+            }
+        }
+    }
+    // Delete actions whose run is gone and that have finished.
+    for (run_name, d) in &deletes {
+        if !by_name.contains_key(*run_name)
+            && d.state.is_terminal()
+            && let Some(a) = by_name.get(&d.name)
+        {
+            delete_owned(&actionsets, a).await?;
+        }
+    }
+    let removed: Vec<&str> = rp
+        .remove
+        .iter()
+        .filter(|r| !removing.iter().any(|e| e.name == r.name))
+        .map(|r| r.name.as_str())
+        .collect();
+    runs.retain(|r| !removed.contains(&r.name.as_str()));
+    status.retention.removing = removing;
+    status.retention.next_rotation = match p.next {
+        Some(n) if !s.spec.suspend => retention::preview_next(&runs, &policy, n)
+            .into_iter()
+            .filter(|r| !status.retention.removing.iter().any(|e| e.name == r.name))
+            .map(|r| RotationEntry {
+                name: r.name,
+                reason: r.reason,
+                progress: None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+
+    // Summary.
+    let sum = plan::summarize(&runs);
+    status.active = sum
+        .active
+        .iter()
+        .map(|r| RunReference {
+            name: r.name.clone(),
+            scheduled_time: r.scheduled_time.to_rfc3339(),
+            state: r.state.as_str().into(),
+        })
+        .collect();
+    status.active_count = status.active.len() as u32;
+    if sum.consecutive_failures > old.consecutive_failures {
+        publish(
+            &ctx,
+            &s,
+            true,
+            "RunFailed",
+            "Observe",
+            format!("{} consecutive failed run(s)", sum.consecutive_failures),
+        )
+        .await;
+    }
+    status.consecutive_failures = sum.consecutive_failures;
+    METRICS
+        .consecutive_failures
+        .get_or_create(&labels)
+        .set(i64::from(sum.consecutive_failures));
+    let prev_success = old.last_successful_time.as_ref().and_then(from_time);
+    status.last_successful_time = sum.last_successful.max(prev_success).and_then(to_time);
+    let (reason, msg) = if s.spec.suspend {
+        (
+            "Suspended",
+            "schedule is suspended; run-now requests still run".to_string(),
+        )
+    } else {
+        match p.next {
+            Some(n) => ("Scheduled", format!("next run at {}", n.to_rfc3339())),
+            None => (
+                "NoNextTick",
+                "the schedule has no activation in the next 5 years".to_string(),
+            ),
+        }
+    };
+    status.conditions = vec![condition(
+        reason != "NoNextTick",
+        reason,
+        msg,
+        s.metadata.generation,
+        &old.conditions,
+    )];
+    write_status(&api, &s, status).await?;
+    Ok(requeue(p.next, Utc::now(), waiting.then_some(DELETE_POLL)))
+}
+
+/// Delete an ActionSet this schedule created, only if it is still the same object.
+async fn delete_owned(api: &Api<ActionSet>, a: &ActionSet) -> Result<(), Error> {
+    let dp = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: a.uid(),
+            resource_version: None,
+        }),
+        ..DeleteParams::background()
+    };
+    match api.delete(&a.name_any(), &dp).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+pub fn error_policy(obj: Arc<ActionSchedule>, err: &Error, _ctx: Arc<Ctx>) -> Action {
+    let labels = with(
+        schedule_labels(&obj.namespace().unwrap_or_default(), &obj.name_any()),
+        "kind",
+        err.metric_label(),
+    );
+    METRICS.reconcile_errors.get_or_create(&labels).inc();
+    warn!(schedule = %obj.name_any(), error = %err, "reconcile failed; retrying");
+    Action::requeue(Duration::from_secs(5))
+}
+
+/// Update the overdue gauge from the cached schedules.
+pub fn update_overdue(schedules: &[Arc<ActionSchedule>], now: DateTime<Utc>) {
+    for s in schedules {
+        let labels = schedule_labels(&s.namespace().unwrap_or_default(), &s.name_any());
+        let overdue = match (
+            &s.spec.suspend,
+            s.status
+                .as_ref()
+                .and_then(|st| st.next_schedule_time.as_ref()),
+        ) {
+            (false, Some(next)) => from_time(next)
+                .map(|n| (now - n).as_seconds_f64().max(0.0))
+                .unwrap_or(0.0),
+            _ => 0.0,
+        };
+        METRICS.overdue.get_or_create(&labels).set(overdue);
+    }
+}
