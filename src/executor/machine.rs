@@ -476,7 +476,7 @@ pub fn apply(
         }
         Transition::LaunchFailed(err) => {
             // As Kanister: a launch failure marks the first phase failed.
-            if let Some(p) = st.phases.first_mut() {
+            if let Some(p) = st.phases.first_mut().filter(|p| p.state == State::Pending) {
                 p.state = State::Failed;
                 p.progress.last_transition_time = Some(ctx.now.to_string());
                 rec.failed_phase = p.name.clone();

@@ -10,5 +10,9 @@
 //!   status writes with conflict retry);
 //! - [`cli`]: the `controller` subcommand.
 
+pub mod cli;
 pub mod events;
 pub mod machine;
+pub mod metrics;
+pub mod params;
+pub mod runtime;

@@ -1,0 +1,187 @@
+//! `blueprint-operator controller`: the ActionSet executor (and, unless
+//! `--no-scheduler`, the ActionSchedule scheduler) in one process, with
+//! Prometheus metrics on `--metrics-addr` and leader election through a
+//! `coordination.k8s.io` Lease (only the holder executes ActionSets; losing
+//! the Lease exits the process, so a restarted pod resumes cleanly).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use prometheus_client::registry::Registry;
+use tracing::{info, warn};
+
+use super::metrics::Metrics;
+use super::runtime::{self, Config};
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct ControllerArgs {
+    /// Watch ActionSets of this namespace only (default: all namespaces).
+    #[arg(long, env = "BPO_NAMESPACE")]
+    pub namespace: Option<String>,
+    /// Seconds a deleted ActionSet's deferPhase may run before the finalizer
+    /// is removed anyway.
+    #[arg(long, default_value_t = 600, value_name = "SECONDS")]
+    pub deletion_timeout: u64,
+    /// Serve /metrics here (127.0.0.1:0 picks a free port; "off" disables).
+    #[arg(long, default_value = "127.0.0.1:9464")]
+    pub metrics_addr: String,
+    /// Do not run the ActionSchedule scheduler in this process.
+    #[arg(long)]
+    pub no_scheduler: bool,
+    /// Run without a Lease (only one replica may run then).
+    #[arg(long)]
+    pub no_leader_election: bool,
+    /// Name of the Lease for leader election.
+    #[arg(long, default_value = "blueprint-operator-executor")]
+    pub lease_name: String,
+    /// Namespace of the Lease (default: $POD_NAMESPACE, else "default").
+    #[arg(long, env = "POD_NAMESPACE")]
+    pub lease_namespace: Option<String>,
+    /// Identity in Events and the Lease (default: $POD_NAME, else hostname).
+    #[arg(long, env = "POD_NAME")]
+    pub instance: Option<String>,
+    /// Log filter (`info`, `debug`, `info,blueprint_operator=debug`).
+    #[arg(long, default_value = "info")]
+    pub log_level: String,
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "blueprint-operator".into())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}
+
+async fn serve_metrics(addr: &str, registry: Arc<Registry>) -> anyhow::Result<()> {
+    if addr == "off" {
+        return Ok(());
+    }
+    let addr: SocketAddr = addr.parse().with_context(|| {
+        format!("--metrics-addr {addr:?} is not an address like 127.0.0.1:9464 (or \"off\")")
+    })?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding --metrics-addr {addr}"))?;
+    info!(addr = %listener.local_addr()?, "metrics listening");
+    let app = axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let registry = registry.clone();
+            async move {
+                let mut body = String::new();
+                let _ = prometheus_client::encoding::text::encode(&mut body, &registry);
+                (
+                    [(
+                        axum::http::header::CONTENT_TYPE,
+                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                    )],
+                    body,
+                )
+            }
+        }),
+    );
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            warn!(error = %e, "metrics server stopped");
+        }
+    });
+    Ok(())
+}
+
+/// Runs the controller until SIGTERM/SIGINT (or until the Lease is lost).
+pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
+    let _ = crate::telemetry::init(&args.log_level);
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = kube::Client::try_default()
+        .await
+        .context("connecting to the Kubernetes API (in-cluster config or $KUBECONFIG)")?;
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    serve_metrics(&args.metrics_addr, Arc::new(registry)).await?;
+    let instance = args.instance.clone().unwrap_or_else(hostname);
+
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut lease_rx = None;
+    if !args.no_leader_election {
+        let ns = args
+            .lease_namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
+        let manager =
+            kube_lease_manager::LeaseManagerBuilder::new(client.clone(), &args.lease_name)
+                .with_namespace(&ns)
+                .with_identity(&instance)
+                .with_duration(15)
+                .with_grace(5)
+                .build()
+                .await
+                .with_context(|| format!("Lease {ns}/{}", args.lease_name))?;
+        let (mut rx, _task) = manager.watch().await;
+        info!(lease = %args.lease_name, namespace = %ns, identity = %instance, "waiting for leadership");
+        tokio::select! {
+            r = rx.wait_for(|l| *l) => { r.context("leader election stopped")?; }
+            _ = shutdown_signal() => return Ok(()),
+        }
+        info!("acquired leadership");
+        lease_rx = Some(rx);
+    }
+
+    let shutdown = {
+        let mut stop_rx = stop_rx.clone();
+        async move {
+            let _ = stop_rx.wait_for(|s| *s).await;
+        }
+    };
+    if !args.no_scheduler {
+        info!(
+            "the ActionSchedule scheduler is not wired into this build yet; run with --no-scheduler to silence this"
+        );
+    }
+    let cfg = Config {
+        namespace: args.namespace.clone(),
+        deletion_timeout: Duration::from_secs(args.deletion_timeout),
+        instance,
+    };
+    let executor = tokio::spawn(runtime::run(client.clone(), cfg, metrics, shutdown));
+    let lost = async move {
+        match lease_rx {
+            Some(mut rx) => {
+                let _ = rx.wait_for(|l| !*l).await;
+            }
+            None => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = shutdown_signal() => info!("shutting down"),
+        _ = lost => warn!("lost leadership; exiting so that the new leader takes over"),
+    }
+    let _ = stop_tx.send(true);
+    let _ = tokio::time::timeout(Duration::from_secs(5), executor).await;
+    Ok(())
+}

@@ -1,0 +1,603 @@
+//! Template parameters, as Kanister's `param.TemplateParams` (Go field
+//! names), plus `.Outcome` for the deferPhase.
+//!
+//! [`fetch_base`] reads what the ActionSet names (target object, workload
+//! pods, ConfigMaps, Secrets, Profile) once per action run; the pure
+//! functions [`for_phase`], [`for_defer`] and [`for_artifacts`] add the
+//! per-stage values from the status:
+//! - main phase i: `.Phases.<name>` for phases 0..=i (`Output` for the
+//!   completed ones), `.CurrentPhase`;
+//! - deferPhase: `.Phases.<name>` of the phases that ran (failed ones without
+//!   `Output`), `.DeferPhase` (no output yet), `.Outcome {State, FailedPhase,
+//!   Error}`;
+//! - output artifacts: all phase outputs and `.DeferPhase.Output`.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
+use kube::api::{Api, ListParams};
+use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+use serde_json::{Map, Value, json};
+
+use super::machine::{ActionRecord, outcome};
+use crate::model::{ActionSpec, ActionStatus, Artifact, ObjectReference, Profile, State};
+use crate::template;
+
+/// Builds the ActionSet-level parameters of one action. Never fails: what
+/// cannot be fetched is left out and reported as the error (the action then
+/// fails to launch, and its deferPhase still runs with what is there).
+pub async fn fetch_base(
+    client: &kube::Client,
+    namespace: &str,
+    spec: &ActionSpec,
+    time: &str,
+) -> (Map<String, Value>, Option<String>) {
+    let mut p = Map::new();
+    let mut errors = Vec::new();
+    p.insert("Time".into(), json!(time));
+    p.insert("Options".into(), json!(spec.options));
+    p.insert("ArtifactsIn".into(), json!(spec.artifacts));
+    if let Some(po) = &spec.pod_override {
+        p.insert("PodOverride".into(), Value::Object(po.clone()));
+    }
+    if let Some(a) = &spec.pod_annotations {
+        p.insert("PodAnnotations".into(), json!(a));
+    }
+    if let Some(l) = &spec.pod_labels {
+        p.insert("PodLabels".into(), json!(l));
+    }
+    match fetch_object(client, namespace, &spec.object).await {
+        Ok(extra) => p.extend(extra),
+        Err(e) => errors.push(e),
+    }
+    let mut cms = Map::new();
+    for (name, r) in &spec.config_maps {
+        let api: Api<ConfigMap> = Api::namespaced(client.clone(), or_ns(&r.namespace, namespace));
+        match api.get(&r.name).await {
+            Ok(cm) => {
+                cms.insert(name.clone(), json!(cm));
+            }
+            Err(e) => errors.push(format!(
+                "Failed to get ConfigMap {}/{} (configMaps.{name}): {e}",
+                or_ns(&r.namespace, namespace),
+                r.name
+            )),
+        }
+    }
+    p.insert("ConfigMaps".into(), Value::Object(cms));
+    let mut secrets = Map::new();
+    for (name, r) in &spec.secrets {
+        match get_secret(client, or_ns(&r.namespace, namespace), &r.name).await {
+            Ok(s) => {
+                secrets.insert(name.clone(), s);
+            }
+            Err(e) => errors.push(format!("{e} (secrets.{name})")),
+        }
+    }
+    p.insert("Secrets".into(), Value::Object(secrets));
+    if let Some(r) = &spec.profile {
+        match fetch_profile(client, or_ns(&r.namespace, namespace), &r.name).await {
+            Ok(v) => {
+                p.insert("Profile".into(), v);
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    let err = (!errors.is_empty()).then(|| errors.join("; "));
+    (p, err)
+}
+
+fn or_ns<'a>(ns: &'a str, default: &'a str) -> &'a str {
+    if ns.is_empty() { default } else { ns }
+}
+
+async fn get_secret(client: &kube::Client, ns: &str, name: &str) -> Result<Value, String> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), ns);
+    api.get(name)
+        .await
+        .map(|s| json!(s))
+        .map_err(|e| format!("Failed to get Secret {ns}/{name}: {e}"))
+}
+
+/// `.Object` and the kind-specific values (`.Deployment`, `.StatefulSet`,
+/// `.PVC`, `.Namespace`, `.DeploymentConfig`).
+async fn fetch_object(
+    client: &kube::Client,
+    namespace: &str,
+    obj: &ObjectReference,
+) -> Result<Map<String, Value>, String> {
+    let ns = or_ns(&obj.namespace, namespace);
+    let kind = obj.kind.to_ascii_lowercase();
+    let (gvk, plural, namespaced) = match kind.as_str() {
+        "deployment" => (
+            GroupVersionKind::gvk("apps", "v1", "Deployment"),
+            "deployments",
+            true,
+        ),
+        "statefulset" => (
+            GroupVersionKind::gvk("apps", "v1", "StatefulSet"),
+            "statefulsets",
+            true,
+        ),
+        "deploymentconfig" => (
+            GroupVersionKind::gvk("apps.openshift.io", "v1", "DeploymentConfig"),
+            "deploymentconfigs",
+            true,
+        ),
+        "pvc" | "persistentvolumeclaim" => (
+            GroupVersionKind::gvk("", "v1", "PersistentVolumeClaim"),
+            "persistentvolumeclaims",
+            true,
+        ),
+        "namespace" => (
+            GroupVersionKind::gvk("", "v1", "Namespace"),
+            "namespaces",
+            false,
+        ),
+        _ => {
+            if obj.api_version.is_empty() || obj.resource.is_empty() {
+                return Err(format!(
+                    "Not a known object Kind {}. Action must specify Resource name and API version (object {}/{})",
+                    obj.kind, ns, obj.name
+                ));
+            }
+            let (group, version) = match obj.api_version.split_once('/') {
+                Some((g, v)) => (g.to_string(), v.to_string()),
+                None => (obj.group.clone(), obj.api_version.clone()),
+            };
+            (
+                GroupVersionKind::gvk(&group, &version, &obj.kind),
+                obj.resource.as_str(),
+                !obj.namespace.is_empty(),
+            )
+        }
+    };
+    let ar = ApiResource::from_gvk_with_plural(&gvk, plural);
+    let api: Api<DynamicObject> = if namespaced {
+        Api::namespaced_with(client.clone(), ns, &ar)
+    } else {
+        Api::all_with(client.clone(), &ar)
+    };
+    let fetched = api.get(&obj.name).await.map_err(|e| {
+        format!(
+            "Failed to get object {} {}{}: {e}",
+            obj.kind,
+            if namespaced {
+                format!("{ns}/")
+            } else {
+                String::new()
+            },
+            obj.name
+        )
+    })?;
+    let object = serde_json::to_value(&fetched).map_err(|e| e.to_string())?;
+    let mut p = Map::new();
+    match kind.as_str() {
+        "deployment" | "statefulset" | "deploymentconfig" => {
+            let field = match kind.as_str() {
+                "deployment" => "Deployment",
+                "statefulset" => "StatefulSet",
+                _ => "DeploymentConfig",
+            };
+            let workload = workload_params(client, ns, &obj.name, &object).await?;
+            p.insert(field.into(), workload);
+        }
+        "pvc" | "persistentvolumeclaim" => {
+            p.insert("PVC".into(), json!({"Name": obj.name, "Namespace": ns}));
+        }
+        // Kanister quirk: both come from object.namespace.
+        "namespace" => {
+            p.insert(
+                "Namespace".into(),
+                json!({"Name": obj.namespace, "Namespace": obj.namespace}),
+            );
+        }
+        _ => {}
+    }
+    p.insert("Object".into(), object);
+    Ok(p)
+}
+
+/// `{Name, Namespace, Pods, Containers, PersistentVolumeClaims}` from the
+/// running pods that match the workload's selector.
+async fn workload_params(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+    object: &Value,
+) -> Result<Value, String> {
+    let labels = object
+        .pointer("/spec/selector/matchLabels")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let selector = labels
+        .iter()
+        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut pods = Vec::new();
+    if !selector.is_empty() {
+        let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+        let list = api
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .map_err(|e| format!("Failed to list pods of {ns}/{name}: {e}"))?;
+        pods = list
+            .items
+            .into_iter()
+            .filter(|p| {
+                p.metadata.deletion_timestamp.is_none()
+                    && p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+            })
+            .collect();
+        pods.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    }
+    Ok(workload_value(name, ns, &pods))
+}
+
+/// Pure part of [`workload_params`].
+pub fn workload_value(name: &str, ns: &str, pods: &[Pod]) -> Value {
+    let mut names = Vec::new();
+    let mut containers = Vec::new();
+    let mut pvcs = Map::new();
+    for pod in pods {
+        let pname = pod.metadata.name.clone().unwrap_or_default();
+        let Some(spec) = &pod.spec else { continue };
+        containers.push(
+            spec.containers
+                .iter()
+                .map(|c| c.name.clone())
+                .collect::<Vec<_>>(),
+        );
+        let mut claims = Map::new();
+        for v in spec.volumes.iter().flatten() {
+            let Some(pvc) = &v.persistent_volume_claim else {
+                continue;
+            };
+            let mount = spec
+                .containers
+                .iter()
+                .flat_map(|c| c.volume_mounts.iter().flatten())
+                .find(|m| m.name == v.name)
+                .map(|m| m.mount_path.clone())
+                .unwrap_or_default();
+            claims.insert(pvc.claim_name.clone(), json!(mount));
+        }
+        if !claims.is_empty() {
+            pvcs.insert(pname.clone(), Value::Object(claims));
+        }
+        names.push(pname);
+    }
+    json!({
+        "Name": name,
+        "Namespace": ns,
+        "Pods": names,
+        "Containers": containers,
+        "PersistentVolumeClaims": pvcs,
+    })
+}
+
+/// `.Profile` as Kanister's `param.Profile`.
+async fn fetch_profile(client: &kube::Client, ns: &str, name: &str) -> Result<Value, String> {
+    let api: Api<Profile> = Api::namespaced(client.clone(), ns);
+    let prof = api
+        .get(name)
+        .await
+        .map_err(|e| format!("Failed to get Profile {ns}/{name}: {e}"))?;
+    let l = &prof.location;
+    let mut cred = json!({"Type": prof.credential.type_});
+    if let Some(kp) = &prof.credential.key_pair {
+        let s = get_secret(client, or_ns(&kp.secret.namespace, ns), &kp.secret.name).await?;
+        let field = |f: &str| -> String {
+            let b64 = s
+                .pointer(&format!("/data/{f}"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            use base64::Engine;
+            base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_default()
+        };
+        cred["KeyPair"] = json!({"ID": field(&kp.id_field), "Secret": field(&kp.secret_field)});
+    }
+    if let Some(r) = &prof.credential.secret {
+        cred["Secret"] = get_secret(client, or_ns(&r.namespace, ns), &r.name).await?;
+    }
+    if let Some(k) = &prof.credential.kopia_server_secret {
+        cred["KopiaServerSecret"] = k.clone();
+    }
+    Ok(json!({
+        "Location": {
+            "Type": l.type_, "Bucket": l.bucket, "Endpoint": l.endpoint,
+            "Prefix": l.prefix, "Region": l.region,
+        },
+        "Credential": cred,
+        "SkipSSLVerify": prof.skip_ssl_verify,
+    }))
+}
+
+fn phase_entry(output: Option<&Map<String, Value>>, objects: Option<&Map<String, Value>>) -> Value {
+    let mut e = Map::new();
+    if let Some(objs) = objects {
+        e.extend(objs.clone());
+    }
+    if let Some(o) = output {
+        e.insert("Output".into(), Value::Object(o.clone()));
+    }
+    Value::Object(e)
+}
+
+/// Parameters for main phase `index`. `objects` are that phase's fetched
+/// `objects` (`{"Secrets": {...}, "ConfigMaps": {...}}`).
+pub fn for_phase(
+    base: &Map<String, Value>,
+    st: &ActionStatus,
+    index: usize,
+    objects: Option<&Map<String, Value>>,
+) -> Value {
+    let mut p = base.clone();
+    let mut phases = Map::new();
+    for (i, ph) in st.phases.iter().enumerate().take(index + 1) {
+        let entry = if i == index {
+            phase_entry(None, objects)
+        } else {
+            phase_entry(Some(&ph.output), None)
+        };
+        phases.insert(ph.name.clone(), entry);
+    }
+    if let Some(cur) = st.phases.get(index).and_then(|ph| phases.get(&ph.name)) {
+        p.insert("CurrentPhase".into(), cur.clone());
+    }
+    p.insert("Phases".into(), Value::Object(phases));
+    p.insert("DeferPhase".into(), json!({}));
+    Value::Object(p)
+}
+
+fn ran_phases(st: &ActionStatus) -> Map<String, Value> {
+    let mut phases = Map::new();
+    for ph in &st.phases {
+        match ph.state {
+            State::Complete => {
+                phases.insert(ph.name.clone(), phase_entry(Some(&ph.output), None));
+            }
+            State::Failed => {
+                phases.insert(ph.name.clone(), phase_entry(None, None));
+            }
+            _ => {}
+        }
+    }
+    phases
+}
+
+/// Parameters for the deferPhase, with `.Outcome`.
+pub fn for_defer(
+    base: &Map<String, Value>,
+    st: &ActionStatus,
+    rec: &ActionRecord,
+    objects: Option<&Map<String, Value>>,
+) -> Value {
+    let mut p = base.clone();
+    p.insert("Phases".into(), Value::Object(ran_phases(st)));
+    p.insert("DeferPhase".into(), phase_entry(None, objects));
+    p.insert("Outcome".into(), json!(outcome(st, rec)));
+    Value::Object(p)
+}
+
+/// Parameters for rendering output artifacts.
+pub fn for_artifacts(base: &Map<String, Value>, st: &ActionStatus, rec: &ActionRecord) -> Value {
+    let mut p = base.clone();
+    p.insert("Phases".into(), Value::Object(ran_phases(st)));
+    let defer = (st.defer_phase.state == State::Complete).then_some(&st.defer_phase.output);
+    p.insert("DeferPhase".into(), phase_entry(defer, None));
+    p.insert("Outcome".into(), json!(outcome(st, rec)));
+    Value::Object(p)
+}
+
+/// Renders output artifacts (`keyValue` values and `kopiaSnapshot`), as
+/// Kanister's `renderActionsetArtifacts`.
+pub fn render_artifacts(
+    artifacts: &BTreeMap<String, Artifact>,
+    params: &Value,
+) -> Result<BTreeMap<String, Artifact>, String> {
+    let prepared = template::Params::new(params);
+    let now = chrono::Utc::now();
+    let render = |s: &str, what: &str| -> Result<String, String> {
+        template::Template::parse(s)
+            .and_then(|t| t.render_params(&prepared, now))
+            .map_err(|e| format!("{e} (outputArtifacts.{what})"))
+    };
+    let mut out = BTreeMap::new();
+    for (name, a) in artifacts {
+        let mut r = Artifact::default();
+        for (k, v) in &a.key_value {
+            r.key_value
+                .insert(k.clone(), render(v, &format!("{name}.keyValue.{k}"))?);
+        }
+        if !a.kopia_snapshot.is_empty() {
+            r.kopia_snapshot = render(&a.kopia_snapshot, &format!("{name}.kopiaSnapshot"))?;
+        }
+        out.insert(name.clone(), r);
+    }
+    Ok(out)
+}
+
+/// Renders the phase's `objects` references (name/namespace may be
+/// templates), as Kanister does when the action starts.
+pub fn render_objects(
+    objects: &BTreeMap<String, ObjectReference>,
+    params: &Value,
+) -> Result<BTreeMap<String, ObjectReference>, String> {
+    let mut out = BTreeMap::new();
+    for (k, r) in objects {
+        let v = serde_json::to_value(r).map_err(|e| e.to_string())?;
+        let rendered =
+            template::render_args(&v, params, "").map_err(|e| format!("{e} (objects.{k})"))?;
+        let r: ObjectReference = serde_json::from_value(rendered).map_err(|e| e.to_string())?;
+        out.insert(k.clone(), r);
+    }
+    Ok(out)
+}
+
+/// Fetches `objects` of kind Secret/ConfigMap into `{Secrets, ConfigMaps}`.
+pub async fn fetch_phase_objects(
+    client: &kube::Client,
+    namespace: &str,
+    objects: &BTreeMap<String, ObjectReference>,
+) -> Result<Map<String, Value>, String> {
+    let mut secrets = Map::new();
+    let mut cms = Map::new();
+    for (k, r) in objects {
+        let ns = or_ns(&r.namespace, namespace);
+        match r.kind.to_ascii_lowercase().as_str() {
+            "secret" => {
+                secrets.insert(k.clone(), get_secret(client, ns, &r.name).await?);
+            }
+            "configmap" => {
+                let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+                let cm = api.get(&r.name).await.map_err(|e| {
+                    format!("Failed to get ConfigMap {ns}/{} (objects.{k}): {e}", r.name)
+                })?;
+                cms.insert(k.clone(), json!(cm));
+            }
+            _ => {}
+        }
+    }
+    let mut m = Map::new();
+    m.insert("Secrets".into(), Value::Object(secrets));
+    m.insert("ConfigMaps".into(), Value::Object(cms));
+    Ok(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Phase;
+
+    fn status() -> ActionStatus {
+        let ph = |n: &str, s: State, out: Value| Phase {
+            name: n.into(),
+            state: s,
+            output: out.as_object().cloned().unwrap_or_default(),
+            ..Phase::default()
+        };
+        ActionStatus {
+            name: "backup".into(),
+            phases: vec![
+                ph("one", State::Complete, json!({"value": "mainValue"})),
+                ph("two", State::Failed, json!({})),
+                ph("three", State::Pending, json!({})),
+            ],
+            defer_phase: ph("cleanup", State::Complete, json!({"value": "deferValue"})),
+            ..ActionStatus::default()
+        }
+    }
+
+    fn render(t: &str, p: &Value) -> Result<String, String> {
+        template::render_str(t, p).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn phase_params_see_earlier_outputs_only() {
+        let base = json!({"Options": {"o": "x"}, "Time": "t"})
+            .as_object()
+            .unwrap()
+            .clone();
+        let st = status();
+        let p = for_phase(&base, &st, 1, None);
+        assert_eq!(
+            render("{{ .Phases.one.Output.value }}", &p).unwrap(),
+            "mainValue"
+        );
+        assert_eq!(render("{{ .Options.o }}", &p).unwrap(), "x");
+        let err = render("{{ .Phases.three.Output.value }}", &p).unwrap_err();
+        assert_eq!(err, "Failed to render template: \"three\" not found");
+    }
+
+    #[test]
+    fn defer_params_have_ran_phases_and_outcome() {
+        let base = Map::new();
+        let st = status();
+        let rec = ActionRecord {
+            error: "exit 1".into(),
+            failed_phase: "two".into(),
+            ..ActionRecord::default()
+        };
+        let p = for_defer(&base, &st, &rec, None);
+        assert_eq!(
+            render("{{ .Phases.one.Output.value }}", &p).unwrap(),
+            "mainValue"
+        );
+        assert!(render("{{ .Phases.three.Output.value }}", &p).is_err());
+        assert!(p["Phases"].get("two").is_some());
+        assert_eq!(
+            p["Outcome"],
+            json!({"State": "failed", "FailedPhase": "two", "Error": "exit 1"})
+        );
+    }
+
+    #[test]
+    fn artifacts_render_from_phase_and_defer_output() {
+        let st = status();
+        let p = for_artifacts(&Map::new(), &st, &ActionRecord::default());
+        let arts = BTreeMap::from([(
+            "a".to_string(),
+            Artifact {
+                key_value: BTreeMap::from([
+                    (
+                        "main".to_string(),
+                        "{{ .Phases.one.Output.value }}".to_string(),
+                    ),
+                    (
+                        "defer".to_string(),
+                        "{{ .DeferPhase.Output.value }}".to_string(),
+                    ),
+                ]),
+                kopia_snapshot: "{{ .Phases.one.Output.value }}-snap".into(),
+            },
+        )]);
+        let r = render_artifacts(&arts, &p).unwrap();
+        assert_eq!(r["a"].key_value["main"], "mainValue");
+        assert_eq!(r["a"].key_value["defer"], "deferValue");
+        assert_eq!(r["a"].kopia_snapshot, "mainValue-snap");
+        let bad = BTreeMap::from([(
+            "b".to_string(),
+            Artifact {
+                key_value: BTreeMap::from([(
+                    "k".to_string(),
+                    "{{ .Phases.one.Output.nope }}".to_string(),
+                )]),
+                ..Artifact::default()
+            },
+        )]);
+        let e = render_artifacts(&bad, &p).unwrap_err();
+        assert!(
+            e.contains("\"nope\" not found") && e.contains("outputArtifacts.b.keyValue.k"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn workload_value_lists_pods_containers_and_claims() {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "app-0"},
+            "spec": {
+                "containers": [{"name": "c", "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "pvc-0"}}]
+            }
+        }))
+        .unwrap();
+        let v = workload_value("app", "ns", &[pod]);
+        assert_eq!(
+            render(
+                "{{ index .StatefulSet.Pods 0 }}",
+                &json!({"StatefulSet": v})
+            )
+            .unwrap(),
+            "app-0"
+        );
+        assert_eq!(v["PersistentVolumeClaims"]["app-0"]["pvc-0"], "/data");
+        assert_eq!(v["Containers"], json!([["c"]]));
+    }
+}

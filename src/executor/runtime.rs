@@ -1,0 +1,722 @@
+//! The ActionSet reconciler: a kube `Controller` on ActionSets that starts
+//! one task per running ActionSet; the task drives each action through the
+//! pure [`machine`] and writes every transition to the ActionSet (the whole
+//! object: Kanister's CRD has no status subresource) with conflict retry,
+//! then publishes the transition's Events in order.
+//!
+//! - **Restart**: a `running` ActionSet without a task in this process is
+//!   resumed; completed phases are not re-run; a phase recorded `running`
+//!   is failed ("controller restarted while phase X was running") and the
+//!   deferPhase then runs; a deferPhase recorded `running` is failed, not
+//!   re-run.
+//! - **Deletion**: the finalizer [`machine::FINALIZER`] is held while the
+//!   ActionSet runs. Deleting a running ActionSet cancels the running main
+//!   phase (dropping its future), skips later phases, runs the deferPhase,
+//!   and removes the finalizer once the ActionSet is terminal. The deferPhase
+//!   gets until `deletionTimestamp + deletion_timeout`; past it, it is
+//!   cancelled (or not started) and recorded failed, and the finalizer goes.
+//!   An ActionSet deleted before it started runs nothing.
+//! - **Shutdown**: tasks are dropped with the process; what was running is
+//!   handled by the restart rule.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use futures::future::join_all;
+use k8s_openapi::api::core::v1::ObjectReference as CoreRef;
+use k8s_openapi::api::events::v1::Event as K8sEvent;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+use kube::api::{Api, ObjectMeta, PostParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::watcher;
+use kube::{Client, Resource, ResourceExt};
+use serde_json::{Map, Value};
+use tokio::sync::watch;
+use tracing::{debug, error, info, warn};
+
+use super::events::{EventSpec, Kind, truncate_note};
+use super::machine::{self, Ctx, InitError, Record, Step, Transition};
+use super::metrics::Metrics;
+use super::params;
+use crate::functions;
+use crate::model::{ActionSet, Blueprint, BlueprintAction, State};
+use crate::template;
+
+/// Runtime settings.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Only this namespace (None: all namespaces).
+    pub namespace: Option<String>,
+    /// How long a deleted ActionSet's deferPhase may run before the
+    /// finalizer is removed anyway.
+    pub deletion_timeout: Duration,
+    /// `reportingInstance` of Events (pod name).
+    pub instance: String,
+}
+
+/// `reportingController` of our Events.
+pub const REPORTING_CONTROLLER: &str = "blueprint-operator.io/executor";
+
+struct Inner {
+    client: Client,
+    cfg: Config,
+    metrics: Metrics,
+    /// Running ActionSet tasks by uid: the sender flips to `true` on deletion.
+    tasks: Mutex<HashMap<String, watch::Sender<bool>>>,
+}
+
+/// Errors of the reconciler (the tasks log their own).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("ActionSet has no namespace or uid")]
+    Incomplete,
+    #[error("Kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+}
+
+/// Runs the executor until `shutdown` resolves.
+pub async fn run(
+    client: Client,
+    cfg: Config,
+    metrics: Metrics,
+    shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+) -> anyhow::Result<()> {
+    let api: Api<ActionSet> = match &cfg.namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    };
+    let inner = Arc::new(Inner {
+        client,
+        cfg,
+        metrics,
+        tasks: Mutex::new(HashMap::new()),
+    });
+    info!(namespace = ?inner.cfg.namespace, "ActionSet executor started");
+    Controller::new(api, watcher::Config::default())
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy, inner)
+        .for_each(|r| async move {
+            if let Err(e) = r {
+                debug!(error = %e, "reconcile error");
+            }
+        })
+        .await;
+    Ok(())
+}
+
+fn error_policy(_: Arc<ActionSet>, err: &Error, _: Arc<Inner>) -> Action {
+    warn!(error = %err, "reconcile failed; retrying");
+    Action::requeue(Duration::from_secs(5))
+}
+
+async fn reconcile(obj: Arc<ActionSet>, inner: Arc<Inner>) -> Result<Action, Error> {
+    let (Some(ns), Some(uid)) = (obj.namespace(), obj.uid()) else {
+        return Err(Error::Incomplete);
+    };
+    let name = obj.name_any();
+    let deleting = obj.metadata.deletion_timestamp.is_some();
+    {
+        let tasks = inner.tasks.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(tx) = tasks.get(&uid) {
+            if deleting {
+                tx.send_replace(true);
+            }
+            return Ok(Action::await_change());
+        }
+    }
+    let has_finalizer = obj.finalizers().iter().any(|f| f == machine::FINALIZER);
+    match obj.state() {
+        None | Some(State::Unset | State::Pending) if deleting => {
+            if has_finalizer {
+                remove_finalizer(&inner, &ns, &name).await?;
+            }
+            return Ok(Action::await_change());
+        }
+        Some(State::Complete | State::Failed) => {
+            if has_finalizer {
+                remove_finalizer(&inner, &ns, &name).await?;
+            }
+            return Ok(Action::await_change());
+        }
+        _ => {}
+    }
+    // Not terminal and no task here: start (or resume) it.
+    let (tx, rx) = watch::channel(deleting);
+    inner
+        .tasks
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(uid.clone(), tx);
+    let task_inner = inner.clone();
+    tokio::spawn(async move {
+        let _guard = TaskGuard {
+            inner: task_inner.clone(),
+            uid,
+        };
+        if let Err(e) = run_actionset(&task_inner, &ns, &name, rx).await {
+            warn!(actionset = %name, namespace = %ns, error = %e, "ActionSet task stopped");
+        }
+    });
+    // Safety net: a task that stopped on an error is restarted.
+    Ok(Action::requeue(Duration::from_secs(300)))
+}
+
+struct TaskGuard {
+    inner: Arc<Inner>,
+    uid: String,
+}
+
+impl Drop for TaskGuard {
+    fn drop(&mut self) {
+        self.inner
+            .tasks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.uid);
+    }
+}
+
+async fn remove_finalizer(inner: &Inner, ns: &str, name: &str) -> Result<(), Error> {
+    let api: Api<ActionSet> = Api::namespaced(inner.client.clone(), ns);
+    let mut obj = match api.get(name).await {
+        Ok(o) => o,
+        Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
+        Err(e) => return Err(e.into()),
+    };
+    if let Some(f) = obj.metadata.finalizers.as_mut() {
+        f.retain(|f| f != machine::FINALIZER);
+    }
+    match api.replace(name, &PostParams::default(), &obj).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Why a write loop gave up.
+#[derive(Debug, thiserror::Error)]
+enum WriteError {
+    #[error("ActionSet is gone")]
+    Gone,
+    #[error(transparent)]
+    Stale(#[from] machine::Stale),
+    #[error("{0}")]
+    Other(String),
+}
+
+fn now_rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// GET, mutate, REPLACE; retried on conflicts and transient errors until
+/// the object is gone or `f` refuses.
+async fn update<T>(
+    api: &Api<ActionSet>,
+    name: &str,
+    mut f: impl FnMut(&mut ActionSet) -> Result<T, WriteError>,
+) -> Result<(ActionSet, T), WriteError> {
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        let mut obj = match api.get(name).await {
+            Ok(o) => o,
+            Err(kube::Error::Api(s)) if s.code == 404 => return Err(WriteError::Gone),
+            Err(e) => {
+                warn!(actionset = name, error = %e, "reading ActionSet failed; retrying");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(10));
+                continue;
+            }
+        };
+        let out = f(&mut obj)?;
+        match api.replace(name, &PostParams::default(), &obj).await {
+            Ok(written) => return Ok((written, out)),
+            Err(kube::Error::Api(s)) if s.code == 409 => continue,
+            Err(kube::Error::Api(s)) if s.code == 404 => return Err(WriteError::Gone),
+            Err(kube::Error::Api(s)) if s.code == 422 || s.code == 400 => {
+                return Err(WriteError::Other(format!(
+                    "the API server rejected the ActionSet update: {}",
+                    s.message
+                )));
+            }
+            Err(e) => {
+                warn!(actionset = name, error = %e, "writing ActionSet failed; retrying");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(10));
+            }
+        }
+    }
+}
+
+/// Shared state of one ActionSet's task.
+struct Run<'a> {
+    inner: &'a Inner,
+    api: Api<ActionSet>,
+    ns: &'a str,
+    name: &'a str,
+}
+
+impl Run<'_> {
+    /// Applies `t` to action `i` and publishes the resulting Events.
+    async fn write(&self, i: usize, t: Transition) -> Result<ActionSet, WriteError> {
+        let (obj, evs) = update(&self.api, self.name, |obj| {
+            let n = obj.spec.as_ref().map(|s| s.actions.len()).unwrap_or(0);
+            let now = now_rfc3339();
+            let (mut rec, _) = Record::from_meta(&obj.metadata, n, &now);
+            let status = obj
+                .status
+                .as_mut()
+                .ok_or_else(|| WriteError::Other("status disappeared".into()))?;
+            let evs = machine::apply(
+                status,
+                &mut rec,
+                i,
+                t.clone(),
+                Ctx {
+                    actionset: self.name,
+                    now: &now,
+                },
+            )?;
+            rec.to_meta(&mut obj.metadata);
+            let state = status.state;
+            machine::sync_finalizer(&mut obj.metadata, state);
+            Ok(evs)
+        })
+        .await?;
+        self.publish_all(&obj, &evs).await;
+        if let Some(state) = obj.state().filter(|s| s.is_terminal()) {
+            self.inner.metrics.actionset_ended(state == State::Complete);
+            info!(actionset = %self.name, namespace = %self.ns, state = %state, "ActionSet finished");
+        }
+        Ok(obj)
+    }
+
+    async fn publish_all(&self, obj: &ActionSet, evs: &[EventSpec]) {
+        for ev in evs {
+            publish(
+                &self.inner.client,
+                &self.inner.cfg.instance,
+                &as_ref(obj),
+                ev,
+            )
+            .await;
+            if let Some(bp) = &ev.blueprint {
+                let r = CoreRef {
+                    api_version: Some(crate::model::API_VERSION.into()),
+                    kind: Some("Blueprint".into()),
+                    name: Some(bp.clone()),
+                    namespace: Some(self.ns.to_string()),
+                    ..CoreRef::default()
+                };
+                publish(&self.inner.client, &self.inner.cfg.instance, &r, ev).await;
+            }
+        }
+    }
+}
+
+fn as_ref(obj: &ActionSet) -> CoreRef {
+    obj.object_ref(&())
+}
+
+/// Publishes one events.k8s.io/v1 Event (each one its own object: kube's
+/// Recorder merges Events with the same reason into a series and would
+/// drop the second "Executing phase <name>" note).
+pub async fn publish(client: &Client, instance: &str, regarding: &CoreRef, ev: &EventSpec) {
+    let ns = regarding
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".into());
+    let event = K8sEvent {
+        metadata: ObjectMeta {
+            generate_name: Some(format!(
+                "{}.",
+                regarding.name.as_deref().unwrap_or("actionset")
+            )),
+            namespace: Some(ns.clone()),
+            ..ObjectMeta::default()
+        },
+        event_time: Some(MicroTime(k8s_openapi::jiff::Timestamp::now())),
+        action: Some("Execute".into()),
+        reason: Some(ev.reason.chars().take(128).collect()),
+        note: Some(truncate_note(&ev.message)),
+        regarding: Some(regarding.clone()),
+        reporting_controller: Some(REPORTING_CONTROLLER.into()),
+        reporting_instance: Some(instance.chars().take(128).collect()),
+        type_: Some(
+            match ev.kind {
+                Kind::Normal => "Normal",
+                Kind::Warning => "Warning",
+            }
+            .into(),
+        ),
+        ..K8sEvent::default()
+    };
+    let api: Api<K8sEvent> = Api::namespaced(client.clone(), &ns);
+    if let Err(e) = api.create(&PostParams::default(), &event).await {
+        warn!(reason = %ev.reason, error = %e, "publishing Event failed");
+    }
+}
+
+async fn get_blueprint(client: &Client, ns: &str, name: &str) -> Result<Blueprint, String> {
+    let api: Api<Blueprint> = Api::namespaced(client.clone(), ns);
+    api.get(name).await.map_err(|e| e.to_string())
+}
+
+/// Resolves the Blueprint action of every spec action (for init).
+async fn resolve(
+    client: &Client,
+    ns: &str,
+    obj: &ActionSet,
+) -> Vec<Result<BlueprintAction, InitError>> {
+    let mut out = Vec::new();
+    for a in obj.spec.iter().flat_map(|s| &s.actions) {
+        if a.blueprint.is_empty() {
+            out.push(Err(InitError::BlueprintNotSpecified {
+                action: a.name.clone(),
+            }));
+            continue;
+        }
+        out.push(match get_blueprint(client, ns, &a.blueprint).await {
+            Err(error) => Err(InitError::BlueprintNotFound {
+                blueprint: a.blueprint.clone(),
+                error,
+            }),
+            Ok(bp) => bp
+                .actions
+                .get(&a.name)
+                .cloned()
+                .ok_or_else(|| InitError::ActionNotFound {
+                    action: a.name.clone(),
+                    kind: a.object.kind.clone(),
+                    blueprint: a.blueprint.clone(),
+                }),
+        });
+    }
+    out
+}
+
+async fn run_actionset(
+    inner: &Inner,
+    ns: &str,
+    name: &str,
+    rx: watch::Receiver<bool>,
+) -> Result<(), WriteError> {
+    let run = Run {
+        inner,
+        api: Api::namespaced(inner.client.clone(), ns),
+        ns,
+        name,
+    };
+    let obj = run.api.get(name).await.map_err(|e| match e {
+        kube::Error::Api(s) if s.code == 404 => WriteError::Gone,
+        e => WriteError::Other(e.to_string()),
+    })?;
+    let started = matches!(obj.state(), None | Some(State::Unset | State::Pending));
+    let obj = if started {
+        let resolved = resolve(&inner.client, ns, &obj).await;
+        let (obj, evs) = update(&run.api, name, |o| {
+            if !matches!(o.state(), None | Some(State::Unset | State::Pending)) {
+                return Ok(None);
+            }
+            let now = now_rfc3339();
+            let init = machine::init(name, o.spec.as_ref(), &resolved, &now);
+            init.record.to_meta(&mut o.metadata);
+            machine::sync_finalizer(&mut o.metadata, init.status.state);
+            o.status = Some(init.status);
+            Ok(Some(init.events))
+        })
+        .await?;
+        if let Some(evs) = evs {
+            run.publish_all(&obj, &evs).await;
+            if let Some(s) = obj.state().filter(|s| s.is_terminal()) {
+                inner.metrics.actionset_ended(s == State::Complete);
+            }
+        }
+        obj
+    } else {
+        info!(actionset = %name, namespace = %ns, "resuming running ActionSet");
+        obj
+    };
+    if obj.state() != Some(State::Running) {
+        return Ok(());
+    }
+    let n = obj.status.as_ref().map(|s| s.actions.len()).unwrap_or(0);
+    let drivers = (0..n).map(|i| drive_action(&run, i, obj.clone(), rx.clone()));
+    for r in join_all(drivers).await {
+        if let Err(e) = r {
+            match e {
+                WriteError::Gone => {}
+                e => warn!(actionset = %name, namespace = %ns, error = %e, "action driver stopped"),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// When a deleted ActionSet's deferPhase must have ended.
+fn deletion_deadline(obj: &ActionSet, timeout: Duration) -> Option<tokio::time::Instant> {
+    let ts = obj.metadata.deletion_timestamp.as_ref()?;
+    let deleted_ms = ts.0.as_millisecond();
+    let now_ms = chrono::Utc::now().timestamp_millis();
+    let elapsed = Duration::from_millis(now_ms.saturating_sub(deleted_ms).max(0) as u64);
+    let left = timeout.saturating_sub(elapsed);
+    Some(tokio::time::Instant::now() + left)
+}
+
+/// Everything one action needs to execute phases.
+struct ActionEnv {
+    bp: Option<BlueprintAction>,
+    /// Why the Blueprint cannot be used (deleted, changed).
+    broken: Option<String>,
+    base: Map<String, Value>,
+    base_error: Option<String>,
+    fctx: functions::Context,
+}
+
+async fn action_env(run: &Run<'_>, obj: &ActionSet, i: usize) -> ActionEnv {
+    let client = &run.inner.client;
+    let spec = obj
+        .spec
+        .as_ref()
+        .and_then(|s| s.actions.get(i))
+        .cloned()
+        .unwrap_or_default();
+    let st = obj
+        .status
+        .as_ref()
+        .and_then(|s| s.actions.get(i))
+        .cloned()
+        .unwrap_or_default();
+    let (bp, broken) = match get_blueprint(client, run.ns, &st.blueprint).await {
+        Err(e) => (
+            None,
+            Some(format!("Failed to query blueprint {}: {e}", st.blueprint)),
+        ),
+        Ok(bp) => match bp.actions.get(&st.name) {
+            None => (
+                None,
+                Some(format!(
+                    "Action {} not found in blueprint {} any more",
+                    st.name, st.blueprint
+                )),
+            ),
+            Some(a) => match machine::check_blueprint(a, &st) {
+                Ok(()) => (Some(a.clone()), None),
+                Err(e) => (None, Some(e)),
+            },
+        },
+    };
+    let (rec, _) = Record::from_meta(&obj.metadata, i + 1, &now_rfc3339());
+    let time = rec.actions[i].time.clone();
+    let (base, base_error) = params::fetch_base(client, run.ns, &spec, &time).await;
+    let mut object = spec.object.clone();
+    if object.namespace.is_empty() {
+        object.namespace = run.ns.to_string();
+    }
+    let fctx = functions::Context {
+        client: client.clone(),
+        namespace: run.ns.to_string(),
+        object,
+        pod_override: spec.pod_override.clone(),
+        pod_labels: spec.pod_labels.clone().unwrap_or_default(),
+        pod_annotations: spec.pod_annotations.clone().unwrap_or_default(),
+    };
+    ActionEnv {
+        bp,
+        broken,
+        base,
+        base_error,
+        fctx,
+    }
+}
+
+async fn exec_phase(
+    env: &ActionEnv,
+    client: &Client,
+    ns: &str,
+    phase: &crate::model::BlueprintPhase,
+    params_for: impl Fn(Option<&Map<String, Value>>) -> Value,
+) -> Result<Map<String, Value>, String> {
+    let objects = if phase.objects.is_empty() {
+        None
+    } else {
+        let refs = params::render_objects(&phase.objects, &params_for(None))?;
+        Some(params::fetch_phase_objects(client, ns, &refs).await?)
+    };
+    let params = params_for(objects.as_ref());
+    let args = Value::Object(phase.args.clone().unwrap_or_default());
+    let rendered = template::render_args(&args, &params, &phase.func).map_err(|e| e.to_string())?;
+    let args = rendered.as_object().cloned().unwrap_or_default();
+    functions::execute(&env.fctx, &phase.func, &args, &params)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+async fn drive_action(
+    run: &Run<'_>,
+    i: usize,
+    mut obj: ActionSet,
+    mut rx: watch::Receiver<bool>,
+) -> Result<(), WriteError> {
+    let env = action_env(run, &obj, i).await;
+    let timeout = run.inner.cfg.deletion_timeout;
+    let cancelled_msg = "execution cancelled: the ActionSet is being deleted";
+    loop {
+        let deleting = *rx.borrow() || obj.metadata.deletion_timestamp.is_some();
+        let n = obj.spec.as_ref().map(|s| s.actions.len()).unwrap_or(0);
+        let (rec, _) = Record::from_meta(&obj.metadata, n, &now_rfc3339());
+        let Some(st) = obj.status.as_ref().and_then(|s| s.actions.get(i)).cloned() else {
+            return Err(WriteError::Other("action missing from status".into()));
+        };
+        let rec = rec.actions[i].clone();
+        let step = machine::next_step(&st, &rec, deleting);
+        debug!(actionset = %run.name, action = %st.name, ?step, "next step");
+        let t = match step {
+            Step::Done => return Ok(()),
+            Step::Interrupted => Transition::Interrupted,
+            Step::Stop => {
+                let next = st
+                    .phases
+                    .iter()
+                    .find(|p| p.state == State::Pending)
+                    .map(|p| p.name.clone())
+                    .unwrap_or_default();
+                Transition::Stopped(format!(
+                    "ActionSet is being deleted: phase {next} and the phases after it were not run"
+                ))
+            }
+            Step::RunPhase(_) if env.broken.is_some() => {
+                Transition::Stopped(env.broken.clone().unwrap_or_default())
+            }
+            Step::RunPhase(_) if env.base_error.is_some() => {
+                Transition::LaunchFailed(env.base_error.clone().unwrap_or_default())
+            }
+            Step::RunPhase(p) => {
+                let Some(phase) = env.bp.as_ref().and_then(|b| b.phases.get(p)) else {
+                    return Err(WriteError::Other(format!(
+                        "phase #{p} missing from the Blueprint"
+                    )));
+                };
+                obj = run.write(i, Transition::PhaseStarted(p)).await?;
+                let st_now = obj
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.actions.get(i))
+                    .cloned()
+                    .unwrap_or_default();
+                let started = Instant::now();
+                let fut = exec_phase(&env, &run.inner.client, run.ns, phase, |objs| {
+                    params::for_phase(&env.base, &st_now, p, objs)
+                });
+                let res = tokio::select! {
+                    r = fut => r,
+                    Ok(_) = rx.wait_for(|d| *d) => Err(cancelled_msg.to_string()),
+                };
+                run.inner
+                    .metrics
+                    .phase_ended(false, res.is_ok(), started.elapsed());
+                match res {
+                    Ok(out) => Transition::PhaseSucceeded(p, out),
+                    Err(e) => Transition::PhaseFailed(p, e),
+                }
+            }
+            Step::RunDefer => {
+                let deadline = deletion_deadline(&obj, timeout);
+                let Some(defer) = env.bp.as_ref().and_then(|b| b.defer_phase.clone()) else {
+                    let why = env
+                        .broken
+                        .clone()
+                        .unwrap_or_else(|| "deferPhase missing from the Blueprint".into());
+                    obj = run
+                        .write(
+                            i,
+                            Transition::DeferFailed(format!("deferPhase not run: {why}")),
+                        )
+                        .await?;
+                    continue;
+                };
+                if deadline.is_some_and(|d| d <= tokio::time::Instant::now()) {
+                    obj = run
+                        .write(
+                            i,
+                            Transition::DeferFailed(format!(
+                                "deferPhase not run: the ActionSet was deleted and the deletion timeout ({}s) elapsed",
+                                timeout.as_secs()
+                            )),
+                        )
+                        .await?;
+                    continue;
+                }
+                obj = run.write(i, Transition::DeferStarted).await?;
+                let st_now = obj
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.actions.get(i))
+                    .cloned()
+                    .unwrap_or_default();
+                let started = Instant::now();
+                let fut = exec_phase(&env, &run.inner.client, run.ns, &defer, |objs| {
+                    params::for_defer(&env.base, &st_now, &rec, objs)
+                });
+                tokio::pin!(fut);
+                let res = loop {
+                    let deadline = if *rx.borrow() {
+                        deletion_deadline(&obj, timeout)
+                            .or_else(|| Some(tokio::time::Instant::now() + timeout))
+                    } else {
+                        None
+                    };
+                    let deadline = deadline.unwrap_or_else(|| {
+                        tokio::time::Instant::now() + Duration::from_secs(100 * 365 * 86400)
+                    });
+                    tokio::select! {
+                        r = &mut fut => break r,
+                        changed = rx.changed() => {
+                            if changed.is_err() {
+                                break fut.await;
+                            }
+                            // Deletion observed: refresh deletionTimestamp for the deadline.
+                            if let Ok(o) = run.api.get(run.name).await {
+                                obj.metadata.deletion_timestamp = o.metadata.deletion_timestamp;
+                            }
+                        }
+                        _ = tokio::time::sleep_until(deadline) => break Err(format!(
+                            "deferPhase cancelled: the ActionSet was deleted and the deletion timeout ({}s) elapsed",
+                            timeout.as_secs()
+                        )),
+                    }
+                };
+                run.inner
+                    .metrics
+                    .phase_ended(true, res.is_ok(), started.elapsed());
+                match res {
+                    Ok(out) => Transition::DeferSucceeded(out),
+                    Err(e) => Transition::DeferFailed(e),
+                }
+            }
+            Step::Finish => {
+                let arts = if machine::succeeded(&st, &rec) {
+                    let bp_arts = env
+                        .bp
+                        .as_ref()
+                        .map(|b| b.output_artifacts.clone())
+                        .unwrap_or_default();
+                    let p = params::for_artifacts(&env.base, &st, &rec);
+                    Some(params::render_artifacts(&bp_arts, &p))
+                } else {
+                    None
+                };
+                Transition::Finished(arts)
+            }
+        };
+        obj = match run.write(i, t).await {
+            Ok(o) => o,
+            Err(WriteError::Stale(e)) => {
+                error!(error = %e, "status changed under the executor; this action stops here");
+                return Err(WriteError::Stale(e));
+            }
+            Err(e) => return Err(e),
+        };
+    }
+}
