@@ -49,10 +49,10 @@ go_build() {
   mkdir -p "$(dirname "$out")"
   tmp="$(mktemp -d "$(dirname "$out")/.build.XXXXXX")"
   local start=$SECONDS
-  log "building $(basename "$out") ($*) with go build -p $p; first build takes long (k8s: ~20-40 min on 2 cores)"
+  log "building $(basename "$out") ($*) with go build -p $p; first build takes long (k8s ~20 min, etcd ~3, kwok ~5 on 2 cores)"
   log "go $(go env GOVERSION), module dir $moddir"
-  # Download first so the progress shows something while modules arrive.
-  (cd "$moddir" && go mod download -x 2>&1 | grep -c '^# get' | sed 's/^/[control-plane build] modules fetched: /' >&2) || true
+  log "downloading modules (skipped when cached)"
+  (cd "$moddir" && go mod download) || { log "FAILED to download the modules of $moddir"; return 1; }
   # -v prints each package as it is compiled: we turn that into a progress counter.
   local total
   total="$(cd "$moddir" && go list -deps "$@" 2>/dev/null | wc -l)" || total="?"

@@ -37,10 +37,10 @@ start() {
   local name="$1"
   shift
   mkdir -p "$dir/logs" "$dir/pids"
+  # shellcheck disable=SC2016 # expanded by the inner shell
   setsid bash -c 'echo $$ >"$0"; exec "$@"' "$dir/pids/$name" "$@" \
     </dev/null >>"$dir/logs/$name.log" 2>&1 &
-  local i
-  for i in $(seq 50); do
+  for _ in $(seq 50); do
     [[ -s "$dir/pids/$name" ]] && return 0
     sleep 0.1
   done
@@ -132,7 +132,6 @@ gen_pki() {
 }
 
 write_kubeconfig() {
-  local b64
   b64() { base64 -w0 <"$1"; }
   cat >"$dir/kubeconfig" <<EOF
 apiVersion: v1
@@ -211,9 +210,9 @@ spec:
   - logsFile: $f
 EOF
   # wait until kwok serves it (its informer may lag behind the create)
-  local first_line want got i
+  local first_line got
   first_line="$(head -n 1 "$raw")"
-  for i in $(seq 100); do
+  for _ in $(seq 100); do
     got="$(kctl logs -n "$ns" "$name" --all-containers=true --tail=-1 2>/dev/null | head -n 1)" || got="__error__"
     if [[ "$got" == "$first_line" ]]; then
       kctl annotate --overwrite pod -n "$ns" "$name" blueprint-operator.io/kwok-log-ready=true >/dev/null || return 1
@@ -239,11 +238,11 @@ cmd_up() {
   local bins
   bins="$("$here/build.sh")" || die "could not build the control plane binaries (see above)"
   local key val
+  declare -A BIN=()
   while IFS='=' read -r key val; do
-    key="${key//-/_}"
-    printf -v "BIN_$key" '%s' "$val"
+    BIN[$key]="$val"
   done <<<"$bins"
-  KUBECTL="$BIN_kubectl"
+  KUBECTL="${BIN[kubectl]}"
   echo "$bins" >"$dir/binaries"
   log "state directory: $dir"
 
@@ -264,12 +263,13 @@ EOF
   gen_pki
 
   if [[ -n "${BPO_WATCH_PID:-}" ]]; then
+    # shellcheck disable=SC2016 # expanded by the inner shell
     start watchdog env BPO_CLUSTER_DIR="$dir" BPO_IN_WATCHDOG=1 bash -c \
       'while s="$(cat "/proc/$1/stat" 2>/dev/null)" && [[ "${s##*) }" != Z* ]]; do sleep 1; done; exec "$2" down' \
       _ "$BPO_WATCH_PID" "$here/cluster.sh"
   fi
 
-  start etcd "$BIN_etcd" --name=default --data-dir="$dir/etcd" \
+  start etcd "${BIN[etcd]}" --name=default --data-dir="$dir/etcd" \
     --listen-client-urls="http://127.0.0.1:$ETCD_PORT" --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
     --listen-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
     --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
@@ -278,7 +278,7 @@ EOF
   wait_until "etcd" etcd tcp_open "$ETCD_PORT"
 
   local p="$dir/pki"
-  start kube-apiserver "$BIN_kube_apiserver" \
+  start kube-apiserver "${BIN[kube-apiserver]}" \
     --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
     --bind-address=127.0.0.1 --secure-port="$API_PORT" --advertise-address=127.0.0.1 \
     --endpoint-reconciler-type=none --cert-dir="$dir/apiserver-certs" \
@@ -292,12 +292,12 @@ EOF
   wait_until "kube-apiserver" kube-apiserver kctl get --raw /readyz
 
   local kc="$dir/kubeconfig"
-  start kube-controller-manager "$BIN_kube_controller_manager" --kubeconfig="$kc" \
+  start kube-controller-manager "${BIN[kube-controller-manager]}" --kubeconfig="$kc" \
     --authentication-kubeconfig="$kc" --authorization-kubeconfig="$kc" \
     --bind-address=127.0.0.1 --secure-port="$KCM_PORT" --leader-elect=false \
     --service-account-private-key-file="$p/sa.key" --root-ca-file="$p/ca.crt" \
     --kube-api-qps=200 --kube-api-burst=400 --profiling=false
-  start kube-scheduler "$BIN_kube_scheduler" --kubeconfig="$kc" \
+  start kube-scheduler "${BIN[kube-scheduler]}" --kubeconfig="$kc" \
     --authentication-kubeconfig="$kc" --authorization-kubeconfig="$kc" \
     --bind-address=127.0.0.1 --secure-port="$SCHED_PORT" --leader-elect=false \
     --kube-api-qps=200 --kube-api-burst=400 --profiling=false
@@ -308,7 +308,7 @@ EOF
   sed "s#@EMPTY_LOG@#$dir/empty.log#" "$here/kwok-config.yaml.in" >"$dir/kwok.yaml"
   kctl apply -f "$here/kwok-logs-crd.yaml" >/dev/null
   wait_until "kwok Logs CRD" "" kctl wait --for condition=established --timeout=5s crd/logs.kwok.x-k8s.io
-  start kwok "$BIN_kwok" --kubeconfig="$kc" --config="$dir/kwok.yaml" --enable-crds=Logs \
+  start kwok "${BIN[kwok]}" --kubeconfig="$kc" --config="$dir/kwok.yaml" --enable-crds=Logs \
     --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
     --node-ip=127.0.0.1 --node-port="$KWOK_PORT" --server-address="127.0.0.1:$KWOK_PORT" \
     --tls-cert-file="$p/serving.crt" --tls-private-key-file="$p/serving.key" \
