@@ -1,0 +1,326 @@
+//! The webhook server in-process on 127.0.0.1: HTTPS admission, probes, metrics, body limit,
+//! certificate reload through a Secret-volume style symlink swap, graceful shutdown.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use blueprint_operator::webhook::certs::{self, DevCerts};
+use blueprint_operator::webhook::server::{self, ServerConfig};
+use blueprint_operator::webhook::tls::CertFiles;
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject as _;
+use serde_json::json;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+#[path = "webhook_client.rs"]
+mod webhook_client;
+use webhook_client::{Conn, blueprint_review, client_config};
+
+const DEADLINE: Duration = Duration::from_secs(60);
+
+fn temp_dir(name: &str) -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    let d = std::env::temp_dir().join(format!("bpo-{name}-{}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn dev_certs() -> DevCerts {
+    certs::generate(&["localhost".into(), "127.0.0.1".into()], 2).unwrap()
+}
+
+/// Writes the pair the way the kubelet fills a Secret volume: `<dir>/..<ts>/tls.*`, a `..data`
+/// symlink to it, and `tls.crt`/`tls.key` symlinks through `..data`. Each call swaps `..data`
+/// atomically (rename over the old link).
+fn write_secret_volume(dir: &Path, generation: u32, cert: &[u8], key: &[u8]) {
+    let ts = format!("..2026_01_01_00_00_{generation:02}");
+    let data = dir.join(&ts);
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("tls.crt"), cert).unwrap();
+    std::fs::write(data.join("tls.key"), key).unwrap();
+    let tmp = dir.join("..data_tmp");
+    let _ = std::fs::remove_file(&tmp);
+    std::os::unix::fs::symlink(&ts, &tmp).unwrap();
+    std::fs::rename(&tmp, dir.join("..data")).unwrap();
+    for f in ["tls.crt", "tls.key"] {
+        let link = dir.join(f);
+        if std::fs::symlink_metadata(&link).is_err() {
+            std::os::unix::fs::symlink(format!("..data/{f}"), &link).unwrap();
+        }
+    }
+}
+
+fn config(dir: &Path, probe: Option<SocketAddr>) -> ServerConfig {
+    ServerConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        probe_listen: probe,
+        tls: CertFiles {
+            cert: dir.join("tls.crt"),
+            key: dir.join("tls.key"),
+        },
+        tls_reload_interval: Duration::from_millis(100),
+        shutdown_delay: Duration::ZERO,
+        shutdown_grace: Duration::from_secs(5),
+        client: None,
+        lookup_timeout: Duration::from_secs(1),
+    }
+}
+
+fn leaf_der(pem: &str) -> Vec<u8> {
+    CertificateDer::pem_slice_iter(pem.as_bytes())
+        .next()
+        .unwrap()
+        .unwrap()
+        .to_vec()
+}
+
+/// Plain-HTTP GET (Connection: close) → (status, body).
+async fn http_get(addr: SocketAddr, path: &str) -> anyhow::Result<(u16, String)> {
+    let mut s = tokio::net::TcpStream::connect(addr).await?;
+    s.write_all(format!("GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").as_bytes())
+        .await?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).await?;
+    let status = out
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or("0")
+        .parse()
+        .unwrap_or(0);
+    let body = out
+        .split_once("\r\n\r\n")
+        .map(|x| x.1)
+        .unwrap_or("")
+        .to_owned();
+    Ok((status, body))
+}
+
+async fn eventually<F, Fut>(what: &str, mut f: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while !f().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: not within {DEADLINE:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn free_port() -> SocketAddr {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+fn valid_blueprint() -> serde_json::Value {
+    json!({
+        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Blueprint",
+        "metadata": {"name": "demo"},
+        "actions": {"backup": {"phases": [
+            {"func": "KubeTask", "args": {"image": "busybox", "command": ["true"]}}
+        ]}}
+    })
+}
+
+#[tokio::test]
+async fn serves_admission_probes_and_metrics_over_tls() {
+    let dir = temp_dir("srv");
+    let c = dev_certs();
+    write_secret_volume(&dir, 1, c.cert_pem.as_bytes(), c.key_pem.as_bytes());
+    let running = server::start(config(&dir, Some(free_port())))
+        .await
+        .unwrap();
+    let tls = client_config(&c.ca_cert_pem);
+    let mut conn = Conn::connect(running.addr, tls.clone(), "localhost")
+        .await
+        .unwrap();
+
+    // Keep-alive: several requests on one connection.
+    for (i, route) in [
+        "/mutate/blueprint",
+        "/validate/blueprint",
+        "/validate/blueprint",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let uid = format!("uid-{i}");
+        let r = conn
+            .request("POST", route, &blueprint_review(&uid, &valid_blueprint()))
+            .await
+            .unwrap();
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert_eq!(r.header("content-type"), Some("application/json"));
+        let v = r.json();
+        assert_eq!(v["response"]["uid"], uid.as_str());
+        assert_eq!(v["response"]["allowed"], true);
+        if route == "/mutate/blueprint" {
+            assert!(v["response"]["patch"].is_string(), "name defaulted: {v}");
+        }
+    }
+    let r = conn
+        .request("POST", "/validate/blueprint", b"{oops")
+        .await
+        .unwrap();
+    assert_eq!(r.status, 400);
+    assert!(r.text().contains("not valid JSON"), "{}", r.text());
+
+    for path in ["/healthz", "/readyz"] {
+        let r = conn.request("GET", path, b"").await.unwrap();
+        assert_eq!(r.status, 200, "{path}");
+    }
+    let (status, body) = http_get(running.probe_addr.unwrap(), "/readyz")
+        .await
+        .unwrap();
+    assert_eq!((status, body.as_str()), (200, "ok"));
+    let r = conn.request("GET", "/metrics", b"").await.unwrap();
+    let text = r.text();
+    assert!(
+        r.header("content-type")
+            .unwrap()
+            .starts_with("application/openmetrics-text")
+    );
+    assert!(
+        text.contains(r#"blueprint_operator_webhook_requests_total{route="/validate/blueprint",verdict="allowed"} 2"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"blueprint_operator_webhook_requests_total{route="/mutate/blueprint",verdict="patched"} 1"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"blueprint_operator_webhook_requests_total{route="/validate/blueprint",verdict="bad_request"} 1"#),
+        "{text}"
+    );
+
+    // Over the body limit: 413 with the reason.
+    let mut big = Conn::connect(running.addr, tls.clone(), "localhost")
+        .await
+        .unwrap();
+    let body = vec![b' '; blueprint_operator::webhook::MAX_BODY_BYTES + 1];
+    let r = big
+        .request("POST", "/validate/blueprint", &body)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 413, "{}", r.text());
+    assert!(r.text().contains("limit"), "{}", r.text());
+    // Just under the limit is read (and refused as not JSON, not as too large).
+    let mut ok = Conn::connect(running.addr, tls, "localhost").await.unwrap();
+    let body = vec![b' '; blueprint_operator::webhook::MAX_BODY_BYTES - 1];
+    let r = ok
+        .request("POST", "/validate/blueprint", &body)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 400, "{}", r.text());
+
+    let addr = running.addr;
+    running.shutdown().await.unwrap();
+    assert!(
+        tokio::net::TcpStream::connect(addr).await.is_err(),
+        "still accepting after shutdown"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn reloads_the_certificate_on_a_symlink_swap_without_dropping_connections() {
+    let dir = temp_dir("reload");
+    let first = dev_certs();
+    write_secret_volume(&dir, 1, first.cert_pem.as_bytes(), first.key_pem.as_bytes());
+    let running = server::start(config(&dir, None)).await.unwrap();
+    let mut old_conn = Conn::connect(running.addr, client_config(&first.ca_cert_pem), "localhost")
+        .await
+        .unwrap();
+    assert_eq!(
+        old_conn.peer_certificate().unwrap(),
+        leaf_der(&first.cert_pem)
+    );
+
+    // A broken pair (key of another certificate) is refused: the old certificate stays.
+    let other = dev_certs();
+    write_secret_volume(&dir, 2, first.cert_pem.as_bytes(), other.key_pem.as_bytes());
+    let metrics = running.metrics();
+    eventually("failed reload counted", || {
+        let m = metrics.clone();
+        async move {
+            m.encode()
+                .contains(r#"blueprint_operator_webhook_tls_reloads_total{result="failure"} 1"#)
+        }
+    })
+    .await;
+    let conn = Conn::connect(running.addr, client_config(&first.ca_cert_pem), "localhost")
+        .await
+        .unwrap();
+    assert_eq!(conn.peer_certificate().unwrap(), leaf_der(&first.cert_pem));
+
+    // A new valid pair (new CA) is picked up by new connections.
+    let second = dev_certs();
+    write_secret_volume(
+        &dir,
+        3,
+        second.cert_pem.as_bytes(),
+        second.key_pem.as_bytes(),
+    );
+    let addr = running.addr;
+    let cfg = client_config(&second.ca_cert_pem);
+    eventually("new certificate served", || {
+        let cfg = cfg.clone();
+        let want = leaf_der(&second.cert_pem);
+        async move {
+            match Conn::connect(addr, cfg, "localhost").await {
+                Ok(c) => c.peer_certificate() == Some(want),
+                Err(_) => false,
+            }
+        }
+    })
+    .await;
+    assert!(
+        metrics
+            .encode()
+            .contains(r#"blueprint_operator_webhook_tls_reloads_total{result="success"} 1"#)
+    );
+
+    // The connection made before the swap still works.
+    let r = old_conn
+        .request(
+            "POST",
+            "/validate/blueprint",
+            &blueprint_review("u", &valid_blueprint()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200);
+    running.shutdown().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn not_ready_until_the_certificate_exists() {
+    let dir = temp_dir("wait");
+    let probe = free_port();
+    let cfg = config(&dir, Some(probe));
+    let starting = tokio::spawn(server::start(cfg));
+    eventually("probe listener up and not ready", || async move {
+        matches!(http_get(probe, "/readyz").await, Ok((503, body)) if body.contains("TLS certificate not loaded"))
+    })
+    .await;
+    let (status, _) = http_get(probe, "/healthz").await.unwrap();
+    assert_eq!(status, 200, "liveness does not depend on TLS");
+
+    let c = dev_certs();
+    write_secret_volume(&dir, 1, c.cert_pem.as_bytes(), c.key_pem.as_bytes());
+    let running = starting.await.unwrap().unwrap();
+    let (status, _) = http_get(probe, "/readyz").await.unwrap();
+    assert_eq!(status, 200);
+    running.shutdown().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
