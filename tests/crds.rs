@@ -12,7 +12,10 @@ fn manifests_hold_the_generated_crd() {
     let generated = String::from_utf8(out.stdout).unwrap();
     assert!(generated.contains("kind: CustomResourceDefinition"));
     assert!(generated.contains("actionschedules.blueprint-operator.io"));
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/crds/actionschedule.yaml");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/manifests/crds/actionschedule.yaml"
+    );
     let checked_in = std::fs::read_to_string(path).unwrap_or_default();
     assert!(
         checked_in == generated,
