@@ -228,3 +228,47 @@ async fn pod_without_log_annotation_has_an_empty_log() -> anyhow::Result<()> {
     assert_eq!(pods.logs("quiet", &LogParams::default()).await?, "");
     Ok(())
 }
+
+#[tokio::test]
+async fn two_container_pod_serves_a_log_file_for_each_container() -> anyhow::Result<()> {
+    let client = support::client().await;
+    if !support::kwok_available(&client).await {
+        eprintln!("skipped: the cluster has no kwok node");
+        return Ok(());
+    }
+    let ns = support::namespace(&client, "e2e-logfile").await;
+    let file = std::env::temp_dir().join(format!("{ns}.log"));
+    std::fs::write(&file, "line one\nline two\n")?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {
+            "name": "two",
+            "annotations": {
+                support::kwok::EXIT: "0",
+                support::kwok::LOG_FILE: file.to_str().expect("utf-8 path"),
+            }
+        },
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [
+                { "name": "first", "image": "busybox:stable" },
+                { "name": "second", "image": "busybox:stable" }
+            ]
+        }
+    }))?;
+    pods.create(&PostParams::default(), &pod).await?;
+    let pod = support::wait_pod_finished(&pods, "two").await?;
+    std::fs::remove_file(&file)?;
+    assert_eq!(
+        pod.status.and_then(|s| s.phase).as_deref(),
+        Some("Succeeded")
+    );
+    for container in ["first", "second"] {
+        let lp = LogParams {
+            container: Some(container.to_string()),
+            ..LogParams::default()
+        };
+        assert_eq!(pods.logs("two", &lp).await?, "line one\nline two\n");
+    }
+    Ok(())
+}

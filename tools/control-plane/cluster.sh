@@ -175,7 +175,14 @@ log_agent() {
     local ns name
     while read -r ns name; do
       [[ -n "$name" ]] || continue
-      serve_pod_log "$ns" "$name" || log "log agent: could not serve log of $ns/$name (will retry)"
+      # one worker per pod, so a slow pod does not hold up the others
+      local busy="$dir/pod-logs/.busy.$ns.$name"
+      [[ -e "$busy" ]] && continue
+      mkdir -p "$dir/pod-logs" && : >"$busy"
+      (
+        serve_pod_log "$ns" "$name" || log "log agent: could not serve log of $ns/$name (will retry)"
+        rm -f "$busy"
+      ) &
     done <<<"$pods"
     sleep 0.5
   done
@@ -213,7 +220,9 @@ EOF
   local first_line got
   first_line="$(head -n 1 "$raw")"
   for _ in $(seq 100); do
-    got="$(kctl logs -n "$ns" "$name" --all-containers=true --tail=-1 2>/dev/null | head -n 1)" || got="__error__"
+    # (no pipe into head: with pipefail a SIGPIPE'd kubectl would look like an error)
+    got="$(kctl logs -n "$ns" "$name" --all-containers=true --tail=-1 2>/dev/null)" || got="__error__"
+    got="${got%%$'\n'*}"
     if [[ "$got" == "$first_line" ]]; then
       kctl annotate --overwrite pod -n "$ns" "$name" blueprint-operator.io/kwok-log-ready=true >/dev/null || return 1
       return 0
