@@ -25,6 +25,10 @@ enum Command {
     Normalize(cli::NormalizeArgs),
     /// Print the ActionSchedule CRD generated from the Rust types (`manifests/crds/actionschedule.yaml`).
     Crds,
+    /// Serve the admission webhook over HTTPS (/mutate/blueprint, /validate/blueprint, /validate/actionschedule).
+    Webhook(blueprint_operator::webhook::WebhookArgs),
+    /// Write a development CA and webhook serving certificate and print the caBundle.
+    Certs(blueprint_operator::webhook::CertsArgs),
 }
 
 fn main() -> ExitCode {
@@ -36,5 +40,31 @@ fn main() -> ExitCode {
             print!("{}", blueprint_operator::model::crd_yaml());
             ExitCode::SUCCESS
         }
+        Command::Webhook(args) => {
+            let rt = match tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    eprintln!("error: cannot start the Tokio runtime: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            match rt.block_on(blueprint_operator::webhook::run(args)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Certs(args) => match blueprint_operator::webhook::run_certs(args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::from(2)
+            }
+        },
     }
 }
