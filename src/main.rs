@@ -29,6 +29,8 @@ enum Command {
     Webhook(blueprint_operator::webhook::WebhookArgs),
     /// Write a development CA and webhook serving certificate and print the caBundle.
     Certs(blueprint_operator::webhook::CertsArgs),
+    /// Run ActionSets from Blueprints (deferPhase guaranteed) and ActionSchedules.
+    Controller(blueprint_operator::executor::cli::ControllerArgs),
 }
 
 fn main() -> ExitCode {
@@ -36,6 +38,25 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Validate(args) => cli::validate(&args),
         Command::Normalize(args) => cli::normalize(&args),
+        Command::Controller(args) => {
+            let rt = match tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    eprintln!("error: cannot start the Tokio runtime: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            match rt.block_on(blueprint_operator::executor::cli::run(args)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Crds => {
             print!("{}", blueprint_operator::model::crd_yaml());
             ExitCode::SUCCESS

@@ -123,6 +123,9 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         .context("connecting to the Kubernetes API (in-cluster config or $KUBECONFIG)")?;
     let mut registry = Registry::default();
     let metrics = Metrics::new(&mut registry);
+    if !args.no_scheduler {
+        crate::scheduler::register(&mut registry);
+    }
     serve_metrics(&args.metrics_addr, Arc::new(registry)).await?;
     let instance = args.instance.clone().unwrap_or_else(hostname);
 
@@ -158,11 +161,30 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
             let _ = stop_rx.wait_for(|s| *s).await;
         }
     };
-    if !args.no_scheduler {
-        info!(
-            "the ActionSchedule scheduler is not wired into this build yet; run with --no-scheduler to silence this"
-        );
-    }
+    let scheduler = if args.no_scheduler {
+        None
+    } else {
+        let opts = crate::scheduler::SchedulerOptions {
+            namespace: args.namespace.clone(),
+            leader_election: (!args.no_leader_election).then(|| {
+                crate::scheduler::LeaderElection::new(
+                    args.lease_namespace
+                        .clone()
+                        .unwrap_or_else(|| "default".into()),
+                    instance.clone(),
+                )
+            }),
+            ..crate::scheduler::SchedulerOptions::default()
+        };
+        let mut stop_rx = stop_rx.clone();
+        Some(tokio::spawn(crate::scheduler::run(
+            client.clone(),
+            opts,
+            async move {
+                let _ = stop_rx.wait_for(|s| *s).await;
+            },
+        )))
+    };
     let cfg = Config {
         namespace: args.namespace.clone(),
         deletion_timeout: Duration::from_secs(args.deletion_timeout),
@@ -183,5 +205,12 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     }
     let _ = stop_tx.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(5), executor).await;
+    if let Some(s) = scheduler {
+        match tokio::time::timeout(Duration::from_secs(5), s).await {
+            Ok(Ok(Err(e))) => warn!(error = %e, "scheduler stopped with an error"),
+            Ok(Err(e)) => warn!(error = %e, "scheduler task failed"),
+            _ => {}
+        }
+    }
     Ok(())
 }
