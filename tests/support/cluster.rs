@@ -41,7 +41,13 @@ pub fn cluster() -> &'static Cluster {
             dir: None,
             kubectl: None,
         },
-        None => start().unwrap_or_else(|e| panic!("could not start the test control plane: {e:#}")),
+        // A second try covers a port taken between picking it and binding it.
+        None => start()
+            .or_else(|e| {
+                eprintln!("test control plane did not start ({e:#}); trying once more");
+                start()
+            })
+            .unwrap_or_else(|e| panic!("could not start the test control plane: {e:#}")),
     })
 }
 

@@ -79,7 +79,8 @@ used_ports=""
 free_port() {
   local p
   while true; do
-    p=$((20000 + RANDOM % 40000))
+    # below the kernel's ephemeral range (32768+), so outgoing connections don't take it meanwhile
+    p=$((20000 + RANDOM % 12000))
     [[ " $used_ports " == *" $p "* ]] && continue
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
       used_ports+=" $p"
