@@ -1,12 +1,16 @@
-//! wait_v2 (not yet implemented).
+//! WaitV2 (Kanister `pkg/function/wait_v2.go`): like [`super::wait`], but each
+//! condition is a Go template rendered with the fetched object as `.` and
+//! `$`; it holds when the trimmed output is `true`.
 
-use super::{Context, FunctionError, Output};
 use serde_json::{Map, Value};
 
+use super::wait::{Flavor, run_flavor};
+use super::{Context, FunctionError, Output};
+
 pub async fn run(
-    _ctx: &Context,
-    _args: &Map<String, Value>,
-    _params: &Value,
+    ctx: &Context,
+    args: &Map<String, Value>,
+    params: &Value,
 ) -> Result<Output, FunctionError> {
-    Err(FunctionError::failed("wait_v2", "not yet implemented"))
+    run_flavor(ctx, args, params, Flavor::Template).await
 }
