@@ -113,9 +113,16 @@ mod tests {
             .runs_created
             .get_or_create(&with(schedule_labels("ns", "s"), "trigger", "scheduled"))
             .inc();
+        METRICS
+            .overdue
+            .get_or_create(&schedule_labels("ns", "s"))
+            .set(1.5);
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &reg).unwrap();
         assert!(out.contains("actionschedule_runs_created_total{namespace=\"ns\",schedule=\"s\",trigger=\"scheduled\"}"), "{out}");
-        assert!(out.contains("actionschedule_overdue_seconds"));
+        assert!(
+            out.contains("actionschedule_overdue_seconds{namespace=\"ns\",schedule=\"s\"} 1.5"),
+            "{out}"
+        );
     }
 }
