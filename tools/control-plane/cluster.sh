@@ -163,29 +163,28 @@ EOF
 # `Logs` object for the pod, checks that `pods/log` returns it, then marks the pod
 # blueprint-operator.io/kwok-log-ready=true (which lets the exit stage finish the pod).
 log_agent() {
-  local sel='{{range .items}}{{if eq .status.phase "Running"}}{{if .metadata.annotations}}'
+  # Printed once per pod (initial list) and per change (watch events).
+  local sel='{{if eq .status.phase "Running"}}{{if .metadata.annotations}}'
   sel+='{{if or (index .metadata.annotations "blueprint-operator.io/kwok-log") (index .metadata.annotations "blueprint-operator.io/kwok-log-file")}}'
   sel+='{{if not (index .metadata.annotations "blueprint-operator.io/kwok-log-ready")}}'
-  sel+='{{.metadata.namespace}} {{.metadata.name}}{{"\n"}}{{end}}{{end}}{{end}}{{end}}{{end}}'
+  sel+='{{.metadata.namespace}} {{.metadata.name}}{{"\n"}}{{end}}{{end}}{{end}}{{end}}'
+  mkdir -p "$dir/pod-logs"
   while true; do
-    local pods
-    pods="$(kctl get pods -A --field-selector "spec.nodeName=$node_name" -o go-template="$sel" 2>/dev/null)" || {
-      sleep 1
-      continue
-    }
-    local ns name
-    while read -r ns name; do
-      [[ -n "$name" ]] || continue
-      # one worker per pod, so a slow pod does not hold up the others
-      local busy="$dir/pod-logs/.busy.$ns.$name"
-      [[ -e "$busy" ]] && continue
-      mkdir -p "$dir/pod-logs" && : >"$busy"
-      (
-        serve_pod_log "$ns" "$name" || log "log agent: could not serve log of $ns/$name (will retry)"
-        rm -f "$busy"
-      ) &
-    done <<<"$pods"
-    sleep 0.5
+    # Restarted every minute: the fresh list retries pods whose log could not be served.
+    timeout --foreground 60 "$KUBECTL" --kubeconfig "$dir/kubeconfig" get pods -A -w \
+      --field-selector "spec.nodeName=$node_name" -o go-template="$sel" 2>/dev/null |
+      while read -r ns name; do
+        [[ -n "$name" ]] || continue
+        # one worker per pod, so a slow pod does not hold up the others
+        busy="$dir/pod-logs/.busy.$ns.$name"
+        [[ -e "$busy" ]] && continue
+        : >"$busy"
+        (
+          serve_pod_log "$ns" "$name" || log "log agent: could not serve log of $ns/$name (will retry)"
+          rm -f "$busy"
+        ) &
+      done || true
+    sleep 1
   done
 }
 
