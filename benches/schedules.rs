@@ -1,0 +1,192 @@
+//! Scale benchmark of the ActionSchedule controller on the real API server.
+//!
+//! `cargo bench --bench schedules [-- 1000 10000]` creates N ActionSchedules
+//! with `* * * * *` (all tick at the same minute boundary), runs the
+//! controller in-process, waits for the first full round of ActionSets and
+//! reports the tick-to-create lag (ActionSet creationTimestamp minus the
+//! nominal tick; API timestamps have 1 s resolution) at p50/p99/max, and the
+//! resident memory the controller added to this process.
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use std::time::{Duration, Instant};
+
+use blueprint_operator::model::{
+    ANNOTATION_SCHEDULED_TIME, ActionSchedule, ActionSet, LABEL_TRIGGER,
+};
+use blueprint_operator::scheduler::{self, SchedulerOptions};
+use chrono::{DateTime, Utc};
+use futures::StreamExt;
+use kube::api::{Api, ListParams, PostParams};
+use kube::{Client, ResourceExt};
+use serde_json::json;
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+fn pct(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i]
+}
+
+async fn list_all(api: &Api<ActionSet>) -> anyhow::Result<Vec<ActionSet>> {
+    let mut out = Vec::new();
+    let mut lp = ListParams::default().limit(2000);
+    loop {
+        let page = api.list(&lp).await?;
+        out.extend(page.items);
+        match page.metadata.continue_ {
+            Some(c) if !c.is_empty() => lp = lp.continue_token(&c),
+            _ => return Ok(out),
+        }
+    }
+}
+
+async fn run_size(client: &Client, n: usize) -> anyhow::Result<()> {
+    let ns = support::namespace(client, &format!("bench-{n}")).await;
+    let api: Api<ActionSchedule> = Api::namespaced(client.clone(), &ns);
+    let t0 = Instant::now();
+    futures::stream::iter(0..n)
+        .map(|i| {
+            let api = api.clone();
+            let ns = ns.clone();
+            async move {
+                let s: ActionSchedule = serde_json::from_value(json!({
+                    "apiVersion": "blueprint-operator.io/v1alpha1",
+                    "kind": "ActionSchedule",
+                    "metadata": {"name": format!("s{i:05}"), "namespace": ns},
+                    "spec": {
+                        "schedule": "* * * * *",
+                        "actionSetTemplate": {"actions": [{"name": "backup", "blueprint": "bp",
+                            "object": {"kind": "Deployment", "name": "app", "namespace": ns}}]}
+                    }
+                }))?;
+                api.create(&PostParams::default(), &s).await?;
+                anyhow::Ok(())
+            }
+        })
+        .buffer_unordered(32)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    eprintln!(
+        "[{n}] created {n} ActionSchedules in {:.1}s",
+        t0.elapsed().as_secs_f64()
+    );
+
+    let rss_before = rss_kib();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let opts = SchedulerOptions {
+        namespace: Some(ns.clone()),
+        concurrency: 16,
+        ..Default::default()
+    };
+    let ctl = tokio::spawn(scheduler::run(client.clone(), opts, async move {
+        let _ = rx.await;
+    }));
+    // Wait until the controller has seen every schedule once (status.nextScheduleTime),
+    // then measure the first full minute boundary after that.
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        let mut lp = ListParams::default().limit(2000);
+        let mut ready = 0;
+        loop {
+            let page = api.list(&lp).await?;
+            ready += page
+                .items
+                .iter()
+                .filter(|s| {
+                    s.status
+                        .as_ref()
+                        .is_some_and(|st| st.next_schedule_time.is_some())
+                })
+                .count();
+            match page.metadata.continue_ {
+                Some(c) if !c.is_empty() => lp = lp.continue_token(&c),
+                _ => break,
+            }
+        }
+        if ready >= n || Instant::now() > deadline {
+            eprintln!("[{n}] controller initialised {ready} schedules");
+            break;
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+    let start = Utc::now();
+    let first_tick =
+        DateTime::from_timestamp((start.timestamp() / 60 + 1) * 60, 0).unwrap_or(start);
+    let as_api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let mut peak_rss = rss_kib();
+    let runs = loop {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        peak_rss = peak_rss.max(rss_kib());
+        let all = list_all(&as_api).await?;
+        let first: Vec<ActionSet> = all
+            .into_iter()
+            .filter(|a| a.labels().get(LABEL_TRIGGER).map(String::as_str) == Some("scheduled"))
+            .filter(|a| {
+                a.annotations()
+                    .get(ANNOTATION_SCHEDULED_TIME)
+                    .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+                    .is_some_and(|t| t.with_timezone(&Utc) == first_tick)
+            })
+            .collect();
+        eprintln!("[{n}] {} of {n} runs for tick {first_tick}", first.len());
+        if first.len() >= n || Instant::now() > deadline {
+            break first;
+        }
+    };
+    let mut lags: Vec<f64> = runs
+        .iter()
+        .filter_map(|a| {
+            let c = a.metadata.creation_timestamp.as_ref()?.0.as_second();
+            Some((c - first_tick.timestamp()) as f64)
+        })
+        .collect();
+    lags.sort_by(|a, b| a.total_cmp(b));
+    let _ = tx.send(());
+    let _ = tokio::time::timeout(Duration::from_secs(30), ctl).await;
+    println!(
+        "schedules={n} runs={} lag_p50={:.0}s lag_p99={:.0}s lag_max={:.0}s controller_rss_delta={:.1}MiB (peak process RSS {:.1}MiB)",
+        runs.len(),
+        pct(&lags, 0.5),
+        pct(&lags, 0.99),
+        lags.last().copied().unwrap_or(f64::NAN),
+        (peak_rss.saturating_sub(rss_before)) as f64 / 1024.0,
+        peak_rss as f64 / 1024.0
+    );
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let sizes: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let sizes = if sizes.is_empty() {
+        vec![1000, 10_000]
+    } else {
+        sizes
+    };
+    let client = support::client().await;
+    support::install_crds(&client).await?;
+    for n in sizes {
+        run_size(&client, n).await?;
+    }
+    Ok(())
+}
