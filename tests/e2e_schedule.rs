@@ -1,0 +1,537 @@
+//! End-to-end tests of the ActionSchedule controller on the test control plane.
+//! The controller runs in-process; no executor runs, so the tests play the
+//! executor by writing `status.state` of the ActionSets themselves (Kanister's
+//! CRD has no status subresource). Waits are bounded by generous deadlines;
+//! nothing asserts on durations.
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use blueprint_operator::model::{
+    ANNOTATION_RUN_NOW, ANNOTATION_SCHEDULED_TIME, ActionSchedule, ActionSet, LABEL_SCHEDULE,
+    LABEL_TRIGGER,
+};
+use blueprint_operator::scheduler::{self, LeaderElection, SchedulerOptions, plan};
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::{Client, ResourceExt};
+use serde_json::json;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+const LONG: Duration = Duration::from_secs(90);
+
+struct Running {
+    task: JoinHandle<anyhow::Result<()>>,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+impl Running {
+    /// Graceful stop.
+    async fn stop(mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(20), &mut self.task).await;
+        self.task.abort();
+    }
+    /// Crash: the task is dropped wherever it is.
+    fn kill(self) {
+        self.task.abort();
+    }
+}
+
+fn start(client: &Client, ns: &str, le: Option<LeaderElection>) -> Running {
+    let (tx, rx) = oneshot::channel::<()>();
+    let opts = SchedulerOptions {
+        namespace: Some(ns.to_string()),
+        leader_election: le,
+        ..Default::default()
+    };
+    let task = tokio::spawn(scheduler::run(client.clone(), opts, async move {
+        let _ = rx.await;
+    }));
+    Running {
+        task,
+        stop: Some(tx),
+    }
+}
+
+async fn setup(prefix: &str) -> anyhow::Result<(Client, String)> {
+    let client = support::client().await;
+    support::install_crds(&client).await?;
+    let ns = support::namespace(&client, prefix).await;
+    Ok((client, ns))
+}
+
+async fn create_schedule(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    spec: serde_json::Value,
+) -> anyhow::Result<ActionSchedule> {
+    let mut spec = spec;
+    spec["actionSetTemplate"] = json!({
+        "actions": [{
+            "name": "backup",
+            "blueprint": "demo-bp",
+            "object": {"kind": "Deployment", "name": "app", "namespace": ns},
+        }]
+    });
+    let s: ActionSchedule = serde_json::from_value(json!({
+        "apiVersion": "blueprint-operator.io/v1alpha1",
+        "kind": "ActionSchedule",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": spec,
+    }))?;
+    let api: Api<ActionSchedule> = Api::namespaced(client.clone(), ns);
+    Ok(api.create(&PostParams::default(), &s).await?)
+}
+
+async fn runs(client: &Client, ns: &str, schedule: &str) -> anyhow::Result<Vec<ActionSet>> {
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
+    let mut v = api
+        .list(&ListParams::default().labels(&format!("{LABEL_SCHEDULE}={schedule}")))
+        .await?
+        .items;
+    v.sort_by_key(|a| {
+        a.annotations()
+            .get(ANNOTATION_SCHEDULED_TIME)
+            .cloned()
+            .unwrap_or_default()
+    });
+    Ok(v)
+}
+
+fn scheduled(v: &[ActionSet]) -> Vec<&ActionSet> {
+    v.iter()
+        .filter(|a| a.labels().get(LABEL_TRIGGER).map(String::as_str) == Some("scheduled"))
+        .collect()
+}
+
+async fn set_state(client: &Client, ns: &str, name: &str, state: &str) -> anyhow::Result<()> {
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
+    let status = json!({"status": {"state": state, "actions": [{
+        "name": "backup", "blueprint": "demo-bp",
+        "object": {"kind": "Deployment", "name": "app", "namespace": ns},
+        "artifacts": {"snap": {"keyValue": {"id": format!("id-{name}")}}},
+        "deferPhase": {"name": "", "state": ""},
+    }]}});
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&status))
+        .await?;
+    Ok(())
+}
+
+async fn patch_schedule(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    patch: serde_json::Value,
+) -> anyhow::Result<()> {
+    let api: Api<ActionSchedule> = Api::namespaced(client.clone(), ns);
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(())
+}
+
+async fn get_schedule(client: &Client, ns: &str, name: &str) -> anyhow::Result<ActionSchedule> {
+    let api: Api<ActionSchedule> = Api::namespaced(client.clone(), ns);
+    Ok(api.get(name).await?)
+}
+
+async fn event_reasons(client: &Client, ns: &str) -> anyhow::Result<BTreeSet<String>> {
+    let api: Api<Event> = Api::namespaced(client.clone(), ns);
+    Ok(api
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter_map(|e| e.reason)
+        .collect())
+}
+
+/// Ticks of the scheduled runs, asserted to be unique and each owned by the schedule.
+fn assert_one_run_per_tick(v: &[ActionSet], uid: &str) -> Vec<String> {
+    let ticks: Vec<String> = scheduled(v)
+        .iter()
+        .map(|a| a.annotations()[ANNOTATION_SCHEDULED_TIME].clone())
+        .collect();
+    let unique: BTreeSet<&String> = ticks.iter().collect();
+    assert_eq!(
+        unique.len(),
+        ticks.len(),
+        "two ActionSets for one tick: {ticks:?}"
+    );
+    for a in v {
+        assert!(
+            a.owner_references().iter().any(|o| o.uid == uid),
+            "{} not owned by the schedule",
+            a.name_any()
+        );
+    }
+    ticks
+}
+
+#[tokio::test]
+async fn runs_on_time_and_rotation_keeps_n_complete_and_last_2_failed() -> anyhow::Result<()> {
+    let (client, ns) = setup("sched-rotate").await?;
+    let ctl = start(&client, &ns, None);
+    let s = create_schedule(
+        &client,
+        &ns,
+        "rot",
+        json!({"schedule": "@every 2s", "retention": {"keepLast": 2}}),
+    )
+    .await?;
+    let uid = s.uid().unwrap();
+    // Play the executor: alternate complete / failed in tick order, 10 runs.
+    let mut decided: BTreeMap<String, &str> = BTreeMap::new();
+    let deadline = tokio::time::Instant::now() + LONG;
+    while decided.len() < 10 {
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "only {} runs within {LONG:?}",
+            decided.len()
+        );
+        let v = runs(&client, &ns, "rot").await?;
+        for a in scheduled(&v) {
+            let n = a.name_any();
+            if a.status.is_none() && !decided.contains_key(&n) {
+                let state = if decided.len() % 2 == 0 {
+                    "complete"
+                } else {
+                    "failed"
+                };
+                set_state(&client, &ns, &n, state).await?;
+                decided.insert(n, state);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    patch_schedule(&client, &ns, "rot", json!({"spec": {"suspend": true}})).await?;
+    // Runs created after the suspend was seen, if any, are decided too; then
+    // wait for rotation to settle at exactly 2 complete + 2 failed.
+    let kept = support::poll(LONG, || async {
+        let v = runs(&client, &ns, "rot").await.ok()?;
+        for a in scheduled(&v) {
+            if a.status.is_none() {
+                set_state(&client, &ns, &a.name_any(), "complete")
+                    .await
+                    .ok()?;
+                return None;
+            }
+        }
+        let count = |st: &str| {
+            scheduled(&v)
+                .iter()
+                .filter(|a| a.status.as_ref().is_some_and(|s| s.state.as_str() == st))
+                .count()
+        };
+        (count("complete") == 2 && count("failed") == 2).then_some(v)
+    })
+    .await?;
+    assert_one_run_per_tick(&kept, &uid);
+    // The kept ones are the newest of each kind.
+    let all_decided: Vec<(&String, &&str)> = decided.iter().collect();
+    let newest = |st: &str| {
+        let mut v: Vec<&String> = all_decided
+            .iter()
+            .filter(|(_, s)| **s == st)
+            .map(|(n, _)| *n)
+            .collect();
+        v.sort();
+        v.into_iter()
+            .rev()
+            .take(2)
+            .cloned()
+            .collect::<BTreeSet<String>>()
+    };
+    let kept_failed: BTreeSet<String> = kept
+        .iter()
+        .filter(|a| {
+            a.status
+                .as_ref()
+                .is_some_and(|s| s.state.as_str() == "failed")
+        })
+        .map(|a| a.name_any())
+        .collect();
+    assert_eq!(kept_failed, newest("failed"));
+    // Runs were created for consecutive ticks 2 s apart (nominal times; names derive from them).
+    let mut ticks: Vec<chrono::DateTime<chrono::Utc>> = decided
+        .keys()
+        .map(|n| {
+            chrono::NaiveDateTime::parse_from_str(&n[n.len() - 14..], "%Y%m%d%H%M%S")
+                .unwrap()
+                .and_utc()
+        })
+        .collect();
+    ticks.sort();
+    for w in ticks.windows(2) {
+        assert_eq!((w[1] - w[0]).num_seconds(), 2, "ticks {ticks:?}");
+    }
+    let st = get_schedule(&client, &ns, "rot")
+        .await?
+        .status
+        .unwrap_or_default();
+    assert!(st.last_schedule_time.is_some() && st.last_successful_time.is_some());
+    let reasons = event_reasons(&client, &ns).await?;
+    assert!(
+        reasons.contains("Created") && reasons.contains("Rotated"),
+        "{reasons:?}"
+    );
+    ctl.stop().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn restarts_and_two_replicas_never_duplicate_a_tick() -> anyhow::Result<()> {
+    let (client, ns) = setup("sched-restart").await?;
+    let s = create_schedule(
+        &client,
+        &ns,
+        "rs",
+        json!({"schedule": "@every 2s", "retention": {"keepLast": 50}}),
+    )
+    .await?;
+    let uid = s.uid().unwrap();
+    // Crash the controller right after it creates a run (before or while it writes status).
+    for round in 0..4 {
+        let before = scheduled(&runs(&client, &ns, "rs").await?).len();
+        let ctl = start(&client, &ns, None);
+        support::poll(LONG, || async {
+            (scheduled(&runs(&client, &ns, "rs").await.ok()?).len() > before).then_some(())
+        })
+        .await?;
+        ctl.kill();
+        let v = runs(&client, &ns, "rs").await?;
+        assert_one_run_per_tick(&v, &uid);
+        eprintln!("round {round}: {} runs", v.len());
+    }
+    // Two replicas at once, no leader election: the names still make each tick unique.
+    let a = start(&client, &ns, None);
+    let b = start(&client, &ns, None);
+    let before = scheduled(&runs(&client, &ns, "rs").await?).len();
+    support::poll(LONG, || async {
+        (scheduled(&runs(&client, &ns, "rs").await.ok()?).len() >= before + 4).then_some(())
+    })
+    .await?;
+    a.stop().await;
+    b.stop().await;
+    let v = runs(&client, &ns, "rs").await?;
+    let ticks = assert_one_run_per_tick(&v, &uid);
+    assert!(ticks.len() >= 8);
+
+    // Two replicas with leader election: one leads; kill it, the other takes over.
+    let le = |id: &str| {
+        let mut l = LeaderElection::new(ns.clone(), id);
+        l.lease_seconds = 4;
+        l.grace_seconds = 2;
+        Some(l)
+    };
+    let a = start(&client, &ns, le("replica-a"));
+    let b = start(&client, &ns, le("replica-b"));
+    let before = scheduled(&runs(&client, &ns, "rs").await?).len();
+    support::poll(LONG, || async {
+        (scheduled(&runs(&client, &ns, "rs").await.ok()?).len() >= before + 2).then_some(())
+    })
+    .await?;
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(client.clone(), &ns);
+    let holder = leases
+        .get("blueprint-operator-scheduler")
+        .await?
+        .spec
+        .and_then(|s| s.holder_identity)
+        .unwrap_or_default();
+    let survivor = if holder == "replica-a" {
+        a.kill();
+        b
+    } else {
+        b.kill();
+        a
+    };
+    let before = scheduled(&runs(&client, &ns, "rs").await?).len();
+    support::poll(LONG, || async {
+        (scheduled(&runs(&client, &ns, "rs").await.ok()?).len() >= before + 2).then_some(())
+    })
+    .await?;
+    survivor.stop().await;
+    assert_one_run_per_tick(&runs(&client, &ns, "rs").await?, &uid);
+    Ok(())
+}
+
+#[tokio::test]
+async fn forbid_skips_while_a_run_is_active() -> anyhow::Result<()> {
+    let (client, ns) = setup("sched-forbid").await?;
+    let ctl = start(&client, &ns, None);
+    create_schedule(
+        &client,
+        &ns,
+        "fb",
+        json!({"schedule": "@every 2s", "concurrencyPolicy": "Forbid"}),
+    )
+    .await?;
+    let first = support::poll(LONG, || async {
+        runs(&client, &ns, "fb")
+            .await
+            .ok()?
+            .first()
+            .map(|a| a.name_any())
+    })
+    .await?;
+    set_state(&client, &ns, &first, "running").await?;
+    let st = support::poll(LONG, || async {
+        let st = get_schedule(&client, &ns, "fb").await.ok()?.status?;
+        (st.skipped_runs >= 2).then_some(st)
+    })
+    .await?;
+    assert_eq!(
+        runs(&client, &ns, "fb").await?.len(),
+        1,
+        "a run was started while one was active"
+    );
+    assert_eq!(st.active.len(), 1);
+    assert!(
+        st.recent_skips
+            .iter()
+            .any(|s| s.reason == "ConcurrencyForbid"),
+        "{:?}",
+        st.recent_skips
+    );
+    assert!(
+        event_reasons(&client, &ns)
+            .await?
+            .contains("SkippedConcurrency")
+    );
+    // Once it finishes, the next tick runs.
+    set_state(&client, &ns, &first, "complete").await?;
+    support::poll(LONG, || async {
+        (runs(&client, &ns, "fb").await.ok()?.len() >= 2).then_some(())
+    })
+    .await?;
+    ctl.stop().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn suspend_stops_runs_and_run_now_still_works() -> anyhow::Result<()> {
+    let (client, ns) = setup("sched-suspend").await?;
+    let ctl = start(&client, &ns, None);
+    create_schedule(&client, &ns, "sp", json!({"schedule": "@every 2s"})).await?;
+    support::poll(LONG, || async {
+        (!runs(&client, &ns, "sp").await.ok()?.is_empty()).then_some(())
+    })
+    .await?;
+    patch_schedule(&client, &ns, "sp", json!({"spec": {"suspend": true}})).await?;
+    // The suspend is in effect once a tick is recorded as skipped for it.
+    support::poll(LONG, || async {
+        let st = get_schedule(&client, &ns, "sp").await.ok()?.status?;
+        st.recent_skips
+            .iter()
+            .any(|s| s.reason == "Suspended")
+            .then_some(())
+    })
+    .await?;
+    let count = runs(&client, &ns, "sp").await?.len();
+    let skipped = get_schedule(&client, &ns, "sp")
+        .await?
+        .status
+        .unwrap_or_default()
+        .skipped_runs;
+    support::poll(LONG, || async {
+        let st = get_schedule(&client, &ns, "sp").await.ok()?.status?;
+        (st.skipped_runs >= skipped + 3).then_some(())
+    })
+    .await?;
+    assert_eq!(
+        runs(&client, &ns, "sp").await?.len(),
+        count,
+        "runs created while suspended"
+    );
+    // run-now works while suspended, once per token.
+    patch_schedule(
+        &client,
+        &ns,
+        "sp",
+        json!({"metadata": {"annotations": {ANNOTATION_RUN_NOW: "t1"}}}),
+    )
+    .await?;
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
+    let name = plan::run_now_name("sp", "t1");
+    support::wait_for(&api, &name, LONG, |_| true).await?;
+    support::poll(LONG, || async {
+        let st = get_schedule(&client, &ns, "sp").await.ok()?.status?;
+        (st.last_run_now_token.as_deref() == Some("t1")).then_some(())
+    })
+    .await?;
+    assert_eq!(runs(&client, &ns, "sp").await?.len(), count + 1);
+    ctl.stop().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn delete_action_runs_before_a_rotated_run_is_removed() -> anyhow::Result<()> {
+    let (client, ns) = setup("sched-delete").await?;
+    let ctl = start(&client, &ns, None);
+    create_schedule(
+        &client,
+        &ns,
+        "da",
+        json!({"schedule": "@every 2s", "concurrencyPolicy": "Forbid", "retention": {"keepLast": 1, "deleteAction": "delete"}}),
+    )
+    .await?;
+    // Two complete runs: the older is rotated through a delete action.
+    let mut done: Vec<String> = Vec::new();
+    let deadline = tokio::time::Instant::now() + LONG;
+    while done.len() < 2 {
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "only {} runs within {LONG:?}",
+            done.len()
+        );
+        let v = runs(&client, &ns, "da").await?;
+        for a in scheduled(&v) {
+            if a.status.is_none() && done.len() < 2 {
+                set_state(&client, &ns, &a.name_any(), "complete").await?;
+                done.push(a.name_any());
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    patch_schedule(&client, &ns, "da", json!({"spec": {"suspend": true}})).await?;
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
+    let del_name = plan::delete_name(&done[0]);
+    let del = support::wait_for(&api, &del_name, LONG, |_| true).await?;
+    let action = &del.spec.as_ref().unwrap().actions[0];
+    assert_eq!(action.name, "delete");
+    assert_eq!(
+        action.artifacts["snap"].key_value["id"],
+        format!("id-{}", done[0])
+    );
+    // The rotated run stays until the delete action completes.
+    let st = get_schedule(&client, &ns, "da")
+        .await?
+        .status
+        .unwrap_or_default();
+    assert!(
+        st.retention.removing.iter().any(|e| e.name == done[0]),
+        "{:?}",
+        st.retention
+    );
+    assert!(api.get_opt(&done[0]).await?.is_some());
+    set_state(&client, &ns, &del_name, "complete").await?;
+    support::poll(LONG, || async {
+        (api.get_opt(&done[0]).await.ok()?.is_none()
+            && api.get_opt(&del_name).await.ok()?.is_none())
+        .then_some(())
+    })
+    .await?;
+    assert!(
+        api.get_opt(&done[1]).await?.is_some(),
+        "newest complete run must stay"
+    );
+    ctl.stop().await;
+    Ok(())
+}
