@@ -1,0 +1,689 @@
+//! The ActionSet executor end to end: the real `blueprint-operator controller`
+//! binary (a child process, one per test, watching the test's namespace)
+//! against the test control plane, where kwok runs pods and the pod
+//! annotations from `support::kwok_annotations` choose exit code and log.
+
+mod support;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use blueprint_operator::model::{ActionSet, Blueprint, State};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::events::v1::Event;
+use kube::Client;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use serde_json::{Value, json};
+use tokio::process::{Child, Command};
+
+/// Bound for an ActionSet to finish (pods on kwok take a few seconds each).
+const FINISH: Duration = Duration::from_secs(180);
+
+/// A controller child process; killed (SIGKILL) when dropped.
+struct Controller {
+    child: Child,
+}
+
+impl Controller {
+    fn start(ns: &str) -> Controller {
+        let cluster = support::cluster();
+        let child = Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
+            .args([
+                "controller",
+                "--namespace",
+                ns,
+                "--no-scheduler",
+                "--no-leader-election",
+                "--metrics-addr",
+                "off",
+                "--deletion-timeout",
+                "120",
+                "--log-level",
+                "info,blueprint_operator=debug",
+            ])
+            .env("KUBECONFIG", &cluster.kubeconfig)
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start blueprint-operator controller");
+        Controller { child }
+    }
+
+    /// SIGKILL, then reap.
+    async fn kill(mut self) {
+        self.child.start_kill().expect("SIGKILL controller");
+        let _ = self.child.wait().await;
+    }
+}
+
+async fn setup(prefix: &str) -> Option<(Client, String)> {
+    let client = support::client().await;
+    if !support::kwok_available(&client).await {
+        eprintln!("skipped: the cluster has no kwok node");
+        return None;
+    }
+    support::install_crds(&client).await.expect("install CRDs");
+    let ns = support::namespace(&client, prefix).await;
+    Some((client, ns))
+}
+
+/// A KubeTask phase whose pod exits with `exit` after printing `log`
+/// (optionally staying Running for `duration`, a Go duration).
+fn task(name: &str, exit: i32, log: &str, duration: Option<&str>) -> Value {
+    let mut ann = json!(support::kwok_annotations(exit, log));
+    if let Some(d) = duration {
+        ann[support::kwok::DURATION] = json!(d);
+    }
+    json!({
+        "func": "KubeTask",
+        "name": name,
+        "args": {
+            "image": "busybox:stable",
+            "command": ["sh", "-c", "echo task"],
+            "podAnnotations": ann,
+        }
+    })
+}
+
+/// A phase that prints `kando output value <v>`.
+fn output(name: &str, v: &str) -> Value {
+    task(name, 0, &out_line("value", v), None)
+}
+
+fn out_line(key: &str, v: &str) -> String {
+    format!("###Phase-output###: {{\"key\":\"{key}\",\"value\":\"{v}\"}}")
+}
+
+fn fail(name: &str) -> Value {
+    task(name, 1, "exit 1", None)
+}
+
+async fn create_blueprint(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    actions: Value,
+) -> anyhow::Result<()> {
+    let api: Api<Blueprint> = Api::namespaced(client.clone(), ns);
+    let bp: Blueprint = serde_json::from_value(json!({
+        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Blueprint",
+        "metadata": {"name": name}, "actions": actions,
+    }))?;
+    api.create(&PostParams::default(), &bp).await?;
+    Ok(())
+}
+
+async fn create_actionset(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    blueprint: &str,
+    action: &str,
+    object: Value,
+    artifacts: Value,
+) -> anyhow::Result<()> {
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
+    let a: ActionSet = serde_json::from_value(json!({
+        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
+        "metadata": {"name": name},
+        "spec": {"actions": [{
+            "name": action, "blueprint": blueprint, "object": object, "artifacts": artifacts,
+        }]},
+    }))?;
+    api.create(&PostParams::default(), &a).await?;
+    Ok(())
+}
+
+fn ns_object(ns: &str) -> Value {
+    json!({"apiVersion": "v1", "resource": "namespaces", "kind": "Namespace", "name": ns, "namespace": ns})
+}
+
+fn deploy_object(ns: &str, name: &str) -> Value {
+    json!({"kind": "Deployment", "name": name, "namespace": ns})
+}
+
+async fn wait_terminal(client: &Client, ns: &str, name: &str) -> anyhow::Result<ActionSet> {
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
+    support::wait_for(&api, name, FINISH, |a| {
+        a.state().is_some_and(State::is_terminal)
+    })
+    .await
+}
+
+/// Our Events about `name`, oldest first, as "reason|message".
+async fn events(client: &Client, ns: &str, name: &str) -> anyhow::Result<Vec<String>> {
+    let api: Api<Event> = Api::namespaced(client.clone(), ns);
+    let mut evs: Vec<Event> = api
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.reporting_controller.as_deref() == Some("blueprint-operator.io/executor")
+                && e.regarding.as_ref().and_then(|r| r.kind.as_deref()) == Some("ActionSet")
+                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name)
+        })
+        .collect();
+    evs.sort_by_key(|e| e.event_time.as_ref().map(|t| t.0));
+    Ok(evs
+        .into_iter()
+        .map(|e| {
+            format!(
+                "{}|{}",
+                e.reason.unwrap_or_default(),
+                e.note.unwrap_or_default()
+            )
+        })
+        .collect())
+}
+
+fn reasons(evs: &[String]) -> Vec<&str> {
+    evs.iter()
+        .map(|e| e.split('|').next().unwrap_or(""))
+        .collect()
+}
+
+fn states(a: &ActionSet) -> (Vec<State>, State) {
+    let st = &a.status.as_ref().expect("status").actions[0];
+    (
+        st.phases.iter().map(|p| p.state).collect(),
+        st.defer_phase.state,
+    )
+}
+
+/// The four outcomes of main phases x deferPhase, with status and Events.
+#[tokio::test]
+async fn defer_scenarios_status_and_events() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("exec-defer").await else {
+        return Ok(());
+    };
+    let arts = json!({
+        "mainOut": {"keyValue": {"op": "{{ .Phases.backupPhaseOne.Output.value }}"}},
+        "deferOut": {"keyValue": {"op": "{{ .DeferPhase.Output.value }}"}},
+    });
+    let mk = |two: Value, defer: Value| {
+        json!({"backup": {
+            "phases": [output("backupPhaseOne", "mainValue"), two],
+            "deferPhase": defer,
+            "outputArtifacts": arts,
+        }})
+    };
+    // The deferPhase of "ok-ok" stays Running a little, to observe that the
+    // ActionSet is still running while its deferPhase runs.
+    let slow_defer = task(
+        "deferPhase",
+        0,
+        &out_line("value", "deferValue"),
+        Some("4s"),
+    );
+    create_blueprint(
+        &client,
+        &ns,
+        "ok-ok",
+        mk(output("backupPhaseTwo", "mainValueTwo"), slow_defer),
+    )
+    .await?;
+    create_blueprint(
+        &client,
+        &ns,
+        "err-ok",
+        mk(fail("backupPhaseTwo"), output("deferPhase", "deferValue")),
+    )
+    .await?;
+    create_blueprint(
+        &client,
+        &ns,
+        "ok-err",
+        mk(output("backupPhaseTwo", "mainValueTwo"), fail("deferPhase")),
+    )
+    .await?;
+    create_blueprint(
+        &client,
+        &ns,
+        "err-err",
+        mk(fail("backupPhaseTwo"), fail("deferPhase")),
+    )
+    .await?;
+    let _ctl = Controller::start(&ns);
+    for bp in ["ok-ok", "err-ok", "ok-err", "err-err"] {
+        create_actionset(&client, &ns, bp, bp, "backup", ns_object(&ns), json!({})).await?;
+    }
+
+    // While the deferPhase runs, it shows running and the ActionSet is still running.
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
+    support::wait_for(&api, "ok-ok", FINISH, |a| {
+        a.state() == Some(State::Running)
+            && a.status.as_ref().is_some_and(|s| {
+                s.actions[0].defer_phase.state == State::Running
+                    && s.progress.running_phase == "deferPhase"
+            })
+    })
+    .await?;
+
+    // main ok, defer ok
+    let a = wait_terminal(&client, &ns, "ok-ok").await?;
+    let s = a.status.as_ref().unwrap();
+    assert_eq!(s.state, State::Complete, "{s:?}");
+    assert_eq!(s.error.message, "");
+    assert_eq!(states(&a), (vec![State::Complete; 2], State::Complete));
+    assert_eq!(
+        s.actions[0].artifacts["mainOut"].key_value["op"],
+        "mainValue"
+    );
+    assert_eq!(
+        s.actions[0].artifacts["deferOut"].key_value["op"],
+        "deferValue"
+    );
+    assert_eq!(s.actions[0].defer_phase.output["value"], "deferValue");
+    assert!(
+        !a.metadata
+            .finalizers
+            .unwrap_or_default()
+            .iter()
+            .any(|f| f.contains("defer-phase"))
+    );
+    let evs = events(&client, &ns, "ok-ok").await?;
+    assert_eq!(
+        evs,
+        [
+            "Started Action|Executing action backup",
+            "Started Phase|Executing phase backupPhaseOne",
+            "Ended Phase|Completed phase backupPhaseOne",
+            "Started Phase|Executing phase backupPhaseTwo",
+            "Ended Phase|Completed phase backupPhaseTwo",
+            "Started deferPhase|Executing deferPhase deferPhase",
+            "Ended deferPhase|Completed deferPhase deferPhase",
+            "Update Complete|Updated ActionSet 'ok-ok' Status->complete",
+        ]
+    );
+
+    // main fails, defer ok
+    let a = wait_terminal(&client, &ns, "err-ok").await?;
+    let s = a.status.as_ref().unwrap();
+    assert_eq!(s.state, State::Failed);
+    assert_eq!(
+        states(&a),
+        (vec![State::Complete, State::Failed], State::Complete)
+    );
+    assert!(s.error.message.contains("exit"), "{}", s.error.message);
+    assert!(
+        !s.error.message.contains("deferPhase"),
+        "{}",
+        s.error.message
+    );
+    // Not rendered on failure (Kanister #1393).
+    assert_eq!(
+        s.actions[0].artifacts["deferOut"].key_value["op"],
+        "{{ .DeferPhase.Output.value }}"
+    );
+    let evs = events(&client, &ns, "err-ok").await?;
+    assert_eq!(
+        reasons(&evs),
+        [
+            "Started Action",
+            "Started Phase",
+            "Ended Phase",
+            "Started Phase",
+            "ActionSetFailed Action: backup",
+            "Started deferPhase",
+            "Ended deferPhase",
+        ]
+    );
+    assert!(evs[4].contains("|Failed to execute phase: "), "{}", evs[4]);
+
+    // main ok, defer fails
+    let a = wait_terminal(&client, &ns, "ok-err").await?;
+    let s = a.status.as_ref().unwrap();
+    assert_eq!(s.state, State::Failed);
+    assert_eq!(states(&a), (vec![State::Complete; 2], State::Failed));
+    let evs = events(&client, &ns, "ok-err").await?;
+    assert_eq!(
+        reasons(&evs),
+        [
+            "Started Action",
+            "Started Phase",
+            "Ended Phase",
+            "Started Phase",
+            "Ended Phase",
+            "Started deferPhase",
+            "ActionSetFailed Action: backup",
+        ]
+    );
+    assert!(
+        evs[6].contains("|Failed to execute defer phase: "),
+        "{}",
+        evs[6]
+    );
+
+    // both fail: the message keeps the main error and the defer error.
+    let a = wait_terminal(&client, &ns, "err-err").await?;
+    let s = a.status.as_ref().unwrap();
+    assert_eq!(s.state, State::Failed);
+    assert_eq!(
+        states(&a),
+        (vec![State::Complete, State::Failed], State::Failed)
+    );
+    assert!(
+        s.error
+            .message
+            .contains("; deferPhase deferPhase also failed: "),
+        "{}",
+        s.error.message
+    );
+    let evs = events(&client, &ns, "err-err").await?;
+    assert_eq!(
+        reasons(&evs),
+        [
+            "Started Action",
+            "Started Phase",
+            "Ended Phase",
+            "Started Phase",
+            "ActionSetFailed Action: backup",
+            "Started deferPhase",
+            "ActionSetFailed Action: backup",
+        ]
+    );
+    Ok(())
+}
+
+async fn create_deployment(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    replicas: i32,
+) -> anyhow::Result<()> {
+    let api: Api<Deployment> = Api::namespaced(client.clone(), ns);
+    let d: Deployment = serde_json::from_value(json!({
+        "metadata": { "name": name },
+        "spec": {
+            "replicas": replicas,
+            "selector": { "matchLabels": { "app": name } },
+            "template": {
+                "metadata": { "labels": { "app": name } },
+                "spec": { "containers": [{ "name": "app", "image": "nginx:stable" }] }
+            }
+        }
+    }))?;
+    api.create(&PostParams::default(), &d).await?;
+    Ok(())
+}
+
+/// Kanister's TestDeferPhase: deferPhase output as an artifact, consumed by
+/// a restore ActionSet.
+#[tokio::test]
+async fn defer_output_artifact_consumed_by_restore() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("exec-artifact").await else {
+        return Ok(());
+    };
+    create_deployment(&client, &ns, "app", 1).await?;
+    let consume = task(
+        "restorePhase",
+        0,
+        &format!(
+            "{}\n{}\n{}",
+            out_line("one", "{{ .ArtifactsIn.mainPhaseOutputOne.KeyValue.op }}"),
+            out_line("two", "{{ .ArtifactsIn.mainPhaseOutputTwo.KeyValue.op }}"),
+            out_line("defer", "{{ .ArtifactsIn.deferPhaseOutput.KeyValue.op }}"),
+        ),
+        None,
+    );
+    create_blueprint(
+        &client,
+        &ns,
+        "bp",
+        json!({
+            "backup": {
+                "phases": [output("backupPhaseOne", "mainValue"), output("backupPhaseTwo", "mainValueTwo")],
+                "deferPhase": output("deferPhase", "deferValue"),
+                "outputArtifacts": {
+                    "mainPhaseOutputOne": {"keyValue": {"op": "{{ .Phases.backupPhaseOne.Output.value }}"}},
+                    "mainPhaseOutputTwo": {"keyValue": {"op": "{{ .Phases.backupPhaseTwo.Output.value }}"}},
+                    "deferPhaseOutput": {"keyValue": {"op": "{{ .DeferPhase.Output.value }}"}},
+                },
+            },
+            "restore": {
+                "inputArtifactNames": ["mainPhaseOutputOne", "mainPhaseOutputTwo", "deferPhaseOutput"],
+                "phases": [consume],
+            },
+        }),
+    )
+    .await?;
+    let _ctl = Controller::start(&ns);
+    create_actionset(
+        &client,
+        &ns,
+        "backup",
+        "bp",
+        "backup",
+        deploy_object(&ns, "app"),
+        json!({}),
+    )
+    .await?;
+    let backup = wait_terminal(&client, &ns, "backup").await?;
+    let s = backup.status.as_ref().unwrap();
+    assert_eq!(s.state, State::Complete, "{:?}", s.error);
+    let arts = s.actions[0].artifacts.clone();
+    assert_eq!(arts["mainPhaseOutputOne"].key_value["op"], "mainValue");
+    assert_eq!(arts["mainPhaseOutputTwo"].key_value["op"], "mainValueTwo");
+    assert_eq!(arts["deferPhaseOutput"].key_value["op"], "deferValue");
+
+    create_actionset(
+        &client,
+        &ns,
+        "restore",
+        "bp",
+        "restore",
+        deploy_object(&ns, "app"),
+        json!(arts),
+    )
+    .await?;
+    let restore = wait_terminal(&client, &ns, "restore").await?;
+    let s = restore.status.as_ref().unwrap();
+    assert_eq!(s.state, State::Complete, "{:?}", s.error);
+    let out = &s.actions[0].phases[0].output;
+    assert_eq!(
+        Value::Object(out.clone()),
+        json!({"one": "mainValue", "two": "mainValueTwo", "defer": "deferValue"})
+    );
+    Ok(())
+}
+
+/// Restore use case: scale to 0, a failing restore phase, the deferPhase
+/// scales back to the original replicas.
+#[tokio::test]
+async fn failed_restore_scales_the_deployment_back() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("exec-restore").await else {
+        return Ok(());
+    };
+    create_deployment(&client, &ns, "db", 2).await?;
+    create_blueprint(
+        &client,
+        &ns,
+        "bp",
+        json!({"restore": {
+            "phases": [
+                {"func": "ScaleWorkload", "name": "scaleDown", "args": {"replicas": 0}},
+                fail("restoreData"),
+            ],
+            "deferPhase": {"func": "ScaleWorkload", "name": "scaleUp",
+                "args": {"replicas": "{{ .Phases.scaleDown.Output.originalReplicaCount }}"}},
+        }}),
+    )
+    .await?;
+    let _ctl = Controller::start(&ns);
+    create_actionset(
+        &client,
+        &ns,
+        "restore",
+        "bp",
+        "restore",
+        deploy_object(&ns, "db"),
+        json!({}),
+    )
+    .await?;
+    let a = wait_terminal(&client, &ns, "restore").await?;
+    let s = a.status.as_ref().unwrap();
+    assert_eq!(s.state, State::Failed);
+    assert_eq!(
+        states(&a),
+        (vec![State::Complete, State::Failed], State::Complete)
+    );
+    assert_eq!(
+        s.actions[0].phases[0].output["originalReplicaCount"],
+        json!(2)
+    );
+    let deploys: Api<Deployment> = Api::namespaced(client.clone(), &ns);
+    let d = deploys.get("db").await?;
+    assert_eq!(d.spec.and_then(|s| s.replicas), Some(2));
+    Ok(())
+}
+
+/// SIGKILL the controller while a phase runs; a new controller fails that
+/// phase (not re-run) and runs the deferPhase exactly once.
+#[tokio::test]
+async fn controller_killed_mid_phase_resumes_and_runs_defer_once() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("exec-kill").await else {
+        return Ok(());
+    };
+    // The deferPhase creates a ConfigMap: a second run would fail (AlreadyExists).
+    let cm = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: defer-ran\n  namespace: {ns}\ndata:\n  outcome: '{{{{ .Phases.first.Output.value }}}}'\n"
+    );
+    create_blueprint(
+        &client,
+        &ns,
+        "bp",
+        json!({"backup": {
+            "phases": [output("first", "v1"), task("slow", 0, "done", Some("60s")), output("never", "x")],
+            "deferPhase": {"func": "KubeOps", "name": "cleanup",
+                "args": {"operation": "create", "namespace": ns, "spec": cm}},
+        }}),
+    )
+    .await?;
+    let ctl = Controller::start(&ns);
+    create_actionset(
+        &client,
+        &ns,
+        "as",
+        "bp",
+        "backup",
+        ns_object(&ns),
+        json!({}),
+    )
+    .await?;
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
+    support::wait_for(&api, "as", FINISH, |a| {
+        a.status
+            .as_ref()
+            .is_some_and(|s| s.actions[0].phases[1].state == State::Running)
+    })
+    .await?;
+    ctl.kill().await;
+    // Still running, with the finalizer, while no controller runs.
+    let a = api.get("as").await?;
+    assert_eq!(a.state(), Some(State::Running));
+    let _ctl2 = Controller::start(&ns);
+    let a = wait_terminal(&client, &ns, "as").await?;
+    let s = a.status.as_ref().unwrap();
+    assert_eq!(s.state, State::Failed);
+    assert_eq!(
+        states(&a),
+        (
+            vec![State::Complete, State::Failed, State::Pending],
+            State::Complete
+        )
+    );
+    assert!(
+        s.error
+            .message
+            .contains("controller restarted while phase slow was running"),
+        "{}",
+        s.error.message
+    );
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    assert_eq!(cms.get("defer-ran").await?.data.unwrap()["outcome"], "v1");
+    let evs = events(&client, &ns, "as").await?;
+    let r = reasons(&evs);
+    assert_eq!(
+        r.iter().filter(|r| **r == "Started deferPhase").count(),
+        1,
+        "{evs:?}"
+    );
+    assert_eq!(
+        r.iter().filter(|r| **r == "Started Phase").count(),
+        2,
+        "{evs:?}"
+    );
+    Ok(())
+}
+
+/// Deleting a running ActionSet cancels its phase, still runs the
+/// deferPhase, then lets the deletion finish.
+#[tokio::test]
+async fn deleting_a_running_actionset_still_runs_defer() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("exec-delete").await else {
+        return Ok(());
+    };
+    let cm =
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cleaned\n  namespace: {ns}\n");
+    create_blueprint(
+        &client,
+        &ns,
+        "bp",
+        json!({"backup": {
+            "phases": [task("slow", 0, "done", Some("120s"))],
+            "deferPhase": {"func": "KubeOps", "name": "cleanup",
+                "args": {"operation": "create", "namespace": ns, "spec": cm}},
+        }}),
+    )
+    .await?;
+    let _ctl = Controller::start(&ns);
+    create_actionset(
+        &client,
+        &ns,
+        "as",
+        "bp",
+        "backup",
+        ns_object(&ns),
+        json!({}),
+    )
+    .await?;
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
+    support::wait_for(&api, "as", FINISH, |a| {
+        a.status
+            .as_ref()
+            .is_some_and(|s| s.actions[0].phases[0].state == State::Running)
+    })
+    .await?;
+    api.delete("as", &DeleteParams::default()).await?;
+    support::poll(FINISH, || async {
+        api.get_opt("as")
+            .await
+            .ok()
+            .flatten()
+            .is_none()
+            .then_some(())
+    })
+    .await?;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    assert!(
+        cms.get_opt("cleaned").await?.is_some(),
+        "deferPhase did not run"
+    );
+    let evs = events(&client, &ns, "as").await?;
+    let r = reasons(&evs);
+    assert_eq!(
+        r,
+        [
+            "Started Action",
+            "Started Phase",
+            "ActionSetFailed Action: backup",
+            "Started deferPhase",
+            "Ended deferPhase",
+        ],
+        "{evs:?}"
+    );
+    assert!(evs[2].contains("being deleted"), "{}", evs[2]);
+    Ok(())
+}
