@@ -1,11 +1,88 @@
-//! kube_exec_all (not yet implemented).
+//! KubeExecAll (Kanister `pkg/function/kube_exec_all.go`): run `command` in
+//! every container of `containers` of every pod of `pods` (both
+//! space-separated strings, lists accepted too) concurrently; the phase
+//! output merges the protocol lines of all execs (in pod, container order,
+//! later keys overwrite). Any failing exec fails the phase, reporting all
+//! failures.
 
-use super::{Context, FunctionError, Output};
+use futures::future::join_all;
 use serde_json::{Map, Value};
 
-pub async fn run(_ctx: &Context, _args: &Map<String, Value>) -> Result<Output, FunctionError> {
-    Err(FunctionError::failed(
-        "kube_exec_all",
-        "not yet implemented",
-    ))
+use super::args::Args;
+use super::kube_exec::exec;
+use super::{Context, FunctionError, Output, output};
+
+const NAME: &str = "KubeExecAll";
+const ARGS: &[&str] = &["namespace", "pods", "containers", "command"];
+
+/// `a b  c` or `[a, b, c]` → `[a, b, c]`.
+pub fn fields(a: &Args, name: &str) -> Result<Vec<String>, FunctionError> {
+    let list: Vec<String> = a
+        .string_list(name)?
+        .iter()
+        .flat_map(|s| s.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+        .collect();
+    if list.is_empty() {
+        return Err(FunctionError::arg(NAME, name, "must name at least one"));
+    }
+    Ok(list)
+}
+
+pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, FunctionError> {
+    let a = Args::new(NAME, args);
+    a.check_supported(ARGS)?;
+    let namespace = a.string("namespace")?;
+    let pods = fields(&a, "pods")?;
+    let containers = fields(&a, "containers")?;
+    let command = a.string_list("command")?;
+    let jobs = pods
+        .iter()
+        .flat_map(|p| containers.iter().map(move |c| (p, c)));
+    let results = join_all(jobs.map(|(p, c)| {
+        let command = &command;
+        let namespace = &namespace;
+        async move { exec(ctx, NAME, namespace, p, Some(c), command).await }
+    }))
+    .await;
+    let mut out = Output::new();
+    let mut errors = Vec::new();
+    for r in results {
+        match r {
+            Ok(r) => output::parse_into(NAME, &r.stdout, &mut out)?,
+            Err(e) => errors.push(e.to_string()),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(FunctionError::failed(NAME, errors.join("\n")));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn pods_and_containers_are_space_separated() {
+        let m = json!({"pods": " a  b\tc ", "containers": ["x y", "z"], "empty": "  "});
+        let a = Args::new(NAME, m.as_object().unwrap());
+        assert_eq!(fields(&a, "pods").unwrap(), vec!["a", "b", "c"]);
+        assert_eq!(fields(&a, "containers").unwrap(), vec!["x", "y", "z"]);
+        assert!(fields(&a, "empty").is_err());
+        assert!(fields(&a, "missing").is_err());
+    }
+
+    #[test]
+    fn outputs_of_several_execs_merge() {
+        let mut out = Output::new();
+        output::parse_into(
+            NAME,
+            "###Phase-output###: {\"key\":\"a\",\"value\":\"1\"}",
+            &mut out,
+        )
+        .unwrap();
+        output::parse_into(NAME, "###Phase-output###: {\"key\":\"a\",\"value\":\"2\"}\n###Phase-output###: {\"key\":\"b\",\"value\":\"3\"}", &mut out).unwrap();
+        assert_eq!(Value::Object(out), json!({"a": "2", "b": "3"}));
+    }
 }
