@@ -6,7 +6,7 @@
 //! #[tokio::test]
 //! async fn works() -> anyhow::Result<()> {
 //!     let client = support::client().await;        // starts the cluster on first use
-//!     support::install_crds(&client).await?;       // every manifests/crds/*.yaml
+//!     support::install_crds(&client).await?;       // every manifests/{crds,kanister-crds}/*.yaml
 //!     let ns = support::namespace(&client, "demo").await; // fresh namespace "demo-xxxxx"
 //!     // ...
 //!     Ok(())
@@ -85,16 +85,28 @@ pub async fn try_namespace(client: &Client, prefix: &str) -> anyhow::Result<Stri
     Ok(name)
 }
 
-/// Applies (server-side) every CustomResourceDefinition found in `manifests/crds/*.yaml`
-/// (multi-document files allowed, other kinds are ignored) and waits until each is Established.
-/// Returns the names of the CRDs. Idempotent, so every test may call it.
+/// Directories (relative to the repository root) whose CRDs [`install_crds`] installs: our own
+/// (ActionSchedule) and Kanister's (Blueprint, ActionSet, Profile). Missing ones are skipped.
+pub const CRD_DIRS: &[&str] = &["manifests/crds", "manifests/kanister-crds"];
+
+/// Applies (server-side) every CustomResourceDefinition found in the `*.yaml` files of
+/// [`CRD_DIRS`] (multi-document files allowed, other kinds such as kustomizations are ignored)
+/// and waits until each is Established. Returns the names of the CRDs. Idempotent, so every
+/// test may call it.
 pub async fn install_crds(client: &Client) -> anyhow::Result<Vec<String>> {
-    let dir = repo_root().join("manifests/crds");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .with_context(|| format!("reading {}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
-        .collect();
+    let mut files = Vec::new();
+    for rel in CRD_DIRS {
+        let dir = repo_root().join(rel);
+        if !dir.is_dir() {
+            continue;
+        }
+        files.extend(
+            std::fs::read_dir(&dir)
+                .with_context(|| format!("reading {}", dir.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml")),
+        );
+    }
     files.sort();
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let pp = PatchParams::apply("blueprint-operator-tests").force();
