@@ -40,7 +40,7 @@ impl Controller {
                 "--deletion-timeout",
                 "120",
                 "--log-level",
-                "info,blueprint_operator=debug",
+                "warn",
             ])
             .env("KUBECONFIG", &cluster.kubeconfig)
             .stdin(Stdio::null())

@@ -319,6 +319,15 @@ fn as_ref(obj: &ActionSet) -> CoreRef {
     obj.object_ref(&())
 }
 
+/// `<object>.<nanoseconds hex><sequence hex>`, unique within this process
+/// and valid whatever the object's name (as kube's Recorder names Events).
+fn event_name(object: &str) -> String {
+    static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed) & 0xfff;
+    let nanos = k8s_openapi::jiff::Timestamp::now().as_nanosecond();
+    format!("{object}.{nanos:x}{seq:03x}")
+}
+
 /// Publishes one events.k8s.io/v1 Event (each one its own object: kube's
 /// Recorder merges Events with the same reason into a series and would
 /// drop the second "Executing phase <name>" note).
@@ -329,10 +338,7 @@ pub async fn publish(client: &Client, instance: &str, regarding: &CoreRef, ev: &
         .unwrap_or_else(|| "default".into());
     let event = K8sEvent {
         metadata: ObjectMeta {
-            generate_name: Some(format!(
-                "{}.",
-                regarding.name.as_deref().unwrap_or("actionset")
-            )),
+            name: Some(event_name(regarding.name.as_deref().unwrap_or("actionset"))),
             namespace: Some(ns.clone()),
             ..ObjectMeta::default()
         },
