@@ -34,7 +34,7 @@ gen_simple() { # dir module version
   local dir="$here/$1"
   rm -f "$dir/go.mod" "$dir/go.sum"
   (cd "$dir" && go mod init "blueprint-operator.io/tools/control-plane/$1" >/dev/null 2>&1 &&
-    go mod edit -require="$2@$3" && go mod tidy)
+    go mod edit -require="$2@$3" -go=1.26.0 && go mod tidy)
   echo "$1: $2@$3"
 }
 
