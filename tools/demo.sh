@@ -31,7 +31,7 @@ eval "$(tools/control-plane/cluster.sh up)"
 k() { "$BPO_KUBECTL" "$@"; }
 
 say "installing CRDs"
-k apply -f manifests/crds/ >/dev/null
+k apply -k manifests/crds >/dev/null && k apply -k manifests/kanister-crds >/dev/null
 
 say "starting the webhook on 127.0.0.1"
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
