@@ -306,13 +306,14 @@ fn find_placeholders(text: &str) -> Vec<(std::ops::Range<usize>, String)> {
             while j < b.len() && b[j].is_ascii_whitespace() {
                 j += 1;
             }
-            if b.get(j) == Some(&b'$') && matches!(b.get(j + 1), Some(b'.' | b'[') | None) {
-                if let Some(end) = text[j..].find('}') {
-                    let path = text[j..j + end].trim().to_string();
-                    found.push((i..j + end + 1, path));
-                    i = j + end + 1;
-                    continue;
-                }
+            if b.get(j) == Some(&b'$')
+                && matches!(b.get(j + 1), Some(b'.' | b'[') | None)
+                && let Some(end) = text[j..].find('}')
+            {
+                let path = text[j..j + end].trim().to_string();
+                found.push((i..j + end + 1, path));
+                i = j + end + 1;
+                continue;
             }
         }
         i += 1;
@@ -327,7 +328,7 @@ fn substitute(cond: &str, obj: &Value) -> Result<String, String> {
         out.push_str(&cond[last..range.start]);
         let segs = parse_jsonpath(&path)?;
         let values = eval_jsonpath(&segs, obj);
-        let printed: Vec<String> = values.iter().map(|v| print_value(v)).collect();
+        let printed: Vec<String> = values.iter().map(print_value).collect();
         out.push_str(&printed.join(" "));
         last = range.end;
     }
