@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use blueprint_operator::functions::{self, Context, FunctionError, Output};
 use blueprint_operator::model::ObjectReference;
-use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
@@ -230,6 +230,42 @@ async fn scale_workload_scales_a_deployment_up_and_down_and_waits() -> anyhow::R
     let d = deploys.get("web").await?;
     assert_eq!(d.status.and_then(|s| s.available_replicas).unwrap_or(0), 0);
     assert_eq!(running_pods(&client, &ns, "web").await?, 0);
+    Ok(())
+}
+
+#[tokio::test]
+async fn scale_workload_scales_a_statefulset_and_waits() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("fn-scale-sts").await else {
+        return Ok(());
+    };
+    let api: Api<StatefulSet> = Api::namespaced(client.clone(), &ns);
+    let sts: StatefulSet = serde_json::from_value(json!({
+        "metadata": { "name": "db" },
+        "spec": {
+            "replicas": 1,
+            "serviceName": "db",
+            "selector": { "matchLabels": { "app": "db" } },
+            "template": {
+                "metadata": { "labels": { "app": "db" } },
+                "spec": { "containers": [{ "name": "db", "image": "postgres:16" }] }
+            }
+        }
+    }))?;
+    api.create(&PostParams::default(), &sts).await?;
+    let object = ObjectReference {
+        api_version: "v1".into(),
+        group: "apps".into(),
+        resource: "statefulsets".into(),
+        kind: "StatefulSet".into(),
+        name: "db".into(),
+        namespace: ns.clone(),
+    };
+    let c = ctx(&client, &ns, object);
+    let out = call(&c, "ScaleWorkload", json!({"replicas": 2})).await?;
+    assert_eq!(out["originalReplicaCount"], json!(1));
+    let got = api.get("db").await?;
+    assert_eq!(got.status.and_then(|s| s.ready_replicas), Some(2));
+    assert_eq!(running_pods(&client, &ns, "db").await?, 2);
     Ok(())
 }
 
