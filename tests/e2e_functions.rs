@@ -588,3 +588,67 @@ async fn kube_task_pod_is_deleted_when_the_phase_is_cancelled() -> anyhow::Resul
     task_pods_gone(&client, &ns).await?;
     Ok(())
 }
+
+/// Blueprint and ActionSet podOverride/podLabels/podAnnotations reach the task pod.
+#[tokio::test]
+async fn kube_task_pod_carries_overrides_labels_and_annotations() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("fn-task-override").await else {
+        return Ok(());
+    };
+    let mut c = ctx(&client, &ns, namespace_object(&ns));
+    c.pod_override = Some(args(json!({
+        "activeDeadlineSeconds": 600,
+        "containers": [{"name": "container", "env": [{"name": "FROM", "value": "actionset"}]}],
+    })));
+    c.pod_labels.insert("shared".into(), "actionset".into());
+    c.pod_annotations
+        .insert("note".into(), "from-actionset".into());
+    let mut annotations = support::kwok_annotations(0, "");
+    annotations.remove(support::kwok::LOG);
+    annotations.insert(support::kwok::DURATION.into(), "1h".into());
+    let a = args(json!({
+        "image": "busybox:stable",
+        "command": ["sleep", "3600"],
+        "podOverride": {
+            "activeDeadlineSeconds": 60,
+            "containers": [{"name": "container", "workingDir": "/data", "env": [{"name": "FROM", "value": "blueprint"}]}],
+        },
+        "podLabels": {"shared": "blueprint", "bp": "yes"},
+        "podAnnotations": annotations,
+    }));
+    let task =
+        tokio::spawn(async move { functions::execute(&c, "KubeTask", &a, &json!({})).await });
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let pod = support::poll(support::WAIT, || async {
+        let l = pods
+            .list(&ListParams::default().labels("createdBy=kanister"))
+            .await
+            .ok()?;
+        l.items.into_iter().next()
+    })
+    .await?;
+    task.abort();
+    let _ = task.await;
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    assert!(name.starts_with("kanister-job-"), "{name}");
+    let labels = pod.metadata.labels.clone().unwrap_or_default();
+    assert_eq!(labels.get("shared").map(String::as_str), Some("actionset"));
+    assert_eq!(labels.get("bp").map(String::as_str), Some("yes"));
+    let ann = pod.metadata.annotations.clone().unwrap_or_default();
+    assert_eq!(ann.get("note").map(String::as_str), Some("from-actionset"));
+    let spec = pod.spec.expect("spec");
+    assert_eq!(spec.restart_policy.as_deref(), Some("Never"));
+    assert_eq!(spec.active_deadline_seconds, Some(600), "ActionSet wins");
+    assert_eq!(spec.containers.len(), 1);
+    let container = &spec.containers[0];
+    assert_eq!(container.name, "container");
+    assert_eq!(container.image.as_deref(), Some("busybox:stable"));
+    // JSON merge between the two overrides: the ActionSet's container list replaces the
+    // Blueprint's; the result is then merged into the pod by container name.
+    assert_eq!(container.working_dir, None);
+    let env = container.env.clone().unwrap_or_default();
+    assert_eq!(env.len(), 1);
+    assert_eq!(env[0].value.as_deref(), Some("actionset"));
+    task_pods_gone(&client, &ns).await?;
+    Ok(())
+}
