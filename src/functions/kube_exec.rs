@@ -2,6 +2,13 @@
 //! container of an existing pod through the API server's `pods/exec`
 //! (websocket), parse the phase output from stdout. A non-zero exit fails the
 //! phase with the exit code and the tail of stderr/stdout.
+//!
+//! Test cluster: kwok serves `pods/exec` only for pods matched by a
+//! `ClusterExec`/`Exec` resource; without one (the current
+//! tools/control-plane config) the exec reaches kwok and fails with
+//! "no exec found for container", which `tests/e2e_functions.rs` accepts.
+//! Adding a `ClusterExec` with `execs: [{local: {}}]` to the kwok config
+//! would run the command on the test machine and exercise the output path.
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, AttachParams};
