@@ -199,7 +199,7 @@ async fn runs_on_time_and_rotation_keeps_n_complete_and_last_2_failed() -> anyho
         for a in scheduled(&v) {
             let n = a.name_any();
             if a.status.is_none() && !decided.contains_key(&n) {
-                let state = if decided.len() % 2 == 0 {
+                let state = if decided.len().is_multiple_of(2) {
                     "complete"
                 } else {
                     "failed"

@@ -36,31 +36,14 @@ pub const ANNOTATION_RUN_NOW: &str = "blueprint-operator.io/run-now";
     shortname = "asched",
     namespaced,
     status = "ActionScheduleStatus",
-    printcolumn(name = "Schedule", type_ = "string", json_path = ".spec.schedule"),
-    printcolumn(
-        name = "TimeZone",
-        type_ = "string",
-        json_path = ".spec.timeZone",
-        priority = "1"
-    ),
-    printcolumn(name = "Suspend", type_ = "boolean", json_path = ".spec.suspend"),
-    printcolumn(name = "Active", type_ = "integer", json_path = ".status.activeCount"),
-    printcolumn(
-        name = "Last Schedule",
-        type_ = "date",
-        json_path = ".status.lastScheduleTime"
-    ),
-    printcolumn(name = "Next", type_ = "date", json_path = ".status.nextScheduleTime"),
-    printcolumn(
-        name = "Failures",
-        type_ = "integer",
-        json_path = ".status.consecutiveFailures"
-    ),
-    printcolumn(
-        name = "Age",
-        type_ = "date",
-        json_path = ".metadata.creationTimestamp"
-    )
+    printcolumn = r#"{"name": "Schedule", "type": "string", "jsonPath": ".spec.schedule"}"#,
+    printcolumn = r#"{"name": "TimeZone", "type": "string", "jsonPath": ".spec.timeZone", "priority": 1}"#,
+    printcolumn = r#"{"name": "Suspend", "type": "boolean", "jsonPath": ".spec.suspend"}"#,
+    printcolumn = r#"{"name": "Active", "type": "integer", "jsonPath": ".status.activeCount"}"#,
+    printcolumn = r#"{"name": "Last Schedule", "type": "date", "jsonPath": ".status.lastScheduleTime"}"#,
+    printcolumn = r#"{"name": "Next", "type": "date", "jsonPath": ".status.nextScheduleTime"}"#,
+    printcolumn = r#"{"name": "Failures", "type": "integer", "jsonPath": ".status.consecutiveFailures"}"#,
+    printcolumn = r#"{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
 pub struct ActionScheduleSpec {

@@ -97,11 +97,11 @@ pub fn record(a: &ActionSet, owner_uid: &str) -> RunRecord {
         .filter(|x| !x.defer_phase.name.is_empty() && x.defer_phase.state != State::Unset)
         .map(|x| x.defer_phase.state)
         .collect();
-    let defer_state = if defers.iter().any(|s| *s == State::Running) {
+    let defer_state = if defers.contains(&State::Running) {
         Some(RunState::Running)
-    } else if defers.iter().any(|s| *s == State::Pending) {
+    } else if defers.contains(&State::Pending) {
         Some(RunState::Pending)
-    } else if defers.iter().any(|s| *s == State::Failed) {
+    } else if defers.contains(&State::Failed) {
         Some(RunState::Failed)
     } else if defers.is_empty() {
         None
