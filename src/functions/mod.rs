@@ -11,7 +11,10 @@
 //! Cancellation: the executor may drop the returned future at any await
 //! point. Pods created by KubeTask are deleted by a guard whose `Drop` spawns
 //! a cleanup task on the current Tokio runtime (best effort: if the runtime
-//! itself is shutting down the pod stays behind).
+//! itself is shutting down the pod stays behind). A dropped KubeExec/KubeExecAll
+//! closes its exec stream; whether the remote process stops is up to the
+//! container runtime (as with Kanister). ScaleWorkload has no own timeout: its
+//! readiness wait ends only when the workload is ready or the future is dropped.
 
 use std::collections::BTreeMap;
 
