@@ -178,8 +178,8 @@ impl Validator {
         };
 
         // Names first: they scope the `.Phases` checks below.
-        let main_names: Vec<String> = phases.iter().map(|p| phase_name(p)).collect();
-        let defer_name = defer.map(|d| phase_name(d));
+        let main_names: Vec<String> = phases.iter().copied().map(phase_name).collect();
+        let defer_name = defer.map(phase_name);
         self.duplicate_names(&ctx, &main_names, defer_name.as_deref());
 
         for (i, phase) in phases.iter().enumerate() {
