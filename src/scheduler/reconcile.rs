@@ -769,3 +769,96 @@ pub fn update_overdue(schedules: &[Arc<ActionSchedule>], now: DateTime<Utc>) {
         METRICS.overdue.get_or_create(&labels).set(overdue);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn actionset(v: Value) -> ActionSet {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn record_reads_labels_owner_time_and_defer_state() {
+        let a = actionset(json!({
+            "metadata": {
+                "name": "db-20260601000000",
+                "labels": {LABEL_SCHEDULE: "db", LABEL_TRIGGER: "scheduled"},
+                "annotations": {ANNOTATION_SCHEDULED_TIME: "2026-06-01T00:00:00+00:00"},
+                "ownerReferences": [{"apiVersion": "blueprint-operator.io/v1alpha1", "kind": "ActionSchedule", "name": "db", "uid": "u1"}]
+            },
+            "status": {"state": "complete", "actions": [
+                {"name": "backup", "deferPhase": {"name": "cleanup", "state": "running"}}
+            ]}
+        }));
+        let r = record(&a, "u1");
+        assert!(r.owned);
+        assert_eq!(r.state, RunState::Complete);
+        assert_eq!(r.defer_state, Some(RunState::Running));
+        assert!(r.is_active(), "a running deferPhase keeps the run active");
+        assert_eq!(r.scheduled_time.to_rfc3339(), "2026-06-01T00:00:00+00:00");
+        assert!(!record(&a, "other-uid").owned);
+        // No status yet: pending; empty deferPhase (Kanister's placeholder) is ignored.
+        let b = actionset(
+            json!({"metadata": {"name": "x", "labels": {LABEL_TRIGGER: "delete", LABEL_DELETE_FOR: "y"}},
+            "status": {"state": "failed", "actions": [{"name": "a", "deferPhase": {"name": "", "state": ""}}]}}),
+        );
+        let r = record(&b, "u1");
+        assert_eq!(
+            (r.state, r.defer_state, r.trigger),
+            (RunState::Failed, None, Trigger::Delete)
+        );
+        assert_eq!(r.delete_for.as_deref(), Some("y"));
+        assert_eq!(
+            record(&actionset(json!({"metadata": {"name": "z"}})), "u1").state,
+            RunState::Pending
+        );
+    }
+
+    #[test]
+    fn delete_spec_carries_the_runs_artifacts() {
+        let template: ActionSetSpec = serde_json::from_value(json!({"actions": [
+            {"name": "backup", "blueprint": "bp", "object": {"kind": "Deployment", "name": "app", "namespace": "ns"}, "profile": {"name": "p", "namespace": "ns"}}
+        ]}))
+        .unwrap();
+        let run = actionset(
+            json!({"metadata": {"name": "r"}, "status": {"state": "complete", "actions": [
+                {"name": "backup", "artifacts": {"snap": {"keyValue": {"path": "/b/1"}}}}
+            ]}}),
+        );
+        let spec = delete_spec(&template, "delete", &run);
+        assert_eq!(spec.actions.len(), 1);
+        assert_eq!(spec.actions[0].name, "delete");
+        assert_eq!(spec.actions[0].blueprint, "bp");
+        assert_eq!(spec.actions[0].artifacts["snap"].key_value["path"], "/b/1");
+        assert!(spec.actions[0].profile.is_some());
+    }
+
+    #[test]
+    fn status_patch_clears_emptied_fields() {
+        let p = status_patch(&ActionScheduleStatus::default()).unwrap();
+        assert_eq!(p["status"]["nextScheduleTime"], Value::Null);
+        assert_eq!(p["status"]["active"], Value::Null);
+        assert!(
+            p["status"]["retention"]
+                .as_object()
+                .unwrap()
+                .contains_key("removing")
+        );
+    }
+
+    #[test]
+    fn requeue_waits_until_just_after_the_next_tick() {
+        let now = DateTime::from_timestamp(1_000, 0).unwrap();
+        let next = DateTime::from_timestamp(1_010, 0);
+        assert_eq!(
+            requeue(next, now, None),
+            Action::requeue(Duration::from_millis(10_100))
+        );
+        assert_eq!(
+            requeue(next, now, Some(Duration::from_secs(2))),
+            Action::requeue(Duration::from_secs(2))
+        );
+        assert_eq!(requeue(None, now, None), Action::requeue(MAX_REQUEUE));
+    }
+}
