@@ -594,3 +594,17 @@ async fn action_schedule_must_name_an_existing_action() -> anyhow::Result<()> {
     .await?;
     Ok(())
 }
+
+#[tokio::test]
+async fn warnings_reach_kubectl() -> anyhow::Result<()> {
+    let (_client, ns) = setup("wh-warn").await?;
+    let m = blueprint(
+        "warned",
+        json!({"backup": {"phases": [kubetask(Some("my-phase"))]}}),
+    );
+    let out = kubectl(&["apply", "-f", "-", "-n", &ns], &m);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("Warning: actions.backup.phases[0].name: phase name 'my-phase' is not a Go template identifier"), "{err}");
+    Ok(())
+}
