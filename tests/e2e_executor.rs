@@ -151,8 +151,29 @@ async fn wait_terminal(client: &Client, ns: &str, name: &str) -> anyhow::Result<
     .await
 }
 
-/// Our Events about `name`, oldest first, as "reason|message".
-async fn events(client: &Client, ns: &str, name: &str) -> anyhow::Result<Vec<String>> {
+/// Our Events about `name`, oldest first, as "reason|message", once there
+/// are at least `n` (Events are published right after the status write
+/// that caused them, so they may trail the status a little).
+async fn events(client: &Client, ns: &str, name: &str, n: usize) -> anyhow::Result<Vec<String>> {
+    let mut last = Vec::new();
+    let got = support::poll(support::WAIT, || {
+        let client = client.clone();
+        async move {
+            let evs = list_events(&client, ns, name).await.ok()?;
+            (evs.len() >= n).then_some(evs)
+        }
+    })
+    .await;
+    match got {
+        Ok(evs) => Ok(evs),
+        Err(_) => {
+            last.extend(list_events(client, ns, name).await?);
+            anyhow::bail!("expected at least {n} Events about {name}, got {last:?}")
+        }
+    }
+}
+
+async fn list_events(client: &Client, ns: &str, name: &str) -> anyhow::Result<Vec<String>> {
     let api: Api<Event> = Api::namespaced(client.clone(), ns);
     let mut evs: Vec<Event> = api
         .list(&ListParams::default())
@@ -283,7 +304,7 @@ async fn defer_scenarios_status_and_events() -> anyhow::Result<()> {
             .iter()
             .any(|f| f.contains("defer-phase"))
     );
-    let evs = events(&client, &ns, "ok-ok").await?;
+    let evs = events(&client, &ns, "ok-ok", 8).await?;
     assert_eq!(
         evs,
         [
@@ -317,7 +338,7 @@ async fn defer_scenarios_status_and_events() -> anyhow::Result<()> {
         s.actions[0].artifacts["deferOut"].key_value["op"],
         "{{ .DeferPhase.Output.value }}"
     );
-    let evs = events(&client, &ns, "err-ok").await?;
+    let evs = events(&client, &ns, "err-ok", 7).await?;
     assert_eq!(
         reasons(&evs),
         [
@@ -337,7 +358,7 @@ async fn defer_scenarios_status_and_events() -> anyhow::Result<()> {
     let s = a.status.as_ref().unwrap();
     assert_eq!(s.state, State::Failed);
     assert_eq!(states(&a), (vec![State::Complete; 2], State::Failed));
-    let evs = events(&client, &ns, "ok-err").await?;
+    let evs = events(&client, &ns, "ok-err", 7).await?;
     assert_eq!(
         reasons(&evs),
         [
@@ -371,7 +392,7 @@ async fn defer_scenarios_status_and_events() -> anyhow::Result<()> {
         "{}",
         s.error.message
     );
-    let evs = events(&client, &ns, "err-err").await?;
+    let evs = events(&client, &ns, "err-err", 7).await?;
     assert_eq!(
         reasons(&evs),
         [
@@ -579,6 +600,8 @@ async fn controller_killed_mid_phase_resumes_and_runs_defer_once() -> anyhow::Re
             .is_some_and(|s| s.actions[0].phases[1].state == State::Running)
     })
     .await?;
+    // The "Started Phase" Event of the slow phase is out before the kill.
+    events(&client, &ns, "as", 4).await?;
     ctl.kill().await;
     // Still running, with the finalizer, while no controller runs.
     let a = api.get("as").await?;
@@ -603,7 +626,7 @@ async fn controller_killed_mid_phase_resumes_and_runs_defer_once() -> anyhow::Re
     );
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
     assert_eq!(cms.get("defer-ran").await?.data.unwrap()["outcome"], "v1");
-    let evs = events(&client, &ns, "as").await?;
+    let evs = events(&client, &ns, "as", 7).await?;
     let r = reasons(&evs);
     assert_eq!(
         r.iter().filter(|r| **r == "Started deferPhase").count(),
@@ -671,7 +694,7 @@ async fn deleting_a_running_actionset_still_runs_defer() -> anyhow::Result<()> {
         cms.get_opt("cleaned").await?.is_some(),
         "deferPhase did not run"
     );
-    let evs = events(&client, &ns, "as").await?;
+    let evs = events(&client, &ns, "as", 5).await?;
     let r = reasons(&evs);
     assert_eq!(
         r,

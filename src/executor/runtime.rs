@@ -215,10 +215,21 @@ fn now_rfc3339() -> String {
 async fn update<T>(
     api: &Api<ActionSet>,
     name: &str,
+    mut cached: Option<ActionSet>,
     mut f: impl FnMut(&mut ActionSet) -> Result<T, WriteError>,
 ) -> Result<(ActionSet, T), WriteError> {
     let mut backoff = Duration::from_millis(100);
     loop {
+        // The last object this task wrote is usually current: try it first
+        // and read again only on a conflict.
+        if let Some(mut obj) = cached.take() {
+            let out = f(&mut obj)?;
+            match api.replace(name, &PostParams::default(), &obj).await {
+                Ok(written) => return Ok((written, out)),
+                Err(kube::Error::Api(s)) if s.code == 404 => return Err(WriteError::Gone),
+                Err(_) => continue,
+            }
+        }
         let mut obj = match api.get(name).await {
             Ok(o) => o,
             Err(kube::Error::Api(s)) if s.code == 404 => return Err(WriteError::Gone),
@@ -255,52 +266,88 @@ struct Run<'a> {
     api: Api<ActionSet>,
     ns: &'a str,
     name: &'a str,
+    /// Events are published in order by one task, off the critical path.
+    events: tokio::sync::mpsc::UnboundedSender<(CoreRef, EventSpec)>,
+}
+
+/// Publishes queued Events in order until the queue closes.
+async fn event_publisher(
+    client: Client,
+    instance: String,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<(CoreRef, EventSpec)>,
+) {
+    while let Some((r, ev)) = rx.recv().await {
+        publish(&client, &instance, &r, &ev).await;
+    }
 }
 
 impl Run<'_> {
     /// Applies `t` to action `i` and publishes the resulting Events.
-    async fn write(&self, i: usize, t: Transition) -> Result<ActionSet, WriteError> {
-        let (obj, evs) = update(&self.api, self.name, |obj| {
-            let n = obj.spec.as_ref().map(|s| s.actions.len()).unwrap_or(0);
-            let now = now_rfc3339();
-            let (mut rec, _) = Record::from_meta(&obj.metadata, n, &now);
-            let status = obj
-                .status
-                .as_mut()
-                .ok_or_else(|| WriteError::Other("status disappeared".into()))?;
-            let evs = machine::apply(
-                status,
-                &mut rec,
-                i,
-                t.clone(),
-                Ctx {
+    async fn write(
+        &self,
+        i: usize,
+        t: Transition,
+        cached: &ActionSet,
+    ) -> Result<ActionSet, WriteError> {
+        self.write_chain(i, t, cached, |_| None)
+            .await
+            .map(|(o, _)| o)
+    }
+
+    /// Applies `t`, then, in the same write, the start of the next step if
+    /// `chain` returns one for it (`PhaseStarted`/`DeferStarted`): one API
+    /// write per phase instead of two. Returns the step that was started.
+    async fn write_chain(
+        &self,
+        i: usize,
+        t: Transition,
+        cached: &ActionSet,
+        chain: impl Fn(Step) -> Option<Transition>,
+    ) -> Result<(ActionSet, Option<Step>), WriteError> {
+        let ((obj, evs), started) = {
+            let mut started = None;
+            let r = update(&self.api, self.name, Some(cached.clone()), |obj| {
+                started = None;
+                let n = obj.spec.as_ref().map(|s| s.actions.len()).unwrap_or(0);
+                let now = now_rfc3339();
+                let (mut rec, _) = Record::from_meta(&obj.metadata, n, &now);
+                let status = obj
+                    .status
+                    .as_mut()
+                    .ok_or_else(|| WriteError::Other("status disappeared".into()))?;
+                let ctx = Ctx {
                     actionset: self.name,
                     now: &now,
-                },
-            )?;
-            rec.to_meta(&mut obj.metadata);
-            let state = status.state;
-            machine::sync_finalizer(&mut obj.metadata, state);
-            Ok(evs)
-        })
-        .await?;
-        self.publish_all(&obj, &evs).await;
+                };
+                let mut evs = machine::apply(status, &mut rec, i, t.clone(), ctx)?;
+                if obj.metadata.deletion_timestamp.is_none()
+                    && let (Some(st), Some(r)) = (status.actions.get(i), rec.actions.get(i))
+                {
+                    let step = machine::next_step(st, r, false);
+                    if let Some(next) = chain(step) {
+                        evs.extend(machine::apply(status, &mut rec, i, next, ctx)?);
+                        started = Some(step);
+                    }
+                }
+                rec.to_meta(&mut obj.metadata);
+                let state = status.state;
+                machine::sync_finalizer(&mut obj.metadata, state);
+                Ok(evs)
+            })
+            .await?;
+            (r, started)
+        };
+        self.publish_all(&obj, &evs);
         if let Some(state) = obj.state().filter(|s| s.is_terminal()) {
             self.inner.metrics.actionset_ended(state == State::Complete);
             info!(actionset = %self.name, namespace = %self.ns, state = %state, "ActionSet finished");
         }
-        Ok(obj)
+        Ok((obj, started))
     }
 
-    async fn publish_all(&self, obj: &ActionSet, evs: &[EventSpec]) {
+    fn publish_all(&self, obj: &ActionSet, evs: &[EventSpec]) {
         for ev in evs {
-            publish(
-                &self.inner.client,
-                &self.inner.cfg.instance,
-                &as_ref(obj),
-                ev,
-            )
-            .await;
+            let _ = self.events.send((as_ref(obj), ev.clone()));
             if let Some(bp) = &ev.blueprint {
                 let r = CoreRef {
                     api_version: Some(crate::model::API_VERSION.into()),
@@ -309,7 +356,7 @@ impl Run<'_> {
                     namespace: Some(self.ns.to_string()),
                     ..CoreRef::default()
                 };
-                publish(&self.inner.client, &self.inner.cfg.instance, &r, ev).await;
+                let _ = self.events.send((r, ev.clone()));
             }
         }
     }
@@ -408,12 +455,27 @@ async fn run_actionset(
     name: &str,
     rx: watch::Receiver<bool>,
 ) -> Result<(), WriteError> {
+    let (events, queue) = tokio::sync::mpsc::unbounded_channel();
+    let publisher = tokio::spawn(event_publisher(
+        inner.client.clone(),
+        inner.cfg.instance.clone(),
+        queue,
+    ));
     let run = Run {
         inner,
         api: Api::namespaced(inner.client.clone(), ns),
         ns,
         name,
+        events,
     };
+    let result = run_actionset_with(&run, rx).await;
+    drop(run);
+    let _ = publisher.await;
+    result
+}
+
+async fn run_actionset_with(run: &Run<'_>, rx: watch::Receiver<bool>) -> Result<(), WriteError> {
+    let (inner, ns, name) = (run.inner, run.ns, run.name);
     let obj = run.api.get(name).await.map_err(|e| match e {
         kube::Error::Api(s) if s.code == 404 => WriteError::Gone,
         e => WriteError::Other(e.to_string()),
@@ -421,7 +483,7 @@ async fn run_actionset(
     let started = matches!(obj.state(), None | Some(State::Unset | State::Pending));
     let obj = if started {
         let resolved = resolve(&inner.client, ns, &obj).await;
-        let (obj, evs) = update(&run.api, name, |o| {
+        let (obj, evs) = update(&run.api, name, None, |o| {
             if !matches!(o.state(), None | Some(State::Unset | State::Pending)) {
                 return Ok(None);
             }
@@ -434,7 +496,7 @@ async fn run_actionset(
         })
         .await?;
         if let Some(evs) = evs {
-            run.publish_all(&obj, &evs).await;
+            run.publish_all(&obj, &evs);
             if let Some(s) = obj.state().filter(|s| s.is_terminal()) {
                 inner.metrics.actionset_ended(s == State::Complete);
             }
@@ -448,7 +510,7 @@ async fn run_actionset(
         return Ok(());
     }
     let n = obj.status.as_ref().map(|s| s.actions.len()).unwrap_or(0);
-    let drivers = (0..n).map(|i| drive_action(&run, i, obj.clone(), rx.clone()));
+    let drivers = (0..n).map(|i| drive_action(run, i, obj.clone(), rx.clone()));
     for r in join_all(drivers).await {
         if let Err(e) = r {
             match e {
@@ -568,7 +630,10 @@ async fn drive_action(
     let env = action_env(run, &obj, i).await;
     let timeout = run.inner.cfg.deletion_timeout;
     let cancelled_msg = "execution cancelled: the ActionSet is being deleted";
+    // A step whose start was written together with the previous transition.
+    let mut started_step: Option<Step> = None;
     loop {
+        let pre_started = started_step.is_some();
         let deleting = *rx.borrow() || obj.metadata.deletion_timestamp.is_some();
         let n = obj.spec.as_ref().map(|s| s.actions.len()).unwrap_or(0);
         let (rec, _) = Record::from_meta(&obj.metadata, n, &now_rfc3339());
@@ -576,7 +641,10 @@ async fn drive_action(
             return Err(WriteError::Other("action missing from status".into()));
         };
         let rec = rec.actions[i].clone();
-        let step = machine::next_step(&st, &rec, deleting);
+        let step = match started_step.take() {
+            Some(s) => s,
+            None => machine::next_step(&st, &rec, deleting),
+        };
         debug!(actionset = %run.name, action = %st.name, ?step, "next step");
         let t = match step {
             Step::Done => return Ok(()),
@@ -604,7 +672,9 @@ async fn drive_action(
                         "phase #{p} missing from the Blueprint"
                     )));
                 };
-                obj = run.write(i, Transition::PhaseStarted(p)).await?;
+                if !pre_started {
+                    obj = run.write(i, Transition::PhaseStarted(p), &obj).await?;
+                }
                 let st_now = obj
                     .status
                     .as_ref()
@@ -627,6 +697,14 @@ async fn drive_action(
                     Err(e) => Transition::PhaseFailed(p, e),
                 }
             }
+            Step::RunDefer if pre_started => {
+                let Some(defer) = env.bp.as_ref().and_then(|b| b.defer_phase.clone()) else {
+                    return Err(WriteError::Other(
+                        "deferPhase missing from the Blueprint".into(),
+                    ));
+                };
+                run_defer(run, &env, &defer, &mut obj, i, &rec, &mut rx).await
+            }
             Step::RunDefer => {
                 let deadline = deletion_deadline(&obj, timeout);
                 let Some(defer) = env.bp.as_ref().and_then(|b| b.defer_phase.clone()) else {
@@ -638,6 +716,7 @@ async fn drive_action(
                         .write(
                             i,
                             Transition::DeferFailed(format!("deferPhase not run: {why}")),
+                            &obj,
                         )
                         .await?;
                     continue;
@@ -650,56 +729,13 @@ async fn drive_action(
                                 "deferPhase not run: the ActionSet was deleted and the deletion timeout ({}s) elapsed",
                                 timeout.as_secs()
                             )),
+                            &obj,
                         )
                         .await?;
                     continue;
                 }
-                obj = run.write(i, Transition::DeferStarted).await?;
-                let st_now = obj
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.actions.get(i))
-                    .cloned()
-                    .unwrap_or_default();
-                let started = Instant::now();
-                let fut = exec_phase(&env, &run.inner.client, run.ns, &defer, |objs| {
-                    params::for_defer(&env.base, &st_now, &rec, objs)
-                });
-                tokio::pin!(fut);
-                let res = loop {
-                    let deadline = if *rx.borrow() {
-                        deletion_deadline(&obj, timeout)
-                            .or_else(|| Some(tokio::time::Instant::now() + timeout))
-                    } else {
-                        None
-                    };
-                    let deadline = deadline.unwrap_or_else(|| {
-                        tokio::time::Instant::now() + Duration::from_secs(100 * 365 * 86400)
-                    });
-                    tokio::select! {
-                        r = &mut fut => break r,
-                        changed = rx.changed() => {
-                            if changed.is_err() {
-                                break fut.await;
-                            }
-                            // Deletion observed: refresh deletionTimestamp for the deadline.
-                            if let Ok(o) = run.api.get(run.name).await {
-                                obj.metadata.deletion_timestamp = o.metadata.deletion_timestamp;
-                            }
-                        }
-                        _ = tokio::time::sleep_until(deadline) => break Err(format!(
-                            "deferPhase cancelled: the ActionSet was deleted and the deletion timeout ({}s) elapsed",
-                            timeout.as_secs()
-                        )),
-                    }
-                };
-                run.inner
-                    .metrics
-                    .phase_ended(true, res.is_ok(), started.elapsed());
-                match res {
-                    Ok(out) => Transition::DeferSucceeded(out),
-                    Err(e) => Transition::DeferFailed(e),
-                }
+                obj = run.write(i, Transition::DeferStarted, &obj).await?;
+                run_defer(run, &env, &defer, &mut obj, i, &rec, &mut rx).await
             }
             Step::Finish => {
                 let arts = if machine::succeeded(&st, &rec) {
@@ -716,7 +752,25 @@ async fn drive_action(
                 Transition::Finished(arts)
             }
         };
-        obj = match run.write(i, t).await {
+        let chain = |step: Step| {
+            if *rx.borrow() {
+                return None;
+            }
+            match step {
+                Step::RunPhase(j)
+                    if env.broken.is_none()
+                        && env.base_error.is_none()
+                        && env.bp.as_ref().is_some_and(|b| b.phases.len() > j) =>
+                {
+                    Some(Transition::PhaseStarted(j))
+                }
+                Step::RunDefer if env.bp.as_ref().is_some_and(|b| b.defer_phase.is_some()) => {
+                    Some(Transition::DeferStarted)
+                }
+                _ => None,
+            }
+        };
+        (obj, started_step) = match run.write_chain(i, t, &obj, chain).await {
             Ok(o) => o,
             Err(WriteError::Stale(e)) => {
                 error!(error = %e, "status changed under the executor; this action stops here");
@@ -724,5 +778,63 @@ async fn drive_action(
             }
             Err(e) => return Err(e),
         };
+    }
+}
+
+/// Executes the deferPhase (already recorded running); on deletion it gets
+/// until `deletionTimestamp + deletion_timeout`.
+async fn run_defer(
+    run: &Run<'_>,
+    env: &ActionEnv,
+    defer: &crate::model::BlueprintPhase,
+    obj: &mut ActionSet,
+    i: usize,
+    rec: &machine::ActionRecord,
+    rx: &mut watch::Receiver<bool>,
+) -> Transition {
+    let timeout = run.inner.cfg.deletion_timeout;
+    let st_now = obj
+        .status
+        .as_ref()
+        .and_then(|s| s.actions.get(i))
+        .cloned()
+        .unwrap_or_default();
+    let started = Instant::now();
+    let fut = exec_phase(env, &run.inner.client, run.ns, defer, |objs| {
+        params::for_defer(&env.base, &st_now, rec, objs)
+    });
+    tokio::pin!(fut);
+    let res = loop {
+        let deadline = if *rx.borrow() {
+            deletion_deadline(obj, timeout).or_else(|| Some(tokio::time::Instant::now() + timeout))
+        } else {
+            None
+        };
+        let deadline = deadline.unwrap_or_else(|| {
+            tokio::time::Instant::now() + Duration::from_secs(100 * 365 * 86400)
+        });
+        tokio::select! {
+            r = &mut fut => break r,
+            changed = rx.changed() => {
+                if changed.is_err() {
+                    break fut.await;
+                }
+                // Deletion observed: refresh deletionTimestamp for the deadline.
+                if let Ok(o) = run.api.get(run.name).await {
+                    obj.metadata.deletion_timestamp = o.metadata.deletion_timestamp;
+                }
+            }
+            _ = tokio::time::sleep_until(deadline) => break Err(format!(
+                "deferPhase cancelled: the ActionSet was deleted and the deletion timeout ({}s) elapsed",
+                timeout.as_secs()
+            )),
+        }
+    };
+    run.inner
+        .metrics
+        .phase_ended(true, res.is_ok(), started.elapsed());
+    match res {
+        Ok(out) => Transition::DeferSucceeded(out),
+        Err(e) => Transition::DeferFailed(e),
     }
 }
