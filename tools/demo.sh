@@ -63,14 +63,14 @@ pids+=($!)
 
 say "applying examples/ (the webhook normalizes the Blueprint: see its phase names)"
 k apply -f examples/namespace.yaml >/dev/null
-k apply -f examples/deployment.yaml -f examples/blueprint.yaml -f examples/actionschedule.yaml
+k apply -f examples/deployment.yaml -f examples/blueprint.yaml -f examples/actionschedule.yaml -f examples/actionschedule-verify.yaml
 k get blueprint demo-backup -n blueprint-demo -o jsonpath='{range .actions.backup.phases[*]}  phase {.name}: {.func}{"\n"}{end}  deferPhase {.actions.backup.deferPhase.name}: {.actions.backup.deferPhase.func}{"\n"}' >&2
 say "a Blueprint with two deferPhases is refused:"
 printf 'apiVersion: cr.kanister.io/v1alpha1\nkind: Blueprint\nmetadata: {name: bad, namespace: blueprint-demo}\nactions:\n  backup:\n    phases: [{func: KubeTask, name: a, args: {image: x, command: [x]}}]\n    deferPhase: [{func: KubeTask, args: {image: x, command: [x]}}, {func: KubeTask, args: {image: x, command: [y]}}]\n' |
   k apply -f - 2>&1 | sed 's/^/  /' >&2 || true
 
 say "watching (logs: $work/*.log); Ctrl-C to stop"
-cols='NAME:.metadata.name,STATE:.status.state,RUNNING:.status.progress.runningPhase,DEFERPHASE:.status.actions[0].deferPhase.state,ERROR:.status.error.message'
+cols='NAME:.metadata.name,ACTION:.spec.actions[0].name,STATE:.status.state,RUNNING:.status.progress.runningPhase,DEFERPHASE:.status.actions[0].deferPhase.state,ERROR:.status.error.message'
 while true; do
   printf '\n\033[1m%s\033[0m\n' "$(date +%T)"
   k get actionschedule -n blueprint-demo 2>&1 | sed 's/^/  /'

@@ -535,6 +535,15 @@ mod tests {
             p["Outcome"],
             json!({"State": "failed", "FailedPhase": "two", "Error": "exit 1"})
         );
+        // The template engine knows `.Outcome` (it is typed like Kanister's params).
+        assert_eq!(
+            render(
+                "{{ .Outcome.State }} at {{ .Outcome.FailedPhase }}: {{ .Outcome.Error }}",
+                &p
+            )
+            .unwrap(),
+            "failed at two: exit 1"
+        );
     }
 
     #[test]

@@ -143,6 +143,18 @@ fn name_ns(name: &'static str) -> Ty {
     )))
 }
 
+/// `.Outcome` of the main phases, for the deferPhase.
+fn outcome() -> Ty {
+    Ty::Ptr(Box::new(Ty::Struct(
+        "param.Outcome",
+        vec![
+            f("State", Ty::Str),
+            f("FailedPhase", Ty::Str),
+            f("Error", Ty::Str),
+        ],
+    )))
+}
+
 fn phase() -> Ty {
     Ty::Ptr(Box::new(Ty::Struct(
         "param.Phase",
@@ -235,6 +247,8 @@ fn template_params() -> &'static Ty {
                 f("Phases", map_of(phase(), "map[string]*param.Phase")),
                 f("DeferPhase", phase()),
                 f("CurrentPhase", phase()),
+                // Ours, not Kanister's: set only for the deferPhase (nil elsewhere).
+                f("Outcome", outcome()),
                 f("PodOverride", map_of(Ty::Any, "v1alpha1.JSONMap")),
                 f("PodAnnotations", string_map()),
                 f("PodLabels", string_map()),
