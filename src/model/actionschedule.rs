@@ -41,7 +41,8 @@ pub const ANNOTATION_RUN_NOW: &str = "blueprint-operator.io/run-now";
     printcolumn = r#"{"name": "Suspend", "type": "boolean", "jsonPath": ".spec.suspend"}"#,
     printcolumn = r#"{"name": "Active", "type": "integer", "jsonPath": ".status.activeCount"}"#,
     printcolumn = r#"{"name": "Last Schedule", "type": "date", "jsonPath": ".status.lastScheduleTime"}"#,
-    printcolumn = r#"{"name": "Next", "type": "date", "jsonPath": ".status.nextScheduleTime"}"#,
+    // A future time as an age prints "<invalid>": show the timestamp.
+    printcolumn = r#"{"name": "Next", "type": "string", "jsonPath": ".status.nextScheduleTime"}"#,
     printcolumn = r#"{"name": "Failures", "type": "integer", "jsonPath": ".status.consecutiveFailures"}"#,
     printcolumn = r#"{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}"#
 )]
