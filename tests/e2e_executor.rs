@@ -569,7 +569,7 @@ async fn controller_killed_mid_phase_resumes_and_runs_defer_once() -> anyhow::Re
     };
     // The deferPhase creates a ConfigMap: a second run would fail (AlreadyExists).
     let cm = format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: defer-ran\n  namespace: {ns}\ndata:\n  outcome: '{{{{ .Phases.first.Output.value }}}}'\n"
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: defer-ran\n  namespace: {ns}\ndata:\n  first: '{{{{ .Phases.first.Output.value }}}}'\n  state: '{{{{ .Outcome.State }}}}'\n  failedPhase: '{{{{ .Outcome.FailedPhase }}}}'\n"
     );
     create_blueprint(
         &client,
@@ -625,7 +625,11 @@ async fn controller_killed_mid_phase_resumes_and_runs_defer_once() -> anyhow::Re
         s.error.message
     );
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
-    assert_eq!(cms.get("defer-ran").await?.data.unwrap()["outcome"], "v1");
+    // The deferPhase saw the main phases' output and their outcome.
+    let data = cms.get("defer-ran").await?.data.unwrap_or_default();
+    assert_eq!(data["first"], "v1");
+    assert_eq!(data["state"], "failed");
+    assert_eq!(data["failedPhase"], "slow");
     let evs = events(&client, &ns, "as", 7).await?;
     let r = reasons(&evs);
     assert_eq!(
