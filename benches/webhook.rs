@@ -21,7 +21,7 @@ use blueprint_operator::webhook::tls::CertFiles;
 use serde::Deserialize as _;
 use serde_json::{Value, json};
 
-#[path = "../tests/webhook_client.rs"]
+#[path = "../tests/support/webhook_client.rs"]
 mod webhook_client;
 use webhook_client::{Conn, blueprint_review, client_config};
 

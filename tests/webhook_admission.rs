@@ -11,7 +11,7 @@ use proptest::prelude::*;
 use serde::Deserialize as _;
 use serde_json::{Value, json};
 
-#[path = "webhook_client.rs"]
+#[path = "support/webhook_client.rs"]
 mod webhook_client;
 use webhook_client::{blueprint_review, review};
 

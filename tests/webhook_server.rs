@@ -13,7 +13,7 @@ use rustls::pki_types::pem::PemObject as _;
 use serde_json::json;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-#[path = "webhook_client.rs"]
+#[path = "support/webhook_client.rs"]
 mod webhook_client;
 use webhook_client::{Conn, blueprint_review, client_config};
 

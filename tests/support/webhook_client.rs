@@ -1,5 +1,6 @@
 //! A minimal HTTPS/1.1 keep-alive client (tokio-rustls) for the webhook tests and the bench.
-//! Included by them with `#[path = "webhook_client.rs"] mod webhook_client;`.
+//! Included by them with `#[path = "support/webhook_client.rs"] mod webhook_client;` (it is not
+//! a test target of its own).
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
