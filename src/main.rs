@@ -38,48 +38,12 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Validate(args) => cli::validate(&args),
         Command::Normalize(args) => cli::normalize(&args),
-        Command::Controller(args) => {
-            let rt = match tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(e) => {
-                    eprintln!("error: cannot start the Tokio runtime: {e}");
-                    return ExitCode::from(2);
-                }
-            };
-            match rt.block_on(blueprint_operator::executor::cli::run(args)) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("error: {e:#}");
-                    ExitCode::FAILURE
-                }
-            }
-        }
         Command::Crds => {
             print!("{}", blueprint_operator::model::crd_yaml());
             ExitCode::SUCCESS
         }
-        Command::Webhook(args) => {
-            let rt = match tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(e) => {
-                    eprintln!("error: cannot start the Tokio runtime: {e}");
-                    return ExitCode::from(2);
-                }
-            };
-            match rt.block_on(blueprint_operator::webhook::run(args)) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("error: {e:#}");
-                    ExitCode::FAILURE
-                }
-            }
-        }
+        Command::Controller(args) => serve(blueprint_operator::executor::cli::run(args)),
+        Command::Webhook(args) => serve(blueprint_operator::webhook::run(args)),
         Command::Certs(args) => match blueprint_operator::webhook::run_certs(args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -87,5 +51,26 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+    }
+}
+
+/// Runs a long-lived server on a multi-threaded Tokio runtime; exit 1 on error.
+fn serve(server: impl std::future::Future<Output = anyhow::Result<()>>) -> ExitCode {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the Tokio runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match rt.block_on(server) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
     }
 }
