@@ -1,34 +1,16 @@
 //! Compatibility with Kanister's own Blueprints: every corpus Blueprint is
 //! accepted, normalization is idempotent, and mutated files never panic.
 
-use std::path::PathBuf;
-
 use blueprint_operator::blueprint::{normalize, validate};
 use blueprint_operator::documents::{self, Document};
 use blueprint_operator::model::{ActionSet, Blueprint};
 use proptest::prelude::*;
 
-/// The corpus directory; `None` (test skipped) only outside CI.
-fn corpus() -> Option<PathBuf> {
-    let dir = std::env::var("KANISTER_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/kanister-corpus")
-        });
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "Kanister corpus not found at {} (set KANISTER_CORPUS)",
-        dir.display()
-    );
-    eprintln!("skipping: Kanister corpus not found at {}", dir.display());
-    None
-}
+#[path = "support/corpus.rs"]
+mod corpus;
 
 fn corpus_documents() -> Option<Vec<Document>> {
-    let dir = corpus()?;
+    let dir = corpus::dir()?;
     let (docs, errors) = documents::read(dir.to_str().unwrap());
     assert!(errors.is_empty(), "corpus must parse: {errors:?}");
     Some(docs)
@@ -118,7 +100,7 @@ fn corpus_action_sets_read_as_typed_action_sets() {
 }
 
 fn corpus_texts() -> Vec<String> {
-    let Some(dir) = corpus() else {
+    let Some(dir) = corpus::dir() else {
         return Vec::new();
     };
     let mut out = Vec::new();

@@ -23,7 +23,6 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::{Client, Error};
-use serde::Deserialize as _;
 use serde_json::{Value, json};
 
 /// Label that routes a namespace to this binary's webhook.
@@ -433,48 +432,9 @@ async fn one_element_defer_phase_list_becomes_the_phase() -> anyhow::Result<()> 
     Ok(())
 }
 
-fn corpus_blueprints() -> Vec<(PathBuf, Value)> {
-    let dir = std::env::var_os("KANISTER_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| support::repo_root().join("../shared/kanister-corpus"));
-    if !dir.is_dir() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "Kanister corpus not found at {} (set KANISTER_CORPUS)",
-            dir.display()
-        );
-        eprintln!("SKIP: Kanister corpus not found at {}", dir.display());
-        return Vec::new();
-    }
-    let mut files = Vec::new();
-    let mut stack = vec![dir];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "yaml" || x == "yml") {
-                files.push(p);
-            }
-        }
-    }
-    files.sort();
-    let mut out = Vec::new();
-    for f in files {
-        let text = std::fs::read_to_string(&f).unwrap();
-        for doc in serde_yaml::Deserializer::from_str(&text) {
-            let v = Value::deserialize(doc).unwrap_or(Value::Null);
-            if v["kind"] == "Blueprint" {
-                out.push((f.clone(), v));
-            }
-        }
-    }
-    out
-}
-
 #[tokio::test]
 async fn every_corpus_blueprint_is_accepted_through_the_api_server() -> anyhow::Result<()> {
-    let docs = corpus_blueprints();
+    let docs = support::corpus::blueprints();
     if docs.is_empty() {
         return Ok(());
     }

@@ -1,16 +1,15 @@
 //! The admission handlers called as plain functions: review bytes in, status and body out.
 
-use std::path::PathBuf;
-
 use base64::Engine as _;
 use blueprint_operator::blueprint;
 use blueprint_operator::webhook::admission::{
     self, Lookup, MAX_BODY_BYTES, MAX_WARNING_CHARS, Route, handle_review, limit_warnings,
 };
 use proptest::prelude::*;
-use serde::Deserialize as _;
 use serde_json::{Value, json};
 
+#[path = "support/corpus.rs"]
+mod corpus;
 #[path = "support/webhook_client.rs"]
 mod webhook_client;
 use webhook_client::{blueprint_review, review};
@@ -316,51 +315,9 @@ fn actionschedule_route_checks_the_schedule() {
     assert_eq!(status, 400);
 }
 
-/// Every Blueprint document of the Kanister corpus.
-pub fn corpus_blueprints() -> Vec<(PathBuf, Value)> {
-    let dir = std::env::var_os("KANISTER_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/kanister-corpus")
-        });
-    if !dir.is_dir() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "Kanister corpus not found at {} (set KANISTER_CORPUS)",
-            dir.display()
-        );
-        eprintln!("SKIP: Kanister corpus not found at {}", dir.display());
-        return Vec::new();
-    }
-    let mut files = Vec::new();
-    let mut stack = vec![dir];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "yaml" || x == "yml") {
-                files.push(p);
-            }
-        }
-    }
-    files.sort();
-    let mut out = Vec::new();
-    for f in files {
-        let text = std::fs::read_to_string(&f).unwrap();
-        for doc in serde_yaml::Deserializer::from_str(&text) {
-            let v = Value::deserialize(doc).unwrap_or(Value::Null);
-            if v["kind"] == "Blueprint" {
-                out.push((f.clone(), v));
-            }
-        }
-    }
-    out
-}
-
 #[test]
 fn corpus_blueprints_are_accepted_and_patches_reach_the_normal_form() {
-    let docs = corpus_blueprints();
+    let docs = corpus::blueprints();
     if docs.is_empty() {
         return;
     }

@@ -20,6 +20,7 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod corpus;
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
