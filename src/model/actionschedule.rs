@@ -285,23 +285,6 @@ mod tests {
     }
 
     #[test]
-    fn checked_in_crd_is_current() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/manifests/crds/actionschedule.yaml"
-        );
-        let want = crd_yaml();
-        if std::env::var_os("BPO_UPDATE_CRDS").is_some() {
-            std::fs::write(path, &want).unwrap();
-        }
-        let got = std::fs::read_to_string(path).unwrap_or_default();
-        assert!(
-            got == want,
-            "manifests/crds/actionschedule.yaml is stale: run `BPO_UPDATE_CRDS=1 cargo test --lib model::actionschedule`"
-        );
-    }
-
-    #[test]
     fn defaults_from_minimal_yaml() {
         let s: ActionScheduleSpec = serde_yaml::from_str(
             "schedule: '@daily'\nactionSetTemplate:\n  actions:\n  - name: backup\n    blueprint: bp\n    object: {kind: deployment, name: app, namespace: ns}\n",
