@@ -291,6 +291,16 @@ impl Validator {
                 );
             }
         };
+        if !crate::functions::SUPPORTED.contains(&func.name) {
+            self.warn(
+                ctx.at("func"),
+                format!(
+                    "{} is a Kanister function that blueprint-operator's executor does not run (it runs {}): use Kanister's controller for this Blueprint, or fail at run time",
+                    func.name,
+                    crate::functions::SUPPORTED.join(", ")
+                ),
+            );
+        }
         if let Some(objects) = phase.get("objects").filter(|o| !o.is_null()) {
             self.templates_in(
                 &ctx.at("objects"),

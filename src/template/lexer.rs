@@ -256,7 +256,8 @@ fn lex_action(
                 if let Some(c2) = src[pos..].chars().next()
                     && is_alnum(c2)
                 {
-                    return Err((line, format!("bad number syntax: {:?}", &rest[..n + 1])));
+                    let bad = &rest[..n + c2.len_utf8()];
+                    return Err((line, format!("bad number syntax: {bad:?}")));
                 }
             }
             c if is_alnum(c) => {

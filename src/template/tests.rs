@@ -274,3 +274,10 @@ proptest::proptest! {
         let _ = render_str(&s, &params());
     }
 }
+
+#[test]
+fn number_followed_by_multibyte_letter_is_an_error_not_a_panic() {
+    // Found by never_panics_any_string: the error message sliced inside a char.
+    let err = Template::parse("{{ 6ၗ }}").unwrap_err();
+    assert!(err.to_string().contains("bad number syntax"), "{err}");
+}
