@@ -408,28 +408,6 @@ async fn defer_scenarios_status_and_events() -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn create_deployment(
-    client: &Client,
-    ns: &str,
-    name: &str,
-    replicas: i32,
-) -> anyhow::Result<()> {
-    let api: Api<Deployment> = Api::namespaced(client.clone(), ns);
-    let d: Deployment = serde_json::from_value(json!({
-        "metadata": { "name": name },
-        "spec": {
-            "replicas": replicas,
-            "selector": { "matchLabels": { "app": name } },
-            "template": {
-                "metadata": { "labels": { "app": name } },
-                "spec": { "containers": [{ "name": "app", "image": "nginx:stable" }] }
-            }
-        }
-    }))?;
-    api.create(&PostParams::default(), &d).await?;
-    Ok(())
-}
-
 /// Kanister's TestDeferPhase: deferPhase output as an artifact, consumed by
 /// a restore ActionSet.
 #[tokio::test]
@@ -437,7 +415,7 @@ async fn defer_output_artifact_consumed_by_restore() -> anyhow::Result<()> {
     let Some((client, ns)) = setup("exec-artifact").await else {
         return Ok(());
     };
-    create_deployment(&client, &ns, "app", 1).await?;
+    support::create_deployment(&client, &ns, "app", 1).await?;
     let consume = task(
         "restorePhase",
         0,
@@ -517,7 +495,7 @@ async fn failed_restore_scales_the_deployment_back() -> anyhow::Result<()> {
     let Some((client, ns)) = setup("exec-restore").await else {
         return Ok(());
     };
-    create_deployment(&client, &ns, "db", 2).await?;
+    support::create_deployment(&client, &ns, "db", 2).await?;
     create_blueprint(
         &client,
         &ns,

@@ -154,28 +154,6 @@ async fn kube_task_invalid_phase_output_fails() -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn create_deployment(
-    client: &Client,
-    ns: &str,
-    name: &str,
-    replicas: i32,
-) -> anyhow::Result<()> {
-    let api: Api<Deployment> = Api::namespaced(client.clone(), ns);
-    let d: Deployment = serde_json::from_value(json!({
-        "metadata": { "name": name },
-        "spec": {
-            "replicas": replicas,
-            "selector": { "matchLabels": { "app": name } },
-            "template": {
-                "metadata": { "labels": { "app": name } },
-                "spec": { "containers": [{ "name": "app", "image": "nginx:stable" }] }
-            }
-        }
-    }))?;
-    api.create(&PostParams::default(), &d).await?;
-    Ok(())
-}
-
 fn deployment_object(ns: &str, name: &str) -> ObjectReference {
     ObjectReference {
         api_version: "v1".into(),
@@ -206,7 +184,7 @@ async fn scale_workload_scales_a_deployment_up_and_down_and_waits() -> anyhow::R
     let Some((client, ns)) = setup("fn-scale").await else {
         return Ok(());
     };
-    create_deployment(&client, &ns, "web", 1).await?;
+    support::create_deployment(&client, &ns, "web", 1).await?;
     let c = ctx(&client, &ns, deployment_object(&ns, "web"));
     // Defaults (kind/name/namespace) come from the action's object; replicas as a string.
     let out = call(&c, "ScaleWorkload", json!({"replicas": "3"})).await?;
@@ -274,7 +252,7 @@ async fn scale_workload_without_wait_and_missing_workload() -> anyhow::Result<()
     let Some((client, ns)) = setup("fn-scale-nowait").await else {
         return Ok(());
     };
-    create_deployment(&client, &ns, "api", 2).await?;
+    support::create_deployment(&client, &ns, "api", 2).await?;
     let c = ctx(&client, &ns, deployment_object(&ns, "api"));
     let out = call(
         &c,
@@ -438,7 +416,7 @@ async fn wait_v2_returns_once_a_deployment_is_ready() -> anyhow::Result<()> {
         let params = params.clone();
         async move { functions::execute(&c, "WaitV2", &wait_args, &params).await }
     });
-    create_deployment(&client, &ns, "slow", 2).await?;
+    support::create_deployment(&client, &ns, "slow", 2).await?;
     let out = tokio::time::timeout(CALL, waiting).await??;
     assert!(out?.is_empty());
     let deploys: Api<Deployment> = Api::namespaced(client.clone(), &ns);
@@ -491,7 +469,7 @@ async fn kube_exec_and_kube_exec_all_reach_the_pod() -> anyhow::Result<()> {
     let Some((client, ns)) = setup("fn-exec").await else {
         return Ok(());
     };
-    create_deployment(&client, &ns, "target", 1).await?;
+    support::create_deployment(&client, &ns, "target", 1).await?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     let pod = support::poll(support::WAIT, || async {
         let l = pods

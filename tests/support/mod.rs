@@ -275,3 +275,26 @@ pub async fn wait_pod_finished(api: &Api<Pod>, name: &str) -> anyhow::Result<Pod
     })
     .await
 }
+
+/// A Deployment `name` (label `app: name`, one container `app`) with `replicas` replicas.
+pub async fn create_deployment(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    replicas: i32,
+) -> anyhow::Result<()> {
+    let api: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(client.clone(), ns);
+    let d = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": name },
+        "spec": {
+            "replicas": replicas,
+            "selector": { "matchLabels": { "app": name } },
+            "template": {
+                "metadata": { "labels": { "app": name } },
+                "spec": { "containers": [{ "name": "app", "image": "nginx:stable" }] }
+            }
+        }
+    }))?;
+    api.create(&kube::api::PostParams::default(), &d).await?;
+    Ok(())
+}
