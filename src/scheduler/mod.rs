@@ -5,6 +5,7 @@
 //! - [`plan`]: pure planning: given spec, status, now and existing runs, decide.
 //! - [`retention`]: pure selection of the ActionSets to rotate, with reasons.
 //! - [`reconcile`]: the controller that executes plans against the API server.
+//! - [`runs`]: each schedule's ActionSets, kept from the controller's watch.
 //! - [`metrics`]: Prometheus families; the binary calls [`metrics::register`].
 
 pub mod cron;
@@ -12,17 +13,18 @@ pub mod metrics;
 pub mod plan;
 pub mod reconcile;
 pub mod retention;
+pub mod runs;
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use kube::runtime::controller::{self, Controller};
 use kube::runtime::events::{Recorder, Reporter};
-use kube::runtime::watcher;
-use kube::{Api, Client};
+use kube::runtime::{Predicate, WatchStreamExt, predicates, reflector, watcher};
+use kube::{Api, Client, ResourceExt};
 use tracing::{info, warn};
 
 use crate::model::{ActionSchedule, ActionSet, LABEL_SCHEDULE};
@@ -150,22 +152,47 @@ async fn run_controller(
         controller: opts.controller_name.clone(),
         instance: None,
     };
-    let ctx = Arc::new(reconcile::Ctx {
-        client: client.clone(),
-        recorder: Recorder::new(client, reporter),
-    });
-    let controller = Controller::new(schedules, watcher::Config::default())
-        .owns(
-            actionsets,
-            watcher::Config::default().labels(LABEL_SCHEDULE),
-        )
+    let runs = Arc::new(runs::RunIndex::default());
+    let ctx = Arc::new(reconcile::Ctx::new(
+        client.clone(),
+        Recorder::new(client, reporter),
+        runs.clone(),
+    ));
+    let (store, writer) = reflector::store();
+    // Our own status writes change neither generation nor annotations, so
+    // they trigger no reconcile: the next one is already queued for the next
+    // tick. Spec edits and the run-now annotation do.
+    let schedule_events = watcher(schedules, watcher::Config::default())
+        .default_backoff()
+        .reflect(writer)
+        .touched_objects()
+        .predicate_filter(
+            predicates::generation.combine(predicates::annotations),
+            Default::default(),
+        );
+    let run_events = watcher(
+        actionsets,
+        watcher::Config::default().labels(LABEL_SCHEDULE),
+    )
+    .default_backoff()
+    .modify(|a| a.managed_fields_mut().clear())
+    .map_ok(move |event| {
+        runs.apply(&event);
+        event
+    })
+    .touched_objects();
+    let controller = Controller::for_stream(schedule_events, store.clone())
+        .owns_stream(run_events)
         .with_config(controller::Config::default().concurrency(opts.concurrency));
-    let store = controller.store();
-    let overdue = async {
-        let mut tick = tokio::time::interval(Duration::from_secs(5));
-        loop {
-            tick.tick().await;
-            reconcile::update_overdue(&store.state(), chrono::Utc::now());
+    let housekeeping = {
+        let ctx = ctx.clone();
+        async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(5));
+            let mut tracked = Default::default();
+            loop {
+                tick.tick().await;
+                reconcile::housekeeping(&ctx, &store.state(), chrono::Utc::now(), &mut tracked);
+            }
         }
     };
     let run = controller
@@ -177,7 +204,7 @@ async fn run_controller(
         });
     tokio::select! {
         _ = run => {}
-        _ = overdue => {}
+        _ = housekeeping => {}
         _ = shutdown => {}
     }
 }

@@ -7,8 +7,8 @@
 //! second replica means "already done". Status is written after the ActionSet,
 //! and the schedule is re-read from the API at the start of every reconcile.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -24,6 +24,7 @@ use super::cron::Schedule;
 use super::metrics::{METRICS, schedule_labels, with};
 use super::plan::{self, NewRun, PlanSettings, RunRecord, RunState, Trigger};
 use super::retention::{self, Policy};
+use super::runs::RunIndex;
 use crate::model::{
     ANNOTATION_RUN_NOW, ANNOTATION_SCHEDULED_TIME, ActionSchedule, ActionScheduleStatus, ActionSet,
     ActionSetSpec, Artifact, LABEL_DELETE_FOR, LABEL_SCHEDULE, LABEL_TRIGGER, RotationEntry,
@@ -60,6 +61,27 @@ impl Error {
 pub struct Ctx {
     pub client: Client,
     pub recorder: Recorder,
+    /// ActionSets of every schedule, from the controller's watch.
+    pub runs: Arc<RunIndex>,
+    /// resourceVersion of each schedule as this controller last read or
+    /// wrote it: a cached object at that version needs no fresh read.
+    pub known: Mutex<HashMap<(String, String), String>>,
+}
+
+impl Ctx {
+    pub fn new(client: Client, recorder: Recorder, runs: Arc<RunIndex>) -> Self {
+        Ctx {
+            client,
+            recorder,
+            runs,
+            known: Mutex::default(),
+        }
+    }
+
+    fn known(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), String>> {
+        // Poisoning only means another reconcile panicked; the map is still usable.
+        self.known.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 fn to_time(t: DateTime<Utc>) -> Option<Time> {
@@ -268,20 +290,29 @@ fn status_patch(status: &ActionScheduleStatus) -> Result<Value, Error> {
     Ok(json!({ "status": v }))
 }
 
+/// Write `status` unless unchanged, and remember the schedule's version.
 async fn write_status(
+    ctx: &Ctx,
     api: &Api<ActionSchedule>,
     s: &ActionSchedule,
     status: ActionScheduleStatus,
 ) -> Result<(), Error> {
-    if s.status.as_ref() == Some(&status) {
-        return Ok(());
-    }
-    api.patch_status(
-        &s.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(status_patch(&status)?),
-    )
-    .await?;
+    let key = (s.namespace().unwrap_or_default(), s.name_any());
+    let version = if s.status.as_ref() == Some(&status) {
+        s.resource_version()
+    } else {
+        api.patch_status(
+            &s.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(status_patch(&status)?),
+        )
+        .await?
+        .resource_version()
+    };
+    match version {
+        Some(v) => ctx.known().insert(key, v),
+        None => ctx.known().remove(&key),
+    };
     Ok(())
 }
 
@@ -302,9 +333,22 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
         .namespace()
         .ok_or_else(|| Error::Metadata(name.clone(), "namespace"))?;
     let api: Api<ActionSchedule> = Api::namespaced(ctx.client.clone(), &ns);
-    // Re-read: the watch cache may be older than our own last status write.
-    let Some(s) = api.get_opt(&name).await? else {
-        return Ok(Action::await_change());
+    // The watch cache may be older than our own last status write: use it
+    // only at the version we last saw, else read the schedule again.
+    let key = (ns.clone(), name.clone());
+    let cached = obj
+        .resource_version()
+        .is_some_and(|v| ctx.known().get(&key) == Some(&v));
+    let s = if cached {
+        (*obj).clone()
+    } else {
+        match api.get_opt(&name).await? {
+            Some(s) => s,
+            None => {
+                ctx.known().remove(&key);
+                return Ok(Action::await_change());
+            }
+        }
     };
     if s.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
@@ -337,18 +381,26 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
                 s.metadata.generation,
                 &old.conditions,
             )];
-            write_status(&api, &s, status).await?;
+            write_status(&ctx, &api, &s, status).await?;
             return Ok(Action::await_change());
         }
     };
 
     let actionsets: Api<ActionSet> = Api::namespaced(ctx.client.clone(), &ns);
     let selector = format!("{LABEL_SCHEDULE}={}", plan::schedule_label_value(&name));
-    let listed = actionsets
-        .list(&ListParams::default().labels(&selector))
-        .await?
-        .items;
-    let by_name: BTreeMap<String, &ActionSet> = listed.iter().map(|a| (a.name_any(), a)).collect();
+    let listed: Vec<Arc<ActionSet>> = match ctx.runs.runs(&ns, &plan::schedule_label_value(&name)) {
+        Some(runs) => runs,
+        // The ActionSet watch has not finished its first list yet.
+        None => actionsets
+            .list(&ListParams::default().labels(&selector))
+            .await?
+            .items
+            .into_iter()
+            .map(Arc::new)
+            .collect(),
+    };
+    let by_name: BTreeMap<String, &ActionSet> =
+        listed.iter().map(|a| (a.name_any(), a.as_ref())).collect();
     let mut runs: Vec<RunRecord> = listed.iter().map(|a| record(a, &uid)).collect();
 
     let created_at = s
@@ -720,7 +772,7 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
         s.metadata.generation,
         &old.conditions,
     )];
-    write_status(&api, &s, status).await?;
+    write_status(&ctx, &api, &s, status).await?;
     Ok(requeue(p.next, Utc::now(), waiting.then_some(DELETE_POLL)))
 }
 
@@ -751,10 +803,18 @@ pub fn error_policy(obj: Arc<ActionSchedule>, err: &Error, _ctx: Arc<Ctx>) -> Ac
     Action::requeue(Duration::from_secs(5))
 }
 
-/// Update the overdue gauge from the cached schedules.
-pub fn update_overdue(schedules: &[Arc<ActionSchedule>], now: DateTime<Utc>) {
+/// Every few seconds: set each schedule's overdue gauge, and forget the
+/// gauges and remembered versions of schedules that are gone (deletions
+/// trigger no reconcile), so a deleted schedule cannot keep an alert firing.
+pub fn housekeeping(
+    ctx: &Ctx,
+    schedules: &[Arc<ActionSchedule>],
+    now: DateTime<Utc>,
+    tracked: &mut HashSet<(String, String)>,
+) {
+    let mut present = HashSet::with_capacity(schedules.len());
     for s in schedules {
-        let labels = schedule_labels(&s.namespace().unwrap_or_default(), &s.name_any());
+        let key = (s.namespace().unwrap_or_default(), s.name_any());
         let overdue = match (
             &s.spec.suspend,
             s.status
@@ -766,13 +826,88 @@ pub fn update_overdue(schedules: &[Arc<ActionSchedule>], now: DateTime<Utc>) {
                 .unwrap_or(0.0),
             _ => 0.0,
         };
-        METRICS.overdue.get_or_create(&labels).set(overdue);
+        METRICS
+            .overdue
+            .get_or_create(&schedule_labels(&key.0, &key.1))
+            .set(overdue);
+        present.insert(key);
     }
+    for (ns, name) in tracked.difference(&present) {
+        let labels = schedule_labels(ns, name);
+        METRICS.overdue.remove(&labels);
+        METRICS.consecutive_failures.remove(&labels);
+    }
+    ctx.known().retain(|k, _| present.contains(k));
+    *tracked = present;
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn schedule(ns: &str, name: &str, next: &str) -> Arc<ActionSchedule> {
+        Arc::new(
+            serde_json::from_value(json!({
+                "apiVersion": "blueprint-operator.io/v1alpha1", "kind": "ActionSchedule",
+                "metadata": {"name": name, "namespace": ns},
+                "spec": {"schedule": "* * * * *", "actionSetTemplate": {"actions": []}},
+                "status": {"nextScheduleTime": next},
+            }))
+            .unwrap(),
+        )
+    }
+
+    #[tokio::test]
+    async fn housekeeping_sets_overdue_and_forgets_deleted_schedules() {
+        // A client that is never called: housekeeping touches no API.
+        let client =
+            Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap())).unwrap();
+        let recorder = Recorder::new(
+            client.clone(),
+            kube::runtime::events::Reporter {
+                controller: "test".into(),
+                instance: None,
+            },
+        );
+        let ctx = Ctx::new(client, recorder, Arc::default());
+        let now = DateTime::parse_from_rfc3339("2026-01-01T00:01:30Z")
+            .unwrap()
+            .to_utc();
+        let (a, b) = (("hk", "a"), ("hk", "b"));
+        for (ns, n) in [a, b] {
+            ctx.known().insert((ns.into(), n.into()), "1".into());
+        }
+        METRICS
+            .consecutive_failures
+            .get_or_create(&schedule_labels("hk", "b"))
+            .set(3);
+        let mut tracked = HashSet::new();
+        let both = [
+            schedule("hk", "a", "2026-01-01T00:01:00Z"),
+            schedule("hk", "b", "2026-01-01T00:02:00Z"),
+        ];
+        housekeeping(&ctx, &both, now, &mut tracked);
+        let overdue = |n: &str| {
+            METRICS
+                .overdue
+                .get(&schedule_labels("hk", n))
+                .map(|g| g.get())
+        };
+        assert_eq!(overdue("a"), Some(30.0));
+        assert_eq!(overdue("b"), Some(0.0), "not yet due");
+        // b is deleted.
+        housekeeping(&ctx, &both[..1], now, &mut tracked);
+        assert_eq!(overdue("b"), None);
+        assert!(
+            METRICS
+                .consecutive_failures
+                .get(&schedule_labels("hk", "b"))
+                .is_none()
+        );
+        assert_eq!(overdue("a"), Some(30.0));
+        assert!(ctx.known().contains_key(&("hk".into(), "a".into())));
+        assert!(!ctx.known().contains_key(&("hk".into(), "b".into())));
+    }
 
     fn actionset(v: Value) -> ActionSet {
         serde_json::from_value(v).unwrap()
