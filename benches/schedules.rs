@@ -19,6 +19,7 @@ use blueprint_operator::scheduler::{self, SchedulerOptions};
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use kube::api::{Api, ListParams, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 
@@ -39,19 +40,6 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
     }
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i]
-}
-
-async fn list_all(api: &Api<ActionSet>) -> anyhow::Result<Vec<ActionSet>> {
-    let mut out = Vec::new();
-    let mut lp = ListParams::default().limit(2000);
-    loop {
-        let page = api.list(&lp).await?;
-        out.extend(page.items);
-        match page.metadata.continue_ {
-            Some(c) if !c.is_empty() => lp = lp.continue_token(&c),
-            _ => return Ok(out),
-        }
-    }
 }
 
 async fn run_size(client: &Client, n: usize) -> anyhow::Result<()> {
@@ -134,51 +122,58 @@ async fn run_size(client: &Client, n: usize) -> anyhow::Result<()> {
     // Per schedule, its first run for a tick at or after `first_tick`: a
     // schedule reconciled after the following tick gets a run for that later
     // tick (earlier ticks count as missed), so its lag is still measured
-    // from `first_tick`.
+    // from `first_tick`. Runs are read from a watch: listing every ActionSet
+    // every few seconds would load the API server we are measuring.
     let mut first_run: std::collections::BTreeMap<String, (DateTime<Utc>, i64)> =
         Default::default();
-    loop {
-        tokio::time::sleep(Duration::from_secs(5)).await;
-        peak_rss = peak_rss.max(rss_kib());
-        for a in list_all(&as_api).await? {
-            if a.labels().get(LABEL_TRIGGER).map(String::as_str) != Some("scheduled") {
+    let runs = watcher(
+        as_api,
+        watcher::Config::default().labels(&format!("{LABEL_TRIGGER}=scheduled")),
+    )
+    .applied_objects();
+    futures::pin_mut!(runs);
+    let mut report = tokio::time::interval(Duration::from_secs(5));
+    while first_run.len() < n && Instant::now() < deadline {
+        let a = tokio::select! {
+            a = runs.next() => match a {
+                Some(Ok(a)) => a,
+                Some(Err(e)) => { eprintln!("[{n}] watch: {e}"); continue; }
+                None => break,
+            },
+            _ = report.tick() => {
+                peak_rss = peak_rss.max(rss_kib());
+                eprintln!("[{n}] {} of {n} schedules ran for tick {first_tick} or later", first_run.len());
                 continue;
             }
-            let Some(tick) = a
-                .annotations()
-                .get(ANNOTATION_SCHEDULED_TIME)
-                .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
-                .map(|t| t.with_timezone(&Utc))
-                .filter(|t| *t >= first_tick)
-            else {
-                continue;
-            };
-            let Some(created) = a
-                .metadata
-                .creation_timestamp
-                .as_ref()
-                .map(|c| c.0.as_second())
-            else {
-                continue;
-            };
-            let owner = a
-                .labels()
-                .get(blueprint_operator::model::LABEL_SCHEDULE)
-                .cloned()
-                .unwrap_or_default();
-            let e = first_run.entry(owner).or_insert((tick, created));
-            if tick < e.0 {
-                *e = (tick, created);
-            }
-        }
-        eprintln!(
-            "[{n}] {} of {n} schedules ran for tick {first_tick} or later",
-            first_run.len()
-        );
-        if first_run.len() >= n || Instant::now() > deadline {
-            break;
+        };
+        let Some(tick) = a
+            .annotations()
+            .get(ANNOTATION_SCHEDULED_TIME)
+            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.with_timezone(&Utc))
+            .filter(|t| *t >= first_tick)
+        else {
+            continue;
+        };
+        let Some(created) = a
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .map(|c| c.0.as_second())
+        else {
+            continue;
+        };
+        let owner = a
+            .labels()
+            .get(blueprint_operator::model::LABEL_SCHEDULE)
+            .cloned()
+            .unwrap_or_default();
+        let e = first_run.entry(owner).or_insert((tick, created));
+        if tick < e.0 {
+            *e = (tick, created);
         }
     }
+    peak_rss = peak_rss.max(rss_kib());
     let late_ticks = first_run.values().filter(|(t, _)| *t > first_tick).count();
     let mut lags: Vec<f64> = first_run
         .values()
