@@ -675,12 +675,7 @@ async fn drive_action(
                 if !pre_started {
                     obj = run.write(i, Transition::PhaseStarted(p), &obj).await?;
                 }
-                let st_now = obj
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.actions.get(i))
-                    .cloned()
-                    .unwrap_or_default();
+                let st_now = action_status(&obj, i);
                 let started = Instant::now();
                 let fut = exec_phase(&env, &run.inner.client, run.ns, phase, |objs| {
                     params::for_phase(&env.base, &st_now, p, objs)
@@ -781,6 +776,15 @@ async fn drive_action(
     }
 }
 
+/// The recorded status of action `i` (empty before the first write).
+fn action_status(obj: &ActionSet, i: usize) -> crate::model::ActionStatus {
+    obj.status
+        .as_ref()
+        .and_then(|s| s.actions.get(i))
+        .cloned()
+        .unwrap_or_default()
+}
+
 /// Executes the deferPhase (already recorded running); on deletion it gets
 /// until `deletionTimestamp + deletion_timeout`.
 async fn run_defer(
@@ -793,12 +797,7 @@ async fn run_defer(
     rx: &mut watch::Receiver<bool>,
 ) -> Transition {
     let timeout = run.inner.cfg.deletion_timeout;
-    let st_now = obj
-        .status
-        .as_ref()
-        .and_then(|s| s.actions.get(i))
-        .cloned()
-        .unwrap_or_default();
+    let st_now = action_status(obj, i);
     let started = Instant::now();
     let fut = exec_phase(env, &run.inner.client, run.ns, defer, |objs| {
         params::for_defer(&env.base, &st_now, rec, objs)
