@@ -631,16 +631,11 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
                         if let Some(d) = by_name.get(&dname) {
                             delete_owned(&actionsets, d).await?;
                         }
-                        METRICS
-                            .runs_rotated
-                            .get_or_create(&with(labels.clone(), "state", rm.state.as_str()))
-                            .inc();
-                        publish(
+                        rotated(
                             &ctx,
                             &s,
-                            false,
-                            "Rotated",
-                            "Delete",
+                            &labels,
+                            rm.state,
                             format!(
                                 "deleted ActionSet {} after delete action {dname} completed ({})",
                                 rm.name, rm.reason
@@ -675,16 +670,11 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
             }
             _ => {
                 delete_owned(&actionsets, a).await?;
-                METRICS
-                    .runs_rotated
-                    .get_or_create(&with(labels.clone(), "state", rm.state.as_str()))
-                    .inc();
-                publish(
+                rotated(
                     &ctx,
                     &s,
-                    false,
-                    "Rotated",
-                    "Delete",
+                    &labels,
+                    rm.state,
                     format!("deleted ActionSet {}: {}", rm.name, rm.reason),
                 )
                 .await;
@@ -774,6 +764,21 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
     )];
     write_status(&ctx, &api, &s, status).await?;
     Ok(requeue(p.next, Utc::now(), waiting.then_some(DELETE_POLL)))
+}
+
+/// Count and announce a run that retention removed.
+async fn rotated(
+    ctx: &Ctx,
+    s: &ActionSchedule,
+    labels: &super::metrics::Labels,
+    state: RunState,
+    note: String,
+) {
+    METRICS
+        .runs_rotated
+        .get_or_create(&with(labels.clone(), "state", state.as_str()))
+        .inc();
+    publish(ctx, s, false, "Rotated", "Delete", note).await;
 }
 
 /// Delete an ActionSet this schedule created, only if it is still the same object.
