@@ -79,7 +79,6 @@ async fn run_size(client: &Client, n: usize) -> anyhow::Result<()> {
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let opts = SchedulerOptions {
         namespace: Some(ns.clone()),
-        concurrency: 16,
         ..Default::default()
     };
     let ctl = tokio::spawn(scheduler::run(client.clone(), opts, async move {

@@ -30,6 +30,10 @@ pub struct ControllerArgs {
     /// Do not run the ActionSchedule scheduler in this process.
     #[arg(long)]
     pub no_scheduler: bool,
+    /// ActionSchedules reconciled in parallel (more keeps tick-to-create lag
+    /// low with thousands of schedules due at once; the API server is the limit).
+    #[arg(long, default_value_t = crate::scheduler::SchedulerOptions::default().concurrency)]
+    pub schedule_concurrency: u16,
     /// Run without a Lease (only one replica may run then).
     #[arg(long)]
     pub no_leader_election: bool,
@@ -174,6 +178,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
                     instance.clone(),
                 )
             }),
+            concurrency: args.schedule_concurrency,
             ..crate::scheduler::SchedulerOptions::default()
         };
         let mut stop_rx = stop_rx.clone();

@@ -61,7 +61,7 @@ impl Default for SchedulerOptions {
             namespace: None,
             leader_election: None,
             controller_name: "blueprint-operator-scheduler".into(),
-            concurrency: 8,
+            concurrency: 16,
         }
     }
 }
