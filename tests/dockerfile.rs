@@ -1,0 +1,403 @@
+//! The Dockerfile, checked without a container engine (none runs here): it is multi-stage, the
+//! build stage builds our binary where the final stage copies it from, the final stage is
+//! distroless (cc: glibc and libgcc_s, what the binary links) and non-root, and its ENTRYPOINT
+//! is what the manifests' Deployments run: their args are valid for the real binary, and their
+//! securityContext matches the image's user. The build context is simulated: only what the
+//! Dockerfile COPYs, and Cargo must accept it (`cargo fetch --locked --offline` parses the
+//! manifest as `cargo build` does and checks the lock file; `cargo metadata` lists the targets,
+//! whose files must be there).
+//!
+//! What this cannot show (it needs `docker build`): that the build stage compiles and the image
+//! starts. README "Container image" lists the manual check that stands in for it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde::Deserialize as _;
+use serde_json::Value;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[derive(Debug, Default)]
+struct Stage {
+    image: String,
+    name: Option<String>,
+    /// (INSTRUCTION, arguments), continuation lines joined.
+    instructions: Vec<(String, String)>,
+}
+
+impl Stage {
+    fn all(&self, instr: &str) -> impl Iterator<Item = &str> {
+        self.instructions
+            .iter()
+            .filter(move |(i, _)| i == instr)
+            .map(|(_, a)| a.as_str())
+    }
+    fn last(&self, instr: &str) -> Option<&str> {
+        self.all(instr).last()
+    }
+}
+
+fn parse(text: &str) -> Vec<Stage> {
+    let mut stages: Vec<Stage> = Vec::new();
+    let mut logical = String::new();
+    for line in text.lines() {
+        let t = line.trim();
+        if t.starts_with('#') || (t.is_empty() && logical.is_empty()) {
+            continue;
+        }
+        if let Some(cont) = t.strip_suffix('\\') {
+            logical.push_str(cont);
+            logical.push(' ');
+            continue;
+        }
+        logical.push_str(t);
+        let l = std::mem::take(&mut logical);
+        let (instr, args) = l.split_once(char::is_whitespace).unwrap_or((&l, ""));
+        let instr = instr.to_ascii_uppercase();
+        let args = args.trim().to_string();
+        if instr == "FROM" {
+            let words: Vec<&str> = args.split_whitespace().collect();
+            assert!(
+                !words[0].starts_with("--"),
+                "FROM flags are not expected: {args}"
+            );
+            let name = match words.as_slice() {
+                [_, as_, name] if as_.eq_ignore_ascii_case("as") => Some(name.to_string()),
+                [_] => None,
+                _ => panic!("FROM {args}: not understood"),
+            };
+            stages.push(Stage {
+                image: words[0].to_string(),
+                name,
+                instructions: Vec::new(),
+            });
+        } else {
+            stages
+                .last_mut()
+                .expect("an instruction before FROM")
+                .instructions
+                .push((instr, args));
+        }
+    }
+    stages
+}
+
+/// `COPY [--from=x] src... dst` -> (from, sources, destination).
+fn copy_args(args: &str) -> (Option<String>, Vec<String>, String) {
+    let mut from = None;
+    let mut words: Vec<String> = Vec::new();
+    for w in args.split_whitespace() {
+        if let Some(f) = w.strip_prefix("--from=") {
+            from = Some(f.to_string());
+        } else {
+            assert!(!w.starts_with("--"), "COPY flag {w} not expected");
+            words.push(w.to_string());
+        }
+    }
+    let dst = words.pop().expect("COPY destination");
+    (from, words, dst)
+}
+
+fn cargo_toml() -> toml_lite::Doc {
+    toml_lite::Doc(std::fs::read_to_string(root().join("Cargo.toml")).unwrap())
+}
+
+/// Just enough of Cargo.toml for the checks (keys of `[package]` and `[[bin]]`).
+mod toml_lite {
+    pub struct Doc(pub String);
+    impl Doc {
+        /// `key = "value"` inside the first `[section]` (or `[[section]]`) of that name.
+        pub fn get(&self, section: &str, key: &str) -> Option<String> {
+            let mut inside = false;
+            for line in self.0.lines() {
+                let t = line.trim();
+                if t.starts_with('[') {
+                    inside = t.trim_matches(|c| c == '[' || c == ']') == section;
+                    continue;
+                }
+                if inside
+                    && let Some((k, v)) = t.split_once('=')
+                    && k.trim() == key
+                {
+                    let v = v.split('#').next().unwrap().trim();
+                    return Some(v.trim_matches('"').to_string());
+                }
+            }
+            None
+        }
+    }
+}
+
+fn version(v: &str) -> (u32, u32) {
+    let mut it = v.split('.').map(|p| p.parse::<u32>().unwrap());
+    (it.next().unwrap(), it.next().unwrap_or(0))
+}
+
+struct Image {
+    uid: u32,
+    gid: u32,
+    entrypoint: Vec<String>,
+}
+
+/// Every check of the Dockerfile itself; returns what the manifests must match.
+fn check_dockerfile() -> Image {
+    let text = std::fs::read_to_string(root().join("Dockerfile")).unwrap();
+    let stages = parse(&text);
+    assert!(stages.len() >= 2, "multi-stage: {stages:?}");
+    let fin = stages.last().unwrap();
+
+    // Final stage: distroless cc (the binary links glibc and libgcc_s), the nonroot variant, no
+    // shell so no RUN, a numeric non-root user (kubelet can only check runAsNonRoot on numbers).
+    assert!(
+        fin.image
+            .starts_with("gcr.io/distroless/cc-debian12:nonroot"),
+        "final stage is {}",
+        fin.image
+    );
+    assert_eq!(fin.all("RUN").count(), 0, "distroless has no shell");
+    let user = fin.last("USER").expect("USER in the final stage");
+    let (uid, gid) = user.split_once(':').unwrap_or((user, user));
+    let (uid, gid): (u32, u32) = (uid.parse().unwrap(), gid.parse().unwrap());
+    assert_ne!(uid, 0, "non-root");
+    assert_ne!(gid, 0, "non-root group");
+    assert_eq!(uid, 65532, "distroless' nonroot user");
+    let entrypoint: Vec<String> = serde_json::from_str(fin.last("ENTRYPOINT").unwrap())
+        .expect("ENTRYPOINT in exec (JSON) form");
+
+    // The final stage copies the binary from the build stage, to the ENTRYPOINT.
+    let cargo = cargo_toml();
+    let bin = cargo.get("bin", "name").expect("[[bin]] name");
+    let copies: Vec<_> = fin.all("COPY").map(copy_args).collect();
+    let (from, srcs, dst) = copies
+        .iter()
+        .find(|(from, _, _)| from.is_some())
+        .expect("COPY --from=<build stage>");
+    assert_eq!(
+        entrypoint,
+        vec![dst.clone()],
+        "ENTRYPOINT runs the copied binary"
+    );
+    let build = stages
+        .iter()
+        .find(|s| s.name.as_ref() == from.as_ref())
+        .unwrap_or_else(|| panic!("no stage named {from:?}"));
+    assert!(!std::ptr::eq(build, fin));
+
+    // The build stage: a Rust image new enough for rust-version, cargo build of that binary.
+    let tag = build
+        .image
+        .strip_prefix("rust:")
+        .unwrap_or_else(|| panic!("build stage is {}", build.image));
+    let image_rust = version(tag.split('-').next().unwrap());
+    let msrv = version(&cargo.get("package", "rust-version").unwrap());
+    assert!(image_rust >= msrv, "rust:{tag} is older than rust-version");
+    let run = build
+        .all("RUN")
+        .find(|r| r.contains("cargo build"))
+        .expect("RUN cargo build");
+    for flag in ["--release", "--locked", &format!("--bin {bin}")] {
+        assert!(run.contains(flag), "{run}: no {flag}");
+    }
+    let workdir = build.last("WORKDIR").expect("WORKDIR in the build stage");
+    assert_eq!(
+        srcs,
+        &vec![format!("{workdir}/target/release/{bin}")],
+        "the final stage copies what cargo build produced"
+    );
+
+    check_build_context(build, workdir);
+    Image {
+        uid,
+        gid,
+        entrypoint,
+    }
+}
+
+/// Copies what the build stage COPYs into a temporary directory and lets Cargo read it.
+fn check_build_context(build: &Stage, workdir: &str) {
+    let ctx = std::env::temp_dir().join(format!("bpo-docker-context-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&ctx);
+    std::fs::create_dir_all(&ctx).unwrap();
+    for args in build.all("COPY") {
+        let (from, srcs, dst) = copy_args(args);
+        assert!(from.is_none(), "build stage copies from the context only");
+        let dst = dst
+            .strip_prefix(workdir)
+            .unwrap_or(&dst)
+            .trim_matches('/')
+            .trim_start_matches("./");
+        for src in srcs {
+            let from = root().join(&src);
+            assert!(from.exists(), "COPY {src}: not in the repository");
+            // `COPY a b ./` puts files into ./; `COPY dir dir` copies the directory's content.
+            let to: PathBuf = if dst.is_empty() || dst == "." {
+                ctx.join(&src)
+            } else {
+                ctx.join(dst)
+            };
+            let status = Command::new("cp")
+                .arg("-r")
+                .arg(&from)
+                .arg(&to)
+                .status()
+                .unwrap();
+            assert!(status.success(), "cp {src}");
+        }
+    }
+    // `cargo fetch` parses the manifest as `cargo build` does (every declared target's file
+    // must exist) and, with --locked, fails when Cargo.lock does not match it.
+    let out = Command::new(env!("CARGO"))
+        .args(["fetch", "--locked", "--offline", "--manifest-path"])
+        .arg(ctx.join("Cargo.toml"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "cargo does not accept the image's build context: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--locked",
+            "--offline",
+            "--format-version",
+            "1",
+            "--manifest-path",
+        ])
+        .arg(ctx.join("Cargo.toml"))
+        .env_remove("CARGO_TARGET_DIR")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "cargo does not accept the image's build context: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pkg = meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "blueprint-operator")
+        .unwrap();
+    for t in pkg["targets"].as_array().unwrap() {
+        let kinds = t["kind"].as_array().unwrap();
+        // Test targets are found by listing tests/; lib, bins, benches and build scripts must exist.
+        if kinds.iter().any(|k| k == "test") {
+            continue;
+        }
+        let path = PathBuf::from(t["src_path"].as_str().unwrap());
+        assert!(
+            path.starts_with(&ctx) && path.exists(),
+            "target {} ({kinds:?}) not in the build context: {}",
+            t["name"],
+            path.display()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&ctx);
+}
+
+fn deployment(file: &str) -> Value {
+    let text = std::fs::read_to_string(root().join(file)).unwrap();
+    let docs: Vec<Value> = serde_yaml::Deserializer::from_str(&text)
+        .map(|d| Value::deserialize(d).unwrap())
+        .collect();
+    docs.into_iter()
+        .find(|d| d["kind"] == "Deployment")
+        .unwrap_or_else(|| panic!("no Deployment in {file}"))
+}
+
+const DEPLOYMENTS: &[&str] = &[
+    "manifests/controller/deployment.yaml",
+    "manifests/webhook/deployment.yaml",
+];
+
+/// `args --help` through the real binary: exit 0 only if every flag before `--help` exists and
+/// its value parses.
+fn args_parse(args: &[String]) -> Result<String, String> {
+    let out = Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
+        .args(args)
+        .arg("--help")
+        .output()
+        .unwrap();
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+#[test]
+fn the_arg_check_catches_bad_args() {
+    assert!(args_parse(&["controller".into(), "--no-such-flag".into()]).is_err());
+    assert!(args_parse(&["webhook".into(), "--listen=nowhere".into()]).is_err());
+    assert!(args_parse(&["no-such-subcommand".into()]).is_err());
+    let help = args_parse(&["controller".into()]).unwrap();
+    assert!(
+        help.contains("Usage: blueprint-operator controller"),
+        "{help}"
+    );
+}
+
+#[test]
+fn image_is_multi_stage_distroless_non_root_and_runs_what_the_deployments_say() {
+    let image = check_dockerfile();
+    for file in DEPLOYMENTS {
+        let dep = deployment(file);
+        let pod = &dep["spec"]["template"]["spec"];
+        let containers = pod["containers"].as_array().unwrap();
+        assert_eq!(containers.len(), 1, "{file}");
+        let c = &containers[0];
+        let ctx = &c["securityContext"];
+        let psc = &pod["securityContext"];
+
+        // The image's ENTRYPOINT runs (no command override), with args the binary accepts.
+        assert!(
+            c["image"]
+                .as_str()
+                .unwrap()
+                .starts_with("blueprint-operator:"),
+            "{file}"
+        );
+        match c.get("command") {
+            None => {}
+            Some(cmd) => assert_eq!(cmd, &serde_json::json!(image.entrypoint), "{file}"),
+        }
+        let args: Vec<String> = c["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap().to_string())
+            .collect();
+        let help = args_parse(&args).unwrap_or_else(|e| panic!("{file}: args {args:?}: {e}"));
+        assert!(
+            help.contains(&format!("Usage: blueprint-operator {}", args[0])),
+            "{file}: {help}"
+        );
+
+        // Non-root as the image's user, read-only root, no privilege escalation, no capabilities.
+        assert_eq!(psc["runAsNonRoot"], true, "{file}");
+        assert_eq!(psc["runAsUser"], image.uid, "{file}");
+        assert_eq!(psc["runAsGroup"], image.gid, "{file}");
+        assert_eq!(psc["seccompProfile"]["type"], "RuntimeDefault", "{file}");
+        assert_eq!(ctx["readOnlyRootFilesystem"], true, "{file}");
+        assert_eq!(ctx["allowPrivilegeEscalation"], false, "{file}");
+        assert_eq!(
+            ctx["capabilities"]["drop"],
+            serde_json::json!(["ALL"]),
+            "{file}"
+        );
+        assert!(ctx["capabilities"].get("add").is_none(), "{file}");
+        assert_ne!(ctx["privileged"], true, "{file}");
+        for (k, v) in [("runAsUser", image.uid), ("runAsGroup", image.gid)] {
+            assert!(
+                ctx.get(k).is_none() || ctx[k] == v,
+                "{file}: container {k} differs"
+            );
+        }
+    }
+}
