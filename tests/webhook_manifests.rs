@@ -140,7 +140,7 @@ fn rbac_only_reads_blueprints() {
     let role = rbac.iter().find(|d| d["kind"] == "ClusterRole").unwrap();
     assert_eq!(
         role["rules"],
-        serde_json::json!([{"apiGroups": ["cr.kanister.io"], "resources": ["blueprints"], "verbs": ["get", "list"]}])
+        serde_json::json!([{"apiGroups": ["cr.kanister.io"], "resources": ["blueprints"], "verbs": ["get"]}])
     );
     let binding = rbac
         .iter()
