@@ -3,6 +3,12 @@
 # admission webhook and the controller, examples/ applied, and a live view of
 # the ActionSets the schedule creates, runs (with their deferPhase), rotates
 # and cleans up. Ctrl-C stops everything.
+#
+# Environment:
+#   BPO_CLUSTER_DIR  the control plane's state directory (default ${TMPDIR:-/tmp}/bpo-demo; the
+#                    demo's own files go to "$BPO_CLUSTER_DIR.run"). Ports are picked free, so a
+#                    demo with its own directory runs beside other clusters (tests/e2e_demo.rs).
+#   BPO_DEMO_BIN     use this blueprint-operator binary instead of `cargo build` (the tests).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -11,20 +17,41 @@ work="$BPO_CLUSTER_DIR.run"
 mkdir -p "$work"
 pids=()
 
+any_alive() {
+  local p
+  for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && return 0; done
+  return 1
+}
 say() { printf '\033[1m[demo]\033[0m %s\n' "$*" >&2; }
+# Stops what the demo started: the webhook and the controller (TERM, then KILL after 10 s), the
+# control plane (cluster.sh down), and removes the work directory. Ctrl-C (INT) and TERM end the
+# demo with exit 0: that is how it is meant to stop.
 cleanup() {
   trap - EXIT INT TERM
   say "stopping"
+  local p
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for _ in $(seq 100); do
+    any_alive || break
+    sleep 0.1
+  done
+  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   tools/control-plane/cluster.sh down >/dev/null 2>&1 || true
   rm -rf "$work"
+  say "stopped"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'cleanup; exit 0' INT TERM
 
-say "building blueprint-operator and the control plane (cached after the first run)"
-cargo build --quiet --bin blueprint-operator
-bin="$root/target/debug/blueprint-operator"
+if [[ -n "${BPO_DEMO_BIN:-}" ]]; then
+  bin="$BPO_DEMO_BIN"
+  say "using $bin; building the control plane (cached after the first run)"
+else
+  say "building blueprint-operator and the control plane (cached after the first run)"
+  cargo build --quiet --bin blueprint-operator
+  bin="$root/target/debug/blueprint-operator"
+fi
 tools/control-plane/build.sh >&2
 export BPO_WATCH_PID=$$
 eval "$(tools/control-plane/cluster.sh up)"
@@ -37,7 +64,7 @@ say "starting the webhook on 127.0.0.1"
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
 "$bin" certs --out "$work/certs" --dns-name 127.0.0.1 --force >"$work/ca-bundle"
 ca="$(tail -n1 "$work/ca-bundle")"
-"$bin" webhook --listen "127.0.0.1:$port" --probe-listen "" \
+"$bin" webhook --listen "127.0.0.1:$port" --probe-listen "" --shutdown-delay 0 \
   --tls-cert-file "$work/certs/tls.crt" --tls-key-file "$work/certs/tls.key" \
   >"$work/webhook.log" 2>&1 &
 pids+=($!)
@@ -61,10 +88,13 @@ say "starting the controller (ActionSet executor + ActionSchedule controller)"
 "$bin" controller --metrics-addr 127.0.0.1:0 --no-leader-election >"$work/controller.log" 2>&1 &
 pids+=($!)
 
-say "applying examples/ (the webhook normalizes the Blueprint: see its phase names)"
+say "applying examples/"
 k apply -f examples/namespace.yaml >/dev/null
 k apply -f examples/deployment.yaml -f examples/blueprint.yaml -f examples/actionschedule.yaml -f examples/actionschedule-verify.yaml
-k get blueprint demo-backup -n blueprint-demo -o jsonpath='{range .actions.backup.phases[*]}  phase {.name}: {.func}{"\n"}{end}  deferPhase {.actions.backup.deferPhase.name}: {.actions.backup.deferPhase.func}{"\n"}' >&2
+say "a Blueprint written with unnamed phases and a one-element deferPhase list is stored normalized:"
+printf 'apiVersion: cr.kanister.io/v1alpha1\nkind: Blueprint\nmetadata: {name: normalized, namespace: blueprint-demo}\nactions:\n  backup:\n    phases: [{func: KubeTask, args: {image: x, command: [x]}}, {func: KubeTask, args: {image: x, command: [y]}}]\n    deferPhase: [{func: KubeTask, args: {image: x, command: [z]}}]\n' |
+  k apply -f - >/dev/null
+k get blueprint normalized -n blueprint-demo -o jsonpath='{range .actions.backup.phases[*]}  phase {.name}: {.func}{"\n"}{end}  deferPhase {.actions.backup.deferPhase.name}: {.actions.backup.deferPhase.func}{"\n"}' >&2
 say "a Blueprint with two deferPhases is refused:"
 printf 'apiVersion: cr.kanister.io/v1alpha1\nkind: Blueprint\nmetadata: {name: bad, namespace: blueprint-demo}\nactions:\n  backup:\n    phases: [{func: KubeTask, name: a, args: {image: x, command: [x]}}]\n    deferPhase: [{func: KubeTask, args: {image: x, command: [x]}}, {func: KubeTask, args: {image: x, command: [y]}}]\n' |
   k apply -f - 2>&1 | sed 's/^/  /' >&2 || true
