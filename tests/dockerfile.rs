@@ -218,9 +218,17 @@ fn check_dockerfile() -> Image {
 
 /// Copies what the build stage COPYs into a temporary directory and lets Cargo read it.
 fn check_build_context(build: &Stage, workdir: &str) {
-    let ctx = std::env::temp_dir().join(format!("bpo-docker-context-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&ctx);
-    std::fs::create_dir_all(&ctx).unwrap();
+    struct TempDir(PathBuf);
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let dir =
+        TempDir(std::env::temp_dir().join(format!("bpo-docker-context-{}", std::process::id())));
+    let ctx = &dir.0;
+    let _ = std::fs::remove_dir_all(ctx);
+    std::fs::create_dir_all(ctx).unwrap();
     for args in build.all("COPY") {
         let (from, srcs, dst) = copy_args(args);
         assert!(from.is_none(), "build stage copies from the context only");
@@ -292,13 +300,12 @@ fn check_build_context(build: &Stage, workdir: &str) {
         }
         let path = PathBuf::from(t["src_path"].as_str().unwrap());
         assert!(
-            path.starts_with(&ctx) && path.exists(),
+            path.starts_with(ctx) && path.exists(),
             "target {} ({kinds:?}) not in the build context: {}",
             t["name"],
             path.display()
         );
     }
-    let _ = std::fs::remove_dir_all(&ctx);
 }
 
 fn deployment(file: &str) -> Value {
