@@ -363,7 +363,17 @@ async fn deployments_run_as_their_service_accounts_with_least_privilege() {
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .subsec_nanos();
-    let tmp = std::env::temp_dir().join(format!("bpo-deployments-{}-{nanos}", std::process::id()));
+    // Removed at the end, also when a check fails (after the processes, which are dropped first).
+    struct TempDir(PathBuf);
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let tmp_dir = TempDir(
+        std::env::temp_dir().join(format!("bpo-deployments-{}-{nanos}", std::process::id())),
+    );
+    let tmp = tmp_dir.0.clone();
     std::fs::create_dir_all(&tmp).unwrap();
     support::install_crds(&client).await.unwrap();
 
@@ -759,5 +769,5 @@ async fn deployments_run_as_their_service_accounts_with_least_privilege() {
         assert!(r.running(), "{} ({}) exited:\n{log}", r.deployment, r.pod);
     }
     drop(processes);
-    let _ = std::fs::remove_dir_all(&tmp);
+    drop(tmp_dir);
 }
