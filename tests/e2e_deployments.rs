@@ -39,20 +39,6 @@ use serde_json::{Value, json};
 const NS: &str = "blueprint-operator";
 const LONG: Duration = Duration::from_secs(120);
 
-fn kustomize(kubectl: &Path, dir: &str) -> Vec<Value> {
-    let out = Command::new(kubectl)
-        .args(["kustomize", dir])
-        .current_dir(support::repo_root())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "kustomize {dir}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    yaml_docs(&String::from_utf8(out.stdout).unwrap())
-}
-
 fn yaml_docs(text: &str) -> Vec<Value> {
     serde_yaml::Deserializer::from_str(text)
         .map(|d| Value::deserialize(d).expect("YAML"))
@@ -377,7 +363,7 @@ async fn deployments_run_as_their_service_accounts_with_least_privilege() {
     std::fs::create_dir_all(&tmp).unwrap();
     support::install_crds(&client).await.unwrap();
 
-    let mut docs = kustomize(&kubectl, "manifests");
+    let mut docs = yaml_docs(&support::kustomize(&kubectl, "manifests"));
     let controller = find(&docs, "Deployment", "blueprint-operator-controller").clone();
     let webhook = find(&docs, "Deployment", "blueprint-operator-webhook").clone();
     // Local ports for every containerPort of every replica.
@@ -448,17 +434,7 @@ async fn deployments_run_as_their_service_accounts_with_least_privilege() {
             .join("---\n"),
     )
     .unwrap();
-    let out = Command::new(&kubectl)
-        .args(["apply", "--server-side", "-f", rendered.to_str().unwrap()])
-        .env("KUBECONFIG", &support::cluster().kubeconfig)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "apply: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::kubectl_apply(&kubectl, &["-f", rendered.to_str().unwrap()]);
     // The Secret the webhook mounts, made as the README says (kubectl create secret tls).
     let secret: Secret = serde_json::from_value(json!({
         "metadata": {"name": "blueprint-operator-webhook-tls", "namespace": NS},

@@ -4,7 +4,6 @@
 
 mod support;
 
-use std::path::Path;
 use std::process::Command;
 
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
@@ -12,20 +11,6 @@ use kube::Api;
 
 fn kubectl() -> Option<std::path::PathBuf> {
     support::cluster::cluster().kubectl.clone()
-}
-
-fn kustomize(kubectl: &Path, dir: &str) -> String {
-    let out = Command::new(kubectl)
-        .args(["kustomize", dir])
-        .current_dir(support::cluster::repo_root())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "kustomize {dir}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 #[tokio::test]
@@ -50,15 +35,15 @@ async fn overlays_build_and_apply_on_a_real_api_server() {
         .unwrap();
     assert!(status.success());
 
-    let base = kustomize(&kubectl, "manifests");
+    let base = support::kustomize(&kubectl, "manifests");
     assert!(base.contains("kind: MutatingWebhookConfiguration"));
     assert!(
         !base.contains("cr.kanister.io\n  names:\n    kind: Blueprint"),
         "Kanister CRDs only when asked"
     );
-    let cm = kustomize(&kubectl, "manifests/overlays/cert-manager");
+    let cm = support::kustomize(&kubectl, "manifests/overlays/cert-manager");
     assert!(cm.contains("cert-manager.io/inject-ca-from"));
-    let kanister = kustomize(&kubectl, "manifests/overlays/with-kanister-crds");
+    let kanister = support::kustomize(&kubectl, "manifests/overlays/with-kanister-crds");
     assert_eq!(
         kanister.matches("kind: CustomResourceDefinition").count(),
         4
@@ -68,18 +53,7 @@ async fn overlays_build_and_apply_on_a_real_api_server() {
         "manifests/overlays/with-kanister-crds",
         "manifests/overlays/self-signed",
     ] {
-        let out = Command::new(&kubectl)
-            .args(["apply", "--server-side", "-k", overlay])
-            .env("KUBECONFIG", &support::cluster::cluster().kubeconfig)
-            .current_dir(root)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "apply {overlay}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        support::kubectl_apply(&kubectl, &["-k", overlay]);
     }
     // The CA made by `certs` reached the caBundle of every webhook.
     let ca = std::fs::read(certs.join("ca.crt")).unwrap();

@@ -164,6 +164,7 @@ async fn run_controller(
     // tick. Spec edits and the run-now annotation do.
     let schedule_events = watcher(schedules, watcher::Config::default())
         .default_backoff()
+        .modify(|s| s.managed_fields_mut().clear())
         .reflect(writer)
         .touched_objects()
         .predicate_filter(

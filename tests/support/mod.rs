@@ -298,3 +298,34 @@ pub async fn create_deployment(
     api.create(&kube::api::PostParams::default(), &d).await?;
     Ok(())
 }
+
+/// Run `cmd` and return its stdout; fail the test with its output if it did not succeed.
+pub fn run_ok(cmd: &mut std::process::Command, what: &str) -> Vec<u8> {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
+    assert!(
+        out.status.success(),
+        "{what}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// `kubectl kustomize DIR` (DIR relative to the repository root).
+pub fn kustomize(kubectl: &std::path::Path, dir: &str) -> String {
+    let mut cmd = std::process::Command::new(kubectl);
+    cmd.args(["kustomize", dir]).current_dir(repo_root());
+    String::from_utf8(run_ok(&mut cmd, &format!("kustomize {dir}"))).expect("UTF-8 YAML")
+}
+
+/// `kubectl apply --server-side ARGS` against the test cluster, from the repository root.
+pub fn kubectl_apply(kubectl: &std::path::Path, args: &[&str]) {
+    let mut cmd = std::process::Command::new(kubectl);
+    cmd.args(["apply", "--server-side"])
+        .args(args)
+        .env("KUBECONFIG", &cluster().kubeconfig)
+        .current_dir(repo_root());
+    run_ok(&mut cmd, &format!("kubectl apply {}", args.join(" ")));
+}
