@@ -70,6 +70,17 @@ impl Demo {
             .stderr(log)
             // Its own process group, as a shell job: Ctrl-C goes to the whole group.
             .process_group(0);
+        // A terminal's job starts with SIGINT at its default action. Under a background job
+        // of a non-interactive shell (CI runners, `cmd &`) it is inherited as ignored, and
+        // bash cannot trap a signal ignored at entry: Ctrl-C would then never reach the
+        // demo's trap. Give the demo what a terminal gives it.
+        // SAFETY: signal(2) is async-signal-safe; nothing else runs between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                Ok(())
+            });
+        }
         eprintln!(
             "starting tools/demo.sh with BPO_CLUSTER_DIR={} (output: {})",
             base.display(),
