@@ -3,9 +3,9 @@
 //! distroless (cc: glibc and libgcc_s, what the binary links) and non-root, and its ENTRYPOINT
 //! is what the manifests' Deployments run: their args are valid for the real binary, and their
 //! securityContext matches the image's user. The build context is simulated: only what the
-//! Dockerfile COPYs, and Cargo must accept it (`cargo fetch --locked --offline` parses the
-//! manifest as `cargo build` does and checks the lock file; `cargo metadata` lists the targets,
-//! whose files must be there).
+//! Dockerfile COPYs, and Cargo must accept it (`cargo fetch --locked` parses the manifest as
+//! `cargo build` does, checks the lock file and downloads every locked package, as the image
+//! build would; `cargo metadata` lists the targets, whose files must be there).
 //!
 //! What this cannot show (it needs `docker build`): that the build stage compiles and the image
 //! starts. README "Container image" lists the manual check that stands in for it.
@@ -256,9 +256,11 @@ fn check_build_context(build: &Stage, workdir: &str) {
         }
     }
     // `cargo fetch` parses the manifest as `cargo build` does (every declared target's file
-    // must exist) and, with --locked, fails when Cargo.lock does not match it.
+    // must exist) and, with --locked, fails when Cargo.lock does not match it. Not --offline:
+    // it fetches packages of every platform, which a fresh machine's `cargo build` never
+    // downloaded (issue 13); the registry is reachable, as it is for the image build.
     let out = Command::new(env!("CARGO"))
-        .args(["fetch", "--locked", "--offline", "--manifest-path"])
+        .args(["fetch", "--locked", "--manifest-path"])
         .arg(ctx.join("Cargo.toml"))
         .output()
         .unwrap();

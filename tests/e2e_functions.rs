@@ -382,13 +382,17 @@ async fn kube_ops_creates_patches_and_deletes_a_deployment() -> anyhow::Result<(
 async fn unsupported_functions_fail_clearly() -> anyhow::Result<()> {
     let client = support::client().await;
     let c = ctx(&client, "default", namespace_object("default"));
-    let err = call(&c, "BackupData", json!({}))
+    let err = call(&c, "CreateRDSSnapshot", json!({}))
         .await
         .expect_err("unsupported");
-    assert_eq!(
-        err.to_string(),
-        "function BackupData is not supported by this executor (supported: KubeTask, KubeExec, KubeExecAll, ScaleWorkload, KubeOps, Wait, WaitV2)"
+    let msg = err.to_string();
+    assert!(
+        msg.starts_with("function CreateRDSSnapshot is not supported by this executor (supported: KubeTask, "),
+        "{msg}"
     );
+    for f in functions::SUPPORTED {
+        assert!(msg.contains(f), "{msg} lacks {f}");
+    }
     Ok(())
 }
 

@@ -7,4 +7,5 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export KANISTER_CORPUS="${KANISTER_CORPUS:-$PWD/../shared/kanister-corpus}"
 tools/control-plane/build.sh
-cargo test "$@"
+# --no-fail-fast: one failing test binary must not hide the results of the others.
+cargo test --no-fail-fast "$@"
