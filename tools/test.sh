@@ -7,5 +7,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export KANISTER_CORPUS="${KANISTER_CORPUS:-$PWD/../shared/kanister-corpus}"
 tools/control-plane/build.sh
+# restic + an S3-compatible object store + the VolumeSnapshot CRDs (data-mover and CSI tests).
+tools/data-plane/build.sh
 # --no-fail-fast: one failing test binary must not hide the results of the others.
 cargo test --no-fail-fast "$@"

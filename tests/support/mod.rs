@@ -21,6 +21,7 @@
 
 pub mod cluster;
 pub mod corpus;
+pub mod data_plane;
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;

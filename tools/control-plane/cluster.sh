@@ -317,7 +317,19 @@ EOF
   sed "s#@EMPTY_LOG@#$dir/empty.log#" "$here/kwok-config.yaml.in" >"$dir/kwok.yaml"
   kctl apply -f "$here/kwok-logs-crd.yaml" >/dev/null
   wait_until "kwok Logs CRD" "" kctl wait --for condition=established --timeout=5s crd/logs.kwok.x-k8s.io
-  start kwok "${BIN[kwok]}" --kubeconfig="$kc" --config="$dir/kwok.yaml" --enable-crds=Logs \
+  # The test data plane (tools/data-plane): restic on the PATH of kwok's local exec, so the
+  # data-mover functions run real restic; the VolumeSnapshot CRDs for the CSI functions.
+  local kwok_path="$PATH" dp
+  if dp="$("$here/../data-plane/build.sh" --print 2>/dev/null)"; then
+    kwok_path="$(dirname "$(sed -n 's/^restic=//p' <<<"$dp")"):$PATH"
+    kctl apply -f "$(sed -n 's/^snapshot-crds=//p' <<<"$dp")" >/dev/null
+    wait_until "VolumeSnapshot CRDs" "" kctl wait --for condition=established --timeout=5s \
+      crd/volumesnapshots.snapshot.storage.k8s.io crd/volumesnapshotcontents.snapshot.storage.k8s.io \
+      crd/volumesnapshotclasses.snapshot.storage.k8s.io
+  else
+    log "no test data plane (tools/data-plane/build.sh): no restic for local exec, no VolumeSnapshot CRDs"
+  fi
+  start kwok env PATH="$kwok_path" "${BIN[kwok]}" --kubeconfig="$kc" --config="$dir/kwok.yaml" --enable-crds=Logs \
     --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
     --node-ip=127.0.0.1 --node-port="$KWOK_PORT" --server-address="127.0.0.1:$KWOK_PORT" \
     --tls-cert-file="$p/serving.crt" --tls-private-key-file="$p/serving.key" \

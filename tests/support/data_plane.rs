@@ -1,0 +1,174 @@
+//! The test data plane (tools/data-plane): restic, which kwok's local exec finds on its PATH
+//! (cluster.sh puts it there), and gofakes3, an S3-compatible object store started once per
+//! test binary on 127.0.0.1 and stopped when the test binary exits (a shell watchdog on this
+//! process's PID, as the cluster has), so Kanister Profiles point at a real S3 endpoint.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use kube::Client;
+use kube::api::{Api, DynamicObject, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use serde_json::json;
+
+use super::repo_root;
+
+/// Access key of the test object store (gofakes3 accepts any, restic and our client sign with it).
+pub const ACCESS_KEY: &str = "bpo-test-access-key";
+pub const SECRET_KEY: &str = "bpo-test-secret-key";
+
+/// A running S3-compatible object store.
+#[derive(Debug)]
+pub struct ObjectStore {
+    /// `http://127.0.0.1:PORT` (path-style buckets).
+    pub endpoint: String,
+    pub region: String,
+    pub access_key: String,
+    pub secret_key: String,
+}
+
+struct Paths {
+    restic: PathBuf,
+    gofakes3: PathBuf,
+}
+
+/// `tools/data-plane/build.sh` output (it builds what is missing, so the first call may take
+/// minutes on a fresh machine; tools/test.sh builds it before `cargo test`).
+fn paths() -> Result<&'static Paths, String> {
+    static PATHS: OnceLock<Result<Paths, String>> = OnceLock::new();
+    PATHS
+        .get_or_init(|| {
+            let script = repo_root().join("tools/data-plane/build.sh");
+            let out = Command::new("bash")
+                .arg(&script)
+                .stdin(Stdio::null())
+                .stderr(Stdio::inherit())
+                .output()
+                .map_err(|e| format!("running {}: {e}", script.display()))?;
+            if !out.status.success() {
+                return Err(format!("{} failed with {}", script.display(), out.status));
+            }
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            let get = |k: &str| {
+                text.lines()
+                    .find_map(|l| l.strip_prefix(k)?.strip_prefix('='))
+                    .map(PathBuf::from)
+                    .ok_or_else(|| format!("{} printed no {k}=", script.display()))
+            };
+            Ok(Paths {
+                restic: get("restic")?,
+                gofakes3: get("gofakes3")?,
+            })
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// True when restic and the object store are there. Tests that need them call
+/// [`object_store`] or [`restic`], which fail with the build error when they are not.
+pub fn available() -> bool {
+    paths().is_ok()
+}
+
+/// The restic binary that kwok's local exec runs.
+pub fn restic() -> PathBuf {
+    match paths() {
+        Ok(p) => p.restic.clone(),
+        Err(e) => panic!("test data plane unavailable: {e}"),
+    }
+}
+
+/// The object store of this test binary; the first call starts it.
+pub fn object_store() -> &'static ObjectStore {
+    static STORE: OnceLock<ObjectStore> = OnceLock::new();
+    STORE.get_or_init(|| start().unwrap_or_else(|e| panic!("object store did not start: {e:#}")))
+}
+
+fn start() -> anyhow::Result<ObjectStore> {
+    let bin = paths().map_err(anyhow::Error::msg)?.gofakes3.clone();
+    let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let addr = format!("127.0.0.1:{port}");
+    // The watchdog shell ends the store when this process is gone, however it ends.
+    let watchdog = r#"
+        "$0" "$@" & child=$!
+        trap 'kill $child 2>/dev/null' EXIT
+        while kill -0 "$BPO_WATCH_PID" 2>/dev/null && kill -0 $child 2>/dev/null; do sleep 1; done
+    "#;
+    let log = std::env::temp_dir().join(format!("bpo-gofakes3-{}.log", std::process::id()));
+    Command::new("bash")
+        .arg("-c")
+        .arg(watchdog)
+        .arg(&bin)
+        .args(["-backend", "memory", "-autobucket", "-quiet", "-host", &addr])
+        .env("BPO_WATCH_PID", std::process::id().to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log)?)
+        .spawn()
+        .with_context(|| format!("starting {}", bin.display()))?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect(&addr).is_err() {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "gofakes3 did not listen on {addr} within 30 s (log: {})",
+            log.display()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(ObjectStore {
+        endpoint: format!("http://{addr}"),
+        region: "us-east-1".into(),
+        access_key: ACCESS_KEY.into(),
+        secret_key: SECRET_KEY.into(),
+    })
+}
+
+/// Creates, in `ns`, the Secret `<name>-creds` and a Kanister Profile `name` of location type
+/// s3Compliant on [`object_store`], bucket `bucket` (made on first use), as Kanister users
+/// write them (credential type keyPair, fields aws_access_key_id / aws_secret_access_key).
+pub async fn s3_profile(client: &Client, ns: &str, name: &str, bucket: &str) -> anyhow::Result<()> {
+    let store = object_store();
+    let secret_name = format!("{name}-creds");
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), ns);
+    let secret = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": secret_name, "namespace": ns},
+        "type": "secrets.kanister.io/aws",
+        "stringData": {
+            "aws_access_key_id": store.access_key,
+            "aws_secret_access_key": store.secret_key,
+        },
+    }))?;
+    secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .with_context(|| format!("creating Secret {ns}/{secret_name}"))?;
+    let gvk = GroupVersionKind::gvk("cr.kanister.io", "v1alpha1", "Profile");
+    let ar = ApiResource::from_gvk_with_plural(&gvk, "profiles");
+    let profiles: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &ar);
+    let profile = serde_json::from_value(json!({
+        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Profile",
+        "metadata": {"name": name, "namespace": ns},
+        "location": {
+            "type": "s3Compliant", "bucket": bucket,
+            "endpoint": store.endpoint, "region": store.region,
+        },
+        "credential": {
+            "type": "keyPair",
+            "keyPair": {
+                "idField": "aws_access_key_id", "secretField": "aws_secret_access_key",
+                "secret": {"apiVersion": "v1", "kind": "Secret", "name": secret_name, "namespace": ns},
+            },
+        },
+        "skipSSLVerify": false,
+    }))?;
+    profiles
+        .create(&PostParams::default(), &profile)
+        .await
+        .with_context(|| format!("creating Profile {ns}/{name} (Kanister CRDs installed?)"))?;
+    Ok(())
+}
