@@ -63,7 +63,7 @@ pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, Fun
 }
 
 /// Blueprint labels/annotations overlaid with the ActionSet's (ActionSet wins).
-fn merge_string_maps(
+pub fn merge_string_maps(
     bp: Option<BTreeMap<String, String>>,
     actionset: &BTreeMap<String, String>,
 ) -> BTreeMap<String, String> {
@@ -150,12 +150,11 @@ pub fn task_pod(
     namespace: &str,
     image: &str,
     command: &[String],
-    mut labels: BTreeMap<String, String>,
+    labels: BTreeMap<String, String>,
     annotations: BTreeMap<String, String>,
     pod_override: Option<&Map<String, Value>>,
 ) -> Result<Pod, String> {
-    labels.insert(CREATED_BY_LABEL.0.into(), CREATED_BY_LABEL.1.into());
-    let mut spec = json!({
+    let spec = json!({
         "restartPolicy": "Never",
         "containers": [{
             "name": CONTAINER,
@@ -164,6 +163,27 @@ pub fn task_pod(
             "command": command,
         }],
     });
+    build_pod(
+        namespace,
+        "kanister-job-",
+        spec,
+        labels,
+        annotations,
+        pod_override,
+    )
+}
+
+/// A pod from a default `spec` with `podOverride` applied (see module docs),
+/// named `<generate_name><random>`, with the `createdBy: kanister` label.
+pub fn build_pod(
+    namespace: &str,
+    generate_name: &str,
+    mut spec: Value,
+    mut labels: BTreeMap<String, String>,
+    annotations: BTreeMap<String, String>,
+    pod_override: Option<&Map<String, Value>>,
+) -> Result<Pod, String> {
+    labels.insert(CREATED_BY_LABEL.0.into(), CREATED_BY_LABEL.1.into());
     if let Some(o) = pod_override {
         strategic_merge(&mut spec, &Value::Object(o.clone()));
     }
@@ -171,7 +191,7 @@ pub fn task_pod(
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
-            "generateName": "kanister-job-",
+            "generateName": generate_name,
             "namespace": namespace,
             "labels": labels,
             "annotations": annotations,
@@ -242,6 +262,18 @@ pub async fn run_pod(
     namespace: &str,
     pod: Pod,
 ) -> Result<(String, Pod), FunctionError> {
+    run_pod_to_end(ctx, function, namespace, pod, true).await
+}
+
+/// [`run_pod`], where a failed pod is an error only if `fail_on_error`
+/// (otherwise its log and the pod are returned as for a successful one).
+pub async fn run_pod_to_end(
+    ctx: &Context,
+    function: &'static str,
+    namespace: &str,
+    pod: Pod,
+    fail_on_error: bool,
+) -> Result<(String, Pod), FunctionError> {
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
     let created = api
         .create(&PostParams::default(), &pod)
@@ -255,7 +287,7 @@ pub async fn run_pod(
         })?;
     let name = created.metadata.name.clone().unwrap_or_default();
     let guard = PodGuard::new(api.clone(), name.clone());
-    let result = finish(&api, function, namespace, &name).await;
+    let result = finish(&api, function, namespace, &name, fail_on_error).await;
     guard.delete().await;
     result
 }
@@ -265,6 +297,7 @@ async fn finish(
     function: &'static str,
     namespace: &str,
     name: &str,
+    fail_on_error: bool,
 ) -> Result<(String, Pod), FunctionError> {
     let pod = wait_finished(api, function, namespace, name).await?;
     let container = pod
@@ -283,7 +316,7 @@ async fn finish(
         )
         .await;
     let failed = pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Failed");
-    if failed {
+    if failed && fail_on_error {
         let mut msg = format!(
             "Failed while waiting for Pod to complete: pod {namespace}/{name} failed: {}",
             termination(&pod)

@@ -25,6 +25,7 @@ pub mod kube_exec;
 pub mod kube_exec_all;
 pub mod kube_ops;
 pub mod kube_task;
+pub mod multi_container_run;
 pub mod objref;
 pub mod output;
 pub mod scale_workload;
@@ -40,6 +41,7 @@ pub const SUPPORTED: &[&str] = &[
     "KubeOps",
     "Wait",
     "WaitV2",
+    "MultiContainerRun",
 ];
 
 /// All 28 function names Kanister registers at HEAD.
@@ -175,6 +177,7 @@ pub async fn execute(
         "KubeOps" => kube_ops::run(ctx, args).await,
         "Wait" => wait::run(ctx, args, params).await,
         "WaitV2" => wait_v2::run(ctx, args, params).await,
+        "MultiContainerRun" => multi_container_run::run(ctx, args).await,
         other if KANISTER_FUNCTIONS.contains(&other) => {
             Err(FunctionError::Unsupported(other.to_string()))
         }

@@ -1,0 +1,1182 @@
+//! The restic data mover behind BackupData, RestoreData, DeleteData,
+//! CopyVolumeData (and the `*All` variants): a Rust port of Kanister's
+//! `pkg/restic` plus the Profile helpers of `pkg/function/utils.go`
+//! (`ValidateProfile`, `ResolveArtifactPrefix`).
+//!
+//! Three layers, each usable on its own:
+//! 1. [`Profile::from_params`]: the rendered `.Profile` template parameter,
+//!    checked as Kanister's `ValidateProfile` does (same error texts).
+//! 2. [`Repository`]: one restic repository (Profile location + artifact
+//!    prefix + encryption key) and the shell command lines Kanister runs:
+//!    `bash -o errexit -o pipefail -c "export …\n restic <subcommand> …"`.
+//! 3. `async` helpers that exec those commands in a pod's container through
+//!    [`super::kube_exec::exec`] and parse restic's output
+//!    ([`get_or_create_repository`], [`backup`], [`restore`],
+//!    [`snapshot_id_by_tag`], [`forget`], [`prune`], [`check_repository`]).
+//!
+//! The parsers ([`snapshot_id_from_backup_log`], [`snapshot_stats_from_backup_log`],
+//! [`snapshot_id_from_snapshot_log`], [`space_freed_from_prune_log`],
+//! [`parse_restic_size_bytes`]) are pure functions.
+//!
+//! Differences from Kanister:
+//! - every value put on the command line (credentials, password, repository,
+//!   paths, tags, IDs) is shell-quoted; Kanister pastes them unquoted, so a
+//!   value with a space or `$` broke (or was word-split into several paths);
+//! - `--insecure-tls` is added to every subcommand when asked (Kanister
+//!   forgets it for `snapshots` and `stats`);
+//! - the parsers also understand restic ≥ 0.10's wording ("Added to the
+//!   repository: X (Y stored)", prune's "total prune: N blobs / X"), since
+//!   the test data plane runs restic 0.18;
+//! - a repository that exists but rejects the encryption key fails with
+//!   "Password is incorrect" instead of a failed `restic init`;
+//! - location type `gcs` is refused (Kanister writes the service key into
+//!   the pod first; not implemented); `azure` and `s3Compliant` work, with
+//!   credential type `keyPair` or `secret` (`secrets.kanister.io/aws` without
+//!   an assumed `role`, or `secrets.kanister.io/azure`).
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::kube_exec::{self, ExecResult};
+use super::{Context, FunctionError};
+
+/// Kanister's `restic.GeneratePassword()`: the encryption key used when a
+/// Blueprint gives none (hex SHA-256 of "testpassword", the same for every
+/// repository, as in Kanister).
+pub const DEFAULT_ENCRYPTION_KEY: &str =
+    "9f735e0df9a1ddc702bf0a1a7b83033f9f7153a00c29de82cedadc9957289b05";
+
+/// Kanister's `restic.PasswordIncorrect`.
+pub const PASSWORD_INCORRECT: &str = "Password is incorrect";
+/// Kanister's `restic.RepoDoesNotExist`.
+pub const REPO_DOES_NOT_EXIST: &str = "Repo does not exist";
+
+/// Kanister's default endpoint for s3Compliant locations without one.
+pub const AWS_S3_ENDPOINT: &str = "s3.amazonaws.com";
+
+/// Kanister location types (`crv1alpha1.LocationType*`).
+pub const LOCATION_S3: &str = "s3Compliant";
+pub const LOCATION_GCS: &str = "gcs";
+pub const LOCATION_AZURE: &str = "azure";
+pub const LOCATION_KOPIA: &str = "kopia";
+
+/// A Profile location (`param.Location`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Location {
+    pub type_: String,
+    pub bucket: String,
+    pub endpoint: String,
+    pub prefix: String,
+    pub region: String,
+}
+
+/// A Profile credential (`param.Credential`).
+#[derive(Clone, PartialEq, Eq)]
+pub enum Credential {
+    /// `keyPair`: ID and secret read from the referenced Secret.
+    KeyPair { id: String, secret: String },
+    /// `secret`: the whole Secret; `data` is base64-decoded.
+    Secret {
+        type_: String,
+        data: BTreeMap<String, String>,
+    },
+    /// `kopia` (accepted by ValidateProfile, unusable by restic).
+    Kopia,
+}
+
+impl std::fmt::Debug for Credential {
+    /// Never prints secret values.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Credential::KeyPair { id, .. } => write!(f, "KeyPair {{ id: {id:?}, secret: *** }}"),
+            Credential::Secret { type_, data } => write!(
+                f,
+                "Secret {{ type: {type_:?}, keys: {:?} }}",
+                data.keys().collect::<Vec<_>>()
+            ),
+            Credential::Kopia => write!(f, "Kopia"),
+        }
+    }
+}
+
+/// Kanister's `secrets.kanister.io/aws` Secret keys.
+pub const AWS_SECRET_TYPE: &str = "secrets.kanister.io/aws";
+pub const AWS_ACCESS_KEY_ID_KEY: &str = "aws_access_key_id";
+pub const AWS_SECRET_ACCESS_KEY_KEY: &str = "aws_secret_access_key";
+pub const AWS_SESSION_TOKEN_KEY: &str = "aws_session_token";
+pub const AWS_ROLE_KEY: &str = "role";
+/// Kanister's `secrets.kanister.io/azure` Secret keys.
+pub const AZURE_SECRET_TYPE: &str = "secrets.kanister.io/azure";
+pub const AZURE_ACCOUNT_ID_KEY: &str = "azure_storage_account_id";
+pub const AZURE_ACCOUNT_KEY_KEY: &str = "azure_storage_key";
+
+/// The `.Profile` template parameter (`param.Profile`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Profile {
+    pub location: Location,
+    pub credential: Credential,
+    pub skip_ssl_verify: bool,
+}
+
+fn str_at<'a>(v: &'a Value, path: &str) -> &'a str {
+    v.pointer(path).and_then(Value::as_str).unwrap_or("")
+}
+
+impl Profile {
+    /// `params["Profile"]` checked as Kanister's `ValidateProfile`: errors
+    /// "Profile must be non-nil", "Empty KeyPair field", "Access key ID is
+    /// not set", "Secret access key is not set", "Unsupported type '…' for
+    /// credentials", "Location type not supported" (callers prefix them as
+    /// their Kanister function does, e.g. "Failed to validate Profile: ").
+    pub fn from_params(params: &Value) -> Result<Profile, String> {
+        let p = match params.get("Profile") {
+            Some(p) if p.is_object() => p,
+            _ => {
+                return Err("Profile must be non-nil (the ActionSet's action names no \
+                            `profile`, or it could not be read: set actions[].profile to a \
+                            Kanister Profile in the ActionSet's namespace)"
+                    .into());
+            }
+        };
+        let cred_type = str_at(p, "/Credential/Type");
+        let credential = match cred_type {
+            "keyPair" => {
+                let kp = p
+                    .pointer("/Credential/KeyPair")
+                    .filter(|v| v.is_object())
+                    .ok_or("Empty KeyPair field")?;
+                let id = str_at(kp, "/ID");
+                let secret = str_at(kp, "/Secret");
+                if id.is_empty() {
+                    return Err("Access key ID is not set".into());
+                }
+                if secret.is_empty() {
+                    return Err("Secret access key is not set".into());
+                }
+                Credential::KeyPair {
+                    id: id.into(),
+                    secret: secret.into(),
+                }
+            }
+            "secret" => {
+                let s = p
+                    .pointer("/Credential/Secret")
+                    .filter(|v| v.is_object())
+                    .ok_or("Secret for AWS credentials is nil")?;
+                let data = decode_secret_data(s)?;
+                let type_ = str_at(s, "/type").to_string();
+                validate_secret(&type_, &data)?;
+                Credential::Secret { type_, data }
+            }
+            "kopia" => Credential::Kopia,
+            other => return Err(format!("Unsupported type '{other}' for credentials")),
+        };
+        let l = p.get("Location").cloned().unwrap_or(Value::Null);
+        let location = Location {
+            type_: str_at(&l, "/Type").into(),
+            bucket: str_at(&l, "/Bucket").into(),
+            endpoint: str_at(&l, "/Endpoint").into(),
+            prefix: str_at(&l, "/Prefix").into(),
+            region: str_at(&l, "/Region").into(),
+        };
+        match location.type_.as_str() {
+            LOCATION_S3 | LOCATION_GCS | LOCATION_AZURE | LOCATION_KOPIA => {}
+            _ => return Err("Location type not supported".into()),
+        }
+        Ok(Profile {
+            location,
+            credential,
+            skip_ssl_verify: p
+                .get("SkipSSLVerify")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        })
+    }
+}
+
+fn decode_secret_data(secret: &Value) -> Result<BTreeMap<String, String>, String> {
+    use base64::Engine;
+    let mut out = BTreeMap::new();
+    if let Some(m) = secret.get("data").and_then(Value::as_object) {
+        for (k, v) in m {
+            let b64 = v.as_str().unwrap_or("");
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .map_err(|e| format!("Secret key {k} is not valid base64: {e}"))?;
+            out.insert(k.clone(), String::from_utf8_lossy(&bytes).into_owned());
+        }
+    }
+    if let Some(m) = secret.get("stringData").and_then(Value::as_object) {
+        for (k, v) in m {
+            out.insert(k.clone(), v.as_str().unwrap_or("").to_string());
+        }
+    }
+    Ok(out)
+}
+
+/// Kanister's `secrets.ValidateCredentials` for the two Secret types restic can use.
+fn validate_secret(type_: &str, data: &BTreeMap<String, String>) -> Result<(), String> {
+    let has = |k: &str| data.get(k).is_some_and(|v| !v.is_empty());
+    match type_ {
+        AWS_SECRET_TYPE => {
+            if !has(AWS_ACCESS_KEY_ID_KEY) || !has(AWS_SECRET_ACCESS_KEY_KEY) {
+                return Err(format!(
+                    "AWS Secret is missing {AWS_ACCESS_KEY_ID_KEY} or {AWS_SECRET_ACCESS_KEY_KEY}"
+                ));
+            }
+            Ok(())
+        }
+        AZURE_SECRET_TYPE => {
+            if !has(AZURE_ACCOUNT_ID_KEY) || !has(AZURE_ACCOUNT_KEY_KEY) {
+                return Err(format!(
+                    "Azure Secret is missing {AZURE_ACCOUNT_ID_KEY} or {AZURE_ACCOUNT_KEY_KEY}"
+                ));
+            }
+            Ok(())
+        }
+        other => Err(format!("Unsupported type '{other}' for secret")),
+    }
+}
+
+/// Kanister's `ResolveArtifactPrefix`: prepend the Profile's bucket unless
+/// the prefix already starts with it (`bucket/x` stays, `x` → `bucket/x`).
+/// Like Go's `path.Join`, the result is cleaned (no doubled or trailing `/`).
+pub fn resolve_artifact_prefix(artifact_prefix: &str, profile: &Profile) -> String {
+    if artifact_prefix.split('/').next() == Some(profile.location.bucket.as_str()) {
+        return artifact_prefix.to_string();
+    }
+    path_join(&[&profile.location.bucket, artifact_prefix])
+}
+
+/// Go's `path.Join` for relative parts: non-empty elements joined by `/`,
+/// `.` dropped, `..` applied.
+fn path_join(parts: &[&str]) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    let absolute = parts
+        .iter()
+        .find(|p| !p.is_empty())
+        .is_some_and(|p| p.starts_with('/'));
+    for p in parts {
+        for seg in p.split('/') {
+            match seg {
+                "" | "." => {}
+                ".." => {
+                    if out.last().is_some_and(|l| *l != "..") {
+                        out.pop();
+                    } else if !absolute {
+                        out.push("..");
+                    }
+                }
+                s => out.push(s),
+            }
+        }
+    }
+    let joined = out.join("/");
+    if absolute {
+        format!("/{joined}")
+    } else {
+        joined
+    }
+}
+
+/// Quote for `bash -c` unless the value is made of characters that are safe unquoted.
+pub fn sh_quote(s: &str) -> String {
+    let safe = !s.is_empty()
+        && s.chars().all(|c| {
+            c.is_ascii_alphanumeric()
+                || matches!(c, '/' | '.' | '_' | '-' | ':' | '=' | ',' | '@' | '+')
+        });
+    if safe {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// Kanister's `shCommand`.
+fn sh_command(command: String) -> Vec<String> {
+    vec![
+        "bash".into(),
+        "-o".into(),
+        "errexit".into(),
+        "-o".into(),
+        "pipefail".into(),
+        "-c".into(),
+        command,
+    ]
+}
+
+/// Which snapshot of a repository: by ID (`backupID`/`backupIdentifier`) or
+/// by tag (`backupTag`, the latest snapshot carrying it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Snapshot {
+    Id(String),
+    Tag(String),
+}
+
+/// One restic repository: where (the Profile's location and the resolved
+/// artifact prefix), and the password.
+#[derive(Debug, Clone)]
+pub struct Repository {
+    pub profile: Profile,
+    /// The artifact prefix after [`resolve_artifact_prefix`] (`bucket/path`).
+    pub path: String,
+    pub encryption_key: String,
+    pub insecure_tls: bool,
+}
+
+impl Repository {
+    /// `artifact_prefix` is resolved against the Profile's bucket here.
+    pub fn new(
+        profile: &Profile,
+        artifact_prefix: &str,
+        encryption_key: &str,
+        insecure_tls: bool,
+    ) -> Repository {
+        Repository {
+            profile: profile.clone(),
+            path: resolve_artifact_prefix(artifact_prefix, profile),
+            encryption_key: encryption_key.to_string(),
+            insecure_tls,
+        }
+    }
+
+    /// `RESTIC_REPOSITORY`: `s3:<endpoint>/<path>` (endpoint default
+    /// `s3.amazonaws.com`, trailing `/` removed), `azure:<container>:/<rest>/`,
+    /// `gs:<bucket>:/<rest>/` (Kanister's formats).
+    pub fn url(&self) -> Result<String, String> {
+        let l = &self.profile.location;
+        match l.type_.as_str() {
+            LOCATION_S3 => {
+                let ep = if l.endpoint.is_empty() {
+                    AWS_S3_ENDPOINT
+                } else {
+                    l.endpoint.trim_end_matches('/')
+                };
+                Ok(format!("s3:{ep}/{}", self.path))
+            }
+            LOCATION_AZURE => Ok(format!("azure:{}/", self.path.replacen('/', ":/", 1))),
+            LOCATION_GCS => Ok(format!("gs:{}/", self.path.replacen('/', ":/", 1))),
+            other => Err(format!("Unsupported type '{other}' for the location")),
+        }
+    }
+
+    /// The exported environment, in Kanister's order: credentials,
+    /// `RESTIC_REPOSITORY`, `RESTIC_PASSWORD`.
+    pub fn env(&self) -> Result<Vec<(String, String)>, String> {
+        let mut env: Vec<(String, String)> = Vec::new();
+        let l = &self.profile.location;
+        let c = &self.profile.credential;
+        match l.type_.as_str() {
+            LOCATION_S3 => match c {
+                Credential::KeyPair { id, secret } => {
+                    env.push(("AWS_ACCESS_KEY_ID".into(), id.clone()));
+                    env.push(("AWS_SECRET_ACCESS_KEY".into(), secret.clone()));
+                }
+                Credential::Secret { type_, data } if type_ == AWS_SECRET_TYPE => {
+                    if data.get(AWS_ROLE_KEY).is_some_and(|r| !r.is_empty()) {
+                        return Err(format!(
+                            "Failed to create args from credential: the AWS Secret sets `{AWS_ROLE_KEY}`; \
+                             assuming a role is not supported by this executor (give \
+                             {AWS_ACCESS_KEY_ID_KEY}/{AWS_SECRET_ACCESS_KEY_KEY} of the role instead)"
+                        ));
+                    }
+                    let get = |k: &str| data.get(k).cloned().unwrap_or_default();
+                    env.push(("AWS_ACCESS_KEY_ID".into(), get(AWS_ACCESS_KEY_ID_KEY)));
+                    env.push((
+                        "AWS_SECRET_ACCESS_KEY".into(),
+                        get(AWS_SECRET_ACCESS_KEY_KEY),
+                    ));
+                    let token = get(AWS_SESSION_TOKEN_KEY);
+                    if !token.is_empty() {
+                        env.push(("AWS_SESSION_TOKEN".into(), token));
+                    }
+                }
+                Credential::Secret { type_, .. } => {
+                    return Err(format!(
+                        "Failed to create args from credential: Secret type '{type_}' cannot be used for an s3Compliant location (use {AWS_SECRET_TYPE})"
+                    ));
+                }
+                Credential::Kopia => {
+                    return Err(
+                        "Failed to create args from credential: Unsupported type 'kopia' for credentials"
+                            .into(),
+                    );
+                }
+            },
+            LOCATION_AZURE => {
+                let (account, key) = match c {
+                    Credential::KeyPair { id, secret } => (id.clone(), secret.clone()),
+                    Credential::Secret { data, .. } => (
+                        data.get(AZURE_ACCOUNT_ID_KEY).cloned().unwrap_or_default(),
+                        data.get(AZURE_ACCOUNT_KEY_KEY).cloned().unwrap_or_default(),
+                    ),
+                    Credential::Kopia => (String::new(), String::new()),
+                };
+                env.push(("AZURE_ACCOUNT_NAME".into(), account));
+                env.push(("AZURE_ACCOUNT_KEY".into(), key));
+            }
+            LOCATION_GCS => {
+                return Err(
+                    "Location type gcs is not supported by this executor's restic data mover \
+                     (supported: s3Compliant, azure)"
+                        .into(),
+                );
+            }
+            other => return Err(format!("Unsupported type '{other}' for the location")),
+        }
+        env.push(("RESTIC_REPOSITORY".into(), self.url()?));
+        env.push(("RESTIC_PASSWORD".into(), self.encryption_key.clone()));
+        Ok(env)
+    }
+
+    /// `bash -o errexit -o pipefail -c "export K=V\n … restic <args> [--insecure-tls]"`.
+    /// Every argument is shell-quoted. The result carries credentials: never log it.
+    pub fn command(&self, args: &[&str]) -> Result<Vec<String>, String> {
+        let mut parts: Vec<String> = self
+            .env()?
+            .into_iter()
+            .map(|(k, v)| format!("export {k}={}\n", sh_quote(&v)))
+            .collect();
+        parts.push("restic".into());
+        parts.extend(args.iter().map(|a| sh_quote(a)));
+        if self.insecure_tls {
+            parts.push("--insecure-tls".into());
+        }
+        Ok(sh_command(parts.join(" ")))
+    }
+
+    /// `restic init`.
+    pub fn init_command(&self) -> Result<Vec<String>, String> {
+        self.command(&["init"])
+    }
+
+    /// `restic backup --tag <tag> <includePath>`.
+    pub fn backup_command(&self, tag: &str, include_path: &str) -> Result<Vec<String>, String> {
+        self.command(&["backup", "--tag", tag, include_path])
+    }
+
+    /// `restic restore <id> --target <path>` or `restic restore --tag <tag> latest --target <path>`.
+    pub fn restore_command(
+        &self,
+        snapshot: &Snapshot,
+        restore_path: &str,
+    ) -> Result<Vec<String>, String> {
+        match snapshot {
+            Snapshot::Id(id) => self.command(&["restore", id, "--target", restore_path]),
+            Snapshot::Tag(tag) => {
+                self.command(&["restore", "--tag", tag, "latest", "--target", restore_path])
+            }
+        }
+    }
+
+    /// `restic snapshots --json`.
+    pub fn snapshots_command(&self) -> Result<Vec<String>, String> {
+        self.command(&["snapshots", "--json"])
+    }
+
+    /// `restic snapshots --last --json` (Kanister's existence check).
+    pub fn latest_snapshots_command(&self) -> Result<Vec<String>, String> {
+        self.command(&["snapshots", "--last", "--json"])
+    }
+
+    /// `restic snapshots --tag <tag> --json`.
+    pub fn snapshots_by_tag_command(&self, tag: &str) -> Result<Vec<String>, String> {
+        self.command(&["snapshots", "--tag", tag, "--json"])
+    }
+
+    /// `restic forget <id>`.
+    pub fn forget_command(&self, id: &str) -> Result<Vec<String>, String> {
+        self.command(&["forget", id])
+    }
+
+    /// `restic prune`.
+    pub fn prune_command(&self) -> Result<Vec<String>, String> {
+        self.command(&["prune"])
+    }
+
+    /// `restic stats <id> --mode <mode>`.
+    pub fn stats_command(&self, id: &str, mode: &str) -> Result<Vec<String>, String> {
+        self.command(&["stats", id, "--mode", mode])
+    }
+}
+
+/// Kanister's `rand.String(10)` (k8s apimachinery alphabet): the `backupTag`.
+pub fn random_tag() -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut out = String::with_capacity(10);
+    let mut bits = random_u64();
+    for i in 0..10 {
+        if i == 5 {
+            bits = random_u64();
+        }
+        out.push(ALPHABET[(bits % ALPHABET.len() as u64) as usize] as char);
+        bits /= ALPHABET.len() as u64;
+    }
+    out
+}
+
+/// 64 random bits from std's randomly keyed SipHash (no RNG crate needed).
+fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    h.write_u128(nanos);
+    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    h.finish()
+}
+
+// ---------------------------------------------------------------------------
+// Parsers of restic output.
+
+/// Kanister's `SnapshotIDFromBackupLog`: the ID of the first line ending in
+/// "snapshot <id> saved"; empty when there is none.
+pub fn snapshot_id_from_backup_log(output: &str) -> String {
+    for line in output.split('\n') {
+        let line = line.trim_end_matches('\r');
+        if let Some(rest) = line.strip_suffix(" saved")
+            && let Some(pos) = rest.find("snapshot ")
+        {
+            let id = rest[pos + "snapshot ".len()..].trim();
+            if !id.is_empty() && !id.contains(char::is_whitespace) {
+                return id.to_string();
+            }
+        }
+    }
+    String::new()
+}
+
+/// What `restic backup` reported.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BackupStats {
+    /// Number of files processed (`fileCount`).
+    pub file_count: String,
+    /// Logical size, as restic prints it (`size`, e.g. "3.004 MiB").
+    pub size: String,
+    /// Size added to the repository (`phySize`).
+    pub phy_size: String,
+}
+
+/// Is `s` "<number>[.<digits>] [TGMK]iB|B"? Returns it trimmed.
+fn size_token(s: &str) -> Option<&str> {
+    let s = s.trim();
+    let (num, unit) = s.split_once(' ')?;
+    let num_ok = {
+        let (int, frac) = num.split_once('.').unwrap_or((num, "0"));
+        !int.is_empty()
+            && int.chars().all(|c| c.is_ascii_digit())
+            && !frac.is_empty()
+            && frac.chars().all(|c| c.is_ascii_digit())
+    };
+    let unit_ok = matches!(unit, "B" | "KiB" | "MiB" | "GiB" | "TiB");
+    (num_ok && unit_ok).then_some(s)
+}
+
+/// Kanister's `SnapshotStatsFromBackupLog`: file count and size from
+/// "processed <n> files, <size> in <time>", physical size from
+/// "Added to the repo: <size>" (restic ≥ 0.10: "Added to the repository:
+/// <size> (<stored> stored)"). Missing values are empty.
+pub fn snapshot_stats_from_backup_log(output: &str) -> BackupStats {
+    let mut st = BackupStats::default();
+    for line in output.split('\n') {
+        let line = line.trim_end_matches('\r');
+        if let Some(pos) = line.find("processed ") {
+            let rest = &line[pos + "processed ".len()..];
+            if let Some((count, rest)) = rest.split_once(" files, ")
+                && !count.is_empty()
+                && count.chars().all(|c| c.is_ascii_digit())
+                && let Some((size, _)) = rest.split_once(" in ")
+                && let Some(size) = size_token(size)
+            {
+                st.file_count = count.to_string();
+                st.size = size.to_string();
+                continue;
+            }
+        }
+        let added = line
+            .strip_prefix("Added to the repository: ")
+            .or_else(|| line.strip_prefix("Added to the repo: "));
+        if let Some(rest) = added {
+            let size = rest.split(" (").next().unwrap_or(rest);
+            if let Some(size) = size_token(size) {
+                st.phy_size = size.to_string();
+            }
+        }
+    }
+    st
+}
+
+/// Kanister's `SnapshotIDFromSnapshotLog`: `short_id` of the first snapshot
+/// in `restic snapshots --json` output.
+pub fn snapshot_id_from_snapshot_log(output: &str) -> Result<String, String> {
+    let v: Vec<Value> = serde_json::from_str(output.trim())
+        .map_err(|e| format!("Failed to unmarshall output from snapshotCommand: {e}"))?;
+    let first = v.first().ok_or("Snapshot not found")?;
+    first
+        .get("short_id")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| "Snapshot not found: the snapshot has no short_id".to_string())
+}
+
+/// Kanister's `SpaceFreedFromPruneLog`: the size of the last line "will
+/// delete N packs and rewrite M packs, this frees <size>" (restic ≥ 0.12:
+/// "total prune: N blobs / <size>"); empty when there is none.
+pub fn space_freed_from_prune_log(output: &str) -> String {
+    let mut freed = String::new();
+    for line in output.split('\n') {
+        let line = line.trim();
+        if line.starts_with("will delete ")
+            && let Some((_, size)) = line.split_once(", this frees ")
+            && let Some(size) = size_token(size)
+        {
+            freed = size.to_string();
+        } else if let Some(rest) = line.strip_prefix("total prune:")
+            && let Some((_, size)) = rest.split_once(" / ")
+            && let Some(size) = size_token(size)
+        {
+            freed = size.to_string();
+        }
+    }
+    freed
+}
+
+/// Kanister's `ParseResticSizeStringBytes`: "1.5 KiB" → 1536; 0 for anything else.
+pub fn parse_restic_size_bytes(size: &str) -> i64 {
+    let Some((num, unit)) = size.split_once(char::is_whitespace) else {
+        return 0;
+    };
+    let Ok(n) = num.parse::<f64>() else { return 0 };
+    if n < 0.0 || !n.is_finite() {
+        return 0;
+    }
+    let mul = match unit {
+        "TiB" => (1u64 << 40) as f64,
+        "GiB" => (1u64 << 30) as f64,
+        "MiB" => (1u64 << 20) as f64,
+        "KiB" => 1024.0,
+        "B" => 1.0,
+        _ => return 0,
+    };
+    (n * mul) as i64
+}
+
+/// Kanister's `IsPasswordIncorrect` (on stderr of a restic command).
+pub fn is_password_incorrect(stderr: &str) -> bool {
+    stderr.contains("wrong password")
+}
+
+/// Kanister's `DoesRepoExist` (true when restic says there is *no* repository).
+pub fn repo_does_not_exist(stderr: &str) -> bool {
+    stderr.contains("Is there a repository at the following location?")
+}
+
+// ---------------------------------------------------------------------------
+// Running restic in a pod.
+
+/// Where restic runs: a container (default: the first) of a pod.
+#[derive(Debug, Clone, Copy)]
+pub struct Target<'a> {
+    pub namespace: &'a str,
+    pub pod: &'a str,
+    pub container: Option<&'a str>,
+}
+
+/// `context: <inner message>` as a [`FunctionError::Failed`] of `function`
+/// (Kanister's `errors.Wrapf`).
+pub fn wrap(function: &'static str, context: &str, e: FunctionError) -> FunctionError {
+    let inner = match e {
+        FunctionError::Failed { message, .. } => message,
+        other => {
+            let s = other.to_string();
+            let prefix = format!("{function}: ");
+            s.strip_prefix(&prefix).map(str::to_string).unwrap_or(s)
+        }
+    };
+    FunctionError::failed(function, format!("{context}: {inner}"))
+}
+
+fn command_error(function: &'static str, e: String) -> FunctionError {
+    FunctionError::failed(function, e)
+}
+
+/// Exec one restic command line (from a [`Repository`] `*_command`) in `target`.
+/// Logs stdout/stderr at debug level (the command itself, which carries
+/// credentials, is never logged).
+pub async fn exec(
+    ctx: &Context,
+    function: &'static str,
+    target: &Target<'_>,
+    command: &[String],
+) -> Result<ExecResult, FunctionError> {
+    let r = kube_exec::exec(
+        ctx,
+        function,
+        target.namespace,
+        target.pod,
+        target.container,
+        command,
+    )
+    .await;
+    if let Ok(r) = &r {
+        tracing::debug!(
+            function,
+            pod = target.pod,
+            stdout = %r.stdout,
+            stderr = %r.stderr,
+            "restic"
+        );
+    }
+    r
+}
+
+/// Kanister's `GetOrCreateRepository`: `restic snapshots --last --json`;
+/// when that fails, `restic init` ("Failed to create object store backup
+/// location: …"). A repository that exists but rejects the key fails with
+/// "Password is incorrect" (Kanister would try `init` and report its failure).
+pub async fn get_or_create_repository(
+    ctx: &Context,
+    function: &'static str,
+    target: &Target<'_>,
+    repo: &Repository,
+) -> Result<(), FunctionError> {
+    let cmd = repo
+        .latest_snapshots_command()
+        .map_err(|e| command_error(function, format!("Failed to create snapshot command: {e}")))?;
+    let err = match exec(ctx, function, target, &cmd).await {
+        Ok(_) => return Ok(()),
+        Err(e) => e,
+    };
+    let text = err.to_string();
+    if is_password_incorrect(&text) {
+        return Err(wrap(
+            function,
+            &format!(
+                "{PASSWORD_INCORRECT}: the restic repository {} exists but does not accept the \
+                 encryptionKey (use the key it was created with)",
+                repo.path
+            ),
+            err,
+        ));
+    }
+    let cmd = repo
+        .init_command()
+        .map_err(|e| command_error(function, format!("Failed to create init command: {e}")))?;
+    exec(ctx, function, target, &cmd)
+        .await
+        .map(|_| ())
+        .map_err(|e| wrap(function, "Failed to create object store backup location", e))
+}
+
+/// What [`backup`] made: Kanister's BackupData/CopyVolumeData outputs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BackupResult {
+    /// restic's snapshot ID (`backupID`).
+    pub id: String,
+    /// The random tag put on the snapshot (`backupTag`).
+    pub tag: String,
+    pub stats: BackupStats,
+}
+
+/// Kanister's backup sequence: [`get_or_create_repository`], then `restic
+/// backup --tag <random tag> <include_path>` ("Failed to create and upload
+/// backup: …"), then the snapshot ID ("Failed to parse the backup ID from
+/// logs, backup logs …") and stats from its output.
+pub async fn backup(
+    ctx: &Context,
+    function: &'static str,
+    target: &Target<'_>,
+    repo: &Repository,
+    include_path: &str,
+) -> Result<BackupResult, FunctionError> {
+    get_or_create_repository(ctx, function, target, repo).await?;
+    let tag = random_tag();
+    let cmd = repo
+        .backup_command(&tag, include_path)
+        .map_err(|e| command_error(function, e))?;
+    let r = exec(ctx, function, target, &cmd)
+        .await
+        .map_err(|e| wrap(function, "Failed to create and upload backup", e))?;
+    let id = snapshot_id_from_backup_log(&r.stdout);
+    if id.is_empty() {
+        return Err(FunctionError::failed(
+            function,
+            format!(
+                "Failed to parse the backup ID from logs, backup logs {}",
+                r.stdout
+            ),
+        ));
+    }
+    let stats = snapshot_stats_from_backup_log(&r.stdout);
+    if stats.file_count.is_empty() || stats.size.is_empty() {
+        tracing::debug!(function, "Could not parse backup stats from backup log");
+    }
+    Ok(BackupResult { id, tag, stats })
+}
+
+/// `restic restore` of `snapshot` into `restore_path` ("Failed to restore backup: …").
+pub async fn restore(
+    ctx: &Context,
+    function: &'static str,
+    target: &Target<'_>,
+    repo: &Repository,
+    snapshot: &Snapshot,
+    restore_path: &str,
+) -> Result<ExecResult, FunctionError> {
+    let cmd = repo
+        .restore_command(snapshot, restore_path)
+        .map_err(|e| command_error(function, e))?;
+    exec(ctx, function, target, &cmd)
+        .await
+        .map_err(|e| wrap(function, "Failed to restore backup", e))
+}
+
+/// The ID of the snapshot tagged `tag` (`restic snapshots --tag <tag> --json`):
+/// "Failed to forget data, could not get snapshotID from tag, Tag: <tag>: …".
+pub async fn snapshot_id_by_tag(
+    ctx: &Context,
+    function: &'static str,
+    target: &Target<'_>,
+    repo: &Repository,
+    tag: &str,
+) -> Result<String, FunctionError> {
+    let context = format!("Failed to forget data, could not get snapshotID from tag, Tag: {tag}");
+    let cmd = repo
+        .snapshots_by_tag_command(tag)
+        .map_err(|e| command_error(function, e))?;
+    let r = exec(ctx, function, target, &cmd)
+        .await
+        .map_err(|e| wrap(function, &context, e))?;
+    snapshot_id_from_snapshot_log(&r.stdout)
+        .map_err(|e| FunctionError::failed(function, format!("{context}: {e}")))
+}
+
+/// `restic forget <id>` ("Failed to forget data: …").
+pub async fn forget(
+    ctx: &Context,
+    function: &'static str,
+    target: &Target<'_>,
+    repo: &Repository,
+    id: &str,
+) -> Result<(), FunctionError> {
+    let cmd = repo
+        .forget_command(id)
+        .map_err(|e| command_error(function, e))?;
+    exec(ctx, function, target, &cmd)
+        .await
+        .map(|_| ())
+        .map_err(|e| wrap(function, "Failed to forget data", e))
+}
+
+/// `restic prune`; returns the space freed as restic prints it (may be empty):
+/// "Failed to prune data after forget: …".
+pub async fn prune(
+    ctx: &Context,
+    function: &'static str,
+    target: &Target<'_>,
+    repo: &Repository,
+) -> Result<String, FunctionError> {
+    let cmd = repo
+        .prune_command()
+        .map_err(|e| command_error(function, e))?;
+    let r = exec(ctx, function, target, &cmd)
+        .await
+        .map_err(|e| wrap(function, "Failed to prune data after forget", e))?;
+    Ok(space_freed_from_prune_log(&r.stdout))
+}
+
+/// Kanister's `CheckIfRepoIsReachable`, as data: is the password wrong, is
+/// there no repository, or did listing fail otherwise.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RepoCheck {
+    Ok,
+    PasswordIncorrect,
+    DoesNotExist,
+    /// Any other failure, worded for the user.
+    Failed(String),
+}
+
+/// `restic snapshots --last --json`, classified.
+pub async fn check_repository(
+    ctx: &Context,
+    function: &'static str,
+    target: &Target<'_>,
+    repo: &Repository,
+) -> Result<RepoCheck, FunctionError> {
+    let cmd = repo
+        .latest_snapshots_command()
+        .map_err(|e| command_error(function, e))?;
+    Ok(match exec(ctx, function, target, &cmd).await {
+        Ok(_) => RepoCheck::Ok,
+        Err(e) => {
+            let text = e.to_string();
+            if is_password_incorrect(&text) {
+                RepoCheck::PasswordIncorrect
+            } else if repo_does_not_exist(&text) {
+                RepoCheck::DoesNotExist
+            } else {
+                RepoCheck::Failed(format!("Failed to list snapshots: {text}"))
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn s3_params() -> Value {
+        json!({"Profile": {
+            "Location": {"Type": "s3Compliant", "Bucket": "bkt", "Endpoint": "http://127.0.0.1:9000/",
+                         "Prefix": "", "Region": "us-east-1"},
+            "Credential": {"Type": "keyPair", "KeyPair": {"ID": "AKID", "Secret": "s3cr$t'x"}},
+            "SkipSSLVerify": false,
+        }})
+    }
+
+    #[test]
+    fn profile_validation_uses_kanisters_texts() {
+        assert!(
+            Profile::from_params(&json!({}))
+                .unwrap_err()
+                .starts_with("Profile must be non-nil")
+        );
+        let mut p = s3_params();
+        p["Profile"]["Credential"]["KeyPair"]["ID"] = json!("");
+        assert_eq!(
+            Profile::from_params(&p).unwrap_err(),
+            "Access key ID is not set"
+        );
+        let mut p = s3_params();
+        p["Profile"]["Credential"]["KeyPair"]["Secret"] = json!("");
+        assert_eq!(
+            Profile::from_params(&p).unwrap_err(),
+            "Secret access key is not set"
+        );
+        let mut p = s3_params();
+        p["Profile"]["Credential"] = json!({"Type": "keyPair"});
+        assert_eq!(Profile::from_params(&p).unwrap_err(), "Empty KeyPair field");
+        let mut p = s3_params();
+        p["Profile"]["Credential"]["Type"] = json!("token");
+        assert_eq!(
+            Profile::from_params(&p).unwrap_err(),
+            "Unsupported type 'token' for credentials"
+        );
+        let mut p = s3_params();
+        p["Profile"]["Location"]["Type"] = json!("ftp");
+        assert_eq!(
+            Profile::from_params(&p).unwrap_err(),
+            "Location type not supported"
+        );
+        let prof = Profile::from_params(&s3_params()).unwrap();
+        assert_eq!(prof.location.bucket, "bkt");
+        assert!(!format!("{prof:?}").contains("s3cr"), "secret in Debug");
+    }
+
+    #[test]
+    fn artifact_prefix_gets_the_bucket_once() {
+        let prof = Profile::from_params(&s3_params()).unwrap();
+        assert_eq!(
+            resolve_artifact_prefix("bkt/time-log", &prof),
+            "bkt/time-log"
+        );
+        assert_eq!(
+            resolve_artifact_prefix("s3-bucket/path/artifactPrefix", &prof),
+            "bkt/s3-bucket/path/artifactPrefix"
+        );
+        assert_eq!(resolve_artifact_prefix("a//b/", &prof), "bkt/a/b");
+        assert_eq!(resolve_artifact_prefix("bkt", &prof), "bkt");
+        assert_eq!(path_join(&["", "/x/../y"]), "/y");
+    }
+
+    #[test]
+    fn s3_command_exports_kanisters_environment_quoted() {
+        let prof = Profile::from_params(&s3_params()).unwrap();
+        let repo = Repository::new(&prof, "data", "pass word", true);
+        assert_eq!(repo.url().unwrap(), "s3:http://127.0.0.1:9000/bkt/data");
+        let cmd = repo.backup_command("tag123", "/var/log").unwrap();
+        assert_eq!(cmd[..6], ["bash", "-o", "errexit", "-o", "pipefail", "-c"]);
+        assert_eq!(
+            cmd[6],
+            "export AWS_ACCESS_KEY_ID=AKID\n \
+             export AWS_SECRET_ACCESS_KEY='s3cr$t'\\''x'\n \
+             export RESTIC_REPOSITORY=s3:http://127.0.0.1:9000/bkt/data\n \
+             export RESTIC_PASSWORD='pass word'\n \
+             restic backup --tag tag123 /var/log --insecure-tls"
+        );
+        let r = repo
+            .restore_command(&Snapshot::Tag("t".into()), "/")
+            .unwrap();
+        assert!(
+            r[6].ends_with("restic restore --tag t latest --target / --insecure-tls"),
+            "{}",
+            r[6]
+        );
+        let r = Repository::new(&prof, "data", "k", false)
+            .restore_command(&Snapshot::Id("abc".into()), "/tmp/x y")
+            .unwrap();
+        assert!(
+            r[6].ends_with("restic restore abc --target '/tmp/x y'"),
+            "{}",
+            r[6]
+        );
+        let mut p = s3_params();
+        p["Profile"]["Location"]["Endpoint"] = json!("");
+        let prof = Profile::from_params(&p).unwrap();
+        assert_eq!(
+            Repository::new(&prof, "bkt/x", "k", false).url().unwrap(),
+            "s3:s3.amazonaws.com/bkt/x"
+        );
+    }
+
+    #[test]
+    fn secret_credentials_and_other_locations() {
+        use base64::Engine;
+        let b = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let mut p = s3_params();
+        p["Profile"]["Credential"] = json!({"Type": "secret", "Secret": {
+            "type": AWS_SECRET_TYPE,
+            "data": {"aws_access_key_id": b("ID2"), "aws_secret_access_key": b("SK2"),
+                     "aws_session_token": b("TOK")},
+        }});
+        let prof = Profile::from_params(&p).unwrap();
+        let env = Repository::new(&prof, "x", "k", false).env().unwrap();
+        let keys: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "AWS_ACCESS_KEY_ID",
+                "AWS_SECRET_ACCESS_KEY",
+                "AWS_SESSION_TOKEN",
+                "RESTIC_REPOSITORY",
+                "RESTIC_PASSWORD"
+            ]
+        );
+        assert_eq!(env[0].1, "ID2");
+        p["Profile"]["Credential"]["Secret"]["data"]["role"] = json!(b("arn:aws:iam::1:role/x"));
+        let prof = Profile::from_params(&p).unwrap();
+        let e = Repository::new(&prof, "x", "k", false).env().unwrap_err();
+        assert!(e.contains("assuming a role is not supported"), "{e}");
+
+        let mut p = s3_params();
+        p["Profile"]["Location"]["Type"] = json!("azure");
+        p["Profile"]["Location"]["Bucket"] = json!("cont");
+        let prof = Profile::from_params(&p).unwrap();
+        let repo = Repository::new(&prof, "a/b", "k", false);
+        assert_eq!(repo.url().unwrap(), "azure:cont:/a/b/");
+        assert_eq!(repo.env().unwrap()[0].0, "AZURE_ACCOUNT_NAME");
+
+        p["Profile"]["Location"]["Type"] = json!("gcs");
+        let prof = Profile::from_params(&p).unwrap();
+        let e = Repository::new(&prof, "a", "k", false).env().unwrap_err();
+        assert!(e.contains("gcs is not supported"), "{e}");
+    }
+
+    #[test]
+    fn backup_log_gives_id_and_stats() {
+        // restic 0.18 summary (non-terminal output).
+        let log = "no parent snapshot found, will read all files\n\n\
+            Files:          14 new,     0 changed,     0 unmodified\n\
+            Dirs:            4 new,     0 changed,     0 unmodified\n\
+            Added to the repository: 3.002 MiB (3.004 MiB stored)\n\n\
+            processed 14 files, 3.000 MiB in 0:00\n\
+            snapshot 4e1c2a7b saved\n";
+        assert_eq!(snapshot_id_from_backup_log(log), "4e1c2a7b");
+        let st = snapshot_stats_from_backup_log(log);
+        assert_eq!(st.file_count, "14");
+        assert_eq!(st.size, "3.000 MiB");
+        assert_eq!(st.phy_size, "3.002 MiB");
+        // Older restic, as Kanister's regexps expect.
+        let old =
+            "Added to the repo: 1.5 KiB\nprocessed 2 files, 10 B in 0:01\nsnapshot abc123 saved";
+        let st = snapshot_stats_from_backup_log(old);
+        assert_eq!(
+            (
+                st.file_count.as_str(),
+                st.size.as_str(),
+                st.phy_size.as_str()
+            ),
+            ("2", "10 B", "1.5 KiB")
+        );
+        assert_eq!(snapshot_id_from_backup_log(old), "abc123");
+        assert_eq!(snapshot_id_from_backup_log(""), "");
+        assert_eq!(snapshot_id_from_backup_log("snapshot saved"), "");
+        assert_eq!(
+            snapshot_stats_from_backup_log("garbage"),
+            BackupStats::default()
+        );
+    }
+
+    #[test]
+    fn snapshot_json_prune_log_and_sizes() {
+        let js = r#"[{"time":"2026-01-01T00:00:00Z","tree":"t","paths":["/d"],"tags":["x"],"id":"0123456789abcdef","short_id":"01234567"}]"#;
+        assert_eq!(snapshot_id_from_snapshot_log(js).unwrap(), "01234567");
+        assert_eq!(
+            snapshot_id_from_snapshot_log("[]").unwrap_err(),
+            "Snapshot not found"
+        );
+        assert!(
+            snapshot_id_from_snapshot_log("oops")
+                .unwrap_err()
+                .starts_with("Failed to unmarshall output from snapshotCommand")
+        );
+        let old = "will delete 3 packs and rewrite 1 packs, this frees 1.500 KiB\n";
+        assert_eq!(space_freed_from_prune_log(old), "1.500 KiB");
+        let new = "to delete:           10 blobs / 3.000 MiB\ntotal prune:         10 blobs / 3.001 MiB\nremaining: 0 blobs / 0 B\n";
+        assert_eq!(space_freed_from_prune_log(new), "3.001 MiB");
+        assert_eq!(space_freed_from_prune_log("nothing"), "");
+        assert_eq!(parse_restic_size_bytes("1.5 KiB"), 1536);
+        assert_eq!(parse_restic_size_bytes("2 MiB"), 2 << 20);
+        assert_eq!(parse_restic_size_bytes("10 B"), 10);
+        assert_eq!(parse_restic_size_bytes("10 XB"), 0);
+        assert_eq!(parse_restic_size_bytes("-1 B"), 0);
+        assert_eq!(parse_restic_size_bytes("junk"), 0);
+    }
+
+    #[test]
+    fn tags_look_like_kanisters_and_differ() {
+        let a = random_tag();
+        let b = random_tag();
+        assert_eq!(a.len(), 10);
+        assert!(
+            a.bytes()
+                .all(|c| b"bcdfghjklmnpqrstvwxz2456789".contains(&c)),
+            "{a}"
+        );
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn default_key_is_kanisters_generate_password() {
+        use sha2::Digest;
+        let h = sha2::Sha256::digest(b"testpassword");
+        let hex: String = h.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex, DEFAULT_ENCRYPTION_KEY);
+    }
+
+    #[test]
+    fn wrap_keeps_the_inner_message_once() {
+        let e = FunctionError::failed("BackupData", "Failed to exec command in pod a/b: exit 1");
+        let w = wrap("BackupData", "Failed to create and upload backup", e).to_string();
+        assert_eq!(
+            w,
+            "BackupData: Failed to create and upload backup: Failed to exec command in pod a/b: exit 1"
+        );
+    }
+
+    #[test]
+    fn quoting() {
+        assert_eq!(sh_quote("/a/b-c_d.e"), "/a/b-c_d.e");
+        assert_eq!(sh_quote(""), "''");
+        assert_eq!(sh_quote("a b"), "'a b'");
+        assert_eq!(sh_quote("it's"), r"'it'\''s'");
+        assert_eq!(sh_quote("$(rm -rf /)"), "'$(rm -rf /)'");
+    }
+}
