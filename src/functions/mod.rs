@@ -28,6 +28,7 @@ pub mod kube_task;
 pub mod multi_container_run;
 pub mod objref;
 pub mod output;
+pub mod restic;
 pub mod scale_workload;
 pub mod wait;
 pub mod wait_v2;
