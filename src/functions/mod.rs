@@ -28,6 +28,7 @@ pub mod kube_task;
 pub mod multi_container_run;
 pub mod objref;
 pub mod output;
+pub mod prepare_data;
 pub mod restic;
 pub mod scale_workload;
 pub mod wait;
@@ -43,6 +44,7 @@ pub const SUPPORTED: &[&str] = &[
     "Wait",
     "WaitV2",
     "MultiContainerRun",
+    "PrepareData",
 ];
 
 /// All 28 function names Kanister registers at HEAD.
@@ -179,6 +181,7 @@ pub async fn execute(
         "Wait" => wait::run(ctx, args, params).await,
         "WaitV2" => wait_v2::run(ctx, args, params).await,
         "MultiContainerRun" => multi_container_run::run(ctx, args).await,
+        "PrepareData" => prepare_data::run(ctx, args, params).await,
         other if KANISTER_FUNCTIONS.contains(&other) => {
             Err(FunctionError::Unsupported(other.to_string()))
         }

@@ -1,0 +1,603 @@
+//! MultiContainerRun and PrepareData against the test control plane
+//! (kube-apiserver + kwok). kwok runs pods without containers: the pod
+//! annotations from `support::kwok_annotations` choose how each pod ends and
+//! what its log says. A watch records every pod the functions create, so the
+//! tests check the pod spec that was sent although the pods are deleted.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use blueprint_operator::functions::{self, Context, FunctionError, Output};
+use blueprint_operator::model::ObjectReference;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod, ServiceAccount};
+use kube::Client;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::runtime::watcher;
+use serde_json::{Map, Value, json};
+
+/// Bound for one function call, so that a broken function fails the test instead of hanging it.
+const CALL: Duration = Duration::from_secs(180);
+
+fn ctx(client: &Client, ns: &str) -> Context {
+    Context {
+        client: client.clone(),
+        namespace: ns.to_string(),
+        object: ObjectReference {
+            api_version: "v1".into(),
+            resource: "namespaces".into(),
+            kind: "Namespace".into(),
+            name: ns.into(),
+            ..Default::default()
+        },
+        pod_override: None,
+        pod_labels: BTreeMap::new(),
+        pod_annotations: BTreeMap::new(),
+    }
+}
+
+fn args(v: Value) -> Map<String, Value> {
+    v.as_object().expect("args object").clone()
+}
+
+async fn call_with(
+    ctx: &Context,
+    func: &str,
+    a: Value,
+    params: Value,
+) -> Result<Output, FunctionError> {
+    tokio::time::timeout(CALL, functions::execute(ctx, func, &args(a), &params))
+        .await
+        .unwrap_or_else(|_| panic!("{func} did not return within {CALL:?}"))
+}
+
+async fn call(ctx: &Context, func: &str, a: Value) -> Result<Output, FunctionError> {
+    call_with(ctx, func, a, json!({})).await
+}
+
+async fn setup(prefix: &str) -> Option<(Client, String)> {
+    let client = support::client().await;
+    if !support::kwok_available(&client).await {
+        eprintln!("skipped: the cluster has no kwok node");
+        return None;
+    }
+    let ns = support::namespace(&client, prefix).await;
+    Some((client, ns))
+}
+
+/// Every pod labelled createdBy=kanister that appears in a namespace, as first seen.
+struct PodRecorder {
+    seen: Arc<Mutex<Vec<Pod>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl PodRecorder {
+    /// Starts watching; returns once the watch is established.
+    async fn start(client: &Client, ns: &str) -> Self {
+        let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+        let seen = Arc::new(Mutex::new(Vec::<Pod>::new()));
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+        let s = seen.clone();
+        let task = tokio::spawn(async move {
+            let mut ready = Some(ready_tx);
+            let cfg = watcher::Config::default().labels("createdBy=kanister");
+            let mut stream = watcher(api, cfg).boxed();
+            while let Some(ev) = stream.next().await {
+                let pod = match ev {
+                    Ok(watcher::Event::InitDone) => {
+                        if let Some(tx) = ready.take() {
+                            let _ = tx.send(());
+                        }
+                        continue;
+                    }
+                    Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => p,
+                    _ => continue,
+                };
+                let mut s = s.lock().unwrap();
+                if !s.iter().any(|q| q.metadata.name == pod.metadata.name) {
+                    s.push(pod);
+                }
+            }
+        });
+        tokio::time::timeout(support::WAIT, ready_rx)
+            .await
+            .expect("pod watch established in time")
+            .expect("pod watch task alive");
+        PodRecorder { seen, task }
+    }
+
+    /// The single pod created so far (waits a little for the watch event).
+    async fn only_pod(&self) -> Pod {
+        let seen = self.seen.clone();
+        support::poll(support::WAIT, || {
+            let seen = seen.clone();
+            async move { seen.lock().unwrap().first().cloned() }
+        })
+        .await
+        .expect("the function created a pod");
+        let s = self.seen.lock().unwrap();
+        assert_eq!(s.len(), 1, "exactly one pod: {s:?}");
+        s[0].clone()
+    }
+
+    fn count(&self) -> usize {
+        self.seen.lock().unwrap().len()
+    }
+}
+
+impl Drop for PodRecorder {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Waits until no task pod (label createdBy=kanister) is left in `ns`.
+async fn task_pods_gone(client: &Client, ns: &str) -> anyhow::Result<()> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    support::poll(support::WAIT, || async {
+        let l = pods
+            .list(&ListParams::default().labels("createdBy=kanister"))
+            .await
+            .ok()?;
+        l.items.is_empty().then_some(())
+    })
+    .await
+}
+
+fn pod_json(p: &Pod) -> Value {
+    serde_json::to_value(p).expect("pod to JSON")
+}
+
+fn container<'a>(pod: &'a Value, list: &str, name: &str) -> &'a Value {
+    pod["spec"][list]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["name"] == name))
+        .unwrap_or_else(|| panic!("no {list} {name} in {pod}"))
+}
+
+/// A container's volume mounts without the service-account token that admission adds.
+fn own_mounts(c: &Value) -> Value {
+    Value::Array(
+        c["volumeMounts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|m| {
+                !m["name"]
+                    .as_str()
+                    .unwrap_or("")
+                    .starts_with("kube-api-access")
+            })
+            .cloned()
+            .collect(),
+    )
+}
+
+const OUTPUT_LOG: &str = "copying\n\
+    ###Phase-output###: {\"key\":\"dumpSize\",\"value\":\"42\"}\n\
+    ###Phase-output###: {\"key\":\"status\",\"value\":\"done\"}\n";
+
+#[tokio::test]
+async fn multi_container_run_builds_the_shared_volume_pod_and_parses_the_output_container()
+-> anyhow::Result<()> {
+    let Some((client, ns)) = setup("fn-mcr").await else {
+        return Ok(());
+    };
+    let rec = PodRecorder::start(&client, &ns).await;
+    let mut c = ctx(&client, &ns);
+    c.pod_labels.insert("team".into(), "db".into());
+    let out = call(
+        &c,
+        "MultiContainerRun",
+        json!({
+            "namespace": ns,
+            "initImage": "busybox:stable",
+            "initCommand": ["sh", "-c", "mkfifo /shared/pipe"],
+            "backgroundImage": "postgres:16",
+            "backgroundCommand": ["sh", "-c", "pg_dump > /shared/pipe"],
+            "outputImage": "restic:latest",
+            "outputCommand": ["sh", "-c", "restic backup --stdin < /shared/pipe"],
+            "sharedVolumeMedium": "Memory",
+            "sharedVolumeSizeLimit": "128Mi",
+            "sharedVolumeDir": "/shared",
+            "podLabels": {"app": "backup"},
+            "podAnnotations": support::kwok_annotations(0, OUTPUT_LOG),
+        }),
+    )
+    .await?;
+    assert_eq!(
+        Value::Object(out),
+        json!({"dumpSize": "42", "status": "done"})
+    );
+
+    let pod = pod_json(&rec.only_pod().await);
+    assert_eq!(pod["metadata"]["namespace"], ns.as_str());
+    assert!(
+        pod["metadata"]["name"]
+            .as_str()
+            .unwrap()
+            .starts_with("kanister-job-")
+    );
+    assert_eq!(pod["metadata"]["labels"]["createdBy"], "kanister");
+    assert_eq!(pod["metadata"]["labels"]["app"], "backup");
+    assert_eq!(pod["metadata"]["labels"]["team"], "db");
+    assert_eq!(
+        pod["metadata"]["annotations"]["kubectl.kubernetes.io/default-container"],
+        "output"
+    );
+    assert_eq!(pod["spec"]["restartPolicy"], "Never");
+    let names: Vec<&str> = pod["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["output", "background"], "output container first");
+    let output = container(&pod, "containers", "output");
+    assert_eq!(output["image"], "restic:latest");
+    assert_eq!(
+        output["command"],
+        json!(["sh", "-c", "restic backup --stdin < /shared/pipe"])
+    );
+    let background = container(&pod, "containers", "background");
+    assert_eq!(background["image"], "postgres:16");
+    assert_eq!(
+        background["command"],
+        json!(["sh", "-c", "pg_dump > /shared/pipe"])
+    );
+    let init = container(&pod, "initContainers", "init");
+    assert_eq!(init["image"], "busybox:stable");
+    assert_eq!(init["command"], json!(["sh", "-c", "mkfifo /shared/pipe"]));
+    for c in [output, background, init] {
+        assert_eq!(
+            own_mounts(c),
+            json!([{"name": "shared", "mountPath": "/shared"}]),
+            "{c}"
+        );
+    }
+    let vols = pod["spec"]["volumes"].as_array().unwrap();
+    let shared = vols
+        .iter()
+        .find(|v| v["name"] == "shared")
+        .expect("shared volume");
+    assert_eq!(
+        shared["emptyDir"],
+        json!({"medium": "Memory", "sizeLimit": "128Mi"})
+    );
+    task_pods_gone(&client, &ns).await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn multi_container_run_defaults_and_actionset_container_override() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("fn-mcr-ovr").await else {
+        return Ok(());
+    };
+    let rec = PodRecorder::start(&client, &ns).await;
+    let mut c = ctx(&client, &ns);
+    // An ActionSet podOverride written for KubeTask's "container" reaches both workers.
+    c.pod_override = Some(args(json!({
+        "containers": [{"name": "container", "env": [{"name": "MODE", "value": "fast"}]}],
+    })));
+    c.pod_annotations = support::kwok_annotations(0, "no output here");
+    let out = call(
+        &c,
+        "MultiContainerRun",
+        json!({
+            "backgroundImage": "busybox:stable",
+            "backgroundCommand": ["sleep", "1"],
+            "outputImage": "busybox:stable",
+            "outputCommand": "true",
+            "podOverride": {"nodeSelector": {"kubernetes.io/os": "linux"}},
+        }),
+    )
+    .await?;
+    assert!(out.is_empty(), "{out:?}");
+    let pod = pod_json(&rec.only_pod().await);
+    // Defaults: the ActionSet's namespace, /tmp/, no init container, plain emptyDir.
+    assert_eq!(pod["metadata"]["namespace"], ns.as_str());
+    assert!(pod["spec"].get("initContainers").is_none(), "{pod}");
+    assert_eq!(pod["spec"]["nodeSelector"]["kubernetes.io/os"], "linux");
+    let names: Vec<&str> = pod["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["output", "background"],
+        "no container named container"
+    );
+    for name in ["output", "background"] {
+        let c = container(&pod, "containers", name);
+        assert_eq!(c["env"], json!([{"name": "MODE", "value": "fast"}]), "{c}");
+        assert_eq!(
+            own_mounts(c),
+            json!([{"name": "shared", "mountPath": "/tmp/"}])
+        );
+    }
+    assert_eq!(
+        container(&pod, "containers", "output")["command"],
+        json!(["true"])
+    );
+    let shared = &pod["spec"]["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "shared")
+        .expect("shared volume")["emptyDir"];
+    assert_eq!(shared, &json!({}));
+    task_pods_gone(&client, &ns).await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn multi_container_run_failures() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("fn-mcr-fail").await else {
+        return Ok(());
+    };
+    let rec = PodRecorder::start(&client, &ns).await;
+    let c = ctx(&client, &ns);
+    let base = json!({
+        "backgroundImage": "busybox:stable",
+        "backgroundCommand": ["true"],
+        "outputImage": "busybox:stable",
+        "outputCommand": ["sh", "-c", "exit 4"],
+    });
+
+    // A container that fails fails the phase with the exit code and the log tail.
+    let mut a = base.clone();
+    a["podAnnotations"] = json!(support::kwok_annotations(4, "disk full"));
+    let err = call(&c, "MultiContainerRun", a)
+        .await
+        .expect_err("a failed pod fails the phase");
+    let msg = err.to_string();
+    assert!(msg.starts_with("MultiContainerRun: "), "{msg}");
+    assert!(
+        msg.contains("Failed while waiting for Pod to complete"),
+        "{msg}"
+    );
+    assert!(msg.contains("exited with code 4"), "{msg}");
+    assert!(msg.contains("disk full"), "{msg}");
+    task_pods_gone(&client, &ns).await?;
+
+    // Invalid phase output from the output container.
+    let mut a = base.clone();
+    a["podAnnotations"] = json!(support::kwok_annotations(0, "###Phase-output###: {oops"));
+    let err = call(&c, "MultiContainerRun", a)
+        .await
+        .expect_err("invalid phase output fails the phase");
+    assert!(
+        err.to_string().contains("failed to parse phase output"),
+        "{err}"
+    );
+    task_pods_gone(&client, &ns).await?;
+    assert_eq!(rec.count(), 2);
+
+    // Bad arguments fail before any pod is created.
+    let mut a = base.clone();
+    a["sharedVolumeSizeLimit"] = json!("a lot");
+    let err = call(&c, "MultiContainerRun", a)
+        .await
+        .expect_err("bad size");
+    assert!(
+        err.to_string()
+            .contains("Failed to parse sharedStorageSize arg"),
+        "{err}"
+    );
+    let mut a = base.clone();
+    a.as_object_mut().unwrap().remove("backgroundImage");
+    let err = call(&c, "MultiContainerRun", a)
+        .await
+        .expect_err("missing arg");
+    assert!(err.to_string().contains("`backgroundImage`"), "{err}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(rec.count(), 2, "no pod for bad arguments");
+    Ok(())
+}
+
+/// A PVC bound to a hostPath PV made for it (the scheduler only places pods whose PVCs are bound).
+async fn bound_pvc(client: &Client, ns: &str, name: &str, mode: &str) -> anyhow::Result<()> {
+    let pv_name = format!("{ns}-{name}");
+    let pvs: Api<PersistentVolume> = Api::all(client.clone());
+    let pv = serde_json::from_value(json!({
+        "metadata": {"name": pv_name, "labels": {"blueprint-operator.io/test": "true"}},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": [mode],
+            "storageClassName": "",
+            "persistentVolumeReclaimPolicy": "Retain",
+            "hostPath": {"path": format!("/tmp/{pv_name}")},
+            "claimRef": {"namespace": ns, "name": name},
+        }
+    }))?;
+    pvs.create(&PostParams::default(), &pv).await?;
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), ns);
+    let pvc = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "accessModes": [mode],
+            "storageClassName": "",
+            "volumeName": pv_name,
+            "resources": {"requests": {"storage": "1Gi"}},
+        }
+    }))?;
+    pvcs.create(&PostParams::default(), &pvc).await?;
+    support::wait_for(&pvcs, name, support::WAIT, |p| {
+        p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound")
+    })
+    .await?;
+    Ok(())
+}
+
+async fn delete_pvs(client: &Client, ns: &str, names: &[&str]) {
+    let pvs: Api<PersistentVolume> = Api::all(client.clone());
+    for n in names {
+        let _ = pvs
+            .delete(&format!("{ns}-{n}"), &DeleteParams::default())
+            .await;
+    }
+}
+
+#[tokio::test]
+async fn prepare_data_mounts_the_pvcs_runs_the_command_and_parses_its_log() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("fn-prep").await else {
+        return Ok(());
+    };
+    bound_pvc(&client, &ns, "data", "ReadWriteOnce").await?;
+    bound_pvc(&client, &ns, "seed", "ReadOnlyMany").await?;
+    let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), &ns);
+    sas.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": "preparer"}}))?,
+    )
+    .await?;
+    let rec = PodRecorder::start(&client, &ns).await;
+    let c = ctx(&client, &ns);
+    let out = call(
+        &c,
+        "PrepareData",
+        json!({
+            "namespace": ns,
+            "image": "busybox:stable",
+            "command": ["sh", "-c", "cp -r /seed/. /data/"],
+            "volumes": {"data": "/data", "seed": "/seed"},
+            "serviceaccount": "preparer",
+            "podLabels": {"job": "seed"},
+            "podAnnotations": support::kwok_annotations(0, OUTPUT_LOG),
+        }),
+    )
+    .await?;
+    assert_eq!(
+        Value::Object(out),
+        json!({"dumpSize": "42", "status": "done"})
+    );
+    let pod = pod_json(&rec.only_pod().await);
+    assert!(
+        pod["metadata"]["name"]
+            .as_str()
+            .unwrap()
+            .starts_with("prepare-data-job-")
+    );
+    assert_eq!(pod["metadata"]["labels"]["createdBy"], "kanister");
+    assert_eq!(pod["metadata"]["labels"]["job"], "seed");
+    assert_eq!(pod["spec"]["serviceAccountName"], "preparer");
+    assert_eq!(pod["spec"]["restartPolicy"], "Never");
+    let main = container(&pod, "containers", "container");
+    assert_eq!(main["image"], "busybox:stable");
+    assert_eq!(main["command"], json!(["sh", "-c", "cp -r /seed/. /data/"]));
+    // Each PVC is a pod volume mounted at its path; the ReadOnlyMany one read-only.
+    let vols = pod["spec"]["volumes"].as_array().unwrap();
+    let mounts = own_mounts(main);
+    let mounts = mounts.as_array().unwrap();
+    assert_eq!(mounts.len(), 2, "{mounts:?}");
+    for (pvc, path, ro) in [("data", "/data", false), ("seed", "/seed", true)] {
+        let v = vols
+            .iter()
+            .find(|v| v["persistentVolumeClaim"]["claimName"] == pvc)
+            .unwrap_or_else(|| panic!("no volume for {pvc}: {vols:?}"));
+        let m = mounts
+            .iter()
+            .find(|m| m["name"] == v["name"])
+            .unwrap_or_else(|| panic!("no mount for {pvc}: {mounts:?}"));
+        assert_eq!(m["mountPath"], path);
+        assert_eq!(m["readOnly"].as_bool().unwrap_or(false), ro, "{m}");
+        assert_eq!(
+            v["persistentVolumeClaim"]["readOnly"]
+                .as_bool()
+                .unwrap_or(false),
+            ro
+        );
+    }
+    task_pods_gone(&client, &ns).await?;
+    delete_pvs(&client, &ns, &["data", "seed"]).await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn prepare_data_defaults_to_the_workload_pvcs_and_fail_on_error() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("fn-prep-wl").await else {
+        return Ok(());
+    };
+    bound_pvc(&client, &ns, "data-db-0", "ReadWriteOnce").await?;
+    let rec = PodRecorder::start(&client, &ns).await;
+    let c = ctx(&client, &ns);
+    // `.StatefulSet.PersistentVolumeClaims` as the executor builds it.
+    let params = json!({"StatefulSet": {
+        "Name": "db", "Namespace": ns, "Pods": ["db-0"],
+        "PersistentVolumeClaims": {"db-0": {"data-db-0": "/var/lib/db"}},
+    }});
+    let base = json!({
+        "namespace": ns,
+        "image": "busybox:stable",
+        "command": ["sh", "-c", "exit 2"],
+    });
+
+    // failOnError false (default): a failed pod still gives its output.
+    let mut a = base.clone();
+    a["podAnnotations"] = json!(support::kwok_annotations(
+        2,
+        "###Phase-output###: {\"key\":\"partial\",\"value\":\"yes\"}\nboom"
+    ));
+    let out = call_with(&c, "PrepareData", a.clone(), params.clone()).await?;
+    assert_eq!(out["partial"], "yes");
+    let pod = pod_json(&rec.only_pod().await);
+    let main = container(&pod, "containers", "container");
+    let mounts = own_mounts(main);
+    assert_eq!(mounts.as_array().unwrap().len(), 1, "{mounts}");
+    assert_eq!(mounts[0]["mountPath"], "/mnt/prepare_data/data-db-0");
+    let vol = pod["spec"]["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == mounts[0]["name"])
+        .expect("volume of the mount");
+    assert_eq!(vol["persistentVolumeClaim"]["claimName"], "data-db-0");
+    assert!(
+        pod["spec"].get("serviceAccountName").is_none()
+            || pod["spec"]["serviceAccountName"] == "default"
+    );
+    task_pods_gone(&client, &ns).await?;
+
+    // failOnError true: the same pod fails the phase.
+    a["failOnError"] = json!("true");
+    let err = call_with(&c, "PrepareData", a, params.clone())
+        .await
+        .expect_err("failOnError makes a failed pod fail the phase");
+    let msg = err.to_string();
+    assert!(
+        msg.starts_with("PrepareData: Failed while waiting for Pod to complete"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("exited with code 2") && msg.contains("boom"),
+        "{msg}"
+    );
+    task_pods_gone(&client, &ns).await?;
+    assert_eq!(rec.count(), 2);
+
+    // A missing PVC fails before any pod is made.
+    let mut a = base.clone();
+    a["volumes"] = json!({"nope": "/x"});
+    let err = call(&c, "PrepareData", a).await.expect_err("missing PVC");
+    let msg = err.to_string();
+    assert!(
+        msg.contains(&format!(
+            "Failed to retrieve PVC. Namespace {ns}, Name nope"
+        )),
+        "{msg}"
+    );
+    // Neither `volumes` nor a workload.
+    let err = call(&c, "PrepareData", base.clone())
+        .await
+        .expect_err("no volumes");
+    assert!(err.to_string().contains("Failed to get volumes"), "{err}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(rec.count(), 2, "no pod without its PVCs");
+    delete_pvs(&client, &ns, &["data-db-0"]).await;
+    Ok(())
+}
