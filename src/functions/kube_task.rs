@@ -245,7 +245,7 @@ async fn delete_pod(api: &Api<Pod>, name: &str) {
 }
 
 /// How long a task pod may stay Pending (Kanister: `TIMEOUT_WORKER_POD_READY`, minutes, default 15).
-fn ready_timeout() -> Duration {
+pub(crate) fn ready_timeout() -> Duration {
     let minutes = std::env::var("TIMEOUT_WORKER_POD_READY")
         .ok()
         .and_then(|v| v.trim().parse::<u64>().ok())
@@ -373,7 +373,7 @@ fn termination(pod: &Pod) -> String {
 }
 
 /// Container waiting reasons that will not resolve by themselves.
-const FATAL_WAITING: &[&str] = &[
+pub(crate) const FATAL_WAITING: &[&str] = &[
     "ErrImagePull",
     "ImagePullBackOff",
     "InvalidImageName",

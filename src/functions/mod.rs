@@ -21,6 +21,10 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 pub mod args;
+pub mod backup_data;
+pub mod copy_volume_data;
+pub mod data_pod;
+pub mod delete_data;
 pub mod kube_exec;
 pub mod kube_exec_all;
 pub mod kube_ops;
@@ -30,6 +34,7 @@ pub mod objref;
 pub mod output;
 pub mod prepare_data;
 pub mod restic;
+pub mod restore_data;
 pub mod scale_workload;
 pub mod wait;
 pub mod wait_v2;
@@ -45,6 +50,10 @@ pub const SUPPORTED: &[&str] = &[
     "WaitV2",
     "MultiContainerRun",
     "PrepareData",
+    "BackupData",
+    "RestoreData",
+    "DeleteData",
+    "CopyVolumeData",
 ];
 
 /// All 28 function names Kanister registers at HEAD.
@@ -180,6 +189,10 @@ pub async fn execute(
         "KubeOps" => kube_ops::run(ctx, args).await,
         "Wait" => wait::run(ctx, args, params).await,
         "WaitV2" => wait_v2::run(ctx, args, params).await,
+        "BackupData" => backup_data::run(ctx, args, params).await,
+        "RestoreData" => restore_data::run(ctx, args, params).await,
+        "DeleteData" => delete_data::run(ctx, args, params).await,
+        "CopyVolumeData" => copy_volume_data::run(ctx, args, params).await,
         "MultiContainerRun" => multi_container_run::run(ctx, args).await,
         "PrepareData" => prepare_data::run(ctx, args, params).await,
         other if KANISTER_FUNCTIONS.contains(&other) => {

@@ -1,0 +1,102 @@
+//! CopyVolumeData (Kanister `pkg/function/copy_volume_data.go`): back up a
+//! PVC into a restic repository (`<bucket>/<dataArtifactPrefix>`) from a
+//! helper pod (`copy-vol-data-…`, `image`, default the kanister-tools image)
+//! that mounts the PVC at `mountPath` (default Kanister's
+//! `/mnt/vol_data/<pvc>`, read-only when the PVC is ReadOnlyMany).
+//!
+//! Outputs (Kanister's keys): `backupID`, `backupRoot` (the mount point, the
+//! path inside the snapshot), `backupArtifactLocation` (the resolved
+//! repository path `bucket/prefix`), `backupTag`, `fileCount`, `size`,
+//! `phySize`, `version`. RestoreData with `backupArtifactPrefix:
+//! <backupArtifactLocation>`, `backupTag`/`backupIdentifier` and `volumes:
+//! {<pvc>: <backupRoot>}` puts the data back.
+//!
+//! Differences from Kanister: see [`super::restic`].
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use super::args::Args;
+use super::backup_data::{backup_output, encryption_key, non_empty};
+use super::data_pod::{self, PodOptions};
+use super::restic::{self, Profile, Repository};
+use super::{Context, FunctionError, Output};
+
+const NAME: &str = "CopyVolumeData";
+const ARGS: &[&str] = &[
+    "namespace",
+    "volume",
+    "dataArtifactPrefix",
+    "image",
+    "encryptionKey",
+    "mountPath",
+    "insecureTLS",
+    "podOverride",
+    "podAnnotations",
+    "podLabels",
+];
+/// Kanister's `CopyVolumeDataJobPrefix`.
+pub const JOB_PREFIX: &str = "copy-vol-data-";
+
+/// Kanister's `CopyVolumeDataMountPoint`: where the PVC is mounted by default.
+pub fn default_mount_point(pvc: &str) -> String {
+    format!("/mnt/vol_data/{pvc}")
+}
+
+pub async fn run(
+    ctx: &Context,
+    args: &Map<String, Value>,
+    params: &Value,
+) -> Result<Output, FunctionError> {
+    let a = Args::new(NAME, args);
+    a.check_supported(ARGS)?;
+    let namespace = non_empty(&a, "namespace")?;
+    let pvc = non_empty(&a, "volume")?;
+    let prefix = non_empty(&a, "dataArtifactPrefix")?;
+    let key = encryption_key(&a)?;
+    let insecure_tls = a.opt_bool("insecureTLS")?.unwrap_or(false);
+    let image = a
+        .opt_string("image")?
+        .filter(|s| !s.trim().is_empty())
+        .unwrap_or_else(data_pod::tools_image);
+    let mount_point = a
+        .opt_string("mountPath")?
+        .filter(|s| !s.trim().is_empty())
+        .unwrap_or_else(|| default_mount_point(&pvc));
+    let extras = data_pod::pod_extras(&a, ctx)?;
+    let profile = Profile::from_params(params)
+        .map_err(|e| FunctionError::failed(NAME, format!("Failed to validate Profile: {e}")))?;
+    let repo = Repository::new(&profile, &prefix, &key, insecure_tls);
+    let mount = data_pod::pvc_mount(ctx, NAME, &namespace, &pvc, &mount_point).await?;
+    let opts = PodOptions {
+        namespace,
+        generate_name: JOB_PREFIX.into(),
+        image,
+        volumes: BTreeMap::from([(pvc, mount)]),
+        pod_override: extras.pod_override,
+        labels: extras.labels,
+        annotations: extras.annotations,
+    };
+    let helper = data_pod::start(ctx, NAME, &opts).await?;
+    let result = restic::backup(ctx, NAME, &helper.target(), &repo, &mount_point).await;
+    helper.delete().await;
+    let b = result?;
+    let mut out = backup_output(&b);
+    out.insert("backupRoot".into(), Value::String(mount_point));
+    out.insert(
+        "backupArtifactLocation".into(),
+        Value::String(repo.path.clone()),
+    );
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_mount_point_is_kanisters() {
+        assert_eq!(default_mount_point("data"), "/mnt/vol_data/data");
+    }
+}

@@ -1,0 +1,377 @@
+//! The helper pod of RestoreData, DeleteData and CopyVolumeData (Kanister's
+//! `kube.NewPodRunner` with `PodOptions{Command: sh -c "tail -f /dev/null"}`
+//! and `WaitForPodReady`): a pod that only waits, with the given PVCs
+//! mounted, into which restic commands are exec'd; deleted afterwards, also
+//! when the phase fails or is cancelled ([`super::kube_task::PodGuard`]).
+//!
+//! The pod is built by [`super::kube_task::build_pod`] (podOverride as a
+//! strategic merge, the `createdBy: kanister` label), so it looks like every
+//! other pod this executor creates. Labels and annotations are merged as
+//! Kanister's data functions do (`MergeBPLabels`: the Blueprint's win over
+//! the ActionSet's); podOverride as Kanister's `GetPodSpecOverride` (the
+//! Blueprint's merged with the ActionSet's, the ActionSet's win).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use kube::api::{Api, PostParams};
+use serde_json::{Map, Value, json};
+
+use super::args::Args;
+use super::kube_task::{self, CONTAINER, PodGuard};
+use super::restic::Target;
+use super::{Context, FunctionError};
+
+/// The image Kanister uses when a data function gets none
+/// (`consts.GetKanisterToolsImage()`; env `KANISTER_TOOLS` overrides it).
+pub const DEFAULT_TOOLS_IMAGE: &str = "ghcr.io/kanisterio/kanister-tools:0.116.0";
+
+/// `KANISTER_TOOLS` or [`DEFAULT_TOOLS_IMAGE`].
+pub fn tools_image() -> String {
+    std::env::var("KANISTER_TOOLS")
+        .ok()
+        .filter(|s| !s.trim().is_empty())
+        .unwrap_or_else(|| DEFAULT_TOOLS_IMAGE.to_string())
+}
+
+/// One PVC mounted into the helper pod (Kanister's `kube.VolumeMountOptions`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VolumeMount {
+    pub mount_path: String,
+    pub read_only: bool,
+}
+
+/// What the helper pod looks like (Kanister's `kube.PodOptions`).
+#[derive(Debug, Clone, Default)]
+pub struct PodOptions {
+    pub namespace: String,
+    /// `restore-data-`, `delete-data-`, `copy-vol-data-`.
+    pub generate_name: String,
+    pub image: String,
+    /// PVC name → mount.
+    pub volumes: BTreeMap<String, VolumeMount>,
+    pub pod_override: Option<Map<String, Value>>,
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// The podOverride/podLabels/podAnnotations of a data function.
+#[derive(Debug, Clone, Default)]
+pub struct PodExtras {
+    pub pod_override: Option<Map<String, Value>>,
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// The podOverride/podLabels/podAnnotations arguments merged with the
+/// ActionSet's, as Kanister's data functions do (see module docs).
+pub fn pod_extras(a: &Args, ctx: &Context) -> Result<PodExtras, FunctionError> {
+    let pod_override =
+        kube_task::merge_overrides(a.opt_object("podOverride")?, ctx.pod_override.as_ref());
+    let labels = merge_bp_wins(a.opt_string_map("podLabels")?, &ctx.pod_labels);
+    let annotations = merge_bp_wins(a.opt_string_map("podAnnotations")?, &ctx.pod_annotations);
+    Ok(PodExtras {
+        pod_override,
+        labels,
+        annotations,
+    })
+}
+
+/// Kanister's `MergeBPLabels`/`MergeBPAnnotations`: the ActionSet's map
+/// overlaid with the Blueprint's (the Blueprint's values win).
+pub fn merge_bp_wins(
+    bp: Option<BTreeMap<String, String>>,
+    actionset: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let mut m = actionset.clone();
+    m.extend(bp.unwrap_or_default());
+    m
+}
+
+/// A volume name for PVC `pvc` valid as a DNS label (`vol-<pvc>`, at most 63 characters).
+fn volume_name(pvc: &str, i: usize) -> String {
+    let mut n = format!("vol-{pvc}");
+    if n.len() > 63 {
+        n = format!("vol-{i}-{}", &pvc[pvc.len().saturating_sub(50)..]);
+        n = n.trim_end_matches('-').to_string();
+    }
+    n
+}
+
+/// The helper pod of `opts`.
+pub fn helper_pod(opts: &PodOptions) -> Result<Pod, String> {
+    let mut volumes = Vec::new();
+    let mut mounts = Vec::new();
+    for (i, (pvc, m)) in opts.volumes.iter().enumerate() {
+        let name = volume_name(pvc, i);
+        volumes.push(json!({
+            "name": name,
+            "persistentVolumeClaim": {"claimName": pvc, "readOnly": m.read_only},
+        }));
+        mounts.push(json!({"name": name, "mountPath": m.mount_path, "readOnly": m.read_only}));
+    }
+    let mut container = json!({
+        "name": CONTAINER,
+        "image": opts.image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["sh", "-c", "tail -f /dev/null"],
+    });
+    let mut spec = json!({"restartPolicy": "Never", "containers": []});
+    if !volumes.is_empty() {
+        container["volumeMounts"] = Value::Array(mounts);
+        spec["volumes"] = Value::Array(volumes);
+    }
+    spec["containers"] = json!([container]);
+    kube_task::build_pod(
+        &opts.namespace,
+        &opts.generate_name,
+        spec,
+        opts.labels.clone(),
+        opts.annotations.clone(),
+        opts.pod_override.as_ref(),
+    )
+}
+
+/// Kanister's validation of a `volumes` entry: the PVC must exist ("Failed
+/// to retrieve PVC. Namespace <ns>, Name <pvc>: …"); it is mounted read-only
+/// when its access modes include ReadOnlyMany (`PVCContainsReadOnlyAccessMode`).
+pub async fn pvc_mount(
+    ctx: &Context,
+    function: &'static str,
+    namespace: &str,
+    pvc: &str,
+    mount_path: &str,
+) -> Result<VolumeMount, FunctionError> {
+    let api: Api<PersistentVolumeClaim> = Api::namespaced(ctx.client.clone(), namespace);
+    let claim = api.get(pvc).await.map_err(|e| {
+        FunctionError::kube(
+            function,
+            format!("Failed to retrieve PVC. Namespace {namespace}, Name {pvc}"),
+            e,
+        )
+    })?;
+    let read_only = claim
+        .spec
+        .as_ref()
+        .and_then(|s| s.access_modes.as_ref())
+        .is_some_and(|m| m.iter().any(|a| a == "ReadOnlyMany"));
+    Ok(VolumeMount {
+        mount_path: mount_path.to_string(),
+        read_only,
+    })
+}
+
+/// A running helper pod. [`HelperPod::delete`] removes it; dropping it
+/// without (the phase was cancelled) removes it in the background.
+pub struct HelperPod {
+    pub namespace: String,
+    pub name: String,
+    guard: PodGuard,
+}
+
+impl HelperPod {
+    /// Where to exec restic.
+    pub fn target(&self) -> Target<'_> {
+        Target {
+            namespace: &self.namespace,
+            pod: &self.name,
+            container: Some(CONTAINER),
+        }
+    }
+
+    /// Delete the pod (errors are logged only).
+    pub async fn delete(self) {
+        self.guard.delete().await;
+    }
+}
+
+/// Create the helper pod and wait until it is ready: "Failed while waiting
+/// for Pod <name> to be ready: …" (Kanister's wording); the pod is deleted
+/// again when it never gets ready.
+pub async fn start(
+    ctx: &Context,
+    function: &'static str,
+    opts: &PodOptions,
+) -> Result<HelperPod, FunctionError> {
+    let pod = helper_pod(opts).map_err(|m| FunctionError::arg(function, "podOverride", m))?;
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &opts.namespace);
+    let created = api
+        .create(&PostParams::default(), &pod)
+        .await
+        .map_err(|e| {
+            FunctionError::kube(
+                function,
+                format!("creating pod in namespace {}", opts.namespace),
+                e,
+            )
+        })?;
+    let name = created.metadata.name.clone().unwrap_or_default();
+    let helper = HelperPod {
+        namespace: opts.namespace.clone(),
+        name: name.clone(),
+        guard: PodGuard::new(api.clone(), name.clone()),
+    };
+    match wait_ready(&api, &name).await {
+        Ok(()) => Ok(helper),
+        Err(why) => {
+            helper.delete().await;
+            Err(FunctionError::failed(
+                function,
+                format!("Failed while waiting for Pod {name} to be ready: {why}"),
+            ))
+        }
+    }
+}
+
+/// Is the pod Running with condition Ready=True? `Err` when it never will be.
+pub fn readiness(pod: &Pod) -> Result<bool, String> {
+    let Some(st) = &pod.status else {
+        return Ok(false);
+    };
+    match st.phase.as_deref() {
+        Some("Running") => Ok(st
+            .conditions
+            .iter()
+            .flatten()
+            .any(|c| c.type_ == "Ready" && c.status == "True")),
+        Some(p @ ("Succeeded" | "Failed")) => Err(format!(
+            "the pod ended (phase {p}) instead of waiting for commands"
+        )),
+        _ => {
+            for cs in st.container_statuses.iter().flatten() {
+                if let Some(w) = cs.state.as_ref().and_then(|s| s.waiting.as_ref())
+                    && let Some(reason) = w.reason.as_deref()
+                    && kube_task::FATAL_WAITING.contains(&reason)
+                {
+                    return Err(format!(
+                        "container {:?} is waiting: {reason}: {}",
+                        cs.name,
+                        w.message.as_deref().unwrap_or("")
+                    ));
+                }
+            }
+            Ok(false)
+        }
+    }
+}
+
+async fn wait_ready(api: &Api<Pod>, name: &str) -> Result<(), String> {
+    let timeout = kube_task::ready_timeout();
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut delay = Duration::from_millis(100);
+    loop {
+        let pod = api
+            .get(name)
+            .await
+            .map_err(|e| format!("getting the pod: {e}"))?;
+        if readiness(&pod)? {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            let phase = pod
+                .status
+                .as_ref()
+                .and_then(|s| s.phase.clone())
+                .unwrap_or_else(|| "without a phase".into());
+            return Err(format!(
+                "still {phase} after {timeout:?} (set TIMEOUT_WORKER_POD_READY, in minutes, to wait longer)"
+            ));
+        }
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_secs(2));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn helper_pod_mounts_volumes_and_waits_forever() {
+        let opts = PodOptions {
+            namespace: "ns".into(),
+            generate_name: "copy-vol-data-".into(),
+            image: "img".into(),
+            volumes: BTreeMap::from([(
+                "data-pvc".into(),
+                VolumeMount {
+                    mount_path: "/mnt/vol_data/data-pvc".into(),
+                    read_only: true,
+                },
+            )]),
+            pod_override: Some(
+                json!({"nodeSelector": {"a": "b"}, "containers": [{"name": "container", "imagePullPolicy": "Always"}]})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
+            labels: BTreeMap::from([("l".into(), "1".into())]),
+            annotations: BTreeMap::new(),
+        };
+        let v = serde_json::to_value(helper_pod(&opts).unwrap()).unwrap();
+        assert_eq!(v["metadata"]["generateName"], "copy-vol-data-");
+        assert_eq!(v["metadata"]["labels"]["createdBy"], "kanister");
+        assert_eq!(v["metadata"]["labels"]["l"], "1");
+        let c = &v["spec"]["containers"][0];
+        assert_eq!(c["command"], json!(["sh", "-c", "tail -f /dev/null"]));
+        assert_eq!(c["imagePullPolicy"], "Always");
+        assert_eq!(c["volumeMounts"][0]["mountPath"], "/mnt/vol_data/data-pvc");
+        assert_eq!(c["volumeMounts"][0]["readOnly"], true);
+        assert_eq!(
+            v["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"],
+            "data-pvc"
+        );
+        assert_eq!(v["spec"]["nodeSelector"]["a"], "b");
+        let no_vols = PodOptions {
+            volumes: BTreeMap::new(),
+            pod_override: None,
+            ..opts
+        };
+        let v = serde_json::to_value(helper_pod(&no_vols).unwrap()).unwrap();
+        assert!(v["spec"].get("volumes").is_none());
+    }
+
+    #[test]
+    fn long_pvc_names_make_valid_volume_names() {
+        let long = "p".repeat(80);
+        let n = volume_name(&long, 3);
+        assert!(n.len() <= 63, "{n}");
+        assert_eq!(volume_name("x", 0), "vol-x");
+    }
+
+    #[test]
+    fn blueprint_labels_win_over_the_actionsets() {
+        let aset = BTreeMap::from([("a".into(), "as".into()), ("b".into(), "as".into())]);
+        let bp = BTreeMap::from([("a".to_string(), "bp".to_string())]);
+        let merged = merge_bp_wins(Some(bp), &aset);
+        assert_eq!(merged["a"], "bp");
+        assert_eq!(merged["b"], "as");
+        assert_eq!(merge_bp_wins(None, &aset), aset);
+    }
+
+    #[test]
+    fn readiness_of_pod_states() {
+        let pod = |v: Value| -> Pod { serde_json::from_value(v).unwrap() };
+        assert!(!readiness(&pod(json!({}))).unwrap());
+        assert!(
+            readiness(&pod(json!({"status": {"phase": "Running",
+                "conditions": [{"type": "Ready", "status": "True"}]}})))
+            .unwrap()
+        );
+        assert!(
+            !readiness(&pod(json!({"status": {"phase": "Running",
+                "conditions": [{"type": "Ready", "status": "False"}]}})))
+            .unwrap()
+        );
+        let e = readiness(&pod(json!({"status": {"phase": "Failed"}}))).unwrap_err();
+        assert!(e.contains("phase Failed"), "{e}");
+        let e = readiness(&pod(
+            json!({"status": {"phase": "Pending", "containerStatuses": [{
+            "name": "container", "image": "x", "imageID": "", "ready": false, "restartCount": 0,
+            "state": {"waiting": {"reason": "ErrImagePull", "message": "no such image"}}}]}}),
+        ))
+        .unwrap_err();
+        assert!(e.contains("ErrImagePull: no such image"), "{e}");
+    }
+}

@@ -1,0 +1,186 @@
+//! RestoreData (Kanister `pkg/function/restore_data.go`): restore a restic
+//! snapshot (by `backupIdentifier` or, the latest with, `backupTag`) made by
+//! BackupData/CopyVolumeData into `restorePath` (default `/`) of a new helper
+//! pod (`restore-data-…`, `image`, `sh -c "tail -f /dev/null"`) that mounts
+//! either the PVCs of `pod` (from the `.Deployment`/`.StatefulSet` template
+//! parameters, at the mount paths the pod uses) or `volumes` (PVC → mount
+//! path). Exactly one of `pod`/`volumes` and one of `backupTag`/
+//! `backupIdentifier` must be given. The phase output is whatever
+//! phase-output lines restic printed (normally none).
+//!
+//! Differences from Kanister: see [`super::restic`]; `backupPath` (listed by
+//! Kanister's `Arguments()` at HEAD) is accepted and not used by the restic
+//! data mover.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use super::args::Args;
+use super::backup_data::{encryption_key, non_empty};
+use super::data_pod::{self, PodOptions};
+use super::restic::{self, Profile, Repository, Snapshot};
+use super::{Context, FunctionError, Output, output};
+
+const NAME: &str = "RestoreData";
+const ARGS: &[&str] = &[
+    "namespace",
+    "image",
+    "backupArtifactPrefix",
+    "restorePath",
+    "encryptionKey",
+    "pod",
+    "volumes",
+    "backupTag",
+    "backupIdentifier",
+    "backupPath",
+    "podOverride",
+    "insecureTLS",
+    "podAnnotations",
+    "podLabels",
+];
+/// Kanister's `restoreDataJobPrefix`.
+pub const JOB_PREFIX: &str = "restore-data-";
+
+/// `backupTag` xor `backupIdentifier` (Kanister: "Require one argument: backupTag or backupIdentifier").
+pub fn snapshot_arg(a: &Args, tag_arg: &str, id_arg: &str) -> Result<Snapshot, FunctionError> {
+    let tag = a.opt_string(tag_arg)?.unwrap_or_default();
+    let id = a.opt_string(id_arg)?.unwrap_or_default();
+    match (tag.is_empty(), id.is_empty()) {
+        (false, true) => Ok(Snapshot::Tag(tag)),
+        (true, false) => Ok(Snapshot::Id(id)),
+        _ => Err(FunctionError::failed(
+            a.function,
+            format!("Require one argument: {tag_arg} or {id_arg}"),
+        )),
+    }
+}
+
+/// Kanister's `FetchPodVolumes`: PVC → mount path of `pod` from the
+/// `.Deployment` or `.StatefulSet` template parameter.
+pub fn fetch_pod_volumes(pod: &str, params: &Value) -> Result<BTreeMap<String, String>, String> {
+    let workload = ["Deployment", "StatefulSet"]
+        .iter()
+        .find_map(|k| params.get(*k).filter(|v| v.is_object()))
+        .ok_or("Invalid Template Params (pod needs the ActionSet's object to be a Deployment or StatefulSet; give `volumes` instead)")?;
+    let claims = workload
+        .pointer(&format!(
+            "/PersistentVolumeClaims/{}",
+            pod.replace('~', "~0").replace('/', "~1")
+        ))
+        .and_then(Value::as_object)
+        .ok_or_else(|| format!("Failed to find volumes for the Pod: {pod}"))?;
+    Ok(claims
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+        .collect())
+}
+
+pub async fn run(
+    ctx: &Context,
+    args: &Map<String, Value>,
+    params: &Value,
+) -> Result<Output, FunctionError> {
+    let a = Args::new(NAME, args);
+    a.check_supported(ARGS)?;
+    let namespace = non_empty(&a, "namespace")?;
+    let image = non_empty(&a, "image")?;
+    let prefix = non_empty(&a, "backupArtifactPrefix")?;
+    let extras = data_pod::pod_extras(&a, ctx)?;
+    let restore_path = a
+        .opt_string("restorePath")?
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "/".into());
+    let key = encryption_key(&a)?;
+    let pod = a.opt_string("pod")?.unwrap_or_default();
+    let vols = a.opt_string_map("volumes")?.unwrap_or_default();
+    if pod.is_empty() == vols.is_empty() {
+        return Err(FunctionError::failed(
+            NAME,
+            "Require one argument: pod or volumes",
+        ));
+    }
+    let snapshot = snapshot_arg(&a, "backupTag", "backupIdentifier")?;
+    let insecure_tls = a.opt_bool("insecureTLS")?.unwrap_or(false);
+    let profile = Profile::from_params(params).map_err(|e| FunctionError::failed(NAME, e))?;
+    let repo = Repository::new(&profile, &prefix, &key, insecure_tls);
+    let vols = if vols.is_empty() {
+        fetch_pod_volumes(&pod, params).map_err(|e| FunctionError::failed(NAME, e))?
+    } else {
+        vols
+    };
+    let mut volumes = BTreeMap::new();
+    for (pvc, mount) in &vols {
+        volumes.insert(
+            pvc.clone(),
+            data_pod::pvc_mount(ctx, NAME, &namespace, pvc, mount).await?,
+        );
+    }
+    let opts = PodOptions {
+        namespace,
+        generate_name: JOB_PREFIX.into(),
+        image,
+        volumes,
+        pod_override: extras.pod_override,
+        labels: extras.labels,
+        annotations: extras.annotations,
+    };
+    let helper = data_pod::start(ctx, NAME, &opts).await?;
+    let result =
+        restic::restore(ctx, NAME, &helper.target(), &repo, &snapshot, &restore_path).await;
+    helper.delete().await;
+    let r = result?;
+    output::parse(NAME, &r.stdout)
+        .map_err(|e| restic::wrap(NAME, "Failed to parse phase output", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tag_xor_identifier() {
+        let m = json!({"backupTag": "t"});
+        let a = Args::new(NAME, m.as_object().unwrap());
+        assert_eq!(
+            snapshot_arg(&a, "backupTag", "backupIdentifier").unwrap(),
+            Snapshot::Tag("t".into())
+        );
+        let m = json!({"backupIdentifier": "abc", "backupTag": ""});
+        let a = Args::new(NAME, m.as_object().unwrap());
+        assert_eq!(
+            snapshot_arg(&a, "backupTag", "backupIdentifier").unwrap(),
+            Snapshot::Id("abc".into())
+        );
+        for m in [
+            json!({}),
+            json!({"backupTag": "t", "backupIdentifier": "i"}),
+        ] {
+            let a = Args::new(NAME, m.as_object().unwrap());
+            let e = snapshot_arg(&a, "backupTag", "backupIdentifier")
+                .unwrap_err()
+                .to_string();
+            assert_eq!(
+                e,
+                "RestoreData: Require one argument: backupTag or backupIdentifier"
+            );
+        }
+    }
+
+    #[test]
+    fn pod_volumes_come_from_the_workload_params() {
+        let p = json!({"StatefulSet": {"PersistentVolumeClaims": {"db-0": {"data-db-0": "/var/lib/db"}}}});
+        let v = fetch_pod_volumes("db-0", &p).unwrap();
+        assert_eq!(v["data-db-0"], "/var/lib/db");
+        assert_eq!(
+            fetch_pod_volumes("db-1", &p).unwrap_err(),
+            "Failed to find volumes for the Pod: db-1"
+        );
+        assert!(
+            fetch_pod_volumes("x", &json!({}))
+                .unwrap_err()
+                .starts_with("Invalid Template Params")
+        );
+    }
+}
