@@ -183,7 +183,11 @@ const CLOUD_ONLY: &[&str] = &[
 /// The functions a Blueprint calls (phases and deferPhases of every action).
 fn functions_of(bp: &serde_json::Value) -> Vec<String> {
     let mut out = Vec::new();
-    for action in bp["actions"].as_object().into_iter().flat_map(|a| a.values()) {
+    for action in bp["actions"]
+        .as_object()
+        .into_iter()
+        .flat_map(|a| a.values())
+    {
         let phases = action["phases"].as_array().into_iter().flatten();
         for phase in phases.chain(std::iter::once(&action["deferPhase"])) {
             if let Some(f) = phase["func"].as_str() {

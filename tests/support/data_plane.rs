@@ -103,7 +103,14 @@ fn start() -> anyhow::Result<ObjectStore> {
         .arg("-c")
         .arg(watchdog)
         .arg(&bin)
-        .args(["-backend", "memory", "-autobucket", "-quiet", "-host", &addr])
+        .args([
+            "-backend",
+            "memory",
+            "-autobucket",
+            "-quiet",
+            "-host",
+            &addr,
+        ])
         .env("BPO_WATCH_PID", std::process::id().to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
