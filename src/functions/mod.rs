@@ -23,6 +23,7 @@ use serde_json::{Map, Value};
 pub mod args;
 pub mod backup_data;
 pub mod copy_volume_data;
+pub mod csi_snapshot;
 pub mod data_pod;
 pub mod delete_data;
 pub mod kube_exec;
@@ -50,6 +51,9 @@ pub const SUPPORTED: &[&str] = &[
     "WaitV2",
     "MultiContainerRun",
     "PrepareData",
+    "CreateCSISnapshot",
+    "RestoreCSISnapshot",
+    "DeleteCSISnapshot",
     "BackupData",
     "RestoreData",
     "DeleteData",
@@ -195,6 +199,9 @@ pub async fn execute(
         "CopyVolumeData" => copy_volume_data::run(ctx, args, params).await,
         "MultiContainerRun" => multi_container_run::run(ctx, args).await,
         "PrepareData" => prepare_data::run(ctx, args, params).await,
+        "CreateCSISnapshot" => csi_snapshot::create(ctx, args).await,
+        "RestoreCSISnapshot" => csi_snapshot::restore(ctx, args).await,
+        "DeleteCSISnapshot" => csi_snapshot::delete(ctx, args).await,
         other if KANISTER_FUNCTIONS.contains(&other) => {
             Err(FunctionError::Unsupported(other.to_string()))
         }

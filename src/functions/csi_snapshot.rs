@@ -1,0 +1,569 @@
+//! CreateCSISnapshot, RestoreCSISnapshot and DeleteCSISnapshot (Kanister
+//! `pkg/function/{create,restore,delete}_csi_snapshot.go` and
+//! `pkg/kube/snapshot`): VolumeSnapshot objects of `snapshot.storage.k8s.io/v1`,
+//! through kube's dynamic API.
+//!
+//! - CreateCSISnapshot checks that the PVC exists ("Failed to find PVC"),
+//!   creates the VolumeSnapshot `name` (default `<pvc>-snapshot-<5 random
+//!   chars>`) with `spec.source.persistentVolumeClaimName` and
+//!   `spec.volumeSnapshotClassName`, waits until its status is `readyToUse`
+//!   with a `creationTime` (a `status.error` fails the phase with its
+//!   message, except the transient "the object has been modified" error, retried
+//!   up to 100 times), then outputs `name`, `pvc`, `namespace`, `restoreSize`
+//!   and `snapshotContent` (`status.boundVolumeSnapshotContentName`).
+//! - RestoreCSISnapshot creates the PVC `pvc` whose `dataSource` is the
+//!   VolumeSnapshot `name`, with `storageClass`, `restoreSize` (must not be
+//!   zero), `accessModes` (default `[ReadWriteOnce]`; only ReadWriteOnce,
+//!   ReadOnlyMany, ReadWriteMany), `volumeMode` (default `Filesystem`) and
+//!   `labels`; it does not wait for the PVC to be bound. No output.
+//! - DeleteCSISnapshot deletes the VolumeSnapshot; one that does not exist is
+//!   not an error. It does not wait for the object to be gone. No output.
+//!
+//! Like Kanister, the wait for readiness has no timeout of its own (the phase
+//! ends it); a warning is logged every minute while it lasts.
+//!
+//! Differences from Kanister: only the `v1` snapshot API is used (Kanister
+//! falls back to v1beta1/v1alpha1); an empty `namespace` means the
+//! ActionSet's; `restoreSize` and `snapshotContent` are output as the status
+//! has them (Kanister re-formats the quantity canonically, and writes
+//! `<nil>`/null when they are missing: here `""`); `labels` are not
+//! sanitized.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use kube::api::{Api, DeleteParams, PostParams};
+use kube::core::{ApiResource, DynamicObject};
+use serde_json::{Map, Value, json};
+
+use super::args::Args;
+use super::multi_container_run::parse_quantity;
+use super::{Context, FunctionError, Output};
+
+/// The snapshot API group and version used.
+pub const GROUP: &str = "snapshot.storage.k8s.io";
+pub const VERSION: &str = "v1";
+pub const KIND: &str = "VolumeSnapshot";
+
+const CREATE: &str = "CreateCSISnapshot";
+const CREATE_ARGS: &[&str] = &["pvc", "namespace", "snapshotClass", "name", "labels"];
+const RESTORE: &str = "RestoreCSISnapshot";
+const RESTORE_ARGS: &[&str] = &[
+    "name",
+    "pvc",
+    "namespace",
+    "storageClass",
+    "restoreSize",
+    "accessModes",
+    "volumeMode",
+    "labels",
+];
+const DELETE: &str = "DeleteCSISnapshot";
+const DELETE_ARGS: &[&str] = &["name", "namespace"];
+
+/// Status errors of this text are retried (Kanister's `isTransientError`).
+const TRANSIENT: &str =
+    "the object has been modified; please apply your changes to the latest version and try again";
+const TRANSIENT_RETRIES: u32 = 100;
+
+/// `ApiResource` of `volumesnapshots.snapshot.storage.k8s.io/v1`.
+pub fn volume_snapshot_resource() -> ApiResource {
+    ApiResource {
+        group: GROUP.into(),
+        version: VERSION.into(),
+        api_version: format!("{GROUP}/{VERSION}"),
+        kind: KIND.into(),
+        plural: "volumesnapshots".into(),
+    }
+}
+
+fn namespace_arg(a: &Args, ctx: &Context) -> Result<String, FunctionError> {
+    let ns = a.string("namespace")?;
+    Ok(if ns.is_empty() {
+        ctx.namespace.clone()
+    } else {
+        ns
+    })
+}
+
+/// The VolumeSnapshot API in `namespace`, after checking that the server serves it.
+async fn snapshot_api(
+    ctx: &Context,
+    function: &'static str,
+    namespace: &str,
+) -> Result<Api<DynamicObject>, FunctionError> {
+    let gv = format!("{GROUP}/{VERSION}");
+    let served = match ctx.client.list_api_group_resources(&gv).await {
+        Ok(list) => list.resources.iter().any(|r| r.name == "volumesnapshots"),
+        Err(kube::Error::Api(s)) if s.code == 404 => false,
+        Err(e) => {
+            return Err(FunctionError::kube(
+                function,
+                "Failed to call discovery APIs",
+                e,
+            ));
+        }
+    };
+    if !served {
+        return Err(FunctionError::failed(
+            function,
+            format!(
+                "Snapshot resources not supported: the API server does not serve volumesnapshots.{gv}; install the external-snapshotter CRDs and a snapshot controller with a CSI driver that supports snapshots"
+            ),
+        ));
+    }
+    Ok(Api::namespaced_with(
+        ctx.client.clone(),
+        namespace,
+        &volume_snapshot_resource(),
+    ))
+}
+
+pub async fn create(ctx: &Context, args: &Map<String, Value>) -> Result<Output, FunctionError> {
+    let a = Args::new(CREATE, args);
+    a.check_supported(CREATE_ARGS)?;
+    let pvc = a.string("pvc")?;
+    let namespace = namespace_arg(&a, ctx)?;
+    let class = a.string("snapshotClass")?;
+    let name = a
+        .opt_string("name")?
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| default_snapshot_name(&pvc));
+    let labels = a.opt_string_map("labels")?.unwrap_or_default();
+
+    let api = snapshot_api(ctx, CREATE, &namespace).await?;
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(ctx.client.clone(), &namespace);
+    match pvcs.get(&pvc).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 404 => {
+            return Err(FunctionError::failed(
+                CREATE,
+                format!("Failed to find PVC: pvc {pvc}, namespace {namespace}"),
+            ));
+        }
+        Err(e) => {
+            return Err(FunctionError::kube(
+                CREATE,
+                format!("Failed to query PVC: pvc {pvc}, namespace {namespace}"),
+                e,
+            ));
+        }
+    }
+    let snap: DynamicObject =
+        serde_json::from_value(snapshot_manifest(&name, &namespace, &pvc, &class, &labels))
+            .map_err(|e| FunctionError::failed(CREATE, format!("VolumeSnapshot manifest: {e}")))?;
+    api.create(&PostParams::default(), &snap)
+        .await
+        .map_err(|e| {
+            FunctionError::kube(
+                CREATE,
+                format!("Failed to create snapshot resource: name {name}, namespace {namespace}"),
+                e,
+            )
+        })?;
+    let ready = wait_ready(&api, CREATE, &name, &namespace).await?;
+    Ok(create_output(&name, &pvc, &namespace, &ready.data))
+}
+
+/// The VolumeSnapshot CreateCSISnapshot creates.
+pub fn snapshot_manifest(
+    name: &str,
+    namespace: &str,
+    pvc: &str,
+    class: &str,
+    labels: &std::collections::BTreeMap<String, String>,
+) -> Value {
+    let mut metadata = json!({"name": name, "namespace": namespace});
+    if !labels.is_empty() {
+        metadata["labels"] = json!(labels);
+    }
+    json!({
+        "apiVersion": format!("{GROUP}/{VERSION}"),
+        "kind": KIND,
+        "metadata": metadata,
+        "spec": {
+            "source": {"persistentVolumeClaimName": pvc},
+            "volumeSnapshotClassName": class,
+        },
+    })
+}
+
+/// CreateCSISnapshot's output from the ready VolumeSnapshot's data.
+pub fn create_output(name: &str, pvc: &str, namespace: &str, data: &Value) -> Output {
+    let status = &data["status"];
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        _ => String::new(),
+    };
+    let mut out = Output::new();
+    out.insert("name".into(), json!(name));
+    out.insert("pvc".into(), json!(pvc));
+    out.insert("namespace".into(), json!(namespace));
+    out.insert("restoreSize".into(), json!(text(&status["restoreSize"])));
+    out.insert(
+        "snapshotContent".into(),
+        json!(text(&status["boundVolumeSnapshotContentName"])),
+    );
+    out
+}
+
+/// Readiness as Kanister's `isReadyToUse`: `Ok(true)` when `readyToUse` and
+/// `creationTime` are set, `Err(message)` when the status has an error.
+pub fn ready_state(data: &Value) -> Result<bool, String> {
+    let Some(status) = data.get("status").filter(|s| s.is_object()) else {
+        return Ok(false);
+    };
+    if let Some(err) = status.get("error").filter(|e| !e.is_null()) {
+        let msg = err
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("(the error has no message)");
+        return Err(msg.to_string());
+    }
+    Ok(status.get("readyToUse") == Some(&Value::Bool(true))
+        && status.get("creationTime").is_some_and(|t| !t.is_null()))
+}
+
+async fn wait_ready(
+    api: &Api<DynamicObject>,
+    function: &'static str,
+    name: &str,
+    namespace: &str,
+) -> Result<DynamicObject, FunctionError> {
+    let start = tokio::time::Instant::now();
+    let mut next_warning = start + Duration::from_secs(60);
+    let mut delay = Duration::from_millis(100);
+    let mut transient = 0;
+    loop {
+        let snap = api.get(name).await.map_err(|e| {
+            FunctionError::kube(
+                function,
+                format!("Failed to get VolumeSnapshot {namespace}/{name}"),
+                e,
+            )
+        })?;
+        match ready_state(&snap.data) {
+            Ok(true) => return Ok(snap),
+            Ok(false) => {}
+            Err(msg) if msg.contains(TRANSIENT) && transient < TRANSIENT_RETRIES => {
+                transient += 1;
+            }
+            Err(msg) => {
+                return Err(FunctionError::failed(
+                    function,
+                    format!("VolumeSnapshot {namespace}/{name} failed: {msg}"),
+                ));
+            }
+        }
+        if tokio::time::Instant::now() >= next_warning {
+            tracing::warn!(
+                snapshot = name,
+                namespace,
+                waited = ?start.elapsed(),
+                "VolumeSnapshot is not ready to use yet; is a snapshot controller running and does the CSI driver support snapshots?"
+            );
+            next_warning += Duration::from_secs(60);
+        }
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_secs(2));
+    }
+}
+
+/// `<pvc>-snapshot-<5 chars>` with the alphabet of Kubernetes' `rand.String`.
+pub fn default_snapshot_name(pvc: &str) -> String {
+    use std::hash::{BuildHasher, Hasher};
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default(),
+    );
+    let mut x = h.finish();
+    let suffix: String = (0..5)
+        .map(|_| {
+            let c = ALPHABET[(x % ALPHABET.len() as u64) as usize] as char;
+            x /= ALPHABET.len() as u64;
+            c
+        })
+        .collect();
+    format!("{pvc}-snapshot-{suffix}")
+}
+
+/// RestoreCSISnapshot's decoded arguments.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Restore {
+    pub name: String,
+    pub pvc: String,
+    pub namespace: String,
+    pub storage_class: String,
+    pub restore_size: String,
+    pub access_modes: Vec<String>,
+    pub volume_mode: String,
+    pub labels: std::collections::BTreeMap<String, String>,
+}
+
+pub fn decode_restore(a: &Args, default_namespace: &str) -> Result<Restore, FunctionError> {
+    let name = a.string("name")?;
+    let pvc = a.string("pvc")?;
+    let namespace = a.string("namespace")?;
+    let namespace = if namespace.is_empty() {
+        default_namespace.to_string()
+    } else {
+        namespace
+    };
+    let storage_class = a.string("storageClass")?;
+    let restore_size = a.string("restoreSize")?;
+    let access_modes = a
+        .opt_string_list("accessModes")?
+        .unwrap_or_else(|| vec!["ReadWriteOnce".into()]);
+    for m in &access_modes {
+        if !matches!(
+            m.as_str(),
+            "ReadOnlyMany" | "ReadWriteMany" | "ReadWriteOnce"
+        ) {
+            return Err(FunctionError::arg(
+                RESTORE,
+                "accessModes",
+                format!(
+                    "Given accessMode {m} is invalid (use ReadWriteOnce, ReadOnlyMany or ReadWriteMany)"
+                ),
+            ));
+        }
+    }
+    let volume_mode = a
+        .opt_string("volumeMode")?
+        .unwrap_or_else(|| "Filesystem".into());
+    if !matches!(volume_mode.as_str(), "Filesystem" | "Block") {
+        return Err(FunctionError::arg(
+            RESTORE,
+            "volumeMode",
+            format!("Given volumeMode {volume_mode} is invalid (use Filesystem or Block)"),
+        ));
+    }
+    let labels = a.opt_string_map("labels")?.unwrap_or_default();
+    let zero = parse_quantity(&restore_size).map_err(|e| {
+        FunctionError::arg(RESTORE, "restoreSize", format!("{restore_size:?}: {e}"))
+    })?;
+    if zero {
+        return Err(FunctionError::failed(
+            RESTORE,
+            "Failed to restore CSI snapshot. restoreSize argument cannot be zero",
+        ));
+    }
+    Ok(Restore {
+        name,
+        pvc,
+        namespace,
+        storage_class,
+        restore_size,
+        access_modes,
+        volume_mode,
+        labels,
+    })
+}
+
+/// The PVC RestoreCSISnapshot creates.
+pub fn restored_pvc(r: &Restore) -> Value {
+    let mut metadata = json!({"name": r.pvc, "namespace": r.namespace});
+    if !r.labels.is_empty() {
+        metadata["labels"] = json!(r.labels);
+    }
+    json!({
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": metadata,
+        "spec": {
+            "accessModes": r.access_modes,
+            "volumeMode": r.volume_mode,
+            "dataSource": {"apiGroup": GROUP, "kind": KIND, "name": r.name},
+            "storageClassName": r.storage_class,
+            "resources": {"requests": {"storage": r.restore_size}},
+        },
+    })
+}
+
+pub async fn restore(ctx: &Context, args: &Map<String, Value>) -> Result<Output, FunctionError> {
+    let a = Args::new(RESTORE, args);
+    a.check_supported(RESTORE_ARGS)?;
+    let r = decode_restore(&a, &ctx.namespace)?;
+    let pvc: PersistentVolumeClaim = serde_json::from_value(restored_pvc(&r))
+        .map_err(|e| FunctionError::failed(RESTORE, format!("PVC manifest: {e}")))?;
+    let api: Api<PersistentVolumeClaim> = Api::namespaced(ctx.client.clone(), &r.namespace);
+    api.create(&PostParams::default(), &pvc)
+        .await
+        .map_err(|e| {
+            FunctionError::kube(
+                RESTORE,
+                format!(
+                    "creating PVC {}/{} from VolumeSnapshot {}",
+                    r.namespace, r.pvc, r.name
+                ),
+                e,
+            )
+        })?;
+    Ok(Output::new())
+}
+
+pub async fn delete(ctx: &Context, args: &Map<String, Value>) -> Result<Output, FunctionError> {
+    let a = Args::new(DELETE, args);
+    a.check_supported(DELETE_ARGS)?;
+    let name = a.string("name")?;
+    let namespace = namespace_arg(&a, ctx)?;
+    let api = snapshot_api(ctx, DELETE, &namespace).await?;
+    match api.get(&name).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 404 => return Ok(Output::new()),
+        Err(e) => {
+            return Err(FunctionError::kube(
+                DELETE,
+                format!("Failed to find VolumeSnapshot: namespace {namespace}, name {name}"),
+                e,
+            ));
+        }
+    }
+    match api.delete(&name, &DeleteParams::default()).await {
+        Ok(_) => Ok(Output::new()),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(Output::new()),
+        Err(e) => Err(FunctionError::kube(
+            DELETE,
+            format!("Failed to delete VolumeSnapshot: namespace {namespace}, name {name}"),
+            e,
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn obj(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn manifest_and_output_have_kanisters_shape() {
+        let labels = BTreeMap::from([("app".to_string(), "db".to_string())]);
+        let m = snapshot_manifest("snap", "ns", "data", "csi-class", &labels);
+        assert_eq!(m["apiVersion"], "snapshot.storage.k8s.io/v1");
+        assert_eq!(m["kind"], "VolumeSnapshot");
+        assert_eq!(m["metadata"]["labels"]["app"], "db");
+        assert_eq!(m["spec"]["source"]["persistentVolumeClaimName"], "data");
+        assert_eq!(m["spec"]["volumeSnapshotClassName"], "csi-class");
+        let m = snapshot_manifest("snap", "ns", "data", "c", &BTreeMap::new());
+        assert!(m["metadata"].get("labels").is_none());
+        serde_json::from_value::<DynamicObject>(m).unwrap();
+
+        let data = json!({"status": {"readyToUse": true, "creationTime": 1,
+            "restoreSize": "1Gi", "boundVolumeSnapshotContentName": "snapcontent-1"}});
+        let out = create_output("snap", "data", "ns", &data);
+        assert_eq!(
+            Value::Object(out),
+            json!({"name": "snap", "pvc": "data", "namespace": "ns",
+                   "restoreSize": "1Gi", "snapshotContent": "snapcontent-1"})
+        );
+        let out = create_output("s", "p", "n", &json!({"status": {"restoreSize": 1024}}));
+        assert_eq!(out["restoreSize"], "1024");
+        assert_eq!(out["snapshotContent"], "");
+    }
+
+    #[test]
+    fn readiness_needs_ready_to_use_and_creation_time() {
+        assert_eq!(ready_state(&json!({})), Ok(false));
+        assert_eq!(
+            ready_state(&json!({"status": {"readyToUse": true}})),
+            Ok(false)
+        );
+        assert_eq!(
+            ready_state(&json!({"status": {"readyToUse": false, "creationTime": 5}})),
+            Ok(false)
+        );
+        assert_eq!(
+            ready_state(&json!({"status": {"readyToUse": true, "creationTime": 5}})),
+            Ok(true)
+        );
+        assert_eq!(
+            ready_state(&json!({"status": {"error": {"message": "no space", "time": "x"}}})),
+            Err("no space".into())
+        );
+    }
+
+    #[test]
+    fn default_name_is_pvc_snapshot_and_five_chars() {
+        let n = default_snapshot_name("data-0");
+        let suffix = n.strip_prefix("data-0-snapshot-").expect(&n);
+        assert_eq!(suffix.len(), 5);
+        assert!(
+            suffix
+                .bytes()
+                .all(|c| b"bcdfghjklmnpqrstvwxz2456789".contains(&c)),
+            "{n}"
+        );
+    }
+
+    fn restore_args(extra: Value) -> Result<Restore, FunctionError> {
+        let mut m = obj(json!({"name": "snap", "pvc": "restored", "namespace": "ns",
+            "storageClass": "csi", "restoreSize": "2Gi"}));
+        m.extend(obj(extra));
+        decode_restore(&Args::new(RESTORE, &m), "as-ns")
+    }
+
+    #[test]
+    fn restore_defaults_and_pvc() {
+        let r = restore_args(json!({})).unwrap();
+        assert_eq!(r.access_modes, ["ReadWriteOnce"]);
+        assert_eq!(r.volume_mode, "Filesystem");
+        let p = restored_pvc(&r);
+        assert_eq!(
+            p["spec"]["dataSource"],
+            json!({"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot", "name": "snap"})
+        );
+        assert_eq!(p["spec"]["resources"]["requests"]["storage"], "2Gi");
+        assert_eq!(p["spec"]["storageClassName"], "csi");
+        assert!(p["metadata"].get("labels").is_none());
+        serde_json::from_value::<PersistentVolumeClaim>(p).unwrap();
+        let r = restore_args(json!({"accessModes": ["ReadWriteMany", "ReadOnlyMany"],
+            "volumeMode": "Block", "labels": {"a": "b"}, "namespace": ""}))
+        .unwrap();
+        assert_eq!(r.namespace, "as-ns");
+        let p = restored_pvc(&r);
+        assert_eq!(
+            p["spec"]["accessModes"],
+            json!(["ReadWriteMany", "ReadOnlyMany"])
+        );
+        assert_eq!(p["spec"]["volumeMode"], "Block");
+        assert_eq!(p["metadata"]["labels"]["a"], "b");
+    }
+
+    #[test]
+    fn restore_argument_errors() {
+        let e = restore_args(json!({"accessModes": ["ReadWriteOncePod"]}))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("Given accessMode ReadWriteOncePod is invalid"),
+            "{e}"
+        );
+        let e = restore_args(json!({"volumeMode": "block"}))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("Given volumeMode block is invalid"), "{e}");
+        let e = restore_args(json!({"restoreSize": "0"}))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "RestoreCSISnapshot: Failed to restore CSI snapshot. restoreSize argument cannot be zero"
+        );
+        let e = restore_args(json!({"restoreSize": "big"}))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("quantities must match the regular expression"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,374 @@
+//! CreateCSISnapshot, RestoreCSISnapshot and DeleteCSISnapshot against the
+//! test control plane, which has the VolumeSnapshot CRDs
+//! (snapshot.storage.k8s.io/v1, installed by tools/control-plane/cluster.sh)
+//! but no snapshot controller: the tests play it, writing the VolumeSnapshot
+//! status (readyToUse, creationTime, restoreSize, boundVolumeSnapshotContentName,
+//! error) the way the external-snapshotter does.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use blueprint_operator::functions::csi_snapshot::volume_snapshot_resource;
+use blueprint_operator::functions::{self, Context, FunctionError, Output};
+use blueprint_operator::model::ObjectReference;
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use kube::Client;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::core::DynamicObject;
+use serde_json::{Map, Value, json};
+
+const CALL: Duration = Duration::from_secs(120);
+
+fn ctx(client: &Client, ns: &str) -> Context {
+    Context {
+        client: client.clone(),
+        namespace: ns.to_string(),
+        object: ObjectReference {
+            api_version: "v1".into(),
+            resource: "namespaces".into(),
+            kind: "Namespace".into(),
+            name: ns.into(),
+            ..Default::default()
+        },
+        pod_override: None,
+        pod_labels: BTreeMap::new(),
+        pod_annotations: BTreeMap::new(),
+    }
+}
+
+fn args(v: Value) -> Map<String, Value> {
+    v.as_object().expect("args object").clone()
+}
+
+async fn call(ctx: &Context, func: &str, a: Value) -> Result<Output, FunctionError> {
+    tokio::time::timeout(CALL, functions::execute(ctx, func, &args(a), &json!({})))
+        .await
+        .unwrap_or_else(|_| panic!("{func} did not return within {CALL:?}"))
+}
+
+/// Runs the function in the background (it waits for the snapshot controller, played by the test).
+fn spawn_call(
+    ctx: &Context,
+    func: &'static str,
+    a: Value,
+) -> tokio::task::JoinHandle<Result<Output, FunctionError>> {
+    let ctx = ctx.clone();
+    tokio::spawn(async move { call(&ctx, func, a).await })
+}
+
+async fn setup(prefix: &str) -> (Client, String) {
+    let client = support::client().await;
+    let ns = support::namespace(&client, prefix).await;
+    (client, ns)
+}
+
+fn snapshots(client: &Client, ns: &str) -> Api<DynamicObject> {
+    Api::namespaced_with(client.clone(), ns, &volume_snapshot_resource())
+}
+
+/// A PVC (it stays Pending: the cluster has no provisioner; the functions only need it to exist).
+async fn pvc(client: &Client, ns: &str, name: &str) -> anyhow::Result<()> {
+    let api: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), ns);
+    let p = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "csi-hostpath",
+            "resources": {"requests": {"storage": "1Gi"}},
+        }
+    }))?;
+    api.create(&PostParams::default(), &p).await?;
+    Ok(())
+}
+
+/// Waits for the VolumeSnapshot the function creates.
+async fn created_snapshot(api: &Api<DynamicObject>, name: &str) -> anyhow::Result<DynamicObject> {
+    support::poll(support::WAIT, || async { api.get(name).await.ok() }).await
+}
+
+/// The snapshot controller's status update.
+async fn set_status(api: &Api<DynamicObject>, name: &str, status: Value) -> anyhow::Result<()> {
+    api.patch_status(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": status})),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Gives a running function time to (wrongly) return, then checks that it is still waiting.
+async fn still_waiting<T>(h: &tokio::task::JoinHandle<T>) {
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(
+        !h.is_finished(),
+        "the function returned before the snapshot was ready"
+    );
+}
+
+#[tokio::test]
+async fn create_csi_snapshot_waits_for_ready_to_use_and_outputs_kanisters_keys()
+-> anyhow::Result<()> {
+    let (client, ns) = setup("csi-create").await;
+    pvc(&client, &ns, "data").await?;
+    let api = snapshots(&client, &ns);
+    let c = ctx(&client, &ns);
+    let h = spawn_call(
+        &c,
+        "CreateCSISnapshot",
+        json!({
+            "name": "data-snap",
+            "pvc": "data",
+            "namespace": ns,
+            "snapshotClass": "csi-hostpath-snapclass",
+            "labels": {"app": "db", "backup": "nightly"},
+        }),
+    );
+    let snap = created_snapshot(&api, "data-snap").await?;
+    assert_eq!(
+        snap.data["spec"],
+        json!({
+            "source": {"persistentVolumeClaimName": "data"},
+            "volumeSnapshotClassName": "csi-hostpath-snapclass",
+        })
+    );
+    let labels = snap.metadata.labels.clone().unwrap_or_default();
+    assert_eq!(labels.get("app").map(String::as_str), Some("db"));
+    assert_eq!(labels.get("backup").map(String::as_str), Some("nightly"));
+
+    // Bound to its content but not ready yet; then ready without a creation time: still waiting.
+    set_status(
+        &api,
+        "data-snap",
+        json!({"readyToUse": false, "boundVolumeSnapshotContentName": "snapcontent-1234"}),
+    )
+    .await?;
+    still_waiting(&h).await;
+    set_status(&api, "data-snap", json!({"readyToUse": true})).await?;
+    still_waiting(&h).await;
+    set_status(
+        &api,
+        "data-snap",
+        json!({"readyToUse": true, "creationTime": "2026-01-02T03:04:05Z", "restoreSize": "1Gi"}),
+    )
+    .await?;
+    let out = h.await??;
+    assert_eq!(
+        Value::Object(out),
+        json!({
+            "name": "data-snap",
+            "pvc": "data",
+            "namespace": ns,
+            "restoreSize": "1Gi",
+            "snapshotContent": "snapcontent-1234",
+        })
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn create_csi_snapshot_default_name_error_status_and_missing_pvc() -> anyhow::Result<()> {
+    let (client, ns) = setup("csi-create-err").await;
+    pvc(&client, &ns, "logs").await?;
+    let api = snapshots(&client, &ns);
+    let c = ctx(&client, &ns);
+
+    // Without `name`: <pvc>-snapshot-<5 chars>. The controller reports an error: the phase fails.
+    let h = spawn_call(
+        &c,
+        "CreateCSISnapshot",
+        json!({"pvc": "logs", "namespace": ns, "snapshotClass": "cls"}),
+    );
+    let snap = support::poll(support::WAIT, || async {
+        api.list(&Default::default())
+            .await
+            .ok()?
+            .items
+            .into_iter()
+            .next()
+    })
+    .await?;
+    let name = snap.metadata.name.clone().unwrap();
+    let suffix = name
+        .strip_prefix("logs-snapshot-")
+        .unwrap_or_else(|| panic!("default name: {name}"));
+    assert_eq!(suffix.len(), 5, "{name}");
+    still_waiting(&h).await;
+    set_status(
+        &api,
+        &name,
+        json!({"readyToUse": false, "error": {
+            "message": "failed to take snapshot of the volume: rpc error: code = ResourceExhausted desc = quota exceeded",
+            "time": "2026-01-02T03:04:05Z",
+        }}),
+    )
+    .await?;
+    let err = h.await?.expect_err("an error status fails the phase");
+    let msg = err.to_string();
+    assert!(msg.starts_with("CreateCSISnapshot: "), "{msg}");
+    assert!(
+        msg.contains(&format!("VolumeSnapshot {ns}/{name}")),
+        "{msg}"
+    );
+    assert!(msg.contains("quota exceeded"), "{msg}");
+
+    // A missing PVC: Kanister's error, and no VolumeSnapshot is created.
+    let err = call(
+        &c,
+        "CreateCSISnapshot",
+        json!({"name": "x", "pvc": "nope", "namespace": ns, "snapshotClass": "cls"}),
+    )
+    .await
+    .expect_err("missing PVC");
+    assert_eq!(
+        err.to_string(),
+        format!("CreateCSISnapshot: Failed to find PVC: pvc nope, namespace {ns}")
+    );
+    assert!(api.get_opt("x").await?.is_none());
+
+    // A missing required argument.
+    let err = call(
+        &c,
+        "CreateCSISnapshot",
+        json!({"pvc": "logs", "namespace": ns}),
+    )
+    .await
+    .expect_err("missing snapshotClass");
+    assert!(
+        err.to_string()
+            .contains("`snapshotClass`: required argument is missing"),
+        "{err}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn restore_csi_snapshot_creates_the_pvc_from_the_snapshot() -> anyhow::Result<()> {
+    let (client, ns) = setup("csi-restore").await;
+    let c = ctx(&client, &ns);
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &ns);
+
+    let out = call(
+        &c,
+        "RestoreCSISnapshot",
+        json!({
+            "name": "data-snap",
+            "pvc": "data-restored",
+            "namespace": ns,
+            "storageClass": "csi-hostpath",
+            "restoreSize": "2Gi",
+            "accessModes": ["ReadWriteMany", "ReadOnlyMany"],
+            "volumeMode": "Block",
+            "labels": {"restored-from": "data-snap"},
+        }),
+    )
+    .await?;
+    assert!(out.is_empty(), "{out:?}");
+    let p = serde_json::to_value(pvcs.get("data-restored").await?)?;
+    assert_eq!(
+        p["spec"]["dataSource"],
+        json!({"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot", "name": "data-snap"})
+    );
+    assert_eq!(p["spec"]["storageClassName"], "csi-hostpath");
+    assert_eq!(p["spec"]["resources"]["requests"]["storage"], "2Gi");
+    assert_eq!(
+        p["spec"]["accessModes"],
+        json!(["ReadWriteMany", "ReadOnlyMany"])
+    );
+    assert_eq!(p["spec"]["volumeMode"], "Block");
+    assert_eq!(p["metadata"]["labels"]["restored-from"], "data-snap");
+
+    // Defaults: ReadWriteOnce, Filesystem; the size as written by CreateCSISnapshot's output.
+    call(
+        &c,
+        "RestoreCSISnapshot",
+        json!({"name": "s", "pvc": "plain", "namespace": ns, "storageClass": "sc",
+               "restoreSize": "1073741824"}),
+    )
+    .await?;
+    let p = serde_json::to_value(pvcs.get("plain").await?)?;
+    assert_eq!(p["spec"]["accessModes"], json!(["ReadWriteOnce"]));
+    assert_eq!(p["spec"]["volumeMode"], "Filesystem");
+    assert_eq!(p["spec"]["resources"]["requests"]["storage"], "1073741824");
+
+    // Errors: Kanister's texts, and no PVC for bad arguments.
+    for (extra, want) in [
+        (
+            json!({"accessModes": ["ReadWriteOncePod"]}),
+            "Given accessMode ReadWriteOncePod is invalid",
+        ),
+        (
+            json!({"volumeMode": "Raw"}),
+            "Given volumeMode Raw is invalid",
+        ),
+        (
+            json!({"restoreSize": "0Gi"}),
+            "Failed to restore CSI snapshot. restoreSize argument cannot be zero",
+        ),
+        (
+            json!({"restoreSize": "two gigs"}),
+            "quantities must match the regular expression",
+        ),
+    ] {
+        let mut a = json!({"name": "s", "pvc": "bad", "namespace": ns, "storageClass": "sc",
+                           "restoreSize": "1Gi"});
+        a.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let err = call(&c, "RestoreCSISnapshot", a).await.expect_err(want);
+        assert!(err.to_string().contains(want), "{err}");
+    }
+    assert!(pvcs.get_opt("bad").await?.is_none());
+
+    // The PVC exists already: the API server's error.
+    let err = call(
+        &c,
+        "RestoreCSISnapshot",
+        json!({"name": "s", "pvc": "plain", "namespace": ns, "storageClass": "sc",
+               "restoreSize": "1Gi"}),
+    )
+    .await
+    .expect_err("PVC exists");
+    assert!(err.to_string().contains("already exists"), "{err}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn delete_csi_snapshot_deletes_and_tolerates_a_missing_snapshot() -> anyhow::Result<()> {
+    let (client, ns) = setup("csi-delete").await;
+    let api = snapshots(&client, &ns);
+    let c = ctx(&client, &ns);
+    let snap: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "snapshot.storage.k8s.io/v1",
+        "kind": "VolumeSnapshot",
+        "metadata": {"name": "old"},
+        "spec": {"source": {"persistentVolumeClaimName": "data"}, "volumeSnapshotClassName": "c"},
+    }))?;
+    api.create(&PostParams::default(), &snap).await?;
+    let out = call(
+        &c,
+        "DeleteCSISnapshot",
+        json!({"name": "old", "namespace": ns}),
+    )
+    .await?;
+    assert!(out.is_empty(), "{out:?}");
+    support::poll(support::WAIT, || async {
+        matches!(api.get_opt("old").await, Ok(None)).then_some(())
+    })
+    .await?;
+    // Deleting again (or a snapshot that never existed) is not an error.
+    let out = call(
+        &c,
+        "DeleteCSISnapshot",
+        json!({"name": "old", "namespace": ns}),
+    )
+    .await?;
+    assert!(out.is_empty());
+    let err = call(&c, "DeleteCSISnapshot", json!({"namespace": ns}))
+        .await
+        .expect_err("missing name");
+    assert!(err.to_string().contains("`name`"), "{err}");
+    Ok(())
+}
