@@ -30,12 +30,14 @@ pub mod kube_exec;
 pub mod kube_exec_all;
 pub mod kube_ops;
 pub mod kube_task;
+pub mod location_delete;
 pub mod multi_container_run;
 pub mod objref;
 pub mod output;
 pub mod prepare_data;
 pub mod restic;
 pub mod restore_data;
+pub mod s3;
 pub mod scale_workload;
 pub mod wait;
 pub mod wait_v2;
@@ -58,6 +60,7 @@ pub const SUPPORTED: &[&str] = &[
     "RestoreData",
     "DeleteData",
     "CopyVolumeData",
+    "LocationDelete",
 ];
 
 /// All 28 function names Kanister registers at HEAD.
@@ -197,6 +200,7 @@ pub async fn execute(
         "RestoreData" => restore_data::run(ctx, args, params).await,
         "DeleteData" => delete_data::run(ctx, args, params).await,
         "CopyVolumeData" => copy_volume_data::run(ctx, args, params).await,
+        "LocationDelete" => location_delete::run(ctx, args, params).await,
         "MultiContainerRun" => multi_container_run::run(ctx, args).await,
         "PrepareData" => prepare_data::run(ctx, args, params).await,
         "CreateCSISnapshot" => csi_snapshot::create(ctx, args).await,

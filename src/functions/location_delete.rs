@@ -1,0 +1,214 @@
+//! LocationDelete (Kanister `pkg/function/location_delete.go` and
+//! `pkg/location`): deletes every object under the artifact path in the
+//! Profile's object store. Run by the controller itself (no pod), through
+//! the S3 client of [`super::s3`]; no output.
+//!
+//! The key prefix is Kanister's: the Profile's bucket is cut from the front
+//! of `artifact`, the rest is joined to the Profile's `location.prefix` and
+//! cleaned like a path (`a//b/./c/` is `a/b/c`), without a leading `/`. So
+//! `artifact: "{{ .Profile.Location.Bucket }}/time-log"` deletes
+//! `time-log/...` of the Profile's bucket.
+//!
+//! Differences from Kanister, on purpose:
+//! - the artifact is a *path*: the objects deleted are the key itself and the
+//!   keys below it (`time-log`, `time-log/...`), never siblings that merely
+//!   share the text (`time-logs/...`), which Kanister's raw prefix match
+//!   deletes too;
+//! - the bucket is cut only as a whole path element (`<bucket>` or
+//!   `<bucket>/...`; Kanister's `TrimPrefix` also cuts `<bucket>x/...` to
+//!   `x/...`), and `s3://<bucket>/<path>` is accepted (the bucket must be the
+//!   Profile's);
+//! - an artifact that resolves to the whole bucket is refused (Kanister
+//!   deletes every object of the bucket);
+//! - only `s3Compliant` locations (gcs and azure fail with a clear error);
+//!   credentials `keyPair`, or `secret` with AWS keys (no role assumption).
+
+use serde_json::{Map, Value};
+
+use super::args::Args;
+use super::s3::{self, S3Client};
+use super::{Context, FunctionError, Output};
+
+const NAME: &str = "LocationDelete";
+const ARGS: &[&str] = &["artifact"];
+
+pub async fn run(
+    _ctx: &Context,
+    args: &Map<String, Value>,
+    params: &Value,
+) -> Result<Output, FunctionError> {
+    let a = Args::new(NAME, args);
+    a.check_supported(ARGS)?;
+    let artifact = a.string("artifact")?;
+    let profile = s3::profile_from_params(params)
+        .map_err(|m| FunctionError::failed(NAME, format!("Failed to validate Profile: {m}")))?;
+    let prefix = key_prefix(&artifact, &profile.bucket, &profile.prefix)
+        .map_err(|m| FunctionError::arg(NAME, "artifact", m))?;
+    let client =
+        S3Client::new(&profile.config).map_err(|e| FunctionError::failed(NAME, e.to_string()))?;
+    delete_path(&client, &profile.bucket, &prefix)
+        .await
+        .map_err(|e| {
+            FunctionError::failed(
+                NAME,
+                format!(
+                    "Failed to delete item {prefix} in bucket {}: {e}",
+                    profile.bucket
+                ),
+            )
+        })?;
+    Ok(Output::new())
+}
+
+/// Deletes `path` and every key below it; returns how many objects went.
+pub async fn delete_path(
+    client: &S3Client,
+    bucket: &str,
+    path: &str,
+) -> Result<usize, s3::S3Error> {
+    let keys: Vec<String> = client
+        .list_all(bucket, path, None)
+        .await?
+        .into_iter()
+        .filter(|k| is_under(k, path))
+        .collect();
+    client.delete_keys(bucket, &keys).await
+}
+
+/// `key` is `path` itself or below it.
+pub fn is_under(key: &str, path: &str) -> bool {
+    key == path
+        || key
+            .strip_prefix(path)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// The object key prefix for `artifact` (see the module docs).
+pub fn key_prefix(artifact: &str, bucket: &str, profile_prefix: &str) -> Result<String, String> {
+    let a = artifact.trim();
+    let suffix = if let Some(rest) = a.strip_prefix("s3://") {
+        let (b, path) = rest.split_once('/').unwrap_or((rest, ""));
+        if b != bucket {
+            return Err(format!(
+                "{a:?} names bucket {b:?} but the Profile's bucket is {bucket:?}; LocationDelete deletes only in the Profile's bucket"
+            ));
+        }
+        path
+    } else if a == bucket {
+        ""
+    } else if let Some(rest) = a.strip_prefix(bucket).and_then(|r| r.strip_prefix('/')) {
+        rest
+    } else {
+        a
+    };
+    let cleaned = clean_path(&format!("/{profile_prefix}/{suffix}"));
+    let key = cleaned.trim_start_matches('/').to_string();
+    if key.is_empty() {
+        return Err(format!(
+            "{a:?} resolves to the whole bucket {bucket:?}; LocationDelete refuses to delete every object of a bucket, name the path of the artifact below it (e.g. {bucket}/my-app/backups)"
+        ));
+    }
+    Ok(key)
+}
+
+/// Go's `path.Clean` for a rooted path: no empty or `.` elements, `..`
+/// removes the element before it (never above the root).
+pub fn clean_path(p: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for seg in p.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            s => parts.push(s),
+        }
+    }
+    format!("/{}", parts.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn artifact_paths_as_kanister_resolves_them() {
+        // The time-log Blueprint: "{{ .Profile.Location.Bucket }}/time-log".
+        assert_eq!(
+            key_prefix("tl-bucket/time-log", "tl-bucket", "").unwrap(),
+            "time-log"
+        );
+        // Without the bucket in front: taken as a path in the bucket.
+        assert_eq!(
+            key_prefix("time-log/run-1", "tl-bucket", "").unwrap(),
+            "time-log/run-1"
+        );
+        assert_eq!(
+            key_prefix("/time-log/", "tl-bucket", "").unwrap(),
+            "time-log"
+        );
+        // The Profile's location.prefix goes in front.
+        assert_eq!(
+            key_prefix("tl-bucket/time-log", "tl-bucket", "team-a/").unwrap(),
+            "team-a/time-log"
+        );
+        assert_eq!(
+            key_prefix("tl-bucket", "tl-bucket", "team-a").unwrap(),
+            "team-a"
+        );
+        // s3:// URLs of the Profile's bucket.
+        assert_eq!(
+            key_prefix("s3://tl-bucket/time-log/x", "tl-bucket", "").unwrap(),
+            "time-log/x"
+        );
+        let e = key_prefix("s3://other/time-log", "tl-bucket", "").unwrap_err();
+        assert!(e.contains("names bucket \"other\""), "{e}");
+        // Cleaned like a path.
+        assert_eq!(
+            key_prefix("tl-bucket//a/./b/../c/", "tl-bucket", "").unwrap(),
+            "a/c"
+        );
+        assert_eq!(
+            key_prefix("tl-bucket/../../a", "tl-bucket", "").unwrap(),
+            "a"
+        );
+        // The bucket is cut only as a whole element.
+        assert_eq!(
+            key_prefix("tl-bucketx/a", "tl-bucket", "").unwrap(),
+            "tl-bucketx/a"
+        );
+    }
+
+    #[test]
+    fn the_whole_bucket_is_refused() {
+        for a in [
+            "tl-bucket",
+            "tl-bucket/",
+            "s3://tl-bucket",
+            "/",
+            ".",
+            "tl-bucket/a/..",
+        ] {
+            let e = key_prefix(a, "tl-bucket", "").unwrap_err();
+            assert!(e.contains("whole bucket"), "{a}: {e}");
+        }
+    }
+
+    #[test]
+    fn only_the_path_and_what_is_below_it() {
+        assert!(is_under("time-log", "time-log"));
+        assert!(is_under("time-log/a", "time-log"));
+        assert!(is_under("time-log/a/b", "time-log"));
+        assert!(!is_under("time-logs/a", "time-log"));
+        assert!(!is_under("time-lo", "time-log"));
+        assert!(!is_under("x/time-log", "time-log"));
+    }
+
+    #[test]
+    fn clean_path_matches_go() {
+        assert_eq!(clean_path("/"), "/");
+        assert_eq!(clean_path("//a//b/"), "/a/b");
+        assert_eq!(clean_path("/a/../../b"), "/b");
+        assert_eq!(clean_path("/./a/./"), "/a");
+    }
+}
