@@ -1,0 +1,496 @@
+//! LocationDelete against a real S3-compatible object store (gofakes3 of
+//! tools/data-plane) with the Profile read by the executor's own code from a
+//! Kanister Profile: objects are put with the S3 client of
+//! `functions::s3`, the function runs, the bucket is listed again.
+//!
+//! gofakes3 checks no signatures, so the credential errors are checked
+//! against a small stand-in on 127.0.0.1 that verifies AWS Signature V4 of
+//! what arrives on the wire (the known-answer tests of the signer are in
+//! `src/functions/s3.rs`).
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use blueprint_operator::executor::params;
+use blueprint_operator::functions::s3::{self, Config, Credentials, S3Client};
+use blueprint_operator::functions::{self, Context, FunctionError, Output};
+use blueprint_operator::model::{ActionSpec, ObjectReference};
+use bytes::Bytes;
+use kube::Client;
+use serde_json::{Map, Value, json};
+
+const CALL: Duration = Duration::from_secs(120);
+const PROFILE: &str = "s3";
+
+fn ctx(client: &Client, ns: &str) -> Context {
+    Context {
+        client: client.clone(),
+        namespace: ns.to_string(),
+        object: ObjectReference::default(),
+        pod_override: None,
+        pod_labels: BTreeMap::new(),
+        pod_annotations: BTreeMap::new(),
+    }
+}
+
+async fn call(ctx: &Context, a: Value, p: &Value) -> Result<Output, FunctionError> {
+    let args: Map<String, Value> = a.as_object().expect("args object").clone();
+    tokio::time::timeout(CALL, functions::execute(ctx, "LocationDelete", &args, p))
+        .await
+        .unwrap_or_else(|_| panic!("LocationDelete did not return within {CALL:?}"))
+}
+
+/// A fresh namespace with a Profile on bucket `bucket` of the test object
+/// store, and the template parameters the executor renders with.
+async fn setup(prefix: &str, bucket: &str) -> anyhow::Result<(Client, String, Value)> {
+    assert!(
+        support::data_plane::available(),
+        "the test data plane (gofakes3) is not available: run tools/data-plane/build.sh"
+    );
+    let client = support::client().await;
+    support::install_crds(&client).await?;
+    let ns = support::namespace(&client, prefix).await;
+    support::data_plane::s3_profile(&client, &ns, PROFILE, bucket).await?;
+    let spec: ActionSpec = serde_json::from_value(json!({
+        "name": "delete",
+        "object": {"kind": "Namespace", "name": ns},
+        "profile": {"name": PROFILE, "namespace": ns},
+        "preferredVersion": "",
+    }))?;
+    let (p, err) = params::fetch_base(&client, &ns, &spec, "2026-01-01T00:00:00Z").await;
+    anyhow::ensure!(err.is_none(), "fetching params: {err:?}");
+    Ok((client, ns, Value::Object(p)))
+}
+
+fn store_client() -> S3Client {
+    let store = support::data_plane::object_store();
+    S3Client::new(&Config {
+        endpoint: store.endpoint.clone(),
+        region: store.region.clone(),
+        credentials: Credentials {
+            access_key_id: store.access_key.clone(),
+            secret_access_key: store.secret_key.clone(),
+            session_token: None,
+        },
+        skip_ssl_verify: false,
+    })
+    .expect("S3 client")
+}
+
+async fn put_all(c: &S3Client, bucket: &str, keys: &[String]) -> anyhow::Result<()> {
+    for chunk in keys.chunks(16) {
+        let puts = chunk.iter().map(|k| {
+            let body = Bytes::from(format!("object {k}\n"));
+            c.put_object(bucket, k, body)
+        });
+        for r in futures::future::join_all(puts).await {
+            r?;
+        }
+    }
+    Ok(())
+}
+
+fn sorted(mut v: Vec<String>) -> Vec<String> {
+    v.sort();
+    v
+}
+
+/// The artifact path and every key below it go (more than one page of the
+/// listing and more than one DeleteObjects batch); siblings that only share
+/// the text, other paths and the Profile's other prefixes stay.
+#[tokio::test]
+async fn deletes_exactly_the_objects_under_the_artifact_path() -> anyhow::Result<()> {
+    let bucket = "bpo-ld-exact";
+    let (client, ns, p) = setup("ld-exact", bucket).await?;
+    let c = store_client();
+    let mut doomed: Vec<String> = vec![
+        "time-log".into(),
+        "time-log/a.txt".into(),
+        "time-log/sub dir/b & c.bin".into(),
+        "time-log/sub dir/deeper/ü.txt".into(),
+    ];
+    doomed.extend((0..1234).map(|i| format!("time-log/many/{i:05}")));
+    let kept: Vec<String> = vec![
+        "time-logs/c".into(),
+        "time-log-2/e".into(),
+        "other/time-log/d".into(),
+        "tim".into(),
+    ];
+    put_all(&c, bucket, &doomed).await?;
+    put_all(&c, bucket, &kept).await?;
+    // The listing pages (small pages here) and sees everything once.
+    let all = c.list_all(bucket, "", Some(97)).await?;
+    assert_eq!(all.len(), doomed.len() + kept.len());
+    let listed = c.list_all(bucket, "time-log", Some(250)).await?;
+    assert_eq!(listed.len(), doomed.len() + 2, "time-log* keys");
+
+    let out = call(
+        &ctx(&client, &ns),
+        json!({"artifact": format!("{bucket}/time-log")}),
+        &p,
+    )
+    .await?;
+    assert!(out.is_empty(), "{out:?}");
+    assert_eq!(
+        sorted(c.list_all(bucket, "", None).await?),
+        sorted(kept.clone())
+    );
+
+    // Nothing left under the path: deleting again succeeds and keeps the rest.
+    call(
+        &ctx(&client, &ns),
+        json!({"artifact": format!("{bucket}/time-log")}),
+        &p,
+    )
+    .await?;
+    assert_eq!(sorted(c.list_all(bucket, "", None).await?), sorted(kept));
+    Ok(())
+}
+
+/// `s3://<bucket>/<path>` and a path without the bucket, with the Profile's
+/// location.prefix put in front as Kanister does.
+#[tokio::test]
+async fn profile_prefix_and_artifact_spellings() -> anyhow::Result<()> {
+    let bucket = "bpo-ld-prefix";
+    let (client, ns, mut p) = setup("ld-prefix", bucket).await?;
+    let c = store_client();
+    let keys: Vec<String> = [
+        "team/app/1",
+        "team/app/2/x",
+        "app/1",
+        "team/other/1",
+        "team/app2/1",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    put_all(&c, bucket, &keys).await?;
+    p["Profile"]["Location"]["Prefix"] = json!("team");
+    call(
+        &ctx(&client, &ns),
+        json!({"artifact": format!("s3://{bucket}/app")}),
+        &p,
+    )
+    .await?;
+    assert_eq!(
+        sorted(c.list_all(bucket, "", None).await?),
+        ["app/1", "team/app2/1", "team/other/1"]
+    );
+    // Without the bucket in front: a path of the bucket (under the prefix).
+    call(&ctx(&client, &ns), json!({"artifact": "other/"}), &p).await?;
+    assert_eq!(
+        sorted(c.list_all(bucket, "", None).await?),
+        ["app/1", "team/app2/1"]
+    );
+    Ok(())
+}
+
+/// A gofakes3 of the data plane without `-autobucket` (so unknown buckets
+/// are NoSuchBucket), stopped on drop.
+struct StrictStore {
+    child: Child,
+    endpoint: String,
+}
+
+impl StrictStore {
+    fn start() -> anyhow::Result<StrictStore> {
+        let root = support::repo_root();
+        let out = Command::new("bash")
+            .arg(root.join("tools/data-plane/build.sh"))
+            .arg("--print")
+            .stdin(Stdio::null())
+            .output()?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let bin = text
+            .lines()
+            .find_map(|l| l.strip_prefix("gofakes3="))
+            .ok_or_else(|| anyhow::anyhow!("build.sh --print names no gofakes3: {text}"))?
+            .to_string();
+        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let addr = format!("127.0.0.1:{port}");
+        let child = Command::new(&bin)
+            .args(["-backend", "memory", "-quiet", "-host", &addr])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(&addr).is_err() {
+            anyhow::ensure!(std::time::Instant::now() < deadline, "{bin} did not listen");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Ok(StrictStore {
+            child,
+            endpoint: format!("http://{addr}"),
+        })
+    }
+}
+
+impl Drop for StrictStore {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What cannot work fails with an error that says what to fix, and deletes nothing.
+#[tokio::test]
+async fn failures_are_clear() -> anyhow::Result<()> {
+    let bucket = "bpo-ld-errors";
+    let (client, ns, p) = setup("ld-errors", bucket).await?;
+    let c = store_client();
+    let keys: Vec<String> = vec!["keep/1".into(), "keep/2".into()];
+    put_all(&c, bucket, &keys).await?;
+    let cx = ctx(&client, &ns);
+    let err = |r: Result<Output, FunctionError>| r.expect_err("must fail").to_string();
+
+    // No Profile on the action.
+    let e = err(call(&cx, json!({"artifact": "x"}), &json!({})).await);
+    assert!(
+        e.starts_with("LocationDelete: Failed to validate Profile: Profile must be non-nil"),
+        "{e}"
+    );
+    // Arguments.
+    let e = err(call(&cx, json!({}), &p).await);
+    assert!(
+        e.contains("`artifact`: required argument is missing"),
+        "{e}"
+    );
+    let e = err(call(&cx, json!({"artifact": "x", "path": "y"}), &p).await);
+    assert!(e.contains("argument path is not supported"), "{e}");
+    // The whole bucket is refused.
+    for a in [bucket.to_string(), format!("s3://{bucket}/"), "/".into()] {
+        let e = err(call(&cx, json!({ "artifact": a }), &p).await);
+        assert!(e.contains("resolves to the whole bucket"), "{e}");
+    }
+    // Another bucket in an s3:// artifact.
+    let e = err(call(&cx, json!({"artifact": "s3://elsewhere/keep"}), &p).await);
+    assert!(e.contains("names bucket \"elsewhere\""), "{e}");
+    // Nothing listens at the endpoint.
+    let closed = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let mut q = p.clone();
+    q["Profile"]["Location"]["Endpoint"] = json!(format!("http://127.0.0.1:{closed}"));
+    let e = err(call(&cx, json!({"artifact": "keep"}), &q).await);
+    assert!(
+        e.contains(&format!("http://127.0.0.1:{closed}/{bucket}")) && e.contains("refused"),
+        "{e}"
+    );
+    // Not a URL.
+    q["Profile"]["Location"]["Endpoint"] = json!("ftp://127.0.0.1:1");
+    let e = err(call(&cx, json!({"artifact": "keep"}), &q).await);
+    assert!(e.contains("only http and https"), "{e}");
+    // gcs is not an S3 location.
+    let mut g = p.clone();
+    g["Profile"]["Location"]["Type"] = json!("gcs");
+    let e = err(call(&cx, json!({"artifact": "keep"}), &g).await);
+    assert!(e.contains("location type gcs is not supported"), "{e}");
+    // The bucket does not exist (a store that does not create buckets on use).
+    let strict = StrictStore::start()?;
+    let mut q = p.clone();
+    q["Profile"]["Location"]["Endpoint"] = json!(strict.endpoint);
+    let e = err(call(&cx, json!({"artifact": "keep"}), &q).await);
+    assert!(e.contains("404 NoSuchBucket"), "{e}");
+    assert!(e.contains("check the Profile's location.bucket"), "{e}");
+    // Nothing was deleted by any of these.
+    assert_eq!(sorted(c.list_all(bucket, "", None).await?), keys);
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// A stand-in that checks Signature V4 as S3 does.
+
+const GOOD_KEY: &str = "AKIDSIGCHECK";
+const GOOD_SECRET: &str = "the-right-secret/with+chars";
+
+fn pct_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = (b[i] == b'%' && i + 2 < b.len())
+            .then(|| std::str::from_utf8(&b[i + 1..i + 3]).ok())
+            .flatten()
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match hex {
+            Some(v) => {
+                out.push(v);
+                i += 3;
+            }
+            None => {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn s3_error(code: &str, msg: &str) -> axum::response::Response {
+    axum::response::Response::builder()
+        .status(403)
+        .header("content-type", "application/xml")
+        .body(axum::body::Body::from(format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>{code}</Code><Message>{msg}</Message><RequestId>stub</RequestId></Error>"
+        )))
+        .expect("response")
+}
+
+/// Verifies the request's Authorization header against [`GOOD_KEY`]/[`GOOD_SECRET`]
+/// from what was received, then answers an empty listing / an empty DeleteResult.
+async fn verify(req: axum::extract::Request) -> axum::response::Response {
+    let (parts, body) = req.into_parts();
+    let body = axum::body::to_bytes(body, 1 << 20)
+        .await
+        .unwrap_or_default();
+    let auth = parts
+        .headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let field = |name: &str| {
+        auth.split([',', ' '])
+            .find_map(|p| p.trim().strip_prefix(&format!("{name}=")))
+            .unwrap_or("")
+            .to_string()
+    };
+    let credential = field("Credential");
+    let signed_headers = field("SignedHeaders");
+    let signature = field("Signature");
+    let mut cred = credential.splitn(2, '/');
+    let key_id = cred.next().unwrap_or("");
+    let scope = cred.next().unwrap_or("");
+    if key_id != GOOD_KEY {
+        return s3_error(
+            "InvalidAccessKeyId",
+            "The AWS Access Key Id you provided does not exist in our records.",
+        );
+    }
+    let hdr = |n: &str| {
+        parts
+            .headers
+            .get(n)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string()
+    };
+    let payload_hash = hdr("x-amz-content-sha256");
+    if payload_hash != s3::sha256_hex(&body) {
+        return s3_error("XAmzContentSHA256Mismatch", "payload hash differs");
+    }
+    let pairs: Vec<(String, String)> = parts
+        .uri
+        .query()
+        .unwrap_or("")
+        .split('&')
+        .filter(|s| !s.is_empty())
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            (pct_decode(k), pct_decode(v))
+        })
+        .collect();
+    let refs: Vec<(&str, &str)> = pairs
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let headers: Vec<(String, String)> = signed_headers
+        .split(';')
+        .map(|h| (h.to_string(), hdr(h)))
+        .collect();
+    let amz_date = hdr("x-amz-date");
+    let mut scope_parts = scope.split('/');
+    let _date = scope_parts.next();
+    let region = scope_parts.next().unwrap_or("");
+    let creds = Credentials {
+        access_key_id: GOOD_KEY.into(),
+        secret_access_key: GOOD_SECRET.into(),
+        session_token: None,
+    };
+    let query = s3::canonical_query(&refs);
+    let expected = s3::authorization(
+        &creds,
+        region,
+        "s3",
+        &amz_date,
+        &s3::SignInput {
+            method: parts.method.as_str(),
+            path: parts.uri.path(),
+            query: &query,
+            headers: &headers,
+            payload_hash: &payload_hash,
+        },
+    );
+    let want = expected
+        .rsplit("Signature=")
+        .next()
+        .unwrap_or("")
+        .to_string();
+    if want != signature || !signed_headers.contains("host") {
+        return s3_error(
+            "SignatureDoesNotMatch",
+            "The request signature we calculated does not match the signature you provided.",
+        );
+    }
+    let xml = if parts.method == http::Method::POST {
+        "<DeleteResult></DeleteResult>".to_string()
+    } else {
+        "<ListBucketResult><Name>b</Name><KeyCount>0</KeyCount><IsTruncated>false</IsTruncated></ListBucketResult>".to_string()
+    };
+    axum::response::Response::builder()
+        .status(200)
+        .body(axum::body::Body::from(xml))
+        .expect("response")
+}
+
+/// Right credentials pass a Signature V4 check of what went over the wire;
+/// a wrong secret or an unknown key ID fail saying which to fix.
+#[tokio::test]
+async fn wrong_credentials_are_named() -> anyhow::Result<()> {
+    let (client, ns, p) = setup("ld-creds", "bpo-ld-creds").await?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let app = axum::Router::new().fallback(verify);
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let cx = ctx(&client, &ns);
+    let with = |id: &str, secret: &str| {
+        let mut q = p.clone();
+        q["Profile"]["Location"]["Endpoint"] = json!(format!("http://{addr}"));
+        q["Profile"]["Location"]["Region"] = json!("eu-central-1");
+        q["Profile"]["Credential"] =
+            json!({"Type": "keyPair", "KeyPair": {"ID": id, "Secret": secret}});
+        q
+    };
+    // Right: the listing (with a prefix that needs encoding) is accepted.
+    call(
+        &cx,
+        json!({"artifact": "dir with space/ü+x=y"}),
+        &with(GOOD_KEY, GOOD_SECRET),
+    )
+    .await?;
+    let e = call(
+        &cx,
+        json!({"artifact": "a"}),
+        &with(GOOD_KEY, "not-the-secret"),
+    )
+    .await
+    .expect_err("wrong secret")
+    .to_string();
+    assert!(e.contains("403 SignatureDoesNotMatch"), "{e}");
+    assert!(e.contains("the secret access key is wrong"), "{e}");
+    let e = call(
+        &cx,
+        json!({"artifact": "a"}),
+        &with("AKIDUNKNOWN", GOOD_SECRET),
+    )
+    .await
+    .expect_err("unknown key")
+    .to_string();
+    assert!(e.contains("403 InvalidAccessKeyId"), "{e}");
+    assert!(e.contains("does not know this access key ID"), "{e}");
+    server.abort();
+    Ok(())
+}
