@@ -12,10 +12,11 @@ use std::time::Duration;
 
 use blueprint_operator::functions::csi_snapshot::volume_snapshot_resource;
 use blueprint_operator::functions::{self, Context, FunctionError, Output};
-use blueprint_operator::model::ObjectReference;
-use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use blueprint_operator::model::{ActionSet, Blueprint, ObjectReference, State};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use kube::Client;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::core::DynamicObject;
 use serde_json::{Map, Value, json};
 
@@ -322,6 +323,34 @@ async fn restore_csi_snapshot_creates_the_pvc_from_the_snapshot() -> anyhow::Res
     }
     assert!(pvcs.get_opt("bad").await?.is_none());
 
+    // A PVC of that name being deleted (held by a finalizer) is waited for.
+    let busy = serde_json::from_value(json!({
+        "metadata": {"name": "busy", "finalizers": ["blueprint-operator.io/test-hold"]},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    }))?;
+    pvcs.create(&PostParams::default(), &busy).await?;
+    pvcs.delete("busy", &DeleteParams::default()).await?;
+    let h = spawn_call(
+        &c,
+        "RestoreCSISnapshot",
+        json!({"name": "s2", "pvc": "busy", "namespace": ns, "storageClass": "sc",
+               "restoreSize": "1Gi"}),
+    );
+    still_waiting(&h).await;
+    pvcs.patch(
+        "busy",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await?;
+    h.await??;
+    let p = pvcs.get("busy").await?;
+    assert!(p.metadata.deletion_timestamp.is_none());
+    assert_eq!(
+        p.spec.and_then(|s| s.data_source).map(|d| d.name),
+        Some("s2".to_string())
+    );
+
     // The PVC exists already: the API server's error.
     let err = call(
         &c,
@@ -370,5 +399,253 @@ async fn delete_csi_snapshot_deletes_and_tolerates_a_missing_snapshot() -> anyho
         .await
         .expect_err("missing name");
     assert!(err.to_string().contains("`name`"), "{err}");
+    Ok(())
+}
+
+/// A `blueprint-operator controller` child process for one namespace; killed when dropped.
+struct Controller {
+    _child: tokio::process::Child,
+}
+
+impl Controller {
+    fn start(ns: &str) -> Controller {
+        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
+            .args([
+                "controller",
+                "--namespace",
+                ns,
+                "--no-scheduler",
+                "--no-leader-election",
+                "--metrics-addr",
+                "off",
+                "--log-level",
+                "warn",
+            ])
+            .env("KUBECONFIG", &support::cluster().kubeconfig)
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start blueprint-operator controller");
+        Controller { _child: child }
+    }
+}
+
+/// A PV made for the claim `ns/claim` (pre-bound through claimRef): the cluster has no provisioner.
+async fn pv_for(
+    client: &Client,
+    ns: &str,
+    pv: &str,
+    claim: &str,
+    class: &str,
+) -> anyhow::Result<()> {
+    let pvs: Api<PersistentVolume> = Api::all(client.clone());
+    let v = serde_json::from_value(json!({
+        "metadata": {"name": pv, "labels": {"blueprint-operator.io/test": "true"}},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": class,
+            "persistentVolumeReclaimPolicy": "Retain",
+            "hostPath": {"path": format!("/tmp/{pv}")},
+            "claimRef": {"namespace": ns, "name": claim},
+        }
+    }))?;
+    pvs.create(&PostParams::default(), &v).await?;
+    Ok(())
+}
+
+async fn run_action(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    action: &str,
+    artifacts: Value,
+) -> anyhow::Result<()> {
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
+    let a: ActionSet = serde_json::from_value(json!({
+        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
+        "metadata": {"name": name},
+        "spec": {"actions": [{
+            "name": action, "blueprint": "csi-snapshot-bp",
+            "object": {"kind": "Deployment", "name": "app", "namespace": ns},
+            "artifacts": artifacts,
+        }]},
+    }))?;
+    api.create(&PostParams::default(), &a).await?;
+    Ok(())
+}
+
+async fn finished(client: &Client, ns: &str, name: &str) -> anyhow::Result<Value> {
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
+    let a = support::wait_for(&api, name, Duration::from_secs(180), |a| {
+        a.state().is_some_and(State::is_terminal)
+    })
+    .await?;
+    let v = serde_json::to_value(&a)?;
+    assert_eq!(
+        v["status"]["state"], "complete",
+        "{name}: {:#}",
+        v["status"]
+    );
+    Ok(v)
+}
+
+/// The corpus csi-snapshot Blueprint (backup, restore, delete) run by the controller, with the
+/// test as snapshot controller and volume provisioner.
+#[tokio::test]
+async fn corpus_csi_snapshot_blueprint_backs_up_restores_and_deletes() -> anyhow::Result<()> {
+    let Some(corpus) = support::corpus::dir() else {
+        return Ok(());
+    };
+    let client = support::client().await;
+    if !support::kwok_available(&client).await {
+        eprintln!("skipped: the cluster has no kwok node");
+        return Ok(());
+    }
+    support::install_crds(&client).await?;
+    let ns = support::namespace(&client, "csi-corpus").await;
+    let file = corpus.join("kanister-examples/csi-snapshot/csi-snapshot-blueprint.yaml");
+    let bp: Value = serde_yaml::from_str(&std::fs::read_to_string(&file)?)?;
+    let bp: Blueprint = serde_json::from_value(bp)?;
+    Api::<Blueprint>::namespaced(client.clone(), &ns)
+        .create(&PostParams::default(), &bp)
+        .await?;
+
+    // The application: a Deployment whose first volume is the PVC "data".
+    pv_for(
+        &client,
+        &ns,
+        &format!("{ns}-data"),
+        "data",
+        "do-block-storage",
+    )
+    .await?;
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &ns);
+    pvcs.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({
+            "metadata": {"name": "data"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "do-block-storage",
+                     "resources": {"requests": {"storage": "1Gi"}}},
+        }))?,
+    )
+    .await?;
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns);
+    deployments
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": "app"},
+                "spec": {
+                    "replicas": 1,
+                    "selector": {"matchLabels": {"app": "app"}},
+                    "template": {
+                        "metadata": {"labels": {"app": "app"}},
+                        "spec": {
+                            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
+                            "containers": [{"name": "app", "image": "nginx:stable",
+                                "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+                        },
+                    },
+                },
+            }))?,
+        )
+        .await?;
+    let ready = |d: &Deployment| d.status.as_ref().and_then(|s| s.ready_replicas) == Some(1);
+    support::wait_for(&deployments, "app", support::WAIT, ready).await?;
+    let _controller = Controller::start(&ns);
+
+    // backup: CreateCSISnapshot of the Deployment's PVC; the test makes the snapshot ready.
+    run_action(&client, &ns, "backup-1", "backup", json!({})).await?;
+    let api = snapshots(&client, &ns);
+    let snap = support::poll(Duration::from_secs(120), || async {
+        api.list(&Default::default())
+            .await
+            .ok()?
+            .items
+            .into_iter()
+            .next()
+    })
+    .await?;
+    let snap_name = snap.metadata.name.clone().unwrap();
+    assert_eq!(
+        snap.data["spec"]["source"]["persistentVolumeClaimName"],
+        "data"
+    );
+    assert_eq!(
+        snap.data["spec"]["volumeSnapshotClassName"],
+        "do-block-storage"
+    );
+    set_status(
+        &api,
+        &snap_name,
+        json!({"readyToUse": true, "creationTime": "2026-01-02T03:04:05Z",
+               "restoreSize": "1Gi", "boundVolumeSnapshotContentName": "snapcontent-corpus"}),
+    )
+    .await?;
+    let backup = finished(&client, &ns, "backup-1").await?;
+    let info = &backup["status"]["actions"][0]["artifacts"]["snapshotInfo"];
+    assert_eq!(
+        info["keyValue"],
+        json!({"name": snap_name, "pvc": "data", "namespace": ns,
+               "restoreSize": "1Gi", "snapshotContent": "snapcontent-corpus"})
+    );
+
+    // restore: scale to 0, delete the PVC, RestoreCSISnapshot, scale to 1. The test provisions
+    // a volume for the restored PVC so that the pod can be scheduled again.
+    let old_uid = pvcs.get("data").await?.metadata.uid;
+    run_action(
+        &client,
+        &ns,
+        "restore-1",
+        "restore",
+        json!({"snapshotInfo": info}),
+    )
+    .await?;
+    let restored = support::poll(Duration::from_secs(120), || async {
+        let p = pvcs.get_opt("data").await.ok()??;
+        (p.metadata.uid != old_uid).then_some(p)
+    })
+    .await?;
+    let ds = restored
+        .spec
+        .as_ref()
+        .and_then(|s| s.data_source.clone())
+        .expect("dataSource");
+    assert_eq!(
+        (ds.api_group.as_deref(), ds.kind.as_str(), ds.name.as_str()),
+        (
+            Some("snapshot.storage.k8s.io"),
+            "VolumeSnapshot",
+            snap_name.as_str()
+        )
+    );
+    pv_for(
+        &client,
+        &ns,
+        &format!("{ns}-restored"),
+        "data",
+        "do-block-storage",
+    )
+    .await?;
+    finished(&client, &ns, "restore-1").await?;
+    support::wait_for(&deployments, "app", support::WAIT, ready).await?;
+
+    // delete: DeleteCSISnapshot.
+    run_action(
+        &client,
+        &ns,
+        "delete-1",
+        "delete",
+        json!({"snapshotInfo": info}),
+    )
+    .await?;
+    finished(&client, &ns, "delete-1").await?;
+    assert!(api.get_opt(&snap_name).await?.is_none(), "snapshot deleted");
+
+    let pvs: Api<PersistentVolume> = Api::all(client.clone());
+    for pv in [format!("{ns}-data"), format!("{ns}-restored")] {
+        let _ = pvs.delete(&pv, &DeleteParams::default()).await;
+    }
     Ok(())
 }

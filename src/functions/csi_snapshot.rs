@@ -15,7 +15,10 @@
 //!   VolumeSnapshot `name`, with `storageClass`, `restoreSize` (must not be
 //!   zero), `accessModes` (default `[ReadWriteOnce]`; only ReadWriteOnce,
 //!   ReadOnlyMany, ReadWriteMany), `volumeMode` (default `Filesystem`) and
-//!   `labels`; it does not wait for the PVC to be bound. No output.
+//!   `labels`; it does not wait for the PVC to be bound. No output. A PVC
+//!   of that name that is being deleted (e.g. by a KubeOps phase just
+//!   before) is waited for, up to 2 minutes (Kanister fails at once with
+//!   "already exists").
 //! - DeleteCSISnapshot deletes the VolumeSnapshot; one that does not exist is
 //!   not an error. It does not wait for the object to be gone. No output.
 //!
@@ -392,6 +395,7 @@ pub async fn restore(ctx: &Context, args: &Map<String, Value>) -> Result<Output,
     let pvc: PersistentVolumeClaim = serde_json::from_value(restored_pvc(&r))
         .map_err(|e| FunctionError::failed(RESTORE, format!("PVC manifest: {e}")))?;
     let api: Api<PersistentVolumeClaim> = Api::namespaced(ctx.client.clone(), &r.namespace);
+    wait_pvc_deleted(&api, &r.namespace, &r.pvc).await?;
     api.create(&PostParams::default(), &pvc)
         .await
         .map_err(|e| {
@@ -405,6 +409,40 @@ pub async fn restore(ctx: &Context, args: &Map<String, Value>) -> Result<Output,
             )
         })?;
     Ok(Output::new())
+}
+
+/// How long RestoreCSISnapshot waits for a PVC of the same name that is being deleted.
+const PVC_DELETION_WAIT: Duration = Duration::from_secs(120);
+
+/// If a PVC `name` exists and is being deleted (typically by the KubeOps
+/// phase just before, whose delete does not wait for the
+/// `kubernetes.io/pvc-protection` finalizer), wait until it is gone.
+async fn wait_pvc_deleted(
+    api: &Api<PersistentVolumeClaim>,
+    namespace: &str,
+    name: &str,
+) -> Result<(), FunctionError> {
+    let deadline = tokio::time::Instant::now() + PVC_DELETION_WAIT;
+    let mut delay = Duration::from_millis(50);
+    loop {
+        let existing = api.get_opt(name).await.map_err(|e| {
+            FunctionError::kube(RESTORE, format!("getting PVC {namespace}/{name}"), e)
+        })?;
+        let Some(pvc) = existing.filter(|p| p.metadata.deletion_timestamp.is_some()) else {
+            return Ok(());
+        };
+        if tokio::time::Instant::now() >= deadline {
+            return Err(FunctionError::failed(
+                RESTORE,
+                format!(
+                    "PVC {namespace}/{name} is still being deleted after {PVC_DELETION_WAIT:?} (finalizers: {}); a PVC is deleted once no pod uses it",
+                    pvc.metadata.finalizers.unwrap_or_default().join(", ")
+                ),
+            ));
+        }
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_secs(1));
+    }
 }
 
 pub async fn delete(ctx: &Context, args: &Map<String, Value>) -> Result<Output, FunctionError> {
