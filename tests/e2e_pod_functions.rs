@@ -11,9 +11,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use blueprint_operator::functions::{self, Context, FunctionError, Output};
-use blueprint_operator::model::ObjectReference;
+use blueprint_operator::model::{ActionSet, Blueprint, ObjectReference, State};
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod, ServiceAccount};
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{
+    PersistentVolume, PersistentVolumeClaim, Pod, Secret, ServiceAccount,
+};
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::runtime::watcher;
@@ -599,5 +602,176 @@ async fn prepare_data_defaults_to_the_workload_pvcs_and_fail_on_error() -> anyho
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(rec.count(), 2, "no pod without its PVCs");
     delete_pvs(&client, &ns, &["data-db-0"]).await;
+    Ok(())
+}
+
+/// A `blueprint-operator controller` child process for one namespace; killed when dropped.
+struct Controller {
+    _child: tokio::process::Child,
+}
+
+impl Controller {
+    fn start(ns: &str) -> Controller {
+        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
+            .args([
+                "controller",
+                "--namespace",
+                ns,
+                "--no-scheduler",
+                "--no-leader-election",
+                "--metrics-addr",
+                "off",
+                "--log-level",
+                "warn",
+            ])
+            .env("KUBECONFIG", &support::cluster().kubeconfig)
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start blueprint-operator controller");
+        Controller { _child: child }
+    }
+}
+
+async fn finished(client: &Client, ns: &str, name: &str) -> anyhow::Result<Value> {
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
+    let a = support::wait_for(&api, name, Duration::from_secs(180), |a| {
+        a.state().is_some_and(State::is_terminal)
+    })
+    .await?;
+    let v = serde_json::to_value(&a)?;
+    assert_eq!(
+        v["status"]["state"], "complete",
+        "{name}: {:#}",
+        v["status"]
+    );
+    Ok(v)
+}
+
+/// The corpus PostgreSQL Blueprint (blueprint-v2: MultiContainerRun for backup and restore)
+/// run by the controller; kwok plays the containers through the ActionSet's podAnnotations.
+#[tokio::test]
+async fn corpus_postgres_blueprint_backup_and_restore_with_multi_container_run()
+-> anyhow::Result<()> {
+    let Some(corpus) = support::corpus::dir() else {
+        return Ok(());
+    };
+    let Some((client, ns)) = setup("mcr-corpus").await else {
+        return Ok(());
+    };
+    support::install_crds(&client).await?;
+    let file = corpus.join("kanister-examples/postgresql/blueprint-v2/postgres-blueprint.yaml");
+    let bp: Value = serde_yaml::from_str(&std::fs::read_to_string(&file)?)?;
+    let bp: Blueprint = serde_json::from_value(bp)?;
+    Api::<Blueprint>::namespaced(client.clone(), &ns)
+        .create(&PostParams::default(), &bp)
+        .await?;
+    // The application: StatefulSet pg-postgresql of Helm release "pg", and its Secret.
+    let sts: StatefulSet = serde_json::from_value(json!({
+        "metadata": {"name": "pg-postgresql", "labels": {"app.kubernetes.io/instance": "pg"}},
+        "spec": {
+            "replicas": 0,
+            "serviceName": "pg-postgresql",
+            "selector": {"matchLabels": {"app": "pg"}},
+            "template": {"metadata": {"labels": {"app": "pg"}},
+                         "spec": {"containers": [{"name": "postgresql", "image": "postgres:17"}]}},
+        }
+    }))?;
+    Api::<StatefulSet>::namespaced(client.clone(), &ns)
+        .create(&PostParams::default(), &sts)
+        .await?;
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "pg-postgresql"},
+        "stringData": {"postgres-password": "s3cret"},
+    }))?;
+    Api::<Secret>::namespaced(client.clone(), &ns)
+        .create(&PostParams::default(), &secret)
+        .await?;
+    let rec = PodRecorder::start(&client, &ns).await;
+    let _controller = Controller::start(&ns);
+    let actionsets: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
+    let actionset = |name: &str, action: &str, log: &str, artifacts: Value| {
+        serde_json::from_value::<ActionSet>(json!({
+            "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
+            "metadata": {"name": name},
+            "spec": {"actions": [{
+                "name": action, "blueprint": "postgres-bp",
+                "object": {"kind": "StatefulSet", "name": "pg-postgresql", "namespace": ns},
+                "artifacts": artifacts,
+                "podAnnotations": support::kwok_annotations(0, log),
+            }]},
+        }))
+    };
+
+    let log = "pushed\n###Phase-output###: {\"key\":\"kopiaOutput\",\"value\":\"kopia-snap-7\"}";
+    actionsets
+        .create(
+            &PostParams::default(),
+            &actionset("backup-1", "backup", log, json!({}))?,
+        )
+        .await?;
+    let backup = finished(&client, &ns, "backup-1").await?;
+    let artifact = &backup["status"]["actions"][0]["artifacts"]["pgBackup"];
+    assert_eq!(artifact["kopiaSnapshot"], "kopia-snap-7", "{backup:#}");
+    let pod = pod_json(&rec.only_pod().await);
+    let init = container(&pod, "initContainers", "init");
+    assert!(
+        init["command"].to_string().contains("mkfifo /tmp/data"),
+        "{init}"
+    );
+    let background = container(&pod, "containers", "background");
+    assert_eq!(background["image"], "postgres:17-bookworm");
+    let script = background["command"][6].as_str().unwrap_or_default();
+    assert!(script.contains("PGPASSWORD='s3cret'"), "{script}");
+    assert!(
+        script.contains(&format!("PGHOST='pg-postgresql.{ns}.svc.cluster.local'")),
+        "{script}"
+    );
+    let output = container(&pod, "containers", "output");
+    assert!(
+        output["command"][6]
+            .as_str()
+            .unwrap_or_default()
+            .contains("kando location push"),
+        "{output}"
+    );
+    let shared = pod["spec"]["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "shared")
+        .cloned()
+        .expect("shared volume");
+    assert_eq!(shared["emptyDir"]["medium"], "Memory");
+    task_pods_gone(&client, &ns).await?;
+
+    // restore: the artifact reaches the background container's command.
+    actionsets
+        .create(
+            &PostParams::default(),
+            &actionset(
+                "restore-1",
+                "restore",
+                "restored",
+                json!({"pgBackup": artifact}),
+            )?,
+        )
+        .await?;
+    finished(&client, &ns, "restore-1").await?;
+    let seen = rec.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2, "one pod per action");
+    let pod = pod_json(&seen[1]);
+    let background = container(&pod, "containers", "background");
+    let script = background["command"][6].as_str().unwrap_or_default();
+    assert!(script.contains("kopia_snap='kopia-snap-7'"), "{script}");
+    let output = container(&pod, "containers", "output");
+    assert!(
+        output["command"][6]
+            .as_str()
+            .unwrap_or_default()
+            .contains("psql"),
+        "{output}"
+    );
+    task_pods_gone(&client, &ns).await?;
     Ok(())
 }
