@@ -60,6 +60,12 @@ pub fn targets(prefixes: &str, snapshot: &Snapshot) -> Result<Vec<(String, Snaps
         .collect())
 }
 
+/// `backupID` xor `backupTag` (Kanister: "Require one argument: backupID or backupTag").
+pub fn snapshot(a: &Args) -> Result<Snapshot, FunctionError> {
+    snapshot_arg(a, "backupTag", "backupID")
+        .map_err(|_| FunctionError::failed(NAME, "Require one argument: backupID or backupTag"))
+}
+
 pub async fn run(
     ctx: &Context,
     args: &Map<String, Value>,
@@ -69,8 +75,7 @@ pub async fn run(
     a.check_supported(ARGS)?;
     let namespace = non_empty(&a, "namespace")?;
     let prefix = non_empty(&a, "backupArtifactPrefix")?;
-    let snapshot = snapshot_arg(&a, "backupID", "backupTag")
-        .map_err(|_| FunctionError::failed(NAME, "Require one argument: backupID or backupTag"))?;
+    let snapshot = snapshot(&a)?;
     let key = encryption_key(&a)?;
     let reclaim = a.opt_bool("reclaimSpace")?.unwrap_or(false);
     let insecure_tls = a.opt_bool("insecureTLS")?.unwrap_or(false);
@@ -134,6 +139,30 @@ async fn delete_all(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn backup_id_or_backup_tag() {
+        let m = serde_json::json!({"backupID": "abc"});
+        assert_eq!(
+            snapshot(&Args::new(NAME, m.as_object().unwrap())).unwrap(),
+            Snapshot::Id("abc".into())
+        );
+        let m = serde_json::json!({"backupTag": "t"});
+        assert_eq!(
+            snapshot(&Args::new(NAME, m.as_object().unwrap())).unwrap(),
+            Snapshot::Tag("t".into())
+        );
+        for m in [
+            serde_json::json!({}),
+            serde_json::json!({"backupID": "a", "backupTag": "t"}),
+        ] {
+            let e = snapshot(&Args::new(NAME, m.as_object().unwrap())).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                "DeleteData: Require one argument: backupID or backupTag"
+            );
+        }
+    }
 
     #[test]
     fn ids_pair_with_prefixes_by_position() {

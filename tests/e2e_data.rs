@@ -1,0 +1,1011 @@
+//! The restic data-mover functions (BackupData, RestoreData, DeleteData,
+//! CopyVolumeData) moving real data: restic (tools/data-plane) runs through
+//! kwok's local exec on this machine against gofakes3, an S3-compatible
+//! object store, so "a path in the container" is a path of this machine.
+//! Every test writes its files under its own temporary directory and checks
+//! the restored bytes file by file.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use blueprint_operator::executor::params;
+use blueprint_operator::functions::{self, Context, FunctionError, Output};
+use blueprint_operator::model::{ActionSet, ActionSpec, Blueprint, ObjectReference, State};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, PersistentVolumeClaim, Pod};
+use kube::Client;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use serde_json::{Map, Value, json};
+
+/// Bound for one function call.
+const CALL: Duration = Duration::from_secs(300);
+/// Bound for an ActionSet to finish.
+const FINISH: Duration = Duration::from_secs(300);
+const BUCKET: &str = "bpo-data";
+const PROFILE: &str = "s3";
+
+fn ctx(client: &Client, ns: &str) -> Context {
+    Context {
+        client: client.clone(),
+        namespace: ns.to_string(),
+        object: ObjectReference::default(),
+        pod_override: None,
+        pod_labels: BTreeMap::new(),
+        pod_annotations: BTreeMap::new(),
+    }
+}
+
+fn obj(v: Value) -> Map<String, Value> {
+    v.as_object().expect("args object").clone()
+}
+
+async fn call(ctx: &Context, func: &str, a: Value, p: &Value) -> Result<Output, FunctionError> {
+    tokio::time::timeout(CALL, functions::execute(ctx, func, &obj(a), p))
+        .await
+        .unwrap_or_else(|_| panic!("{func} did not return within {CALL:?}"))
+}
+
+/// Client, fresh namespace with the Kanister CRDs and an s3Compliant Profile
+/// on the test object store. Fails (never skips silently) without the data plane.
+async fn setup(prefix: &str) -> Option<(Client, String)> {
+    let client = support::client().await;
+    if !support::kwok_available(&client).await {
+        eprintln!("skipped: the cluster has no kwok node");
+        return None;
+    }
+    assert!(
+        support::data_plane::available(),
+        "the test data plane (restic, gofakes3) is not available: run tools/data-plane/build.sh"
+    );
+    support::install_crds(&client).await.expect("install CRDs");
+    let ns = support::namespace(&client, prefix).await;
+    support::data_plane::s3_profile(&client, &ns, PROFILE, BUCKET)
+        .await
+        .expect("create the Profile");
+    Some((client, ns))
+}
+
+/// The template parameters the executor would render with: fetched by the
+/// executor's own code from an action naming `object` and the Profile.
+async fn template_params(client: &Client, ns: &str, object: Value) -> anyhow::Result<Value> {
+    let spec: ActionSpec = serde_json::from_value(json!({
+        "name": "backup", "object": object,
+        "profile": {"name": PROFILE, "namespace": ns},
+        "preferredVersion": "",
+    }))?;
+    let (p, err) = params::fetch_base(client, ns, &spec, "2026-01-01T00:00:00Z").await;
+    anyhow::ensure!(err.is_none(), "fetching params: {err:?}");
+    anyhow::ensure!(p.contains_key("Profile"), "no Profile in {p:?}");
+    Ok(Value::Object(p))
+}
+
+/// A Deployment `app` with one Running pod; returns the pod's name.
+async fn app_pod(client: &Client, ns: &str) -> anyhow::Result<String> {
+    support::create_deployment(client, ns, "app", 1).await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let pod = support::poll(support::WAIT, || async {
+        let l = pods
+            .list(&ListParams::default().labels("app=app"))
+            .await
+            .ok()?;
+        l.items
+            .into_iter()
+            .find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+    })
+    .await
+    .context("Running pod of Deployment app")?;
+    Ok(pod.metadata.name.unwrap_or_default())
+}
+
+/// A temporary directory of this machine, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!(
+            "bpo-e2e-data-{tag}-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or_default()
+        ));
+        std::fs::create_dir_all(&p).expect("create temp dir");
+        TempDir(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Deterministic pseudo-random bytes (xorshift64*).
+fn noise(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed | 1;
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        out.extend_from_slice(&x.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+/// Writes a tree of a few MB (binary, text, empty, nested, a name with a
+/// space) under `root`; returns the number of regular files.
+fn write_tree(root: &Path, seed: u64) -> usize {
+    let files: Vec<(&str, Vec<u8>)> = vec![
+        ("a.txt", b"hello from BackupData\n".to_vec()),
+        ("empty", Vec::new()),
+        ("bin/blob1.bin", noise(seed, 1_500_000)),
+        ("bin/deep/er/blob2.bin", noise(seed + 1, 700_001)),
+        ("bin/deep/er/small.dat", noise(seed + 2, 100)),
+        (
+            "logs/compressible.log",
+            "line of a log file that repeats\n"
+                .repeat(32_000)
+                .into_bytes(),
+        ),
+        ("with space/name with space.txt", b"spaces\n".to_vec()),
+    ];
+    for (rel, data) in &files {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).expect("mkdir");
+        std::fs::write(&p, data).expect("write file");
+    }
+    files.len()
+}
+
+/// Every regular file under `root` (relative path → bytes).
+fn read_tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            let ft = e.file_type().expect("file type");
+            if ft.is_dir() {
+                walk(base, &p, out);
+            } else if ft.is_file() {
+                let rel = p.strip_prefix(base).unwrap().to_string_lossy().into_owned();
+                out.insert(rel, std::fs::read(&p).expect("read file"));
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, root, &mut out);
+    out
+}
+
+/// Asserts that `restored` holds exactly the files of `original`, byte for byte.
+fn assert_same_tree(original: &Path, restored: &Path) {
+    let a = read_tree(original);
+    let b = read_tree(restored);
+    assert!(!a.is_empty(), "no files under {}", original.display());
+    let names_a: Vec<&String> = a.keys().collect();
+    let names_b: Vec<&String> = b.keys().collect();
+    assert_eq!(
+        names_a,
+        names_b,
+        "files of {} vs {}",
+        original.display(),
+        restored.display()
+    );
+    for (name, bytes) in &a {
+        assert!(
+            b[name] == *bytes,
+            "{name} differs after restore ({} vs {} bytes)",
+            bytes.len(),
+            b[name].len()
+        );
+    }
+}
+
+/// Where restic restores the absolute path `src` under `target`.
+fn restored_root(target: &Path, src: &Path) -> PathBuf {
+    target.join(src.strip_prefix("/").unwrap_or(src))
+}
+
+/// `restic snapshots --json` of `<bucket>/<path>`, run directly (not through a pod).
+fn snapshots(path: &str, key: &str) -> anyhow::Result<Vec<Value>> {
+    let store = support::data_plane::object_store();
+    let out = Command::new(support::data_plane::restic())
+        .args(["snapshots", "--json", "--no-cache"])
+        .env("AWS_ACCESS_KEY_ID", &store.access_key)
+        .env("AWS_SECRET_ACCESS_KEY", &store.secret_key)
+        .env(
+            "RESTIC_REPOSITORY",
+            format!("s3:{}/{BUCKET}/{path}", store.endpoint),
+        )
+        .env("RESTIC_PASSWORD", key)
+        .stdin(Stdio::null())
+        .output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "restic snapshots failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(serde_json::from_slice(&out.stdout)?)
+}
+
+fn snapshot_ids(snaps: &[Value]) -> Vec<String> {
+    snaps
+        .iter()
+        .filter_map(|s| s["short_id"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// Kanister's default key (BackupData without encryptionKey).
+const DEFAULT_KEY: &str = blueprint_operator::functions::restic::DEFAULT_ENCRYPTION_KEY;
+
+/// A PVC `name` bound to a hostPath PV (so that the scheduler places pods
+/// using it); returns the PV's name, to delete afterwards.
+async fn bound_pvc(client: &Client, ns: &str, name: &str) -> anyhow::Result<String> {
+    let pv_name = format!("{ns}-{name}");
+    let pvs: Api<PersistentVolume> = Api::all(client.clone());
+    let pv: PersistentVolume = serde_json::from_value(json!({
+        "metadata": {"name": pv_name},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "hostPath": {"path": format!("/mnt/vol_data/{name}")},
+            "storageClassName": "",
+            "persistentVolumeReclaimPolicy": "Retain",
+            "claimRef": {"namespace": ns, "name": name},
+        },
+    }))?;
+    pvs.create(&PostParams::default(), &pv).await?;
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), ns);
+    let pvc: PersistentVolumeClaim = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}},
+            "storageClassName": "",
+            "volumeName": pv_name,
+        },
+    }))?;
+    pvcs.create(&PostParams::default(), &pvc).await?;
+    support::wait_for(&pvcs, name, support::WAIT, |c| {
+        c.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound")
+    })
+    .await
+    .context("PVC Bound")?;
+    Ok(pv_name)
+}
+
+async fn delete_pv(client: &Client, name: &str) {
+    let pvs: Api<PersistentVolume> = Api::all(client.clone());
+    let _ = pvs.delete(name, &DeleteParams::default()).await;
+}
+
+/// Waits until no helper pod (label createdBy=kanister) is left in `ns`.
+async fn helper_pods_gone(client: &Client, ns: &str) -> anyhow::Result<()> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    support::poll(support::WAIT, || async {
+        let l = pods
+            .list(&ListParams::default().labels("createdBy=kanister"))
+            .await
+            .ok()?;
+        l.items.is_empty().then_some(())
+    })
+    .await
+    .context("helper pods deleted")
+}
+
+fn s(out: &Output, key: &str) -> String {
+    out.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| panic!("output {key} missing in {out:?}"))
+        .to_string()
+}
+
+/// BackupData of a directory of a running pod's container, RestoreData by
+/// ID and by tag into other paths (byte-compared), DeleteData by ID and by
+/// tag: the snapshots are gone from the repository.
+#[tokio::test]
+async fn backup_restore_delete_round_trip() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("data-rt").await else {
+        return Ok(());
+    };
+    let pod = app_pod(&client, &ns).await?;
+    let p = template_params(
+        &client,
+        &ns,
+        json!({"kind": "Deployment", "name": "app", "namespace": ns}),
+    )
+    .await?;
+    let c = ctx(&client, &ns);
+    let dir = TempDir::new("rt");
+    let src = dir.0.join("src");
+    let n_files = write_tree(&src, 7);
+    let prefix = format!("{ns}/backup");
+    let key = "correct horse battery staple";
+
+    let out = call(
+        &c,
+        "BackupData",
+        json!({"namespace": ns, "pod": pod, "container": "app",
+               "includePath": src.to_str().unwrap(), "backupArtifactPrefix": prefix,
+               "encryptionKey": key}),
+        &p,
+    )
+    .await?;
+    let keys: Vec<&str> = out.keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "backupID",
+            "backupTag",
+            "fileCount",
+            "size",
+            "phySize",
+            "version"
+        ]
+    );
+    let id = s(&out, "backupID");
+    let tag = s(&out, "backupTag");
+    assert_eq!(tag.len(), 10, "{tag}");
+    assert_eq!(s(&out, "fileCount"), n_files.to_string());
+    assert!(s(&out, "size").ends_with("MiB"), "{out:?}");
+    assert!(!s(&out, "phySize").is_empty(), "{out:?}");
+    assert_eq!(s(&out, "version"), "v0.0.0");
+    let snaps = snapshots(&prefix, key)?;
+    assert_eq!(snapshot_ids(&snaps), vec![id.clone()]);
+    assert_eq!(snaps[0]["tags"], json!([tag]));
+
+    // A second backup into the same repository (exists now: no init).
+    std::fs::write(src.join("a.txt"), b"changed after the first backup\n")?;
+    let out2 = call(
+        &c,
+        "BackupData",
+        json!({"namespace": ns, "pod": pod, "container": "app",
+               "includePath": src.to_str().unwrap(),
+               "backupArtifactPrefix": format!("{BUCKET}/{prefix}"), "encryptionKey": key}),
+        &p,
+    )
+    .await?;
+    let id2 = s(&out2, "backupID");
+    let tag2 = s(&out2, "backupTag");
+    assert_ne!(id, id2);
+    assert_eq!(snapshots(&prefix, key)?.len(), 2);
+
+    // RestoreData needs `pod` or `volumes`: mount a PVC into the helper pod.
+    let pv = bound_pvc(&client, &ns, "restore-target").await?;
+    // By tag (the second backup) …
+    let by_tag = dir.0.join("by-tag");
+    let r = call(
+        &c,
+        "RestoreData",
+        json!({"namespace": ns, "image": "ghcr.io/kanisterio/kanister-tools:0.116.0",
+               "backupArtifactPrefix": prefix, "backupTag": tag2, "encryptionKey": key,
+               "restorePath": by_tag.to_str().unwrap(),
+               "volumes": {"restore-target": "/mnt/restore-target"},
+               "podLabels": {"purpose": "restore"}}),
+        &p,
+    )
+    .await?;
+    assert!(r.is_empty(), "{r:?}");
+    assert_same_tree(&src, &restored_root(&by_tag, &src));
+    // … and by ID (the first one: a.txt as it was then).
+    let by_id = dir.0.join("by-id");
+    call(
+        &c,
+        "RestoreData",
+        json!({"namespace": ns, "image": "busybox:stable",
+               "backupArtifactPrefix": prefix, "backupIdentifier": id, "encryptionKey": key,
+               "restorePath": by_id.to_str().unwrap(),
+               "volumes": {"restore-target": "/mnt/restore-target"}}),
+        &p,
+    )
+    .await?;
+    std::fs::write(src.join("a.txt"), b"hello from BackupData\n")?;
+    assert_same_tree(&src, &restored_root(&by_id, &src));
+    helper_pods_gone(&client, &ns).await?;
+
+    // DeleteData by ID, then by tag with reclaimSpace.
+    let d = call(
+        &c,
+        "DeleteData",
+        json!({"namespace": ns, "backupArtifactPrefix": prefix, "backupID": id,
+               "encryptionKey": key}),
+        &p,
+    )
+    .await?;
+    assert_eq!(Value::Object(d), json!({"spaceFreed": "0 B"}));
+    assert_eq!(snapshot_ids(&snapshots(&prefix, key)?), vec![id2.clone()]);
+    let d = call(
+        &c,
+        "DeleteData",
+        json!({"namespace": ns, "backupArtifactPrefix": prefix, "backupTag": tag2,
+               "encryptionKey": key, "reclaimSpace": "true"}),
+        &p,
+    )
+    .await?;
+    let freed = s(&d, "spaceFreed");
+    let bytes: i64 = freed
+        .strip_suffix(" B")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("spaceFreed {freed:?}"));
+    assert!(
+        bytes > 1_000_000,
+        "prune of the last snapshot freed only {freed}"
+    );
+    assert!(snapshots(&prefix, key)?.is_empty());
+    helper_pods_gone(&client, &ns).await?;
+    delete_pv(&client, &pv).await;
+    Ok(())
+}
+
+/// CopyVolumeData of a PVC (its data at Kanister's mount point
+/// /mnt/vol_data/<pvc>, a directory of this machine under kwok), then
+/// RestoreData from CopyVolumeData's outputs, byte-compared.
+#[tokio::test]
+async fn copy_volume_data_then_restore_from_its_outputs() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("data-cvd").await else {
+        return Ok(());
+    };
+    let p = template_params(&client, &ns, json!({"kind": "Namespace", "name": ns})).await?;
+    let c = ctx(&client, &ns);
+    let pvc = format!("cvd-{ns}");
+    let pv = bound_pvc(&client, &ns, &pvc).await?;
+    let mount = PathBuf::from(format!("/mnt/vol_data/{pvc}"));
+    struct Cleanup(PathBuf);
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let _cleanup = Cleanup(mount.clone());
+    let n_files = write_tree(&mount, 11);
+
+    let out = call(
+        &c,
+        "CopyVolumeData",
+        json!({"namespace": ns, "volume": pvc, "dataArtifactPrefix": "s3-bucket/path/artifactPrefix",
+               "podAnnotations": {"note": "copy"}}),
+        &p,
+    )
+    .await?;
+    let mut keys: Vec<&str> = out.keys().map(String::as_str).collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "backupArtifactLocation",
+            "backupID",
+            "backupRoot",
+            "backupTag",
+            "fileCount",
+            "phySize",
+            "size",
+            "version"
+        ]
+    );
+    assert_eq!(s(&out, "backupRoot"), mount.to_str().unwrap());
+    // Kanister's ResolveArtifactPrefix: the Profile's bucket is prepended.
+    assert_eq!(
+        s(&out, "backupArtifactLocation"),
+        format!("{BUCKET}/s3-bucket/path/artifactPrefix")
+    );
+    assert_eq!(s(&out, "fileCount"), n_files.to_string());
+    let snaps = snapshots("s3-bucket/path/artifactPrefix", DEFAULT_KEY)?;
+    assert!(
+        snapshot_ids(&snaps).contains(&s(&out, "backupID")),
+        "{snaps:?}"
+    );
+
+    let dir = TempDir::new("cvd");
+    let target = dir.0.join("restored");
+    call(
+        &c,
+        "RestoreData",
+        json!({"namespace": ns, "image": "ghcr.io/kanisterio/kanister-tools:0.116.0",
+               "backupArtifactPrefix": s(&out, "backupArtifactLocation"),
+               "backupTag": s(&out, "backupTag"),
+               "volumes": {pvc.clone(): s(&out, "backupRoot")},
+               "restorePath": target.to_str().unwrap()}),
+        &p,
+    )
+    .await?;
+    assert_same_tree(&mount, &restored_root(&target, &mount));
+    helper_pods_gone(&client, &ns).await?;
+    delete_pv(&client, &pv).await;
+    Ok(())
+}
+
+/// Wrong encryptionKey, missing Profile, bad includePath, missing PVC and
+/// argument mistakes fail with errors that say what is wrong.
+#[tokio::test]
+async fn data_functions_fail_clearly() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("data-err").await else {
+        return Ok(());
+    };
+    let pod = app_pod(&client, &ns).await?;
+    let p = template_params(
+        &client,
+        &ns,
+        json!({"kind": "Deployment", "name": "app", "namespace": ns}),
+    )
+    .await?;
+    let c = ctx(&client, &ns);
+    let dir = TempDir::new("err");
+    let src = dir.0.join("src");
+    write_tree(&src, 3);
+    let prefix = format!("{ns}/keys");
+    let backup = |key: &str, include: &str| {
+        json!({"namespace": ns, "pod": pod, "container": "app", "includePath": include,
+               "backupArtifactPrefix": prefix, "encryptionKey": key})
+    };
+    let out = call(
+        &c,
+        "BackupData",
+        backup("key-one", src.to_str().unwrap()),
+        &p,
+    )
+    .await?;
+    let id = s(&out, "backupID");
+
+    // Wrong key on an existing repository.
+    let e = call(
+        &c,
+        "BackupData",
+        backup("key-two", src.to_str().unwrap()),
+        &p,
+    )
+    .await
+    .expect_err("wrong key")
+    .to_string();
+    assert!(
+        e.starts_with("BackupData: Failed to backup data: Password is incorrect"),
+        "{e}"
+    );
+    assert!(e.contains("wrong password"), "{e}");
+    assert_eq!(snapshots(&prefix, "key-one")?.len(), 1, "nothing was added");
+    let pv = bound_pvc(&client, &ns, "r").await?;
+    let e = call(
+        &c,
+        "RestoreData",
+        json!({"namespace": ns, "image": "busybox", "backupArtifactPrefix": prefix,
+               "backupIdentifier": id, "encryptionKey": "key-two",
+               "restorePath": dir.0.join("x").to_str().unwrap(), "volumes": {"r": "/mnt/r"}}),
+        &p,
+    )
+    .await
+    .expect_err("wrong key")
+    .to_string();
+    assert!(
+        e.starts_with("RestoreData: Failed to restore backup: "),
+        "{e}"
+    );
+    assert!(e.contains("wrong password"), "{e}");
+    helper_pods_gone(&client, &ns).await?;
+
+    // includePath that does not exist.
+    let missing = dir.0.join("no-such-dir");
+    let e = call(
+        &c,
+        "BackupData",
+        backup("key-one", missing.to_str().unwrap()),
+        &p,
+    )
+    .await
+    .expect_err("missing includePath")
+    .to_string();
+    assert!(
+        e.starts_with("BackupData: Failed to backup data: Failed to create and upload backup: "),
+        "{e}"
+    );
+    assert!(e.contains("do not exist"), "{e}");
+
+    // No Profile.
+    let no_profile = json!({});
+    let e = call(
+        &c,
+        "BackupData",
+        backup("k", src.to_str().unwrap()),
+        &no_profile,
+    )
+    .await
+    .expect_err("no profile")
+    .to_string();
+    assert!(
+        e.starts_with("BackupData: Failed to validate Profile: Profile must be non-nil"),
+        "{e}"
+    );
+    let e = call(
+        &c,
+        "DeleteData",
+        json!({"namespace": ns, "backupArtifactPrefix": prefix, "backupID": id}),
+        &no_profile,
+    )
+    .await
+    .expect_err("no profile")
+    .to_string();
+    assert!(e.starts_with("DeleteData: Profile must be non-nil"), "{e}");
+
+    // Argument mistakes, before any pod is made.
+    let e = call(
+        &c,
+        "RestoreData",
+        json!({"namespace": ns, "image": "busybox", "backupArtifactPrefix": prefix,
+               "backupIdentifier": id}),
+        &p,
+    )
+    .await
+    .expect_err("neither pod nor volumes")
+    .to_string();
+    assert_eq!(e, "RestoreData: Require one argument: pod or volumes");
+    let e = call(
+        &c,
+        "RestoreData",
+        json!({"namespace": ns, "image": "busybox", "backupArtifactPrefix": prefix,
+               "volumes": {"r": "/mnt/r"}}),
+        &p,
+    )
+    .await
+    .expect_err("neither tag nor id")
+    .to_string();
+    assert_eq!(
+        e,
+        "RestoreData: Require one argument: backupTag or backupIdentifier"
+    );
+    let e = call(
+        &c,
+        "RestoreData",
+        json!({"namespace": ns, "image": "busybox", "backupArtifactPrefix": prefix,
+               "backupIdentifier": id, "pod": pod}),
+        &p,
+    )
+    .await
+    .expect_err("pod without PVCs")
+    .to_string();
+    assert_eq!(
+        e,
+        format!("RestoreData: Failed to find volumes for the Pod: {pod}")
+    );
+    let e = call(
+        &c,
+        "DeleteData",
+        json!({"namespace": ns, "backupArtifactPrefix": prefix}),
+        &p,
+    )
+    .await
+    .expect_err("neither id nor tag")
+    .to_string();
+    assert_eq!(e, "DeleteData: Require one argument: backupID or backupTag");
+    let e = call(
+        &c,
+        "CopyVolumeData",
+        json!({"namespace": ns, "volume": "no-such-pvc", "dataArtifactPrefix": prefix}),
+        &p,
+    )
+    .await
+    .expect_err("missing PVC")
+    .to_string();
+    assert!(
+        e.starts_with(&format!(
+            "CopyVolumeData: Failed to retrieve PVC. Namespace {ns}, Name no-such-pvc: "
+        )),
+        "{e}"
+    );
+    let e = call(
+        &c,
+        "BackupData",
+        json!({"namespace": ns, "pod": pod, "container": "app", "includePath": "/x",
+               "backupArtifactPrefix": prefix, "encryptionkey": "typo"}),
+        &p,
+    )
+    .await
+    .expect_err("unknown argument")
+    .to_string();
+    assert!(e.contains("argument encryptionkey is not supported"), "{e}");
+    // DeleteData with a tag no snapshot has.
+    let e = call(
+        &c,
+        "DeleteData",
+        json!({"namespace": ns, "backupArtifactPrefix": prefix, "backupTag": "nosuchtag1",
+               "encryptionKey": "key-one"}),
+        &p,
+    )
+    .await
+    .expect_err("unknown tag")
+    .to_string();
+    assert!(
+        e.starts_with(
+            "DeleteData: Failed to forget data, could not get snapshotID from tag, Tag: nosuchtag1: Snapshot not found"
+        ),
+        "{e}"
+    );
+    helper_pods_gone(&client, &ns).await?;
+    delete_pv(&client, &pv).await;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Through the executor (the controller binary, as tests/e2e_executor.rs runs it).
+
+/// A controller child process; killed (SIGKILL) when dropped.
+struct Controller {
+    child: tokio::process::Child,
+}
+
+impl Controller {
+    fn start(ns: &str) -> Controller {
+        let cluster = support::cluster();
+        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
+            .args([
+                "controller",
+                "--namespace",
+                ns,
+                "--no-scheduler",
+                "--no-leader-election",
+                "--metrics-addr",
+                "off",
+                "--log-level",
+                "warn",
+            ])
+            .env("KUBECONFIG", &cluster.kubeconfig)
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start blueprint-operator controller");
+        Controller { child }
+    }
+
+    async fn kill(mut self) {
+        let _ = self.child.start_kill();
+        let _ = self.child.wait().await;
+    }
+}
+
+async fn create_blueprint(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    actions: Value,
+) -> anyhow::Result<()> {
+    let api: Api<Blueprint> = Api::namespaced(client.clone(), ns);
+    let bp: Blueprint = serde_json::from_value(json!({
+        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Blueprint",
+        "metadata": {"name": name}, "actions": actions,
+    }))?;
+    api.create(&PostParams::default(), &bp).await?;
+    Ok(())
+}
+
+async fn create_actionset(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    blueprint: &str,
+    action: &str,
+    artifacts: Value,
+) -> anyhow::Result<()> {
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
+    let a: ActionSet = serde_json::from_value(json!({
+        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
+        "metadata": {"name": name},
+        "spec": {"actions": [{
+            "name": action, "blueprint": blueprint,
+            "object": {"kind": "Deployment", "name": "app", "namespace": ns},
+            "profile": {"name": PROFILE, "namespace": ns},
+            "artifacts": artifacts,
+        }]},
+    }))?;
+    api.create(&PostParams::default(), &a).await?;
+    Ok(())
+}
+
+async fn wait_terminal(client: &Client, ns: &str, name: &str) -> anyhow::Result<ActionSet> {
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
+    support::wait_for(&api, name, FINISH, |a| {
+        a.state().is_some_and(State::is_terminal)
+    })
+    .await
+}
+
+/// A backup action whose BackupData fails (includePath does not exist):
+/// the deferPhase (KubeOps creating a ConfigMap) still runs, and the
+/// ActionSet says main failed, defer ok.
+#[tokio::test]
+async fn failing_backup_data_still_runs_the_defer_phase() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("data-defer").await else {
+        return Ok(());
+    };
+    app_pod(&client, &ns).await?;
+    create_blueprint(
+        &client,
+        &ns,
+        "bp",
+        json!({"backup": {
+            "phases": [{
+                "func": "BackupData", "name": "backupToS3",
+                "args": {
+                    "namespace": "{{ .Deployment.Namespace }}",
+                    "pod": "{{ index .Deployment.Pods 0 }}",
+                    "container": "app",
+                    "includePath": "/nonexistent/bpo-e2e-data/path",
+                    "backupArtifactPrefix": "{{ .Profile.Location.Bucket }}/defer",
+                },
+            }],
+            "deferPhase": {
+                "func": "KubeOps", "name": "markDone",
+                "args": {
+                    "operation": "create",
+                    "namespace": "{{ .Deployment.Namespace }}",
+                    "spec": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: defer-ran\ndata:\n  state: '{{ .Outcome.State }}'\n  failedPhase: '{{ .Outcome.FailedPhase }}'\n",
+                },
+            },
+        }}),
+    )
+    .await?;
+    let ctl = Controller::start(&ns);
+    create_actionset(&client, &ns, "run", "bp", "backup", json!({})).await?;
+    let a = wait_terminal(&client, &ns, "run").await?;
+    ctl.kill().await;
+    let st = a.status.as_ref().expect("status");
+    assert_eq!(st.state, State::Failed, "{st:?}");
+    let act = &st.actions[0];
+    assert_eq!(act.phases[0].state, State::Failed, "{st:?}");
+    assert_eq!(act.defer_phase.state, State::Complete, "{st:?}");
+    assert!(
+        st.error
+            .message
+            .contains("Failed to create and upload backup"),
+        "{}",
+        st.error.message
+    );
+    assert!(
+        !st.error.message.contains("deferPhase"),
+        "{}",
+        st.error.message
+    );
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    let cm = cms
+        .get("defer-ran")
+        .await
+        .context("the deferPhase's ConfigMap")?;
+    let data = cm.data.unwrap_or_default();
+    assert_eq!(
+        data.get("failedPhase").map(String::as_str),
+        Some("backupToS3"),
+        "{data:?}"
+    );
+    assert!(
+        data.get("state")
+            .is_some_and(|s| s.to_ascii_lowercase().contains("fail")),
+        "{data:?}"
+    );
+    Ok(())
+}
+
+/// A time-log-like Blueprint (corpus `time-log-blueprint.yaml`, RestoreData
+/// given `volumes` and a `restorePath` of this machine, DeleteData instead
+/// of LocationDelete) run by the executor: backup → restore from the
+/// backup's artifacts → delete; the restored bytes match, the snapshot goes.
+#[tokio::test]
+async fn blueprint_backup_restore_delete_through_the_executor() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("data-bp").await else {
+        return Ok(());
+    };
+    app_pod(&client, &ns).await?;
+    let pv = bound_pvc(&client, &ns, "logs").await?;
+    let dir = TempDir::new("bp");
+    let src = dir.0.join("var-log");
+    write_tree(&src, 21);
+    let target = dir.0.join("restored");
+    create_blueprint(
+        &client,
+        &ns,
+        "time-log",
+        json!({
+            "backup": {
+                "outputArtifacts": {
+                    "timeLog": {"keyValue": {"path": "{{ .Profile.Location.Bucket }}/time-log"}},
+                    "backupIdentifier": {"keyValue": {
+                        "id": "{{ .Phases.backupToS3.Output.backupID }}",
+                        "tag": "{{ .Phases.backupToS3.Output.backupTag }}",
+                    }},
+                },
+                "phases": [{
+                    "func": "BackupData", "name": "backupToS3",
+                    "args": {
+                        "namespace": "{{ .Deployment.Namespace }}",
+                        "pod": "{{ index .Deployment.Pods 0 }}",
+                        "container": "app",
+                        "includePath": src.to_str().unwrap(),
+                        "backupArtifactPrefix": "{{ .Profile.Location.Bucket }}/time-log",
+                    },
+                }],
+            },
+            "restore": {
+                "inputArtifactNames": ["timeLog", "backupIdentifier"],
+                "phases": [
+                    {"func": "ScaleWorkload", "name": "shutdownPod", "args": {
+                        "namespace": "{{ .Deployment.Namespace }}", "name": "{{ .Deployment.Name }}",
+                        "kind": "Deployment", "replicas": 0}},
+                    {"func": "RestoreData", "name": "restoreFromS3", "args": {
+                        "namespace": "{{ .Deployment.Namespace }}",
+                        "image": "ghcr.io/kanisterio/kanister-tools:0.116.0",
+                        "backupArtifactPrefix": "{{ .ArtifactsIn.timeLog.KeyValue.path }}",
+                        "backupIdentifier": "{{ .ArtifactsIn.backupIdentifier.KeyValue.id }}",
+                        "volumes": {"logs": "/var/log"},
+                        "restorePath": target.to_str().unwrap()}},
+                    {"func": "ScaleWorkload", "name": "bringupPod", "args": {
+                        "namespace": "{{ .Deployment.Namespace }}", "name": "{{ .Deployment.Name }}",
+                        "kind": "Deployment", "replicas": 1}},
+                ],
+            },
+            "delete": {
+                "inputArtifactNames": ["timeLog", "backupIdentifier"],
+                "phases": [{"func": "DeleteData", "name": "deleteFromS3", "args": {
+                    "namespace": "{{ .Namespace.Name }}",
+                    "backupArtifactPrefix": "{{ .ArtifactsIn.timeLog.KeyValue.path }}",
+                    "backupTag": "{{ .ArtifactsIn.backupIdentifier.KeyValue.tag }}",
+                    "reclaimSpace": true}}],
+            },
+        }),
+    )
+    .await?;
+    let ctl = Controller::start(&ns);
+    create_actionset(&client, &ns, "backup", "time-log", "backup", json!({})).await?;
+    let a = wait_terminal(&client, &ns, "backup").await?;
+    let st = a.status.as_ref().expect("status");
+    assert_eq!(st.state, State::Complete, "{st:?}");
+    let arts = serde_json::to_value(&st.actions[0].artifacts)?;
+    let id = arts["backupIdentifier"]["keyValue"]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert_eq!(
+        arts["timeLog"]["keyValue"]["path"],
+        format!("{BUCKET}/time-log")
+    );
+    assert!(
+        snapshot_ids(&snapshots("time-log", DEFAULT_KEY)?).contains(&id),
+        "{arts}"
+    );
+
+    create_actionset(&client, &ns, "restore", "time-log", "restore", arts.clone()).await?;
+    let a = wait_terminal(&client, &ns, "restore").await?;
+    let st = a.status.as_ref().expect("status");
+    assert_eq!(st.state, State::Complete, "{st:?}");
+    assert_same_tree(&src, &restored_root(&target, &src));
+
+    // The delete action's object is the namespace (as Kanister users run it).
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
+    let del: ActionSet = serde_json::from_value(json!({
+        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
+        "metadata": {"name": "delete"},
+        "spec": {"actions": [{
+            "name": "delete", "blueprint": "time-log",
+            // Kanister fills .Namespace.Name from the object's namespace.
+            "object": {"apiVersion": "v1", "resource": "namespaces", "kind": "Namespace",
+                       "name": ns, "namespace": ns},
+            "profile": {"name": PROFILE, "namespace": ns},
+            "artifacts": arts,
+        }]},
+    }))?;
+    api.create(&PostParams::default(), &del).await?;
+    let a = wait_terminal(&client, &ns, "delete").await?;
+    ctl.kill().await;
+    let st = a.status.as_ref().expect("status");
+    assert_eq!(st.state, State::Complete, "{st:?}");
+    assert!(
+        !snapshot_ids(&snapshots("time-log", DEFAULT_KEY)?).contains(&id),
+        "snapshot {id} still there"
+    );
+    helper_pods_gone(&client, &ns).await?;
+    delete_pv(&client, &pv).await;
+    Ok(())
+}
