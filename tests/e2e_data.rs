@@ -518,6 +518,28 @@ async fn copy_volume_data_then_restore_from_its_outputs() -> anyhow::Result<()> 
     )
     .await?;
     assert_same_tree(&mount, &restored_root(&target, &mount));
+
+    // In place, as corpus postgres-start-stop-blueprint.yaml does: the PVC
+    // mounted at /mnt/vol_data/<pvc> and the default restorePath "/".
+    let original = read_tree(&mount);
+    std::fs::remove_dir_all(&mount)?;
+    std::fs::create_dir_all(&mount)?;
+    std::fs::write(mount.join("a.txt"), b"overwritten by the application\n")?;
+    call(
+        &c,
+        "RestoreData",
+        json!({"namespace": ns, "image": "ghcr.io/kanisterio/kanister-tools:0.116.0",
+               "backupArtifactPrefix": "s3-bucket/path/artifactPrefix",
+               "backupIdentifier": s(&out, "backupID"),
+               "volumes": {pvc.clone(): format!("/mnt/vol_data/{pvc}")}}),
+        &p,
+    )
+    .await?;
+    assert!(
+        read_tree(&mount) == original,
+        "in-place restore did not bring back the files of {}",
+        mount.display()
+    );
     helper_pods_gone(&client, &ns).await?;
     delete_pv(&client, &pv).await;
     Ok(())
