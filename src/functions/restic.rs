@@ -23,7 +23,9 @@
 //!   paths, tags, IDs) is shell-quoted; Kanister pastes them unquoted, so a
 //!   value with a space or `$` broke (or was word-split into several paths);
 //! - `--insecure-tls` is added to every subcommand when asked (Kanister
-//!   forgets it for `snapshots` and `stats`);
+//!   leaves it off `snapshots --json` and `stats`);
+//! - Profile `SkipSSLVerify` is not used (as in Kanister's restic code: only
+//!   the function's `insecureTLS` argument turns TLS verification off);
 //! - the parsers also understand restic ≥ 0.10's wording ("Added to the
 //!   repository: X (Y stored)", prune's "total prune: N blobs / X"), since
 //!   the test data plane runs restic 0.18;
