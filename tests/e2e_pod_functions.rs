@@ -129,6 +129,18 @@ impl PodRecorder {
     fn count(&self) -> usize {
         self.seen.lock().unwrap().len()
     }
+
+    /// Waits until `n` pods were seen (the watch may trail the API a little).
+    async fn wait_count(&self, n: usize) {
+        let seen = self.seen.clone();
+        let r = support::poll(support::WAIT, || {
+            let seen = seen.clone();
+            async move { (seen.lock().unwrap().len() >= n).then_some(()) }
+        })
+        .await;
+        assert!(r.is_ok(), "{} pods seen, expected {n}", self.count());
+        assert_eq!(self.count(), n);
+    }
 }
 
 impl Drop for PodRecorder {
@@ -379,7 +391,7 @@ async fn multi_container_run_failures() -> anyhow::Result<()> {
         "{err}"
     );
     task_pods_gone(&client, &ns).await?;
-    assert_eq!(rec.count(), 2);
+    rec.wait_count(2).await;
 
     // Bad arguments fail before any pod is created.
     let mut a = base.clone();
@@ -581,7 +593,7 @@ async fn prepare_data_defaults_to_the_workload_pvcs_and_fail_on_error() -> anyho
         "{msg}"
     );
     task_pods_gone(&client, &ns).await?;
-    assert_eq!(rec.count(), 2);
+    rec.wait_count(2).await;
 
     // A missing PVC fails before any pod is made.
     let mut a = base.clone();
@@ -758,8 +770,8 @@ async fn corpus_postgres_blueprint_backup_and_restore_with_multi_container_run()
         )
         .await?;
     finished(&client, &ns, "restore-1").await?;
+    rec.wait_count(2).await;
     let seen = rec.seen.lock().unwrap().clone();
-    assert_eq!(seen.len(), 2, "one pod per action");
     let pod = pod_json(&seen[1]);
     let background = container(&pod, "containers", "background");
     let script = background["command"][6].as_str().unwrap_or_default();
