@@ -22,10 +22,12 @@ use serde_json::{Map, Value};
 
 pub mod args;
 pub mod backup_data;
+pub mod backup_data_all;
 pub mod copy_volume_data;
 pub mod csi_snapshot;
 pub mod data_pod;
 pub mod delete_data;
+pub mod delete_data_all;
 pub mod kube_exec;
 pub mod kube_exec_all;
 pub mod kube_ops;
@@ -37,6 +39,7 @@ pub mod output;
 pub mod prepare_data;
 pub mod restic;
 pub mod restore_data;
+pub mod restore_data_all;
 pub mod s3;
 pub mod scale_workload;
 pub mod wait;
@@ -61,6 +64,9 @@ pub const SUPPORTED: &[&str] = &[
     "DeleteData",
     "CopyVolumeData",
     "LocationDelete",
+    "BackupDataAll",
+    "RestoreDataAll",
+    "DeleteDataAll",
 ];
 
 /// All 28 function names Kanister registers at HEAD.
@@ -201,6 +207,9 @@ pub async fn execute(
         "DeleteData" => delete_data::run(ctx, args, params).await,
         "CopyVolumeData" => copy_volume_data::run(ctx, args, params).await,
         "LocationDelete" => location_delete::run(ctx, args, params).await,
+        "BackupDataAll" => backup_data_all::run(ctx, args, params).await,
+        "RestoreDataAll" => restore_data_all::run(ctx, args, params).await,
+        "DeleteDataAll" => delete_data_all::run(ctx, args, params).await,
         "MultiContainerRun" => multi_container_run::run(ctx, args).await,
         "PrepareData" => prepare_data::run(ctx, args, params).await,
         "CreateCSISnapshot" => csi_snapshot::create(ctx, args).await,

@@ -1,0 +1,290 @@
+//! BackupDataAll (Kanister `pkg/function/backup_data_all.go`): BackupData of
+//! `includePath` in `container` of every pod, concurrently, each pod into its
+//! own restic repository `<backupArtifactPrefix>/<pod>` (resolved against the
+//! Profile's bucket as BackupData does). The pods are `pods` (space-separated)
+//! or, without it, those of the ActionSet's Deployment or StatefulSet
+//! (`.Deployment.Pods`, `.StatefulSet.Pods`). Runs on the restic layer of
+//! [`super::restic`] ([`restic::backup`], exec'd in each pod's container).
+//!
+//! Outputs: `BackupAllInfo`, the JSON Kanister writes (Go's `json.Marshal`
+//! of `map[string]BackupInfo`: pods sorted, fields `PodName`, `BackupID`,
+//! `BackupTag`), e.g.
+//! `{"db-0":{"PodName":"db-0","BackupID":"1c3d…","BackupTag":"a1b2c3d4e5"}}`,
+//! which RestoreDataAll and DeleteDataAll take as `backupInfo`; and `version`.
+//!
+//! Differences from Kanister: no pods at all (a workload scaled to zero, an
+//! empty `pods`) is an error instead of a successful backup of nothing
+//! (`BackupAllInfo` `{}`); see [`super::backup_data`] for the rest.
+
+use std::collections::BTreeMap;
+
+use futures::future::join_all;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::args::Args;
+use super::backup_data::{OUTPUT_VERSION, encryption_key, non_empty};
+use super::restic::{self, Profile, Repository, Target};
+use super::{Context, FunctionError, Output};
+
+const NAME: &str = "BackupDataAll";
+const ARGS: &[&str] = &[
+    "namespace",
+    "pods",
+    "container",
+    "includePath",
+    "backupArtifactPrefix",
+    "encryptionKey",
+    "insecureTLS",
+];
+/// Kanister's `BackupDataAllOutput`.
+pub const OUTPUT_KEY: &str = "BackupAllInfo";
+
+/// One pod's backup (Kanister's `function.BackupInfo`; JSON field names as Go writes them).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackupInfo {
+    #[serde(rename = "PodName", default)]
+    pub pod_name: String,
+    #[serde(rename = "BackupID", default)]
+    pub backup_id: String,
+    #[serde(rename = "BackupTag", default)]
+    pub backup_tag: String,
+}
+
+/// `BackupAllInfo` text: pod → [`BackupInfo`], keys sorted.
+pub fn backup_all_info(infos: &BTreeMap<String, BackupInfo>) -> String {
+    serde_json::to_string(infos).unwrap_or_else(|_| "{}".into())
+}
+
+/// The `backupInfo` argument of RestoreDataAll/DeleteDataAll (Kanister:
+/// "Could not decode JSON data").
+pub fn parse_backup_info(
+    function: &'static str,
+    text: &str,
+) -> Result<BTreeMap<String, BackupInfo>, FunctionError> {
+    serde_json::from_str(text).map_err(|e| {
+        FunctionError::arg(
+            function,
+            "backupInfo",
+            format!(
+                "Could not decode JSON data: {e}; expected BackupDataAll's BackupAllInfo output, \
+                 {{\"<pod>\":{{\"PodName\":\"<pod>\",\"BackupID\":\"<id>\",\"BackupTag\":\"<tag>\"}}}}"
+            ),
+        )
+    })
+}
+
+/// The pods to work on: `pods` (space-separated; a list is accepted too)
+/// when given and not blank, else the ActionSet's Deployment's or
+/// StatefulSet's pods. `no_workload` is Kanister's error text for when
+/// neither is there.
+pub fn target_pods(
+    a: &Args,
+    params: &Value,
+    no_workload: &str,
+) -> Result<Vec<String>, FunctionError> {
+    let given: Vec<String> = a
+        .opt_string_list("pods")?
+        .unwrap_or_default()
+        .iter()
+        .flat_map(|s| s.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+        .collect();
+    if !given.is_empty() {
+        return Ok(given);
+    }
+    let (kind, workload) = ["Deployment", "StatefulSet"]
+        .iter()
+        .find_map(|k| params.get(*k).filter(|v| v.is_object()).map(|v| (*k, v)))
+        .ok_or_else(|| {
+            FunctionError::failed(
+                a.function,
+                format!(
+                    "{no_workload}: give `pods`, or run the action on a Deployment or StatefulSet"
+                ),
+            )
+        })?;
+    let pods: Vec<String> = workload
+        .get("Pods")
+        .and_then(Value::as_array)
+        .map(|l| {
+            l.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    if pods.is_empty() {
+        let name = workload.get("Name").and_then(Value::as_str).unwrap_or("");
+        return Err(FunctionError::failed(
+            a.function,
+            format!(
+                "the {kind} {name} has no running pods, so there is nothing to work on (scale it up first, or give `pods`)"
+            ),
+        ));
+    }
+    Ok(pods)
+}
+
+/// `<prefix>/<pod>`: the per-pod artifact prefix of the `*All` functions.
+pub fn pod_prefix(prefix: &str, pod: &str) -> String {
+    format!("{}/{pod}", prefix.trim_end_matches('/'))
+}
+
+/// Kanister's per-pod failure wording, all failures one per line.
+pub fn per_pod_errors(
+    function: &'static str,
+    what: &str,
+    errors: Vec<(String, FunctionError)>,
+) -> FunctionError {
+    let lines: Vec<String> = errors
+        .into_iter()
+        .map(|(pod, e)| {
+            match restic::wrap(function, &format!("Failed to {what} for pod {pod}"), e) {
+                FunctionError::Failed { message, .. } => message,
+                other => other.to_string(),
+            }
+        })
+        .collect();
+    FunctionError::failed(function, lines.join("\n"))
+}
+
+pub async fn run(
+    ctx: &Context,
+    args: &Map<String, Value>,
+    params: &Value,
+) -> Result<Output, FunctionError> {
+    let a = Args::new(NAME, args);
+    a.check_supported(ARGS)?;
+    let namespace = non_empty(&a, "namespace")?;
+    let container = non_empty(&a, "container")?;
+    let include_path = non_empty(&a, "includePath")?;
+    let prefix = non_empty(&a, "backupArtifactPrefix")?;
+    let key = encryption_key(&a)?;
+    let insecure_tls = a.opt_bool("insecureTLS")?.unwrap_or(false);
+    let profile = Profile::from_params(params)
+        .map_err(|e| FunctionError::failed(NAME, format!("Failed to validate Profile: {e}")))?;
+    let pods = target_pods(&a, params, "Failed to get pods")?;
+    let results = join_all(pods.iter().map(|pod| {
+        let repo = Repository::new(&profile, &pod_prefix(&prefix, pod), &key, insecure_tls);
+        let (namespace, container, include_path) = (&namespace, &container, &include_path);
+        async move {
+            let target = Target {
+                namespace,
+                pod,
+                container: Some(container),
+            };
+            restic::backup(ctx, NAME, &target, &repo, include_path).await
+        }
+    }))
+    .await;
+    let mut infos = BTreeMap::new();
+    let mut errors = Vec::new();
+    for (pod, r) in pods.iter().zip(results) {
+        match r {
+            Ok(b) => {
+                infos.insert(
+                    pod.clone(),
+                    BackupInfo {
+                        pod_name: pod.clone(),
+                        backup_id: b.id,
+                        backup_tag: b.tag,
+                    },
+                );
+            }
+            Err(e) => errors.push((pod.clone(), e)),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(per_pod_errors(NAME, "backup data", errors));
+    }
+    Ok(
+        match json!({OUTPUT_KEY: backup_all_info(&infos), "version": OUTPUT_VERSION}) {
+            Value::Object(m) => m,
+            _ => Output::new(),
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backup_all_info_is_what_go_marshals() {
+        let mut m = BTreeMap::new();
+        for (pod, id, tag) in [("web-1", "bbbb", "t2"), ("web-0", "aaaa", "t1")] {
+            m.insert(
+                pod.to_string(),
+                BackupInfo {
+                    pod_name: pod.into(),
+                    backup_id: id.into(),
+                    backup_tag: tag.into(),
+                },
+            );
+        }
+        let s = backup_all_info(&m);
+        assert_eq!(
+            s,
+            r#"{"web-0":{"PodName":"web-0","BackupID":"aaaa","BackupTag":"t1"},"web-1":{"PodName":"web-1","BackupID":"bbbb","BackupTag":"t2"}}"#
+        );
+        assert_eq!(parse_backup_info(NAME, &s).unwrap(), m);
+        // Kanister-written info with fields missing still decodes.
+        let partial = parse_backup_info(NAME, r#"{"p":{"BackupID":"x"}}"#).unwrap();
+        assert_eq!(partial["p"].backup_id, "x");
+        let e = parse_backup_info(NAME, "not json").unwrap_err().to_string();
+        assert!(
+            e.starts_with("BackupDataAll: argument `backupInfo`: Could not decode JSON data"),
+            "{e}"
+        );
+        assert!(parse_backup_info(NAME, "[1]").is_err());
+    }
+
+    #[test]
+    fn pods_come_from_the_argument_or_the_workload() {
+        let p = json!({"StatefulSet": {"Name": "db", "Pods": ["db-0", "db-1"]}});
+        let m = json!({"pods": " a  b "});
+        let a = Args::new(NAME, m.as_object().unwrap());
+        assert_eq!(
+            target_pods(&a, &p, "Failed to get pods").unwrap(),
+            ["a", "b"]
+        );
+        // Cassandra's "{{ range .StatefulSet.Pods }} {{.}}{{end}}" rendered empty: the workload's.
+        let m = json!({"pods": " "});
+        let a = Args::new(NAME, m.as_object().unwrap());
+        assert_eq!(target_pods(&a, &p, "x").unwrap(), ["db-0", "db-1"]);
+        let m = json!({});
+        let a = Args::new(NAME, m.as_object().unwrap());
+        let d =
+            json!({"Deployment": {"Name": "web", "Pods": ["w-1"]}, "StatefulSet": {"Pods": ["s"]}});
+        assert_eq!(target_pods(&a, &d, "x").unwrap(), ["w-1"]);
+        let e = target_pods(&a, &json!({"Namespace": {}}), "Failed to get pods")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("BackupDataAll: Failed to get pods: give `pods`"),
+            "{e}"
+        );
+        let e = target_pods(&a, &json!({"Deployment": {"Name": "web", "Pods": []}}), "x")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("the Deployment web has no running pods"), "{e}");
+    }
+
+    #[test]
+    fn per_pod_prefixes_and_errors() {
+        assert_eq!(pod_prefix("bucket/app/", "p-0"), "bucket/app/p-0");
+        let e = per_pod_errors(
+            NAME,
+            "backup data",
+            vec![
+                ("a".into(), FunctionError::failed(NAME, "boom")),
+                ("b".into(), FunctionError::failed(NAME, "bang")),
+            ],
+        )
+        .to_string();
+        assert_eq!(
+            e,
+            "BackupDataAll: Failed to backup data for pod a: boom\nFailed to backup data for pod b: bang"
+        );
+    }
+}

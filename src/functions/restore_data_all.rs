@@ -1,0 +1,183 @@
+//! RestoreDataAll (Kanister `pkg/function/restore_data_all.go`): for every
+//! pod (`pods`, space-separated, or the ActionSet's Deployment's or
+//! StatefulSet's pods), concurrently, restore that pod's snapshot of
+//! `backupInfo` (BackupDataAll's `BackupAllInfo`) from the repository
+//! `<backupArtifactPrefix>/<pod>` into `restorePath` (default `/`) of a
+//! helper pod (`restore-data-all-…`, `image`) that mounts the pod's PVCs at
+//! the pod's mount paths, as RestoreData does with `pod` (its helpers:
+//! [`super::restore_data::fetch_pod_volumes`], [`super::data_pod`],
+//! [`super::restic::restore`]). The output merges what the restores printed
+//! as phase output (normally nothing).
+//!
+//! Differences from Kanister: a pod missing from `backupInfo` fails naming
+//! the pods it has (Kanister restores with an empty ID and fails in restic);
+//! no pods at all is an error (see [`super::backup_data_all`]).
+
+use std::collections::BTreeMap;
+
+use futures::future::join_all;
+use serde_json::{Map, Value};
+
+use super::args::Args;
+use super::backup_data::{encryption_key, non_empty};
+use super::backup_data_all::{
+    BackupInfo, parse_backup_info, per_pod_errors, pod_prefix, target_pods,
+};
+use super::data_pod::{self, PodExtras, PodOptions};
+use super::restic::{self, Profile, Repository, Snapshot};
+use super::restore_data::fetch_pod_volumes;
+use super::{Context, FunctionError, Output, output};
+
+const NAME: &str = "RestoreDataAll";
+const ARGS: &[&str] = &[
+    "namespace",
+    "image",
+    "backupArtifactPrefix",
+    "backupInfo",
+    "restorePath",
+    "encryptionKey",
+    "pods",
+    "podOverride",
+    "insecureTLS",
+    "podAnnotations",
+    "podLabels",
+];
+/// Kanister's `restoreDataAllJobPrefix`.
+pub const JOB_PREFIX: &str = "restore-data-all-";
+
+/// The snapshot of `pod` in `infos`.
+pub fn snapshot_of(infos: &BTreeMap<String, BackupInfo>, pod: &str) -> Result<String, String> {
+    match infos.get(pod) {
+        Some(i) if !i.backup_id.is_empty() => Ok(i.backup_id.clone()),
+        Some(_) => Err(format!("backupInfo has no BackupID for pod {pod}")),
+        None => Err(format!(
+            "backupInfo has no backup of pod {pod} (it has: {}); restore the pods that were backed up (`pods`)",
+            infos.keys().cloned().collect::<Vec<_>>().join(", ")
+        )),
+    }
+}
+
+/// Everything one pod's restore needs besides the pod.
+struct Job<'a> {
+    ctx: &'a Context,
+    namespace: &'a str,
+    image: &'a str,
+    restore_path: &'a str,
+    extras: &'a PodExtras,
+    params: &'a Value,
+}
+
+async fn restore_pod(
+    job: &Job<'_>,
+    repo: &Repository,
+    pod: &str,
+    id: String,
+) -> Result<Output, FunctionError> {
+    let vols = fetch_pod_volumes(pod, job.params).map_err(|e| {
+        FunctionError::failed(NAME, format!("Failed to get volumes of pod {pod}: {e}"))
+    })?;
+    let mut volumes = BTreeMap::new();
+    for (pvc, mount) in &vols {
+        volumes.insert(
+            pvc.clone(),
+            data_pod::pvc_mount(job.ctx, NAME, job.namespace, pvc, mount).await?,
+        );
+    }
+    let opts = PodOptions {
+        namespace: job.namespace.to_string(),
+        generate_name: JOB_PREFIX.into(),
+        image: job.image.to_string(),
+        volumes,
+        pod_override: job.extras.pod_override.clone(),
+        labels: job.extras.labels.clone(),
+        annotations: job.extras.annotations.clone(),
+    };
+    let helper = data_pod::start(job.ctx, NAME, &opts).await?;
+    let result = restic::restore(
+        job.ctx,
+        NAME,
+        &helper.target(),
+        repo,
+        &Snapshot::Id(id),
+        job.restore_path,
+    )
+    .await;
+    helper.delete().await;
+    output::parse(NAME, &result?.stdout)
+}
+
+pub async fn run(
+    ctx: &Context,
+    args: &Map<String, Value>,
+    params: &Value,
+) -> Result<Output, FunctionError> {
+    let a = Args::new(NAME, args);
+    a.check_supported(ARGS)?;
+    let namespace = non_empty(&a, "namespace")?;
+    let image = non_empty(&a, "image")?;
+    let prefix = non_empty(&a, "backupArtifactPrefix")?;
+    let infos = parse_backup_info(NAME, &a.string("backupInfo")?)?;
+    let extras = data_pod::pod_extras(&a, ctx)?;
+    let restore_path = a
+        .opt_string("restorePath")?
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "/".into());
+    let key = encryption_key(&a)?;
+    let insecure_tls = a.opt_bool("insecureTLS")?.unwrap_or(false);
+    let pods = target_pods(&a, params, "Unsupported workload type")?;
+    let profile = Profile::from_params(params).map_err(|e| FunctionError::failed(NAME, e))?;
+    let job = Job {
+        ctx,
+        namespace: &namespace,
+        image: &image,
+        restore_path: &restore_path,
+        extras: &extras,
+        params,
+    };
+    let results = join_all(pods.iter().map(|pod| {
+        let repo = Repository::new(&profile, &pod_prefix(&prefix, pod), &key, insecure_tls);
+        let job = &job;
+        let infos = &infos;
+        async move {
+            let id = snapshot_of(infos, pod).map_err(|e| FunctionError::failed(NAME, e))?;
+            restore_pod(job, &repo, pod, id).await
+        }
+    }))
+    .await;
+    let mut out = Output::new();
+    let mut errors = Vec::new();
+    for (pod, r) in pods.iter().zip(results) {
+        match r {
+            Ok(o) => out.extend(o),
+            Err(e) => errors.push((pod.clone(), e)),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(per_pod_errors(NAME, "restore data", errors));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_pod_needs_its_backup() {
+        let infos = parse_backup_info(
+            NAME,
+            r#"{"a":{"PodName":"a","BackupID":"111","BackupTag":"t"},"b":{"PodName":"b","BackupID":"","BackupTag":"t"}}"#,
+        )
+        .unwrap();
+        assert_eq!(snapshot_of(&infos, "a").unwrap(), "111");
+        assert_eq!(
+            snapshot_of(&infos, "b").unwrap_err(),
+            "backupInfo has no BackupID for pod b"
+        );
+        let e = snapshot_of(&infos, "c").unwrap_err();
+        assert!(
+            e.starts_with("backupInfo has no backup of pod c (it has: a, b)"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,689 @@
+//! BackupDataAll, RestoreDataAll and DeleteDataAll moving real data: a
+//! Deployment with two kwok pods (both mounting one PVC), restic
+//! (tools/data-plane) run through kwok's local exec on this machine against
+//! gofakes3. As in Kanister every pod backs up the same `includePath`; under
+//! kwok that is the same directory of this machine, so each pod's snapshot
+//! (in its own repository `<prefix>/<pod>`) holds the same bytes, and each is
+//! restored on its own and compared file by file.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use blueprint_operator::executor::params;
+use blueprint_operator::functions::{self, Context, FunctionError, Output};
+use blueprint_operator::model::{ActionSet, ActionSpec, Blueprint, ObjectReference, State};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+use kube::Client;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use serde_json::{Map, Value, json};
+
+const CALL: Duration = Duration::from_secs(300);
+const FINISH: Duration = Duration::from_secs(300);
+const BUCKET: &str = "bpo-data-all";
+const PROFILE: &str = "s3";
+const IMAGE: &str = "ghcr.io/kanisterio/kanister-tools:0.116.0";
+const KEY: &str = "an all-pods key";
+
+fn ctx(client: &Client, ns: &str) -> Context {
+    Context {
+        client: client.clone(),
+        namespace: ns.to_string(),
+        object: ObjectReference::default(),
+        pod_override: None,
+        pod_labels: BTreeMap::new(),
+        pod_annotations: BTreeMap::new(),
+    }
+}
+
+async fn call(ctx: &Context, func: &str, a: Value, p: &Value) -> Result<Output, FunctionError> {
+    let args: Map<String, Value> = a.as_object().expect("args object").clone();
+    tokio::time::timeout(CALL, functions::execute(ctx, func, &args, p))
+        .await
+        .unwrap_or_else(|_| panic!("{func} did not return within {CALL:?}"))
+}
+
+fn s(out: &Output, key: &str) -> String {
+    out.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| panic!("output {key} missing in {out:?}"))
+        .to_string()
+}
+
+/// Client and a fresh namespace with an s3Compliant Profile; `None` (skip)
+/// only when the cluster has no kwok node; fails without the data plane.
+async fn setup(prefix: &str) -> Option<(Client, String)> {
+    let client = support::client().await;
+    if !support::kwok_available(&client).await {
+        eprintln!("skipped: the cluster has no kwok node");
+        return None;
+    }
+    assert!(
+        support::data_plane::available(),
+        "the test data plane (restic, gofakes3) is not available: run tools/data-plane/build.sh"
+    );
+    support::install_crds(&client).await.expect("install CRDs");
+    let ns = support::namespace(&client, prefix).await;
+    support::data_plane::s3_profile(&client, &ns, PROFILE, BUCKET)
+        .await
+        .expect("create the Profile");
+    Some((client, ns))
+}
+
+/// The executor's template parameters for an action on Deployment `app`.
+async fn template_params(client: &Client, ns: &str) -> anyhow::Result<Value> {
+    let spec: ActionSpec = serde_json::from_value(json!({
+        "name": "backup",
+        "object": {"kind": "Deployment", "name": "app", "namespace": ns},
+        "profile": {"name": PROFILE, "namespace": ns},
+        "preferredVersion": "",
+    }))?;
+    let (p, err) = params::fetch_base(client, ns, &spec, "2026-01-01T00:00:00Z").await;
+    anyhow::ensure!(err.is_none(), "fetching params: {err:?}");
+    Ok(Value::Object(p))
+}
+
+/// A PVC `name` bound to a hostPath PV; returns the PV's name.
+async fn bound_pvc(client: &Client, ns: &str, name: &str) -> anyhow::Result<String> {
+    let pv_name = format!("{ns}-{name}");
+    let pvs: Api<PersistentVolume> = Api::all(client.clone());
+    let pv: PersistentVolume = serde_json::from_value(json!({
+        "metadata": {"name": pv_name},
+        "spec": {
+            "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+            "hostPath": {"path": format!("/mnt/vol_data/{name}")},
+            "storageClassName": "", "persistentVolumeReclaimPolicy": "Retain",
+            "claimRef": {"namespace": ns, "name": name},
+        },
+    }))?;
+    pvs.create(&PostParams::default(), &pv).await?;
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), ns);
+    let pvc: PersistentVolumeClaim = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+            "storageClassName": "", "volumeName": pv_name,
+        },
+    }))?;
+    pvcs.create(&PostParams::default(), &pvc).await?;
+    support::wait_for(&pvcs, name, support::WAIT, |c| {
+        c.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound")
+    })
+    .await
+    .context("PVC Bound")?;
+    Ok(pv_name)
+}
+
+async fn delete_pv(client: &Client, name: &str) {
+    let pvs: Api<PersistentVolume> = Api::all(client.clone());
+    let _ = pvs.delete(name, &DeleteParams::default()).await;
+}
+
+/// Deployment `app` (container `app`, PVC `data` at /data) with 2 replicas;
+/// returns the names of its two Running pods, sorted.
+async fn app_with_two_pods(client: &Client, ns: &str) -> anyhow::Result<Vec<String>> {
+    let api: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(client.clone(), ns);
+    let d = serde_json::from_value(json!({
+        "metadata": {"name": "app"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "app"}},
+            "template": {
+                "metadata": {"labels": {"app": "app"}},
+                "spec": {
+                    "containers": [{"name": "app", "image": "nginx:stable",
+                        "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+                    "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
+                },
+            },
+        },
+    }))?;
+    api.create(&PostParams::default(), &d).await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    support::poll(support::WAIT, || async {
+        let l = pods
+            .list(&ListParams::default().labels("app=app"))
+            .await
+            .ok()?;
+        let mut running: Vec<String> = l
+            .items
+            .into_iter()
+            .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+            .filter_map(|p| p.metadata.name)
+            .collect();
+        running.sort();
+        (running.len() == 2).then_some(running)
+    })
+    .await
+    .context("two Running pods of Deployment app")
+}
+
+/// A temporary directory of this machine, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        let p = std::env::temp_dir().join(format!(
+            "bpo-e2e-data-all-{tag}-{}-{nanos}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&p).expect("create temp dir");
+        TempDir(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Deterministic incompressible bytes (xorshift64*).
+fn noise(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed | 1;
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        out.extend_from_slice(&x.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+fn write_tree(root: &Path, seed: u64) {
+    let files: Vec<(&str, Vec<u8>)> = vec![
+        ("db/collection-0.wt", noise(seed, 1_200_000)),
+        ("db/collection-1.wt", noise(seed + 1, 333_333)),
+        ("db/journal/WiredTigerLog.01", noise(seed + 2, 65_536)),
+        ("db/empty.lock", Vec::new()),
+        (
+            "conf/mongod.conf",
+            b"storage:\n  dbPath: /data/db\n".to_vec(),
+        ),
+        ("a dir/with space.txt", b"spaces\n".to_vec()),
+    ];
+    for (rel, data) in &files {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).expect("mkdir");
+        std::fs::write(&p, data).expect("write file");
+    }
+}
+
+fn read_tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            let ft = e.file_type().expect("file type");
+            if ft.is_dir() {
+                walk(base, &p, out);
+            } else if ft.is_file() {
+                let rel = p.strip_prefix(base).unwrap().to_string_lossy().into_owned();
+                out.insert(rel, std::fs::read(&p).expect("read file"));
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, root, &mut out);
+    out
+}
+
+/// `restored` holds exactly the files of `original`, byte for byte.
+fn assert_same_tree(original: &Path, restored: &Path) {
+    let a = read_tree(original);
+    let b = read_tree(restored);
+    assert!(!a.is_empty(), "no files under {}", original.display());
+    assert_eq!(
+        a.keys().collect::<Vec<_>>(),
+        b.keys().collect::<Vec<_>>(),
+        "files of {} vs {}",
+        original.display(),
+        restored.display()
+    );
+    for (name, bytes) in &a {
+        assert!(b[name] == *bytes, "{name} differs after restore");
+    }
+}
+
+/// Where restic restores the absolute path `src` under `target`.
+fn restored_root(target: &Path, src: &Path) -> PathBuf {
+    target.join(src.strip_prefix("/").unwrap_or(src))
+}
+
+/// `restic snapshots --json` of `<bucket>/<path>`, run directly.
+fn snapshots(path: &str, key: &str) -> anyhow::Result<Vec<Value>> {
+    let store = support::data_plane::object_store();
+    let out = Command::new(support::data_plane::restic())
+        .args(["snapshots", "--json", "--no-cache"])
+        .env("AWS_ACCESS_KEY_ID", &store.access_key)
+        .env("AWS_SECRET_ACCESS_KEY", &store.secret_key)
+        .env(
+            "RESTIC_REPOSITORY",
+            format!("s3:{}/{BUCKET}/{path}", store.endpoint),
+        )
+        .env("RESTIC_PASSWORD", key)
+        .stdin(Stdio::null())
+        .output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "restic snapshots of {path} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(serde_json::from_slice(&out.stdout)?)
+}
+
+/// (short id, tags) of every snapshot.
+fn id_and_tags(snaps: &[Value]) -> Vec<(String, Value)> {
+    snaps
+        .iter()
+        .map(|s| {
+            (
+                s["short_id"].as_str().unwrap_or("").to_string(),
+                s["tags"].clone(),
+            )
+        })
+        .collect()
+}
+
+async fn helper_pods_gone(client: &Client, ns: &str) -> anyhow::Result<()> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    support::poll(support::WAIT, || async {
+        let l = pods
+            .list(&ListParams::default().labels("createdBy=kanister"))
+            .await
+            .ok()?;
+        l.items.is_empty().then_some(())
+    })
+    .await
+    .context("helper pods deleted")
+}
+
+/// BackupDataAll of both pods (from the Deployment), two snapshots with their
+/// tags in two repositories; RestoreDataAll of both and of each alone,
+/// byte-compared; DeleteDataAll forgets both and prunes.
+#[tokio::test]
+async fn backup_restore_delete_all_pods() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("data-all").await else {
+        return Ok(());
+    };
+    let pv = bound_pvc(&client, &ns, "data").await?;
+    let pods = app_with_two_pods(&client, &ns).await?;
+    let p = template_params(&client, &ns).await?;
+    assert_eq!(p["Deployment"]["Pods"], json!(pods));
+    let c = ctx(&client, &ns);
+    let dir = TempDir::new("rt");
+    let src = dir.0.join("bitnami-mongodb");
+    write_tree(&src, 11);
+    let prefix = format!("{BUCKET}/mongodb-backups/app/rs_backup");
+
+    let out = call(
+        &c,
+        "BackupDataAll",
+        json!({"namespace": ns, "container": "app", "includePath": src.to_str().unwrap(),
+               "backupArtifactPrefix": prefix, "encryptionKey": KEY}),
+        &p,
+    )
+    .await?;
+    assert_eq!(
+        out.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["BackupAllInfo", "version"]
+    );
+    assert_eq!(s(&out, "version"), "v0.0.0");
+    let info_text = s(&out, "BackupAllInfo");
+    let info: Value = serde_json::from_str(&info_text)?;
+    let mut expected = String::from("{");
+    for (i, pod) in pods.iter().enumerate() {
+        let e = &info[pod];
+        let (id, tag) = (
+            e["BackupID"].as_str().unwrap_or(""),
+            e["BackupTag"].as_str().unwrap_or(""),
+        );
+        assert!(!id.is_empty() && tag.len() == 10, "{info_text}");
+        // Its own repository holds exactly that snapshot, with that tag.
+        let snaps = snapshots(&format!("mongodb-backups/app/rs_backup/{pod}"), KEY)?;
+        assert_eq!(
+            id_and_tags(&snaps),
+            [(id.to_string(), json!([tag]))],
+            "{pod}"
+        );
+        if i > 0 {
+            expected.push(',');
+        }
+        expected.push_str(&format!(
+            r#""{pod}":{{"PodName":"{pod}","BackupID":"{id}","BackupTag":"{tag}"}}"#
+        ));
+    }
+    expected.push('}');
+    // Byte for byte what Go's json.Marshal of map[string]BackupInfo writes.
+    assert_eq!(info_text, expected);
+    assert_ne!(info[&pods[0]]["BackupTag"], info[&pods[1]]["BackupTag"]);
+
+    // Every pod's snapshot restored (both at once, then each on its own).
+    let all = dir.0.join("restored-all");
+    let r = call(
+        &c,
+        "RestoreDataAll",
+        json!({"namespace": ns, "image": IMAGE, "backupArtifactPrefix": prefix,
+               "backupInfo": info_text, "restorePath": all.to_str().unwrap(),
+               "encryptionKey": KEY, "podLabels": {"purpose": "restore-all"}}),
+        &p,
+    )
+    .await?;
+    assert!(r.is_empty(), "{r:?}");
+    assert_same_tree(&src, &restored_root(&all, &src));
+    for pod in &pods {
+        let target = dir.0.join(format!("restored-{pod}"));
+        call(
+            &c,
+            "RestoreDataAll",
+            json!({"namespace": ns, "image": IMAGE, "backupArtifactPrefix": prefix,
+                   "backupInfo": info_text, "restorePath": target.to_str().unwrap(),
+                   "encryptionKey": KEY, "pods": pod}),
+            &p,
+        )
+        .await?;
+        assert_same_tree(&src, &restored_root(&target, &src));
+    }
+    helper_pods_gone(&client, &ns).await?;
+
+    // DeleteDataAll: both snapshots forgotten, the data pruned away.
+    let d = call(
+        &c,
+        "DeleteDataAll",
+        json!({"namespace": ns, "backupArtifactPrefix": prefix, "backupInfo": info_text,
+               "encryptionKey": KEY, "reclaimSpace": true}),
+        &p,
+    )
+    .await?;
+    let freed = s(&d, "spaceFreed");
+    let bytes: i64 = freed
+        .strip_suffix(" B")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("spaceFreed {freed:?}"));
+    assert!(
+        bytes > 2 * 1_000_000,
+        "prune of two repositories freed only {freed}"
+    );
+    for pod in &pods {
+        let snaps = snapshots(&format!("mongodb-backups/app/rs_backup/{pod}"), KEY)?;
+        assert!(snaps.is_empty(), "{pod}: {snaps:?}");
+    }
+    helper_pods_gone(&client, &ns).await?;
+    delete_pv(&client, &pv).await;
+    Ok(())
+}
+
+/// Per-pod failures name the pod; nothing is left behind.
+#[tokio::test]
+async fn all_pods_functions_fail_clearly() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("data-all-err").await else {
+        return Ok(());
+    };
+    let pv = bound_pvc(&client, &ns, "data").await?;
+    let pods = app_with_two_pods(&client, &ns).await?;
+    let p = template_params(&client, &ns).await?;
+    let c = ctx(&client, &ns);
+    let dir = TempDir::new("err");
+    let src = dir.0.join("src");
+    write_tree(&src, 3);
+    let prefix = format!("{ns}/all");
+    let err = |r: Result<Output, FunctionError>| r.expect_err("must fail").to_string();
+
+    // One of the `pods` does not exist: its error is named, the other's backup is made.
+    let e = err(call(
+        &c,
+        "BackupDataAll",
+        json!({"namespace": ns, "pods": format!("{} no-such-pod", pods[0]), "container": "app",
+               "includePath": src.to_str().unwrap(), "backupArtifactPrefix": prefix}),
+        &p,
+    )
+    .await);
+    assert!(
+        e.starts_with("BackupDataAll: Failed to backup data for pod no-such-pod: "),
+        "{e}"
+    );
+    assert!(!e.contains(&format!("pod {}:", pods[0])), "{e}");
+    let defaults = blueprint_operator::functions::restic::DEFAULT_ENCRYPTION_KEY;
+    assert_eq!(
+        snapshots(&format!("{ns}/all/{}", pods[0]), defaults)?.len(),
+        1
+    );
+    // No workload and no pods.
+    let e = err(call(
+        &c,
+        "BackupDataAll",
+        json!({"namespace": ns, "container": "app", "includePath": "/x",
+               "backupArtifactPrefix": prefix}),
+        &json!({"Profile": p["Profile"]}),
+    )
+    .await);
+    assert!(
+        e.starts_with("BackupDataAll: Failed to get pods: give `pods`"),
+        "{e}"
+    );
+    // backupInfo that is not BackupAllInfo, or lacks a pod.
+    let e = err(call(
+        &c,
+        "RestoreDataAll",
+        json!({"namespace": ns, "image": IMAGE, "backupArtifactPrefix": prefix,
+               "backupInfo": "{{ .ArtifactsIn.x }}"}),
+        &p,
+    )
+    .await);
+    assert!(
+        e.contains("`backupInfo`: Could not decode JSON data"),
+        "{e}"
+    );
+    let only_first = format!(
+        r#"{{"{0}":{{"PodName":"{0}","BackupID":"deadbeef","BackupTag":"x"}}}}"#,
+        pods[0]
+    );
+    let e = err(call(
+        &c,
+        "RestoreDataAll",
+        json!({"namespace": ns, "image": IMAGE, "backupArtifactPrefix": prefix,
+               "backupInfo": only_first, "restorePath": dir.0.join("r").to_str().unwrap()}),
+        &p,
+    )
+    .await);
+    assert!(
+        e.contains(&format!(
+            "Failed to restore data for pod {}: backupInfo has no backup of pod {}",
+            pods[1], pods[1]
+        )),
+        "{e}"
+    );
+    // The snapshot ID of the first pod does not exist: restic's error, for that pod.
+    assert!(
+        e.contains(&format!(
+            "Failed to restore data for pod {}: Failed to restore backup",
+            pods[0]
+        )),
+        "{e}"
+    );
+    let e = err(call(
+        &c,
+        "DeleteDataAll",
+        json!({"namespace": ns, "backupArtifactPrefix": prefix, "backupInfo": "{}"}),
+        &p,
+    )
+    .await);
+    assert!(e.contains("`backupInfo`: lists no backups"), "{e}");
+    // An ID the repository does not have: restic forget ignores it (as under
+    // Kanister), the snapshot that is there stays.
+    let d = call(
+        &c,
+        "DeleteDataAll",
+        json!({"namespace": ns, "backupArtifactPrefix": prefix, "backupInfo": only_first,
+               "image": IMAGE}),
+        &p,
+    )
+    .await?;
+    assert_eq!(Value::Object(d), json!({"spaceFreed": "0 B"}));
+    assert_eq!(
+        snapshots(&format!("{ns}/all/{}", pods[0]), defaults)?.len(),
+        1
+    );
+    helper_pods_gone(&client, &ns).await?;
+    delete_pv(&client, &pv).await;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Through the executor: the mongodb-restic Blueprint's shape.
+
+struct Controller {
+    child: tokio::process::Child,
+}
+
+impl Controller {
+    fn start(ns: &str) -> Controller {
+        let cluster = support::cluster();
+        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
+            .args([
+                "controller",
+                "--namespace",
+                ns,
+                "--no-scheduler",
+                "--no-leader-election",
+                "--metrics-addr",
+                "off",
+                "--log-level",
+                "warn",
+            ])
+            .env("KUBECONFIG", &cluster.kubeconfig)
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start blueprint-operator controller");
+        Controller { child }
+    }
+
+    async fn kill(mut self) {
+        let _ = self.child.start_kill();
+        let _ = self.child.wait().await;
+    }
+}
+
+async fn run_action(
+    client: &Client,
+    ns: &str,
+    action: &str,
+    artifacts: Value,
+) -> anyhow::Result<ActionSet> {
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
+    let a: ActionSet = serde_json::from_value(json!({
+        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
+        "metadata": {"name": action},
+        "spec": {"actions": [{
+            "name": action, "blueprint": "mongodb",
+            "object": {"kind": "Deployment", "name": "app", "namespace": ns},
+            "profile": {"name": PROFILE, "namespace": ns},
+            "artifacts": artifacts,
+        }]},
+    }))?;
+    api.create(&PostParams::default(), &a).await?;
+    support::wait_for(&api, action, FINISH, |a| {
+        a.state().is_some_and(State::is_terminal)
+    })
+    .await
+}
+
+/// backup (BackupDataAll → artifact backupInfo from `BackupAllInfo`), restore
+/// (RestoreDataAll from the artifact) and delete (DeleteDataAll) ActionSets
+/// run by the controller, as the corpus' mongodb-restic Blueprint does.
+#[tokio::test]
+async fn mongodb_restic_blueprint_through_the_executor() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("data-all-bp").await else {
+        return Ok(());
+    };
+    let pv = bound_pvc(&client, &ns, "data").await?;
+    let pods = app_with_two_pods(&client, &ns).await?;
+    let dir = TempDir::new("bp");
+    let src = dir.0.join("bitnami");
+    write_tree(&src, 5);
+    let target = dir.0.join("restored");
+    let prefix = "{{ .Profile.Location.Bucket }}/mongodb-backups/{{ .Deployment.Name }}/rs_backup";
+    let bp: Blueprint = serde_json::from_value(json!({
+        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Blueprint",
+        "metadata": {"name": "mongodb"},
+        "actions": {
+            "backup": {
+                "outputArtifacts": {"backupInfo": {"keyValue": {
+                    "backupIdentifier": "{{ .Phases.backupSnapshots.Output.BackupAllInfo }}"}}},
+                "phases": [{"func": "BackupDataAll", "name": "backupSnapshots", "args": {
+                    "namespace": "{{ .Deployment.Namespace }}", "container": "app",
+                    "includePath": src.to_str().unwrap(), "backupArtifactPrefix": prefix}}],
+            },
+            "restore": {
+                "inputArtifactNames": ["backupInfo"],
+                "phases": [{"func": "RestoreDataAll", "name": "restorePrimary", "args": {
+                    "namespace": "{{ .Deployment.Namespace }}", "image": IMAGE,
+                    "backupArtifactPrefix": prefix,
+                    "backupInfo": "{{ .ArtifactsIn.backupInfo.KeyValue.backupIdentifier }}",
+                    "restorePath": target.to_str().unwrap()}}],
+            },
+            "delete": {
+                "inputArtifactNames": ["backupInfo"],
+                "phases": [{"func": "DeleteDataAll", "name": "deleteSnapshots", "args": {
+                    "namespace": "{{ .Deployment.Namespace }}", "backupArtifactPrefix": prefix,
+                    "backupInfo": "{{ .ArtifactsIn.backupInfo.KeyValue.backupIdentifier }}",
+                    "reclaimSpace": true}}],
+            },
+        },
+    }))?;
+    Api::<Blueprint>::namespaced(client.clone(), &ns)
+        .create(&PostParams::default(), &bp)
+        .await?;
+    let ctl = Controller::start(&ns);
+    let defaults = blueprint_operator::functions::restic::DEFAULT_ENCRYPTION_KEY;
+
+    let a = run_action(&client, &ns, "backup", json!({})).await?;
+    let st = a.status.as_ref().expect("status");
+    assert_eq!(st.state, State::Complete, "{st:?}");
+    let arts = serde_json::to_value(&st.actions[0].artifacts)?;
+    let info: Value = serde_json::from_str(
+        arts["backupInfo"]["keyValue"]["backupIdentifier"]
+            .as_str()
+            .unwrap_or("null"),
+    )?;
+    for pod in &pods {
+        let snaps = snapshots(&format!("mongodb-backups/app/rs_backup/{pod}"), defaults)?;
+        assert_eq!(
+            id_and_tags(&snaps),
+            [(
+                info[pod]["BackupID"].as_str().unwrap_or("?").to_string(),
+                json!([info[pod]["BackupTag"]])
+            )],
+            "{arts}"
+        );
+    }
+
+    let a = run_action(&client, &ns, "restore", arts.clone()).await?;
+    let st = a.status.as_ref().expect("status");
+    assert_eq!(st.state, State::Complete, "{st:?}");
+    assert_same_tree(&src, &restored_root(&target, &src));
+
+    let a = run_action(&client, &ns, "delete", arts).await?;
+    let st = a.status.as_ref().expect("status");
+    assert_eq!(st.state, State::Complete, "{st:?}");
+    for pod in &pods {
+        assert!(snapshots(&format!("mongodb-backups/app/rs_backup/{pod}"), defaults)?.is_empty());
+    }
+    ctl.kill().await;
+    helper_pods_gone(&client, &ns).await?;
+    delete_pv(&client, &pv).await;
+    Ok(())
+}
