@@ -90,7 +90,7 @@ fn namespace_arg(a: &Args, ctx: &Context) -> Result<String, FunctionError> {
 }
 
 /// The VolumeSnapshot API in `namespace`, after checking that the server serves it.
-async fn snapshot_api(
+pub(crate) async fn snapshot_api(
     ctx: &Context,
     function: &'static str,
     namespace: &str,
@@ -228,7 +228,7 @@ pub fn ready_state(data: &Value) -> Result<bool, String> {
         && status.get("creationTime").is_some_and(|t| !t.is_null()))
 }
 
-async fn wait_ready(
+pub(crate) async fn wait_ready(
     api: &Api<DynamicObject>,
     function: &'static str,
     name: &str,

@@ -25,7 +25,9 @@ pub mod backup_data;
 pub mod backup_data_all;
 pub mod copy_volume_data;
 pub mod csi_snapshot;
+pub mod csi_snapshot_static;
 pub mod data_pod;
+pub mod delete_csi_snapshot_content;
 pub mod delete_data;
 pub mod delete_data_all;
 pub mod kube_exec;
@@ -59,6 +61,8 @@ pub const SUPPORTED: &[&str] = &[
     "CreateCSISnapshot",
     "RestoreCSISnapshot",
     "DeleteCSISnapshot",
+    "CreateCSISnapshotStatic",
+    "DeleteCSISnapshotContent",
     "BackupData",
     "RestoreData",
     "DeleteData",
@@ -215,6 +219,8 @@ pub async fn execute(
         "CreateCSISnapshot" => csi_snapshot::create(ctx, args).await,
         "RestoreCSISnapshot" => csi_snapshot::restore(ctx, args).await,
         "DeleteCSISnapshot" => csi_snapshot::delete(ctx, args).await,
+        "CreateCSISnapshotStatic" => csi_snapshot_static::run(ctx, args).await,
+        "DeleteCSISnapshotContent" => delete_csi_snapshot_content::run(ctx, args).await,
         other if KANISTER_FUNCTIONS.contains(&other) => {
             Err(FunctionError::Unsupported(other.to_string()))
         }
