@@ -23,11 +23,11 @@ use serde_json::{Map, Value};
 pub mod args;
 pub mod backup_data;
 pub mod backup_data_all;
+pub mod backup_data_stats;
+pub mod check_repository;
 pub mod copy_volume_data;
 pub mod csi_snapshot;
-pub mod csi_snapshot_static;
 pub mod data_pod;
-pub mod delete_csi_snapshot_content;
 pub mod delete_data;
 pub mod delete_data_all;
 pub mod kube_exec;
@@ -61,8 +61,6 @@ pub const SUPPORTED: &[&str] = &[
     "CreateCSISnapshot",
     "RestoreCSISnapshot",
     "DeleteCSISnapshot",
-    "CreateCSISnapshotStatic",
-    "DeleteCSISnapshotContent",
     "BackupData",
     "RestoreData",
     "DeleteData",
@@ -71,6 +69,8 @@ pub const SUPPORTED: &[&str] = &[
     "BackupDataAll",
     "RestoreDataAll",
     "DeleteDataAll",
+    "BackupDataStats",
+    "CheckRepository",
 ];
 
 /// All 28 function names Kanister registers at HEAD.
@@ -214,13 +214,13 @@ pub async fn execute(
         "BackupDataAll" => backup_data_all::run(ctx, args, params).await,
         "RestoreDataAll" => restore_data_all::run(ctx, args, params).await,
         "DeleteDataAll" => delete_data_all::run(ctx, args, params).await,
+        "BackupDataStats" => backup_data_stats::run(ctx, args, params).await,
+        "CheckRepository" => check_repository::run(ctx, args, params).await,
         "MultiContainerRun" => multi_container_run::run(ctx, args).await,
         "PrepareData" => prepare_data::run(ctx, args, params).await,
         "CreateCSISnapshot" => csi_snapshot::create(ctx, args).await,
         "RestoreCSISnapshot" => csi_snapshot::restore(ctx, args).await,
         "DeleteCSISnapshot" => csi_snapshot::delete(ctx, args).await,
-        "CreateCSISnapshotStatic" => csi_snapshot_static::run(ctx, args).await,
-        "DeleteCSISnapshotContent" => delete_csi_snapshot_content::run(ctx, args).await,
         other if KANISTER_FUNCTIONS.contains(&other) => {
             Err(FunctionError::Unsupported(other.to_string()))
         }

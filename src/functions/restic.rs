@@ -16,6 +16,7 @@
 //!
 //! The parsers ([`snapshot_id_from_backup_log`], [`snapshot_stats_from_backup_log`],
 //! [`snapshot_id_from_snapshot_log`], [`space_freed_from_prune_log`],
+//! [`snapshot_stats_from_stats_log`],
 //! [`parse_restic_size_bytes`]) are pure functions.
 //!
 //! Differences from Kanister:
@@ -669,6 +670,62 @@ pub fn parse_restic_size_bytes(size: &str) -> i64 {
     (n * mul) as i64
 }
 
+/// What `restic stats` reported (BackupDataStats' outputs).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StatsLog {
+    /// The mode restic names in "Stats in <mode> mode:" (`mode`).
+    pub mode: String,
+    /// "Total File Count" (in `raw-data` mode "Total Blob Count"): `fileCount`.
+    pub file_count: String,
+    /// "Total Size", as restic prints it (`size`, e.g. "97.659 KiB").
+    pub size: String,
+}
+
+/// The value after `label` and at least one whitespace on `line`, trailing
+/// whitespace removed (restic pads "0 B  ").
+fn labelled_value<'a>(line: &'a str, label: &str) -> Option<&'a str> {
+    let rest = &line[line.find(label)? + label.len()..];
+    rest.starts_with(char::is_whitespace).then(|| rest.trim())
+}
+
+/// Kanister's `SnapshotStatsFromStatsLog`: mode from "Stats in <mode> mode:",
+/// file count from the last "Total File Count: <n>" line ("Total Blob Count"
+/// when the mode is `raw-data`), size from the last "Total Size: <size>"
+/// line. Missing values are empty; values are trimmed (Kanister keeps
+/// restic's trailing padding).
+pub fn snapshot_stats_from_stats_log(output: &str) -> StatsLog {
+    let mut st = StatsLog::default();
+    if output.is_empty() {
+        return st;
+    }
+    for line in output.split('\n') {
+        if let Some(pos) = line.find("Stats in") {
+            let rest = &line[pos + "Stats in".len()..];
+            if rest.starts_with(char::is_whitespace)
+                && let Some(end) = rest.find(" mode:")
+                && !rest[..end].trim().is_empty()
+            {
+                st.mode = rest[..end].trim().to_string();
+                break;
+            }
+        }
+    }
+    let count_label = if st.mode == "raw-data" {
+        "Total Blob Count:"
+    } else {
+        "Total File Count:"
+    };
+    for line in output.split('\n') {
+        if let Some(v) = labelled_value(line, count_label) {
+            st.file_count = v.to_string();
+        }
+        if let Some(v) = labelled_value(line, "Total Size:") {
+            st.size = v.to_string();
+        }
+    }
+    st
+}
+
 /// Kanister's `IsPasswordIncorrect` (on stderr of a restic command).
 pub fn is_password_incorrect(stderr: &str) -> bool {
     stderr.contains("wrong password")
@@ -923,7 +980,9 @@ pub async fn check_repository(
             } else if repo_does_not_exist(&text) {
                 RepoCheck::DoesNotExist
             } else {
-                RepoCheck::Failed(format!("Failed to list snapshots: {text}"))
+                let prefix = format!("{function}: ");
+                let inner = text.strip_prefix(&prefix).unwrap_or(&text);
+                RepoCheck::Failed(format!("Failed to list snapshots: {inner}"))
             }
         }
     })
@@ -1113,6 +1172,48 @@ mod tests {
         assert_eq!(
             snapshot_stats_from_backup_log("garbage"),
             BackupStats::default()
+        );
+    }
+
+    #[test]
+    fn stats_log_gives_mode_count_and_size() {
+        // restic 0.18 output of the four modes.
+        let restore = "scanning...\nStats in restore-size mode:\n     Snapshots processed:  1\n\
+            \x20       Total File Count:  6\n              Total Size:  97.659 KiB\n";
+        assert_eq!(
+            snapshot_stats_from_stats_log(restore),
+            StatsLog {
+                mode: "restore-size".into(),
+                file_count: "6".into(),
+                size: "97.659 KiB".into()
+            }
+        );
+        let raw = "scanning...\nStats in raw-data mode:\n     Snapshots processed:  1\n\
+            \x20       Total Blob Count:  5\n Total Uncompressed Size:  99.812 KiB\n\
+            \x20             Total Size:  98.812 KiB\n    Compression Progress:  100.00%\n";
+        let st = snapshot_stats_from_stats_log(raw);
+        assert_eq!(
+            (st.mode.as_str(), st.file_count.as_str(), st.size.as_str()),
+            ("raw-data", "5", "98.812 KiB")
+        );
+        let blobs = "Stats in blobs-per-file mode:\r\n        Total Blob Count:  2\r\n\
+            \x20       Total File Count:  3\r\n              Total Size:  1.5 MiB\r\n";
+        let st = snapshot_stats_from_stats_log(blobs);
+        assert_eq!(
+            (st.mode.as_str(), st.file_count.as_str(), st.size.as_str()),
+            ("blobs-per-file", "3", "1.5 MiB")
+        );
+        // No snapshot matched: no count, padded "0 B".
+        let none = "Stats in restore-size mode:\n     Snapshots processed:  0\n              Total Size:  0 B  \n";
+        let st = snapshot_stats_from_stats_log(none);
+        assert_eq!(
+            (st.mode.as_str(), st.file_count.as_str(), st.size.as_str()),
+            ("restore-size", "", "0 B")
+        );
+        assert_eq!(snapshot_stats_from_stats_log(""), StatsLog::default());
+        assert_eq!(
+            snapshot_stats_from_stats_log("Total File Count:7\nTotal Size:x"),
+            StatsLog::default()
         );
     }
 
