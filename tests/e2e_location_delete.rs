@@ -189,6 +189,75 @@ async fn profile_prefix_and_artifact_spellings() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The corpus' time-log Blueprint: BackupData into
+/// `{{ .Profile.Location.Bucket }}/time-log`, then its delete action's
+/// LocationDelete of the same path removes the whole restic repository and
+/// nothing else.
+#[tokio::test]
+async fn location_delete_removes_a_backup_data_repository() -> anyhow::Result<()> {
+    let bucket = "bpo-ld-timelog";
+    let (client, ns, _) = setup("ld-timelog", bucket).await?;
+    if !support::kwok_available(&client).await {
+        eprintln!("skipped: the cluster has no kwok node");
+        return Ok(());
+    }
+    support::create_deployment(&client, &ns, "app", 1).await?;
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+        kube::Api::namespaced(client.clone(), &ns);
+    let pod = support::poll(support::WAIT, || async {
+        let l = pods
+            .list(&kube::api::ListParams::default().labels("app=app"))
+            .await
+            .ok()?;
+        l.items
+            .into_iter()
+            .find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+            .and_then(|p| p.metadata.name)
+    })
+    .await?;
+    let spec: ActionSpec = serde_json::from_value(json!({
+        "name": "backup",
+        "object": {"kind": "Deployment", "name": "app", "namespace": ns},
+        "profile": {"name": PROFILE, "namespace": ns},
+        "preferredVersion": "",
+    }))?;
+    let (p, err) = params::fetch_base(&client, &ns, &spec, "2026-01-01T00:00:00Z").await;
+    anyhow::ensure!(err.is_none(), "fetching params: {err:?}");
+    let p = Value::Object(p);
+    let src = std::env::temp_dir().join(format!("bpo-e2e-ld-{}-{ns}", std::process::id()));
+    std::fs::create_dir_all(src.join("log"))?;
+    std::fs::write(src.join("log/time.log"), "12:00:00\n12:00:01\n")?;
+    let c = store_client();
+    put_all(&c, bucket, &["time-log-old/keep".to_string()]).await?;
+    let out = functions::execute(
+        &ctx(&client, &ns),
+        "BackupData",
+        json!({"namespace": ns, "pod": pod, "container": "app",
+               "includePath": src.to_str().unwrap(),
+               "backupArtifactPrefix": format!("{bucket}/time-log")})
+        .as_object()
+        .unwrap(),
+        &p,
+    )
+    .await;
+    let _ = std::fs::remove_dir_all(&src);
+    out?;
+    let repo = c.list_all(bucket, "time-log/", None).await?;
+    assert!(
+        repo.iter().any(|k| k == "time-log/config")
+            && repo.iter().any(|k| k.starts_with("time-log/data/")),
+        "{repo:?}"
+    );
+    call(
+        &ctx(&client, &ns),
+        json!({"artifact": format!("{bucket}/time-log")}),
+        &p,
+    )
+    .await?;
+    assert_eq!(c.list_all(bucket, "", None).await?, ["time-log-old/keep"]);
+    Ok(())
+}
+
 /// A gofakes3 of the data plane without `-autobucket` (so unknown buckets
 /// are NoSuchBucket), stopped on drop.
 struct StrictStore {
