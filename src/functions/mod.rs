@@ -27,7 +27,9 @@ pub mod backup_data_stats;
 pub mod check_repository;
 pub mod copy_volume_data;
 pub mod csi_snapshot;
+pub mod csi_snapshot_static;
 pub mod data_pod;
+pub mod delete_csi_snapshot_content;
 pub mod delete_data;
 pub mod delete_data_all;
 pub mod kube_exec;
@@ -61,6 +63,8 @@ pub const SUPPORTED: &[&str] = &[
     "CreateCSISnapshot",
     "RestoreCSISnapshot",
     "DeleteCSISnapshot",
+    "CreateCSISnapshotStatic",
+    "DeleteCSISnapshotContent",
     "BackupData",
     "RestoreData",
     "DeleteData",
@@ -206,6 +210,13 @@ pub async fn execute(
         "KubeOps" => kube_ops::run(ctx, args).await,
         "Wait" => wait::run(ctx, args, params).await,
         "WaitV2" => wait_v2::run(ctx, args, params).await,
+        "MultiContainerRun" => multi_container_run::run(ctx, args).await,
+        "PrepareData" => prepare_data::run(ctx, args, params).await,
+        "CreateCSISnapshot" => csi_snapshot::create(ctx, args).await,
+        "RestoreCSISnapshot" => csi_snapshot::restore(ctx, args).await,
+        "DeleteCSISnapshot" => csi_snapshot::delete(ctx, args).await,
+        "CreateCSISnapshotStatic" => csi_snapshot_static::run(ctx, args).await,
+        "DeleteCSISnapshotContent" => delete_csi_snapshot_content::run(ctx, args).await,
         "BackupData" => backup_data::run(ctx, args, params).await,
         "RestoreData" => restore_data::run(ctx, args, params).await,
         "DeleteData" => delete_data::run(ctx, args, params).await,
@@ -216,11 +227,6 @@ pub async fn execute(
         "DeleteDataAll" => delete_data_all::run(ctx, args, params).await,
         "BackupDataStats" => backup_data_stats::run(ctx, args, params).await,
         "CheckRepository" => check_repository::run(ctx, args, params).await,
-        "MultiContainerRun" => multi_container_run::run(ctx, args).await,
-        "PrepareData" => prepare_data::run(ctx, args, params).await,
-        "CreateCSISnapshot" => csi_snapshot::create(ctx, args).await,
-        "RestoreCSISnapshot" => csi_snapshot::restore(ctx, args).await,
-        "DeleteCSISnapshot" => csi_snapshot::delete(ctx, args).await,
         other if KANISTER_FUNCTIONS.contains(&other) => {
             Err(FunctionError::Unsupported(other.to_string()))
         }
