@@ -374,6 +374,8 @@ async fn failures_are_clear() -> anyhow::Result<()> {
 
 const GOOD_KEY: &str = "AKIDSIGCHECK";
 const GOOD_SECRET: &str = "the-right-secret/with+chars";
+/// The region of the stand-in's bucket.
+const STUB_REGION: &str = "eu-central-1";
 
 fn pct_decode(s: &str) -> String {
     let b = s.as_bytes();
@@ -474,6 +476,14 @@ async fn verify(req: axum::extract::Request) -> axum::response::Response {
     let mut scope_parts = scope.split('/');
     let _date = scope_parts.next();
     let region = scope_parts.next().unwrap_or("");
+    if region != STUB_REGION {
+        return axum::response::Response::builder()
+            .status(400)
+            .body(axum::body::Body::from(format!(
+                "<Error><Code>AuthorizationHeaderMalformed</Code><Message>the region '{region}' is wrong; expecting '{STUB_REGION}'</Message><Region>{STUB_REGION}</Region></Error>"
+            )))
+            .expect("response");
+    }
     let creds = Credentials {
         access_key_id: GOOD_KEY.into(),
         secret_access_key: GOOD_SECRET.into(),
@@ -515,8 +525,9 @@ async fn verify(req: axum::extract::Request) -> axum::response::Response {
         .expect("response")
 }
 
-/// Right credentials pass a Signature V4 check of what went over the wire;
-/// a wrong secret or an unknown key ID fail saying which to fix.
+/// Right credentials pass a Signature V4 check of what went over the wire
+/// (also when the Profile names another region than the bucket's); a wrong
+/// secret or an unknown key ID fail saying which to fix.
 #[tokio::test]
 async fn wrong_credentials_are_named() -> anyhow::Result<()> {
     let (client, ns, p) = setup("ld-creds", "bpo-ld-creds").await?;
@@ -528,11 +539,16 @@ async fn wrong_credentials_are_named() -> anyhow::Result<()> {
     let with = |id: &str, secret: &str| {
         let mut q = p.clone();
         q["Profile"]["Location"]["Endpoint"] = json!(format!("http://{addr}"));
-        q["Profile"]["Location"]["Region"] = json!("eu-central-1");
+        q["Profile"]["Location"]["Region"] = json!(STUB_REGION);
         q["Profile"]["Credential"] =
             json!({"Type": "keyPair", "KeyPair": {"ID": id, "Secret": secret}});
         q
     };
+    // A Profile with another region: the bucket's region (named by the
+    // AuthorizationHeaderMalformed answer) is used, as Kanister looks it up.
+    let mut other_region = with(GOOD_KEY, GOOD_SECRET);
+    other_region["Profile"]["Location"]["Region"] = json!("us-east-1");
+    call(&cx, json!({"artifact": "a"}), &other_region).await?;
     // Right: the listing (with a prefix that needs encoding) is accepted.
     call(
         &cx,

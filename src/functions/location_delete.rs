@@ -46,7 +46,7 @@ pub async fn run(
         .map_err(|m| FunctionError::arg(NAME, "artifact", m))?;
     let client =
         S3Client::new(&profile.config).map_err(|e| FunctionError::failed(NAME, e.to_string()))?;
-    delete_path(&client, &profile.bucket, &prefix)
+    let n = delete_path(&client, &profile.bucket, &prefix)
         .await
         .map_err(|e| {
             FunctionError::failed(
@@ -57,6 +57,7 @@ pub async fn run(
                 ),
             )
         })?;
+    tracing::info!(bucket = %profile.bucket, prefix = %prefix, objects = n, "LocationDelete: deleted");
     Ok(Output::new())
 }
 

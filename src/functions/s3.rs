@@ -7,7 +7,10 @@
 //!   certificates; `skipSSLVerify` accepts any server certificate.
 //! - Path-style URLs only (`<endpoint>/<bucket>/<key>`), as Kanister's stow
 //!   provider uses whenever an endpoint is set; without an endpoint
-//!   `https://s3.<region>.amazonaws.com`. Region default `us-east-1`.
+//!   `https://s3.<region>.amazonaws.com`. Region default `us-east-1`; when
+//!   the store answers that the bucket is in another region
+//!   (AuthorizationHeaderMalformed / PermanentRedirect naming it), that
+//!   region is used from then on (Kanister looks the bucket's region up too).
 //! - Payloads are signed (`x-amz-content-sha256` is the body's SHA-256).
 //! - DeleteObjects sends `x-amz-checksum-sha256` (AWS accepts it in place of
 //!   `Content-MD5`); stores that refuse the batch call (NotImplemented,
@@ -562,17 +565,26 @@ pub struct Config {
 
 type HttpClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
 
+/// Where requests go and how they are signed; corrected once when the
+/// store names the bucket's region (as Kanister looks the region up).
+#[derive(Debug, Clone)]
+struct Route {
+    authority: String,
+    region: String,
+    /// For messages: the endpoint as used.
+    endpoint: String,
+}
+
 /// An S3 client for one endpoint.
 pub struct S3Client {
     http: HttpClient,
     scheme: String,
-    authority: String,
     /// Path of the endpoint, without a trailing `/` (usually empty).
     base_path: String,
-    region: String,
     credentials: Credentials,
-    /// For messages: the endpoint as used.
-    endpoint: String,
+    /// No endpoint in the Profile: AWS, whose host follows the region.
+    aws_default: bool,
+    route: std::sync::Mutex<Route>,
 }
 
 impl S3Client {
@@ -632,20 +644,58 @@ impl S3Client {
         Ok(S3Client {
             http: client,
             scheme,
-            authority,
             base_path,
-            region,
             credentials: cfg.credentials.clone(),
-            endpoint: endpoint.trim_end_matches('/').to_string(),
+            aws_default: cfg.endpoint.trim().is_empty(),
+            route: std::sync::Mutex::new(Route {
+                authority,
+                region,
+                endpoint: endpoint.trim_end_matches('/').to_string(),
+            }),
         })
     }
 
-    pub fn endpoint(&self) -> &str {
-        &self.endpoint
+    fn route(&self) -> Route {
+        self.route.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    pub fn region(&self) -> &str {
-        &self.region
+    /// The endpoint requests go to (`scheme://host[:port][/path]`).
+    pub fn endpoint(&self) -> String {
+        self.route().endpoint
+    }
+
+    /// The region requests are signed for.
+    pub fn region(&self) -> String {
+        self.route().region
+    }
+
+    /// Adopts the bucket's region named by an error answer; true when that
+    /// changed something (the request is then worth one more try).
+    fn learn_region(&self, status: StatusCode, error: &ServiceError, header: Option<&str>) -> bool {
+        let named = header
+            .map(str::to_string)
+            .or_else(|| error.region.clone())
+            .filter(|r| !r.is_empty());
+        let wrong_region = matches!(
+            error.code.as_str(),
+            "AuthorizationHeaderMalformed"
+                | "PermanentRedirect"
+                | "IllegalLocationConstraintException"
+        ) || status == StatusCode::MOVED_PERMANENTLY;
+        let Some(region) = named.filter(|_| wrong_region) else {
+            return false;
+        };
+        let mut r = self.route.lock().unwrap_or_else(|e| e.into_inner());
+        if r.region == region {
+            return false;
+        }
+        tracing::info!(from = %r.region, to = %region, "S3: using the bucket's region");
+        r.region = region.clone();
+        if self.aws_default {
+            r.authority = format!("s3.{region}.amazonaws.com");
+            r.endpoint = format!("https://{}", r.authority);
+        }
+        true
     }
 
     /// `/<base>/<bucket>[/<key>]`, encoded.
@@ -677,14 +727,16 @@ impl S3Client {
         } else {
             format!("{path}?{q}")
         };
-        let url = format!("{}://{}{target}", self.scheme, self.authority);
         let payload_hash = sha256_hex(&body);
         let mut attempt = 0;
+        let mut region_learned = false;
         loop {
             attempt += 1;
+            let route = self.route();
+            let url = format!("{}://{}{target}", self.scheme, route.authority);
             let amz_date = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
             let mut headers: Vec<(String, String)> = vec![
-                ("host".into(), self.authority.clone()),
+                ("host".into(), route.authority.clone()),
                 ("x-amz-content-sha256".into(), payload_hash.clone()),
                 ("x-amz-date".into(), amz_date.clone()),
             ];
@@ -696,7 +748,7 @@ impl S3Client {
             }
             let auth = authorization(
                 &self.credentials,
-                &self.region,
+                &route.region,
                 "s3",
                 &amz_date,
                 &SignInput {
@@ -730,12 +782,17 @@ impl S3Client {
                     .await
                     .map_err(|e| transport(tls_hint(error_chain(&e))))?;
                 let status = resp.status();
+                let bucket_region = resp
+                    .headers()
+                    .get("x-amz-bucket-region")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string);
                 let bytes = Limited::new(resp.into_body(), MAX_BODY)
                     .collect()
                     .await
                     .map_err(|e| transport(format!("reading the response: {e}")))?
                     .to_bytes();
-                Ok::<_, S3Error>((status, bytes))
+                Ok::<_, S3Error>((status, bytes, bucket_region))
             })
             .await
             .unwrap_or_else(|_| {
@@ -747,24 +804,30 @@ impl S3Client {
             let retry = attempt < ATTEMPTS
                 && match &result {
                     Err(S3Error::Transport { .. }) => true,
-                    Ok((s, _)) => s.is_server_error() && *s != StatusCode::NOT_IMPLEMENTED,
+                    Ok((s, _, _)) => s.is_server_error() && *s != StatusCode::NOT_IMPLEMENTED,
                     Err(_) => false,
                 };
             if retry {
                 tokio::time::sleep(Duration::from_millis(200 * 4u64.pow(attempt - 1))).await;
                 continue;
             }
-            let (status, bytes) = result?;
+            let (status, bytes, bucket_region) = result?;
             if status.is_success() {
                 return Ok(bytes);
+            }
+            let error = parse_error(status, &String::from_utf8_lossy(&bytes));
+            if !region_learned && self.learn_region(status, &error, bucket_region.as_deref()) {
+                region_learned = true;
+                attempt -= 1;
+                continue;
             }
             return Err(S3Error::Service {
                 op,
                 url,
                 status,
-                error: Box::new(parse_error(status, &String::from_utf8_lossy(&bytes))),
+                error: Box::new(error),
                 bucket: bucket.to_string(),
-                endpoint: self.endpoint.clone(),
+                endpoint: route.endpoint,
             });
         }
     }
@@ -798,7 +861,7 @@ impl S3Client {
             .await?;
         parse_list_page(&String::from_utf8_lossy(&body)).map_err(|message| S3Error::Response {
             op: "ListObjectsV2",
-            url: format!("{}{}", self.endpoint, self.path(bucket, None)),
+            url: format!("{}{}", self.endpoint(), self.path(bucket, None)),
             message,
         })
     }
@@ -825,7 +888,7 @@ impl S3Client {
                 other => {
                     return Err(S3Error::Response {
                         op: "ListObjectsV2",
-                        url: format!("{}{}", self.endpoint, self.path(bucket, None)),
+                        url: format!("{}{}", self.endpoint(), self.path(bucket, None)),
                         message: format!(
                             "the listing is truncated but the continuation token is {}",
                             if other.is_some() {
@@ -891,7 +954,7 @@ impl S3Client {
             .await?;
         parse_delete_result(&String::from_utf8_lossy(&out)).map_err(|message| S3Error::Response {
             op: "DeleteObjects",
-            url: format!("{}{}?delete", self.endpoint, self.path(bucket, None)),
+            url: format!("{}{}?delete", self.endpoint(), self.path(bucket, None)),
             message,
         })
     }
@@ -926,7 +989,7 @@ impl S3Client {
             .collect();
         Err(S3Error::Service {
             op: "DeleteObjects",
-            url: format!("{}{}?delete", self.endpoint, self.path(bucket, None)),
+            url: format!("{}{}?delete", self.endpoint(), self.path(bucket, None)),
             status: StatusCode::OK,
             error: Box::new(ServiceError {
                 code: failures[0].code.clone(),
@@ -940,7 +1003,7 @@ impl S3Client {
                 ..ServiceError::default()
             }),
             bucket: bucket.to_string(),
-            endpoint: self.endpoint.clone(),
+            endpoint: self.endpoint(),
         })
     }
 }
@@ -1493,6 +1556,48 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(e.contains("query string"), "{e}");
+    }
+
+    #[test]
+    fn the_buckets_region_is_learned_once() {
+        let cfg = |e: &str| Config {
+            endpoint: e.into(),
+            region: String::new(),
+            credentials: suite_creds(),
+            skip_ssl_verify: false,
+        };
+        let wrong = ServiceError {
+            code: "AuthorizationHeaderMalformed".into(),
+            region: Some("eu-west-1".into()),
+            ..ServiceError::default()
+        };
+        // AWS without an endpoint: the host follows the region.
+        let c = S3Client::new(&cfg("")).unwrap();
+        assert_eq!(c.endpoint(), "https://s3.us-east-1.amazonaws.com");
+        assert!(c.learn_region(StatusCode::BAD_REQUEST, &wrong, None));
+        assert_eq!(c.region(), "eu-west-1");
+        assert_eq!(c.endpoint(), "https://s3.eu-west-1.amazonaws.com");
+        assert!(!c.learn_region(StatusCode::BAD_REQUEST, &wrong, None));
+        // A 301 names the region in a header.
+        let moved = ServiceError {
+            code: "PermanentRedirect".into(),
+            ..ServiceError::default()
+        };
+        assert!(c.learn_region(StatusCode::MOVED_PERMANENTLY, &moved, Some("ap-south-1")));
+        assert_eq!(c.endpoint(), "https://s3.ap-south-1.amazonaws.com");
+        // A custom endpoint keeps its host; other errors teach nothing.
+        let c = S3Client::new(&cfg("http://minio:9000")).unwrap();
+        assert!(c.learn_region(StatusCode::BAD_REQUEST, &wrong, None));
+        assert_eq!(
+            (c.region().as_str(), c.endpoint().as_str()),
+            ("eu-west-1", "http://minio:9000")
+        );
+        let denied = ServiceError {
+            code: "AccessDenied".into(),
+            region: Some("x".into()),
+            ..ServiceError::default()
+        };
+        assert!(!c.learn_region(StatusCode::FORBIDDEN, &denied, None));
     }
 
     fn profile(cred: Value, location: Value) -> Value {
