@@ -579,3 +579,47 @@ async fn wrong_credentials_are_named() -> anyhow::Result<()> {
     server.abort();
     Ok(())
 }
+
+/// An https endpoint with a self-signed certificate: refused as untrusted
+/// (saying how to fix it) unless the Profile sets skipSSLVerify, then the
+/// signed requests go through TLS.
+#[tokio::test]
+async fn https_endpoints_and_skip_ssl_verify() -> anyhow::Result<()> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let (client, ns, p) = setup("ld-tls", "bpo-ld-tls").await?;
+    let ck = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()])?;
+    let tls = axum_server::tls_rustls::RustlsConfig::from_pem(
+        ck.cert.pem().into_bytes(),
+        ck.signing_key.serialize_pem().into_bytes(),
+    )
+    .await?;
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    listener.set_nonblocking(true)?;
+    let addr = listener.local_addr()?;
+    let app = axum::Router::new().fallback(verify);
+    let server = axum_server::from_tcp_rustls(listener, tls)?;
+    let handle = tokio::spawn(async move { server.serve(app.into_make_service()).await });
+    let cx = ctx(&client, &ns);
+    let mut q = p.clone();
+    q["Profile"]["Location"]["Endpoint"] = json!(format!("https://{addr}"));
+    q["Profile"]["Location"]["Region"] = json!(STUB_REGION);
+    q["Profile"]["Credential"] =
+        json!({"Type": "keyPair", "KeyPair": {"ID": GOOD_KEY, "Secret": GOOD_SECRET}});
+    let e = call(&cx, json!({"artifact": "a"}), &q)
+        .await
+        .expect_err("untrusted certificate")
+        .to_string();
+    assert!(e.contains(&format!("https://{addr}/")), "{e}");
+    assert!(e.contains("set skipSSLVerify: true in the Profile"), "{e}");
+    q["Profile"]["SkipSSLVerify"] = json!(true);
+    call(&cx, json!({"artifact": "a"}), &q).await?;
+    // Still signed: a wrong secret is refused over TLS too.
+    q["Profile"]["Credential"]["KeyPair"]["Secret"] = json!("wrong");
+    let e = call(&cx, json!({"artifact": "a"}), &q)
+        .await
+        .expect_err("wrong secret")
+        .to_string();
+    assert!(e.contains("403 SignatureDoesNotMatch"), "{e}");
+    handle.abort();
+    Ok(())
+}
