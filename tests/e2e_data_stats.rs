@@ -1,0 +1,724 @@
+//! BackupDataStats and CheckRepository against real restic repositories:
+//! restic (tools/data-plane) runs through kwok's local exec on this machine
+//! against gofakes3, an S3-compatible object store. A real backup is made
+//! with BackupData first; the stats are compared with `restic stats` run
+//! directly (not through a pod) on the same repository.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use blueprint_operator::executor::params;
+use blueprint_operator::functions::restic::{DEFAULT_ENCRYPTION_KEY, parse_restic_size_bytes};
+use blueprint_operator::functions::{self, Context, FunctionError, Output};
+use blueprint_operator::model::{ActionSet, ActionSpec, Blueprint, ObjectReference, State};
+use k8s_openapi::api::core::v1::Pod;
+use kube::Client;
+use kube::api::{Api, ListParams, PostParams};
+use serde_json::{Map, Value, json};
+
+/// Bound for one function call.
+const CALL: Duration = Duration::from_secs(300);
+/// Bound for an ActionSet to finish.
+const FINISH: Duration = Duration::from_secs(300);
+const BUCKET: &str = "bpo-stats";
+const PROFILE: &str = "s3";
+
+fn ctx(client: &Client, ns: &str) -> Context {
+    Context {
+        client: client.clone(),
+        namespace: ns.to_string(),
+        object: ObjectReference::default(),
+        pod_override: None,
+        pod_labels: BTreeMap::new(),
+        pod_annotations: BTreeMap::new(),
+    }
+}
+
+fn obj(v: Value) -> Map<String, Value> {
+    v.as_object().expect("args object").clone()
+}
+
+async fn call(ctx: &Context, func: &str, a: Value, p: &Value) -> Result<Output, FunctionError> {
+    tokio::time::timeout(CALL, functions::execute(ctx, func, &obj(a), p))
+        .await
+        .unwrap_or_else(|_| panic!("{func} did not return within {CALL:?}"))
+}
+
+/// Client, fresh namespace with the Kanister CRDs and an s3Compliant Profile
+/// on the test object store. Fails (never skips silently) without the data plane.
+async fn setup(prefix: &str) -> Option<(Client, String)> {
+    let client = support::client().await;
+    if !support::kwok_available(&client).await {
+        eprintln!("skipped: the cluster has no kwok node");
+        return None;
+    }
+    assert!(
+        support::data_plane::available(),
+        "the test data plane (restic, gofakes3) is not available: run tools/data-plane/build.sh"
+    );
+    support::install_crds(&client).await.expect("install CRDs");
+    let ns = support::namespace(&client, prefix).await;
+    support::data_plane::s3_profile(&client, &ns, PROFILE, BUCKET)
+        .await
+        .expect("create the Profile");
+    Some((client, ns))
+}
+
+/// The template parameters the executor would render with (its own code,
+/// from an action naming `object` and the Profile).
+async fn template_params(client: &Client, ns: &str) -> anyhow::Result<Value> {
+    let spec: ActionSpec = serde_json::from_value(json!({
+        "name": "backup",
+        "object": {"kind": "Deployment", "name": "app", "namespace": ns},
+        "profile": {"name": PROFILE, "namespace": ns},
+        "preferredVersion": "",
+    }))?;
+    let (p, err) = params::fetch_base(client, ns, &spec, "2026-01-01T00:00:00Z").await;
+    anyhow::ensure!(err.is_none(), "fetching params: {err:?}");
+    anyhow::ensure!(p.contains_key("Profile"), "no Profile in {p:?}");
+    Ok(Value::Object(p))
+}
+
+/// A Deployment `app` with one Running pod; returns the pod's name.
+async fn app_pod(client: &Client, ns: &str) -> anyhow::Result<String> {
+    support::create_deployment(client, ns, "app", 1).await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let pod = support::poll(support::WAIT, || async {
+        let l = pods
+            .list(&ListParams::default().labels("app=app"))
+            .await
+            .ok()?;
+        l.items
+            .into_iter()
+            .find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+    })
+    .await
+    .context("Running pod of Deployment app")?;
+    Ok(pod.metadata.name.unwrap_or_default())
+}
+
+/// A temporary directory of this machine, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!(
+            "bpo-e2e-stats-{tag}-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or_default()
+        ));
+        std::fs::create_dir_all(&p).expect("create temp dir");
+        TempDir(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Deterministic pseudo-random bytes (xorshift64*).
+fn noise(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed | 1;
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        out.extend_from_slice(&x.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+/// A tree where the modes differ: two files with the same contents
+/// (files-by-contents counts them once), an empty file, a big file (several
+/// blobs), nested dirs, a name with a space.
+fn write_tree(root: &Path, seed: u64) {
+    let same = noise(seed, 300_000);
+    let files: Vec<(&str, Vec<u8>)> = vec![
+        ("a.txt", b"hello from BackupDataStats\n".to_vec()),
+        ("empty", Vec::new()),
+        ("big/blob.bin", noise(seed + 1, 3_500_000)),
+        ("dup/one.bin", same.clone()),
+        ("dup/deep/two.bin", same),
+        ("with space/x y.txt", b"spaces\n".to_vec()),
+    ];
+    for (rel, data) in &files {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).expect("mkdir");
+        std::fs::write(&p, data).expect("write file");
+    }
+}
+
+/// `restic <args>` on `<bucket>/<path>` run directly (not through a pod).
+fn restic_direct(path: &str, key: &str, args: &[&str]) -> anyhow::Result<String> {
+    let store = support::data_plane::object_store();
+    let out = Command::new(support::data_plane::restic())
+        .args(args)
+        .arg("--no-cache")
+        .env("AWS_ACCESS_KEY_ID", &store.access_key)
+        .env("AWS_SECRET_ACCESS_KEY", &store.secret_key)
+        .env(
+            "RESTIC_REPOSITORY",
+            format!("s3:{}/{BUCKET}/{path}", store.endpoint),
+        )
+        .env("RESTIC_PASSWORD", key)
+        .stdin(Stdio::null())
+        .output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "restic {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The value of the line "<label>: <value>" in restic's text output.
+fn text_value(text: &str, label: &str) -> Option<String> {
+    text.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == label).then(|| v.trim().to_string())
+    })
+}
+
+/// Waits until no helper pod (label createdBy=kanister) is left in `ns`.
+async fn helper_pods_gone(client: &Client, ns: &str) -> anyhow::Result<()> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    support::poll(support::WAIT, || async {
+        let l = pods
+            .list(&ListParams::default().labels("createdBy=kanister"))
+            .await
+            .ok()?;
+        l.items.is_empty().then_some(())
+    })
+    .await
+    .context("helper pods deleted")
+}
+
+fn s(out: &Output, key: &str) -> String {
+    out.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| panic!("output {key} missing in {out:?}"))
+        .to_string()
+}
+
+/// BackupData, then BackupDataStats of that snapshot in every restic mode:
+/// Kanister's keys, and values equal to what `restic stats` prints (text)
+/// and consistent with its `--json` numbers.
+#[tokio::test]
+async fn stats_of_a_real_backup_match_restic() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("stats").await else {
+        return Ok(());
+    };
+    let pod = app_pod(&client, &ns).await?;
+    let p = template_params(&client, &ns).await?;
+    let c = ctx(&client, &ns);
+    let dir = TempDir::new("modes");
+    let src = dir.0.join("src");
+    write_tree(&src, 11);
+    let path = format!("{ns}/stats");
+    let key = "stats key with spaces";
+    let out = call(
+        &c,
+        "BackupData",
+        json!({"namespace": ns, "pod": pod, "container": "app",
+               "includePath": src.to_str().unwrap(), "backupArtifactPrefix": path,
+               "encryptionKey": key}),
+        &p,
+    )
+    .await?;
+    let id = s(&out, "backupID");
+
+    let mut counts = BTreeMap::new();
+    for mode in [
+        None,
+        Some("restore-size"),
+        Some("raw-data"),
+        Some("blobs-per-file"),
+        Some("files-by-contents"),
+    ] {
+        let mut args = json!({"namespace": ns, "backupArtifactPrefix": path, "backupID": id,
+                              "encryptionKey": key, "podLabels": {"purpose": "stats"}});
+        if let Some(m) = mode {
+            args["statsMode"] = json!(m);
+        }
+        let st = call(&c, "BackupDataStats", args, &p).await?;
+        let keys: Vec<&str> = st.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["mode", "fileCount", "size", "version"], "{st:?}");
+        let m = mode.unwrap_or("restore-size");
+        assert_eq!(s(&st, "mode"), m, "{st:?}");
+        assert_eq!(s(&st, "version"), "v0.0.0");
+
+        let text = restic_direct(&path, key, &["stats", &id, "--mode", m])?;
+        let count_label = if m == "raw-data" {
+            "Total Blob Count"
+        } else {
+            "Total File Count"
+        };
+        assert_eq!(
+            Some(s(&st, "fileCount")),
+            text_value(&text, count_label),
+            "{m}: {st:?} vs restic:\n{text}"
+        );
+        assert_eq!(
+            Some(s(&st, "size")),
+            text_value(&text, "Total Size"),
+            "{m}: {st:?} vs restic:\n{text}"
+        );
+        let js: Value = serde_json::from_str(&restic_direct(
+            &path,
+            key,
+            &["stats", &id, "--mode", m, "--json", "-q"],
+        )?)?;
+        let n = if m == "raw-data" {
+            &js["total_blob_count"]
+        } else {
+            &js["total_file_count"]
+        };
+        assert_eq!(s(&st, "fileCount"), n.to_string(), "{m}: {js}");
+        let bytes = js["total_size"].as_i64().expect("total_size") as f64;
+        let ours = parse_restic_size_bytes(&s(&st, "size")) as f64;
+        assert!(
+            (ours - bytes).abs() <= bytes * 0.001 + 1.0,
+            "{m}: size {} is {ours} B, restic says {bytes} B",
+            s(&st, "size")
+        );
+        counts.insert(m.to_string(), s(&st, "fileCount").parse::<u64>()?);
+    }
+    // The tree has two files with the same contents: files-by-contents
+    // counts fewer files than restore-size (which also counts directories).
+    assert!(
+        counts["files-by-contents"] < counts["restore-size"],
+        "{counts:?}"
+    );
+    helper_pods_gone(&client, &ns).await?;
+    Ok(())
+}
+
+/// BackupDataStats that cannot give stats fail with Kanister's texts.
+#[tokio::test]
+async fn stats_fail_clearly() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("stats-err").await else {
+        return Ok(());
+    };
+    let pod = app_pod(&client, &ns).await?;
+    let p = template_params(&client, &ns).await?;
+    let c = ctx(&client, &ns);
+    let dir = TempDir::new("err");
+    let src = dir.0.join("src");
+    write_tree(&src, 5);
+    let path = format!("{ns}/default-key");
+    // No encryptionKey: Kanister's default key, for BackupData and BackupDataStats alike.
+    let out = call(
+        &c,
+        "BackupData",
+        json!({"namespace": ns, "pod": pod, "container": "app",
+               "includePath": src.to_str().unwrap(), "backupArtifactPrefix": path}),
+        &p,
+    )
+    .await?;
+    let id = s(&out, "backupID");
+    let st = call(
+        &c,
+        "BackupDataStats",
+        json!({"namespace": ns, "backupArtifactPrefix": format!("{BUCKET}/{path}"),
+               "backupID": id}),
+        &p,
+    )
+    .await?;
+    let text = restic_direct(&path, DEFAULT_ENCRYPTION_KEY, &["stats", &id])?;
+    assert_eq!(
+        Some(s(&st, "fileCount")),
+        text_value(&text, "Total File Count")
+    );
+
+    // A snapshot ID the repository does not have: restic counts nothing.
+    let e = call(
+        &c,
+        "BackupDataStats",
+        json!({"namespace": ns, "backupArtifactPrefix": path, "backupID": "deadbeef"}),
+        &p,
+    )
+    .await
+    .expect_err("unknown snapshot")
+    .to_string();
+    assert!(
+        e.starts_with("BackupDataStats: Failed to parse snapshot stats from logs"),
+        "{e}"
+    );
+    assert!(e.contains("deadbeef"), "{e}");
+
+    // The wrong key.
+    let e = call(
+        &c,
+        "BackupDataStats",
+        json!({"namespace": ns, "backupArtifactPrefix": path, "backupID": id,
+               "encryptionKey": "not the key"}),
+        &p,
+    )
+    .await
+    .expect_err("wrong key")
+    .to_string();
+    assert!(
+        e.starts_with("BackupDataStats: Failed to get backup stats: Failed to exec command in pod"),
+        "{e}"
+    );
+    assert!(e.contains("wrong password"), "{e}");
+
+    // No repository there.
+    let e = call(
+        &c,
+        "BackupDataStats",
+        json!({"namespace": ns, "backupArtifactPrefix": format!("{ns}/nothing"), "backupID": id}),
+        &p,
+    )
+    .await
+    .expect_err("no repository")
+    .to_string();
+    assert!(
+        e.starts_with("BackupDataStats: Failed to get backup stats: "),
+        "{e}"
+    );
+    assert!(e.contains("Is there a repository"), "{e}");
+
+    // Argument errors, before any pod is made.
+    for (args, want) in [
+        (
+            json!({"namespace": ns, "backupArtifactPrefix": path, "backupID": id, "statsMode": "size"}),
+            "BackupDataStats: argument `statsMode`: unknown mode \"size\"",
+        ),
+        (
+            json!({"namespace": ns, "backupArtifactPrefix": path}),
+            "BackupDataStats: argument `backupID`",
+        ),
+        (
+            json!({"namespace": ns, "backupArtifactPrefix": path, "backupID": id, "insecureTLS": true}),
+            "BackupDataStats: argument `insecureTLS`: argument insecureTLS is not supported",
+        ),
+    ] {
+        let e = call(&c, "BackupDataStats", args.clone(), &p)
+            .await
+            .expect_err("bad args")
+            .to_string();
+        assert!(e.starts_with(want), "{args}: {e}");
+    }
+    let e = call(
+        &c,
+        "BackupDataStats",
+        json!({"namespace": ns, "backupArtifactPrefix": path, "backupID": id}),
+        &json!({}),
+    )
+    .await
+    .expect_err("no Profile")
+    .to_string();
+    assert!(
+        e.starts_with("BackupDataStats: Failed to validate Profile: Profile must be non-nil"),
+        "{e}"
+    );
+    helper_pods_gone(&client, &ns).await?;
+    Ok(())
+}
+
+fn check(out: &Output) -> (String, String) {
+    let keys: Vec<&str> = out.keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        ["passwordIncorrect", "repoUnavailable", "version"],
+        "{out:?}"
+    );
+    assert_eq!(s(out, "version"), "v0.0.0");
+    (s(out, "passwordIncorrect"), s(out, "repoUnavailable"))
+}
+
+/// CheckRepository on an existing repository (right key, default key),
+/// with a wrong key, on a missing repository, and on a location restic
+/// cannot use.
+#[tokio::test]
+async fn check_repository_outputs() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("check").await else {
+        return Ok(());
+    };
+    let pod = app_pod(&client, &ns).await?;
+    let p = template_params(&client, &ns).await?;
+    let c = ctx(&client, &ns);
+    let dir = TempDir::new("check");
+    let src = dir.0.join("src");
+    write_tree(&src, 3);
+    let path = format!("{ns}/repo");
+    let key = "the right key";
+    call(
+        &c,
+        "BackupData",
+        json!({"namespace": ns, "pod": pod, "container": "app",
+               "includePath": src.to_str().unwrap(), "backupArtifactPrefix": path,
+               "encryptionKey": key}),
+        &p,
+    )
+    .await?;
+    let f = || "false".to_string();
+    let t = || "true".to_string();
+
+    let out = call(
+        &c,
+        "CheckRepository",
+        json!({"backupArtifactPrefix": path, "encryptionKey": key,
+               "podAnnotations": {"note": "check"}}),
+        &p,
+    )
+    .await?;
+    assert_eq!(check(&out), (f(), f()));
+    // The bucket given explicitly is the same repository.
+    let out = call(
+        &c,
+        "CheckRepository",
+        json!({"backupArtifactPrefix": format!("{BUCKET}/{path}"), "encryptionKey": key,
+               "insecureTLS": false}),
+        &p,
+    )
+    .await?;
+    assert_eq!(check(&out), (f(), f()));
+
+    let out = call(
+        &c,
+        "CheckRepository",
+        json!({"backupArtifactPrefix": path, "encryptionKey": "a wrong key"}),
+        &p,
+    )
+    .await?;
+    assert_eq!(check(&out), (t(), f()));
+    // Without encryptionKey: Kanister's default key, which this repository does not have.
+    let out = call(
+        &c,
+        "CheckRepository",
+        json!({"backupArtifactPrefix": path}),
+        &p,
+    )
+    .await?;
+    assert_eq!(check(&out), (t(), f()));
+
+    let missing = format!("{ns}/no-repo-here");
+    let out = call(
+        &c,
+        "CheckRepository",
+        json!({"backupArtifactPrefix": missing, "encryptionKey": key}),
+        &p,
+    )
+    .await?;
+    assert_eq!(check(&out), (f(), t()));
+    // Checking made no repository.
+    let e = restic_direct(&missing, key, &["cat", "config"]).expect_err("no repository");
+    assert!(e.to_string().contains("Is there a repository"), "{e}");
+
+    // A repository created with the default key.
+    let dpath = format!("{ns}/default");
+    call(
+        &c,
+        "BackupData",
+        json!({"namespace": ns, "pod": pod, "container": "app",
+               "includePath": src.to_str().unwrap(), "backupArtifactPrefix": dpath}),
+        &p,
+    )
+    .await?;
+    let out = call(
+        &c,
+        "CheckRepository",
+        json!({"backupArtifactPrefix": dpath}),
+        &p,
+    )
+    .await?;
+    assert_eq!(check(&out), (f(), f()));
+
+    // An endpoint restic cannot parse: neither a wrong key nor a missing repository.
+    let mut bad = p.clone();
+    bad["Profile"]["Location"]["Endpoint"] = json!("http://127.0.0.1:9/%zz");
+    let e = call(
+        &c,
+        "CheckRepository",
+        json!({"backupArtifactPrefix": path}),
+        &bad,
+    )
+    .await
+    .expect_err("bad endpoint")
+    .to_string();
+    assert!(
+        e.starts_with("CheckRepository: Failed to list snapshots: Failed to exec command in pod"),
+        "{e}"
+    );
+    assert!(e.contains("invalid URL escape"), "{e}");
+
+    // Argument and Profile errors.
+    let e = call(&c, "CheckRepository", json!({}), &p)
+        .await
+        .expect_err("no prefix")
+        .to_string();
+    assert!(
+        e.starts_with("CheckRepository: argument `backupArtifactPrefix`"),
+        "{e}"
+    );
+    let e = call(
+        &c,
+        "CheckRepository",
+        json!({"backupArtifactPrefix": path, "namespace": ns}),
+        &p,
+    )
+    .await
+    .expect_err("namespace is not an argument")
+    .to_string();
+    assert!(
+        e.starts_with("CheckRepository: argument `namespace`: argument namespace is not supported"),
+        "{e}"
+    );
+    let e = call(
+        &c,
+        "CheckRepository",
+        json!({"backupArtifactPrefix": path}),
+        &json!({}),
+    )
+    .await
+    .expect_err("no Profile")
+    .to_string();
+    assert!(
+        e.starts_with("CheckRepository: Profile must be non-nil"),
+        "{e}"
+    );
+    helper_pods_gone(&client, &ns).await?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Through the executor (the controller binary, as tests/e2e_data.rs runs it).
+
+/// A controller child process; killed when dropped.
+struct Controller {
+    child: tokio::process::Child,
+}
+
+impl Controller {
+    fn start(ns: &str) -> Controller {
+        let cluster = support::cluster();
+        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
+            .args([
+                "controller",
+                "--namespace",
+                ns,
+                "--no-scheduler",
+                "--no-leader-election",
+                "--metrics-addr",
+                "off",
+                "--log-level",
+                "warn",
+            ])
+            .env("KUBECONFIG", &cluster.kubeconfig)
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start blueprint-operator controller");
+        Controller { child }
+    }
+
+    async fn kill(mut self) {
+        let _ = self.child.start_kill();
+        let _ = self.child.wait().await;
+    }
+}
+
+/// A Blueprint whose backup action runs BackupData, then BackupDataStats of
+/// the new snapshot (its ID from the phase output) and CheckRepository; the
+/// stats and check outputs become output artifacts.
+#[tokio::test]
+async fn stats_and_check_through_the_executor() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("stats-bp").await else {
+        return Ok(());
+    };
+    app_pod(&client, &ns).await?;
+    let dir = TempDir::new("bp");
+    let src = dir.0.join("data");
+    write_tree(&src, 17);
+    let bps: Api<Blueprint> = Api::namespaced(client.clone(), &ns);
+    let bp: Blueprint = serde_json::from_value(json!({
+        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Blueprint",
+        "metadata": {"name": "stats"},
+        "actions": {"backup": {
+            "outputArtifacts": {
+                "stats": {"keyValue": {
+                    "id": "{{ .Phases.backup.Output.backupID }}",
+                    "mode": "{{ .Phases.stats.Output.mode }}",
+                    "fileCount": "{{ .Phases.stats.Output.fileCount }}",
+                    "size": "{{ .Phases.stats.Output.size }}",
+                    "passwordIncorrect": "{{ .Phases.check.Output.passwordIncorrect }}",
+                    "repoUnavailable": "{{ .Phases.check.Output.repoUnavailable }}",
+                }},
+            },
+            "phases": [
+                {"func": "BackupData", "name": "backup", "args": {
+                    "namespace": "{{ .Deployment.Namespace }}",
+                    "pod": "{{ index .Deployment.Pods 0 }}",
+                    "container": "app",
+                    "includePath": src.to_str().unwrap(),
+                    "backupArtifactPrefix": "{{ .Profile.Location.Bucket }}/bp"}},
+                {"func": "BackupDataStats", "name": "stats", "args": {
+                    "namespace": "{{ .Deployment.Namespace }}",
+                    "backupArtifactPrefix": "{{ .Profile.Location.Bucket }}/bp",
+                    "backupID": "{{ .Phases.backup.Output.backupID }}",
+                    "statsMode": "raw-data"}},
+                {"func": "CheckRepository", "name": "check", "args": {
+                    "backupArtifactPrefix": "{{ .Profile.Location.Bucket }}/bp"}},
+            ],
+        }},
+    }))?;
+    bps.create(&PostParams::default(), &bp).await?;
+    let ctl = Controller::start(&ns);
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
+    let a: ActionSet = serde_json::from_value(json!({
+        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
+        "metadata": {"name": "backup"},
+        "spec": {"actions": [{
+            "name": "backup", "blueprint": "stats",
+            "object": {"kind": "Deployment", "name": "app", "namespace": ns},
+            "profile": {"name": PROFILE, "namespace": ns},
+        }]},
+    }))?;
+    api.create(&PostParams::default(), &a).await?;
+    let done = support::wait_for(&api, "backup", FINISH, |a| {
+        a.state().is_some_and(State::is_terminal)
+    })
+    .await;
+    ctl.kill().await;
+    let done = done?;
+    let st = done.status.as_ref().expect("status");
+    assert_eq!(st.state, State::Complete, "{st:?}");
+    let arts = serde_json::to_value(&st.actions[0].artifacts)?;
+    let kv = &arts["stats"]["keyValue"];
+    let id = kv["id"].as_str().unwrap_or_default();
+    assert!(!id.is_empty(), "{arts}");
+    let text = restic_direct(
+        "bp",
+        DEFAULT_ENCRYPTION_KEY,
+        &["stats", id, "--mode", "raw-data"],
+    )?;
+    assert_eq!(kv["mode"], "raw-data", "{arts}");
+    assert_eq!(
+        kv["fileCount"].as_str().map(str::to_string),
+        text_value(&text, "Total Blob Count"),
+        "{arts} vs restic:\n{text}"
+    );
+    assert_eq!(
+        kv["size"].as_str().map(str::to_string),
+        text_value(&text, "Total Size"),
+        "{arts} vs restic:\n{text}"
+    );
+    assert_eq!(kv["passwordIncorrect"], "false", "{arts}");
+    assert_eq!(kv["repoUnavailable"], "false", "{arts}");
+    helper_pods_gone(&client, &ns).await?;
+    Ok(())
+}
