@@ -1,7 +1,8 @@
 //! Kanister functions run by the executor, one file per function as in
-//! Kanister's `pkg/function`: KubeTask, KubeExec, KubeExecAll,
-//! ScaleWorkload, KubeOps, Wait and WaitV2. Every other Kanister function
-//! fails the phase with a clear "not supported" error.
+//! Kanister's `pkg/function`: the 24 of [`SUPPORTED`] (pods and exec, workloads,
+//! KubeOps, waits, the restic data movers on [`restic`], LocationDelete on
+//! [`s3`], CSI snapshots). The four RDS functions, which need the AWS API, fail
+//! the phase with a clear "not supported" error.
 //!
 //! Contract with the executor: [`execute`] gets the phase's `args` already
 //! rendered by the template engine (except `Wait`/`WaitV2`, which get raw args
