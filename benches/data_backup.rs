@@ -15,9 +15,10 @@
 //!   (`snapshots --last`, `init`, `backup --tag`) started here with the same
 //!   environment, into another fresh repository.
 //!
-//! It prints MB/s (10^6 bytes) for both and the ratio. The data is written
-//! just before, so both read it from the page cache; the function runs
-//! first. `BENCH_TIMEOUT_S` (default 900) bounds the whole run.
+//! `BENCH_RUNS` (default 3) rounds, each into fresh repositories, the order
+//! alternating; it prints each round and the medians in MB/s (10^6 bytes)
+//! and their ratio. The data is written just before, so both read it from
+//! the page cache. `BENCH_TIMEOUT_S` (default 900) bounds the whole run.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -195,7 +196,6 @@ async fn bench(dir: &Path) -> anyhow::Result<()> {
         t.elapsed().as_secs_f64()
     );
 
-    // Through the function.
     let ctx = functions::Context {
         client: client.clone(),
         namespace: ns.clone(),
@@ -204,21 +204,98 @@ async fn bench(dir: &Path) -> anyhow::Result<()> {
         pod_labels: BTreeMap::new(),
         pod_annotations: BTreeMap::new(),
     };
-    let args = json!({"namespace": ns, "pod": pod, "container": "app",
-        "includePath": data.to_str().context("temp path is not UTF-8")?,
-        "backupArtifactPrefix": format!("{ns}/function")});
+    let path = data.to_str().context("temp path is not UTF-8")?.to_string();
+    let runs = env_u64("BENCH_RUNS", 3).max(1) as usize;
+    let (mut fun, mut dir_total, mut dir_backup) = (Vec::new(), Vec::new(), Vec::new());
+    for run in 0..runs {
+        // Alternate the order, so neither side always comes second.
+        let mut f = Duration::ZERO;
+        let mut d = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+        for side in [run % 2, 1 - run % 2] {
+            if side == 0 {
+                f = through_function(
+                    &ctx,
+                    &p,
+                    &pod,
+                    &path,
+                    &format!("{ns}/function-{run}"),
+                    files,
+                )
+                .await?;
+            } else {
+                d = direct(&path, &format!("{ns}/direct-{run}")).await?;
+            }
+        }
+        println!(
+            "run {}: function {:6.2} s {:6.1} MB/s | direct {:6.2} s {:6.1} MB/s (backup alone {:.2} s, snapshots+init {:.2} s)",
+            run + 1,
+            f.as_secs_f64(),
+            mb_per_s(bytes, f),
+            d.0.as_secs_f64(),
+            mb_per_s(bytes, d.0),
+            d.1.as_secs_f64(),
+            d.2.as_secs_f64()
+        );
+        fun.push(f);
+        dir_total.push(d.0);
+        dir_backup.push(d.1);
+    }
+    let (f, d, b) = (median(fun), median(dir_total), median(dir_backup));
+    println!("median of {runs} run(s):");
+    println!(
+        "BackupData (function, exec in the pod):  {:7.2} s  {:7.1} MB/s",
+        f.as_secs_f64(),
+        mb_per_s(bytes, f)
+    );
+    println!(
+        "restic direct (snapshots+init+backup):   {:7.2} s  {:7.1} MB/s  (backup alone {:.2} s, {:.1} MB/s)",
+        d.as_secs_f64(),
+        mb_per_s(bytes, d),
+        b.as_secs_f64(),
+        mb_per_s(bytes, b)
+    );
+    println!(
+        "ratio function/direct: {:.3} (throughput {:.0}% of restic's; overhead {:+.2} s)",
+        f.as_secs_f64() / d.as_secs_f64(),
+        100.0 * d.as_secs_f64() / f.as_secs_f64(),
+        f.as_secs_f64() - d.as_secs_f64()
+    );
+    Ok(())
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// BackupData through `functions::execute` into a fresh repository `prefix`.
+async fn through_function(
+    ctx: &functions::Context,
+    p: &Value,
+    pod: &str,
+    path: &str,
+    prefix: &str,
+    files: usize,
+) -> anyhow::Result<Duration> {
+    let args = json!({"namespace": ctx.namespace, "pod": pod, "container": "app",
+        "includePath": path, "backupArtifactPrefix": prefix});
     let t = Instant::now();
-    let out = functions::execute(&ctx, "BackupData", args.as_object().expect("args"), &p)
+    let out = functions::execute(ctx, "BackupData", args.as_object().expect("args"), p)
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let function = t.elapsed();
+    let took = t.elapsed();
     let count = out.get("fileCount").and_then(Value::as_str).unwrap_or("");
     anyhow::ensure!(
         count == files.to_string(),
         "BackupData reported fileCount {count:?}, expected {files}: {out:?}"
     );
+    Ok(took)
+}
 
-    // restic directly, same commands and environment (Kanister's key, as BackupData without one).
+/// The same restic commands BackupData runs, started here with the same
+/// environment (Kanister's default key) into a fresh repository `prefix`:
+/// (total, backup alone, snapshots + init).
+async fn direct(path: &str, prefix: &str) -> anyhow::Result<(Duration, Duration, Duration)> {
     let store = support::data_plane::object_store();
     let env = vec![
         ("AWS_ACCESS_KEY_ID".to_string(), store.access_key.clone()),
@@ -228,7 +305,7 @@ async fn bench(dir: &Path) -> anyhow::Result<()> {
         ),
         (
             "RESTIC_REPOSITORY".to_string(),
-            format!("s3:{}/{BUCKET}/{ns}/direct", store.endpoint),
+            format!("s3:{}/{BUCKET}/{prefix}", store.endpoint),
         ),
         (
             "RESTIC_PASSWORD".to_string(),
@@ -237,33 +314,13 @@ async fn bench(dir: &Path) -> anyhow::Result<()> {
     ];
     let t = Instant::now();
     let exists = restic_direct(&env, &["snapshots", "--last", "--json"]).await;
-    anyhow::ensure!(exists.is_err(), "the direct repository already exists");
+    anyhow::ensure!(
+        exists.is_err(),
+        "the direct repository {prefix} already exists"
+    );
     restic_direct(&env, &["init"]).await?;
     let setup = t.elapsed();
     let tb = Instant::now();
-    let path = data.to_str().context("temp path is not UTF-8")?;
     restic_direct(&env, &["backup", "--tag", "benchtag01", path]).await?;
-    let backup_only = tb.elapsed();
-    let direct = t.elapsed();
-
-    println!(
-        "BackupData (function, exec in the pod): {:7.2} s  {:7.1} MB/s",
-        function.as_secs_f64(),
-        mb_per_s(bytes, function)
-    );
-    println!(
-        "restic direct (snapshots+init+backup):  {:7.2} s  {:7.1} MB/s  (backup alone {:.2} s, {:.1} MB/s; snapshots+init {:.2} s)",
-        direct.as_secs_f64(),
-        mb_per_s(bytes, direct),
-        backup_only.as_secs_f64(),
-        mb_per_s(bytes, backup_only),
-        setup.as_secs_f64()
-    );
-    println!(
-        "ratio function/direct: {:.3} (throughput {:.0}% of restic's; overhead {:+.2} s)",
-        function.as_secs_f64() / direct.as_secs_f64(),
-        100.0 * direct.as_secs_f64() / function.as_secs_f64(),
-        function.as_secs_f64() - direct.as_secs_f64()
-    );
-    Ok(())
+    Ok((t.elapsed(), tb.elapsed(), setup))
 }
