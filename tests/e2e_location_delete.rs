@@ -348,6 +348,7 @@ async fn failures_are_clear() -> anyhow::Result<()> {
         e.contains(&format!("http://127.0.0.1:{closed}/{bucket}")) && e.contains("refused"),
         "{e}"
     );
+    assert!(e.contains("check the Profile's location.endpoint"), "{e}");
     // Not a URL.
     q["Profile"]["Location"]["Endpoint"] = json!("ftp://127.0.0.1:1");
     let e = err(call(&cx, json!({"artifact": "keep"}), &q).await);

@@ -780,7 +780,17 @@ impl S3Client {
                     .http
                     .request(req)
                     .await
-                    .map_err(|e| transport(tls_hint(error_chain(&e))))?;
+                    .map_err(|e| {
+                        let msg = tls_hint(error_chain(&e));
+                        if e.is_connect() && !msg.contains("skipSSLVerify") {
+                            transport(format!(
+                                "{msg} (cannot connect to {}: check the Profile's location.endpoint and that the object store is reachable from the controller)",
+                                route.endpoint
+                            ))
+                        } else {
+                            transport(msg)
+                        }
+                    })?;
                 let status = resp.status();
                 let bucket_region = resp
                     .headers()
