@@ -387,7 +387,9 @@ async fn unsupported_functions_fail_clearly() -> anyhow::Result<()> {
         .expect_err("unsupported");
     let msg = err.to_string();
     assert!(
-        msg.starts_with("function CreateRDSSnapshot is not supported by this executor (supported: KubeTask, "),
+        msg.starts_with(
+            "function CreateRDSSnapshot is not supported by this executor (supported: KubeTask, "
+        ),
         "{msg}"
     );
     for f in functions::SUPPORTED {
