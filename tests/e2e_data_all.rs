@@ -425,6 +425,192 @@ async fn backup_restore_delete_all_pods() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The restore helper pods created in `ns` while `f` runs: (generateName, PVCs mounted at paths).
+async fn restore_pods_during<F, T>(
+    client: &Client,
+    ns: &str,
+    f: F,
+) -> anyhow::Result<(T, Vec<(String, Vec<(String, String)>)>)>
+where
+    F: std::future::Future<Output = T>,
+{
+    use futures::StreamExt as _;
+    use kube::runtime::watcher;
+    let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(BTreeMap::<String, Pod>::new()));
+    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+    let s = seen.clone();
+    let task = tokio::spawn(async move {
+        let mut ready = Some(ready_tx);
+        let mut stream =
+            watcher(api, watcher::Config::default().labels("createdBy=kanister")).boxed();
+        while let Some(ev) = stream.next().await {
+            match ev {
+                Ok(watcher::Event::InitDone) => {
+                    if let Some(tx) = ready.take() {
+                        let _ = tx.send(());
+                    }
+                }
+                Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => {
+                    let name = p.metadata.name.clone().unwrap_or_default();
+                    s.lock().unwrap().entry(name).or_insert(p);
+                }
+                _ => {}
+            }
+        }
+    });
+    tokio::time::timeout(support::WAIT, ready_rx)
+        .await
+        .context("pod watch established")??;
+    let out = f.await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    task.abort();
+    let pods = seen.lock().unwrap().values().cloned().collect::<Vec<_>>();
+    let summary = pods
+        .iter()
+        .map(|p| {
+            let spec = p.spec.clone().unwrap_or_default();
+            let claims: BTreeMap<String, String> = spec
+                .volumes
+                .iter()
+                .flatten()
+                .filter_map(|v| {
+                    v.persistent_volume_claim
+                        .as_ref()
+                        .map(|c| (v.name.clone(), c.claim_name.clone()))
+                })
+                .collect();
+            let mounts = spec
+                .containers
+                .iter()
+                .flat_map(|c| c.volume_mounts.iter().flatten())
+                .filter_map(|m| {
+                    claims
+                        .get(&m.name)
+                        .map(|c| (c.clone(), m.mount_path.clone()))
+                })
+                .collect();
+            (p.metadata.generate_name.clone().unwrap_or_default(), mounts)
+        })
+        .collect();
+    Ok((out, summary))
+}
+
+/// A StatefulSet whose pods each have their own PVC: BackupDataAll takes
+/// the pods from `.StatefulSet.Pods`; RestoreDataAll mounts each pod's own
+/// PVC (at the pod's mount path) in that pod's restore helper pod.
+#[tokio::test]
+async fn statefulset_pods_restore_with_their_own_volumes() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("data-all-sts").await else {
+        return Ok(());
+    };
+    let mut pvs = Vec::new();
+    for i in 0..2 {
+        pvs.push(bound_pvc(&client, &ns, &format!("data-db-{i}")).await?);
+    }
+    let api: Api<k8s_openapi::api::apps::v1::StatefulSet> = Api::namespaced(client.clone(), &ns);
+    let sts = serde_json::from_value(json!({
+        "metadata": {"name": "db"},
+        "spec": {
+            "replicas": 2, "serviceName": "db",
+            "selector": {"matchLabels": {"app": "db"}},
+            "template": {
+                "metadata": {"labels": {"app": "db"}},
+                "spec": {"containers": [{"name": "mongodb", "image": "mongo:7",
+                    "volumeMounts": [{"name": "data", "mountPath": "/bitnami/mongodb"}]}]},
+            },
+            "volumeClaimTemplates": [{
+                "metadata": {"name": "data"},
+                "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "",
+                         "resources": {"requests": {"storage": "1Gi"}}},
+            }],
+        },
+    }))?;
+    api.create(&PostParams::default(), &sts).await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    support::poll(Duration::from_secs(120), || async {
+        let l = pods
+            .list(&ListParams::default().labels("app=db"))
+            .await
+            .ok()?;
+        let running = l
+            .items
+            .iter()
+            .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+            .count();
+        (running == 2).then_some(())
+    })
+    .await
+    .context("two Running pods of StatefulSet db")?;
+    let spec: ActionSpec = serde_json::from_value(json!({
+        "name": "backup",
+        "object": {"kind": "StatefulSet", "name": "db", "namespace": ns},
+        "profile": {"name": PROFILE, "namespace": ns},
+        "preferredVersion": "",
+    }))?;
+    let (p, err) = params::fetch_base(&client, &ns, &spec, "2026-01-01T00:00:00Z").await;
+    anyhow::ensure!(err.is_none(), "fetching params: {err:?}");
+    let p = Value::Object(p);
+    assert_eq!(p["StatefulSet"]["Pods"], json!(["db-0", "db-1"]));
+    let c = ctx(&client, &ns);
+    let dir = TempDir::new("sts");
+    let src = dir.0.join("bitnami");
+    write_tree(&src, 17);
+    let prefix = format!("{ns}/rs_backup");
+    let out = call(
+        &c,
+        "BackupDataAll",
+        json!({"namespace": ns, "container": "mongodb", "includePath": src.to_str().unwrap(),
+               "backupArtifactPrefix": prefix}),
+        &p,
+    )
+    .await?;
+    let info = s(&out, "BackupAllInfo");
+    let parsed: Value = serde_json::from_str(&info)?;
+    assert_eq!(
+        parsed
+            .as_object()
+            .map(|m| m.keys().cloned().collect::<Vec<_>>()),
+        Some(vec!["db-0".to_string(), "db-1".to_string()])
+    );
+    let target = dir.0.join("restored");
+    let (r, helpers) = restore_pods_during(
+        &client,
+        &ns,
+        call(
+            &c,
+            "RestoreDataAll",
+            json!({"namespace": ns, "image": IMAGE, "backupArtifactPrefix": prefix,
+                   "backupInfo": info, "restorePath": target.to_str().unwrap()}),
+            &p,
+        ),
+    )
+    .await?;
+    r?;
+    assert_same_tree(&src, &restored_root(&target, &src));
+    let mut mounts: Vec<Vec<(String, String)>> = helpers
+        .iter()
+        .map(|(gen_name, m)| {
+            assert_eq!(gen_name, "restore-data-all-");
+            m.clone()
+        })
+        .collect();
+    mounts.sort();
+    assert_eq!(
+        mounts,
+        [
+            vec![("data-db-0".to_string(), "/bitnami/mongodb".to_string())],
+            vec![("data-db-1".to_string(), "/bitnami/mongodb".to_string())],
+        ],
+        "{helpers:?}"
+    );
+    helper_pods_gone(&client, &ns).await?;
+    for pv in pvs {
+        delete_pv(&client, &pv).await;
+    }
+    Ok(())
+}
+
 /// Per-pod failures name the pod; nothing is left behind.
 #[tokio::test]
 async fn all_pods_functions_fail_clearly() -> anyhow::Result<()> {
