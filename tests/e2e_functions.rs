@@ -619,7 +619,8 @@ async fn kube_task_pod_carries_overrides_labels_and_annotations() -> anyhow::Res
     let name = pod.metadata.name.clone().unwrap_or_default();
     assert!(name.starts_with("kanister-job-"), "{name}");
     let labels = pod.metadata.labels.clone().unwrap_or_default();
-    assert_eq!(labels.get("shared").map(String::as_str), Some("actionset"));
+    // Kanister's MergeBPLabels: a key set by both keeps the Blueprint's value.
+    assert_eq!(labels.get("shared").map(String::as_str), Some("blueprint"));
     assert_eq!(labels.get("bp").map(String::as_str), Some("yes"));
     let ann = pod.metadata.annotations.clone().unwrap_or_default();
     assert_eq!(ann.get("note").map(String::as_str), Some("from-actionset"));

@@ -6,9 +6,9 @@
 //!
 //! The pod is built by [`super::kube_task::build_pod`] (podOverride as a
 //! strategic merge, the `createdBy: kanister` label), so it looks like every
-//! other pod this executor creates. Labels and annotations are merged as
-//! Kanister's data functions do (`MergeBPLabels`: the Blueprint's win over
-//! the ActionSet's); podOverride as Kanister's `GetPodSpecOverride` (the
+//! other pod this executor creates. Labels and annotations are merged as for
+//! every pod ([`super::kube_task::merge_labels`]: the Blueprint's win);
+//! podOverride as Kanister's `GetPodSpecOverride` (the
 //! Blueprint's merged with the ActionSet's, the ActionSet's win).
 
 use std::collections::BTreeMap;
@@ -69,24 +69,14 @@ pub struct PodExtras {
 pub fn pod_extras(a: &Args, ctx: &Context) -> Result<PodExtras, FunctionError> {
     let pod_override =
         kube_task::merge_overrides(a.opt_object("podOverride")?, ctx.pod_override.as_ref());
-    let labels = merge_bp_wins(a.opt_string_map("podLabels")?, &ctx.pod_labels);
-    let annotations = merge_bp_wins(a.opt_string_map("podAnnotations")?, &ctx.pod_annotations);
+    let labels = kube_task::merge_labels(a.opt_string_map("podLabels")?, &ctx.pod_labels);
+    let annotations =
+        kube_task::merge_labels(a.opt_string_map("podAnnotations")?, &ctx.pod_annotations);
     Ok(PodExtras {
         pod_override,
         labels,
         annotations,
     })
-}
-
-/// Kanister's `MergeBPLabels`/`MergeBPAnnotations`: the ActionSet's map
-/// overlaid with the Blueprint's (the Blueprint's values win).
-pub fn merge_bp_wins(
-    bp: Option<BTreeMap<String, String>>,
-    actionset: &BTreeMap<String, String>,
-) -> BTreeMap<String, String> {
-    let mut m = actionset.clone();
-    m.extend(bp.unwrap_or_default());
-    m
 }
 
 /// A volume name for PVC `pvc` valid as a DNS label (`vol-<pvc>`, at most 63 characters).
@@ -338,16 +328,6 @@ mod tests {
         let n = volume_name(&long, 3);
         assert!(n.len() <= 63, "{n}");
         assert_eq!(volume_name("x", 0), "vol-x");
-    }
-
-    #[test]
-    fn blueprint_labels_win_over_the_actionsets() {
-        let aset = BTreeMap::from([("a".into(), "as".into()), ("b".into(), "as".into())]);
-        let bp = BTreeMap::from([("a".to_string(), "bp".to_string())]);
-        let merged = merge_bp_wins(Some(bp), &aset);
-        assert_eq!(merged["a"], "bp");
-        assert_eq!(merged["b"], "as");
-        assert_eq!(merge_bp_wins(None, &aset), aset);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! pod made from `image`, collect the phase output from its log, and delete
 //! the pod afterwards (also when it fails or the phase is cancelled).
 //!
-//! Differences from Kanister, on purpose or by necessity:
+//! Differences from Kanister, on purpose or by necessity (labels and
+//! annotations merge as in Kanister: [`merge_labels`]):
 //! - the default namespace is the ActionSet's (Kanister: the controller's);
 //! - `podOverride` (the Blueprint's merged with the ActionSet's by JSON merge
 //!   patch, ActionSet wins) is applied to the pod spec with a *subset* of
@@ -45,8 +46,8 @@ pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, Fun
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| ctx.namespace.clone());
     let bp_override = a.opt_object("podOverride")?;
-    let labels = merge_string_maps(a.opt_string_map("podLabels")?, &ctx.pod_labels);
-    let annotations = merge_string_maps(a.opt_string_map("podAnnotations")?, &ctx.pod_annotations);
+    let labels = merge_labels(a.opt_string_map("podLabels")?, &ctx.pod_labels);
+    let annotations = merge_labels(a.opt_string_map("podAnnotations")?, &ctx.pod_annotations);
     let pod_override = merge_overrides(bp_override, ctx.pod_override.as_ref());
 
     let pod = task_pod(
@@ -62,13 +63,16 @@ pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, Fun
     output::parse(NAME, &text)
 }
 
-/// Blueprint labels/annotations overlaid with the ActionSet's (ActionSet wins).
-pub fn merge_string_maps(
+/// Pod labels/annotations as Kanister's `MergeBPLabels`/`MergeBPAnnotations`
+/// merge them for every function that creates a pod: the ActionSet's map
+/// overlaid with the Blueprint's, so a key set by both keeps the Blueprint's
+/// value (selectors a Blueprint relies on cannot be overridden per run).
+pub fn merge_labels(
     bp: Option<BTreeMap<String, String>>,
     actionset: &BTreeMap<String, String>,
 ) -> BTreeMap<String, String> {
-    let mut m = bp.unwrap_or_default();
-    m.extend(actionset.iter().map(|(k, v)| (k.clone(), v.clone())));
+    let mut m = actionset.clone();
+    m.extend(bp.unwrap_or_default());
     m
 }
 
@@ -526,6 +530,16 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("not a valid Pod"), "{e}");
+    }
+
+    #[test]
+    fn blueprint_labels_win_over_the_actionsets() {
+        let aset = BTreeMap::from([("a".into(), "as".into()), ("b".into(), "as".into())]);
+        let bp = BTreeMap::from([("a".to_string(), "bp".to_string())]);
+        let merged = merge_labels(Some(bp), &aset);
+        assert_eq!(merged["a"], "bp");
+        assert_eq!(merged["b"], "as");
+        assert_eq!(merge_labels(None, &aset), aset);
     }
 
     #[test]

@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use super::args::Args;
-use super::kube_task::{self, merge_overrides, merge_string_maps};
+use super::kube_task::{self, merge_labels, merge_overrides};
 use super::{Context, FunctionError, Output, output};
 
 const NAME: &str = "MultiContainerRun";
@@ -71,8 +71,8 @@ pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, Fun
     let a = Args::new(NAME, args);
     a.check_supported(ARGS)?;
     let spec = decode(&a, &ctx.namespace)?;
-    let labels = merge_string_maps(a.opt_string_map("podLabels")?, &ctx.pod_labels);
-    let annotations = merge_string_maps(a.opt_string_map("podAnnotations")?, &ctx.pod_annotations);
+    let labels = merge_labels(a.opt_string_map("podLabels")?, &ctx.pod_labels);
+    let annotations = merge_labels(a.opt_string_map("podAnnotations")?, &ctx.pod_annotations);
     let actionset_override = ctx.pod_override.as_ref().map(actionset_override);
     let pod_override = merge_overrides(a.opt_object("podOverride")?, actionset_override.as_ref());
     let pod = pod(&spec, labels, annotations, pod_override.as_ref())

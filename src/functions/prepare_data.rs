@@ -24,7 +24,7 @@ use kube::api::Api;
 use serde_json::{Map, Value, json};
 
 use super::args::Args;
-use super::kube_task::{self, merge_overrides, merge_string_maps};
+use super::kube_task::{self, merge_labels, merge_overrides};
 use super::{Context, FunctionError, Output, output};
 
 const NAME: &str = "PrepareData";
@@ -69,8 +69,8 @@ pub async fn run(
     let command = a.string_list("command")?;
     let volumes = a.opt_string_map("volumes")?.unwrap_or_default();
     let service_account = a.opt_string("serviceaccount")?.unwrap_or_default();
-    let labels = merge_string_maps(a.opt_string_map("podLabels")?, &ctx.pod_labels);
-    let annotations = merge_string_maps(a.opt_string_map("podAnnotations")?, &ctx.pod_annotations);
+    let labels = merge_labels(a.opt_string_map("podLabels")?, &ctx.pod_labels);
+    let annotations = merge_labels(a.opt_string_map("podAnnotations")?, &ctx.pod_annotations);
     let fail_on_error = a.opt_bool("failOnError")?.unwrap_or(false);
     let pod_override = merge_overrides(a.opt_object("podOverride")?, ctx.pod_override.as_ref());
     let volumes = if volumes.is_empty() {
