@@ -173,6 +173,7 @@ fn main() {
             shutdown_grace: Duration::from_secs(5),
             client: None,
             lookup_timeout: Duration::from_secs(1),
+            limits: Default::default(),
         })
         .await
         .expect("server");

@@ -57,6 +57,7 @@ fn webhook() -> &'static Webhook {
                     shutdown_grace: Duration::from_secs(1),
                     client,
                     lookup_timeout: Duration::from_secs(5),
+                    limits: Default::default(),
                 })
                 .await
                 .expect("webhook server starts");

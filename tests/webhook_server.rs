@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use blueprint_operator::webhook::certs::{self, DevCerts};
+use blueprint_operator::webhook::limits::Limits;
 use blueprint_operator::webhook::server::{self, ServerConfig};
 use blueprint_operator::webhook::tls::CertFiles;
 use rustls::pki_types::CertificateDer;
@@ -67,6 +68,7 @@ fn config(dir: &Path, probe: Option<SocketAddr>) -> ServerConfig {
         shutdown_grace: Duration::from_secs(5),
         client: None,
         lookup_timeout: Duration::from_secs(1),
+        limits: Default::default(),
     }
 }
 
@@ -321,6 +323,228 @@ async fn not_ready_until_the_certificate_exists() {
     let running = starting.await.unwrap().unwrap();
     let (status, _) = http_get(probe, "/readyz").await.unwrap();
     assert_eq!(status, 200);
+    running.shutdown().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn limited(dir: &Path, limits: Limits) -> ServerConfig {
+    ServerConfig {
+        limits,
+        ..config(dir, Some(free_port()))
+    }
+}
+
+fn short_limits() -> Limits {
+    Limits {
+        header_timeout: Duration::from_secs(60),
+        body_timeout: Duration::from_secs(60),
+        idle_timeout: Duration::from_secs(60),
+        handshake_timeout: Duration::from_secs(60),
+        max_connections: 64,
+    }
+}
+
+fn closed_count(metrics: &str, reason: &str) -> u64 {
+    let key =
+        format!("blueprint_operator_webhook_connections_closed_total{{reason=\"{reason}\"}} ");
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(&key))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Writes `prefix`, then `drip` one byte every 100 ms (at most 600 bytes) while reading what the
+/// server sends; returns what it sent once it closed the connection. Never closes first: if the
+/// server does not cut the connection, this fails after the drip plus `DEADLINE`.
+async fn drip_until_closed(conn: Conn, prefix: &[u8], drip: u8) -> String {
+    let (mut rd, mut wr) = tokio::io::split(conn.into_stream());
+    let reader = tokio::spawn(async move {
+        let mut out = Vec::new();
+        let _ = rd.read_to_end(&mut out).await;
+        String::from_utf8_lossy(&out).into_owned()
+    });
+    wr.write_all(prefix).await.unwrap();
+    wr.flush().await.unwrap();
+    for _ in 0..600 {
+        if reader.is_finished() {
+            break;
+        }
+        if wr.write_all(&[drip]).await.is_err() || wr.flush().await.is_err() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let out = tokio::time::timeout(DEADLINE, reader)
+        .await
+        .expect("the server never closed the slow connection")
+        .unwrap();
+    drop(wr);
+    out
+}
+
+#[tokio::test]
+async fn headers_sent_byte_by_byte_are_cut_off() {
+    let dir = temp_dir("slowloris");
+    let c = dev_certs();
+    write_secret_volume(&dir, 1, c.cert_pem.as_bytes(), c.key_pem.as_bytes());
+    let limits = Limits {
+        header_timeout: Duration::from_secs(1),
+        ..short_limits()
+    };
+    let running = server::start(limited(&dir, limits)).await.unwrap();
+    let tls = client_config(&c.ca_cert_pem);
+    let conn = Conn::connect(running.addr, tls.clone(), "localhost")
+        .await
+        .unwrap();
+    let out = drip_until_closed(
+        conn,
+        b"POST /validate/blueprint HTTP/1.1\r\nhost: x\r\nx-slow: ",
+        b'a',
+    )
+    .await;
+    assert!(!out.contains("200 OK"), "{out}");
+    assert_eq!(closed_count(&running.metrics().encode(), "header"), 1);
+
+    // A normal client on a fresh connection is served meanwhile.
+    let mut ok = Conn::connect(running.addr, tls, "localhost").await.unwrap();
+    let r = ok
+        .request(
+            "POST",
+            "/validate/blueprint",
+            &blueprint_review("u", &valid_blueprint()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    running.shutdown().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn a_body_sent_byte_by_byte_gets_408_and_the_connection_closes() {
+    let dir = temp_dir("slowbody");
+    let c = dev_certs();
+    write_secret_volume(&dir, 1, c.cert_pem.as_bytes(), c.key_pem.as_bytes());
+    let limits = Limits {
+        body_timeout: Duration::from_secs(1),
+        ..short_limits()
+    };
+    let running = server::start(limited(&dir, limits)).await.unwrap();
+    let conn = Conn::connect(running.addr, client_config(&c.ca_cert_pem), "localhost")
+        .await
+        .unwrap();
+    let out = drip_until_closed(
+        conn,
+        b"POST /validate/blueprint HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n",
+        b' ',
+    )
+    .await;
+    assert!(out.starts_with("HTTP/1.1 408"), "{out}");
+    assert!(out.contains("--body-timeout"), "{out}");
+    assert!(
+        out.to_ascii_lowercase().contains("connection: close"),
+        "{out}"
+    );
+    running.shutdown().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn idle_keep_alive_connections_are_closed_after_the_idle_timeout_not_the_header_timeout() {
+    let dir = temp_dir("idle");
+    let c = dev_certs();
+    write_secret_volume(&dir, 1, c.cert_pem.as_bytes(), c.key_pem.as_bytes());
+    let limits = Limits {
+        header_timeout: Duration::from_secs(1),
+        idle_timeout: Duration::from_secs(10),
+        ..short_limits()
+    };
+    let running = server::start(limited(&dir, limits)).await.unwrap();
+    let mut conn = Conn::connect(running.addr, client_config(&c.ca_cert_pem), "localhost")
+        .await
+        .unwrap();
+    let review = blueprint_review("u", &valid_blueprint());
+    let r = conn
+        .request("POST", "/validate/blueprint", &review)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200);
+    // Idle for longer than the header timeout: the connection is still good.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let r = conn
+        .request("POST", "/validate/blueprint", &review)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "idle connection cut by the header timeout");
+    // Then idle past the idle timeout: the server closes it.
+    tokio::time::timeout(DEADLINE, conn.wait_closed())
+        .await
+        .expect("idle connection never closed")
+        .unwrap();
+    assert_eq!(closed_count(&running.metrics().encode(), "idle"), 1);
+    running.shutdown().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn connections_over_the_limit_are_refused_and_the_server_stays_healthy() {
+    let dir = temp_dir("limit");
+    let c = dev_certs();
+    write_secret_volume(&dir, 1, c.cert_pem.as_bytes(), c.key_pem.as_bytes());
+    let limits = Limits {
+        max_connections: 2,
+        ..short_limits()
+    };
+    let running = server::start(limited(&dir, limits)).await.unwrap();
+    let tls = client_config(&c.ca_cert_pem);
+    let review = blueprint_review("u", &valid_blueprint());
+    let mut first = Conn::connect(running.addr, tls.clone(), "localhost")
+        .await
+        .unwrap();
+    let second = Conn::connect(running.addr, tls.clone(), "localhost")
+        .await
+        .unwrap();
+    // The third is closed before its handshake completes (or right after it, on TLS 1.3).
+    let third = async {
+        let mut c = Conn::connect(running.addr, tls.clone(), "localhost").await?;
+        c.request("POST", "/validate/blueprint", &review).await
+    };
+    assert!(
+        tokio::time::timeout(DEADLINE, third)
+            .await
+            .expect("third connection neither served nor refused")
+            .is_err(),
+        "a third connection was served over a limit of 2"
+    );
+    assert!(closed_count(&running.metrics().encode(), "limit") >= 1);
+    // The open connections and the probe listener keep working.
+    let r = first
+        .request("POST", "/validate/blueprint", &review)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200);
+    let (status, _) = http_get(running.probe_addr.unwrap(), "/healthz")
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    // A closed connection frees its slot.
+    drop(second);
+    let addr = running.addr;
+    eventually("a slot freed for a new connection", || {
+        let tls = tls.clone();
+        let review = review.clone();
+        async move {
+            match Conn::connect(addr, tls, "localhost").await {
+                Ok(mut c) => matches!(
+                    c.request("POST", "/validate/blueprint", &review).await,
+                    Ok(r) if r.status == 200
+                ),
+                Err(_) => false,
+            }
+        }
+    })
+    .await;
     running.shutdown().await.unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }

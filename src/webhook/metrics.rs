@@ -3,6 +3,8 @@
 //! * `blueprint_operator_webhook_requests_total{route, verdict}`
 //! * `blueprint_operator_webhook_request_duration_seconds{route, verdict}` (histogram)
 //! * `blueprint_operator_webhook_tls_reloads_total{result}`
+//! * `blueprint_operator_webhook_connections_closed_total{reason}`: connections the server
+//!   refused or cut: `limit` (over `--max-connections`), `header`, `idle` (timeouts)
 //!
 //! `verdict` is one of [`Verdict::label`]: allowed, patched, denied, bad_request, too_large,
 //! error. Every route × verdict pair is pre-created so zeros are exported.
@@ -65,6 +67,11 @@ struct ReloadLabels {
     result: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CloseLabels {
+    reason: String,
+}
+
 #[derive(Clone)]
 struct Buckets;
 
@@ -82,6 +89,7 @@ pub struct Metrics {
     requests: Family<RequestLabels, Counter>,
     duration: Family<RequestLabels, Histogram, Buckets>,
     tls_reloads: Family<ReloadLabels, Counter>,
+    connections_closed: Family<CloseLabels, Counter>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -97,6 +105,7 @@ impl Metrics {
         let requests = Family::<RequestLabels, Counter>::default();
         let duration = Family::<RequestLabels, Histogram, Buckets>::new_with_constructor(Buckets);
         let tls_reloads = Family::<ReloadLabels, Counter>::default();
+        let connections_closed = Family::<CloseLabels, Counter>::default();
         registry.register(
             "requests",
             "Admission requests handled, by route and verdict",
@@ -112,6 +121,16 @@ impl Metrics {
             "Reloads of the serving certificate, by result",
             tls_reloads.clone(),
         );
+        registry.register(
+            "connections_closed",
+            "Connections refused (reason=limit) or closed by a timeout (header, idle)",
+            connections_closed.clone(),
+        );
+        for reason in ["limit", "header", "idle"] {
+            let _ = connections_closed.get_or_create(&CloseLabels {
+                reason: reason.into(),
+            });
+        }
         for route in routes {
             for verdict in Verdict::ALL {
                 let l = RequestLabels {
@@ -132,7 +151,17 @@ impl Metrics {
             requests,
             duration,
             tls_reloads,
+            connections_closed,
         }
+    }
+
+    /// A connection refused or cut by [`super::limits`]: `limit`, `header` or `idle`.
+    pub fn connection_closed(&self, reason: &str) {
+        self.connections_closed
+            .get_or_create(&CloseLabels {
+                reason: reason.to_string(),
+            })
+            .inc();
     }
 
     pub fn observe(&self, route: &str, verdict: Verdict, seconds: f64) {

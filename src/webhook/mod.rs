@@ -5,11 +5,13 @@
 //! * [`schedule`]: the ActionSchedule checks;
 //! * [`server`]: axum + rustls server, body limit, probes, metrics, graceful shutdown;
 //! * [`tls`]: certificate loading and reload on change;
+//! * [`limits`]: connection limit and header/idle timeouts of the listeners;
 //! * [`certs`]: a development CA and serving certificate;
 //! * [`metrics`]: Prometheus metrics.
 
 pub mod admission;
 pub mod certs;
+pub mod limits;
 pub mod metrics;
 pub mod schedule;
 pub mod server;

@@ -19,19 +19,22 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use axum::Router;
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::body::{Body, Bytes};
+use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum_server::Handle;
+use axum_server::accept::DefaultAcceptor;
+use axum_server::tls_rustls::RustlsAcceptor;
+use http_body_util::{BodyExt as _, LengthLimitError, Limited};
 use kube::Client;
 use kube::api::Api;
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use tokio::sync::watch;
 
 use super::admission::{self, BlueprintRef, Lookup, MAX_BODY_BYTES, Outcome, Route};
+use super::limits::{GuardAcceptor, Limits};
 use super::metrics::{self, Metrics, Verdict};
 use super::tls::{CertFiles, Tls};
 
@@ -68,6 +71,22 @@ pub struct WebhookArgs {
     /// Timeout of one Blueprint lookup, in milliseconds; on timeout the check is skipped.
     #[arg(long, default_value_t = 2000)]
     pub lookup_timeout_ms: u64,
+    /// Seconds a client may take to send a request's headers (from its first byte, or from the
+    /// TLS handshake for a connection's first request); slower connections are closed.
+    #[arg(long, default_value_t = 10)]
+    pub header_timeout: u64,
+    /// Seconds a client may take to send a request's body; slower requests get 408.
+    #[arg(long, default_value_t = 15)]
+    pub body_timeout: u64,
+    /// Seconds a keep-alive connection may stay idle (longer than the API server's 90 s).
+    #[arg(long, default_value_t = 120)]
+    pub idle_timeout: u64,
+    /// Seconds a client may take to complete the TLS handshake.
+    #[arg(long, default_value_t = 10)]
+    pub tls_handshake_timeout: u64,
+    /// Connections open at once per listener; further connections are closed at once.
+    #[arg(long, default_value_t = 512)]
+    pub max_connections: usize,
 }
 
 /// What [`start`] needs; built from [`WebhookArgs`] by [`run`], or directly by tests.
@@ -82,6 +101,8 @@ pub struct ServerConfig {
     /// API access for the ActionSchedule → Blueprint lookup; `None` skips that check.
     pub client: Option<Client>,
     pub lookup_timeout: Duration,
+    /// Timeouts and the connection limit of both listeners.
+    pub limits: Limits,
 }
 
 impl std::fmt::Debug for ServerConfig {
@@ -91,6 +112,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("probe_listen", &self.probe_listen)
             .field("tls", &self.tls)
             .field("client", &self.client.is_some())
+            .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
 }
@@ -101,6 +123,7 @@ struct AppState {
     shutting_down: AtomicBool,
     client: Option<Client>,
     lookup_timeout: Duration,
+    body_timeout: Duration,
 }
 
 impl AppState {
@@ -137,15 +160,28 @@ fn router(state: Shared) -> Router {
     for route in Route::ALL {
         r = r.route(
             route.path(),
-            post(
-                move |State(st): State<Shared>, body: Result<Bytes, BytesRejection>| {
-                    admit(st, route, body)
-                },
-            ),
+            post(move |State(st): State<Shared>, body: Body| admit(st, route, body)),
         );
     }
-    r.layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .with_state(state)
+    r.with_state(state)
+}
+
+/// Why a request body was not read.
+enum BodyError {
+    TooLarge,
+    TimedOut,
+    Broken(String),
+}
+
+/// Reads the body within the size limit and `--body-timeout`.
+async fn read_body(body: Body, timeout: Duration) -> Result<Bytes, BodyError> {
+    let read = Limited::new(body, MAX_BODY_BYTES).collect();
+    match tokio::time::timeout(timeout, read).await {
+        Err(_) => Err(BodyError::TimedOut),
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => Err(BodyError::TooLarge),
+        Ok(Err(e)) => Err(BodyError::Broken(e.to_string())),
+    }
 }
 
 async fn readyz(State(st): State<Shared>) -> Response {
@@ -163,10 +199,10 @@ async fn metrics_route(State(st): State<Shared>) -> Response {
         .into_response()
 }
 
-async fn admit(st: Shared, route: Route, body: Result<Bytes, BytesRejection>) -> Response {
+async fn admit(st: Shared, route: Route, body: Body) -> Response {
     let started = Instant::now();
-    let outcome = match body {
-        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => Outcome {
+    let outcome = match read_body(body, st.body_timeout).await {
+        Err(BodyError::TooLarge) => Outcome {
             status: 413,
             body: format!(
                 "request body is over the webhook's limit of {MAX_BODY_BYTES} bytes (an AdmissionReview from the API server is at most about twice its 3 MiB request limit)"
@@ -177,13 +213,25 @@ async fn admit(st: Shared, route: Route, body: Result<Bytes, BytesRejection>) ->
             dry_run: false,
             summary: "body over the limit".into(),
         },
-        Err(rejection) => Outcome {
-            status: 400,
-            body: format!("could not read the request body: {rejection}").into_bytes(),
+        Err(BodyError::TimedOut) => Outcome {
+            status: 408,
+            body: format!(
+                "the request body did not arrive within {} s (--body-timeout); the connection is closed",
+                st.body_timeout.as_secs_f64()
+            )
+            .into_bytes(),
             verdict: Verdict::BadRequest,
             uid: None,
             dry_run: false,
-            summary: rejection.to_string(),
+            summary: "body timeout".into(),
+        },
+        Err(BodyError::Broken(why)) => Outcome {
+            status: 400,
+            body: format!("could not read the request body: {why}").into_bytes(),
+            verdict: Verdict::BadRequest,
+            uid: None,
+            dry_run: false,
+            summary: why,
         },
         Ok(bytes) => decide(&st, route, bytes).await,
     };
@@ -219,7 +267,16 @@ async fn admit(st: Shared, route: Route, body: Result<Bytes, BytesRejection>) ->
         "text/plain; charset=utf-8"
     };
     let status = StatusCode::from_u16(outcome.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    (status, [(header::CONTENT_TYPE, content_type)], outcome.body).into_response()
+    let mut response =
+        (status, [(header::CONTENT_TYPE, content_type)], outcome.body).into_response();
+    if matches!(outcome.status, 408 | 413) {
+        // The rest of the body was not read: the connection cannot carry another request.
+        response.headers_mut().insert(
+            header::CONNECTION,
+            header::HeaderValue::from_static("close"),
+        );
+    }
+    response
 }
 
 async fn decide(st: &Shared, route: Route, bytes: Bytes) -> Outcome {
@@ -332,6 +389,7 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<Running> {
         shutting_down: AtomicBool::new(false),
         client: config.client.clone(),
         lookup_timeout: config.lookup_timeout,
+        body_timeout: config.limits.body_timeout,
     });
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut handles = Vec::new();
@@ -343,7 +401,13 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<Running> {
             .with_context(|| format!("binding --probe-listen {addr}"))?;
         probe_addr = Some(listener.local_addr()?);
         let handle = Handle::new();
-        let server = axum_server::from_tcp(listener)?.handle(handle.clone());
+        let server = axum_server::from_tcp(listener)?
+            .acceptor(GuardAcceptor::new(
+                DefaultAcceptor::new(),
+                config.limits,
+                metrics.clone(),
+            ))
+            .handle(handle.clone());
         let app = probe_routes().with_state(state.clone());
         tasks.push(tokio::spawn(server.serve(app.into_make_service())));
         handles.push(handle);
@@ -359,7 +423,13 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<Running> {
         .with_context(|| format!("binding --listen {}", config.listen))?;
     let addr = listener.local_addr()?;
     let handle = Handle::new();
-    let server = axum_server::tls_rustls::from_tcp_rustls(listener, tls.rustls_config())?
+    let acceptor = GuardAcceptor::new(
+        RustlsAcceptor::new(tls.rustls_config()).handshake_timeout(config.limits.handshake_timeout),
+        config.limits,
+        metrics.clone(),
+    );
+    let server = axum_server::from_tcp(listener)?
+        .acceptor(acceptor)
         .handle(handle.clone());
     tasks.push(tokio::spawn(
         server.serve(router(state.clone()).into_make_service()),
@@ -403,6 +473,26 @@ pub async fn shutdown_signal() {
     }
 }
 
+/// The [`Limits`] of the flags; a zero timeout or limit would refuse every request.
+fn limits(args: &WebhookArgs) -> anyhow::Result<Limits> {
+    for (flag, v) in [
+        ("--header-timeout", args.header_timeout),
+        ("--body-timeout", args.body_timeout),
+        ("--idle-timeout", args.idle_timeout),
+        ("--tls-handshake-timeout", args.tls_handshake_timeout),
+        ("--max-connections", args.max_connections as u64),
+    ] {
+        anyhow::ensure!(v > 0, "{flag} must be at least 1");
+    }
+    Ok(Limits {
+        header_timeout: Duration::from_secs(args.header_timeout),
+        body_timeout: Duration::from_secs(args.body_timeout),
+        idle_timeout: Duration::from_secs(args.idle_timeout),
+        handshake_timeout: Duration::from_secs(args.tls_handshake_timeout),
+        max_connections: args.max_connections,
+    })
+}
+
 /// `blueprint-operator webhook`: serve until SIGTERM/SIGINT.
 pub async fn run(args: WebhookArgs) -> anyhow::Result<()> {
     crate::telemetry::init(&args.log_level)?;
@@ -428,6 +518,7 @@ pub async fn run(args: WebhookArgs) -> anyhow::Result<()> {
             }
         }
     };
+    let limits = limits(&args)?;
     let config = ServerConfig {
         listen: args.listen,
         probe_listen,
@@ -440,6 +531,7 @@ pub async fn run(args: WebhookArgs) -> anyhow::Result<()> {
         shutdown_grace: Duration::from_secs(args.shutdown_grace),
         client,
         lookup_timeout: Duration::from_millis(args.lookup_timeout_ms),
+        limits,
     };
     let running = tokio::select! {
         r = start(config) => r?,

@@ -81,6 +81,23 @@ impl Conn {
             .map(|c| c.to_vec())
     }
 
+    /// Waits until the server closes the connection (EOF or a reset); bytes instead are an error.
+    pub async fn wait_closed(&mut self) -> anyhow::Result<()> {
+        let mut buf = [0u8; 512];
+        match self.stream.read(&mut buf).await {
+            Ok(0) | Err(_) => Ok(()),
+            Ok(n) => anyhow::bail!(
+                "expected the connection to close, got {}",
+                String::from_utf8_lossy(&buf[..n])
+            ),
+        }
+    }
+
+    /// The raw TLS stream, for tests that write byte by byte.
+    pub fn into_stream(self) -> TlsStream<TcpStream> {
+        self.stream.into_inner()
+    }
+
     pub async fn request(
         &mut self,
         method: &str,
