@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::events::{self, EventSpec};
+use super::status_size;
 use crate::model::{
     ActionSetSpec, ActionSetStatus, ActionStatus, Artifact, BlueprintAction, Phase, State,
 };
@@ -186,11 +187,12 @@ pub fn init(
     let errors: Vec<&InitError> = resolved.iter().filter_map(|r| r.as_ref().err()).collect();
     if !errors.is_empty() {
         status.state = State::Failed;
-        status.error.message = errors
+        let message = errors
             .iter()
             .map(|e| e.message())
             .collect::<Vec<_>>()
             .join("; ");
+        status.error.message = status_size::cut(&message, status_size::MESSAGE_MAX);
         events.extend(errors.iter().map(|e| e.event()));
         return Init {
             status,
@@ -398,6 +400,7 @@ pub fn apply(
     if status.state != State::Running {
         return Err(stale(&format!("ActionSet is {}", status.state.as_str())));
     }
+    let t = bound_sizes(status, action, t);
     let (Some(st), Some(rec)) = (
         status.actions.get_mut(action),
         record.actions.get_mut(action),
@@ -547,7 +550,8 @@ pub fn apply(
     }
     status.progress.last_transition_time = Some(ctx.now.to_string());
     status.progress.percent_completed = percent_completed(status);
-    status.error.message = error_message(status, record);
+    status.error.message =
+        status_size::cut(&error_message(status, record), status_size::MESSAGE_MAX);
     if record.actions.iter().all(|r| r.finished) {
         let ok = status
             .actions
@@ -563,6 +567,46 @@ pub fn apply(
         }
     }
     Ok(evs)
+}
+
+/// Keeps what `t` records within the status size budgets
+/// ([`status_size`]): errors are cut, an output or artifacts too large to
+/// record turn the transition into a failure that says so.
+fn bound_sizes(status: &ActionSetStatus, action: usize, t: Transition) -> Transition {
+    let budget = status_size::error_budget(status.actions.len());
+    let cut = |e: String| status_size::cut(&e, budget);
+    let st = status.actions.get(action);
+    match t {
+        Transition::PhaseSucceeded(i, out) => {
+            let name = st
+                .and_then(|s| s.phases.get(i))
+                .map(|p| p.name.as_str())
+                .unwrap_or_default();
+            let what = format!("phase {name}");
+            match status_size::check_output(status, action, Some(i), &what, &out) {
+                Ok(()) => Transition::PhaseSucceeded(i, out),
+                Err(e) => Transition::PhaseFailed(i, cut(e)),
+            }
+        }
+        Transition::DeferSucceeded(out) => {
+            let name = st.map(|s| s.defer_phase.name.as_str()).unwrap_or_default();
+            let what = format!("deferPhase {name}");
+            match status_size::check_output(status, action, None, &what, &out) {
+                Ok(()) => Transition::DeferSucceeded(out),
+                Err(e) => Transition::DeferFailed(cut(e)),
+            }
+        }
+        Transition::Finished(Some(Ok(arts))) => match status_size::check_artifacts(&arts) {
+            Ok(()) => Transition::Finished(Some(Ok(arts))),
+            Err(e) => Transition::Finished(Some(Err(cut(e)))),
+        },
+        Transition::Finished(Some(Err(e))) => Transition::Finished(Some(Err(cut(e)))),
+        Transition::PhaseFailed(i, e) => Transition::PhaseFailed(i, cut(e)),
+        Transition::Stopped(e) => Transition::Stopped(cut(e)),
+        Transition::LaunchFailed(e) => Transition::LaunchFailed(cut(e)),
+        Transition::DeferFailed(e) => Transition::DeferFailed(cut(e)),
+        other => other,
+    }
 }
 
 /// Integer average of phase progress over all actions (deferPhase excluded).

@@ -719,3 +719,225 @@ fn blueprint_changed_while_running_is_detected() {
     let no_defer = bp_action(&["one", "two"], None);
     assert!(check_blueprint(&no_defer, &status.actions[0]).is_err());
 }
+
+#[test]
+fn a_huge_phase_error_is_cut_and_the_defer_phase_still_runs() {
+    let bp = bp_action(&["one"], Some("cleanup"));
+    let (mut status, mut record, _) = start(&bp);
+    apply(
+        &mut status,
+        &mut record,
+        0,
+        Transition::PhaseStarted(0),
+        ctx(),
+    )
+    .unwrap();
+    let huge = format!("pod failed; last log lines:\n{}END", "x".repeat(3 << 20));
+    let evs = apply(
+        &mut status,
+        &mut record,
+        0,
+        Transition::PhaseFailed(0, huge),
+        ctx(),
+    )
+    .unwrap();
+    let rec = &record.actions[0];
+    assert!(
+        rec.error.len() <= status_size::ERROR_MAX,
+        "{}",
+        rec.error.len()
+    );
+    assert!(rec.error.starts_with("pod failed; last log lines:\n"));
+    assert!(rec.error.ends_with("END"));
+    assert!(rec.error.contains(" bytes cut ...\n"));
+    assert_eq!(status.error.message, rec.error);
+    assert_eq!(evs[0].reason, "ActionSetFailed Action: backup");
+    // The record annotation stays far below the API server's 256 KiB.
+    let mut meta = ObjectMeta::default();
+    record.to_meta(&mut meta);
+    assert!(meta.annotations.unwrap()[RECORD_ANNOTATION].len() < 16 * 1024);
+    assert_eq!(
+        next_step(&status.actions[0], &record.actions[0], false),
+        Step::RunDefer
+    );
+}
+
+#[test]
+fn an_output_too_large_for_status_fails_the_phase_without_recording_it() {
+    let bp = bp_action(&["one", "two"], Some("cleanup"));
+    let (mut status, mut record, _) = start(&bp);
+    apply(
+        &mut status,
+        &mut record,
+        0,
+        Transition::PhaseStarted(0),
+        ctx(),
+    )
+    .unwrap();
+    let big = json!({"dump": "y".repeat(2 << 20)})
+        .as_object()
+        .unwrap()
+        .clone();
+    let evs = apply(
+        &mut status,
+        &mut record,
+        0,
+        Transition::PhaseSucceeded(0, big),
+        ctx(),
+    )
+    .unwrap();
+    let a = &status.actions[0];
+    assert_eq!(a.phases[0].state, State::Failed);
+    assert!(a.phases[0].output.is_empty());
+    assert_eq!(evs.len(), 1);
+    assert_eq!(evs[0].reason, "ActionSetFailed Action: backup");
+    assert!(
+        status
+            .error
+            .message
+            .starts_with("the output of phase one is 2.0 MiB (key dump: 2.0 MiB)"),
+        "{}",
+        status.error.message
+    );
+    assert_eq!(record.actions[0].failed_phase, "one");
+    assert_eq!(next_step(a, &record.actions[0], false), Step::RunDefer);
+
+    // The same for the deferPhase's output.
+    apply(&mut status, &mut record, 0, Transition::DeferStarted, ctx()).unwrap();
+    let big = json!({"v": "z".repeat(1 << 20)})
+        .as_object()
+        .unwrap()
+        .clone();
+    apply(
+        &mut status,
+        &mut record,
+        0,
+        Transition::DeferSucceeded(big),
+        ctx(),
+    )
+    .unwrap();
+    let a = &status.actions[0];
+    assert_eq!(a.defer_phase.state, State::Failed);
+    assert!(a.defer_phase.output.is_empty());
+    assert!(
+        record.actions[0]
+            .defer_error
+            .starts_with("the output of deferPhase cleanup is 1.0 MiB"),
+        "{}",
+        record.actions[0].defer_error
+    );
+}
+
+#[test]
+fn huge_artifacts_fail_the_action_instead_of_the_status_write() {
+    let bp = bp_action(&["one"], None);
+    let (mut status, mut record, _) = start(&bp);
+    drive(&mut status, &mut record, 0, &|_| Exec::Ok("v"), false);
+    assert_eq!(status.state, State::Complete);
+    let (mut status, mut record, _) = start(&bp);
+    apply(
+        &mut status,
+        &mut record,
+        0,
+        Transition::PhaseStarted(0),
+        ctx(),
+    )
+    .unwrap();
+    apply(
+        &mut status,
+        &mut record,
+        0,
+        Transition::PhaseSucceeded(0, json_map("v")),
+        ctx(),
+    )
+    .unwrap();
+    let arts = BTreeMap::from([(
+        "art".to_string(),
+        Artifact {
+            key_value: BTreeMap::from([("k".to_string(), "a".repeat(1 << 20))]),
+            ..Artifact::default()
+        },
+    )]);
+    apply(
+        &mut status,
+        &mut record,
+        0,
+        Transition::Finished(Some(Ok(arts))),
+        ctx(),
+    )
+    .unwrap();
+    assert_eq!(status.state, State::Failed);
+    assert!(
+        status
+            .error
+            .message
+            .starts_with("the rendered output artifacts are 1.0 MiB"),
+        "{}",
+        status.error.message
+    );
+    assert_eq!(
+        status.actions[0].artifacts["art"].key_value["k"],
+        "{{ .DeferPhase.Output.v }}"
+    );
+}
+
+#[test]
+fn many_actions_with_huge_errors_stay_within_the_object_budget() {
+    let names: Vec<String> = (0..40).map(|i| format!("a{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let bp = bp_action(&["one"], Some("cleanup"));
+    let resolved = vec![Ok(bp); names.len()];
+    let init = init("as1", Some(&spec(&refs)), &resolved, NOW);
+    let (mut status, mut record) = (init.status, init.record);
+    let huge = "e".repeat(1 << 20);
+    for i in 0..names.len() {
+        apply(
+            &mut status,
+            &mut record,
+            i,
+            Transition::PhaseStarted(0),
+            ctx(),
+        )
+        .unwrap();
+        apply(
+            &mut status,
+            &mut record,
+            i,
+            Transition::PhaseFailed(0, huge.clone()),
+            ctx(),
+        )
+        .unwrap();
+        apply(&mut status, &mut record, i, Transition::DeferStarted, ctx()).unwrap();
+        apply(
+            &mut status,
+            &mut record,
+            i,
+            Transition::DeferFailed(huge.clone()),
+            ctx(),
+        )
+        .unwrap();
+        apply(
+            &mut status,
+            &mut record,
+            i,
+            Transition::Finished(None),
+            ctx(),
+        )
+        .unwrap();
+    }
+    assert_eq!(status.state, State::Failed);
+    let mut meta = ObjectMeta::default();
+    record.to_meta(&mut meta);
+    let record_len = meta.annotations.unwrap()[RECORD_ANNOTATION].len();
+    let status_len = serde_json::to_string(&status).unwrap().len();
+    assert!(
+        record_len <= status_size::ERRORS_TOTAL + 8 * 1024,
+        "{record_len}"
+    );
+    assert!(
+        status_len <= status_size::MESSAGE_MAX + 64 * 1024,
+        "{status_len}"
+    );
+    assert!(status.error.message.contains(" bytes cut ...\n"));
+    assert!(status.error.message.starts_with("action a0: eee"));
+}

@@ -3,6 +3,7 @@
 //!
 //! - [`machine`]: the pure action state machine (next step, transitions,
 //!   status and Events);
+//! - [`status_size`]: size budgets for errors and outputs in status (pure);
 //! - [`events`]: Kanister's Event reasons and messages;
 //! - [`params`]: template parameters (`.Object`, `.Phases`, `.Outcome`, ...);
 //! - [`metrics`]: Prometheus metrics;
@@ -16,3 +17,4 @@ pub mod machine;
 pub mod metrics;
 pub mod params;
 pub mod runtime;
+pub mod status_size;
