@@ -113,6 +113,7 @@ async fn bench() -> anyhow::Result<()> {
             namespace: Some(ns.clone()),
             deletion_timeout: Duration::from_secs(60),
             instance: "bench".into(),
+            timeouts: Default::default(),
         },
         metrics,
         async move {

@@ -24,6 +24,16 @@ pub struct ControllerArgs {
     /// is removed anyway.
     #[arg(long, default_value_t = 600, value_name = "SECONDS")]
     pub deletion_timeout: u64,
+    /// Default timeout of each phase and of the deferPhase (Go duration:
+    /// 30m, 4h, 1h30m; 0 = none). Past it the phase is cancelled and fails,
+    /// and the deferPhase runs. ActionSet option `phaseTimeout` overrides it.
+    #[arg(long, default_value = "4h", value_name = "DURATION", value_parser = parse_timeout)]
+    pub phase_timeout: Duration,
+    /// Default timeout of an action's main phases together, from its start
+    /// (Go duration; 0 = none); the deferPhase still runs after it.
+    /// ActionSet option `actionTimeout` overrides it.
+    #[arg(long, default_value = "0", value_name = "DURATION", value_parser = parse_timeout)]
+    pub action_timeout: Duration,
     /// Serve /metrics here (127.0.0.1:0 picks a free port; "off" disables).
     #[arg(long, default_value = "127.0.0.1:9464")]
     pub metrics_addr: String,
@@ -49,6 +59,11 @@ pub struct ControllerArgs {
     /// Log filter (`info`, `debug`, `info,blueprint_operator=debug`).
     #[arg(long, default_value = "info")]
     pub log_level: String,
+}
+
+fn parse_timeout(s: &str) -> Result<Duration, String> {
+    super::deadline::parse_go_duration(s)
+        .map_err(|e| format!("{e}: write a Go duration such as 30m, 4h or 1h30m (0 = none)"))
 }
 
 fn hostname() -> String {
@@ -194,6 +209,10 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         namespace: args.namespace.clone(),
         deletion_timeout: Duration::from_secs(args.deletion_timeout),
         instance,
+        timeouts: super::deadline::Defaults {
+            phase: args.phase_timeout,
+            action: args.action_timeout,
+        },
     };
     let executor = tokio::spawn(runtime::run(client.clone(), cfg, metrics, shutdown));
     let lost = async move {

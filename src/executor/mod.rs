@@ -3,6 +3,7 @@
 //!
 //! - [`machine`]: the pure action state machine (next step, transitions,
 //!   status and Events);
+//! - [`deadline`]: phase and action timeouts (pure);
 //! - [`status_size`]: size budgets for errors and outputs in status (pure);
 //! - [`events`]: Kanister's Event reasons and messages;
 //! - [`params`]: template parameters (`.Object`, `.Phases`, `.Outcome`, ...);
@@ -12,6 +13,7 @@
 //! - [`cli`]: the `controller` subcommand.
 
 pub mod cli;
+pub mod deadline;
 pub mod events;
 pub mod machine;
 pub mod metrics;

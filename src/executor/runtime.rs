@@ -16,6 +16,12 @@
 //!   gets until `deletionTimestamp + deletion_timeout`; past it, it is
 //!   cancelled (or not started) and recorded failed, and the finalizer goes.
 //!   An ActionSet deleted before it started runs nothing.
+//! - **Deadlines** ([`deadline`]): a main phase running past its phase
+//!   timeout or its action's timeout, or a deferPhase past its phase
+//!   timeout, is cancelled (its future dropped: pods it created are deleted
+//!   by their guards) and recorded failed; the deferPhase then runs. The
+//!   deadlines come from start times recorded in the ActionSet, so they hold
+//!   across restarts.
 //! - **Shutdown**: tasks are dropped with the process; what was running is
 //!   handled by the restart rule.
 
@@ -36,6 +42,7 @@ use serde_json::{Map, Value};
 use tokio::sync::watch;
 use tracing::{debug, error, info, warn};
 
+use super::deadline::{self, Deadline};
 use super::events::{EventSpec, Kind, truncate_note};
 use super::machine::{self, Ctx, InitError, Record, Step, Transition};
 use super::metrics::Metrics;
@@ -54,6 +61,8 @@ pub struct Config {
     pub deletion_timeout: Duration,
     /// `reportingInstance` of Events (pod name).
     pub instance: String,
+    /// Default phase and action timeouts (ActionSet options override them).
+    pub timeouts: deadline::Defaults,
 }
 
 /// `reportingController` of our Events.
@@ -540,6 +549,7 @@ struct ActionEnv {
     base: Map<String, Value>,
     base_error: Option<String>,
     fctx: functions::Context,
+    timeouts: deadline::Timeouts,
 }
 
 async fn action_env(run: &Run<'_>, obj: &ActionSet, i: usize) -> ActionEnv {
@@ -577,7 +587,13 @@ async fn action_env(run: &Run<'_>, obj: &ActionSet, i: usize) -> ActionEnv {
     };
     let (rec, _) = Record::from_meta(&obj.metadata, i + 1, &now_rfc3339());
     let time = rec.actions[i].time.clone();
-    let (base, base_error) = params::fetch_base(client, run.ns, &spec, &time).await;
+    let (base, mut base_error) = params::fetch_base(client, run.ns, &spec, &time).await;
+    // A bad timeout option fails the action at launch (the deferPhase runs,
+    // bounded by the default).
+    let (timeouts, bad_timeout) = deadline::resolve(run.inner.cfg.timeouts, &spec.options);
+    if base_error.is_none() {
+        base_error = bad_timeout;
+    }
     let mut object = spec.object.clone();
     if object.namespace.is_empty() {
         object.namespace = run.ns.to_string();
@@ -596,6 +612,7 @@ async fn action_env(run: &Run<'_>, obj: &ActionSet, i: usize) -> ActionEnv {
         base,
         base_error,
         fctx,
+        timeouts,
     }
 }
 
@@ -666,6 +683,9 @@ async fn drive_action(
             Step::RunPhase(_) if env.base_error.is_some() => {
                 Transition::LaunchFailed(env.base_error.clone().unwrap_or_default())
             }
+            Step::RunPhase(p) if !pre_started && action_expired(&env, &st, &rec, p).is_some() => {
+                Transition::Stopped(action_expired(&env, &st, &rec, p).unwrap_or_default())
+            }
             Step::RunPhase(p) => {
                 let Some(phase) = env.bp.as_ref().and_then(|b| b.phases.get(p)) else {
                     return Err(WriteError::Other(format!(
@@ -676,6 +696,16 @@ async fn drive_action(
                     obj = run.write(i, Transition::PhaseStarted(p), &obj).await?;
                 }
                 let st_now = action_status(&obj, i);
+                let dl = deadline::for_phase(
+                    &env.timeouts,
+                    &st_now.name,
+                    deadline::parse_time(Some(&rec.time)),
+                    &phase.name,
+                    st_now.phases.get(p).and_then(|ph| {
+                        deadline::parse_time(ph.progress.last_transition_time.as_deref())
+                    }),
+                    chrono::Utc::now(),
+                );
                 let started = Instant::now();
                 let fut = exec_phase(&env, &run.inner.client, run.ns, phase, |objs| {
                     params::for_phase(&env.base, &st_now, p, objs)
@@ -683,6 +713,7 @@ async fn drive_action(
                 let res = tokio::select! {
                     r = fut => r,
                     Ok(_) = rx.wait_for(|d| *d) => Err(cancelled_msg.to_string()),
+                    m = expire(dl.as_ref()) => Err(m),
                 };
                 run.inner
                     .metrics
@@ -755,7 +786,8 @@ async fn drive_action(
                 Step::RunPhase(j)
                     if env.broken.is_none()
                         && env.base_error.is_none()
-                        && env.bp.as_ref().is_some_and(|b| b.phases.len() > j) =>
+                        && env.bp.as_ref().is_some_and(|b| b.phases.len() > j)
+                        && action_expired_at(&env, &obj, i, j).is_none() =>
                 {
                     Some(Transition::PhaseStarted(j))
                 }
@@ -785,8 +817,48 @@ fn action_status(obj: &ActionSet, i: usize) -> crate::model::ActionStatus {
         .unwrap_or_default()
 }
 
-/// Executes the deferPhase (already recorded running); on deletion it gets
-/// until `deletionTimestamp + deletion_timeout`.
+/// The message to stop action `st` with before main phase `next`, if its
+/// action timeout has passed.
+fn action_expired(
+    env: &ActionEnv,
+    st: &crate::model::ActionStatus,
+    rec: &machine::ActionRecord,
+    next: usize,
+) -> Option<String> {
+    let phase = st
+        .phases
+        .get(next)
+        .map(|p| p.name.as_str())
+        .unwrap_or_default();
+    deadline::action_expired(
+        &env.timeouts,
+        &st.name,
+        deadline::parse_time(Some(&rec.time)),
+        phase,
+        chrono::Utc::now(),
+    )
+}
+
+/// [`action_expired`] for action `i` of `obj`.
+fn action_expired_at(env: &ActionEnv, obj: &ActionSet, i: usize, next: usize) -> Option<String> {
+    let n = obj.spec.as_ref().map(|s| s.actions.len()).unwrap_or(0);
+    let (rec, _) = Record::from_meta(&obj.metadata, n, &now_rfc3339());
+    action_expired(env, &action_status(obj, i), rec.actions.get(i)?, next)
+}
+
+/// Resolves with the deadline's message once it has passed (never without
+/// a deadline).
+async fn expire(dl: Option<&Deadline>) -> String {
+    let Some(dl) = dl else {
+        return std::future::pending().await;
+    };
+    let left = (dl.at - chrono::Utc::now()).to_std().unwrap_or_default();
+    tokio::time::sleep(left).await;
+    dl.message.clone()
+}
+
+/// Executes the deferPhase (already recorded running); it gets until its
+/// phase timeout and, on deletion, until `deletionTimestamp + deletion_timeout`.
 async fn run_defer(
     run: &Run<'_>,
     env: &ActionEnv,
@@ -798,6 +870,14 @@ async fn run_defer(
 ) -> Transition {
     let timeout = run.inner.cfg.deletion_timeout;
     let st_now = action_status(obj, i);
+    let dl = deadline::for_defer(
+        &env.timeouts,
+        &defer.name,
+        deadline::parse_time(st_now.defer_phase.progress.last_transition_time.as_deref()),
+        chrono::Utc::now(),
+    );
+    let own_deadline = expire(dl.as_ref());
+    tokio::pin!(own_deadline);
     let started = Instant::now();
     let fut = exec_phase(env, &run.inner.client, run.ns, defer, |objs| {
         params::for_defer(&env.base, &st_now, rec, objs)
@@ -823,6 +903,7 @@ async fn run_defer(
                     obj.metadata.deletion_timestamp = o.metadata.deletion_timestamp;
                 }
             }
+            m = &mut own_deadline => break Err(m),
             _ = tokio::time::sleep_until(deadline) => break Err(format!(
                 "deferPhase cancelled: the ActionSet was deleted and the deletion timeout ({}s) elapsed",
                 timeout.as_secs()

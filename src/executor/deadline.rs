@@ -1,0 +1,539 @@
+//! Phase and action deadlines, as pure code (issue 17.5): which timeouts
+//! apply to an action, when a phase or the deferPhase must have ended, and
+//! the message that says so. Deadlines are computed from the start times
+//! recorded in the ActionSet (a phase's `progress.lastTransitionTime` when it
+//! turned `running`, the action's `.Time`), never from in-memory timers, so
+//! a restarted controller keeps them.
+//!
+//! - every main phase and the deferPhase get the phase timeout, counted from
+//!   their own start;
+//! - the main phases together get the action timeout, counted from the
+//!   action's start; the deferPhase is outside it (it must still run when the
+//!   action ran out of time) and has only its own phase timeout;
+//! - a timeout of `0` means none.
+//!
+//! Where the values come from, most specific first: the ActionSet's
+//! `spec.actions[].options` `phaseTimeout` / `actionTimeout` (Go duration
+//! syntax, as `kubectl` and Kanister's own flags take them), then the
+//! controller flags `--phase-timeout` / `--action-timeout`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+/// ActionSet option (`spec.actions[].options`) overriding the phase timeout.
+pub const PHASE_OPTION: &str = "phaseTimeout";
+/// ActionSet option overriding the action timeout.
+pub const ACTION_OPTION: &str = "actionTimeout";
+/// Controller flag giving the default phase timeout.
+pub const PHASE_FLAG: &str = "--phase-timeout";
+/// Controller flag giving the default action timeout.
+pub const ACTION_FLAG: &str = "--action-timeout";
+
+/// The controller's defaults (`Duration::ZERO`: no timeout).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Defaults {
+    pub phase: Duration,
+    pub action: Duration,
+}
+
+impl Default for Defaults {
+    /// 4h per phase (Velero's default for its data-mover operations: long
+    /// enough for a restic backup of several hundred GB, short enough that a
+    /// hung phase does not leave an application scaled down for a day); no
+    /// action timeout (the phase timeout already bounds every action).
+    fn default() -> Self {
+        Defaults {
+            phase: Duration::from_secs(4 * 3600),
+            action: Duration::ZERO,
+        }
+    }
+}
+
+/// Where a timeout was set, for the message that reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// The controller flag (`--phase-timeout`, `--action-timeout`).
+    Flag,
+    /// The ActionSet option (`phaseTimeout`, `actionTimeout`).
+    ActionSet,
+}
+
+/// One timeout in force.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limit {
+    pub after: Duration,
+    pub source: Source,
+}
+
+/// The timeouts of one action (`None`: no timeout).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Timeouts {
+    pub phase: Option<Limit>,
+    pub action: Option<Limit>,
+}
+
+/// The timeouts of an action from the controller defaults and the action's
+/// options. An option that is not a duration is reported (the action should
+/// fail with it) and the default is used in its place, so the deferPhase
+/// still has a bound.
+pub fn resolve(
+    defaults: Defaults,
+    options: &BTreeMap<String, String>,
+) -> (Timeouts, Option<String>) {
+    let mut problems = Vec::new();
+    let mut pick = |option: &str, default: Duration| -> Option<Limit> {
+        let from_flag = (!default.is_zero()).then_some(Limit {
+            after: default,
+            source: Source::Flag,
+        });
+        let Some(text) = options.get(option) else {
+            return from_flag;
+        };
+        match parse_go_duration(text) {
+            Ok(d) if d.is_zero() => None,
+            Ok(d) => Some(Limit {
+                after: d,
+                source: Source::ActionSet,
+            }),
+            Err(e) => {
+                problems.push(format!(
+                    "ActionSet option {option} {text:?} is not a duration ({e}): write a Go duration such as 30m, 2h or 1h30m (0 disables the timeout)"
+                ));
+                from_flag
+            }
+        }
+    };
+    let t = Timeouts {
+        phase: pick(PHASE_OPTION, defaults.phase),
+        action: pick(ACTION_OPTION, defaults.action),
+    };
+    let problem = (!problems.is_empty()).then(|| problems.join("; "));
+    (t, problem)
+}
+
+/// Parses Go's `time.ParseDuration` syntax (`300ms`, `1.5h`, `2h45m`, `0`),
+/// refusing negative values.
+pub fn parse_go_duration(text: &str) -> Result<Duration, String> {
+    let s = text.trim();
+    if s.is_empty() {
+        return Err("empty".into());
+    }
+    let s = match s.strip_prefix('+') {
+        Some(rest) => rest,
+        None if s.starts_with('-') => return Err("negative".into()),
+        None => s,
+    };
+    if s == "0" {
+        return Ok(Duration::ZERO);
+    }
+    let mut total = 0f64;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let num_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(|| format!("missing unit after {rest:?}"))?;
+        let (num, tail) = rest.split_at(num_end);
+        if num.is_empty() || num == "." || num.matches('.').count() > 1 {
+            return Err(format!("invalid number in {s:?}"));
+        }
+        let value: f64 = num.parse().map_err(|_| format!("invalid number {num:?}"))?;
+        let unit_end = tail
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(tail.len());
+        let (unit, next) = tail.split_at(unit_end);
+        let scale = match unit {
+            "ns" => 1e-9,
+            "us" | "µs" | "μs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            other => {
+                return Err(format!(
+                    "unknown unit {other:?} (use ns, us, ms, s, m or h)"
+                ));
+            }
+        };
+        total += value * scale;
+        rest = next;
+    }
+    // More than a century is certainly a typo and would overflow deadlines.
+    if !total.is_finite() || total > 100.0 * 365.0 * 86400.0 {
+        return Err("too large".into());
+    }
+    Ok(Duration::from_secs_f64(total))
+}
+
+/// A duration the way a person reads it: `30m`, `1h30m`, `5s`, `1.5s`.
+pub fn format_duration(d: Duration) -> String {
+    let secs = d.as_secs();
+    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    let ms = d.subsec_millis();
+    let mut out = String::new();
+    if h > 0 {
+        out.push_str(&format!("{h}h"));
+    }
+    if m > 0 {
+        out.push_str(&format!("{m}m"));
+    }
+    if s > 0 || ms > 0 || out.is_empty() {
+        if ms > 0 {
+            let frac = format!("{ms:03}");
+            out.push_str(&format!("{s}.{}s", frac.trim_end_matches('0')));
+        } else {
+            out.push_str(&format!("{s}s"));
+        }
+    }
+    out
+}
+
+/// When something must have ended, and what to record if it did not.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Deadline {
+    pub at: DateTime<Utc>,
+    pub message: String,
+}
+
+/// Reads a recorded RFC 3339 time; `None` if missing or unreadable.
+pub fn parse_time(t: Option<&str>) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(t?)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+fn set_by(limit: &Limit, option: &str, flag: &str) -> String {
+    match limit.source {
+        Source::Flag => format!("set by the controller flag {flag}"),
+        Source::ActionSet => format!("set by the ActionSet option {option}"),
+    }
+}
+
+fn raise_with(option: &str, flag: &str) -> String {
+    format!(
+        "raise it with the ActionSet option spec.actions[].options.{option} (a Go duration such as 2h; 0 disables it) or the controller flag {flag}"
+    )
+}
+
+fn add(start: DateTime<Utc>, d: Duration) -> DateTime<Utc> {
+    chrono::Duration::from_std(d)
+        .ok()
+        .and_then(|d| start.checked_add_signed(d))
+        .unwrap_or(DateTime::<Utc>::MAX_UTC)
+}
+
+fn phase_deadline(limit: &Limit, what: &str, name: &str, start: DateTime<Utc>) -> Deadline {
+    Deadline {
+        at: add(start, limit.after),
+        message: format!(
+            "{what} {name} exceeded its {} timeout ({}) and was cancelled; {}",
+            format_duration(limit.after),
+            set_by(limit, PHASE_OPTION, PHASE_FLAG),
+            raise_with(PHASE_OPTION, PHASE_FLAG)
+        ),
+    }
+}
+
+fn action_deadline(
+    t: &Timeouts,
+    action: &str,
+    action_start: DateTime<Utc>,
+    what: String,
+) -> Option<Deadline> {
+    let limit = t.action.as_ref()?;
+    Some(Deadline {
+        at: add(action_start, limit.after),
+        message: format!(
+            "action {action} exceeded its {} timeout ({}) {what}; {}",
+            format_duration(limit.after),
+            set_by(limit, ACTION_OPTION, ACTION_FLAG),
+            raise_with(ACTION_OPTION, ACTION_FLAG)
+        ),
+    })
+}
+
+/// The deadline of main phase `phase` of `action`: the earlier of its own
+/// (from `phase_start`) and the action's (from `action_start`). A missing
+/// start time counts from `now`.
+pub fn for_phase(
+    t: &Timeouts,
+    action: &str,
+    action_start: Option<DateTime<Utc>>,
+    phase: &str,
+    phase_start: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> Option<Deadline> {
+    let own = t
+        .phase
+        .as_ref()
+        .map(|l| phase_deadline(l, "phase", phase, phase_start.unwrap_or(now)));
+    let whole = action_deadline(
+        t,
+        action,
+        action_start.unwrap_or(now),
+        format!("while phase {phase} was running, which was cancelled"),
+    );
+    match (own, whole) {
+        (Some(a), Some(b)) => Some(if b.at < a.at { b } else { a }),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The deadline of the deferPhase: its own phase timeout only (the action
+/// timeout does not cut the cleanup short).
+pub fn for_defer(
+    t: &Timeouts,
+    defer: &str,
+    defer_start: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> Option<Deadline> {
+    t.phase
+        .as_ref()
+        .map(|l| phase_deadline(l, "deferPhase", defer, defer_start.unwrap_or(now)))
+}
+
+/// Before main phase `next` starts: the message to stop the action with if
+/// its timeout has already passed.
+pub fn action_expired(
+    t: &Timeouts,
+    action: &str,
+    action_start: Option<DateTime<Utc>>,
+    next: &str,
+    now: DateTime<Utc>,
+) -> Option<String> {
+    let d = action_deadline(
+        t,
+        action,
+        action_start.unwrap_or(now),
+        format!("before phase {next} started; it and the phases after it were not run"),
+    )?;
+    (d.at <= now).then_some(d.message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        parse_time(Some(s)).unwrap()
+    }
+
+    fn opts(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn go_durations() {
+        let ok = [
+            ("0", 0.0),
+            ("30m", 1800.0),
+            ("1h30m", 5400.0),
+            ("1.5h", 5400.0),
+            ("90s", 90.0),
+            ("300ms", 0.3),
+            ("2h45m10s", 9910.0),
+            ("+5s", 5.0),
+            ("1m0.5s", 60.5),
+            ("10us", 0.00001),
+        ];
+        for (text, secs) in ok {
+            let d = parse_go_duration(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert!((d.as_secs_f64() - secs).abs() < 1e-9, "{text}: {d:?}");
+        }
+        for bad in [
+            "",
+            "5",
+            "-5m",
+            "1d",
+            "h",
+            "1.2.3s",
+            "5 m",
+            "abc",
+            "1e3s",
+            "999999999h",
+        ] {
+            assert!(parse_go_duration(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn durations_print_compactly() {
+        let f = |s: u64| format_duration(Duration::from_secs(s));
+        assert_eq!(f(1800), "30m");
+        assert_eq!(f(5400), "1h30m");
+        assert_eq!(f(3600), "1h");
+        assert_eq!(f(5), "5s");
+        assert_eq!(f(3605), "1h5s");
+        assert_eq!(f(0), "0s");
+        assert_eq!(format_duration(Duration::from_millis(1500)), "1.5s");
+    }
+
+    #[test]
+    fn options_override_flags_and_zero_disables() {
+        let d = Defaults {
+            phase: Duration::from_secs(3600),
+            action: Duration::ZERO,
+        };
+        let (t, p) = resolve(d, &BTreeMap::new());
+        assert_eq!(p, None);
+        assert_eq!(
+            t.phase,
+            Some(Limit {
+                after: Duration::from_secs(3600),
+                source: Source::Flag
+            })
+        );
+        assert_eq!(t.action, None);
+
+        let (t, p) = resolve(d, &opts(&[("phaseTimeout", "0"), ("actionTimeout", "2h")]));
+        assert_eq!(p, None);
+        assert_eq!(t.phase, None);
+        assert_eq!(
+            t.action,
+            Some(Limit {
+                after: Duration::from_secs(7200),
+                source: Source::ActionSet
+            })
+        );
+    }
+
+    #[test]
+    fn a_bad_option_is_reported_and_the_default_kept() {
+        let (t, p) = resolve(
+            Defaults::default(),
+            &opts(&[("phaseTimeout", "10 minutes")]),
+        );
+        let p = p.expect("problem reported");
+        assert!(
+            p.contains("ActionSet option phaseTimeout \"10 minutes\""),
+            "{p}"
+        );
+        assert!(p.contains("such as 30m"), "{p}");
+        // The deferPhase keeps a bound.
+        assert_eq!(
+            t.phase.map(|l| l.after),
+            Some(Duration::from_secs(4 * 3600))
+        );
+    }
+
+    #[test]
+    fn phase_deadline_counts_from_the_recorded_start() {
+        let (t, _) = resolve(Defaults::default(), &opts(&[("phaseTimeout", "30m")]));
+        let now = at("2026-01-01T12:00:00Z");
+        // Started 10 minutes ago (e.g. before a controller restart): 20 left.
+        let d = for_phase(
+            &t,
+            "backup",
+            Some(at("2026-01-01T11:00:00Z")),
+            "dump",
+            Some(at("2026-01-01T11:50:00Z")),
+            now,
+        )
+        .unwrap();
+        assert_eq!(d.at, at("2026-01-01T12:20:00Z"));
+        assert_eq!(
+            d.message,
+            "phase dump exceeded its 30m timeout (set by the ActionSet option phaseTimeout) and was cancelled; raise it with the ActionSet option spec.actions[].options.phaseTimeout (a Go duration such as 2h; 0 disables it) or the controller flag --phase-timeout"
+        );
+        // No recorded start: counted from now.
+        let d = for_phase(&t, "backup", None, "dump", None, now).unwrap();
+        assert_eq!(d.at, at("2026-01-01T12:30:00Z"));
+    }
+
+    #[test]
+    fn the_earlier_of_phase_and_action_deadline_wins() {
+        let d = Defaults {
+            phase: Duration::from_secs(3600),
+            action: Duration::from_secs(2 * 3600),
+        };
+        let (t, _) = resolve(d, &BTreeMap::new());
+        let now = at("2026-01-01T12:00:00Z");
+        let action_start = Some(at("2026-01-01T10:30:00Z"));
+        let dl = for_phase(
+            &t,
+            "backup",
+            action_start,
+            "copy",
+            Some(at("2026-01-01T11:45:00Z")),
+            now,
+        )
+        .unwrap();
+        assert_eq!(dl.at, at("2026-01-01T12:30:00Z"));
+        assert!(
+            dl.message.starts_with(
+                "action backup exceeded its 2h timeout (set by the controller flag --action-timeout) while phase copy was running"
+            ),
+            "{}",
+            dl.message
+        );
+        // A phase started early enough ends on its own deadline.
+        let dl = for_phase(
+            &t,
+            "backup",
+            action_start,
+            "copy",
+            Some(at("2026-01-01T10:40:00Z")),
+            now,
+        )
+        .unwrap();
+        assert_eq!(dl.at, at("2026-01-01T11:40:00Z"));
+        assert!(dl.message.starts_with(
+            "phase copy exceeded its 1h timeout (set by the controller flag --phase-timeout)"
+        ));
+        // No timeouts at all: no deadline.
+        let none = Timeouts::default();
+        assert_eq!(
+            for_phase(&none, "backup", action_start, "copy", None, now),
+            None
+        );
+    }
+
+    #[test]
+    fn the_defer_phase_is_outside_the_action_timeout() {
+        let d = Defaults {
+            phase: Duration::from_secs(600),
+            action: Duration::from_secs(60),
+        };
+        let (t, _) = resolve(d, &BTreeMap::new());
+        let now = at("2026-01-01T12:00:00Z");
+        let dl = for_defer(&t, "cleanup", Some(at("2026-01-01T11:59:00Z")), now).unwrap();
+        assert_eq!(dl.at, at("2026-01-01T12:09:00Z"));
+        assert!(
+            dl.message
+                .starts_with("deferPhase cleanup exceeded its 10m timeout"),
+            "{}",
+            dl.message
+        );
+        let (t, _) = resolve(d, &opts(&[("phaseTimeout", "0")]));
+        assert_eq!(for_defer(&t, "cleanup", None, now), None);
+    }
+
+    #[test]
+    fn an_expired_action_stops_before_the_next_phase() {
+        let (t, _) = resolve(Defaults::default(), &opts(&[("actionTimeout", "1h")]));
+        let start = Some(at("2026-01-01T11:00:00Z"));
+        assert_eq!(
+            action_expired(&t, "backup", start, "upload", at("2026-01-01T11:59:59Z")),
+            None
+        );
+        let m = action_expired(&t, "backup", start, "upload", at("2026-01-01T12:00:00Z")).unwrap();
+        assert!(
+            m.starts_with("action backup exceeded its 1h timeout (set by the ActionSet option actionTimeout) before phase upload started; it and the phases after it were not run; raise it with the ActionSet option spec.actions[].options.actionTimeout"),
+            "{m}"
+        );
+        assert_eq!(
+            action_expired(
+                &Timeouts::default(),
+                "backup",
+                start,
+                "upload",
+                at("2030-01-01T00:00:00Z")
+            ),
+            None
+        );
+    }
+}

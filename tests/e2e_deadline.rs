@@ -1,0 +1,438 @@
+//! Phase and action deadlines (issue 17.5) and status size budgets (issue
+//! 17.7) end to end: the real `blueprint-operator controller` binary against
+//! the test control plane, where kwok runs the pods. A KubeTask pod without
+//! an exit annotation stays Running forever: a hung phase.
+
+mod support;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use blueprint_operator::model::{ActionSet, Blueprint, State};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::events::v1::Event;
+use kube::Client;
+use kube::api::{Api, ListParams, PostParams};
+use serde_json::{Value, json};
+use tokio::process::{Child, Command};
+
+/// Bound for an ActionSet to finish (pods on kwok take a few seconds each).
+const FINISH: Duration = Duration::from_secs(180);
+
+/// A controller child process for one namespace; killed when dropped.
+struct Controller {
+    _child: Child,
+}
+
+impl Controller {
+    fn start(ns: &str, extra: &[&str]) -> Controller {
+        let cluster = support::cluster();
+        let child = Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
+            .args([
+                "controller",
+                "--namespace",
+                ns,
+                "--no-scheduler",
+                "--no-leader-election",
+                "--metrics-addr",
+                "off",
+                "--log-level",
+                "warn",
+            ])
+            .args(extra)
+            .env("KUBECONFIG", &cluster.kubeconfig)
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start blueprint-operator controller");
+        Controller { _child: child }
+    }
+}
+
+async fn setup(prefix: &str) -> Option<(Client, String)> {
+    let client = support::client().await;
+    if !support::kwok_available(&client).await {
+        eprintln!("skipped: the cluster has no kwok node");
+        return None;
+    }
+    support::install_crds(&client).await.expect("install CRDs");
+    let ns = support::namespace(&client, prefix).await;
+    Some((client, ns))
+}
+
+/// A KubeTask phase whose pod gets `annotations` (kwok's behaviour).
+fn task(name: &str, annotations: Value) -> Value {
+    json!({
+        "func": "KubeTask",
+        "name": name,
+        "args": {
+            "image": "busybox:stable",
+            "command": ["sh", "-c", "echo task"],
+            "podAnnotations": annotations,
+        }
+    })
+}
+
+/// A KubeTask phase whose pod runs until deleted.
+fn hung(name: &str) -> Value {
+    task(name, json!({}))
+}
+
+/// A KubeOps phase creating ConfigMap `cm` (fast: no pod).
+fn create_cm(name: &str, ns: &str, cm: &str) -> Value {
+    json!({"func": "KubeOps", "name": name, "args": {
+        "operation": "create", "namespace": ns,
+        "spec": format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {cm}\n  namespace: {ns}\n"),
+    }})
+}
+
+async fn create_blueprint(client: &Client, ns: &str, name: &str, action: Value) {
+    let api: Api<Blueprint> = Api::namespaced(client.clone(), ns);
+    let bp: Blueprint = serde_json::from_value(json!({
+        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Blueprint",
+        "metadata": {"name": name}, "actions": {"backup": action},
+    }))
+    .expect("Blueprint");
+    api.create(&PostParams::default(), &bp)
+        .await
+        .expect("create Blueprint");
+}
+
+async fn create_actionset(client: &Client, ns: &str, name: &str, blueprint: &str, options: Value) {
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
+    let a: ActionSet = serde_json::from_value(json!({
+        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
+        "metadata": {"name": name},
+        "spec": {"actions": [{
+            "name": "backup", "blueprint": blueprint, "options": options,
+            "object": {"apiVersion": "v1", "resource": "namespaces", "kind": "Namespace", "name": ns, "namespace": ns},
+        }]},
+    }))
+    .expect("ActionSet");
+    api.create(&PostParams::default(), &a)
+        .await
+        .expect("create ActionSet");
+}
+
+async fn wait_terminal(client: &Client, ns: &str, name: &str) -> anyhow::Result<ActionSet> {
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
+    support::wait_for(&api, name, FINISH, |a| {
+        a.state().is_some_and(State::is_terminal)
+    })
+    .await
+}
+
+/// Our Events about ActionSet `name` as "reason|message", oldest first,
+/// once there are at least `n`.
+async fn events(client: &Client, ns: &str, name: &str, n: usize) -> Vec<String> {
+    let list = || async {
+        let api: Api<Event> = Api::namespaced(client.clone(), ns);
+        let mut evs: Vec<Event> = api
+            .list(&ListParams::default())
+            .await
+            .ok()?
+            .items
+            .into_iter()
+            .filter(|e| {
+                e.reporting_controller.as_deref() == Some("blueprint-operator.io/executor")
+                    && e.regarding.as_ref().and_then(|r| r.kind.as_deref()) == Some("ActionSet")
+                    && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name)
+            })
+            .collect();
+        evs.sort_by_key(|e| e.event_time.as_ref().map(|t| t.0));
+        let out: Vec<String> = evs
+            .into_iter()
+            .map(|e| {
+                format!(
+                    "{}|{}",
+                    e.reason.unwrap_or_default(),
+                    e.note.unwrap_or_default()
+                )
+            })
+            .collect();
+        (out.len() >= n).then_some(out)
+    };
+    match support::poll(support::WAIT, list).await {
+        Ok(evs) => evs,
+        Err(_) => panic!("fewer than {n} Events about {name}"),
+    }
+}
+
+fn reasons(evs: &[String]) -> Vec<&str> {
+    evs.iter()
+        .map(|e| e.split('|').next().unwrap_or(""))
+        .collect()
+}
+
+fn states(a: &ActionSet) -> (Vec<State>, State) {
+    let st = &a.status.as_ref().expect("status").actions[0];
+    (
+        st.phases.iter().map(|p| p.state).collect(),
+        st.defer_phase.state,
+    )
+}
+
+async fn config_map_exists(client: &Client, ns: &str, name: &str) -> bool {
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    cms.get_opt(name).await.ok().flatten().is_some()
+}
+
+/// A hung main phase is cancelled at its phase timeout (ActionSet option)
+/// or its action timeout (controller flag), its pod is deleted, the
+/// deferPhase runs and the ActionSet ends failed with the timeout in its
+/// error and Events; a hung deferPhase is cancelled at its own timeout so
+/// the ActionSet still ends.
+#[tokio::test]
+async fn hung_phases_time_out_and_the_defer_phase_runs() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("exec-deadline").await else {
+        return Ok(());
+    };
+    create_blueprint(
+        &client,
+        &ns,
+        "hangs",
+        json!({"phases": [hung("stuck")], "deferPhase": create_cm("cleanup", &ns, "cleaned")}),
+    )
+    .await;
+    create_blueprint(
+        &client,
+        &ns,
+        "defer-hangs",
+        json!({"phases": [create_cm("main", &ns, "main-ran")], "deferPhase": hung("stuckCleanup")}),
+    )
+    .await;
+    // Generous defaults that the options below override; the action
+    // timeout of the flag applies where no option says otherwise.
+    let _ctl = Controller::start(&ns, &["--phase-timeout", "1h", "--action-timeout", "6s"]);
+    create_actionset(
+        &client,
+        &ns,
+        "by-option",
+        "hangs",
+        json!({"phaseTimeout": "5s", "actionTimeout": "0"}),
+    )
+    .await;
+
+    let a = wait_terminal(&client, &ns, "by-option").await?;
+    let s = a.status.as_ref().unwrap();
+    assert_eq!(s.state, State::Failed);
+    assert_eq!(states(&a), (vec![State::Failed], State::Complete));
+    assert!(
+        s.error.message.starts_with(
+            "phase stuck exceeded its 5s timeout (set by the ActionSet option phaseTimeout) and was cancelled; raise it with the ActionSet option spec.actions[].options.phaseTimeout"
+        ),
+        "{}",
+        s.error.message
+    );
+    assert!(
+        config_map_exists(&client, &ns, "cleaned").await,
+        "deferPhase did not run"
+    );
+    let evs = events(&client, &ns, "by-option", 5).await;
+    assert_eq!(
+        reasons(&evs),
+        [
+            "Started Action",
+            "Started Phase",
+            "ActionSetFailed Action: backup",
+            "Started deferPhase",
+            "Ended deferPhase",
+        ],
+        "{evs:?}"
+    );
+    assert!(evs[2].contains("exceeded its 5s timeout"), "{}", evs[2]);
+    // The cancelled phase's pod is deleted.
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    support::poll(FINISH, || async {
+        let left = pods.list(&ListParams::default()).await.ok()?.items;
+        left.iter()
+            .all(|p| p.metadata.deletion_timestamp.is_some())
+            .then_some(())
+    })
+    .await?;
+
+    // The controller's action timeout, no option.
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    cms.delete("cleaned", &Default::default()).await?;
+    create_actionset(&client, &ns, "by-flag", "hangs", json!({})).await;
+    let a = wait_terminal(&client, &ns, "by-flag").await?;
+    let s = a.status.as_ref().unwrap();
+    assert_eq!(states(&a), (vec![State::Failed], State::Complete));
+    assert!(
+        s.error.message.starts_with(
+            "action backup exceeded its 6s timeout (set by the controller flag --action-timeout) while phase stuck was running, which was cancelled"
+        ),
+        "{}",
+        s.error.message
+    );
+    assert!(
+        config_map_exists(&client, &ns, "cleaned").await,
+        "deferPhase did not run"
+    );
+
+    // A hung deferPhase is bounded by the phase timeout; the action timeout
+    // (disabled here) never cuts it.
+    create_actionset(
+        &client,
+        &ns,
+        "defer-hangs",
+        "defer-hangs",
+        json!({"phaseTimeout": "8s", "actionTimeout": "0"}),
+    )
+    .await;
+    let a = wait_terminal(&client, &ns, "defer-hangs").await?;
+    let s = a.status.as_ref().unwrap();
+    assert_eq!(s.state, State::Failed);
+    assert_eq!(states(&a), (vec![State::Complete], State::Failed));
+    assert!(
+        s.error
+            .message
+            .starts_with("deferPhase stuckCleanup exceeded its 8s timeout (set by the ActionSet option phaseTimeout)"),
+        "{}",
+        s.error.message
+    );
+    let evs = events(&client, &ns, "defer-hangs", 5).await;
+    assert_eq!(
+        reasons(&evs),
+        [
+            "Started Action",
+            "Started Phase",
+            "Ended Phase",
+            "Started deferPhase",
+            "ActionSetFailed Action: backup",
+        ],
+        "{evs:?}"
+    );
+
+    // A timeout option that is not a duration fails the action at launch,
+    // with the fix in the message; the deferPhase runs.
+    cms.delete("cleaned", &Default::default()).await?;
+    create_actionset(
+        &client,
+        &ns,
+        "bad-option",
+        "hangs",
+        json!({"phaseTimeout": "ten minutes"}),
+    )
+    .await;
+    let a = wait_terminal(&client, &ns, "bad-option").await?;
+    let s = a.status.as_ref().unwrap();
+    assert_eq!(states(&a), (vec![State::Failed], State::Complete));
+    assert!(
+        s.error
+            .message
+            .contains("ActionSet option phaseTimeout \"ten minutes\" is not a duration"),
+        "{}",
+        s.error.message
+    );
+    assert!(
+        config_map_exists(&client, &ns, "cleaned").await,
+        "deferPhase did not run"
+    );
+    Ok(())
+}
+
+/// A phase whose error or output is megabytes long: the status write still
+/// succeeds (the error is cut, the output refused with its size), the
+/// deferPhase runs and the ActionSet ends failed.
+#[tokio::test]
+async fn huge_errors_and_outputs_still_end_with_the_defer_phase() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("exec-size").await else {
+        return Ok(());
+    };
+    // A 2 MB error: the template's `fail`.
+    create_blueprint(
+        &client,
+        &ns,
+        "big-error",
+        json!({
+            "phases": [{"func": "KubeTask", "name": "render", "args": {
+                "image": "busybox:stable",
+                "command": ["{{ fail (repeat 2000000 \"e\") }}"],
+            }}],
+            "deferPhase": create_cm("cleanup", &ns, "cleaned-error"),
+        }),
+    )
+    .await;
+    // A 2 MB phase output: 64 `kando output` lines of 32,000 bytes each.
+    let dir = std::env::temp_dir().join(format!("bpo-{ns}"));
+    std::fs::create_dir_all(&dir)?;
+    let log_file = dir.join("big-output.log");
+    let mut log = String::from("starting\n");
+    for k in 0..64 {
+        log.push_str(&format!(
+            "###Phase-output###: {{\"key\":\"k{k}\",\"value\":\"{}\"}}\n",
+            "o".repeat(32_000)
+        ));
+    }
+    std::fs::write(&log_file, log)?;
+    let ann = json!({
+        support::kwok::EXIT: "0",
+        support::kwok::LOG_FILE: log_file.to_string_lossy(),
+    });
+    create_blueprint(
+        &client,
+        &ns,
+        "big-output",
+        json!({
+            "phases": [task("dump", ann)],
+            "deferPhase": create_cm("cleanup", &ns, "cleaned-output"),
+        }),
+    )
+    .await;
+    let _ctl = Controller::start(&ns, &[]);
+    create_actionset(&client, &ns, "big-error", "big-error", json!({})).await;
+    create_actionset(&client, &ns, "big-output", "big-output", json!({})).await;
+
+    let a = wait_terminal(&client, &ns, "big-error").await?;
+    let s = a.status.as_ref().unwrap();
+    assert_eq!(states(&a), (vec![State::Failed], State::Complete));
+    assert!(
+        s.error.message.len() <= 8 * 1024,
+        "{}",
+        s.error.message.len()
+    );
+    assert!(
+        s.error.message.contains(" bytes cut ...\n"),
+        "{}",
+        s.error.message
+    );
+    assert!(s.error.message.contains("eeee"), "{}", s.error.message);
+    assert!(
+        config_map_exists(&client, &ns, "cleaned-error").await,
+        "deferPhase did not run"
+    );
+    let evs = events(&client, &ns, "big-error", 5).await;
+    assert_eq!(
+        reasons(&evs),
+        [
+            "Started Action",
+            "Started Phase",
+            "ActionSetFailed Action: backup",
+            "Started deferPhase",
+            "Ended deferPhase",
+        ],
+        "{evs:?}"
+    );
+
+    let a = wait_terminal(&client, &ns, "big-output").await?;
+    let s = a.status.as_ref().unwrap();
+    assert_eq!(states(&a), (vec![State::Failed], State::Complete));
+    assert!(
+        a.status.as_ref().unwrap().actions[0].phases[0]
+            .output
+            .is_empty()
+    );
+    assert!(
+        s.error.message.starts_with("the output of phase dump is ")
+            && s.error.message.contains("MiB (key k"),
+        "{}",
+        s.error.message
+    );
+    assert!(
+        config_map_exists(&client, &ns, "cleaned-output").await,
+        "deferPhase did not run"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
