@@ -203,6 +203,8 @@ async fn bench(dir: &Path) -> anyhow::Result<()> {
         pod_override: None,
         pod_labels: BTreeMap::new(),
         pod_annotations: BTreeMap::new(),
+        actionset: None,
+        controller: None,
     };
     let path = data.to_str().context("temp path is not UTF-8")?.to_string();
     let runs = env_u64("BENCH_RUNS", 3).max(1) as usize;

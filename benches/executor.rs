@@ -88,6 +88,8 @@ async fn bench() -> anyhow::Result<()> {
         pod_override: None,
         pod_labels: BTreeMap::new(),
         pod_annotations: BTreeMap::new(),
+        actionset: None,
+        controller: None,
     };
     let mut direct = Vec::new();
     for run in 0..runs {
@@ -114,6 +116,7 @@ async fn bench() -> anyhow::Result<()> {
             deletion_timeout: Duration::from_secs(60),
             instance: "bench".into(),
             timeouts: Default::default(),
+            controller: None,
         },
         metrics,
         async move {

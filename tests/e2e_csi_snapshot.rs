@@ -36,6 +36,8 @@ fn ctx(client: &Client, ns: &str) -> Context {
         pod_override: None,
         pod_labels: BTreeMap::new(),
         pod_annotations: BTreeMap::new(),
+        actionset: None,
+        controller: None,
     }
 }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use blueprint_operator::model::{ActionSet, Blueprint, State};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::api::events::v1::Event;
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
@@ -27,6 +27,10 @@ struct Controller {
 
 impl Controller {
     fn start(ns: &str) -> Controller {
+        Controller::start_with(ns, &[])
+    }
+
+    fn start_with(ns: &str, extra: &[&str]) -> Controller {
         let cluster = support::cluster();
         let child = Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
             .args([
@@ -42,6 +46,7 @@ impl Controller {
                 "--log-level",
                 "warn",
             ])
+            .args(extra)
             .env("KUBECONFIG", &cluster.kubeconfig)
             .stdin(Stdio::null())
             .kill_on_drop(true)
@@ -580,11 +585,27 @@ async fn controller_killed_mid_phase_resumes_and_runs_defer_once() -> anyhow::Re
     .await?;
     // The "Started Phase" Event of the slow phase is out before the kill.
     events(&client, &ns, "as", 4).await?;
+    let uid = api.get("as").await?.metadata.uid.unwrap_or_default();
+    // The slow phase's pod, linked to its ActionSet (issue 17.6).
+    let slow = support::poll(support::WAIT, || async {
+        actionset_pods(&client, &ns, &uid).await.into_iter().next()
+    })
+    .await?;
     ctl.kill().await;
     // Still running, with the finalizer, while no controller runs.
     let a = api.get("as").await?;
     assert_eq!(a.state(), Some(State::Running));
+    assert!(
+        actionset_pods(&client, &ns, &uid).await.contains(&slow),
+        "the killed controller left its pod {slow}"
+    );
     let _ctl2 = Controller::start(&ns);
+    // The new controller deletes it (the phase is failed, never re-run).
+    support::poll(FINISH, || async {
+        (!actionset_pods(&client, &ns, &uid).await.contains(&slow)).then_some(())
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("pod {slow} left by the killed controller stays: {e}"))?;
     let a = wait_terminal(&client, &ns, "as").await?;
     let s = a.status.as_ref().unwrap();
     assert_eq!(s.state, State::Failed);
@@ -690,5 +711,224 @@ async fn deleting_a_running_actionset_still_runs_defer() -> anyhow::Result<()> {
         "{evs:?}"
     );
     assert!(evs[2].contains("being deleted"), "{}", evs[2]);
+    Ok(())
+}
+
+/// Pods (not being deleted) labelled with the ActionSet UID `uid`.
+async fn actionset_pods(client: &Client, ns: &str, uid: &str) -> Vec<String> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let lp = ListParams::default().labels(&format!("blueprint-operator.io/actionset-uid={uid}"));
+    match pods.list(&lp).await {
+        Ok(l) => l
+            .items
+            .into_iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .filter_map(|p| p.metadata.name)
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// A pod that runs until deleted, linked to ActionSet `as_ns/as_name` with `uid`.
+async fn linked_pod(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    uid: &str,
+    as_ns: &str,
+    as_name: &str,
+) -> anyhow::Result<()> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {
+            "name": name,
+            "labels": {
+                "createdBy": "kanister",
+                "blueprint-operator.io/actionset-uid": uid,
+                "blueprint-operator.io/actionset-namespace": as_ns,
+            },
+            "annotations": {"blueprint-operator.io/actionset": format!("{as_ns}/{as_name}")},
+        },
+        "spec": {"containers": [{"name": "c", "image": "busybox:stable"}]},
+    }))?;
+    pods.create(&PostParams::default(), &pod).await?;
+    Ok(())
+}
+
+async fn pod_exists(client: &Client, ns: &str, name: &str) -> bool {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    matches!(pods.get_opt(name).await, Ok(Some(p)) if p.metadata.deletion_timestamp.is_none())
+}
+
+/// Issue 17.6: pods linked to an ActionSet are swept at start (all of them:
+/// no phase runs yet) and then periodically (ActionSet gone or ended), never
+/// those of a running ActionSet nor those of another controller's scope.
+#[tokio::test]
+async fn leftover_pods_are_swept_at_start_and_periodically() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("exec-sweep").await else {
+        return Ok(());
+    };
+    linked_pod(&client, &ns, "left-at-start", "uid-1", &ns, "old").await?;
+    // Linked to an ActionSet of another namespace: another controller's.
+    linked_pod(&client, &ns, "other-scope", "uid-2", "elsewhere", "x").await?;
+    create_blueprint(
+        &client,
+        &ns,
+        "bp",
+        json!({"backup": {"phases": [task("slow", 0, "done", Some("600s"))]}}),
+    )
+    .await?;
+    let _ctl = Controller::start_with(&ns, &["--pod-sweep-interval", "1"]);
+    support::poll(FINISH, || async {
+        (!pod_exists(&client, &ns, "left-at-start").await).then_some(())
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("the start sweep did not delete left-at-start: {e}"))?;
+
+    create_actionset(
+        &client,
+        &ns,
+        "as",
+        "bp",
+        "backup",
+        ns_object(&ns),
+        json!({}),
+    )
+    .await?;
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
+    let a = support::wait_for(&api, "as", FINISH, |a| a.state() == Some(State::Running)).await?;
+    let uid = a.metadata.uid.unwrap_or_default();
+    linked_pod(&client, &ns, "of-running", &uid, &ns, "as").await?;
+    linked_pod(&client, &ns, "of-gone", "uid-3", &ns, "gone").await?;
+    linked_pod(&client, &ns, "of-recreated", "uid-4", &ns, "as").await?;
+    // Once the periodic sweep removed these two, it has seen the others too.
+    support::poll(FINISH, || async {
+        (!pod_exists(&client, &ns, "of-gone").await
+            && !pod_exists(&client, &ns, "of-recreated").await)
+            .then_some(())
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("the periodic sweep did not delete of-gone/of-recreated: {e}"))?;
+    assert!(
+        pod_exists(&client, &ns, "of-running").await,
+        "a running ActionSet's pod was swept"
+    );
+    assert!(
+        pod_exists(&client, &ns, "other-scope").await,
+        "another scope's pod was swept"
+    );
+    // Once the ActionSet has ended, its pods go too.
+    api.delete("as", &DeleteParams::default()).await?;
+    support::poll(FINISH, || async {
+        (!pod_exists(&client, &ns, "of-running").await).then_some(())
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("the ended ActionSet's pod stays: {e}"))?;
+    Ok(())
+}
+
+/// Issue 18.3: `.Deployment.Pods` are the pods of the Deployment's current
+/// ReplicaSet (owner references, as Kanister), also mid-rollout when the old
+/// ReplicaSet's pods still run and match the selector, and with a selector
+/// written as matchExpressions only.
+#[tokio::test]
+async fn deployment_pods_come_from_the_current_replica_set() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("exec-rs").await else {
+        return Ok(());
+    };
+    let deps: Api<Deployment> = Api::namespaced(client.clone(), &ns);
+    // minReadySeconds keeps new pods unavailable, so the rollout stalls with
+    // the old ReplicaSet's pod still running (maxUnavailable 0).
+    let d: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": 1,
+            "minReadySeconds": 3600,
+            "progressDeadlineSeconds": 7200,
+            "strategy": {"type": "RollingUpdate",
+                "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+            "selector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["web"]}]},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "app", "image": "nginx:stable"}]},
+            },
+        },
+    }))?;
+    deps.create(&PostParams::default(), &d).await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let running = || async {
+        let l = pods
+            .list(&ListParams::default().labels("app=web"))
+            .await
+            .ok()?;
+        let mut names: Vec<String> = l
+            .items
+            .into_iter()
+            .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+            .filter_map(|p| p.metadata.name)
+            .collect();
+        names.sort();
+        Some(names)
+    };
+    let first = support::poll(FINISH, || async {
+        running().await.filter(|n| n.len() == 1)
+    })
+    .await?
+    .remove(0);
+    // A new revision: a second ReplicaSet, whose pod runs beside the first.
+    deps.patch(
+        "web",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(
+            json!({"spec": {"template": {"metadata": {"annotations": {"rev": "2"}}}}}),
+        ),
+    )
+    .await?;
+    let both = support::poll(FINISH, || async {
+        running().await.filter(|n| n.len() == 2)
+    })
+    .await?;
+    support::wait_for(&deps, "web", FINISH, |d| {
+        d.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("deployment.kubernetes.io/revision"))
+            == Some(&"2".to_string())
+    })
+    .await?;
+    let new: Vec<&String> = both.iter().filter(|n| **n != first).collect();
+    assert_eq!(new.len(), 1, "{both:?}");
+
+    let cm = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: pods\n  namespace: {ns}\ndata:\n  pods: '{{{{ range .Deployment.Pods }}}}{{{{ . }}}} {{{{ end }}}}'\n"
+    );
+    create_blueprint(
+        &client,
+        &ns,
+        "bp",
+        json!({"list": {"phases": [{"func": "KubeOps", "name": "record",
+            "args": {"operation": "create", "namespace": ns, "spec": cm}}]}}),
+    )
+    .await?;
+    let _ctl = Controller::start(&ns);
+    create_actionset(
+        &client,
+        &ns,
+        "as",
+        "bp",
+        "list",
+        deploy_object(&ns, "web"),
+        json!({}),
+    )
+    .await?;
+    let a = wait_terminal(&client, &ns, "as").await?;
+    assert_eq!(a.state(), Some(State::Complete), "{:?}", a.status);
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    let data = cms.get("pods").await?.data.unwrap_or_default();
+    assert_eq!(
+        data["pods"].split_whitespace().collect::<Vec<_>>(),
+        [new[0].as_str()],
+        "only the current ReplicaSet's pod, not the old one ({first})"
+    );
     Ok(())
 }

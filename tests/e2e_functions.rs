@@ -26,6 +26,8 @@ fn ctx(client: &Client, ns: &str, object: ObjectReference) -> Context {
         pod_override: None,
         pod_labels: BTreeMap::new(),
         pod_annotations: BTreeMap::new(),
+        actionset: None,
+        controller: None,
     }
 }
 
@@ -638,5 +640,64 @@ async fn kube_task_pod_carries_overrides_labels_and_annotations() -> anyhow::Res
     assert_eq!(env.len(), 1);
     assert_eq!(env[0].value.as_deref(), Some("actionset"));
     task_pods_gone(&client, &ns).await?;
+    Ok(())
+}
+
+/// Issue 17.7: a large pod log is read as a stream: outputs from its start
+/// and its end both arrive, and a failure message shows only its last lines.
+#[tokio::test]
+async fn kube_task_reads_a_large_log_as_a_stream() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("fn-task-big").await else {
+        return Ok(());
+    };
+    let dir = std::env::temp_dir().join(format!("bpo-big-log-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let file = dir.join("log.txt");
+    let mut text = String::from("###Phase-output###: {\"key\":\"first\",\"value\":\"a\"}\n");
+    let noise = "x".repeat(1023) + "\n";
+    for _ in 0..(24 * 1024) {
+        text.push_str(&noise);
+    }
+    text.push_str("###Phase-output###: {\"key\":\"last\",\"value\":\"z\"}\nthe end\n");
+    std::fs::write(&file, &text)?;
+    let c = ctx(&client, &ns, namespace_object(&ns));
+    let annotations = |exit: i32| {
+        json!({
+            support::kwok::EXIT: exit.to_string(),
+            support::kwok::LOG_FILE: file.to_str().unwrap(),
+        })
+    };
+    let out = call(
+        &c,
+        "KubeTask",
+        json!({"image": "busybox:stable", "command": ["true"], "podAnnotations": annotations(0)}),
+    )
+    .await?;
+    assert_eq!(Value::Object(out), json!({"first": "a", "last": "z"}));
+    let e = call(
+        &c,
+        "KubeTask",
+        json!({"image": "busybox:stable", "command": ["true"], "podAnnotations": annotations(2)}),
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("exited with code 2"),
+        "{}",
+        &e[..e.len().min(500)]
+    );
+    assert!(
+        e.ends_with("the end"),
+        "{}",
+        &e[e.len().saturating_sub(300)..]
+    );
+    assert!(
+        e.len() < 20_000,
+        "the message carries only the log's tail: {} bytes",
+        e.len()
+    );
+    task_pods_gone(&client, &ns).await?;
+    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }

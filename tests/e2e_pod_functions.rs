@@ -39,6 +39,8 @@ fn ctx(client: &Client, ns: &str) -> Context {
         pod_override: None,
         pod_labels: BTreeMap::new(),
         pod_annotations: BTreeMap::new(),
+        actionset: None,
+        controller: None,
     }
 }
 
@@ -783,6 +785,102 @@ async fn corpus_postgres_blueprint_backup_and_restore_with_multi_container_run()
             .unwrap_or_default()
             .contains("psql"),
         "{output}"
+    );
+    task_pods_gone(&client, &ns).await?;
+    Ok(())
+}
+
+/// Issues 18.2 and 17.6: in the controller's namespace, KubeTask and
+/// MultiContainerRun pods run as the controller's ServiceAccount (as in
+/// Kanister) unless podOverride names one; in another namespace they keep
+/// that namespace's default. Every pod carries its ActionSet's link.
+#[tokio::test]
+async fn pods_in_the_controller_namespace_use_its_service_account_and_link_the_actionset()
+-> anyhow::Result<()> {
+    let Some((client, ns)) = setup("fn-sa").await else {
+        return Ok(());
+    };
+    let other = support::namespace(&client, "fn-sa-other").await;
+    let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), &ns);
+    for sa in ["controller-sa", "own-sa"] {
+        let sa: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": sa}}))?;
+        sas.create(&PostParams::default(), &sa).await?;
+    }
+    let rec = PodRecorder::start(&client, &ns).await;
+    let rec_other = PodRecorder::start(&client, &other).await;
+    let mut c = ctx(&client, &ns);
+    c.controller = Some(functions::pod_create::ControllerIdentity {
+        namespace: ns.clone(),
+        service_account: "controller-sa".into(),
+    });
+    c.actionset = Some(functions::pod_create::ActionSetRef {
+        uid: "as-uid-1".into(),
+        namespace: ns.clone(),
+        name: "backup-1".into(),
+    });
+    let log = "###Phase-output###: {\"key\":\"k\",\"value\":\"v\"}";
+    let task = |extra: Value| {
+        let mut a = json!({
+            "image": "bitnami/kubectl",
+            "command": ["kubectl", "get", "pods"],
+            "podAnnotations": support::kwok_annotations(0, log),
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            a[k] = v.clone();
+        }
+        a
+    };
+    let sa_of = |p: &Pod| p.spec.as_ref().and_then(|s| s.service_account_name.clone());
+
+    call(&c, "KubeTask", task(json!({}))).await?;
+    rec.wait_count(1).await;
+    let pod = rec.seen.lock().unwrap()[0].clone();
+    assert_eq!(sa_of(&pod).as_deref(), Some("controller-sa"));
+    let labels = pod.metadata.labels.clone().unwrap_or_default();
+    assert_eq!(labels["blueprint-operator.io/actionset-uid"], "as-uid-1");
+    assert_eq!(labels["blueprint-operator.io/actionset-namespace"], ns);
+    assert_eq!(
+        pod.metadata.annotations.clone().unwrap_or_default()["blueprint-operator.io/actionset"],
+        format!("{ns}/backup-1")
+    );
+
+    call(
+        &c,
+        "KubeTask",
+        task(json!({"podOverride": {"serviceAccountName": "own-sa"}})),
+    )
+    .await?;
+    rec.wait_count(2).await;
+    let pod = rec.seen.lock().unwrap()[1].clone();
+    assert_eq!(sa_of(&pod).as_deref(), Some("own-sa"), "podOverride wins");
+
+    call(
+        &c,
+        "MultiContainerRun",
+        json!({
+            "backgroundImage": "busybox", "backgroundCommand": ["true"],
+            "outputImage": "busybox", "outputCommand": ["true"],
+            "podAnnotations": support::kwok_annotations(0, log),
+        }),
+    )
+    .await?;
+    rec.wait_count(3).await;
+    let pod = rec.seen.lock().unwrap()[2].clone();
+    assert_eq!(sa_of(&pod).as_deref(), Some("controller-sa"));
+    assert!(
+        pod.metadata
+            .labels
+            .unwrap_or_default()
+            .contains_key("blueprint-operator.io/actionset-uid")
+    );
+
+    call(&c, "KubeTask", task(json!({"namespace": other}))).await?;
+    rec_other.wait_count(1).await;
+    let pod = rec_other.seen.lock().unwrap()[0].clone();
+    assert_eq!(
+        sa_of(&pod).as_deref(),
+        Some("default"),
+        "another namespace keeps its default ServiceAccount"
     );
     task_pods_gone(&client, &ns).await?;
     Ok(())

@@ -13,7 +13,9 @@ use prometheus_client::registry::Registry;
 use tracing::{info, warn};
 
 use super::metrics::Metrics;
+use super::pod_sweep;
 use super::runtime::{self, Config};
+use crate::functions::pod_create::ControllerIdentity;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct ControllerArgs {
@@ -59,6 +61,11 @@ pub struct ControllerArgs {
     /// Log filter (`info`, `debug`, `info,blueprint_operator=debug`).
     #[arg(long, default_value = "info")]
     pub log_level: String,
+    /// Seconds between sweeps for pods whose ActionSet is gone or has ended
+    /// (0: only the sweep at start, which deletes every pod an earlier
+    /// controller process left).
+    #[arg(long, default_value_t = 60, value_name = "SECONDS")]
+    pub pod_sweep_interval: u64,
 }
 
 fn parse_timeout(s: &str) -> Result<Duration, String> {
@@ -205,6 +212,14 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
             },
         )))
     };
+    let controller = ControllerIdentity::discover(&client).await;
+    match &controller {
+        Some(c) => info!(namespace = %c.namespace, service_account = %c.service_account,
+            "pods started in the controller's namespace run as its ServiceAccount"),
+        None => info!(
+            "controller namespace or ServiceAccount unknown (POD_NAMESPACE, POD_SERVICE_ACCOUNT): pods get their namespace's default ServiceAccount"
+        ),
+    }
     let cfg = Config {
         namespace: args.namespace.clone(),
         deletion_timeout: Duration::from_secs(args.deletion_timeout),
@@ -213,7 +228,15 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
             phase: args.phase_timeout,
             action: args.action_timeout,
         },
+        controller,
     };
+    // Before the executor runs anything: every labelled pod in scope is a leftover now.
+    let sweeper = pod_sweep::start(
+        client.clone(),
+        args.namespace.clone(),
+        Duration::from_secs(args.pod_sweep_interval),
+    )
+    .await;
     let executor = tokio::spawn(runtime::run(client.clone(), cfg, metrics, shutdown));
     let lost = async move {
         match lease_rx {
@@ -228,6 +251,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         _ = lost => warn!("lost leadership; exiting so that the new leader takes over"),
     }
     let _ = stop_tx.send(true);
+    sweeper.abort();
     let _ = tokio::time::timeout(Duration::from_secs(5), executor).await;
     if let Some(s) = scheduler {
         match tokio::time::timeout(Duration::from_secs(5), s).await {

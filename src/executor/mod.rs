@@ -8,6 +8,7 @@
 //! - [`events`]: Kanister's Event reasons and messages;
 //! - [`params`]: template parameters (`.Object`, `.Phases`, `.Outcome`, ...);
 //! - [`metrics`]: Prometheus metrics;
+//! - [`pod_sweep`]: deletes pods a killed controller left behind;
 //! - [`runtime`]: the reconciler on ActionSets (kube Controller, finalizer,
 //!   status writes with conflict retry);
 //! - [`cli`]: the `controller` subcommand.
@@ -18,5 +19,6 @@ pub mod events;
 pub mod machine;
 pub mod metrics;
 pub mod params;
+pub mod pod_sweep;
 pub mod runtime;
 pub mod status_size;

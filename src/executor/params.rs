@@ -15,11 +15,12 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
-use kube::api::{Api, ListParams};
+use kube::api::Api;
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use serde_json::{Map, Value, json};
 
 use super::machine::{ActionRecord, outcome};
+use crate::functions;
 use crate::model::{ActionSpec, ActionStatus, Artifact, ObjectReference, Profile, State};
 use crate::template;
 
@@ -174,12 +175,13 @@ async fn fetch_object(
     let mut p = Map::new();
     match kind.as_str() {
         "deployment" | "statefulset" | "deploymentconfig" => {
-            let field = match kind.as_str() {
-                "deployment" => "Deployment",
-                "statefulset" => "StatefulSet",
-                _ => "DeploymentConfig",
+            use functions::workload::Kind;
+            let (field, wkind) = match kind.as_str() {
+                "deployment" => ("Deployment", Kind::Deployment),
+                "statefulset" => ("StatefulSet", Kind::StatefulSet),
+                _ => ("DeploymentConfig", Kind::DeploymentConfig),
             };
-            let workload = workload_params(client, ns, &obj.name, &object).await?;
+            let workload = workload_params(client, wkind, ns, &obj.name, &object).await?;
             p.insert(field.into(), workload);
         }
         "pvc" | "persistentvolumeclaim" => {
@@ -199,40 +201,16 @@ async fn fetch_object(
 }
 
 /// `{Name, Namespace, Pods, Containers, PersistentVolumeClaims}` from the
-/// running pods that match the workload's selector.
+/// running pods the workload owns (see [`functions::workload`]: owner
+/// references, as Kanister, not the label selector).
 async fn workload_params(
     client: &kube::Client,
+    kind: functions::workload::Kind,
     ns: &str,
     name: &str,
     object: &Value,
 ) -> Result<Value, String> {
-    let labels = object
-        .pointer("/spec/selector/matchLabels")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
-    let selector = labels
-        .iter()
-        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-        .collect::<Vec<_>>()
-        .join(",");
-    let mut pods = Vec::new();
-    if !selector.is_empty() {
-        let api: Api<Pod> = Api::namespaced(client.clone(), ns);
-        let list = api
-            .list(&ListParams::default().labels(&selector))
-            .await
-            .map_err(|e| format!("Failed to list pods of {ns}/{name}: {e}"))?;
-        pods = list
-            .items
-            .into_iter()
-            .filter(|p| {
-                p.metadata.deletion_timestamp.is_none()
-                    && p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
-            })
-            .collect();
-        pods.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-    }
+    let pods = functions::workload::running_pods(client, kind, ns, name, object).await?;
     Ok(workload_value(name, ns, &pods))
 }
 

@@ -63,6 +63,8 @@ pub struct Config {
     pub instance: String,
     /// Default phase and action timeouts (ActionSet options override them).
     pub timeouts: deadline::Defaults,
+    /// Pods that functions start in this namespace run as this ServiceAccount.
+    pub controller: Option<functions::pod_create::ControllerIdentity>,
 }
 
 /// `reportingController` of our Events.
@@ -605,6 +607,12 @@ async fn action_env(run: &Run<'_>, obj: &ActionSet, i: usize) -> ActionEnv {
         pod_override: spec.pod_override.clone(),
         pod_labels: spec.pod_labels.clone().unwrap_or_default(),
         pod_annotations: spec.pod_annotations.clone().unwrap_or_default(),
+        actionset: Some(functions::pod_create::ActionSetRef {
+            uid: obj.uid().unwrap_or_default(),
+            namespace: run.ns.to_string(),
+            name: run.name.to_string(),
+        }),
+        controller: run.inner.cfg.controller.clone(),
     };
     ActionEnv {
         bp,

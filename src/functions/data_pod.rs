@@ -15,13 +15,13 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
-use kube::api::{Api, PostParams};
+use kube::api::Api;
 use serde_json::{Map, Value, json};
 
 use super::args::Args;
 use super::kube_task::{self, CONTAINER, PodGuard};
 use super::restic::Target;
-use super::{Context, FunctionError};
+use super::{Context, FunctionError, pod_create};
 
 /// The image Kanister uses when a data function gets none
 /// (`consts.GetKanisterToolsImage()`; env `KANISTER_TOOLS` overrides it).
@@ -185,22 +185,11 @@ pub async fn start(
     opts: &PodOptions,
 ) -> Result<HelperPod, FunctionError> {
     let pod = helper_pod(opts).map_err(|m| FunctionError::arg(function, "podOverride", m))?;
-    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &opts.namespace);
-    let created = api
-        .create(&PostParams::default(), &pod)
-        .await
-        .map_err(|e| {
-            FunctionError::kube(
-                function,
-                format!("creating pod in namespace {}", opts.namespace),
-                e,
-            )
-        })?;
-    let name = created.metadata.name.clone().unwrap_or_default();
+    let (api, name, guard) = pod_create::create(ctx, function, &opts.namespace, pod).await?;
     let helper = HelperPod {
         namespace: opts.namespace.clone(),
         name: name.clone(),
-        guard: PodGuard::new(api.clone(), name.clone()),
+        guard,
     };
     match wait_ready(&api, &name).await {
         Ok(()) => Ok(helper),

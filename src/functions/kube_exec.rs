@@ -11,6 +11,7 @@
 //! would run the command on the test machine and exercise the output path.
 
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use kube::api::{Api, AttachParams};
 use serde_json::{Map, Value};
 use tokio::io::AsyncReadExt;
@@ -21,11 +22,78 @@ use super::{Context, FunctionError, Output, output};
 const NAME: &str = "KubeExec";
 const ARGS: &[&str] = &["namespace", "pod", "container", "command"];
 
-/// What a finished exec produced.
+/// What a finished exec produced, read in bounded memory: the last
+/// [`output::TAIL_BYTES`] of stdout and stderr, and the phase output parsed
+/// from all of stdout as it streamed.
 #[derive(Debug, Clone, Default)]
 pub struct ExecResult {
     pub stdout: String,
     pub stderr: String,
+    output: Output,
+    output_error: Option<String>,
+}
+
+impl ExecResult {
+    /// The phase output of stdout (an invalid `###Phase-output###:` line is an error).
+    pub fn phase_output(&self, function: &'static str) -> Result<Output, FunctionError> {
+        match &self.output_error {
+            Some(message) => Err(FunctionError::Output {
+                function,
+                message: message.clone(),
+            }),
+            None => Ok(self.output.clone()),
+        }
+    }
+}
+
+/// Reads `r` to its end into a tail (and the phase-output scanner).
+async fn drain(
+    r: Option<&mut (impl tokio::io::AsyncRead + Unpin)>,
+    mut scanner: Option<&mut output::Scanner>,
+) -> output::Tail {
+    let mut tail = output::Tail::default();
+    let Some(r) = r else { return tail };
+    let mut buf = vec![0u8; 64 * 1024];
+    // A read error ends the stream; the status (or its absence) says what happened.
+    while let Ok(n) = r.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        tail.push(&buf[..n]);
+        if let Some(sc) = scanner.as_deref_mut() {
+            sc.feed(&buf[..n]);
+        }
+    }
+    tail
+}
+
+/// How an exec ended, from its status (channel 3) and the stream: `Err`
+/// says why it failed. A stream that closed without any status is a
+/// failure: the connection was lost, the command's result is unknown.
+pub fn outcome(status: Option<&Status>, stream: Result<(), String>) -> Result<(), String> {
+    match status {
+        Some(st) if st.status.as_deref() == Some("Failure") => {
+            let code = st
+                .details
+                .as_ref()
+                .and_then(|d| d.causes.as_ref())
+                .and_then(|cs| cs.iter().find(|c| c.reason.as_deref() == Some("ExitCode")))
+                .and_then(|c| c.message.clone());
+            Err(match code {
+                Some(c) => format!("command terminated with exit code {c}"),
+                None => format!(
+                    "command failed: {} {}",
+                    st.reason.as_deref().unwrap_or(""),
+                    st.message.as_deref().unwrap_or("")
+                ),
+            })
+        }
+        Some(_) => stream.map_err(|e| format!("exec stream failed: {e}")),
+        None => Err(match stream {
+            Err(e) => format!("exec stream failed: {e}"),
+            Ok(()) => "the exec stream ended without a status: the connection to the pod was lost, so whether the command finished, and how, is unknown".into(),
+        }),
+    }
 }
 
 pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, FunctionError> {
@@ -36,7 +104,7 @@ pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, Fun
     let container = a.opt_string("container")?.filter(|c| !c.is_empty());
     let command = a.string_list("command")?;
     let r = exec(ctx, NAME, &namespace, &pod, container.as_deref(), &command).await?;
-    output::parse(NAME, &r.stdout)
+    r.phase_output(NAME)
 }
 
 /// Exec `command` in `pod` (container: the given one, else the pod's first).
@@ -77,56 +145,33 @@ pub async fn exec(
     let mut out_r = attached.stdout();
     let mut err_r = attached.stderr();
     let status = attached.take_status();
-    let read_out = async {
-        let mut s = Vec::new();
-        if let Some(r) = out_r.as_mut() {
-            let _ = r.read_to_end(&mut s).await;
-        }
-        String::from_utf8_lossy(&s).into_owned()
-    };
-    let read_err = async {
-        let mut s = Vec::new();
-        if let Some(r) = err_r.as_mut() {
-            let _ = r.read_to_end(&mut s).await;
-        }
-        String::from_utf8_lossy(&s).into_owned()
-    };
-    let (stdout, stderr) = tokio::join!(read_out, read_err);
+    let mut scanner = output::Scanner::default();
+    let (out_tail, err_tail) = tokio::join!(
+        drain(out_r.as_mut(), Some(&mut scanner)),
+        drain(err_r.as_mut(), None)
+    );
     let status = match status {
         Some(f) => f.await,
         None => None,
     };
-    let joined = attached.join().await;
-    let result = ExecResult { stdout, stderr };
-    if let Some(st) = status
-        && st.status.as_deref() == Some("Failure")
-    {
-        let code = st
-            .details
-            .as_ref()
-            .and_then(|d| d.causes.as_ref())
-            .and_then(|cs| cs.iter().find(|c| c.reason.as_deref() == Some("ExitCode")))
-            .and_then(|c| c.message.clone());
-        let what = match code {
-            Some(c) => format!("command terminated with exit code {c}"),
-            None => format!(
-                "command failed: {} {}",
-                st.reason.as_deref().unwrap_or(""),
-                st.message.as_deref().unwrap_or("")
-            ),
-        };
-        return Err(FunctionError::failed(
+    let joined = attached.join().await.map_err(|e| e.to_string());
+    let (output, output_error) = match scanner.finish() {
+        Ok(o) => (o, None),
+        Err(e) => (Output::new(), Some(e)),
+    };
+    let result = ExecResult {
+        stdout: out_tail.text(),
+        stderr: err_tail.text(),
+        output,
+        output_error,
+    };
+    match outcome(status.as_ref(), joined) {
+        Ok(()) => Ok(result),
+        Err(what) => Err(FunctionError::failed(
             function,
             failure_message(&place, &what, &result),
-        ));
+        )),
     }
-    if let Err(e) = joined {
-        return Err(FunctionError::failed(
-            function,
-            failure_message(&place, &format!("exec stream failed: {e}"), &result),
-        ));
-    }
-    Ok(result)
 }
 
 /// "Failed to exec command in <place>: <what>; stderr: …; stdout: …" with the last lines only.
@@ -151,6 +196,7 @@ mod tests {
         let r = ExecResult {
             stdout: (1..=20).map(|i| format!("line {i}\n")).collect(),
             stderr: "oops\n".into(),
+            ..ExecResult::default()
         };
         let m = failure_message(
             "pod a/b container c",
@@ -172,5 +218,42 @@ mod tests {
         let stdout = "backing up\n###Phase-output###: {\"key\":\"size\",\"value\":\"10\"}\n";
         let out = output::parse(NAME, stdout).unwrap();
         assert_eq!(out["size"], "10");
+    }
+
+    fn status(v: serde_json::Value) -> Status {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn an_exec_without_a_status_failed() {
+        let e = outcome(None, Ok(())).unwrap_err();
+        assert!(e.contains("ended without a status"), "{e}");
+        assert!(e.contains("connection to the pod was lost"), "{e}");
+        let e = outcome(None, Err("reset by peer".into())).unwrap_err();
+        assert_eq!(e, "exec stream failed: reset by peer");
+    }
+
+    #[test]
+    fn success_and_failure_statuses() {
+        assert!(
+            outcome(
+                Some(&status(serde_json::json!({"status": "Success"}))),
+                Ok(())
+            )
+            .is_ok()
+        );
+        let failed = status(
+            serde_json::json!({"status": "Failure", "reason": "NonZeroExitCode",
+            "details": {"causes": [{"reason": "ExitCode", "message": "3"}]}}),
+        );
+        assert_eq!(
+            outcome(Some(&failed), Ok(())).unwrap_err(),
+            "command terminated with exit code 3"
+        );
+        let e = outcome(
+            Some(&status(serde_json::json!({"status": "Success"}))),
+            Err("x".into()),
+        );
+        assert_eq!(e.unwrap_err(), "exec stream failed: x");
     }
 }

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use super::args::Args;
 use super::kube_exec::exec;
-use super::{Context, FunctionError, Output, output};
+use super::{Context, FunctionError, Output};
 
 const NAME: &str = "KubeExecAll";
 const ARGS: &[&str] = &["namespace", "pods", "containers", "command"];
@@ -48,7 +48,7 @@ pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, Fun
     let mut errors = Vec::new();
     for r in results {
         match r {
-            Ok(r) => output::parse_into(NAME, &r.stdout, &mut out)?,
+            Ok(r) => out.extend(r.phase_output(NAME)?),
             Err(e) => errors.push(e.to_string()),
         }
     }
@@ -61,6 +61,7 @@ pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, Fun
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::functions::output;
     use serde_json::json;
 
     #[test]

@@ -10,17 +10,18 @@
 //!   strategic merge: objects merge recursively, `null` deletes a key, lists
 //!   whose elements all carry a `name` (containers, volumes, env, …) merge
 //!   element by element on that name, other lists are replaced;
-//! - the log is read once the pod has finished instead of being streamed.
+//! - the log is read once the pod has finished (as a stream, in bounded
+//!   memory: the phase output is parsed from all of it, only its tail kept).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DeleteParams, LogParams, PostParams};
+use kube::api::{Api, DeleteParams, LogParams};
 use serde_json::{Map, Value, json};
 
 use super::args::Args;
-use super::{Context, FunctionError, Output, output};
+use super::{Context, FunctionError, Output, output, pod_create};
 
 const NAME: &str = "KubeTask";
 const ARGS: &[&str] = &[
@@ -59,8 +60,8 @@ pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, Fun
         pod_override.as_ref(),
     )
     .map_err(|m| FunctionError::arg(NAME, "podOverride", m))?;
-    let (text, _) = run_pod(ctx, NAME, &namespace, pod).await?;
-    output::parse(NAME, &text)
+    let (log, _) = run_pod(ctx, NAME, &namespace, pod).await?;
+    log.output(NAME)
 }
 
 /// Pod labels/annotations as Kanister's `MergeBPLabels`/`MergeBPAnnotations`
@@ -258,14 +259,14 @@ pub(crate) fn ready_timeout() -> Duration {
 }
 
 /// Create `pod`, wait until it has finished, read the log of its first
-/// container, delete it. Returns the log and the finished pod; a failed pod
+/// container (streamed: [`PodLog`]), delete it. Returns the log and the finished pod; a failed pod
 /// is an error "Failed while waiting for Pod to complete".
 pub async fn run_pod(
     ctx: &Context,
     function: &'static str,
     namespace: &str,
     pod: Pod,
-) -> Result<(String, Pod), FunctionError> {
+) -> Result<(PodLog, Pod), FunctionError> {
     run_pod_to_end(ctx, function, namespace, pod, true).await
 }
 
@@ -277,23 +278,51 @@ pub async fn run_pod_to_end(
     namespace: &str,
     pod: Pod,
     fail_on_error: bool,
-) -> Result<(String, Pod), FunctionError> {
-    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
-    let created = api
-        .create(&PostParams::default(), &pod)
-        .await
-        .map_err(|e| {
-            FunctionError::kube(
-                function,
-                format!("creating pod in namespace {namespace}"),
-                e,
-            )
-        })?;
-    let name = created.metadata.name.clone().unwrap_or_default();
-    let guard = PodGuard::new(api.clone(), name.clone());
+) -> Result<(PodLog, Pod), FunctionError> {
+    let (api, name, guard) = pod_create::create(ctx, function, namespace, pod).await?;
     let result = finish(&api, function, namespace, &name, fail_on_error).await;
     guard.delete().await;
     result
+}
+
+/// A finished pod's log, read as a stream in bounded memory: the phase
+/// output parsed from all of it, and its last [`output::TAIL_BYTES`].
+#[derive(Debug)]
+pub struct PodLog {
+    pub tail: String,
+    output: Result<Output, String>,
+}
+
+impl PodLog {
+    /// The phase output (an invalid `###Phase-output###:` line is an error).
+    pub fn output(self, function: &'static str) -> Result<Output, FunctionError> {
+        self.output
+            .map_err(|message| FunctionError::Output { function, message })
+    }
+}
+
+async fn read_log(api: &Api<Pod>, name: &str, container: &str) -> Result<PodLog, String> {
+    use futures::AsyncReadExt;
+    let lp = LogParams {
+        container: Some(container.to_string()),
+        ..LogParams::default()
+    };
+    let stream = api.log_stream(name, &lp).await.map_err(|e| e.to_string())?;
+    futures::pin_mut!(stream);
+    let (mut tail, mut scanner) = (output::Tail::default(), output::Scanner::default());
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = stream.read(&mut buf).await.map_err(|e| e.to_string())?;
+        if n == 0 {
+            break;
+        }
+        tail.push(&buf[..n]);
+        scanner.feed(&buf[..n]);
+    }
+    Ok(PodLog {
+        tail: tail.text(),
+        output: scanner.finish(),
+    })
 }
 
 async fn finish(
@@ -302,7 +331,7 @@ async fn finish(
     namespace: &str,
     name: &str,
     fail_on_error: bool,
-) -> Result<(String, Pod), FunctionError> {
+) -> Result<(PodLog, Pod), FunctionError> {
     let pod = wait_finished(api, function, namespace, name).await?;
     let container = pod
         .spec
@@ -310,23 +339,15 @@ async fn finish(
         .and_then(|s| s.containers.first())
         .map(|c| c.name.clone())
         .unwrap_or_else(|| CONTAINER.to_string());
-    let log = api
-        .logs(
-            name,
-            &LogParams {
-                container: Some(container.clone()),
-                ..LogParams::default()
-            },
-        )
-        .await;
+    let log = read_log(api, name, &container).await;
     let failed = pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Failed");
     if failed && fail_on_error {
         let mut msg = format!(
             "Failed while waiting for Pod to complete: pod {namespace}/{name} failed: {}",
             termination(&pod)
         );
-        if let Ok(text) = &log {
-            let lines: Vec<&str> = text.lines().collect();
+        if let Ok(log) = &log {
+            let lines: Vec<&str> = log.tail.lines().collect();
             if !lines.is_empty() {
                 let tail = &lines[lines.len().saturating_sub(10)..];
                 msg.push_str(&format!("; last log lines:\n{}", tail.join("\n")));
@@ -334,14 +355,13 @@ async fn finish(
         }
         return Err(FunctionError::failed(function, msg));
     }
-    let text = log.map_err(|e| {
-        FunctionError::kube(
+    let log = log.map_err(|e| {
+        FunctionError::failed(
             function,
-            format!("reading the log of pod {namespace}/{name} container {container}"),
-            e,
+            format!("reading the log of pod {namespace}/{name} container {container}: {e}"),
         )
     })?;
-    Ok((text, pod))
+    Ok((log, pod))
 }
 
 /// "container "x" exited with code 1 (Error): message" for every terminated container.

@@ -10,7 +10,7 @@
 //! the phase output (string values, as Kanister's phase-output protocol).
 //!
 //! Cancellation: the executor may drop the returned future at any await
-//! point. Pods created by KubeTask are deleted by a guard whose `Drop` spawns
+//! point. Pods (all made through [`pod_create`]) are deleted by a guard whose `Drop` spawns
 //! a cleanup task on the current Tokio runtime (best effort: if the runtime
 //! itself is shutting down the pod stays behind). A dropped KubeExec/KubeExecAll
 //! closes its exec stream; whether the remote process stops is up to the
@@ -41,6 +41,7 @@ pub mod location_delete;
 pub mod multi_container_run;
 pub mod objref;
 pub mod output;
+pub mod pod_create;
 pub mod prepare_data;
 pub mod restic;
 pub mod restore_data;
@@ -49,6 +50,7 @@ pub mod s3;
 pub mod scale_workload;
 pub mod wait;
 pub mod wait_v2;
+pub mod workload;
 
 /// Functions this executor implements (Kanister names).
 pub const SUPPORTED: &[&str] = &[
@@ -122,6 +124,12 @@ pub struct Context {
     pub pod_override: Option<Map<String, Value>>,
     pub pod_labels: BTreeMap<String, String>,
     pub pod_annotations: BTreeMap<String, String>,
+    /// The ActionSet being run: every pod a function creates is labelled
+    /// with it ([`pod_create`]); `None` outside the executor.
+    pub actionset: Option<pod_create::ActionSetRef>,
+    /// The controller's namespace and ServiceAccount: pods created in that
+    /// namespace run as that ServiceAccount unless they name one.
+    pub controller: Option<pod_create::ControllerIdentity>,
 }
 
 /// A function failure; the Display reads like Kanister's phase errors.

@@ -24,7 +24,7 @@ use serde_json::{Map, Value, json};
 
 use super::args::Args;
 use super::kube_task::{self, merge_labels, merge_overrides};
-use super::{Context, FunctionError, Output, output};
+use super::{Context, FunctionError, Output};
 
 const NAME: &str = "MultiContainerRun";
 const ARGS: &[&str] = &[
@@ -77,8 +77,8 @@ pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, Fun
     let pod_override = merge_overrides(a.opt_object("podOverride")?, actionset_override.as_ref());
     let pod = pod(&spec, labels, annotations, pod_override.as_ref())
         .map_err(|m| FunctionError::arg(NAME, "podOverride", m))?;
-    let (text, _) = kube_task::run_pod(ctx, NAME, &spec.namespace, pod).await?;
-    output::parse(NAME, &text)
+    let (log, _) = kube_task::run_pod(ctx, NAME, &spec.namespace, pod).await?;
+    log.output(NAME)
 }
 
 /// Arguments in Kanister's order of decoding (and error reporting).

@@ -25,7 +25,7 @@ use serde_json::{Map, Value, json};
 
 use super::args::Args;
 use super::kube_task::{self, merge_labels, merge_overrides};
-use super::{Context, FunctionError, Output, output};
+use super::{Context, FunctionError, Output};
 
 const NAME: &str = "PrepareData";
 const ARGS: &[&str] = &[
@@ -110,8 +110,8 @@ pub async fn run(
         pod_override.as_ref(),
     )
     .map_err(|m| FunctionError::arg(NAME, "podOverride", m))?;
-    let (text, _) = kube_task::run_pod_to_end(ctx, NAME, &namespace, pod, fail_on_error).await?;
-    output::parse(NAME, &text)
+    let (log, _) = kube_task::run_pod_to_end(ctx, NAME, &namespace, pod, fail_on_error).await?;
+    log.output(NAME)
 }
 
 /// Kanister's `getVolumes`: every PVC of the action's Deployment or

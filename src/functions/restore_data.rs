@@ -20,7 +20,7 @@ use super::args::Args;
 use super::backup_data::{encryption_key, non_empty};
 use super::data_pod::{self, PodOptions};
 use super::restic::{self, Profile, Repository, Snapshot};
-use super::{Context, FunctionError, Output, output};
+use super::{Context, FunctionError, Output};
 
 const NAME: &str = "RestoreData";
 const ARGS: &[&str] = &[
@@ -130,7 +130,7 @@ pub async fn run(
         restic::restore(ctx, NAME, &helper.target(), &repo, &snapshot, &restore_path).await;
     helper.delete().await;
     let r = result?;
-    output::parse(NAME, &r.stdout)
+    r.phase_output(NAME)
         .map_err(|e| restic::wrap(NAME, "Failed to parse phase output", e))
 }
 

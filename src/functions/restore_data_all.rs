@@ -26,7 +26,7 @@ use super::backup_data_all::{
 use super::data_pod::{self, PodExtras, PodOptions};
 use super::restic::{self, Profile, Repository, Snapshot};
 use super::restore_data::fetch_pod_volumes;
-use super::{Context, FunctionError, Output, output};
+use super::{Context, FunctionError, Output};
 
 const NAME: &str = "RestoreDataAll";
 const ARGS: &[&str] = &[
@@ -103,7 +103,7 @@ async fn restore_pod(
     )
     .await;
     helper.delete().await;
-    output::parse(NAME, &result?.stdout)
+    result?.phase_output(NAME)
 }
 
 pub async fn run(

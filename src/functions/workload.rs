@@ -1,0 +1,225 @@
+//! The pods of a workload, found by owner references as Kanister's
+//! `pkg/kube/workload.go` finds them (`DeploymentPods`, `StatefulSetPods`,
+//! `DeploymentConfigPods`, `FetchPods`), not by label selector:
+//!
+//! - Deployment: its current ReplicaSet (owned by the Deployment, with the
+//!   Deployment's `deployment.kubernetes.io/revision`), then the pods that
+//!   ReplicaSet controls, so during a rollout the old ReplicaSet's pods are
+//!   not taken for the workload's;
+//! - StatefulSet: the pods it controls;
+//! - DeploymentConfig (OpenShift): its current ReplicationController (with
+//!   `openshift.io/deployment-config.latest-version` = `status.latestVersion`),
+//!   then the pods that one controls.
+//!
+//! A selector with `matchExpressions`, or another workload whose selector
+//! overlaps, makes no difference: ownership decides.
+
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::{Pod, ReplicationController};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, ListParams};
+use serde_json::Value;
+
+/// Revision annotation of a Deployment and its ReplicaSets.
+pub const REVISION: &str = "deployment.kubernetes.io/revision";
+/// Revision annotation of a DeploymentConfig's ReplicationControllers.
+pub const DC_REVISION: &str = "openshift.io/deployment-config.latest-version";
+
+/// The workload kinds whose pods can be found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Deployment,
+    StatefulSet,
+    DeploymentConfig,
+}
+
+/// Does `meta` have a controller owner reference to `uid`?
+pub fn controlled_by(meta: &ObjectMeta, uid: &str) -> bool {
+    meta.owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.uid == uid && o.controller == Some(true))
+}
+
+fn annotation<'a>(meta: &'a ObjectMeta, key: &str) -> Option<&'a str> {
+    meta.annotations
+        .as_ref()
+        .and_then(|a| a.get(key))
+        .map(String::as_str)
+}
+
+/// Kanister's `FetchReplicaSet`/`FetchReplicationController`: the one of
+/// `items` controlled by `owner_uid` whose `key` annotation is `revision`.
+pub fn current<'a>(
+    items: impl IntoIterator<Item = &'a ObjectMeta>,
+    owner_uid: &str,
+    key: &str,
+    revision: &str,
+) -> Option<&'a ObjectMeta> {
+    items
+        .into_iter()
+        .find(|m| controlled_by(m, owner_uid) && annotation(m, key) == Some(revision))
+}
+
+/// Kanister's `FetchPods`: the pods controlled by `owner_uid`, split into
+/// (running, not running); pods being deleted count as not running.
+pub fn split_owned(pods: Vec<Pod>, owner_uid: &str) -> (Vec<Pod>, Vec<Pod>) {
+    pods.into_iter()
+        .filter(|p| controlled_by(&p.metadata, owner_uid))
+        .partition(|p| {
+            p.metadata.deletion_timestamp.is_none()
+                && p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+        })
+}
+
+/// (running, not running) pods controlled by `owner_uid` in `ns`.
+pub async fn owned_pods(
+    client: &kube::Client,
+    ns: &str,
+    owner_uid: &str,
+) -> Result<(Vec<Pod>, Vec<Pod>), kube::Error> {
+    let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let list = api.list(&ListParams::default()).await?;
+    Ok(split_owned(list.items, owner_uid))
+}
+
+/// How long to wait for the current ReplicaSet of a Deployment that was
+/// just changed (the deployment controller creates it a moment later).
+const CURRENT_WAIT: Duration = Duration::from_secs(30);
+
+/// The running pods of workload `name` (its JSON `object`), sorted by name.
+pub async fn running_pods(
+    client: &kube::Client,
+    kind: Kind,
+    ns: &str,
+    name: &str,
+    object: &Value,
+) -> Result<Vec<Pod>, String> {
+    let meta: ObjectMeta = serde_json::from_value(object["metadata"].clone())
+        .map_err(|e| format!("the metadata of {ns}/{name} is not valid: {e}"))?;
+    let uid = meta.uid.clone().unwrap_or_default();
+    let owner_uid = match kind {
+        Kind::StatefulSet => uid,
+        Kind::Deployment => {
+            let revision = annotation(&meta, REVISION).unwrap_or_default().to_string();
+            let api: Api<ReplicaSet> = Api::namespaced(client.clone(), ns);
+            let deadline = tokio::time::Instant::now() + CURRENT_WAIT;
+            loop {
+                let rss = api
+                    .list(&ListParams::default())
+                    .await
+                    .map_err(|e| format!("Could not list ReplicaSets in {ns}: {e}"))?;
+                if let Some(m) = current(
+                    rss.items.iter().map(|r| &r.metadata),
+                    &uid,
+                    REVISION,
+                    &revision,
+                ) {
+                    break m.uid.clone().unwrap_or_default();
+                }
+                if tokio::time::Instant::now() >= deadline {
+                    return Err(format!(
+                        "Could not find a ReplicaSet for Deployment {ns}/{name} (revision {revision:?}): none owned by it has that revision after {}s",
+                        CURRENT_WAIT.as_secs()
+                    ));
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+        Kind::DeploymentConfig => {
+            let revision = object
+                .pointer("/status/latestVersion")
+                .and_then(Value::as_i64)
+                .unwrap_or(0)
+                .to_string();
+            let api: Api<ReplicationController> = Api::namespaced(client.clone(), ns);
+            let rcs = api
+                .list(&ListParams::default())
+                .await
+                .map_err(|e| format!("Could not list ReplicationControllers in {ns}: {e}"))?;
+            match current(
+                rcs.items.iter().map(|r| &r.metadata),
+                &uid,
+                DC_REVISION,
+                &revision,
+            ) {
+                Some(m) => m.uid.clone().unwrap_or_default(),
+                // Kanister: no pods before the first deployment of the config.
+                None => return Ok(Vec::new()),
+            }
+        }
+    };
+    let (mut running, _) = owned_pods(client, ns, &owner_uid)
+        .await
+        .map_err(|e| format!("Failed to list pods of {ns}/{name}: {e}"))?;
+    running.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    Ok(running)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn meta(v: Value) -> ObjectMeta {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn owned(uid: &str) -> Value {
+        json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "x", "uid": uid, "controller": true}])
+    }
+
+    #[test]
+    fn the_current_replica_set_has_the_deployments_revision() {
+        let rss = [
+            meta(
+                json!({"uid": "rs1", "ownerReferences": owned("dep"), "annotations": {REVISION: "1"}}),
+            ),
+            meta(
+                json!({"uid": "rs2", "ownerReferences": owned("dep"), "annotations": {REVISION: "2"}}),
+            ),
+            meta(
+                json!({"uid": "rs3", "ownerReferences": owned("other"), "annotations": {REVISION: "2"}}),
+            ),
+        ];
+        let c = current(rss.iter(), "dep", REVISION, "2").unwrap();
+        assert_eq!(c.uid.as_deref(), Some("rs2"));
+        assert!(current(rss.iter(), "dep", REVISION, "3").is_none());
+        assert!(current(rss.iter(), "nobody", REVISION, "1").is_none());
+    }
+
+    #[test]
+    fn pods_are_split_by_owner_and_phase() {
+        let pod = |name: &str, owner: &str, phase: &str, deleting: bool| -> Pod {
+            let mut v = json!({"metadata": {"name": name, "ownerReferences": owned(owner)},
+                "status": {"phase": phase}});
+            if deleting {
+                v["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+            }
+            serde_json::from_value(v).unwrap()
+        };
+        let not_controller: Pod = serde_json::from_value(json!({"metadata": {"name": "e",
+            "ownerReferences": [{"apiVersion": "v1", "kind": "X", "name": "x", "uid": "rs2"}]},
+            "status": {"phase": "Running"}}))
+        .unwrap();
+        let (running, other) = split_owned(
+            vec![
+                pod("a", "rs2", "Running", false),
+                pod("b", "rs1", "Running", false),
+                pod("c", "rs2", "Pending", false),
+                pod("d", "rs2", "Running", true),
+                not_controller,
+            ],
+            "rs2",
+        );
+        let names = |ps: &[Pod]| {
+            ps.iter()
+                .map(|p| p.metadata.name.clone().unwrap())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(&running), ["a"]);
+        assert_eq!(names(&other), ["c", "d"]);
+    }
+}
