@@ -87,10 +87,14 @@ fn create_cm(name: &str, ns: &str, cm: &str) -> Value {
 }
 
 async fn create_blueprint(client: &Client, ns: &str, name: &str, action: Value) {
+    create_blueprint_with(client, ns, json!({"name": name}), action).await
+}
+
+async fn create_blueprint_with(client: &Client, ns: &str, metadata: Value, action: Value) {
     let api: Api<Blueprint> = Api::namespaced(client.clone(), ns);
     let bp: Blueprint = serde_json::from_value(json!({
         "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Blueprint",
-        "metadata": {"name": name}, "actions": {"backup": action},
+        "metadata": metadata, "actions": {"backup": action},
     }))
     .expect("Blueprint");
     api.create(&PostParams::default(), &bp)
@@ -322,6 +326,40 @@ async fn hung_phases_time_out_and_the_defer_phase_runs() -> anyhow::Result<()> {
         s.error
             .message
             .contains("ActionSet option phaseTimeout \"ten minutes\" is not a duration"),
+        "{}",
+        s.error.message
+    );
+    assert!(
+        config_map_exists(&client, &ns, "cleaned").await,
+        "deferPhase did not run"
+    );
+
+    // A Blueprint annotation sets one phase's timeout, over the ActionSet's.
+    cms.delete("cleaned", &Default::default()).await?;
+    create_blueprint_with(
+        &client,
+        &ns,
+        json!({"name": "annotated", "annotations": {
+            "blueprint-operator.io/phase-timeouts": r#"{"backup": {"stuck": "4s"}}"#,
+        }}),
+        json!({"phases": [hung("stuck")], "deferPhase": create_cm("cleanup", &ns, "cleaned")}),
+    )
+    .await;
+    create_actionset(
+        &client,
+        &ns,
+        "by-blueprint",
+        "annotated",
+        json!({"phaseTimeout": "1h", "actionTimeout": "0"}),
+    )
+    .await;
+    let a = wait_terminal(&client, &ns, "by-blueprint").await?;
+    let s = a.status.as_ref().unwrap();
+    assert_eq!(states(&a), (vec![State::Failed], State::Complete));
+    assert!(
+        s.error.message.starts_with(
+            "phase stuck exceeded its 4s timeout (set by the Blueprint annotation blueprint-operator.io/phase-timeouts)"
+        ),
         "{}",
         s.error.message
     );

@@ -28,7 +28,8 @@ pub struct ControllerArgs {
     pub deletion_timeout: u64,
     /// Default timeout of each phase and of the deferPhase (Go duration:
     /// 30m, 4h, 1h30m; 0 = none). Past it the phase is cancelled and fails,
-    /// and the deferPhase runs. ActionSet option `phaseTimeout` overrides it.
+    /// and the deferPhase runs. ActionSet option `phaseTimeout` and the
+    /// Blueprint annotation `blueprint-operator.io/phase-timeouts` override it.
     #[arg(long, default_value = "4h", value_name = "DURATION", value_parser = parse_timeout)]
     pub phase_timeout: Duration,
     /// Default timeout of an action's main phases together, from its start

@@ -12,10 +12,13 @@
 //!   action ran out of time) and has only its own phase timeout;
 //! - a timeout of `0` means none.
 //!
-//! Where the values come from, most specific first: the ActionSet's
-//! `spec.actions[].options` `phaseTimeout` / `actionTimeout` (Go duration
-//! syntax, as `kubectl` and Kanister's own flags take them), then the
-//! controller flags `--phase-timeout` / `--action-timeout`.
+//! Where the values come from, most specific first: for one phase, the
+//! Blueprint annotation [`BLUEPRINT_ANNOTATION`]
+//! (`{"<action>": {"<phase>": "2h"}}`: annotations survive Kanister's CRD,
+//! which prunes unknown phase fields); then the ActionSet's
+//! `spec.actions[].options` `phaseTimeout` / `actionTimeout`; then the
+//! controller flags `--phase-timeout` / `--action-timeout`. Values use Go
+//! duration syntax, as `kubectl` and Kanister's own flags take them.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -26,6 +29,9 @@ use chrono::{DateTime, Utc};
 pub const PHASE_OPTION: &str = "phaseTimeout";
 /// ActionSet option overriding the action timeout.
 pub const ACTION_OPTION: &str = "actionTimeout";
+/// Blueprint annotation with per-phase timeouts:
+/// `{"<action>": {"<phase or deferPhase name>": "<Go duration>"}}`.
+pub const BLUEPRINT_ANNOTATION: &str = "blueprint-operator.io/phase-timeouts";
 /// Controller flag giving the default phase timeout.
 pub const PHASE_FLAG: &str = "--phase-timeout";
 /// Controller flag giving the default action timeout.
@@ -58,6 +64,8 @@ pub enum Source {
     Flag,
     /// The ActionSet option (`phaseTimeout`, `actionTimeout`).
     ActionSet,
+    /// The Blueprint annotation [`BLUEPRINT_ANNOTATION`] (one phase).
+    Blueprint,
 }
 
 /// One timeout in force.
@@ -68,19 +76,34 @@ pub struct Limit {
 }
 
 /// The timeouts of one action (`None`: no timeout).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Timeouts {
+    /// Every phase and the deferPhase, unless `phases` names it.
     pub phase: Option<Limit>,
     pub action: Option<Limit>,
+    /// Per phase name, from the Blueprint annotation (`None`: disabled).
+    pub phases: BTreeMap<String, Option<Limit>>,
 }
 
-/// The timeouts of an action from the controller defaults and the action's
-/// options. An option that is not a duration is reported (the action should
-/// fail with it) and the default is used in its place, so the deferPhase
-/// still has a bound.
+impl Timeouts {
+    /// The timeout of the phase (or deferPhase) called `name`.
+    pub fn phase_limit(&self, name: &str) -> Option<&Limit> {
+        match self.phases.get(name) {
+            Some(own) => own.as_ref(),
+            None => self.phase.as_ref(),
+        }
+    }
+}
+
+/// The timeouts of action `action` from the controller defaults, the
+/// action's options and its Blueprint's annotations. A value that is not a
+/// duration is reported (the action should fail with it) and the next
+/// source is used in its place, so the deferPhase still has a bound.
 pub fn resolve(
     defaults: Defaults,
     options: &BTreeMap<String, String>,
+    blueprint_annotations: Option<&BTreeMap<String, String>>,
+    action: &str,
 ) -> (Timeouts, Option<String>) {
     let mut problems = Vec::new();
     let mut pick = |option: &str, default: Duration| -> Option<Limit> {
@@ -105,12 +128,48 @@ pub fn resolve(
             }
         }
     };
-    let t = Timeouts {
+    let mut t = Timeouts {
         phase: pick(PHASE_OPTION, defaults.phase),
         action: pick(ACTION_OPTION, defaults.action),
+        phases: BTreeMap::new(),
     };
+    if let Some(text) = blueprint_annotations.and_then(|a| a.get(BLUEPRINT_ANNOTATION)) {
+        match blueprint_phases(text, action) {
+            Ok(phases) => t.phases = phases,
+            Err(e) => problems.push(format!(
+                "Blueprint annotation {BLUEPRINT_ANNOTATION}: {e}; write {{\"<action>\": {{\"<phase>\": \"2h\"}}}} with Go durations (0 disables the timeout)"
+            )),
+        }
+    }
     let problem = (!problems.is_empty()).then(|| problems.join("; "));
     (t, problem)
+}
+
+/// The per-phase timeouts of `action` in the Blueprint annotation (other
+/// actions' entries are not checked here: their own ActionSets report them).
+fn blueprint_phases(text: &str, action: &str) -> Result<BTreeMap<String, Option<Limit>>, String> {
+    let all: BTreeMap<String, serde_json::Value> =
+        serde_json::from_str(text).map_err(|e| format!("not a JSON object ({e})"))?;
+    let Some(entry) = all.get(action) else {
+        return Ok(BTreeMap::new());
+    };
+    let phases = entry
+        .as_object()
+        .ok_or_else(|| format!("the value of {action:?} is not an object of phase names"))?;
+    let mut out = BTreeMap::new();
+    for (phase, v) in phases {
+        let text = v
+            .as_str()
+            .ok_or_else(|| format!("{action}.{phase} is not a string"))?;
+        let d = parse_go_duration(text)
+            .map_err(|e| format!("{action}.{phase} {text:?} is not a duration ({e})"))?;
+        let limit = (!d.is_zero()).then_some(Limit {
+            after: d,
+            source: Source::Blueprint,
+        });
+        out.insert(phase.clone(), limit);
+    }
+    Ok(out)
 }
 
 /// Parses Go's `time.ParseDuration` syntax (`300ms`, `1.5h`, `2h45m`, `0`),
@@ -207,13 +266,20 @@ fn set_by(limit: &Limit, option: &str, flag: &str) -> String {
     match limit.source {
         Source::Flag => format!("set by the controller flag {flag}"),
         Source::ActionSet => format!("set by the ActionSet option {option}"),
+        Source::Blueprint => format!("set by the Blueprint annotation {BLUEPRINT_ANNOTATION}"),
     }
 }
 
-fn raise_with(option: &str, flag: &str) -> String {
-    format!(
-        "raise it with the ActionSet option spec.actions[].options.{option} (a Go duration such as 2h; 0 disables it) or the controller flag {flag}"
-    )
+fn raise_with(limit: &Limit, option: &str, flag: &str) -> String {
+    match limit.source {
+        Source::Blueprint => {
+            "raise it in that annotation of the Blueprint (a Go duration such as 2h; 0 disables it)"
+                .into()
+        }
+        _ => format!(
+            "raise it with the ActionSet option spec.actions[].options.{option} (a Go duration such as 2h; 0 disables it) or the controller flag {flag}"
+        ),
+    }
 }
 
 fn add(start: DateTime<Utc>, d: Duration) -> DateTime<Utc> {
@@ -230,7 +296,7 @@ fn phase_deadline(limit: &Limit, what: &str, name: &str, start: DateTime<Utc>) -
             "{what} {name} exceeded its {} timeout ({}) and was cancelled; {}",
             format_duration(limit.after),
             set_by(limit, PHASE_OPTION, PHASE_FLAG),
-            raise_with(PHASE_OPTION, PHASE_FLAG)
+            raise_with(limit, PHASE_OPTION, PHASE_FLAG)
         ),
     }
 }
@@ -248,7 +314,7 @@ fn action_deadline(
             "action {action} exceeded its {} timeout ({}) {what}; {}",
             format_duration(limit.after),
             set_by(limit, ACTION_OPTION, ACTION_FLAG),
-            raise_with(ACTION_OPTION, ACTION_FLAG)
+            raise_with(limit, ACTION_OPTION, ACTION_FLAG)
         ),
     })
 }
@@ -265,8 +331,7 @@ pub fn for_phase(
     now: DateTime<Utc>,
 ) -> Option<Deadline> {
     let own = t
-        .phase
-        .as_ref()
+        .phase_limit(phase)
         .map(|l| phase_deadline(l, "phase", phase, phase_start.unwrap_or(now)));
     let whole = action_deadline(
         t,
@@ -288,8 +353,7 @@ pub fn for_defer(
     defer_start: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
 ) -> Option<Deadline> {
-    t.phase
-        .as_ref()
+    t.phase_limit(defer)
         .map(|l| phase_deadline(l, "deferPhase", defer, defer_start.unwrap_or(now)))
 }
 
@@ -317,6 +381,10 @@ mod tests {
 
     fn at(s: &str) -> DateTime<Utc> {
         parse_time(Some(s)).unwrap()
+    }
+
+    fn res(d: Defaults, o: &BTreeMap<String, String>) -> (Timeouts, Option<String>) {
+        resolve(d, o, None, "backup")
     }
 
     fn opts(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -378,7 +446,7 @@ mod tests {
             phase: Duration::from_secs(3600),
             action: Duration::ZERO,
         };
-        let (t, p) = resolve(d, &BTreeMap::new());
+        let (t, p) = res(d, &BTreeMap::new());
         assert_eq!(p, None);
         assert_eq!(
             t.phase,
@@ -389,7 +457,7 @@ mod tests {
         );
         assert_eq!(t.action, None);
 
-        let (t, p) = resolve(d, &opts(&[("phaseTimeout", "0"), ("actionTimeout", "2h")]));
+        let (t, p) = res(d, &opts(&[("phaseTimeout", "0"), ("actionTimeout", "2h")]));
         assert_eq!(p, None);
         assert_eq!(t.phase, None);
         assert_eq!(
@@ -403,7 +471,7 @@ mod tests {
 
     #[test]
     fn a_bad_option_is_reported_and_the_default_kept() {
-        let (t, p) = resolve(
+        let (t, p) = res(
             Defaults::default(),
             &opts(&[("phaseTimeout", "10 minutes")]),
         );
@@ -422,7 +490,7 @@ mod tests {
 
     #[test]
     fn phase_deadline_counts_from_the_recorded_start() {
-        let (t, _) = resolve(Defaults::default(), &opts(&[("phaseTimeout", "30m")]));
+        let (t, _) = res(Defaults::default(), &opts(&[("phaseTimeout", "30m")]));
         let now = at("2026-01-01T12:00:00Z");
         // Started 10 minutes ago (e.g. before a controller restart): 20 left.
         let d = for_phase(
@@ -450,7 +518,7 @@ mod tests {
             phase: Duration::from_secs(3600),
             action: Duration::from_secs(2 * 3600),
         };
-        let (t, _) = resolve(d, &BTreeMap::new());
+        let (t, _) = res(d, &BTreeMap::new());
         let now = at("2026-01-01T12:00:00Z");
         let action_start = Some(at("2026-01-01T10:30:00Z"));
         let dl = for_phase(
@@ -498,7 +566,7 @@ mod tests {
             phase: Duration::from_secs(600),
             action: Duration::from_secs(60),
         };
-        let (t, _) = resolve(d, &BTreeMap::new());
+        let (t, _) = res(d, &BTreeMap::new());
         let now = at("2026-01-01T12:00:00Z");
         let dl = for_defer(&t, "cleanup", Some(at("2026-01-01T11:59:00Z")), now).unwrap();
         assert_eq!(dl.at, at("2026-01-01T12:09:00Z"));
@@ -508,13 +576,13 @@ mod tests {
             "{}",
             dl.message
         );
-        let (t, _) = resolve(d, &opts(&[("phaseTimeout", "0")]));
+        let (t, _) = res(d, &opts(&[("phaseTimeout", "0")]));
         assert_eq!(for_defer(&t, "cleanup", None, now), None);
     }
 
     #[test]
     fn an_expired_action_stops_before_the_next_phase() {
-        let (t, _) = resolve(Defaults::default(), &opts(&[("actionTimeout", "1h")]));
+        let (t, _) = res(Defaults::default(), &opts(&[("actionTimeout", "1h")]));
         let start = Some(at("2026-01-01T11:00:00Z"));
         assert_eq!(
             action_expired(&t, "backup", start, "upload", at("2026-01-01T11:59:59Z")),
@@ -535,5 +603,76 @@ mod tests {
             ),
             None
         );
+    }
+
+    fn bp_annotation(v: &str) -> BTreeMap<String, String> {
+        BTreeMap::from([(BLUEPRINT_ANNOTATION.to_string(), v.to_string())])
+    }
+
+    #[test]
+    fn the_blueprint_annotation_sets_one_phase_over_options_and_flags() {
+        let ann =
+            bp_annotation(r#"{"backup": {"dump": "6h", "quick": "0"}, "restore": {"x": "bad"}}"#);
+        let (t, p) = resolve(
+            Defaults::default(),
+            &opts(&[("phaseTimeout", "30m")]),
+            Some(&ann),
+            "backup",
+        );
+        assert_eq!(
+            p, None,
+            "another action's entry is not this action's problem"
+        );
+        assert_eq!(
+            t.phase_limit("dump"),
+            Some(&Limit {
+                after: Duration::from_secs(6 * 3600),
+                source: Source::Blueprint
+            })
+        );
+        assert_eq!(t.phase_limit("quick"), None);
+        assert_eq!(
+            t.phase_limit("other").map(|l| l.source),
+            Some(Source::ActionSet)
+        );
+        let now = at("2026-01-01T12:00:00Z");
+        let d = for_phase(&t, "backup", None, "dump", Some(now), now).unwrap();
+        assert_eq!(d.at, at("2026-01-01T18:00:00Z"));
+        assert_eq!(
+            d.message,
+            "phase dump exceeded its 6h timeout (set by the Blueprint annotation blueprint-operator.io/phase-timeouts) and was cancelled; raise it in that annotation of the Blueprint (a Go duration such as 2h; 0 disables it)"
+        );
+        // The deferPhase is named there too.
+        let ann = bp_annotation(r#"{"backup": {"cleanup": "5m"}}"#);
+        let (t, _) = resolve(Defaults::default(), &BTreeMap::new(), Some(&ann), "backup");
+        let d = for_defer(&t, "cleanup", Some(now), now).unwrap();
+        assert_eq!(d.at, at("2026-01-01T12:05:00Z"));
+    }
+
+    #[test]
+    fn a_bad_blueprint_annotation_is_reported() {
+        for (text, want) in [
+            ("not json", "not a JSON object"),
+            (r#"{"backup": ["dump"]}"#, "not an object of phase names"),
+            (r#"{"backup": {"dump": 5}}"#, "backup.dump is not a string"),
+            (
+                r#"{"backup": {"dump": "5 hours"}}"#,
+                "backup.dump \"5 hours\" is not a duration",
+            ),
+        ] {
+            let (t, p) = resolve(
+                Defaults::default(),
+                &BTreeMap::new(),
+                Some(&bp_annotation(text)),
+                "backup",
+            );
+            let p = p.unwrap_or_else(|| panic!("{text}: no problem reported"));
+            assert!(
+                p.starts_with("Blueprint annotation blueprint-operator.io/phase-timeouts: "),
+                "{p}"
+            );
+            assert!(p.contains(want), "{text}: {p}");
+            assert_eq!(t.phase_limit("dump").map(|l| l.source), Some(Source::Flag));
+        }
     }
 }

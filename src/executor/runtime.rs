@@ -568,7 +568,12 @@ async fn action_env(run: &Run<'_>, obj: &ActionSet, i: usize) -> ActionEnv {
         .and_then(|s| s.actions.get(i))
         .cloned()
         .unwrap_or_default();
-    let (bp, broken) = match get_blueprint(client, run.ns, &st.blueprint).await {
+    let fetched = get_blueprint(client, run.ns, &st.blueprint).await;
+    let bp_annotations = fetched
+        .as_ref()
+        .ok()
+        .and_then(|b| b.metadata.annotations.clone());
+    let (bp, broken) = match fetched {
         Err(e) => (
             None,
             Some(format!("Failed to query blueprint {}: {e}", st.blueprint)),
@@ -592,7 +597,12 @@ async fn action_env(run: &Run<'_>, obj: &ActionSet, i: usize) -> ActionEnv {
     let (base, mut base_error) = params::fetch_base(client, run.ns, &spec, &time).await;
     // A bad timeout option fails the action at launch (the deferPhase runs,
     // bounded by the default).
-    let (timeouts, bad_timeout) = deadline::resolve(run.inner.cfg.timeouts, &spec.options);
+    let (timeouts, bad_timeout) = deadline::resolve(
+        run.inner.cfg.timeouts,
+        &spec.options,
+        bp_annotations.as_ref(),
+        &st.name,
+    );
     if base_error.is_none() {
         base_error = bad_timeout;
     }
