@@ -2,14 +2,12 @@
 
 use super::TemplateError;
 use super::funcs::{self, Ctx};
-use super::parse::{Arg, Cmd, Control, Node, Pipe};
+use super::limits::{
+    self, MAX_EXEC_DEPTH, MAX_LIST, MAX_OUTPUT, MAX_STEPS, MAX_STRING, MAX_VALUE_DEPTH, MAX_WORK,
+};
+use super::parse::{Arg, Call, Cmd, Control, Node, Pipe, ROOT_NAME, Tree};
 use super::print::fmt_v;
 use super::value::{GoTime, Value};
-
-/// Caps that keep hostile templates bounded.
-const MAX_STEPS: usize = 10_000_000;
-const MAX_DEPTH: usize = 200;
-const MAX_OUTPUT: usize = 64 << 20;
 
 enum Flow {
     Normal,
@@ -21,25 +19,35 @@ pub struct State<'a> {
     out: String,
     vars: Vec<(String, Value)>,
     steps: usize,
+    /// Bytes and elements produced by function calls so far (see `MAX_WORK`).
+    work: usize,
     depth: usize,
     line: usize,
     now: &'a GoTime,
+    tree: &'a Tree,
 }
 
 type R<T> = Result<T, TemplateError>;
 
-pub fn execute(nodes: &[Node], data: &Value, now: &GoTime) -> R<String> {
+pub fn execute(tree: &Tree, data: &Value, now: &GoTime) -> R<String> {
     let mut st = State {
         out: String::new(),
         vars: vec![("$".into(), data.clone())],
         steps: 0,
+        work: 0,
         depth: 0,
         line: 1,
         now,
+        tree,
     };
-    st.walk(data, nodes)?;
+    st.walk(data, &tree.root)?;
     Ok(st.out)
 }
+
+/// Functions that change their first argument in place in Go (maps are
+/// references there); our values are immutable, so the result is written
+/// back to the variable that was passed (see README, template differences).
+const MUTATORS: &[&str] = &["set", "unset", "merge", "mergeOverwrite"];
 
 impl State<'_> {
     fn err<T>(&self, msg: impl Into<String>) -> R<T> {
@@ -54,26 +62,104 @@ impl State<'_> {
         if self.steps > MAX_STEPS {
             return self.err("template execution exceeded the step limit");
         }
-        if self.out.len() > MAX_OUTPUT {
-            return self.err("template output exceeded the size limit");
+        Ok(())
+    }
+
+    fn emit(&mut self, s: &str) -> R<()> {
+        if self.out.len() + s.len() > MAX_OUTPUT {
+            return self.err(format!(
+                "template output is larger than {}, the limit of one rendered string; render less data",
+                limits::human(MAX_OUTPUT)
+            ));
+        }
+        self.out.push_str(s);
+        Ok(())
+    }
+
+    /// One more level of evaluation (block body, pipeline or template call).
+    fn enter(&mut self) -> R<()> {
+        self.depth += 1;
+        if self.depth > MAX_EXEC_DEPTH {
+            self.depth -= 1;
+            return self.err(format!(
+                "exceeded maximum template depth ({MAX_EXEC_DEPTH}): blocks, parenthesized \
+                 pipelines and template calls nest deeper than that; check for a template \
+                 that calls itself without an end"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Check a function result against the value limits and charge its size.
+    fn account(&mut self, name: &str, v: &Value) -> R<()> {
+        let what = || format!("error calling {name}: the result");
+        let size = match v {
+            Value::Str(s) => {
+                if s.len() > MAX_STRING {
+                    return self.err(limits::string_too_long(&what()));
+                }
+                s.len()
+            }
+            Value::Bytes(b) => b.len(),
+            Value::List(l, _) => {
+                if l.len() > MAX_LIST {
+                    return self.err(limits::list_too_long(&what()));
+                }
+                l.len()
+            }
+            Value::Map(m) => {
+                if m.entries.len() > MAX_LIST {
+                    return self.err(limits::list_too_long(&what()));
+                }
+                m.entries.len()
+            }
+            _ => 1,
+        };
+        if v.depth() > MAX_VALUE_DEPTH {
+            return self.err(format!(
+                "{} nests lists and dicts more than {MAX_VALUE_DEPTH} deep; build flatter values",
+                what()
+            ));
+        }
+        self.work = self.work.saturating_add(size.max(1));
+        if self.work > MAX_WORK {
+            return self.err(format!(
+                "the functions of this template produced more than {} of data, the limit of one \
+                 render; render less data",
+                limits::human(MAX_WORK)
+            ));
         }
         Ok(())
     }
 
     fn walk(&mut self, dot: &Value, nodes: &[Node]) -> R<Flow> {
+        self.enter()?;
+        let r = self.walk_inner(dot, nodes);
+        self.depth -= 1;
+        r
+    }
+
+    fn walk_inner(&mut self, dot: &Value, nodes: &[Node]) -> R<Flow> {
         for n in nodes {
             self.step()?;
             match n {
-                Node::Text(t) => self.out.push_str(t),
+                Node::Text(t) => self.emit(t)?,
                 Node::Action(line, pipe) => {
                     self.line = *line;
                     let v = self.pipeline(dot, pipe)?;
                     if pipe.decl.is_empty() {
                         match v {
-                            Value::Nil => self.out.push_str("<no value>"),
-                            v => self.out.push_str(&fmt_v(&v)),
+                            Value::Nil => self.emit("<no value>")?,
+                            v => {
+                                let s = fmt_v(&v);
+                                self.emit(&s)?;
+                            }
                         }
                     }
+                }
+                Node::Template(call) => {
+                    self.line = call.line;
+                    self.call_template(dot, call)?;
                 }
                 Node::If(c) | Node::With(c) => {
                     self.line = c.line;
@@ -107,6 +193,27 @@ impl State<'_> {
             }
         }
         Ok(Flow::Normal)
+    }
+
+    /// `{{template "name" pipeline}}`: Go gives the callee only `$` = dot.
+    fn call_template(&mut self, dot: &Value, call: &Call) -> R<()> {
+        let tree = self.tree;
+        let body = if call.name == ROOT_NAME {
+            Some(&tree.root)
+        } else {
+            tree.defs.get(&call.name)
+        };
+        let Some(body) = body else {
+            return self.err(format!("template {:?} not defined", call.name));
+        };
+        let d = match &call.pipe {
+            Some(p) => self.pipeline(dot, p)?,
+            None => Value::Nil,
+        };
+        let vars = std::mem::replace(&mut self.vars, vec![("$".into(), d.clone())]);
+        let r = self.walk(&d, body);
+        self.vars = vars;
+        r.map(|_| ())
     }
 
     fn range(&mut self, dot: &Value, c: &Control) -> R<()> {
@@ -145,18 +252,34 @@ impl State<'_> {
                     ));
                 }
                 if *n as u64 > MAX_STEPS as u64 {
-                    return self.err("range count exceeds the step limit");
+                    return self.err(format!(
+                        "range over {n} exceeds the limit of {MAX_STEPS} evaluation steps of one render"
+                    ));
                 }
-                (0..(*n).max(0))
-                    .map(|i| (Value::Int(i), Value::Int(i)))
-                    .collect()
+                return self.range_items(
+                    dot,
+                    c,
+                    mark0,
+                    (0..(*n).max(0)).map(|i| (Value::Int(i), Value::Int(i))),
+                );
             }
             Value::Nil => Vec::new(),
             other => {
                 return self.err(format!("range can't iterate over {}", fmt_v(other)));
             }
         };
-        if items.is_empty() {
+        self.range_items(dot, c, mark0, items.into_iter())
+    }
+
+    fn range_items(
+        &mut self,
+        dot: &Value,
+        c: &Control,
+        mark0: usize,
+        items: impl Iterator<Item = (Value, Value)>,
+    ) -> R<()> {
+        let mut items = items.peekable();
+        if items.peek().is_none() {
             if let Some(e) = &c.else_list {
                 let r = self.walk(dot, e);
                 self.vars.truncate(mark0);
@@ -213,11 +336,7 @@ impl State<'_> {
     }
 
     fn pipeline(&mut self, dot: &Value, pipe: &Pipe) -> R<Value> {
-        self.depth += 1;
-        if self.depth > MAX_DEPTH {
-            self.depth -= 1;
-            return self.err("exceeded maximum template depth");
-        }
+        self.enter()?;
         let r = self.pipeline_inner(dot, pipe);
         self.depth -= 1;
         r
@@ -270,8 +389,9 @@ impl State<'_> {
             Arg::Func(name) => self.function(dot, name, &cmd.args, fin),
             Arg::Nil => self.err("nil is not a command"),
             lit => {
-                self.not_a_function(&cmd.args, &fin, &format!("{lit:?}"))?;
-                self.arg(dot, lit)
+                let v = self.arg(dot, lit)?;
+                self.not_a_function(&cmd.args, &fin, &fmt_v(&v))?;
+                Ok(v)
             }
         }
     }
@@ -378,6 +498,16 @@ impl State<'_> {
             vals.push(f);
         }
         let ctx = Ctx { now: self.now };
-        funcs::call(name, &vals, &ctx).or_else(|e| self.err(format!("error calling {name}: {e}")))
+        let v = funcs::call(name, &vals, &ctx)
+            .or_else(|e| self.err(format!("error calling {name}: {e}")))?;
+        self.account(name, &v)?;
+        if MUTATORS.contains(&name)
+            && let Some(Arg::Variable(var, chain)) = rest.first()
+            && chain.is_empty()
+            && matches!(v, Value::Map(_))
+        {
+            self.set_var(var, v.clone())?;
+        }
+        Ok(v)
     }
 }

@@ -1,7 +1,8 @@
 //! Go text/template builtins and the sprig v2.22.0 subset Kanister uses.
 
 use super::gotime;
-use super::print::{fmt_v, go_quote, sprint, sprintf, sprintln, to_json};
+use super::limits::{check_count, check_len};
+use super::print::{JsonError, fmt_v, go_quote, sprint, sprintf, sprintln, to_json};
 use super::value::{GoTime, Value};
 use base64::Engine;
 use sha2::Digest;
@@ -179,11 +180,24 @@ const SPRIG_OTHER: &[&str] = &[
 ];
 
 pub fn is_defined(name: &str) -> bool {
-    BUILTINS.contains(&name) || SPRIG.contains(&name)
+    BUILTINS.contains(&name) || SPRIG.contains(&name) || super::sprig_strings::NAMES.contains(&name)
+}
+
+/// Every function a template may call (Go builtins and sprig), for tests.
+#[cfg(test)]
+pub fn all_names() -> Vec<&'static str> {
+    BUILTINS
+        .iter()
+        .chain(SPRIG)
+        .chain(SPRIG_OTHER)
+        .chain(super::sprig_strings::NAMES)
+        .copied()
+        .filter(|n| is_defined(n))
+        .collect()
 }
 
 pub fn is_sprig_unsupported(name: &str) -> bool {
-    SPRIG_OTHER.contains(&name)
+    SPRIG_OTHER.contains(&name) && !is_defined(name)
 }
 
 /// Context a function call may need.
@@ -193,7 +207,7 @@ pub struct Ctx<'a> {
 
 pub type FnResult = Result<Value, String>;
 
-fn arity(name: &str, args: &[Value], n: usize) -> Result<(), String> {
+pub fn arity(name: &str, args: &[Value], n: usize) -> Result<(), String> {
     if args.len() != n {
         return Err(format!(
             "wrong number of args for {name}: want {n} got {}",
@@ -203,7 +217,7 @@ fn arity(name: &str, args: &[Value], n: usize) -> Result<(), String> {
     Ok(())
 }
 
-fn at_least(name: &str, args: &[Value], n: usize) -> Result<(), String> {
+pub fn at_least(name: &str, args: &[Value], n: usize) -> Result<(), String> {
     if args.len() < n {
         return Err(format!(
             "wrong number of args for {name}: want at least {n} got {}",
@@ -214,7 +228,7 @@ fn at_least(name: &str, args: &[Value], n: usize) -> Result<(), String> {
 }
 
 /// A `string` parameter (Go does not convert other types).
-fn s(v: &Value) -> Result<&str, String> {
+pub fn s(v: &Value) -> Result<&str, String> {
     match v {
         Value::Str(x) => Ok(x),
         Value::Nil => Err("invalid value; expected string".into()),
@@ -235,7 +249,7 @@ pub fn strval(v: &Value) -> String {
 }
 
 /// sprig `toInt64`.
-fn to_i64(v: &Value) -> i64 {
+pub fn to_i64(v: &Value) -> i64 {
     match v {
         Value::Str(x) => x.parse().unwrap_or(0),
         Value::Int(i) => *i,
@@ -251,7 +265,7 @@ fn to_i64(v: &Value) -> i64 {
     }
 }
 
-fn to_f64(v: &Value) -> f64 {
+pub fn to_f64(v: &Value) -> f64 {
     match v {
         Value::Str(x) => x.parse().unwrap_or(0.0),
         Value::Int(i) => *i as f64,
@@ -262,22 +276,41 @@ fn to_f64(v: &Value) -> f64 {
 }
 
 /// sprig `empty`.
-fn empty(v: &Value) -> bool {
+pub fn empty(v: &Value) -> bool {
     !matches!(v, Value::Struct(_) | Value::Time(_)) && !v.truth()
 }
 
-/// sprig `strslice`.
-fn strslice(v: &Value) -> Vec<String> {
+/// sprig `strslice`, refused when the strings together exceed `MAX_STRING`.
+pub fn strslice(v: &Value) -> Result<Vec<String>, String> {
+    let mut total = 0usize;
+    let mut add = |s: String| {
+        total += s.len();
+        check_len(total, "the list of strings")?;
+        Ok::<_, String>(s)
+    };
     match v {
         Value::List(l, _) => l
             .iter()
             .filter(|x| !matches!(x, Value::Nil))
-            .map(strval)
+            .map(|x| add(strval(x)))
             .collect(),
-        Value::Bytes(b) => b.iter().map(|x| x.to_string()).collect(),
-        Value::Nil => Vec::new(),
-        other => vec![strval(other)],
+        Value::Bytes(b) => b.iter().map(|x| add(x.to_string())).collect(),
+        Value::Nil => Ok(Vec::new()),
+        other => Ok(vec![add(strval(other))?]),
     }
+}
+
+/// Join with `sep`, refusing a result longer than `MAX_STRING`.
+pub fn join_bounded(parts: impl Iterator<Item = String>, sep: &str) -> Result<String, String> {
+    let mut out = String::new();
+    for (i, p) in parts.enumerate() {
+        if i > 0 {
+            out.push_str(sep);
+        }
+        out.push_str(&p);
+        check_len(out.len(), "the joined string")?;
+    }
+    Ok(out)
 }
 
 /// Go's `basicKind` classes for comparisons.
@@ -302,7 +335,7 @@ fn kind(v: &Value) -> Kind {
     }
 }
 
-fn eq(args: &[Value]) -> FnResult {
+pub fn eq(args: &[Value]) -> FnResult {
     let Some((a, rest)) = args.split_first() else {
         return Err("wrong number of args for eq: want at least 1 got 0".into());
     };
@@ -523,7 +556,7 @@ fn title(x: &str) -> String {
     out
 }
 
-fn date_in_zone(layout: &str, d: &Value, zone: &str, ctx: &Ctx) -> String {
+pub fn date_in_zone(layout: &str, d: &Value, zone: &str, ctx: &Ctx) -> String {
     let t = match d {
         Value::Time(t) => (**t).clone(),
         Value::Int(i) => gotime::from_unix(*i),
@@ -582,15 +615,13 @@ pub fn call(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
         }
         "toJson" | "toPrettyJson" => {
             arity(name, args, 1)?;
-            let j = to_json(&args[0]).unwrap_or_default();
-            if name == "toPrettyJson" && !j.is_empty() {
-                let pretty = serde_json::from_str::<serde_json::Value>(&j)
-                    .ok()
-                    .and_then(|v| serde_json::to_string_pretty(&v).ok())
-                    .unwrap_or(j);
-                Value::str(pretty)
-            } else {
-                Value::str(j)
+            let indent = (name == "toPrettyJson").then_some("  ");
+            match to_json(&args[0], indent) {
+                Ok(j) => Value::str(j),
+                Err(JsonError::Unsupported) => Value::str(""),
+                Err(JsonError::TooLong) => {
+                    return Err(super::limits::string_too_long("the JSON text"));
+                }
             }
         }
         "date" => {
@@ -637,20 +668,18 @@ pub fn call(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
                 Err(p) => Value::str(format!("illegal base64 data at input byte {p}")),
             }
         }
-        "quote" => Value::str(
+        "quote" => Value::str(join_bounded(
             args.iter()
                 .filter(|a| !matches!(a, Value::Nil))
-                .map(|a| go_quote(&strval(a)))
-                .collect::<Vec<_>>()
-                .join(" "),
-        ),
-        "squote" => Value::str(
+                .map(|a| go_quote(&strval(a))),
+            " ",
+        )?),
+        "squote" => Value::str(join_bounded(
             args.iter()
                 .filter(|a| !matches!(a, Value::Nil))
-                .map(|a| format!("'{}'", strval(a)))
-                .collect::<Vec<_>>()
-                .join(" "),
-        ),
+                .map(|a| format!("'{}'", strval(a))),
+            " ",
+        )?),
         "upper" | "lower" | "title" | "trim" | "nospace" | "sha256sum" | "sha1sum" => {
             arity(name, args, 1)?;
             let x = s(&args[0])?;
@@ -667,7 +696,7 @@ pub fn call(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
         "replace" => {
             arity(name, args, 3)?;
             let (old, new, src) = (s(&args[0])?, s(&args[1])?, s(&args[2])?);
-            Value::str(go_replace(src, old, new))
+            Value::str(go_replace(src, old, new)?)
         }
         "trimAll" | "trimall" | "trimSuffix" | "trimPrefix" | "hasPrefix" | "hasSuffix"
         | "contains" => {
@@ -697,18 +726,17 @@ pub fn call(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
             if n < 0 {
                 return Err("strings: negative Repeat count".into());
             }
-            if (n as u128) * (x.len() as u128) > 16 << 20 {
-                return Err("repeat result too large".into());
-            }
+            let total = (n as u128) * (x.len() as u128);
+            check_len(
+                usize::try_from(total).unwrap_or(usize::MAX),
+                "the result of repeat",
+            )?;
             Value::str(x.repeat(n as usize))
         }
-        "cat" => Value::str(
-            args.iter()
-                .filter(|a| !matches!(a, Value::Nil))
-                .map(strval)
-                .collect::<Vec<_>>()
-                .join(" "),
-        ),
+        "cat" => Value::str(join_bounded(
+            args.iter().filter(|a| !matches!(a, Value::Nil)).map(strval),
+            " ",
+        )?),
         "indent" | "nindent" => {
             arity(name, args, 2)?;
             let n = match &args[0] {
@@ -720,8 +748,14 @@ pub fn call(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
                     ));
                 }
             };
+            let text = s(&args[1])?;
+            let lines = text.matches('\n').count() + 1;
+            check_len(
+                lines.saturating_mul(n).saturating_add(text.len() + 1),
+                &format!("the result of {name}"),
+            )?;
             let pad = " ".repeat(n);
-            let r = format!("{pad}{}", s(&args[1])?.replace('\n', &format!("\n{pad}")));
+            let r = format!("{pad}{}", text.replace('\n', &format!("\n{pad}")));
             Value::str(if name == "nindent" {
                 format!("\n{r}")
             } else {
@@ -731,7 +765,7 @@ pub fn call(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
         "split" => {
             arity(name, args, 2)?;
             let (sep, orig) = (s(&args[0])?, s(&args[1])?);
-            let m: BTreeMap<String, Value> = go_split(orig, sep)
+            let m: BTreeMap<String, Value> = go_split(orig, sep)?
                 .into_iter()
                 .enumerate()
                 .map(|(i, p)| (format!("_{i}"), Value::str(p)))
@@ -742,18 +776,19 @@ pub fn call(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
             arity(name, args, 2)?;
             let (sep, orig) = (s(&args[0])?, s(&args[1])?);
             Value::list(
-                go_split(orig, sep).into_iter().map(Value::str).collect(),
+                go_split(orig, sep)?.into_iter().map(Value::str).collect(),
                 "[]string",
             )
         }
         "join" => {
             arity(name, args, 2)?;
-            Value::str(strslice(&args[1]).join(s(&args[0])?))
+            let sep = s(&args[0])?;
+            Value::str(join_bounded(strslice(&args[1])?.into_iter(), sep)?)
         }
         "toStrings" => {
             arity(name, args, 1)?;
             Value::list(
-                strslice(&args[0]).into_iter().map(Value::str).collect(),
+                strslice(&args[0])?.into_iter().map(Value::str).collect(),
                 "[]string",
             )
         }
@@ -877,13 +912,31 @@ pub fn call(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
                 "sprig usage of '{name}' is not allowed by kanister as it is not FIPS compatible"
             ));
         }
-        _ => return Err(format!("function {name:?} not defined")),
+        _ => {
+            return super::sprig_strings::call(name, args)
+                .unwrap_or_else(|| Err(format!("function {name:?} not defined")));
+        }
     };
     Ok(r)
 }
 
-/// Go `strings.Replace(s, old, new, -1)` (an empty `old` matches between runes).
-fn go_replace(src: &str, old: &str, new: &str) -> String {
+/// Go `strings.Replace(s, old, new, -1)` (an empty `old` matches between
+/// runes), refused when the result would exceed `MAX_STRING`.
+pub fn go_replace(src: &str, old: &str, new: &str) -> Result<String, String> {
+    let matches = if old.is_empty() {
+        src.chars().count() + 1
+    } else {
+        src.matches(old).count()
+    };
+    let total = (src.len() as u128) + (matches as u128) * (new.len() as u128);
+    check_len(
+        usize::try_from(total).unwrap_or(usize::MAX),
+        "the result of replace",
+    )?;
+    Ok(replace_unchecked(src, old, new))
+}
+
+fn replace_unchecked(src: &str, old: &str, new: &str) -> String {
     if old.is_empty() {
         let mut out = String::from(new);
         for c in src.chars() {
@@ -895,15 +948,18 @@ fn go_replace(src: &str, old: &str, new: &str) -> String {
     src.replace(old, new)
 }
 
-/// Go `strings.Split` (an empty separator splits into runes).
-fn go_split(s: &str, sep: &str) -> Vec<String> {
+/// Go `strings.Split` (an empty separator splits into runes), refused
+/// beyond `MAX_LIST` pieces.
+pub fn go_split(s: &str, sep: &str) -> Result<Vec<String>, String> {
     if sep.is_empty() {
-        return s.chars().map(|c| c.to_string()).collect();
+        check_count(s.chars().count(), "the split")?;
+        return Ok(s.chars().map(|c| c.to_string()).collect());
     }
-    s.split(sep).map(str::to_string).collect()
+    check_count(s.matches(sep).count() + 1, "the split")?;
+    Ok(s.split(sep).map(str::to_string).collect())
 }
 
-fn hex(b: &[u8]) -> String {
+pub fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 

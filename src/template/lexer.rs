@@ -33,6 +33,30 @@ pub struct Token {
     pub line: usize,
 }
 
+/// A token as Go's parser names it in errors (`"}}"`, `<.Name>`, ...).
+pub fn tok_text(t: &Tok) -> String {
+    match t {
+        Tok::Text(s) => format!("text {:?}", s.chars().take(20).collect::<String>()),
+        Tok::LeftDelim => "\"{{\"".into(),
+        Tok::RightDelim => "\"}}\"".into(),
+        Tok::Space => "space".into(),
+        Tok::Ident(s) => format!("<{s}>"),
+        Tok::Field(s) => format!("<.{s}>"),
+        Tok::Dot => "<.>".into(),
+        Tok::Variable(s) => format!("<{s}>"),
+        Tok::Str(s) => format!("{s:?}"),
+        Tok::Number(s) | Tok::Char(s) => format!("<{s}>"),
+        Tok::Bool(b) => format!("<{b}>"),
+        Tok::Nil => "<nil>".into(),
+        Tok::Pipe => "\"|\"".into(),
+        Tok::LParen => "\"(\"".into(),
+        Tok::RParen => "\")\"".into(),
+        Tok::Declare => "\":=\"".into(),
+        Tok::Assign => "\"=\"".into(),
+        Tok::Comma => "\",\"".into(),
+    }
+}
+
 fn is_space(c: char) -> bool {
     matches!(c, ' ' | '\t' | '\r' | '\n')
 }

@@ -21,21 +21,22 @@
 //! keeps the typed data model in one place. The public API below is engine
 //! neutral.
 //!
-//! Limits: `define`/`template`/`block` are rejected at parse time (unused by
-//! Kanister blueprints); sprig functions outside the implemented subset are
-//! parse errors that say so; `Local` time is UTC (as in Kanister's images);
-//! strings are UTF-8 (invalid bytes from `b64dec` become U+FFFD).
+//! Differences: `Local` time is UTC (as in Kanister's images); strings are
+//! UTF-8 (invalid bytes from `b64dec` become U+FFFD); values are immutable
+//! (see `exec::MUTATORS`); hostile input is bounded by [`limits`].
 
 mod exec;
 mod funcs;
 mod gotime;
 mod lexer;
+pub mod limits;
 mod params;
 mod parse;
 mod print;
+mod sprig_strings;
 mod value;
 
-use parse::{Arg, Node, Pipe};
+use parse::{Arg, Node, Pipe, Tree};
 use std::fmt;
 use std::sync::Arc;
 
@@ -79,15 +80,15 @@ pub struct References {
 /// A parsed template.
 #[derive(Debug, Clone)]
 pub struct Template {
-    nodes: Arc<Vec<Node>>,
+    tree: Arc<Tree>,
 }
 
 impl Template {
     /// Parse template text; undefined functions and variables are errors here.
     pub fn parse(text: &str) -> Result<Template, TemplateError> {
         parse::parse(text)
-            .map(|nodes| Template {
-                nodes: Arc::new(nodes),
+            .map(|tree| Template {
+                tree: Arc::new(tree),
             })
             .map_err(|(line, msg)| TemplateError::Parse { line, msg })
     }
@@ -112,13 +113,17 @@ impl Template {
         data: &value::Value,
         now: chrono::DateTime<chrono::Utc>,
     ) -> Result<String, TemplateError> {
-        exec::execute(&self.nodes, data, &gotime::utc(now))
+        exec::execute(&self.tree, data, &gotime::utc(now))
     }
 
     /// Fields and functions referenced by the template.
     pub fn references(&self) -> References {
         let mut r = References::default();
-        refs_nodes(&self.nodes, true, &mut r);
+        refs_nodes(&self.tree.root, Roots::BOTH, &mut r);
+        // A defined template's `.` and `$` are whatever its caller passes.
+        for body in self.tree.defs.values() {
+            refs_nodes(body, Roots::NONE, &mut r);
+        }
         r.functions.sort();
         r.functions.dedup();
         let mut seen = std::collections::HashSet::new();
@@ -207,24 +212,50 @@ fn render_one(
 
 // ---- references ----
 
-fn refs_nodes(nodes: &[Node], root_dot: bool, r: &mut References) {
+/// Which of `.` and `$` are the template data at this point.
+#[derive(Clone, Copy)]
+struct Roots {
+    dot: bool,
+    dollar: bool,
+}
+
+impl Roots {
+    const BOTH: Roots = Roots {
+        dot: true,
+        dollar: true,
+    };
+    const NONE: Roots = Roots {
+        dot: false,
+        dollar: false,
+    };
+}
+
+fn refs_nodes(nodes: &[Node], roots: Roots, r: &mut References) {
     for n in nodes {
         match n {
             Node::Text(_) | Node::Break(_) | Node::Continue(_) => {}
-            Node::Action(_, p) => refs_pipe(p, root_dot, r),
+            Node::Action(_, p) => refs_pipe(p, roots, r),
+            Node::Template(call) => {
+                if let Some(p) = &call.pipe {
+                    refs_pipe(p, roots, r);
+                }
+            }
             Node::If(c) | Node::Range(c) | Node::With(c) => {
-                refs_pipe(&c.pipe, root_dot, r);
-                let inner_root = root_dot && matches!(n, Node::If(_));
-                refs_nodes(&c.list, inner_root, r);
+                refs_pipe(&c.pipe, roots, r);
+                let inner = Roots {
+                    dot: roots.dot && matches!(n, Node::If(_)),
+                    dollar: roots.dollar,
+                };
+                refs_nodes(&c.list, inner, r);
                 if let Some(e) = &c.else_list {
-                    refs_nodes(e, root_dot, r);
+                    refs_nodes(e, roots, r);
                 }
             }
         }
     }
 }
 
-fn refs_pipe(p: &Pipe, root_dot: bool, r: &mut References) {
+fn refs_pipe(p: &Pipe, root_dot: Roots, r: &mut References) {
     for c in &p.cmds {
         if let Some(Arg::Func(name)) = c.args.first() {
             r.functions.push(name.clone());
@@ -250,17 +281,17 @@ fn refs_pipe(p: &Pipe, root_dot: bool, r: &mut References) {
     }
 }
 
-fn root_path(a: &Arg, root_dot: bool) -> Option<String> {
+fn root_path(a: &Arg, roots: Roots) -> Option<String> {
     match a {
-        Arg::Field(chain) if root_dot => Some(format!(".{}", chain.join("."))),
-        Arg::Variable(v, chain) if v == "$" && !chain.is_empty() => {
+        Arg::Field(chain) if roots.dot => Some(format!(".{}", chain.join("."))),
+        Arg::Variable(v, chain) if roots.dollar && v == "$" && !chain.is_empty() => {
             Some(format!(".{}", chain.join(".")))
         }
         _ => None,
     }
 }
 
-fn refs_arg(a: &Arg, root_dot: bool, r: &mut References) {
+fn refs_arg(a: &Arg, root_dot: Roots, r: &mut References) {
     if let Some(p) = root_path(a, root_dot) {
         r.fields.push(p);
         return;
@@ -275,3 +306,6 @@ fn refs_arg(a: &Arg, root_dot: bool, r: &mut References) {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod limits_tests;

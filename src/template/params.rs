@@ -307,12 +307,7 @@ fn convert(ty: &Ty, v: Option<&serde_json::Value>) -> Value {
                 ),
                 _ => (BTreeMap::new(), true),
             };
-            Value::Map(Arc::new(GoMap {
-                entries,
-                zero: zero(elem),
-                ty: Arc::from(*name),
-                nil,
-            }))
+            Value::Map(Arc::new(GoMap::new(entries, zero(elem), name, nil)))
         }
         Ty::Ptr(inner) => match v {
             Some(_) => convert(inner, v),

@@ -1,7 +1,9 @@
 //! Parser for Go text/template, after Go's `parse.go`.
 
 use super::funcs;
-use super::lexer::{Tok, Token, lex};
+use super::lexer::{Tok, Token, lex, tok_text};
+use super::limits::MAX_NESTING;
+use std::collections::BTreeMap;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Node {
@@ -12,7 +14,26 @@ pub enum Node {
     With(Control),
     Break(usize),
     Continue(usize),
+    /// `{{template "name" pipeline}}` (and the call half of `{{block}}`).
+    Template(Call),
 }
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Call {
+    pub line: usize,
+    pub name: String,
+    pub pipe: Option<Pipe>,
+}
+
+/// The main template plus the templates it defines (`define`, `block`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Tree {
+    pub root: Vec<Node>,
+    pub defs: BTreeMap<String, Vec<Node>>,
+}
+
+/// The name Kanister gives every template (`template.New("config")`).
+pub const ROOT_NAME: &str = "config";
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Control {
@@ -60,6 +81,9 @@ struct Parser {
     pos: usize,
     vars: Vec<String>,
     range_depth: usize,
+    /// Parenthesized pipelines and block bodies currently open.
+    depth: usize,
+    defs: BTreeMap<String, Vec<Node>>,
 }
 
 #[derive(PartialEq)]
@@ -69,20 +93,52 @@ enum Stop {
     Else,
 }
 
-pub fn parse(src: &str) -> ParseResult<Vec<Node>> {
+pub fn parse(src: &str) -> ParseResult<Tree> {
     let toks = lex(src)?;
     let mut p = Parser {
         toks,
         pos: 0,
         vars: vec!["$".into()],
         range_depth: 0,
+        depth: 0,
+        defs: BTreeMap::new(),
     };
-    let (list, end) = p.item_list()?;
+    let (list, end) = p.item_list(true)?;
     match end {
-        Stop::Eof => Ok(list),
-        Stop::End => Err((p.line(), "unexpected {{end}}".into())),
-        Stop::Else => Err((p.line(), "unexpected {{else}}".into())),
+        Stop::Eof => {}
+        Stop::End => return Err((p.line(), "unexpected {{end}}".into())),
+        Stop::Else => return Err((p.line(), "unexpected {{else}}".into())),
     }
+    // Go adds the main tree last: a non-empty `define "config"` replaces an
+    // empty main template and conflicts with a non-empty one.
+    let root = match p.defs.remove(ROOT_NAME) {
+        Some(def) if is_empty_tree(&list) => def,
+        Some(_) => {
+            return Err((
+                1,
+                format!("template: multiple definition of template {ROOT_NAME:?}"),
+            ));
+        }
+        None => list,
+    };
+    Ok(Tree { root, defs: p.defs })
+}
+
+/// Go's `parse.IsEmptyTree`: only blank text.
+fn is_empty_tree(nodes: &[Node]) -> bool {
+    nodes
+        .iter()
+        .all(|n| matches!(n, Node::Text(t) if t.trim().is_empty()))
+}
+
+fn nesting_error(line: usize) -> (usize, String) {
+    (
+        line,
+        format!(
+            "template nests deeper than {MAX_NESTING} levels (parenthesized pipelines and \
+             if/range/with/define/block bodies inside each other); flatten it, e.g. with variables"
+        ),
+    )
 }
 
 impl Parser {
@@ -99,6 +155,10 @@ impl Parser {
             self.pos += 1;
         }
         t
+    }
+
+    fn peek_text(&self) -> String {
+        self.peek().map(tok_text).unwrap_or_else(|| "EOF".into())
     }
 
     fn peek(&self) -> Option<&Tok> {
@@ -128,13 +188,22 @@ impl Parser {
     fn expect_right(&mut self, ctx: &str) -> ParseResult<()> {
         match self.next_non_space() {
             Some(Tok::RightDelim) => Ok(()),
-            Some(t) => self.err(format!("unexpected {t:?} in {ctx}")),
+            Some(t) => self.err(format!("unexpected {} in {ctx}", tok_text(&t))),
             None => self.err(format!("unexpected EOF in {ctx}")),
         }
     }
 
-    /// Parse nodes until EOF, `{{end}}` or `{{else`.
-    fn item_list(&mut self) -> ParseResult<(Vec<Node>, Stop)> {
+    /// One more level of nesting, refused beyond [`MAX_NESTING`].
+    fn nest(&mut self) -> ParseResult<()> {
+        self.depth += 1;
+        if self.depth > MAX_NESTING {
+            return Err(nesting_error(self.line()));
+        }
+        Ok(())
+    }
+
+    /// Parse nodes until EOF, `{{end}}` or `{{else`; `define` only at `top`.
+    fn item_list(&mut self, top: bool) -> ParseResult<(Vec<Node>, Stop)> {
         let mut list = Vec::new();
         loop {
             match self.next() {
@@ -173,10 +242,37 @@ impl Parser {
                                 Node::Continue(line)
                             });
                         }
-                        Some(Tok::Ident(w)) if w == "define" || w == "template" || w == "block" => {
-                            return self.err(format!(
-                                "{{{{{w}}}}} is not supported by this template engine"
-                            ));
+                        Some(Tok::Ident(w)) if w == "define" && top => {
+                            self.pos += 1;
+                            let (name, body) = self.definition("define")?;
+                            self.add_def(name, body)?;
+                        }
+                        Some(Tok::Ident(w)) if w == "define" => {
+                            return self.err("unexpected <define> in command");
+                        }
+                        Some(Tok::Ident(w)) if w == "template" => {
+                            self.pos += 1;
+                            let name = self.template_name("template")?;
+                            let pipe = match self.peek_non_space() {
+                                Some(Tok::RightDelim) => {
+                                    self.pos += 1;
+                                    None
+                                }
+                                _ => Some(self.pipeline("template", true)?),
+                            };
+                            list.push(Node::Template(Call { line, name, pipe }));
+                        }
+                        Some(Tok::Ident(w)) if w == "block" => {
+                            self.pos += 1;
+                            let name = self.template_name("block")?;
+                            let pipe = self.pipeline("block", true)?;
+                            let (_, body) = self.body_of("block")?;
+                            self.add_def(name.clone(), body)?;
+                            list.push(Node::Template(Call {
+                                line,
+                                name,
+                                pipe: Some(pipe),
+                            }));
                         }
                         _ => {
                             let pipe = self.pipeline("command", true)?;
@@ -184,18 +280,77 @@ impl Parser {
                         }
                     }
                 }
-                Some(t) => return self.err(format!("unexpected {t:?}")),
+                Some(t) => return self.err(format!("unexpected {}", tok_text(&t))),
+            }
+        }
+    }
+
+    /// The quoted name after `template`, `define` or `block`.
+    fn template_name(&mut self, ctx: &str) -> ParseResult<String> {
+        match self.next_non_space() {
+            Some(Tok::Str(s)) => Ok(s),
+            Some(t) => self.err(format!("unexpected {} in {ctx} clause", tok_text(&t))),
+            None => self.err(format!("unexpected EOF in {ctx} clause")),
+        }
+    }
+
+    /// `"name"}} body {{end}}` of a `define`.
+    fn definition(&mut self, ctx: &str) -> ParseResult<(String, Vec<Node>)> {
+        let name = self.template_name(ctx)?;
+        self.expect_right(ctx)?;
+        let (_, body) = self.body_of(ctx)?;
+        Ok((name, body))
+    }
+
+    /// A template body up to `{{end}}`, parsed as its own tree: no
+    /// variables of the enclosing template, no enclosing `range`.
+    fn body_of(&mut self, ctx: &str) -> ParseResult<((), Vec<Node>)> {
+        self.nest()?;
+        let vars = std::mem::replace(&mut self.vars, vec!["$".into()]);
+        let range_depth = std::mem::replace(&mut self.range_depth, 0);
+        let res = self.item_list(false);
+        self.vars = vars;
+        self.range_depth = range_depth;
+        self.depth -= 1;
+        match res? {
+            (body, Stop::End) => Ok(((), body)),
+            (_, Stop::Else) => self.err(format!("unexpected {{{{else}}}} in {ctx}")),
+            (_, Stop::Eof) => self.err(format!("unexpected EOF in {ctx}")),
+        }
+    }
+
+    /// Go's `Tree.add`: an empty body never replaces, two non-empty ones conflict.
+    fn add_def(&mut self, name: String, body: Vec<Node>) -> ParseResult<()> {
+        match self.defs.get(&name) {
+            Some(old) if !is_empty_tree(old) => {
+                if is_empty_tree(&body) {
+                    return Ok(());
+                }
+                self.err(format!(
+                    "template: multiple definition of template {name:?}"
+                ))
+            }
+            _ => {
+                self.defs.insert(name, body);
+                Ok(())
             }
         }
     }
 
     fn control(&mut self, ctx: &str, line: usize) -> ParseResult<Control> {
+        self.nest()?;
+        let res = self.control_inner(ctx, line);
+        self.depth -= 1;
+        res
+    }
+
+    fn control_inner(&mut self, ctx: &str, line: usize) -> ParseResult<Control> {
         let mark = self.vars.len();
         let pipe = self.pipeline(ctx, true)?;
         if ctx == "range" {
             self.range_depth += 1;
         }
-        let res = self.item_list();
+        let res = self.item_list(false);
         if ctx == "range" {
             self.range_depth -= 1;
         }
@@ -220,7 +375,7 @@ impl Parser {
                     }
                     _ => {
                         self.expect_right("else")?;
-                        let (el, end) = self.item_list()?;
+                        let (el, end) = self.item_list(false)?;
                         match end {
                             Stop::End => Some(el),
                             Stop::Else => return self.err("expected end; found {{else}}"),
@@ -302,7 +457,7 @@ impl Parser {
                 }
                 None => return self.err(format!("unclosed action in {ctx}")),
                 Some(Tok::RightDelim) | Some(Tok::RParen) => {
-                    return self.err(format!("unexpected {:?} in {ctx}", self.peek()));
+                    return self.err(format!("unexpected {} in {ctx}", self.peek_text()));
                 }
                 Some(_) => {
                     let cmd = self.command()?;
@@ -334,7 +489,7 @@ impl Parser {
             let op = self.operand()?;
             match op {
                 Some(a) => args.push(a),
-                None => return self.err(format!("unexpected {:?} in operand", self.peek())),
+                None => return self.err(format!("unexpected {} in operand", self.peek_text())),
             }
             match self.peek() {
                 Some(Tok::Space) => {
@@ -353,7 +508,7 @@ impl Parser {
                     self.pos += 1;
                     break;
                 }
-                Some(t) => return self.err(format!("unexpected {t:?} in operand")),
+                Some(t) => return self.err(format!("unexpected {} in operand", tok_text(t))),
                 None => return self.err("unclosed action"),
             }
         }
@@ -388,7 +543,7 @@ impl Parser {
                     Arg::Variable(v, f)
                 }
                 Arg::Bool(_) | Arg::Str(_) | Arg::Int(_) | Arg::Float(_) | Arg::Nil | Arg::Dot => {
-                    return self.err(format!("unexpected . after term {term:?}"));
+                    return self.err("unexpected . after term");
                 }
                 other => Arg::Chain(Box::new(other), chain),
             }));
@@ -450,8 +605,10 @@ impl Parser {
             }
             Tok::LParen => {
                 self.pos += 1;
-                let p = self.pipeline("parenthesized pipeline", false)?;
-                Arg::Pipe(Box::new(p))
+                self.nest()?;
+                let p = self.pipeline("parenthesized pipeline", false);
+                self.depth -= 1;
+                Arg::Pipe(Box::new(p?))
             }
             _ => return Ok(None),
         };

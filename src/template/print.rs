@@ -2,6 +2,7 @@
 //! `encoding/json` marshalling of template values.
 
 use super::gotime;
+use super::limits::MAX_STRING;
 use super::value::Value;
 use std::fmt::Write;
 
@@ -110,7 +111,13 @@ pub fn fmt_v(v: &Value) -> String {
     s
 }
 
+/// Stops once `s` is longer than [`MAX_STRING`] (values may share
+/// sub-values, so printing could otherwise be exponential): callers reject
+/// over-long results.
 fn write_v(s: &mut String, v: &Value) {
+    if s.len() > MAX_STRING {
+        return;
+    }
     match v {
         Value::Nil | Value::NilPtr(_) => s.push_str("<nil>"),
         Value::Bool(b) => s.push_str(if *b { "true" } else { "false" }),
@@ -194,7 +201,7 @@ pub fn sprintln(args: &[Value]) -> String {
     s
 }
 
-fn is_go_print(c: char) -> bool {
+pub fn is_go_print(c: char) -> bool {
     if c == ' ' {
         return true;
     }
@@ -379,46 +386,38 @@ fn fmt_one(v: &Value, verb: char, sp: &Spec) -> String {
         Value::Time(t) if matches!(verb, 's' | 'v' | 'q') => {
             fmt_str(&gotime::time_string(t), verb, sp).map(|s| pad(s, sp, false))
         }
-        Value::List(l, _) => {
-            let parts: Vec<String> = l.iter().map(|x| fmt_one(x, verb, sp)).collect();
-            Some(format!("[{}]", parts.join(" ")))
-        }
-        Value::Bytes(b) => {
-            let parts: Vec<String> = b
-                .iter()
-                .map(|x| fmt_one(&Value::Int(*x as i64), verb, sp))
-                .collect();
-            Some(format!("[{}]", parts.join(" ")))
-        }
-        Value::Map(m) => {
-            let parts: Vec<String> = m
-                .entries
-                .iter()
-                .map(|(k, x)| {
-                    format!(
-                        "{}:{}",
-                        fmt_str(k, verb, sp)
-                            .unwrap_or_else(|| bad_verb(verb, &Value::str(k.as_str()))),
-                        fmt_one(x, verb, sp)
-                    )
-                })
-                .collect();
-            Some(format!("map[{}]", parts.join(" ")))
-        }
-        Value::Struct(st) => {
-            let parts: Vec<String> = st
-                .fields
-                .iter()
-                .map(|f| {
-                    if sp.plus && verb == 'v' {
-                        format!("{}:{}", f.name, fmt_one(&f.value, verb, sp))
-                    } else {
-                        fmt_one(&f.value, verb, sp)
-                    }
-                })
-                .collect();
-            Some(format!("{{{}}}", parts.join(" ")))
-        }
+        Value::List(l, _) => Some(bounded_join(
+            "[",
+            l.iter().map(|x| fmt_one(x, verb, sp)),
+            "]",
+        )),
+        Value::Bytes(b) => Some(bounded_join(
+            "[",
+            b.iter().map(|x| fmt_one(&Value::Int(*x as i64), verb, sp)),
+            "]",
+        )),
+        Value::Map(m) => Some(bounded_join(
+            "map[",
+            m.entries.iter().map(|(k, x)| {
+                format!(
+                    "{}:{}",
+                    fmt_str(k, verb, sp).unwrap_or_else(|| bad_verb(verb, &Value::str(k.as_str()))),
+                    fmt_one(x, verb, sp)
+                )
+            }),
+            "]",
+        )),
+        Value::Struct(st) => Some(bounded_join(
+            "{",
+            st.fields.iter().map(|f| {
+                if sp.plus && verb == 'v' {
+                    format!("{}:{}", f.name, fmt_one(&f.value, verb, sp))
+                } else {
+                    fmt_one(&f.value, verb, sp)
+                }
+            }),
+            "}",
+        )),
         Value::Nil | Value::NilPtr(_) if verb == 'v' => Some(pad("<nil>".into(), sp, false)),
         Value::NilPtr(_) if verb == 'p' => Some("0x0".into()),
         _ => None,
@@ -426,12 +425,36 @@ fn fmt_one(v: &Value, verb: char, sp: &Spec) -> String {
     r.unwrap_or_else(|| bad_verb(verb, v))
 }
 
-/// Go `fmt.Sprintf` for the common verbs.
+/// `open` + parts separated by spaces + `close`, stopping (over-long) once
+/// past [`MAX_STRING`] so shared sub-values cannot blow up.
+fn bounded_join(open: &str, mut parts: impl Iterator<Item = String>, close: &str) -> String {
+    let mut s = String::from(open);
+    let mut first = true;
+    // Check before computing the next part: each part may be as long as the limit.
+    while s.len() <= MAX_STRING {
+        let Some(p) = parts.next() else {
+            s.push_str(close);
+            return s;
+        };
+        if !first {
+            s.push(' ');
+        }
+        first = false;
+        s.push_str(&p);
+    }
+    s
+}
+
+/// Go `fmt.Sprintf` for the common verbs. Stops once the result is longer
+/// than [`MAX_STRING`] (the caller rejects it).
 pub fn sprintf(format: &str, args: &[Value]) -> String {
     let mut out = String::new();
     let mut argi = 0usize;
     let mut chars = format.chars().peekable();
     while let Some(c) = chars.next() {
+        if out.len() > MAX_STRING {
+            return out;
+        }
         if c != '%' {
             out.push(c);
             continue;
@@ -547,16 +570,42 @@ fn json_empty(v: &Value) -> bool {
     }
 }
 
-/// Go `json.Marshal`; `None` where Go returns an error.
-pub fn to_json(v: &Value) -> Option<String> {
-    let mut s = String::new();
-    write_json(&mut s, v, 0)?;
-    Some(s)
+/// Why `json.Marshal` gave no result.
+#[derive(Debug, PartialEq)]
+pub enum JsonError {
+    /// Go returns an error (NaN, infinities): sprig's `toJson` prints "".
+    Unsupported,
+    /// Longer than [`MAX_STRING`].
+    TooLong,
 }
 
-fn write_json(out: &mut String, v: &Value, depth: usize) -> Option<()> {
+/// Go `json.Marshal` (`indent`: `json.MarshalIndent(v, "", indent)`).
+pub fn to_json(v: &Value, indent: Option<&str>) -> Result<String, JsonError> {
+    let mut s = String::new();
+    write_json(&mut s, v, 0, indent)?;
+    Ok(s)
+}
+
+fn newline(out: &mut String, indent: Option<&str>, depth: usize) {
+    if let Some(ind) = indent {
+        out.push('\n');
+        for _ in 0..depth {
+            out.push_str(ind);
+        }
+    }
+}
+
+fn write_json(
+    out: &mut String,
+    v: &Value,
+    depth: usize,
+    indent: Option<&str>,
+) -> Result<(), JsonError> {
+    if out.len() > MAX_STRING {
+        return Err(JsonError::TooLong);
+    }
     if depth > 1000 {
-        return None;
+        return Err(JsonError::Unsupported);
     }
     match v {
         Value::Nil | Value::NilPtr(_) => out.push_str("null"),
@@ -564,7 +613,7 @@ fn write_json(out: &mut String, v: &Value, depth: usize) -> Option<()> {
         Value::Int(i) => {
             let _ = write!(out, "{i}");
         }
-        Value::Float(f) => out.push_str(&json_float(*f)?),
+        Value::Float(f) => out.push_str(&json_float(*f).ok_or(JsonError::Unsupported)?),
         Value::Str(s) => json_str(out, s),
         Value::Bytes(b) => {
             use base64::Engine;
@@ -578,42 +627,29 @@ fn write_json(out: &mut String, v: &Value, depth: usize) -> Option<()> {
                 if i > 0 {
                     out.push(',');
                 }
-                write_json(out, x, depth + 1)?;
+                newline(out, indent, depth + 1);
+                write_json(out, x, depth + 1, indent)?;
+            }
+            if !l.is_empty() {
+                newline(out, indent, depth);
             }
             out.push(']');
         }
         Value::Map(m) => {
             if m.nil {
                 out.push_str("null");
-                return Some(());
+                return Ok(());
             }
-            out.push('{');
-            for (i, (k, x)) in m.entries.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                json_str(out, k);
-                out.push(':');
-                write_json(out, x, depth + 1)?;
-            }
-            out.push('}');
+            let fields = m.entries.iter().map(|(k, x)| (k.as_str(), x));
+            write_object(out, fields, depth, indent)?;
         }
         Value::Struct(st) => {
-            out.push('{');
-            let mut first = true;
-            for f in &st.fields {
-                if f.omitempty && json_empty(&f.value) {
-                    continue;
-                }
-                if !first {
-                    out.push(',');
-                }
-                first = false;
-                json_str(out, f.json.unwrap_or(f.name));
-                out.push(':');
-                write_json(out, &f.value, depth + 1)?;
-            }
-            out.push('}');
+            let fields = st
+                .fields
+                .iter()
+                .filter(|f| !(f.omitempty && json_empty(&f.value)))
+                .map(|f| (f.json.unwrap_or(f.name), &f.value));
+            write_object(out, fields, depth, indent)?;
         }
         Value::Time(t) => {
             out.push('"');
@@ -621,5 +657,33 @@ fn write_json(out: &mut String, v: &Value, depth: usize) -> Option<()> {
             out.push('"');
         }
     }
-    Some(())
+    Ok(())
+}
+
+fn write_object<'a>(
+    out: &mut String,
+    fields: impl Iterator<Item = (&'a str, &'a Value)>,
+    depth: usize,
+    indent: Option<&str>,
+) -> Result<(), JsonError> {
+    out.push('{');
+    let mut any = false;
+    for (k, x) in fields {
+        if any {
+            out.push(',');
+        }
+        any = true;
+        newline(out, indent, depth + 1);
+        json_str(out, k);
+        out.push(':');
+        if indent.is_some() {
+            out.push(' ');
+        }
+        write_json(out, x, depth + 1, indent)?;
+    }
+    if any {
+        newline(out, indent, depth);
+    }
+    out.push('}');
+    Ok(())
 }

@@ -261,7 +261,7 @@ fn render_args_walks_like_kanister() {
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
     #[test]
-    fn never_panics(s in "(\\{\\{-? ?|[ .$a-zA-Z0-9_\"'`|():=,-]|if |range |else|end|with |break|index |printf |\\}\\}| ?-?\\}\\}|\\n|/\\*|\\*/){0,30}") {
+    fn never_panics(s in "(\\{\\{-? ?|[ .$a-zA-Z0-9_\"'`|():=,-]|if |range |else|end|with |break|index |printf |define \"t\" |template \"t\" |block \"t\" |\\}\\}| ?-?\\}\\}|\\n|/\\*|\\*/){0,30}") {
         let now = "2024-01-02T03:04:05Z".parse().unwrap();
         if let Ok(t) = Template::parse(&s) {
             let _ = t.render_at(&params(), now);
@@ -273,7 +273,80 @@ proptest::proptest! {
     fn never_panics_any_string(s in "\\PC{0,40}") {
         let _ = render_str(&s, &params());
     }
+
+    /// Every function with hostile arguments, called directly and as the
+    /// last stage of a pipeline: errors are fine, panics are not.
+    #[test]
+    fn no_function_panics_on_any_arguments(
+        f in proptest::sample::select(funcs::all_names()),
+        args in proptest::collection::vec(proptest::sample::select(HOSTILE_ARGS), 0..4),
+        piped in proptest::bool::ANY,
+    ) {
+        let t = match (piped, args.split_last()) {
+            (true, Some((last, init))) => format!("{{{{ {last} | {f} {} }}}}", init.join(" ")),
+            _ => format!("{{{{ {f} {} }}}}", args.join(" ")),
+        };
+        let now = "2024-01-02T03:04:05Z".parse().unwrap();
+        if let Ok(t) = Template::parse(&t) {
+            let _ = t.render_at(&params(), now);
+        }
+    }
 }
+
+const HOSTILE_ARGS: &[&str] = &[
+    "0",
+    "1",
+    "-1",
+    "3",
+    "64",
+    "-100",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "1.5",
+    "-2.5",
+    "1e300",
+    "nil",
+    "true",
+    "false",
+    "\"\"",
+    "\"a\"",
+    "\"a-b_c D e\"",
+    "\"héllo wörld ünïcode\"",
+    "\"日本語テキスト\"",
+    "\"[\"",
+    "\"(a\"",
+    "\"*\"",
+    "\"\\\\\"",
+    "\"2006-01-02\"",
+    "\"2024-03-05T07:08:09Z\"",
+    "\"1.2.3\"",
+    "\">= 1.0\"",
+    "\"-1h\"",
+    "\"rsa\"",
+    "\"dsa\"",
+    "\"https://u:p@h:1/p?q=1#f\"",
+    "\"a/b/../c.txt\"",
+    "\"$HOME\"",
+    "\"=\"",
+    "\"ab==\"",
+    "\"MZXW6===\"",
+    "(list)",
+    "(list 1 \"a\" nil)",
+    "(list \"b\" \"a\" \"b\")",
+    "(dict)",
+    "(dict \"a\" 1 \"b\" (dict \"c\" 2))",
+    ".Options",
+    ".StatefulSet",
+    ".StatefulSet.Pods",
+    ".Secrets.aws.Data.id",
+    ".Object",
+    ".Object.spec.list",
+    ".Deployment",
+    "now",
+    "(toDate \"2006\" \"2024\")",
+    "$",
+    "(split \"/\" \"a/b\")",
+];
 
 #[test]
 fn number_followed_by_multibyte_letter_is_an_error_not_a_panic() {

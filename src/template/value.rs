@@ -27,6 +27,23 @@ pub struct GoMap {
     pub ty: Arc<str>,
     /// A nil map (marshals to `null`).
     pub nil: bool,
+    /// Nesting depth (see [`Value::depth`]), computed once at construction.
+    pub depth: u32,
+}
+
+/// A slice's Go type name and nesting depth.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ListTy {
+    /// Go type name, e.g. `[]string`.
+    pub name: Arc<str>,
+    /// Nesting depth (see [`Value::depth`]), computed once at construction.
+    pub depth: u32,
+}
+
+impl std::fmt::Display for ListTy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name)
+    }
 }
 
 /// One field of a Go struct.
@@ -45,6 +62,24 @@ pub struct Field {
 pub struct GoStruct {
     pub ty: &'static str,
     pub fields: Vec<Field>,
+}
+
+impl GoMap {
+    pub fn new(entries: BTreeMap<String, Value>, zero: Value, ty: &str, nil: bool) -> GoMap {
+        let depth = children_depth(entries.values());
+        GoMap {
+            entries,
+            zero,
+            ty: Arc::from(ty),
+            nil,
+            depth,
+        }
+    }
+}
+
+fn children_depth<'a>(it: impl Iterator<Item = &'a Value>) -> u32 {
+    let d = it.map(Value::depth).max().unwrap_or(0);
+    u32::try_from(d + 1).unwrap_or(u32::MAX)
 }
 
 impl GoStruct {
@@ -76,8 +111,8 @@ pub enum Value {
     Float(f64),
     Str(Arc<str>),
     Bytes(Arc<[u8]>),
-    /// A slice; the string is the Go type name (e.g. `[]string`).
-    List(Arc<Vec<Value>>, Arc<str>),
+    /// A slice with its Go type name (e.g. `[]string`).
+    List(Arc<Vec<Value>>, ListTy),
     Map(Arc<GoMap>),
     Struct(Arc<GoStruct>),
     Time(Arc<GoTime>),
@@ -89,16 +124,29 @@ impl Value {
     }
 
     pub fn list(v: Vec<Value>, ty: &str) -> Value {
-        Value::List(Arc::new(v), Arc::from(ty))
+        let depth = children_depth(v.iter());
+        Value::List(
+            Arc::new(v),
+            ListTy {
+                name: Arc::from(ty),
+                depth,
+            },
+        )
     }
 
     pub fn map(entries: BTreeMap<String, Value>, zero: Value, ty: &str) -> Value {
-        Value::Map(Arc::new(GoMap {
-            entries,
-            zero,
-            ty: Arc::from(ty),
-            nil: false,
-        }))
+        Value::Map(Arc::new(GoMap::new(entries, zero, ty, false)))
+    }
+
+    /// How many lists, maps and structs are nested inside each other here
+    /// (0 for scalars). Printing, JSON and comparisons recurse this deep.
+    pub fn depth(&self) -> usize {
+        match self {
+            Value::List(_, t) => t.depth as usize,
+            Value::Map(m) => m.depth as usize,
+            Value::Struct(s) => 1 + s.fields.iter().map(|f| f.value.depth()).max().unwrap_or(0),
+            _ => 0,
+        }
     }
 
     /// Go type name for error messages and type checks.

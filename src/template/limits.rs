@@ -1,0 +1,73 @@
+//! Bounds that keep a hostile template from crashing or exhausting the
+//! webhook and the controller (issue 17.2). Every limit is far above what a
+//! real Blueprint needs (Kanister's corpus nests at most 3 deep and renders
+//! strings of a few KiB); each error says which limit was hit and how to fix.
+
+/// Parenthesized pipelines plus `if`/`range`/`with`/`define`/`block` bodies
+/// nested inside each other (Go allows 10000; our parser and evaluator
+/// recurse, and webhook threads have 2 MiB stacks).
+pub const MAX_NESTING: usize = 100;
+
+/// Evaluation depth: nested blocks, pipelines and `template` calls together
+/// (bounds recursive `template` calls; Go allows 100000).
+pub const MAX_EXEC_DEPTH: usize = 300;
+
+/// Lists and dicts nested inside each other, as built by functions.
+pub const MAX_VALUE_DEPTH: usize = 200;
+
+/// Bytes in one string value (a function result or a printed value).
+pub const MAX_STRING: usize = 16 << 20;
+
+/// Elements of one list or dict built by a function (`until`, `splitList`, ...).
+pub const MAX_LIST: usize = 1 << 20;
+
+/// Bytes of output of one render.
+pub const MAX_OUTPUT: usize = 16 << 20;
+
+/// Evaluation steps of one render (nodes, commands, loop iterations).
+pub const MAX_STEPS: usize = 10_000_000;
+
+/// Bytes and elements produced by all function calls of one render together:
+/// bounds the total allocation and time even when each value is small.
+pub const MAX_WORK: usize = 256 << 20;
+
+/// A human size for limit messages.
+pub fn human(n: usize) -> String {
+    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
+        format!("{} MiB", n >> 20)
+    } else {
+        n.to_string()
+    }
+}
+
+/// Error text for a string that would exceed [`MAX_STRING`].
+pub fn string_too_long(what: &str) -> String {
+    format!(
+        "{what} would be longer than the {} limit of one string value; render less data",
+        human(MAX_STRING)
+    )
+}
+
+/// Error text for a list that would exceed [`MAX_LIST`].
+pub fn list_too_long(what: &str) -> String {
+    format!(
+        "{what} would have more than {} elements, the limit of one list; use a smaller range",
+        MAX_LIST
+    )
+}
+
+/// `Ok` when a string of `n` bytes is allowed.
+pub fn check_len(n: usize, what: &str) -> Result<(), String> {
+    if n > MAX_STRING {
+        return Err(string_too_long(what));
+    }
+    Ok(())
+}
+
+/// `Ok` when a list of `n` elements is allowed.
+pub fn check_count(n: usize, what: &str) -> Result<(), String> {
+    if n > MAX_LIST {
+        return Err(list_too_long(what));
+    }
+    Ok(())
+}
