@@ -191,6 +191,7 @@ pub fn all_names() -> Vec<&'static str> {
         .chain(SPRIG)
         .chain(SPRIG_OTHER)
         .chain(super::sprig_strings::NAMES)
+        .chain(super::sprig_lists::NAMES)
         .copied()
         .filter(|n| is_defined(n))
         .collect()
@@ -913,7 +914,8 @@ pub fn call(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
             ));
         }
         _ => {
-            return super::sprig_strings::call(name, args)
+            return super::sprig_lists::call(name, args)
+                .or_else(|| super::sprig_strings::call(name, args))
                 .unwrap_or_else(|| Err(format!("function {name:?} not defined")));
         }
     };

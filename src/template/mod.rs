@@ -33,6 +33,7 @@ pub mod limits;
 mod params;
 mod parse;
 mod print;
+mod sprig_lists;
 mod sprig_strings;
 mod value;
 

@@ -354,3 +354,55 @@ fn number_followed_by_multibyte_letter_is_an_error_not_a_panic() {
     let err = Template::parse("{{ 6ၗ }}").unwrap_err();
     assert!(err.to_string().contains("bad number syntax"), "{err}");
 }
+
+#[test]
+fn define_template_and_block() {
+    assert_eq!(
+        r(
+            r#"{{ define "pod" }}{{ . }}-x{{ end }}{{ template "pod" "a" }},{{ template "pod" .StatefulSet.Name }}"#
+        ),
+        "a-x,pg-x"
+    );
+    // A defined template sees only what it is given: `$` is its dot.
+    assert_eq!(
+        r(
+            r#"{{ define "t" }}[{{ $ }}]{{ end }}{{ $x := 1 }}{{ template "t" }}{{ template "t" 2 }}"#
+        ),
+        "[<no value>][2]"
+    );
+    assert_eq!(
+        r(r#"{{ block "b" .Options }}{{ .a }}{{ end }}|{{ template "b" (dict "a" 9) }}"#),
+        "1|9"
+    );
+    // An empty definition does not replace a non-empty one; two non-empty ones conflict.
+    assert_eq!(
+        r(r#"{{ define "t" }}x{{ end }}{{ define "t" }} {{ end }}{{ template "t" }}"#),
+        "x"
+    );
+    assert!(
+        Template::parse(r#"{{ define "t" }}x{{ end }}{{ define "t" }}y{{ end }}"#)
+            .unwrap_err()
+            .to_string()
+            .contains("multiple definition of template \"t\"")
+    );
+    // define only at the top level; a body has its own variables.
+    assert!(Template::parse(r#"{{ if 1 }}{{ define "t" }}{{ end }}{{ end }}"#).is_err());
+    assert!(Template::parse(r#"{{ $v := 1 }}{{ define "t" }}{{ $v }}{{ end }}"#).is_err());
+    assert!(
+        Template::parse(r#"{{ range . }}{{ define "t" }}{{ break }}{{ end }}{{ end }}"#).is_err()
+    );
+    // A missing template is an execution error, as in Go.
+    assert!(Template::parse(r#"{{ template "nope" }}"#).is_ok());
+    assert!(
+        e(r#"{{ template "nope" }}"#)
+            .to_string()
+            .contains("template \"nope\" not defined")
+    );
+    // The main template is "config"; a define of it replaces an empty main template.
+    assert_eq!(r(r#"{{ define "config" }}c{{ end }}  "#), "c");
+    // The validator sees references inside definitions, relative to nothing.
+    let t = Template::parse(r#"{{ define "t" }}{{ .X }}{{ $.Y }}{{ upper "a" }}{{ end }}{{ template "t" .Phases.p.Output }}"#).unwrap();
+    let refs = t.references();
+    assert_eq!(refs.fields, vec![".Phases.p.Output".to_string()]);
+    assert_eq!(refs.functions, vec!["upper"]);
+}

@@ -182,11 +182,33 @@ func decodeParams(raw json.RawMessage) (*TemplateParams, error) {
 
 func funcMap(now time.Time) template.FuncMap {
 	fm := sprig.TxtFuncMap()
-	// Kanister's ksprig FIPS stubs.
-	for _, name := range []string{"bcrypt", "derivePassword", "htpasswd"} {
-		n := name
-		fm[n] = func(...interface{}) (string, error) {
-			return "", fmt.Errorf("sprig usage of '%s' is not allowed by kanister as it is not FIPS compatible", n)
+	// Kanister's pkg/ksprig: replaces these only where sprig defines them
+	// (v2.22.0 has no bcrypt or htpasswd), with the same signatures.
+	fips := map[string]interface{}{
+		"bcrypt": func(input string) (string, error) {
+			return "", fipsErr("bcrypt")
+		},
+		"derivePassword": func(counter uint32, passwordType, password, user, site string) (string, error) {
+			return "", fipsErr("derivePassword")
+		},
+		"genPrivateKey": func(typ string) (string, error) {
+			switch typ {
+			case "rsa", "ecdsa", "ed25519":
+				fn, ok := sprig.TxtFuncMap()["genPrivateKey"].(func(string) string)
+				if !ok {
+					return "", fipsErr("genPrivateKey")
+				}
+				return fn(typ), nil
+			}
+			return "", fipsErr(fmt.Sprintf("genPrivateKey for %s key", typ))
+		},
+		"htpasswd": func(username string, password string) (string, error) {
+			return "", fipsErr("htpasswd")
+		},
+	}
+	for name, fn := range fips {
+		if _, ok := fm[name]; ok {
+			fm[name] = fn
 		}
 	}
 	// Pin the clock so that outputs are reproducible.
@@ -203,6 +225,10 @@ func funcMap(now time.Time) template.FuncMap {
 	fm["date"] = func(f string, d interface{}) string { return origDate(f, pin(d)) }
 	fm["dateInZone"] = func(f string, d interface{}, z string) string { return origDateInZone(f, pin(d), z) }
 	return fm
+}
+
+func fipsErr(usage string) error {
+	return fmt.Errorf("sprig usage of '%s' is not allowed by kanister as it is not FIPS compatible", usage)
 }
 
 func render(c tcase) result {
