@@ -193,9 +193,16 @@ fn sprig_subset() {
         "13 4"
     );
     assert!(
-        e("{{ bcrypt \"x\" }}")
+        e("{{ derivePassword 1 \"long\" \"p\" \"u\" \"s\" }}")
             .to_string()
-            .contains("not FIPS compatible")
+            .contains("sprig usage of 'derivePassword' is not allowed by kanister as it is not FIPS compatible")
+    );
+    // sprig v2.22.0 has no bcrypt: undefined in Kanister too.
+    assert!(
+        Template::parse("{{ bcrypt \"x\" }}")
+            .unwrap_err()
+            .to_string()
+            .contains("function \"bcrypt\" not defined")
     );
 }
 
