@@ -146,7 +146,13 @@ fn to_json(yaml: serde_yaml::Value) -> Result<Value, String> {
                     Y::Bool(b) => b.to_string(),
                     Y::Number(n) => n.to_string(),
                     Y::Null => "null".into(),
-                    other => return Err(format!("map key {other:?} is not a string")),
+                    other => {
+                        let text = serde_yaml::to_string(&other).unwrap_or_default();
+                        return Err(format!(
+                            "map key {} is not a string: Kubernetes objects take string keys only",
+                            text.trim().replace('\n', " ")
+                        ));
+                    }
                 };
                 out.insert(key, to_json(v)?);
             }
@@ -196,5 +202,16 @@ mod tests {
         let (index, message) = parse("a: 1\n---\nb: [unclosed\n").unwrap_err();
         assert_eq!(index, 1);
         assert!(message.contains("line"), "{message}");
+    }
+
+    #[test]
+    fn a_list_as_map_key_is_named_in_yaml_not_rust_debug() {
+        let (_, message) = parse("? [a, b]\n: x\n").unwrap_err();
+        assert!(
+            !message.contains("Sequence") && !message.contains("String("),
+            "{message}"
+        );
+        assert!(message.contains("- a - b"), "{message}");
+        assert!(message.contains("not a string"), "{message}");
     }
 }

@@ -69,7 +69,10 @@ fn serve(server: impl std::future::Future<Output = anyhow::Result<()>>) -> ExitC
     match rt.block_on(server) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!(
+                "error: {}",
+                blueprint_operator::kube_error::describe_chain(e.as_ref())
+            );
             ExitCode::FAILURE
         }
     }

@@ -424,3 +424,109 @@ fn functions_this_executor_does_not_run_are_warned_about() {
     let r = check(bp(json!({"a": {"phases": [task("p", "x")]}})));
     assert!(r.warnings.is_empty(), "{:?}", r.warnings);
 }
+
+/// Every message the validator produces over a spread of bad input reads as text: no Rust
+/// Debug of tokens (`Some(Comma)`), options or structs (issue 17.10).
+#[test]
+fn messages_over_bad_input_contain_no_rust_debug_dumps() {
+    let templates = [
+        "{{ a , b }}",
+        "{{ .A , }}",
+        "{{ ( }}",
+        "{{ ) }}",
+        "{{ | }}",
+        "{{ .A | }}",
+        "{{ if }}",
+        "{{ end }}",
+        "{{ else }}",
+        "{{ range }}",
+        "{{ $x := }}",
+        "{{ := }}",
+        "{{ = }}",
+        "{{ 1 . }}",
+        "{{ \"s\".A }}",
+        "{{ true.A }}",
+        "{{ nil }}",
+        "{{ 3 4 }}",
+        "{{ \"text\" 1 }}",
+        "{{ .A.B 1",
+        "{{ printf \"%d\" 1 2 ,}}",
+        "{{ index .A 1 }}}}{{",
+        "{{ 0x }}",
+        "{{ 'ab' }}",
+        "{{ @ }}",
+        "{{ `raw",
+        "{{ \"open",
+        "{{ $undefined }}",
+        "{{ noSuchFunc 1 }}",
+        "{{ .Phases.later.Output.x }}",
+        "{{ .Nope }}",
+        "{{ (1).A }}",
+        "{{ with $x := 1 }}{{ end }}{{ $x }}",
+    ];
+    let mut messages = Vec::new();
+    for t in templates {
+        // Some only fail when rendered; the rest must explain themselves.
+        let r = check(bp(json!({"backup": {"phases": [task("one", t)]}})));
+        messages.extend(
+            r.errors
+                .iter()
+                .chain(&r.warnings)
+                .map(|p| p.message.clone()),
+        );
+    }
+    // Arguments of the wrong shape, unknown functions, bad deferPhase.
+    for doc in [
+        bp(
+            json!({"backup": {"phases": [{"func": "KubeTask", "args": {"image": 1, "command": {"a": 1}}}]}}),
+        ),
+        bp(json!({"backup": {"phases": [{"func": "ScaleWorkload", "args": {"replicas": [1]}}]}})),
+        bp(json!({"backup": {"phases": [{"func": "KubeTsk", "args": {}}]}})),
+        bp(json!({"backup": {"phases": [{"args": {}}], "deferPhase": [{}, {}]}})),
+        bp(json!({"backup": {"phases": "x"}})),
+        bp(json!({"backup": {"phases": [{"func": "KubeTask", "args": "x"}]}})),
+        json!({"kind": "Blueprint", "actions": []}),
+    ] {
+        let r = check(doc);
+        messages.extend(
+            r.errors
+                .iter()
+                .chain(&r.warnings)
+                .map(|p| p.message.clone()),
+        );
+    }
+    assert!(messages.len() > 25, "{messages:#?}");
+    for m in &messages {
+        for dump in [
+            "Some(",
+            "None",
+            "Tok::",
+            "Comma",
+            "RightDelim",
+            "LeftDelim",
+            "LParen",
+            "RParen",
+            "Ident(",
+            "Field(",
+            "Str(",
+            "Int(",
+            "Bool(",
+            "Number(",
+            "{ ",
+            "Object {",
+            "Array [",
+        ] {
+            assert!(!m.contains(dump), "Debug dump {dump:?} in message: {m}");
+        }
+    }
+    // Go's wording for the commonest slip.
+    let r = check(bp(
+        json!({"backup": {"phases": [task("one", "{{ .A , .B }}")]}}),
+    ));
+    assert!(
+        r.errors
+            .iter()
+            .any(|e| e.message.contains(r#"unexpected "," in operand"#)),
+        "{r}"
+    );
+}

@@ -698,8 +698,11 @@ pub fn check_blueprint(bp: &BlueprintAction, st: &ActionStatus) -> Result<(), St
     };
     if names != recorded || !defer_ok {
         return Err(format!(
-            "Blueprint {} action {} changed while ActionSet was running (phases now {:?}, recorded {:?}); create a new ActionSet to run the new version",
-            st.blueprint, st.name, names, recorded
+            "Blueprint {} action {} changed while ActionSet was running (phases now [{}], recorded [{}]); create a new ActionSet to run the new version",
+            st.blueprint,
+            st.name,
+            names.join(", "),
+            recorded.join(", ")
         ));
     }
     Ok(())

@@ -59,9 +59,10 @@ pub async fn fetch_base(
                 cms.insert(name.clone(), json!(cm));
             }
             Err(e) => errors.push(format!(
-                "Failed to get ConfigMap {}/{} (configMaps.{name}): {e}",
+                "Failed to get ConfigMap {}/{} (configMaps.{name}): {}",
                 or_ns(&r.namespace, namespace),
-                r.name
+                r.name,
+                crate::kube_error::Describe(&e)
             )),
         }
     }
@@ -94,10 +95,12 @@ fn or_ns<'a>(ns: &'a str, default: &'a str) -> &'a str {
 
 async fn get_secret(client: &kube::Client, ns: &str, name: &str) -> Result<Value, String> {
     let api: Api<Secret> = Api::namespaced(client.clone(), ns);
-    api.get(name)
-        .await
-        .map(|s| json!(s))
-        .map_err(|e| format!("Failed to get Secret {ns}/{name}: {e}"))
+    api.get(name).await.map(|s| json!(s)).map_err(|e| {
+        format!(
+            "Failed to get Secret {ns}/{name}: {}",
+            crate::kube_error::Describe(&e)
+        )
+    })
 }
 
 /// `.Object` and the kind-specific values (`.Deployment`, `.StatefulSet`,
@@ -161,14 +164,15 @@ async fn fetch_object(
     };
     let fetched = api.get(&obj.name).await.map_err(|e| {
         format!(
-            "Failed to get object {} {}{}: {e}",
+            "Failed to get object {} {}{}: {}",
             obj.kind,
             if namespaced {
                 format!("{ns}/")
             } else {
                 String::new()
             },
-            obj.name
+            obj.name,
+            crate::kube_error::Describe(&e)
         )
     })?;
     let object = serde_json::to_value(&fetched).map_err(|e| e.to_string())?;
@@ -259,10 +263,12 @@ pub fn workload_value(name: &str, ns: &str, pods: &[Pod]) -> Value {
 /// `.Profile` as Kanister's `param.Profile`.
 async fn fetch_profile(client: &kube::Client, ns: &str, name: &str) -> Result<Value, String> {
     let api: Api<Profile> = Api::namespaced(client.clone(), ns);
-    let prof = api
-        .get(name)
-        .await
-        .map_err(|e| format!("Failed to get Profile {ns}/{name}: {e}"))?;
+    let prof = api.get(name).await.map_err(|e| {
+        format!(
+            "Failed to get Profile {ns}/{name}: {}",
+            crate::kube_error::Describe(&e)
+        )
+    })?;
     let l = &prof.location;
     let mut cred = json!({"Type": prof.credential.type_});
     if let Some(kp) = &prof.credential.key_pair {
@@ -435,7 +441,11 @@ pub async fn fetch_phase_objects(
             "configmap" => {
                 let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
                 let cm = api.get(&r.name).await.map_err(|e| {
-                    format!("Failed to get ConfigMap {ns}/{} (objects.{k}): {e}", r.name)
+                    format!(
+                        "Failed to get ConfigMap {ns}/{} (objects.{k}): {}",
+                        r.name,
+                        crate::kube_error::Describe(&e)
+                    )
                 })?;
                 cms.insert(k.clone(), json!(cm));
             }

@@ -424,7 +424,9 @@ pub async fn publish(client: &Client, instance: &str, regarding: &CoreRef, ev: &
 
 async fn get_blueprint(client: &Client, ns: &str, name: &str) -> Result<Blueprint, String> {
     let api: Api<Blueprint> = Api::namespaced(client.clone(), ns);
-    api.get(name).await.map_err(|e| e.to_string())
+    api.get(name)
+        .await
+        .map_err(|e| crate::kube_error::describe(&e))
 }
 
 /// Resolves the Blueprint action of every spec action (for init).
@@ -489,7 +491,7 @@ async fn run_actionset_with(run: &Run<'_>, rx: watch::Receiver<bool>) -> Result<
     let (inner, ns, name) = (run.inner, run.ns, run.name);
     let obj = run.api.get(name).await.map_err(|e| match e {
         kube::Error::Api(s) if s.code == 404 => WriteError::Gone,
-        e => WriteError::Other(e.to_string()),
+        e => WriteError::Other(crate::kube_error::describe(&e)),
     })?;
     let started = matches!(obj.state(), None | Some(State::Unset | State::Pending));
     let obj = if started {

@@ -243,7 +243,7 @@ async fn wait_ready(api: &Api<Pod>, name: &str) -> Result<(), String> {
         let pod = api
             .get(name)
             .await
-            .map_err(|e| format!("getting the pod: {e}"))?;
+            .map_err(|e| format!("getting the pod: {}", crate::kube_error::Describe(&e)))?;
         if readiness(&pod)? {
             return Ok(());
         }

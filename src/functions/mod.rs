@@ -156,7 +156,7 @@ pub enum FunctionError {
         message: String,
     },
     /// A Kubernetes API call failed.
-    #[error("{function}: {action}: {source}")]
+    #[error("{function}: {action}: {}", crate::kube_error::Describe(source))]
     Kube {
         function: &'static str,
         action: String,

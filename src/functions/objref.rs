@@ -50,16 +50,23 @@ pub async fn resolve(client: &Client, r: &ObjectReference) -> Result<Resolved, S
         return Err("objectReference needs `resource` (e.g. deployments) or `kind`".into());
     }
     if version.is_empty() {
-        let g = discovery::group(client, &group)
-            .await
-            .map_err(|e| format!("discovering API group {group:?}: {e}"))?;
+        let g = discovery::group(client, &group).await.map_err(|e| {
+            format!(
+                "discovering API group {group:?}: {}",
+                crate::kube_error::Describe(&e)
+            )
+        })?;
         version = g.preferred_version_or_latest().to_string();
     }
     let gv = GroupVersion::gv(&group, &version);
     let found: Option<(ApiResource, ApiCapabilities)> = if !r.resource.is_empty() {
-        let g = discovery::pinned_group(client, &gv)
-            .await
-            .map_err(|e| format!("discovering API {}: {e}", gv.api_version()))?;
+        let g = discovery::pinned_group(client, &gv).await.map_err(|e| {
+            format!(
+                "discovering API {}: {}",
+                gv.api_version(),
+                crate::kube_error::Describe(&e)
+            )
+        })?;
         let want = r.resource.to_ascii_lowercase();
         g.versioned_resources(&version)
             .into_iter()
@@ -69,7 +76,14 @@ pub async fn resolve(client: &Client, r: &ObjectReference) -> Result<Resolved, S
         match discovery::pinned_kind(client, &gvk).await {
             Ok(x) => Some(x),
             Err(kube::Error::Discovery(_)) => None,
-            Err(e) => return Err(format!("discovering {} {}: {e}", gv.api_version(), r.kind)),
+            Err(e) => {
+                return Err(format!(
+                    "discovering {} {}: {}",
+                    gv.api_version(),
+                    r.kind,
+                    crate::kube_error::Describe(&e)
+                ));
+            }
         }
     };
     let (resource, caps) = found.ok_or_else(|| {

@@ -186,7 +186,12 @@ async fn evaluate(
         Err(kube::Error::Api(s)) if s.code == 404 => {
             return Err(Eval::NotYet("object not found".into()));
         }
-        Err(e) => return Err(Eval::NotYet(format!("getting the object: {e}"))),
+        Err(e) => {
+            return Err(Eval::NotYet(format!(
+                "getting the object: {}",
+                crate::kube_error::Describe(&e)
+            )));
+        }
     };
     let json = serde_json::to_value(&obj).map_err(|e| Eval::Fatal(e.to_string()))?;
     let out = match flavor {

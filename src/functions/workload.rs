@@ -107,10 +107,12 @@ pub async fn running_pods(
             let api: Api<ReplicaSet> = Api::namespaced(client.clone(), ns);
             let deadline = tokio::time::Instant::now() + CURRENT_WAIT;
             loop {
-                let rss = api
-                    .list(&ListParams::default())
-                    .await
-                    .map_err(|e| format!("Could not list ReplicaSets in {ns}: {e}"))?;
+                let rss = api.list(&ListParams::default()).await.map_err(|e| {
+                    format!(
+                        "Could not list ReplicaSets in {ns}: {}",
+                        crate::kube_error::Describe(&e)
+                    )
+                })?;
                 if let Some(m) = current(
                     rss.items.iter().map(|r| &r.metadata),
                     &uid,
@@ -135,10 +137,12 @@ pub async fn running_pods(
                 .unwrap_or(0)
                 .to_string();
             let api: Api<ReplicationController> = Api::namespaced(client.clone(), ns);
-            let rcs = api
-                .list(&ListParams::default())
-                .await
-                .map_err(|e| format!("Could not list ReplicationControllers in {ns}: {e}"))?;
+            let rcs = api.list(&ListParams::default()).await.map_err(|e| {
+                format!(
+                    "Could not list ReplicationControllers in {ns}: {}",
+                    crate::kube_error::Describe(&e)
+                )
+            })?;
             match current(
                 rcs.items.iter().map(|r| &r.metadata),
                 &uid,
@@ -151,9 +155,12 @@ pub async fn running_pods(
             }
         }
     };
-    let (mut running, _) = owned_pods(client, ns, &owner_uid)
-        .await
-        .map_err(|e| format!("Failed to list pods of {ns}/{name}: {e}"))?;
+    let (mut running, _) = owned_pods(client, ns, &owner_uid).await.map_err(|e| {
+        format!(
+            "Failed to list pods of {ns}/{name}: {}",
+            crate::kube_error::Describe(&e)
+        )
+    })?;
     running.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     Ok(running)
 }

@@ -511,7 +511,11 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
                     true,
                     "FailedCreate",
                     "Create",
-                    format!("cannot create ActionSet {}: {e}", run.name),
+                    format!(
+                        "cannot create ActionSet {}: {}",
+                        run.name,
+                        crate::kube_error::Describe(&e)
+                    ),
                 )
                 .await;
                 return Err(e.into());

@@ -299,8 +299,11 @@ pub fn decide(parsed: Parsed, lookups: &[(BlueprintRef, Lookup)]) -> Outcome {
     } else {
         match (&parsed.object, parsed.route) {
             (None, _) => Err(format!(
-                "request.object is missing for a {:?} request",
-                parsed.request.operation
+                "request.object is missing for a {} request",
+                serde_json::to_value(&parsed.request.operation)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default()
             )),
             (Some(obj), Route::MutateBlueprint) => Ok(mutate_blueprint(base, obj)),
             (Some(obj), Route::ValidateBlueprint) => Ok(validate_blueprint(base, obj)),

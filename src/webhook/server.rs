@@ -323,7 +323,7 @@ async fn lookup(st: &Shared, (ns, name): &BlueprintRef) -> Lookup {
         Ok(Ok(None)) => Lookup::Missing,
         Ok(Err(e)) => {
             tracing::warn!(namespace = %ns, blueprint = %name, error = %e, "Blueprint lookup failed; check skipped");
-            Lookup::NotChecked(e.to_string())
+            Lookup::NotChecked(crate::kube_error::describe(&e))
         }
         Err(_) => {
             tracing::warn!(namespace = %ns, blueprint = %name, "Blueprint lookup timed out; check skipped");

@@ -32,13 +32,13 @@ pub struct CertFiles {
 pub fn server_config(cert_pem: &[u8], key_pem: &[u8]) -> anyhow::Result<rustls::ServerConfig> {
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert_pem)
         .collect::<Result<_, _>>()
-        .map_err(|e| anyhow::anyhow!("certificate PEM does not parse: {e:?}"))?;
+        .map_err(|e| anyhow::anyhow!("certificate PEM does not parse: {e}"))?;
     anyhow::ensure!(
         !certs.is_empty(),
         "no CERTIFICATE block found in the certificate file"
     );
     let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| {
-        anyhow::anyhow!("no usable private key (PKCS#8, PKCS#1 or SEC1 PEM) in the key file: {e:?}")
+        anyhow::anyhow!("no usable private key (PKCS#8, PKCS#1 or SEC1 PEM) in the key file: {e}")
     })?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
