@@ -22,9 +22,10 @@ use serde_json::{Map, Value, json};
 
 const CALL: Duration = Duration::from_secs(120);
 
-fn ctx(client: &Client, ns: &str) -> Context {
+/// A function call as the controller makes it: with its ServiceAccount (support::rbac).
+fn ctx(ns: &str) -> Context {
     Context {
-        client: client.clone(),
+        client: support::rbac::controller_client(),
         namespace: ns.to_string(),
         object: ObjectReference {
             api_version: "v1".into(),
@@ -117,7 +118,7 @@ async fn create_csi_snapshot_waits_for_ready_to_use_and_outputs_kanisters_keys()
     let (client, ns) = setup("csi-create").await;
     pvc(&client, &ns, "data").await?;
     let api = snapshots(&client, &ns);
-    let c = ctx(&client, &ns);
+    let c = ctx(&ns);
     let h = spawn_call(
         &c,
         "CreateCSISnapshot",
@@ -176,7 +177,7 @@ async fn create_csi_snapshot_default_name_error_status_and_missing_pvc() -> anyh
     let (client, ns) = setup("csi-create-err").await;
     pvc(&client, &ns, "logs").await?;
     let api = snapshots(&client, &ns);
-    let c = ctx(&client, &ns);
+    let c = ctx(&ns);
 
     // Without `name`: <pvc>-snapshot-<5 chars>. The controller reports an error: the phase fails.
     let h = spawn_call(
@@ -250,7 +251,7 @@ async fn create_csi_snapshot_default_name_error_status_and_missing_pvc() -> anyh
 #[tokio::test]
 async fn restore_csi_snapshot_creates_the_pvc_from_the_snapshot() -> anyhow::Result<()> {
     let (client, ns) = setup("csi-restore").await;
-    let c = ctx(&client, &ns);
+    let c = ctx(&ns);
     let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &ns);
 
     let out = call(
@@ -370,7 +371,7 @@ async fn restore_csi_snapshot_creates_the_pvc_from_the_snapshot() -> anyhow::Res
 async fn delete_csi_snapshot_deletes_and_tolerates_a_missing_snapshot() -> anyhow::Result<()> {
     let (client, ns) = setup("csi-delete").await;
     let api = snapshots(&client, &ns);
-    let c = ctx(&client, &ns);
+    let c = ctx(&ns);
     let snap: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "snapshot.storage.k8s.io/v1",
         "kind": "VolumeSnapshot",
@@ -423,7 +424,7 @@ impl Controller {
                 "--log-level",
                 "warn",
             ])
-            .env("KUBECONFIG", &support::cluster().kubeconfig)
+            .env("KUBECONFIG", support::rbac::controller_kubeconfig())
             .stdin(std::process::Stdio::null())
             .kill_on_drop(true)
             .spawn()

@@ -26,9 +26,10 @@ const CALL: Duration = Duration::from_secs(120);
 const DRIVER: &str = "hostpath.csi.k8s.io";
 const HANDLE: &str = "7bdd0de3-aaeb-11e8-9aae-0242ac110002";
 
-fn ctx(client: &Client, ns: &str) -> Context {
+/// A function call as the controller makes it: with its ServiceAccount (support::rbac).
+fn ctx(ns: &str) -> Context {
     Context {
-        client: client.clone(),
+        client: support::rbac::controller_client(),
         namespace: ns.to_string(),
         object: ObjectReference {
             api_version: "v1".into(),
@@ -146,7 +147,7 @@ async fn create_csi_snapshot_static_binds_content_and_snapshot_and_waits_for_rea
     let class = format!("{ns}-retain");
     snapshot_class(&client, &class, "Retain").await?;
     let api = snapshots(&client, &ns);
-    let c = ctx(&client, &ns);
+    let c = ctx(&ns);
     let h = spawn_call(
         &c,
         "CreateCSISnapshotStatic",
@@ -232,7 +233,7 @@ async fn create_csi_snapshot_static_errors_are_clear_and_leave_nothing_behind() 
     let class = format!("{ns}-delete");
     snapshot_class(&client, &class, "Delete").await?;
     let api = snapshots(&client, &ns);
-    let c = ctx(&client, &ns);
+    let c = ctx(&ns);
 
     // Missing or empty arguments: named, and nothing is created.
     for arg in [
@@ -382,7 +383,7 @@ async fn create_csi_snapshot_static_errors_are_clear_and_leave_nothing_behind() 
 async fn delete_csi_snapshot_content_deletes_and_tolerates_a_missing_content() -> anyhow::Result<()>
 {
     let (client, ns) = setup("csi-content-del").await;
-    let c = ctx(&client, &ns);
+    let c = ctx(&ns);
     let api = contents(&client);
     let content = |name: &str, finalizers: Value| -> anyhow::Result<DynamicObject> {
         Ok(serde_json::from_value(json!({
@@ -487,7 +488,7 @@ impl Controller {
                 "--log-level",
                 "warn",
             ])
-            .env("KUBECONFIG", &support::cluster().kubeconfig)
+            .env("KUBECONFIG", support::rbac::controller_kubeconfig())
             .stdin(std::process::Stdio::null())
             .kill_on_drop(true)
             .spawn()

@@ -28,9 +28,10 @@ const FINISH: Duration = Duration::from_secs(300);
 const BUCKET: &str = "bpo-data";
 const PROFILE: &str = "s3";
 
-fn ctx(client: &Client, ns: &str) -> Context {
+/// A function call as the controller makes it: with its ServiceAccount (support::rbac).
+fn ctx(ns: &str) -> Context {
     Context {
-        client: client.clone(),
+        client: support::rbac::controller_client(),
         namespace: ns.to_string(),
         object: ObjectReference::default(),
         pod_override: None,
@@ -73,13 +74,19 @@ async fn setup(prefix: &str) -> Option<(Client, String)> {
 
 /// The template parameters the executor would render with: fetched by the
 /// executor's own code from an action naming `object` and the Profile.
-async fn template_params(client: &Client, ns: &str, object: Value) -> anyhow::Result<Value> {
+async fn template_params(ns: &str, object: Value) -> anyhow::Result<Value> {
     let spec: ActionSpec = serde_json::from_value(json!({
         "name": "backup", "object": object,
         "profile": {"name": PROFILE, "namespace": ns},
         "preferredVersion": "",
     }))?;
-    let (p, err) = params::fetch_base(client, ns, &spec, "2026-01-01T00:00:00Z").await;
+    let (p, err) = params::fetch_base(
+        &support::rbac::controller_client(),
+        ns,
+        &spec,
+        "2026-01-01T00:00:00Z",
+    )
+    .await;
     anyhow::ensure!(err.is_none(), "fetching params: {err:?}");
     anyhow::ensure!(p.contains_key("Profile"), "no Profile in {p:?}");
     Ok(Value::Object(p))
@@ -321,12 +328,11 @@ async fn backup_restore_delete_round_trip() -> anyhow::Result<()> {
     };
     let pod = app_pod(&client, &ns).await?;
     let p = template_params(
-        &client,
         &ns,
         json!({"kind": "Deployment", "name": "app", "namespace": ns}),
     )
     .await?;
-    let c = ctx(&client, &ns);
+    let c = ctx(&ns);
     let dir = TempDir::new("rt");
     let src = dir.0.join("src");
     let n_files = write_tree(&src, 7);
@@ -456,8 +462,8 @@ async fn copy_volume_data_then_restore_from_its_outputs() -> anyhow::Result<()> 
     let Some((client, ns)) = setup("data-cvd").await else {
         return Ok(());
     };
-    let p = template_params(&client, &ns, json!({"kind": "Namespace", "name": ns})).await?;
-    let c = ctx(&client, &ns);
+    let p = template_params(&ns, json!({"kind": "Namespace", "name": ns})).await?;
+    let c = ctx(&ns);
     let pvc = format!("cvd-{ns}");
     let pv = bound_pvc(&client, &ns, &pvc).await?;
     let mount = PathBuf::from(format!("/mnt/vol_data/{pvc}"));
@@ -556,12 +562,11 @@ async fn data_functions_fail_clearly() -> anyhow::Result<()> {
     };
     let pod = app_pod(&client, &ns).await?;
     let p = template_params(
-        &client,
         &ns,
         json!({"kind": "Deployment", "name": "app", "namespace": ns}),
     )
     .await?;
-    let c = ctx(&client, &ns);
+    let c = ctx(&ns);
     let dir = TempDir::new("err");
     let src = dir.0.join("src");
     write_tree(&src, 3);
@@ -765,7 +770,6 @@ struct Controller {
 
 impl Controller {
     fn start(ns: &str) -> Controller {
-        let cluster = support::cluster();
         let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
             .args([
                 "controller",
@@ -778,7 +782,7 @@ impl Controller {
                 "--log-level",
                 "warn",
             ])
-            .env("KUBECONFIG", &cluster.kubeconfig)
+            .env("KUBECONFIG", support::rbac::controller_kubeconfig())
             .stdin(Stdio::null())
             .kill_on_drop(true)
             .spawn()
@@ -846,6 +850,13 @@ async fn failing_backup_data_still_runs_the_defer_phase() -> anyhow::Result<()> 
     let Some((client, ns)) = setup("data-defer").await else {
         return Ok(());
     };
+    // KubeOps creates what the shipped RBAC does not grant: granted as the README says.
+    support::rbac::grant_controller(
+        &client,
+        "e2e-kubeops-configmaps",
+        json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]}]),
+    )
+    .await?;
     app_pod(&client, &ns).await?;
     create_blueprint(
         &client,

@@ -29,9 +29,10 @@ const PROFILE: &str = "s3";
 const IMAGE: &str = "ghcr.io/kanisterio/kanister-tools:0.116.0";
 const KEY: &str = "an all-pods key";
 
-fn ctx(client: &Client, ns: &str) -> Context {
+/// A function call as the controller makes it: with its ServiceAccount (support::rbac).
+fn ctx(ns: &str) -> Context {
     Context {
-        client: client.clone(),
+        client: support::rbac::controller_client(),
         namespace: ns.to_string(),
         object: ObjectReference::default(),
         pod_override: None,
@@ -77,14 +78,20 @@ async fn setup(prefix: &str) -> Option<(Client, String)> {
 }
 
 /// The executor's template parameters for an action on Deployment `app`.
-async fn template_params(client: &Client, ns: &str) -> anyhow::Result<Value> {
+async fn template_params(ns: &str) -> anyhow::Result<Value> {
     let spec: ActionSpec = serde_json::from_value(json!({
         "name": "backup",
         "object": {"kind": "Deployment", "name": "app", "namespace": ns},
         "profile": {"name": PROFILE, "namespace": ns},
         "preferredVersion": "",
     }))?;
-    let (p, err) = params::fetch_base(client, ns, &spec, "2026-01-01T00:00:00Z").await;
+    let (p, err) = params::fetch_base(
+        &support::rbac::controller_client(),
+        ns,
+        &spec,
+        "2026-01-01T00:00:00Z",
+    )
+    .await;
     anyhow::ensure!(err.is_none(), "fetching params: {err:?}");
     Ok(Value::Object(p))
 }
@@ -322,9 +329,9 @@ async fn backup_restore_delete_all_pods() -> anyhow::Result<()> {
     };
     let pv = bound_pvc(&client, &ns, "data").await?;
     let pods = app_with_two_pods(&client, &ns).await?;
-    let p = template_params(&client, &ns).await?;
+    let p = template_params(&ns).await?;
     assert_eq!(p["Deployment"]["Pods"], json!(pods));
-    let c = ctx(&client, &ns);
+    let c = ctx(&ns);
     let dir = TempDir::new("rt");
     let src = dir.0.join("bitnami-mongodb");
     write_tree(&src, 11);
@@ -550,11 +557,17 @@ async fn statefulset_pods_restore_with_their_own_volumes() -> anyhow::Result<()>
         "profile": {"name": PROFILE, "namespace": ns},
         "preferredVersion": "",
     }))?;
-    let (p, err) = params::fetch_base(&client, &ns, &spec, "2026-01-01T00:00:00Z").await;
+    let (p, err) = params::fetch_base(
+        &support::rbac::controller_client(),
+        &ns,
+        &spec,
+        "2026-01-01T00:00:00Z",
+    )
+    .await;
     anyhow::ensure!(err.is_none(), "fetching params: {err:?}");
     let p = Value::Object(p);
     assert_eq!(p["StatefulSet"]["Pods"], json!(["db-0", "db-1"]));
-    let c = ctx(&client, &ns);
+    let c = ctx(&ns);
     let dir = TempDir::new("sts");
     let src = dir.0.join("bitnami");
     write_tree(&src, 17);
@@ -621,8 +634,8 @@ async fn all_pods_functions_fail_clearly() -> anyhow::Result<()> {
     };
     let pv = bound_pvc(&client, &ns, "data").await?;
     let pods = app_with_two_pods(&client, &ns).await?;
-    let p = template_params(&client, &ns).await?;
-    let c = ctx(&client, &ns);
+    let p = template_params(&ns).await?;
+    let c = ctx(&ns);
     let dir = TempDir::new("err");
     let src = dir.0.join("src");
     write_tree(&src, 3);
@@ -738,7 +751,6 @@ struct Controller {
 
 impl Controller {
     fn start(ns: &str) -> Controller {
-        let cluster = support::cluster();
         let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
             .args([
                 "controller",
@@ -751,7 +763,7 @@ impl Controller {
                 "--log-level",
                 "warn",
             ])
-            .env("KUBECONFIG", &cluster.kubeconfig)
+            .env("KUBECONFIG", support::rbac::controller_kubeconfig())
             .stdin(Stdio::null())
             .kill_on_drop(true)
             .spawn()

@@ -28,9 +28,10 @@ const FINISH: Duration = Duration::from_secs(300);
 const BUCKET: &str = "bpo-stats";
 const PROFILE: &str = "s3";
 
-fn ctx(client: &Client, ns: &str) -> Context {
+/// A function call as the controller makes it: with its ServiceAccount (support::rbac).
+fn ctx(ns: &str) -> Context {
     Context {
-        client: client.clone(),
+        client: support::rbac::controller_client(),
         namespace: ns.to_string(),
         object: ObjectReference::default(),
         pod_override: None,
@@ -73,14 +74,20 @@ async fn setup(prefix: &str) -> Option<(Client, String)> {
 
 /// The template parameters the executor would render with (its own code,
 /// from an action naming `object` and the Profile).
-async fn template_params(client: &Client, ns: &str) -> anyhow::Result<Value> {
+async fn template_params(ns: &str) -> anyhow::Result<Value> {
     let spec: ActionSpec = serde_json::from_value(json!({
         "name": "backup",
         "object": {"kind": "Deployment", "name": "app", "namespace": ns},
         "profile": {"name": PROFILE, "namespace": ns},
         "preferredVersion": "",
     }))?;
-    let (p, err) = params::fetch_base(client, ns, &spec, "2026-01-01T00:00:00Z").await;
+    let (p, err) = params::fetch_base(
+        &support::rbac::controller_client(),
+        ns,
+        &spec,
+        "2026-01-01T00:00:00Z",
+    )
+    .await;
     anyhow::ensure!(err.is_none(), "fetching params: {err:?}");
     anyhow::ensure!(p.contains_key("Profile"), "no Profile in {p:?}");
     Ok(Value::Object(p))
@@ -223,8 +230,8 @@ async fn stats_of_a_real_backup_match_restic() -> anyhow::Result<()> {
         return Ok(());
     };
     let pod = app_pod(&client, &ns).await?;
-    let p = template_params(&client, &ns).await?;
-    let c = ctx(&client, &ns);
+    let p = template_params(&ns).await?;
+    let c = ctx(&ns);
     let dir = TempDir::new("modes");
     let src = dir.0.join("src");
     write_tree(&src, 11);
@@ -314,8 +321,8 @@ async fn stats_fail_clearly() -> anyhow::Result<()> {
         return Ok(());
     };
     let pod = app_pod(&client, &ns).await?;
-    let p = template_params(&client, &ns).await?;
-    let c = ctx(&client, &ns);
+    let p = template_params(&ns).await?;
+    let c = ctx(&ns);
     let dir = TempDir::new("err");
     let src = dir.0.join("src");
     write_tree(&src, 5);
@@ -451,8 +458,8 @@ async fn check_repository_outputs() -> anyhow::Result<()> {
         return Ok(());
     };
     let pod = app_pod(&client, &ns).await?;
-    let p = template_params(&client, &ns).await?;
-    let c = ctx(&client, &ns);
+    let p = template_params(&ns).await?;
+    let c = ctx(&ns);
     let dir = TempDir::new("check");
     let src = dir.0.join("src");
     write_tree(&src, 3);
@@ -607,7 +614,6 @@ struct Controller {
 
 impl Controller {
     fn start(ns: &str) -> Controller {
-        let cluster = support::cluster();
         let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
             .args([
                 "controller",
@@ -620,7 +626,7 @@ impl Controller {
                 "--log-level",
                 "warn",
             ])
-            .env("KUBECONFIG", &cluster.kubeconfig)
+            .env("KUBECONFIG", support::rbac::controller_kubeconfig())
             .stdin(Stdio::null())
             .kill_on_drop(true)
             .spawn()

@@ -24,15 +24,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use blueprint_operator::model::{ActionSchedule, ActionSet, LABEL_SCHEDULE};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
-use kube::{Client, Config, ResourceExt};
+use kube::{Client, ResourceExt};
 use serde::Deserialize as _;
 use serde_json::{Value, json};
 
@@ -147,40 +145,6 @@ fn field(pod: &Value, path: &str) -> String {
         .to_string()
 }
 
-/// A kubeconfig for the admin's cluster that authenticates with `token`.
-fn token_kubeconfig(admin: &Path, token: &str, namespace: &str, out: &Path) {
-    let mut kc: Value = serde_yaml::from_str(&std::fs::read_to_string(admin).unwrap()).unwrap();
-    kc["users"] = json!([{"name": "sa", "user": {"token": token}}]);
-    kc["contexts"][0]["context"]["user"] = json!("sa");
-    kc["contexts"][0]["context"]["namespace"] = json!(namespace);
-    std::fs::write(out, serde_yaml::to_string(&kc).unwrap()).unwrap();
-}
-
-async fn client_from(kubeconfig: &Path) -> Client {
-    let kc = Kubeconfig::read_from(kubeconfig).unwrap();
-    let config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-        .await
-        .unwrap();
-    Client::try_from(config).unwrap()
-}
-
-async fn sa_token(client: &Client, ns: &str, sa: &str) -> String {
-    let api: Api<ServiceAccount> = Api::namespaced(client.clone(), ns);
-    let tr = TokenRequest {
-        spec: Some(TokenRequestSpec {
-            expiration_seconds: Some(3600),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    api.create_token_request(sa, &PostParams::default(), &tr)
-        .await
-        .unwrap_or_else(|e| panic!("token for {ns}/{sa}: {e}"))
-        .status
-        .and_then(|s| s.token)
-        .expect("a token")
-}
-
 /// Starts every replica of `dep` the way its pod template says. `pods` are its kwok pods (for
 /// the fieldRef values), `ports` the local port of each containerPort per replica.
 async fn start_replicas(
@@ -206,9 +170,12 @@ async fn start_replicas(
         json!(false),
         "{name}: needs its token"
     );
-    let token = sa_token(client, NS, sa).await;
+    let token = support::rbac::service_account_token(client, NS, sa)
+        .await
+        .unwrap();
     let kubeconfig = tmp.join(format!("{name}.kubeconfig"));
-    token_kubeconfig(&support::cluster().kubeconfig, &token, NS, &kubeconfig);
+    support::rbac::token_kubeconfig(&support::cluster().kubeconfig, &token, NS, &kubeconfig)
+        .unwrap();
 
     // Volumes: Secrets written out as the kubelet projects them (one file per key).
     let mut mounts: Vec<(String, PathBuf)> = Vec::new();
@@ -680,8 +647,12 @@ async fn deployments_run_as_their_service_accounts_with_least_privilege() {
 
     // --- what the roles do not grant stays forbidden.
     let kubeconfig_of = |name: &str| tmp.join(format!("{name}.kubeconfig"));
-    let hook = client_from(&kubeconfig_of("blueprint-operator-webhook")).await;
-    let ctl = client_from(&kubeconfig_of("blueprint-operator-controller")).await;
+    let hook = support::rbac::client_from(&kubeconfig_of("blueprint-operator-webhook"))
+        .await
+        .unwrap();
+    let ctl = support::rbac::client_from(&kubeconfig_of("blueprint-operator-controller"))
+        .await
+        .unwrap();
     assert!(is_forbidden(
         Api::<Secret>::all(hook.clone())
             .list(&ListParams::default())

@@ -2,6 +2,7 @@
 //! binary (a child process, one per test, watching the test's namespace)
 //! against the test control plane, where kwok runs pods and the pod
 //! annotations from `support::kwok_annotations` choose exit code and log.
+//! The controller runs as its ServiceAccount of manifests/ (support::rbac).
 
 mod support;
 
@@ -31,7 +32,6 @@ impl Controller {
     }
 
     fn start_with(ns: &str, extra: &[&str]) -> Controller {
-        let cluster = support::cluster();
         let child = Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
             .args([
                 "controller",
@@ -47,7 +47,7 @@ impl Controller {
                 "warn",
             ])
             .args(extra)
-            .env("KUBECONFIG", &cluster.kubeconfig)
+            .env("KUBECONFIG", support::rbac::controller_kubeconfig())
             .stdin(Stdio::null())
             .kill_on_drop(true)
             .spawn()
@@ -71,6 +71,11 @@ async fn setup(prefix: &str) -> Option<(Client, String)> {
     support::install_crds(&client).await.expect("install CRDs");
     let ns = support::namespace(&client, prefix).await;
     Some((client, ns))
+}
+
+/// What the deferPhases' KubeOps do beyond the shipped RBAC: create ConfigMaps.
+fn kubeops_configmaps() -> Value {
+    json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]}])
 }
 
 /// A KubeTask phase whose pod exits with `exit` after printing `log`
@@ -550,6 +555,9 @@ async fn controller_killed_mid_phase_resumes_and_runs_defer_once() -> anyhow::Re
     let Some((client, ns)) = setup("exec-kill").await else {
         return Ok(());
     };
+    // KubeOps creates what the shipped RBAC does not grant: granted as the README says.
+    support::rbac::grant_controller(&client, "e2e-kubeops-configmaps", kubeops_configmaps())
+        .await?;
     // The deferPhase creates a ConfigMap: a second run would fail (AlreadyExists).
     let cm = format!(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: defer-ran\n  namespace: {ns}\ndata:\n  first: '{{{{ .Phases.first.Output.value }}}}'\n  state: '{{{{ .Outcome.State }}}}'\n  failedPhase: '{{{{ .Outcome.FailedPhase }}}}'\n"
@@ -651,6 +659,9 @@ async fn deleting_a_running_actionset_still_runs_defer() -> anyhow::Result<()> {
     let Some((client, ns)) = setup("exec-delete").await else {
         return Ok(());
     };
+    // KubeOps creates what the shipped RBAC does not grant: granted as the README says.
+    support::rbac::grant_controller(&client, "e2e-kubeops-configmaps", kubeops_configmaps())
+        .await?;
     let cm =
         format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cleaned\n  namespace: {ns}\n");
     create_blueprint(

@@ -10,7 +10,8 @@ use std::time::Duration;
 use blueprint_operator::functions::{self, Context, FunctionError, Output};
 use blueprint_operator::model::ObjectReference;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::authentication::v1::SelfSubjectReview;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::{Map, Value, json};
@@ -18,9 +19,10 @@ use serde_json::{Map, Value, json};
 /// Bound for one function call, so that a broken function fails the test instead of hanging it.
 const CALL: Duration = Duration::from_secs(180);
 
-fn ctx(client: &Client, ns: &str, object: ObjectReference) -> Context {
+/// A function call as the controller makes it: with its ServiceAccount (support::rbac).
+fn ctx(ns: &str, object: ObjectReference) -> Context {
     Context {
-        client: client.clone(),
+        client: support::rbac::controller_client(),
         namespace: ns.to_string(),
         object,
         pod_override: None,
@@ -74,6 +76,31 @@ async fn task_pods_gone(client: &Client, ns: &str) -> anyhow::Result<()> {
     .await
 }
 
+/// Issue 17.9: the function tests call the functions as the controller's ServiceAccount of
+/// manifests/ (not as admin), so a verb the code needs but the shipped RBAC lacks fails them:
+/// the client is that ServiceAccount and is refused what the manifests do not grant.
+#[tokio::test]
+async fn functions_run_as_the_controllers_service_account() -> anyhow::Result<()> {
+    let c = ctx("default", namespace_object("default"));
+    let review: SelfSubjectReview = serde_json::from_value(json!({
+        "apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview",
+    }))?;
+    let me = Api::<SelfSubjectReview>::all(c.client.clone())
+        .create(&PostParams::default(), &review)
+        .await?;
+    let user = me.status.and_then(|s| s.user_info).and_then(|u| u.username);
+    assert_eq!(
+        user.as_deref(),
+        Some("system:serviceaccount:blueprint-operator:blueprint-operator-controller")
+    );
+    let secrets: Api<Secret> = Api::namespaced(c.client.clone(), "default");
+    match secrets.list(&ListParams::default()).await {
+        Err(kube::Error::Api(e)) if e.code == 403 => {}
+        other => panic!("listing Secrets must be forbidden: {other:?}"),
+    }
+    Ok(())
+}
+
 #[tokio::test]
 async fn kube_task_runs_a_pod_and_returns_its_phase_output() -> anyhow::Result<()> {
     let Some((client, ns)) = setup("fn-task").await else {
@@ -84,7 +111,7 @@ async fn kube_task_runs_a_pod_and_returns_its_phase_output() -> anyhow::Result<(
         some text ###Phase-output###: {\"key\":\"count\",\"value\":\"1\"}\n\
         ###Phase-output###: {\"key\":\"count\",\"value\":\"2\"}\n\
         done";
-    let mut c = ctx(&client, &ns, namespace_object(&ns));
+    let mut c = ctx(&ns, namespace_object(&ns));
     // ActionSet-level labels reach the pod; kwok annotations choose exit code and log.
     c.pod_labels.insert("team".into(), "storage".into());
     let out = call(
@@ -110,7 +137,7 @@ async fn kube_task_failure_reports_the_exit_code_and_deletes_the_pod() -> anyhow
     let Some((client, ns)) = setup("fn-task-fail").await else {
         return Ok(());
     };
-    let c = ctx(&client, &ns, namespace_object(&ns));
+    let c = ctx(&ns, namespace_object(&ns));
     let err = call(
         &c,
         "KubeTask",
@@ -139,7 +166,7 @@ async fn kube_task_invalid_phase_output_fails() -> anyhow::Result<()> {
     let Some((client, ns)) = setup("fn-task-badout").await else {
         return Ok(());
     };
-    let c = ctx(&client, &ns, namespace_object(&ns));
+    let c = ctx(&ns, namespace_object(&ns));
     let err = call(
         &c,
         "KubeTask",
@@ -187,7 +214,7 @@ async fn scale_workload_scales_a_deployment_up_and_down_and_waits() -> anyhow::R
         return Ok(());
     };
     support::create_deployment(&client, &ns, "web", 1).await?;
-    let c = ctx(&client, &ns, deployment_object(&ns, "web"));
+    let c = ctx(&ns, deployment_object(&ns, "web"));
     // Defaults (kind/name/namespace) come from the action's object; replicas as a string.
     let out = call(&c, "ScaleWorkload", json!({"replicas": "3"})).await?;
     assert_eq!(out["originalReplicaCount"], json!(1));
@@ -199,7 +226,7 @@ async fn scale_workload_scales_a_deployment_up_and_down_and_waits() -> anyhow::R
     assert_eq!(running_pods(&client, &ns, "web").await?, 3);
 
     // Down to 0, with explicit args and waitForReady as a string.
-    let other = ctx(&client, &ns, namespace_object(&ns));
+    let other = ctx(&ns, namespace_object(&ns));
     let out = call(
         &other,
         "ScaleWorkload",
@@ -240,7 +267,7 @@ async fn scale_workload_scales_a_statefulset_and_waits() -> anyhow::Result<()> {
         name: "db".into(),
         namespace: ns.clone(),
     };
-    let c = ctx(&client, &ns, object);
+    let c = ctx(&ns, object);
     let out = call(&c, "ScaleWorkload", json!({"replicas": 2})).await?;
     assert_eq!(out["originalReplicaCount"], json!(1));
     let got = api.get("db").await?;
@@ -255,7 +282,7 @@ async fn scale_workload_without_wait_and_missing_workload() -> anyhow::Result<()
         return Ok(());
     };
     support::create_deployment(&client, &ns, "api", 2).await?;
-    let c = ctx(&client, &ns, deployment_object(&ns, "api"));
+    let c = ctx(&ns, deployment_object(&ns, "api"));
     let out = call(
         &c,
         "ScaleWorkload",
@@ -269,7 +296,7 @@ async fn scale_workload_without_wait_and_missing_workload() -> anyhow::Result<()
         Some(4)
     );
 
-    let missing = ctx(&client, &ns, deployment_object(&ns, "nope"));
+    let missing = ctx(&ns, deployment_object(&ns, "nope"));
     let err = call(&missing, "ScaleWorkload", json!({"replicas": 1}))
         .await
         .expect_err("missing deployment");
@@ -285,7 +312,14 @@ async fn kube_ops_creates_patches_and_deletes_a_configmap() -> anyhow::Result<()
     let Some((client, ns)) = setup("fn-ops-cm").await else {
         return Ok(());
     };
-    let c = ctx(&client, &ns, namespace_object(&ns));
+    // KubeOps creates what the shipped RBAC does not grant: granted as the README says.
+    support::rbac::grant_controller(
+        &client,
+        "e2e-kubeops-configmaps",
+        json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "patch", "delete"]}]),
+    )
+    .await?;
+    let c = ctx(&ns, namespace_object(&ns));
     let spec = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  a: \"1\"\n";
     let out = call(
         &c,
@@ -335,7 +369,13 @@ async fn kube_ops_creates_patches_and_deletes_a_deployment() -> anyhow::Result<(
     let Some((client, ns)) = setup("fn-ops-deploy").await else {
         return Ok(());
     };
-    let c = ctx(&client, &ns, namespace_object(&ns));
+    support::rbac::grant_controller(
+        &client,
+        "e2e-kubeops-deployments",
+        json!([{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["create", "delete"]}]),
+    )
+    .await?;
+    let c = ctx(&ns, namespace_object(&ns));
     // JSON text, namespace from the object itself.
     let spec = json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
@@ -382,8 +422,7 @@ async fn kube_ops_creates_patches_and_deletes_a_deployment() -> anyhow::Result<(
 
 #[tokio::test]
 async fn unsupported_functions_fail_clearly() -> anyhow::Result<()> {
-    let client = support::client().await;
-    let c = ctx(&client, "default", namespace_object("default"));
+    let c = ctx("default", namespace_object("default"));
     let err = call(&c, "CreateRDSSnapshot", json!({}))
         .await
         .expect_err("unsupported");
@@ -405,7 +444,7 @@ async fn wait_v2_returns_once_a_deployment_is_ready() -> anyhow::Result<()> {
     let Some((client, ns)) = setup("fn-waitv2").await else {
         return Ok(());
     };
-    let c = ctx(&client, &ns, deployment_object(&ns, "slow"));
+    let c = ctx(&ns, deployment_object(&ns, "slow"));
     // Params as the executor passes them: objectReference fields are templates.
     let params = json!({"Object": {"metadata": {"name": "slow", "namespace": ns}}});
     let wait_args = args(json!({
@@ -446,7 +485,7 @@ async fn wait_times_out_with_the_reason() -> anyhow::Result<()> {
         )?,
     )
     .await?;
-    let c = ctx(&client, &ns, namespace_object(&ns));
+    let c = ctx(&ns, namespace_object(&ns));
     let cond = |state: &str| {
         json!({
             "timeout": "1s",
@@ -490,7 +529,7 @@ async fn kube_exec_and_kube_exec_all_reach_the_pod() -> anyhow::Result<()> {
     })
     .await?;
     let name = pod.metadata.name.clone().unwrap_or_default();
-    let c = ctx(&client, &ns, namespace_object(&ns));
+    let c = ctx(&ns, namespace_object(&ns));
     let command = json!([
         "sh",
         "-c",
@@ -550,7 +589,7 @@ async fn kube_task_pod_is_deleted_when_the_phase_is_cancelled() -> anyhow::Resul
     let Some((client, ns)) = setup("fn-task-cancel").await else {
         return Ok(());
     };
-    let c = ctx(&client, &ns, namespace_object(&ns));
+    let c = ctx(&ns, namespace_object(&ns));
     let mut annotations = support::kwok_annotations(0, "");
     annotations.remove(support::kwok::LOG);
     annotations.insert(support::kwok::DURATION.into(), "1h".into());
@@ -584,7 +623,7 @@ async fn kube_task_pod_carries_overrides_labels_and_annotations() -> anyhow::Res
     let Some((client, ns)) = setup("fn-task-override").await else {
         return Ok(());
     };
-    let mut c = ctx(&client, &ns, namespace_object(&ns));
+    let mut c = ctx(&ns, namespace_object(&ns));
     c.pod_override = Some(args(json!({
         "activeDeadlineSeconds": 600,
         "containers": [{"name": "container", "env": [{"name": "FROM", "value": "actionset"}]}],

@@ -26,9 +26,10 @@ use serde_json::{Map, Value, json};
 const CALL: Duration = Duration::from_secs(120);
 const PROFILE: &str = "s3";
 
-fn ctx(client: &Client, ns: &str) -> Context {
+/// A function call as the controller makes it: with its ServiceAccount (support::rbac).
+fn ctx(ns: &str) -> Context {
     Context {
-        client: client.clone(),
+        client: support::rbac::controller_client(),
         namespace: ns.to_string(),
         object: ObjectReference::default(),
         pod_override: None,
@@ -63,7 +64,13 @@ async fn setup(prefix: &str, bucket: &str) -> anyhow::Result<(Client, String, Va
         "profile": {"name": PROFILE, "namespace": ns},
         "preferredVersion": "",
     }))?;
-    let (p, err) = params::fetch_base(&client, &ns, &spec, "2026-01-01T00:00:00Z").await;
+    let (p, err) = params::fetch_base(
+        &support::rbac::controller_client(),
+        &ns,
+        &spec,
+        "2026-01-01T00:00:00Z",
+    )
+    .await;
     anyhow::ensure!(err.is_none(), "fetching params: {err:?}");
     Ok((client, ns, Value::Object(p)))
 }
@@ -107,7 +114,7 @@ fn sorted(mut v: Vec<String>) -> Vec<String> {
 #[tokio::test]
 async fn deletes_exactly_the_objects_under_the_artifact_path() -> anyhow::Result<()> {
     let bucket = "bpo-ld-exact";
-    let (client, ns, p) = setup("ld-exact", bucket).await?;
+    let (_, ns, p) = setup("ld-exact", bucket).await?;
     let c = store_client();
     let mut doomed: Vec<String> = vec![
         "time-log".into(),
@@ -131,7 +138,7 @@ async fn deletes_exactly_the_objects_under_the_artifact_path() -> anyhow::Result
     assert_eq!(listed.len(), doomed.len() + 2, "time-log* keys");
 
     let out = call(
-        &ctx(&client, &ns),
+        &ctx(&ns),
         json!({"artifact": format!("{bucket}/time-log")}),
         &p,
     )
@@ -144,7 +151,7 @@ async fn deletes_exactly_the_objects_under_the_artifact_path() -> anyhow::Result
 
     // Nothing left under the path: deleting again succeeds and keeps the rest.
     call(
-        &ctx(&client, &ns),
+        &ctx(&ns),
         json!({"artifact": format!("{bucket}/time-log")}),
         &p,
     )
@@ -158,7 +165,7 @@ async fn deletes_exactly_the_objects_under_the_artifact_path() -> anyhow::Result
 #[tokio::test]
 async fn profile_prefix_and_artifact_spellings() -> anyhow::Result<()> {
     let bucket = "bpo-ld-prefix";
-    let (client, ns, mut p) = setup("ld-prefix", bucket).await?;
+    let (_, ns, mut p) = setup("ld-prefix", bucket).await?;
     let c = store_client();
     let keys: Vec<String> = [
         "team/app/1",
@@ -173,7 +180,7 @@ async fn profile_prefix_and_artifact_spellings() -> anyhow::Result<()> {
     put_all(&c, bucket, &keys).await?;
     p["Profile"]["Location"]["Prefix"] = json!("team");
     call(
-        &ctx(&client, &ns),
+        &ctx(&ns),
         json!({"artifact": format!("s3://{bucket}/app")}),
         &p,
     )
@@ -183,7 +190,7 @@ async fn profile_prefix_and_artifact_spellings() -> anyhow::Result<()> {
         ["app/1", "team/app2/1", "team/other/1"]
     );
     // Without the bucket in front: a path of the bucket (under the prefix).
-    call(&ctx(&client, &ns), json!({"artifact": "other/"}), &p).await?;
+    call(&ctx(&ns), json!({"artifact": "other/"}), &p).await?;
     assert_eq!(
         sorted(c.list_all(bucket, "", None).await?),
         ["app/1", "team/app2/1"]
@@ -223,7 +230,13 @@ async fn location_delete_removes_a_backup_data_repository() -> anyhow::Result<()
         "profile": {"name": PROFILE, "namespace": ns},
         "preferredVersion": "",
     }))?;
-    let (p, err) = params::fetch_base(&client, &ns, &spec, "2026-01-01T00:00:00Z").await;
+    let (p, err) = params::fetch_base(
+        &support::rbac::controller_client(),
+        &ns,
+        &spec,
+        "2026-01-01T00:00:00Z",
+    )
+    .await;
     anyhow::ensure!(err.is_none(), "fetching params: {err:?}");
     let p = Value::Object(p);
     let src = std::env::temp_dir().join(format!("bpo-e2e-ld-{}-{ns}", std::process::id()));
@@ -232,7 +245,7 @@ async fn location_delete_removes_a_backup_data_repository() -> anyhow::Result<()
     let c = store_client();
     put_all(&c, bucket, &["time-log-old/keep".to_string()]).await?;
     let out = functions::execute(
-        &ctx(&client, &ns),
+        &ctx(&ns),
         "BackupData",
         json!({"namespace": ns, "pod": pod, "container": "app",
                "includePath": src.to_str().unwrap(),
@@ -251,7 +264,7 @@ async fn location_delete_removes_a_backup_data_repository() -> anyhow::Result<()
         "{repo:?}"
     );
     call(
-        &ctx(&client, &ns),
+        &ctx(&ns),
         json!({"artifact": format!("{bucket}/time-log")}),
         &p,
     )
@@ -312,11 +325,11 @@ impl Drop for StrictStore {
 #[tokio::test]
 async fn failures_are_clear() -> anyhow::Result<()> {
     let bucket = "bpo-ld-errors";
-    let (client, ns, p) = setup("ld-errors", bucket).await?;
+    let (_, ns, p) = setup("ld-errors", bucket).await?;
     let c = store_client();
     let keys: Vec<String> = vec!["keep/1".into(), "keep/2".into()];
     put_all(&c, bucket, &keys).await?;
-    let cx = ctx(&client, &ns);
+    let cx = ctx(&ns);
     let err = |r: Result<Output, FunctionError>| r.expect_err("must fail").to_string();
 
     // No Profile on the action.
@@ -533,12 +546,12 @@ async fn verify(req: axum::extract::Request) -> axum::response::Response {
 /// secret or an unknown key ID fail saying which to fix.
 #[tokio::test]
 async fn wrong_credentials_are_named() -> anyhow::Result<()> {
-    let (client, ns, p) = setup("ld-creds", "bpo-ld-creds").await?;
+    let (_, ns, p) = setup("ld-creds", "bpo-ld-creds").await?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let app = axum::Router::new().fallback(verify);
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
-    let cx = ctx(&client, &ns);
+    let cx = ctx(&ns);
     let with = |id: &str, secret: &str| {
         let mut q = p.clone();
         q["Profile"]["Location"]["Endpoint"] = json!(format!("http://{addr}"));
@@ -589,7 +602,7 @@ async fn wrong_credentials_are_named() -> anyhow::Result<()> {
 #[tokio::test]
 async fn https_endpoints_and_skip_ssl_verify() -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let (client, ns, p) = setup("ld-tls", "bpo-ld-tls").await?;
+    let (_, ns, p) = setup("ld-tls", "bpo-ld-tls").await?;
     let ck = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()])?;
     let tls = axum_server::tls_rustls::RustlsConfig::from_pem(
         ck.cert.pem().into_bytes(),
@@ -602,7 +615,7 @@ async fn https_endpoints_and_skip_ssl_verify() -> anyhow::Result<()> {
     let app = axum::Router::new().fallback(verify);
     let server = axum_server::from_tcp_rustls(listener, tls)?;
     let handle = tokio::spawn(async move { server.serve(app.into_make_service()).await });
-    let cx = ctx(&client, &ns);
+    let cx = ctx(&ns);
     let mut q = p.clone();
     q["Profile"]["Location"]["Endpoint"] = json!(format!("https://{addr}"));
     q["Profile"]["Location"]["Region"] = json!(STUB_REGION);

@@ -25,9 +25,10 @@ use serde_json::{Map, Value, json};
 /// Bound for one function call, so that a broken function fails the test instead of hanging it.
 const CALL: Duration = Duration::from_secs(180);
 
-fn ctx(client: &Client, ns: &str) -> Context {
+/// A function call as the controller makes it: with its ServiceAccount (support::rbac).
+fn ctx(ns: &str) -> Context {
     Context {
-        client: client.clone(),
+        client: support::rbac::controller_client(),
         namespace: ns.to_string(),
         object: ObjectReference {
             api_version: "v1".into(),
@@ -204,7 +205,7 @@ async fn multi_container_run_builds_the_shared_volume_pod_and_parses_the_output_
         return Ok(());
     };
     let rec = PodRecorder::start(&client, &ns).await;
-    let mut c = ctx(&client, &ns);
+    let mut c = ctx(&ns);
     c.pod_labels.insert("team".into(), "db".into());
     let out = call(
         &c,
@@ -294,7 +295,7 @@ async fn multi_container_run_defaults_and_actionset_container_override() -> anyh
         return Ok(());
     };
     let rec = PodRecorder::start(&client, &ns).await;
-    let mut c = ctx(&client, &ns);
+    let mut c = ctx(&ns);
     // An ActionSet podOverride written for KubeTask's "container" reaches both workers.
     c.pod_override = Some(args(json!({
         "containers": [{"name": "container", "env": [{"name": "MODE", "value": "fast"}]}],
@@ -358,7 +359,7 @@ async fn multi_container_run_failures() -> anyhow::Result<()> {
         return Ok(());
     };
     let rec = PodRecorder::start(&client, &ns).await;
-    let c = ctx(&client, &ns);
+    let c = ctx(&ns);
     let base = json!({
         "backgroundImage": "busybox:stable",
         "backgroundCommand": ["true"],
@@ -474,7 +475,7 @@ async fn prepare_data_mounts_the_pvcs_runs_the_command_and_parses_its_log() -> a
     )
     .await?;
     let rec = PodRecorder::start(&client, &ns).await;
-    let c = ctx(&client, &ns);
+    let c = ctx(&ns);
     let out = call(
         &c,
         "PrepareData",
@@ -542,7 +543,7 @@ async fn prepare_data_defaults_to_the_workload_pvcs_and_fail_on_error() -> anyho
     };
     bound_pvc(&client, &ns, "data-db-0", "ReadWriteOnce").await?;
     let rec = PodRecorder::start(&client, &ns).await;
-    let c = ctx(&client, &ns);
+    let c = ctx(&ns);
     // `.StatefulSet.PersistentVolumeClaims` as the executor builds it.
     let params = json!({"StatefulSet": {
         "Name": "db", "Namespace": ns, "Pods": ["db-0"],
@@ -638,7 +639,7 @@ impl Controller {
                 "--log-level",
                 "warn",
             ])
-            .env("KUBECONFIG", &support::cluster().kubeconfig)
+            .env("KUBECONFIG", support::rbac::controller_kubeconfig())
             .stdin(std::process::Stdio::null())
             .kill_on_drop(true)
             .spawn()

@@ -22,6 +22,7 @@
 pub mod cluster;
 pub mod corpus;
 pub mod data_plane;
+pub mod rbac;
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
