@@ -12,7 +12,6 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use blueprint_operator::executor::params;
@@ -160,6 +159,36 @@ async fn deletes_exactly_the_objects_under_the_artifact_path() -> anyhow::Result
     Ok(())
 }
 
+/// Issue 17.1: the test object store makes no bucket on first use (gofakes3's `-autobucket`
+/// makes it with a check-then-create, so of concurrent first PUTs all but one could get 404
+/// NoSuchBucket); a Profile's bucket exists before the Profile does, so concurrent first
+/// writes into fresh buckets all succeed.
+#[tokio::test]
+async fn profile_buckets_exist_before_concurrent_first_writes() -> anyhow::Result<()> {
+    let (client, ns, _) = setup("ld-race", "bpo-ld-race").await?;
+    let e = store_client()
+        .put_object("bpo-ld-no-profile", "k", Bytes::from_static(b"x"))
+        .await
+        .expect_err("a bucket no Profile names does not exist")
+        .to_string();
+    assert!(e.contains("404 NoSuchBucket"), "{e}");
+    for i in 0..8 {
+        let bucket = format!("bpo-ld-race-{i}");
+        support::data_plane::s3_profile(&client, &ns, &format!("race-{i}"), &bucket).await?;
+        // A fresh client: every PUT opens its own connection, so they arrive together.
+        let c = store_client();
+        let keys: Vec<String> = (0..64).map(|k| format!("k/{k:02}")).collect();
+        let puts = keys
+            .iter()
+            .map(|k| c.put_object(&bucket, k, Bytes::from(format!("object {k}\n"))));
+        for (k, r) in keys.iter().zip(futures::future::join_all(puts).await) {
+            r.map_err(|e| anyhow::anyhow!("PUT {bucket}/{k}: {e}"))?;
+        }
+        assert_eq!(sorted(c.list_all(&bucket, "", None).await?), keys);
+    }
+    Ok(())
+}
+
 /// `s3://<bucket>/<path>` and a path without the bucket, with the Profile's
 /// location.prefix put in front as Kanister does.
 #[tokio::test]
@@ -273,54 +302,6 @@ async fn location_delete_removes_a_backup_data_repository() -> anyhow::Result<()
     Ok(())
 }
 
-/// A gofakes3 of the data plane without `-autobucket` (so unknown buckets
-/// are NoSuchBucket), stopped on drop.
-struct StrictStore {
-    child: Child,
-    endpoint: String,
-}
-
-impl StrictStore {
-    fn start() -> anyhow::Result<StrictStore> {
-        let root = support::repo_root();
-        let out = Command::new("bash")
-            .arg(root.join("tools/data-plane/build.sh"))
-            .arg("--print")
-            .stdin(Stdio::null())
-            .output()?;
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let bin = text
-            .lines()
-            .find_map(|l| l.strip_prefix("gofakes3="))
-            .ok_or_else(|| anyhow::anyhow!("build.sh --print names no gofakes3: {text}"))?
-            .to_string();
-        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-        let addr = format!("127.0.0.1:{port}");
-        let child = Command::new(&bin)
-            .args(["-backend", "memory", "-quiet", "-host", &addr])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()?;
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        while std::net::TcpStream::connect(&addr).is_err() {
-            anyhow::ensure!(std::time::Instant::now() < deadline, "{bin} did not listen");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Ok(StrictStore {
-            child,
-            endpoint: format!("http://{addr}"),
-        })
-    }
-}
-
-impl Drop for StrictStore {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// What cannot work fails with an error that says what to fix, and deletes nothing.
 #[tokio::test]
 async fn failures_are_clear() -> anyhow::Result<()> {
@@ -373,10 +354,9 @@ async fn failures_are_clear() -> anyhow::Result<()> {
     g["Profile"]["Location"]["Type"] = json!("gcs");
     let e = err(call(&cx, json!({"artifact": "keep"}), &g).await);
     assert!(e.contains("location type gcs is not supported"), "{e}");
-    // The bucket does not exist (a store that does not create buckets on use).
-    let strict = StrictStore::start()?;
+    // The bucket does not exist (the test store creates no bucket on use).
     let mut q = p.clone();
-    q["Profile"]["Location"]["Endpoint"] = json!(strict.endpoint);
+    q["Profile"]["Location"]["Bucket"] = json!("bpo-ld-no-such-bucket");
     let e = err(call(&cx, json!({"artifact": "keep"}), &q).await);
     assert!(e.contains("404 NoSuchBucket"), "{e}");
     assert!(e.contains("check the Profile's location.bucket"), "{e}");

@@ -2,11 +2,17 @@
 //! (cluster.sh puts it there), and gofakes3, an S3-compatible object store started once per
 //! test binary on 127.0.0.1 and stopped when the test binary exits (a shell watchdog on this
 //! process's PID, as the cluster has), so Kanister Profiles point at a real S3 endpoint.
+//!
+//! The store makes no bucket on first use (no `-autobucket`): gofakes3 creates such a bucket
+//! with a check-then-create that concurrent first writes race (the losers get 404
+//! NoSuchBucket). [`s3_profile`] creates its bucket before the Profile exists instead, once.
 
+use std::collections::BTreeSet;
+use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
@@ -103,14 +109,7 @@ fn start() -> anyhow::Result<ObjectStore> {
         .arg("-c")
         .arg(watchdog)
         .arg(&bin)
-        .args([
-            "-backend",
-            "memory",
-            "-autobucket",
-            "-quiet",
-            "-host",
-            &addr,
-        ])
+        .args(["-backend", "memory", "-quiet", "-host", &addr])
         .env("BPO_WATCH_PID", std::process::id().to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -134,11 +133,43 @@ fn start() -> anyhow::Result<ObjectStore> {
     })
 }
 
-/// Creates, in `ns`, the Secret `<name>-creds` and a Kanister Profile `name` of location type
-/// s3Compliant on [`object_store`], bucket `bucket` (made on first use), as Kanister users
-/// write them (credential type keyPair, fields aws_access_key_id / aws_secret_access_key).
+/// Creates `bucket` in [`object_store`] (CreateBucket), once per test binary: later calls and
+/// a bucket that already exists are no-ops. Blocks briefly (one local HTTP exchange).
+pub fn create_bucket(bucket: &str) -> anyhow::Result<()> {
+    static MADE: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+    let mut made = MADE.lock().unwrap_or_else(|e| e.into_inner());
+    if made.contains(bucket) {
+        return Ok(());
+    }
+    let store = object_store();
+    let addr = store.endpoint.trim_start_matches("http://");
+    // gofakes3 checks no signatures: a plain path-style PUT /<bucket> is a CreateBucket.
+    let mut s = TcpStream::connect(addr).with_context(|| format!("connecting to {addr}"))?;
+    s.set_read_timeout(Some(Duration::from_secs(30)))?;
+    write!(
+        s,
+        "PUT /{bucket} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut answer = String::new();
+    s.read_to_string(&mut answer)?;
+    let status = answer.split_whitespace().nth(1).unwrap_or("");
+    // 409 BucketAlreadyExists: made before, e.g. by restic (which creates a missing bucket).
+    anyhow::ensure!(
+        status == "200" || status == "409",
+        "CreateBucket {bucket} on {}: {answer}",
+        store.endpoint
+    );
+    made.insert(bucket.to_string());
+    Ok(())
+}
+
+/// Creates `bucket` ([`create_bucket`]), then, in `ns`, the Secret `<name>-creds` and a
+/// Kanister Profile `name` of location type s3Compliant on [`object_store`], bucket `bucket`,
+/// as Kanister users write them (credential type keyPair, fields aws_access_key_id /
+/// aws_secret_access_key).
 pub async fn s3_profile(client: &Client, ns: &str, name: &str, bucket: &str) -> anyhow::Result<()> {
     let store = object_store();
+    create_bucket(bucket)?;
     let secret_name = format!("{name}-creds");
     let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), ns);
     let secret = serde_json::from_value(json!({
