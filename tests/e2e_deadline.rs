@@ -26,7 +26,6 @@ struct Controller {
 
 impl Controller {
     fn start(ns: &str, extra: &[&str]) -> Controller {
-        let cluster = support::cluster();
         let child = Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
             .args([
                 "controller",
@@ -40,7 +39,7 @@ impl Controller {
                 "warn",
             ])
             .args(extra)
-            .env("KUBECONFIG", &cluster.kubeconfig)
+            .env("KUBECONFIG", support::rbac::controller_kubeconfig())
             .stdin(Stdio::null())
             .kill_on_drop(true)
             .spawn()
@@ -56,6 +55,15 @@ async fn setup(prefix: &str) -> Option<(Client, String)> {
         return None;
     }
     support::install_crds(&client).await.expect("install CRDs");
+    // The controller runs as its ServiceAccount; the KubeOps phases create ConfigMaps, which
+    // the shipped role does not grant: granted as the README says.
+    support::rbac::grant_controller(
+        &client,
+        "e2e-kubeops-configmaps",
+        json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]}]),
+    )
+    .await
+    .expect("grant KubeOps ConfigMaps");
     let ns = support::namespace(&client, prefix).await;
     Some((client, ns))
 }
