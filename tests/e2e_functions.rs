@@ -699,7 +699,7 @@ async fn kube_task_reads_a_large_log_as_a_stream() -> anyhow::Result<()> {
     }
     text.push_str("###Phase-output###: {\"key\":\"last\",\"value\":\"z\"}\nthe end\n");
     std::fs::write(&file, &text)?;
-    let c = ctx(&client, &ns, namespace_object(&ns));
+    let c = ctx(&ns, namespace_object(&ns));
     let annotations = |exit: i32| {
         json!({
             support::kwok::EXIT: exit.to_string(),

@@ -809,7 +809,7 @@ async fn pods_in_the_controller_namespace_use_its_service_account_and_link_the_a
     }
     let rec = PodRecorder::start(&client, &ns).await;
     let rec_other = PodRecorder::start(&client, &other).await;
-    let mut c = ctx(&client, &ns);
+    let mut c = ctx(&ns);
     c.controller = Some(functions::pod_create::ControllerIdentity {
         namespace: ns.clone(),
         service_account: "controller-sa".into(),
