@@ -28,10 +28,10 @@ struct Controller {
 
 impl Controller {
     fn start(ns: &str) -> Controller {
-        Controller::start_with(ns, &[])
+        Controller::start_with(ns, &[], &[])
     }
 
-    fn start_with(ns: &str, extra: &[&str]) -> Controller {
+    fn start_with(ns: &str, extra: &[&str], env: &[(&str, &str)]) -> Controller {
         let child = Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
             .args([
                 "controller",
@@ -47,6 +47,7 @@ impl Controller {
                 "warn",
             ])
             .args(extra)
+            .envs(env.iter().copied())
             .env("KUBECONFIG", support::rbac::controller_kubeconfig())
             .stdin(Stdio::null())
             .kill_on_drop(true)
@@ -789,7 +790,7 @@ async fn leftover_pods_are_swept_at_start_and_periodically() -> anyhow::Result<(
         json!({"backup": {"phases": [task("slow", 0, "done", Some("600s"))]}}),
     )
     .await?;
-    let _ctl = Controller::start_with(&ns, &["--pod-sweep-interval", "1"]);
+    let _ctl = Controller::start_with(&ns, &["--pod-sweep-interval", "1"], &[]);
     support::poll(FINISH, || async {
         (!pod_exists(&client, &ns, "left-at-start").await).then_some(())
     })
@@ -941,5 +942,104 @@ async fn deployment_pods_come_from_the_current_replica_set() -> anyhow::Result<(
         [new[0].as_str()],
         "only the current ReplicaSet's pod, not the old one ({first})"
     );
+    Ok(())
+}
+
+/// Issue 18.2 through the controller: a KubeTask pod in the controller's
+/// namespace runs as the ServiceAccount from POD_SERVICE_ACCOUNT, else as
+/// the one of the controller's own pod (POD_NAME), as Kanister finds it.
+#[tokio::test]
+async fn task_pods_in_the_controller_namespace_run_as_its_service_account() -> anyhow::Result<()> {
+    use futures::StreamExt;
+    use kube::runtime::watcher;
+    let Some((client, ns)) = setup("exec-sa").await else {
+        return Ok(());
+    };
+    let sas: Api<k8s_openapi::api::core::v1::ServiceAccount> = Api::namespaced(client.clone(), &ns);
+    for sa in ["env-sa", "pod-sa"] {
+        sas.create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": sa}}))?,
+        )
+        .await?;
+    }
+    // Stands for the controller's own pod.
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    pods.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({
+            "metadata": {"name": "controller-0"},
+            "spec": {"serviceAccountName": "pod-sa",
+                "containers": [{"name": "c", "image": "blueprint-operator"}]},
+        }))?,
+    )
+    .await?;
+    // Records the ServiceAccount of every task pod as it appears.
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let rec = {
+        let (seen, pods) = (seen.clone(), pods.clone());
+        tokio::spawn(async move {
+            let cfg = watcher::Config::default().labels("createdBy=kanister");
+            let mut stream = watcher(pods, cfg).boxed();
+            while let Some(ev) = stream.next().await {
+                if let Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) = ev {
+                    let sa = p
+                        .spec
+                        .and_then(|s| s.service_account_name)
+                        .unwrap_or_default();
+                    let name = p.metadata.name.unwrap_or_default();
+                    let mut s = seen.lock().unwrap();
+                    if !s.iter().any(|e| e.starts_with(&format!("{name}="))) {
+                        s.push(format!("{name}={sa}"));
+                    }
+                }
+            }
+        })
+    };
+    create_blueprint(
+        &client,
+        &ns,
+        "bp",
+        json!({"run": {"phases": [output("task", "ok")]}}),
+    )
+    .await?;
+    let sa_of_run = |n: usize| {
+        let seen = seen.clone();
+        async move {
+            support::poll(support::WAIT, || {
+                let seen = seen.clone();
+                async move {
+                    let s = seen.lock().unwrap();
+                    (s.len() >= n).then(|| s[n - 1].split('=').nth(1).unwrap_or("").to_string())
+                }
+            })
+            .await
+        }
+    };
+
+    let ctl = Controller::start_with(
+        &ns,
+        &[],
+        &[
+            ("POD_NAMESPACE", ns.as_str()),
+            ("POD_SERVICE_ACCOUNT", "env-sa"),
+        ],
+    );
+    create_actionset(&client, &ns, "as1", "bp", "run", ns_object(&ns), json!({})).await?;
+    let a = wait_terminal(&client, &ns, "as1").await?;
+    assert_eq!(a.state(), Some(State::Complete), "{:?}", a.status);
+    assert_eq!(sa_of_run(1).await?, "env-sa");
+    ctl.kill().await;
+
+    let _ctl = Controller::start_with(
+        &ns,
+        &[],
+        &[("POD_NAMESPACE", ns.as_str()), ("POD_NAME", "controller-0")],
+    );
+    create_actionset(&client, &ns, "as2", "bp", "run", ns_object(&ns), json!({})).await?;
+    let a = wait_terminal(&client, &ns, "as2").await?;
+    assert_eq!(a.state(), Some(State::Complete), "{:?}", a.status);
+    assert_eq!(sa_of_run(2).await?, "pod-sa");
+    rec.abort();
     Ok(())
 }
