@@ -115,7 +115,7 @@ fn unsupported_argument_lists_the_supported_ones() {
 #[test]
 fn argument_types_are_checked_with_weak_decoding() {
     let r = check(bp(
-        json!({"a": {"phases": [{"func": "KubeTask", "name": "p", "args": {"image": "x", "command": "echo hi"}}]}}),
+        json!({"a": {"phases": [{"func": "KubeTask", "name": "p", "args": {"image": "x", "command": {"sh": "-c"}}}]}}),
     ));
     only_error(
         &r,
@@ -529,4 +529,147 @@ fn messages_over_bad_input_contain_no_rust_debug_dumps() {
             .any(|e| e.message.contains(r#"unexpected "," in operand"#)),
         "{r}"
     );
+}
+
+/// Kanister decodes arguments with mapstructure's WeaklyTypedInput: a single value where a list
+/// is expected is a one-element list (issue 18.4).
+#[test]
+fn a_single_string_where_a_list_is_expected_is_a_one_element_list() {
+    for command in [json!("echo hi"), json!("{{ .Options.cmd }}"), json!(7)] {
+        let r = check(bp(json!({"a": {"phases": [
+            {"func": "KubeTask", "name": "p", "args": {"image": "x", "command": command}},
+            {"func": "KubeExec", "name": "q", "args": {"namespace": "n", "pod": "p", "command": "date"}}
+        ]}})));
+        assert!(r.is_valid(), "{r}");
+    }
+    let r = check(bp(json!({"a": {"phases": [
+        {"func": "KubeTask", "name": "p", "args": {"image": "x", "command": [["nested"]]}}
+    ]}})));
+    only_error(
+        &r,
+        Rule::ArgumentType,
+        "actions.a.phases[0].args.command",
+        "list of strings",
+    );
+}
+
+/// Booleans as Go's strconv.ParseBool reads them (mapstructure's weak decoding), plus numbers
+/// and the empty string; integers from integral floats and booleans (issue 18.4).
+#[test]
+fn bool_and_int_spellings_kanister_accepts() {
+    for b in [
+        json!("true"),
+        json!("True"),
+        json!("TRUE"),
+        json!("t"),
+        json!("T"),
+        json!("1"),
+        json!("false"),
+        json!("False"),
+        json!("FALSE"),
+        json!("f"),
+        json!("F"),
+        json!("0"),
+        json!(""),
+        json!(0),
+        json!(1),
+        json!(true),
+    ] {
+        let r = check(bp(
+            json!({"a": {"phases": [{"func": "ScaleWorkload", "name": "p",
+            "args": {"replicas": 1, "waitForReady": b.clone()}}]}}),
+        ));
+        assert!(r.is_valid(), "waitForReady {b}: {r}");
+    }
+    for b in [json!("yes"), json!("on"), json!([true]), json!({"a": 1})] {
+        let r = check(bp(
+            json!({"a": {"phases": [{"func": "ScaleWorkload", "name": "p",
+            "args": {"replicas": 1, "waitForReady": b.clone()}}]}}),
+        ));
+        only_error(
+            &r,
+            Rule::ArgumentType,
+            "actions.a.phases[0].args.waitForReady",
+            "ParseBool",
+        );
+    }
+    for n in [json!(2.0), json!(true), json!(" 3 ")] {
+        let r = check(bp(
+            json!({"a": {"phases": [{"func": "ScaleWorkload", "name": "p",
+            "args": {"replicas": n.clone()}}]}}),
+        ));
+        assert!(r.is_valid(), "replicas {n}: {r}");
+    }
+    let r = check(bp(
+        json!({"a": {"phases": [{"func": "ScaleWorkload", "name": "p",
+        "args": {"replicas": 2.5}}]}}),
+    ));
+    only_error(
+        &r,
+        Rule::ArgumentType,
+        "actions.a.phases[0].args.replicas",
+        "an integer",
+    );
+}
+
+/// The *UsingKopiaServer functions of released Kanister are admitted with their arguments;
+/// `validate` warns that this executor does not run them, and why (issue 18.4).
+#[test]
+fn kopia_server_functions_of_released_kanister_are_admitted_with_a_warning() {
+    let r = check(bp(json!({
+        "backup": {"phases": [{"func": "BackupDataUsingKopiaServer", "name": "b", "args": {
+            "namespace": "ns", "pod": "p", "container": "kanister-tools", "includePath": "/data",
+            "snapshotTags": "a,b", "repositoryServerUserHostname": "host"}}]},
+        "restore": {"phases": [{"func": "RestoreDataUsingKopiaServer", "name": "r", "args": {
+            "namespace": "ns", "image": "ghcr.io/kanisterio/kanister-tools:0.116.0",
+            "backupIdentifier": "{{ .ArtifactsIn.backupIdentifier.KeyValue.id }}",
+            "restorePath": "/data", "pod": "p", "podLabels": {"a": "b"}}}]},
+        "delete": {"phases": [{"func": "DeleteDataUsingKopiaServer", "name": "d", "args": {
+            "namespace": "ns", "backupID": "id", "image": "i",
+            "podAnnotations": {"a": "b"}}}]}
+    })));
+    assert!(r.is_valid(), "{r}");
+    assert_eq!(r.warnings.len(), 3, "{:?}", r.warnings);
+    for w in &r.warnings {
+        assert!(w.message.contains("executor does not run"), "{w}");
+        assert!(w.message.contains("Kopia RepositoryServer"), "{w}");
+    }
+    // Their arguments are checked like any other function's.
+    let r = check(bp(
+        json!({"backup": {"phases": [{"func": "DeleteDataUsingKopiaServer",
+        "name": "d", "args": {"namespace": "ns", "image": "i", "backupArtifactPrefix": "x"}}]}}),
+    ));
+    assert_eq!(r.errors.len(), 2, "{r}");
+    assert!(
+        r.errors
+            .iter()
+            .any(|e| e.rule == Rule::MissingArgument && e.path.ends_with("args.backupID")),
+        "{r}"
+    );
+    assert!(
+        r.errors.iter().any(|e| e.rule == Rule::UnsupportedArgument),
+        "{r}"
+    );
+}
+
+/// `.RepositoryServer` (released Kanister's template parameter) is admitted with a warning; a
+/// misspelling of it is still an error (issue 18.4).
+#[test]
+fn repository_server_template_parameter_is_admitted_with_a_warning() {
+    let r = check(bp(
+        json!({"a": {"phases": [task("p", "echo {{ .RepositoryServer.Address }} {{ .RepositoryServer.Username }}")]}}),
+    ));
+    assert!(r.is_valid(), "{r}");
+    assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
+    assert!(
+        r.warnings[0]
+            .message
+            .contains(".RepositoryServer is released Kanister's Kopia repository server"),
+        "{}",
+        r.warnings[0]
+    );
+    let r = check(bp(
+        json!({"a": {"phases": [task("p", "echo {{ .RepositoryServers.Address }}")]}}),
+    ));
+    assert!(!r.is_valid(), "{r}");
 }

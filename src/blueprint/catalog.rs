@@ -1,16 +1,20 @@
-//! The 28 Kanister functions (Kanister HEAD `pkg/function`), with the
-//! arguments each requires and accepts and the JSON type each takes.
+//! The Kanister functions, with the arguments each requires and accepts and the JSON type each
+//! takes: the 28 of Kanister HEAD `pkg/function`, plus the three `*UsingKopiaServer` functions
+//! that released Kanister (0.9x to 0.116) registers and documents, so Blueprints written for it
+//! are admitted (this executor does not run them: Kanister's Kopia repository server is gone
+//! from HEAD and not provided here; `validate` warns).
 
 /// The JSON type a function argument takes after Kanister's weak decoding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ArgType {
     /// A string; numbers and booleans are accepted (weak decoding).
     Str,
-    /// A list of strings, e.g. `command`.
+    /// A list of strings, e.g. `command`; a single string is a one-element list (weak decoding).
     StrList,
     /// An integer, or a string that renders to one (`'{{ len .StatefulSet.Pods }}'`).
     Int,
-    /// A boolean, or the strings `true`/`false`, or a template.
+    /// A boolean, Go's `ParseBool` strings (`true`, `1`, `T`, `FALSE`, ...), a number, or a
+    /// template.
     Bool,
     /// A map, e.g. `podOverride`, `volumes`, `conditions`.
     Map,
@@ -22,9 +26,11 @@ impl ArgType {
     pub fn describe(self) -> &'static str {
         match self {
             ArgType::Str => "a string",
-            ArgType::StrList => "a list of strings",
+            ArgType::StrList => "a list of strings (or one string)",
             ArgType::Int => "an integer (or a template that renders to one)",
-            ArgType::Bool => "a boolean (true or false)",
+            ArgType::Bool => {
+                "a boolean (true/false, or a string Go's strconv.ParseBool reads: 1, t, T, TRUE, 0, f, F, FALSE)"
+            }
             ArgType::Map => "a map",
             ArgType::Any => "any value",
         }
@@ -84,6 +90,8 @@ pub static FUNCTIONS: &[Function] = &[
           ["pods": Str, "encryptionKey": Str, "insecureTLS": Bool]),
     func!("BackupDataStats", ["namespace": Str, "backupArtifactPrefix": Str, "backupID": Str],
           ["image": Str, "statsMode": Str, "encryptionKey": Str], pod),
+    func!("BackupDataUsingKopiaServer", ["container": Str, "includePath": Str, "namespace": Str, "pod": Str],
+          ["snapshotTags": Str, "repositoryServerUserHostname": Str]),
     func!("CheckRepository", ["backupArtifactPrefix": Str],
           ["image": Str, "encryptionKey": Str, "insecureTLS": Bool], pod),
     func!("CopyVolumeData", ["namespace": Str, "volume": Str, "dataArtifactPrefix": Str],
@@ -98,6 +106,8 @@ pub static FUNCTIONS: &[Function] = &[
           ["image": Str, "backupID": Str, "backupTag": Str, "encryptionKey": Str, "reclaimSpace": Bool, "insecureTLS": Bool], pod),
     func!("DeleteDataAll", ["namespace": Str, "backupArtifactPrefix": Str, "backupInfo": Str],
           ["image": Str, "encryptionKey": Str, "reclaimSpace": Bool, "insecureTLS": Bool], pod),
+    func!("DeleteDataUsingKopiaServer", ["backupID": Str, "namespace": Str, "image": Str],
+          ["repositoryServerUserHostname": Str, "podAnnotations": Map, "podLabels": Map]),
     func!("DeleteRDSSnapshot", ["snapshotID": Str],
           ["dbEngine": Str, "credentialsSource": Str, "credentialsSecret": Str, "region": Str]),
     func!("ExportRDSSnapshotToLocation", ["namespace": Str, "instanceID": Str, "snapshotID": Str, "dbEngine": Str],
@@ -121,6 +131,9 @@ pub static FUNCTIONS: &[Function] = &[
            "backupIdentifier": Str, "backupPath": Str, "insecureTLS": Bool], pod),
     func!("RestoreDataAll", ["namespace": Str, "image": Str, "backupArtifactPrefix": Str, "backupInfo": Str],
           ["restorePath": Str, "encryptionKey": Str, "pods": Str, "insecureTLS": Bool], pod),
+    func!("RestoreDataUsingKopiaServer", ["backupIdentifier": Str, "namespace": Str, "restorePath": Str, "image": Str],
+          ["pod": Str, "volumes": Map, "podOverride": Map, "repositoryServerUserHostname": Str,
+           "podAnnotations": Map, "podLabels": Map]),
     func!("RestoreRDSSnapshot", ["instanceID": Str],
           ["snapshotID": Str, "dbEngine": Str, "backupArtifactPrefix": Str, "backupID": Str, "username": Str,
            "password": Str, "namespace": Str, "securityGroupID": Any, "dbSubnetGroup": Str, "podAnnotations": Map,
@@ -140,8 +153,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn has_the_28_kanister_functions_sorted_and_unique() {
-        assert_eq!(FUNCTIONS.len(), 28);
+    fn has_the_31_kanister_functions_sorted_and_unique() {
+        assert_eq!(FUNCTIONS.len(), 31);
+        for f in FUNCTIONS {
+            assert!(
+                crate::functions::KANISTER_FUNCTIONS.contains(&f.name),
+                "{}",
+                f.name
+            );
+        }
         assert!(FUNCTIONS.windows(2).all(|w| w[0].name < w[1].name));
     }
 

@@ -36,6 +36,9 @@ const PARAMS: &[&str] = &[
     "Time",
 ];
 
+/// Released Kanister's template parameter for its RepositoryServer CR (gone from HEAD).
+const REPOSITORY_SERVER: &str = "RepositoryServer";
+
 pub fn validate(doc: &Value) -> Report {
     let mut v = Validator {
         report: Report {
@@ -295,8 +298,9 @@ impl Validator {
             self.warn(
                 ctx.at("func"),
                 format!(
-                    "{} is a Kanister function that blueprint-operator's executor does not run (it runs {}): use Kanister's controller for this Blueprint, or fail at run time",
+                    "{} is a Kanister function that blueprint-operator's executor does not run{} (it runs {}): use Kanister's controller for this Blueprint, or fail at run time",
                     func.name,
+                    crate::functions::unsupported_hint(func.name),
                     crate::functions::SUPPORTED.join(", ")
                 ),
             );
@@ -508,6 +512,17 @@ impl Validator {
         };
         let mut reported = BTreeSet::new();
         for field in template.references().fields {
+            if field.trim_start_matches('.').split('.').next() == Some(REPOSITORY_SERVER) {
+                // Released Kanister's parameter for its Kopia repository server: admitted, but
+                // this executor has none, so the template fails to render here.
+                if reported.insert(REPOSITORY_SERVER.to_string()) {
+                    self.warn(
+                        ctx.clone(),
+                        format!("{field}: .RepositoryServer is released Kanister's Kopia repository server (an ActionSet's repositoryServer); blueprint-operator's executor does not provide it, so this template fails to render here: use Kanister's controller for this Blueprint, or a Profile with BackupData/RestoreData/DeleteData"),
+                    );
+                }
+                continue;
+            }
             if let Some(message) = reference_problem(&field, stage, has_defer)
                 && reported.insert(message.clone())
             {
@@ -599,11 +614,34 @@ fn type_matches(ty: ArgType, v: &Value) -> bool {
         (ArgType::StrList, Value::Array(items)) => {
             items.iter().all(|i| !i.is_array() && !i.is_object())
         }
-        (ArgType::Int, Value::Number(n)) => n.is_i64() || n.is_u64(),
+        // mapstructure's weak decoding turns a single value into a one-element list
+        // (`command: "echo hi"` runs `echo hi` as one argument), and so does the executor.
+        (ArgType::StrList, v) => !v.is_object(),
+        // Integral floats (YAML `2.0`) and booleans (1/0) decode as integers too.
+        (ArgType::Int, Value::Number(n)) => {
+            n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
+        }
+        (ArgType::Int, Value::Bool(_)) => true,
         (ArgType::Int, Value::String(s)) => is_template(s) || s.trim().parse::<i64>().is_ok(),
-        (ArgType::Bool, Value::Bool(_)) => true,
+        // Go's strconv.ParseBool spellings, "" (false) and numbers (non-zero is true).
+        (ArgType::Bool, Value::Bool(_) | Value::Number(_)) => true,
         (ArgType::Bool, Value::String(s)) => {
-            is_template(s) || matches!(s.as_str(), "true" | "false" | "True" | "False" | "1" | "0")
+            is_template(s)
+                || matches!(
+                    s.trim(),
+                    "1" | "t"
+                        | "T"
+                        | "TRUE"
+                        | "true"
+                        | "True"
+                        | "0"
+                        | "f"
+                        | "F"
+                        | "FALSE"
+                        | "false"
+                        | "False"
+                        | ""
+                )
         }
         (ArgType::Map, Value::Object(_)) => true,
         _ => false,

@@ -80,11 +80,13 @@ pub const SUPPORTED: &[&str] = &[
     "CheckRepository",
 ];
 
-/// All 28 function names Kanister registers at HEAD.
+/// The 28 function names Kanister registers at HEAD, and the three `*UsingKopiaServer` ones
+/// released Kanister registers (they need its RepositoryServer, which this executor lacks).
 pub const KANISTER_FUNCTIONS: &[&str] = &[
     "BackupData",
     "BackupDataAll",
     "BackupDataStats",
+    "BackupDataUsingKopiaServer",
     "CheckRepository",
     "CopyVolumeData",
     "CreateCSISnapshot",
@@ -94,6 +96,7 @@ pub const KANISTER_FUNCTIONS: &[&str] = &[
     "DeleteCSISnapshotContent",
     "DeleteData",
     "DeleteDataAll",
+    "DeleteDataUsingKopiaServer",
     "DeleteRDSSnapshot",
     "ExportRDSSnapshotToLocation",
     "KubeExec",
@@ -106,11 +109,22 @@ pub const KANISTER_FUNCTIONS: &[&str] = &[
     "RestoreCSISnapshot",
     "RestoreData",
     "RestoreDataAll",
+    "RestoreDataUsingKopiaServer",
     "RestoreRDSSnapshot",
     "ScaleWorkload",
     "Wait",
     "WaitV2",
 ];
+
+/// Why a Kanister function this executor does not run is missing, for the phase error and
+/// `validate`'s warning ("" when the supported list says enough).
+pub fn unsupported_hint(function: &str) -> &'static str {
+    if function.ends_with("UsingKopiaServer") {
+        ": it needs Kanister's Kopia RepositoryServer (an ActionSet `repositoryServer` and `.RepositoryServer` in templates), which this executor does not provide; use BackupData, RestoreData and DeleteData with a Profile"
+    } else {
+        ""
+    }
+}
 
 /// What a function needs from the running action.
 #[derive(Clone)]
@@ -136,7 +150,8 @@ pub struct Context {
 #[derive(Debug, thiserror::Error)]
 pub enum FunctionError {
     #[error(
-        "function {0} is not supported by this executor (supported: {list})",
+        "function {0} is not supported by this executor{hint} (supported: {list})",
+        hint = unsupported_hint(.0),
         list = SUPPORTED.join(", ")
     )]
     Unsupported(String),
@@ -248,6 +263,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn kopia_server_functions_are_known_but_unsupported_with_the_reason() {
+        for f in [
+            "BackupDataUsingKopiaServer",
+            "RestoreDataUsingKopiaServer",
+            "DeleteDataUsingKopiaServer",
+        ] {
+            assert!(KANISTER_FUNCTIONS.contains(&f) && !SUPPORTED.contains(&f));
+            let e = FunctionError::Unsupported(f.into()).to_string();
+            assert!(
+                e.starts_with(&format!("function {f} is not supported by this executor: it needs Kanister's Kopia RepositoryServer")),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
     fn unsupported_message_names_the_function_and_the_supported_list() {
         let e = FunctionError::Unsupported("CreateRDSSnapshot".into()).to_string();
         assert!(
@@ -257,6 +288,6 @@ mod tests {
         for f in SUPPORTED {
             assert!(KANISTER_FUNCTIONS.contains(f), "{f}");
         }
-        assert_eq!(KANISTER_FUNCTIONS.len(), 28);
+        assert_eq!(KANISTER_FUNCTIONS.len(), 31);
     }
 }
