@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use kube::api::{Api, AttachParams};
 use serde_json::{Map, Value};
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::args::Args;
 use super::{Context, FunctionError, Output, output};
@@ -116,6 +116,21 @@ pub async fn exec(
     container: Option<&str>,
     command: &[String],
 ) -> Result<ExecResult, FunctionError> {
+    exec_with_stdin(ctx, function, namespace, pod, container, command, None).await
+}
+
+/// [`exec`] that writes `stdin` to the command's standard input, then closes
+/// it. For what must not be on the command line (visible in the API
+/// server's audit log and the node's process list): credentials.
+pub async fn exec_with_stdin(
+    ctx: &Context,
+    function: &'static str,
+    namespace: &str,
+    pod: &str,
+    container: Option<&str>,
+    command: &[String],
+    stdin: Option<&[u8]>,
+) -> Result<ExecResult, FunctionError> {
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
     let container = match container {
         Some(c) => c.to_string(),
@@ -136,20 +151,30 @@ pub async fn exec(
     let place = format!("pod {namespace}/{pod} container {container}");
     let ap = AttachParams::default()
         .container(container.clone())
-        .stdin(false)
+        .stdin(stdin.is_some())
         .stdout(true)
         .stderr(true);
     let mut attached = api.exec(pod, command.to_vec(), &ap).await.map_err(|e| {
         FunctionError::kube(function, format!("Failed to exec command in {place}"), e)
     })?;
+    let mut in_w = attached.stdin();
+    let write_in = async {
+        if let (Some(w), Some(data)) = (in_w.as_mut(), stdin) {
+            // A command that exits without reading is not an error here.
+            let _ = w.write_all(data).await;
+            let _ = w.shutdown().await;
+        }
+    };
     let mut out_r = attached.stdout();
     let mut err_r = attached.stderr();
     let status = attached.take_status();
     let mut scanner = output::Scanner::default();
-    let (out_tail, err_tail) = tokio::join!(
+    let ((), out_tail, err_tail) = tokio::join!(
+        write_in,
         drain(out_r.as_mut(), Some(&mut scanner)),
         drain(err_r.as_mut(), None)
     );
+    drop(in_w);
     let status = match status {
         Some(f) => f.await,
         None => None,

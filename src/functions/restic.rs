@@ -8,7 +8,8 @@
 //!    checked as Kanister's `ValidateProfile` does (same error texts).
 //! 2. [`Repository`]: one restic repository (Profile location + artifact
 //!    prefix + encryption key) and the shell command lines Kanister runs:
-//!    `bash -o errexit -o pipefail -c "export …\n restic <subcommand> …"`.
+//!    `bash -o errexit -o pipefail -c "… restic <subcommand> …"`, the
+//!    environment on stdin ([`ResticCommand`]).
 //! 3. `async` helpers that exec those commands in a pod's container through
 //!    [`super::kube_exec::exec`] and parse restic's output
 //!    ([`get_or_create_repository`], [`backup`], [`restore`],
@@ -20,9 +21,14 @@
 //! [`parse_restic_size_bytes`]) are pure functions.
 //!
 //! Differences from Kanister:
-//! - every value put on the command line (credentials, password, repository,
-//!   paths, tags, IDs) is shell-quoted; Kanister pastes them unquoted, so a
-//!   value with a space or `$` broke (or was word-split into several paths);
+//! - credentials, password and repository are not on the exec command line
+//!   (Kanister exports them there, where the API server's audit log and the
+//!   pod's process list show them): they go as `export` lines on the exec's
+//!   stdin, which a shell prologue reads before restic runs;
+//! - every value put on the command line (paths, tags, IDs) is shell-quoted
+//!   and positional values come after `--`; Kanister pastes them unquoted, so
+//!   a value with a space or `$` broke (or was word-split into several
+//!   paths), and one starting with `-` became a restic option;
 //! - `--insecure-tls` is added to every subcommand when asked (Kanister
 //!   leaves it off `snapshots --json` and `stats`);
 //! - Profile `SkipSSLVerify` is not used (as in Kanister's restic code: only
@@ -434,74 +440,114 @@ impl Repository {
         Ok(env)
     }
 
-    /// `bash -o errexit -o pipefail -c "export K=V\n … restic <args> [--insecure-tls]"`.
-    /// Every argument is shell-quoted. The result carries credentials: never log it.
-    pub fn command(&self, args: &[&str]) -> Result<Vec<String>, String> {
-        let mut parts: Vec<String> = self
+    /// `bash -o errexit -o pipefail -c "<read the environment from stdin>;
+    /// restic <subcommand> <flags> [--insecure-tls] -- <positional>"`, with the
+    /// environment (credentials, `RESTIC_REPOSITORY`, `RESTIC_PASSWORD`) as
+    /// `export K=V` lines on stdin: nothing secret is on the command line,
+    /// which the API server's audit log, the pod's `/proc/<pid>/cmdline` and
+    /// process listings show. Every value is shell-quoted; `--` ends restic's
+    /// options, so a positional value starting with `-` stays a value.
+    pub fn command(
+        &self,
+        sub: &str,
+        flags: &[String],
+        positional: &[&str],
+    ) -> Result<ResticCommand, String> {
+        let mut stdin: String = self
             .env()?
             .into_iter()
             .map(|(k, v)| format!("export {k}={}\n", sh_quote(&v)))
             .collect();
-        parts.push("restic".into());
-        parts.extend(args.iter().map(|a| sh_quote(a)));
+        // `read -d ''` stops at the NUL, without waiting for end of input.
+        stdin.push('\0');
+        let mut line = vec!["restic".to_string(), sub.to_string()];
+        line.extend(flags.iter().map(|f| sh_quote(f)));
         if self.insecure_tls {
-            parts.push("--insecure-tls".into());
+            line.push("--insecure-tls".into());
         }
-        Ok(sh_command(parts.join(" ")))
+        if !positional.is_empty() {
+            line.push("--".into());
+            line.extend(positional.iter().map(|a| sh_quote(a)));
+        }
+        Ok(ResticCommand {
+            argv: sh_command(format!("{READ_ENV}\n{}", line.join(" "))),
+            stdin,
+        })
     }
 
     /// `restic init`.
-    pub fn init_command(&self) -> Result<Vec<String>, String> {
-        self.command(&["init"])
+    pub fn init_command(&self) -> Result<ResticCommand, String> {
+        self.command("init", &[], &[])
     }
 
-    /// `restic backup --tag <tag> <includePath>`.
-    pub fn backup_command(&self, tag: &str, include_path: &str) -> Result<Vec<String>, String> {
-        self.command(&["backup", "--tag", tag, include_path])
+    /// `restic backup --tag=<tag> -- <includePath>`.
+    pub fn backup_command(&self, tag: &str, include_path: &str) -> Result<ResticCommand, String> {
+        self.command("backup", &[format!("--tag={tag}")], &[include_path])
     }
 
-    /// `restic restore <id> --target <path>` or `restic restore --tag <tag> latest --target <path>`.
+    /// `restic restore --target=<path> -- <id>` or `restic restore --tag=<tag> --target=<path> -- latest`.
     pub fn restore_command(
         &self,
         snapshot: &Snapshot,
         restore_path: &str,
-    ) -> Result<Vec<String>, String> {
+    ) -> Result<ResticCommand, String> {
+        let target = format!("--target={restore_path}");
         match snapshot {
-            Snapshot::Id(id) => self.command(&["restore", id, "--target", restore_path]),
+            Snapshot::Id(id) => self.command("restore", &[target], &[id]),
             Snapshot::Tag(tag) => {
-                self.command(&["restore", "--tag", tag, "latest", "--target", restore_path])
+                self.command("restore", &[format!("--tag={tag}"), target], &["latest"])
             }
         }
     }
 
     /// `restic snapshots --json`.
-    pub fn snapshots_command(&self) -> Result<Vec<String>, String> {
-        self.command(&["snapshots", "--json"])
+    pub fn snapshots_command(&self) -> Result<ResticCommand, String> {
+        self.command("snapshots", &["--json".into()], &[])
     }
 
     /// `restic snapshots --last --json` (Kanister's existence check).
-    pub fn latest_snapshots_command(&self) -> Result<Vec<String>, String> {
-        self.command(&["snapshots", "--last", "--json"])
+    pub fn latest_snapshots_command(&self) -> Result<ResticCommand, String> {
+        self.command("snapshots", &["--last".into(), "--json".into()], &[])
     }
 
-    /// `restic snapshots --tag <tag> --json`.
-    pub fn snapshots_by_tag_command(&self, tag: &str) -> Result<Vec<String>, String> {
-        self.command(&["snapshots", "--tag", tag, "--json"])
+    /// `restic snapshots --tag=<tag> --json`.
+    pub fn snapshots_by_tag_command(&self, tag: &str) -> Result<ResticCommand, String> {
+        self.command("snapshots", &[format!("--tag={tag}"), "--json".into()], &[])
     }
 
-    /// `restic forget <id>`.
-    pub fn forget_command(&self, id: &str) -> Result<Vec<String>, String> {
-        self.command(&["forget", id])
+    /// `restic forget -- <id>`.
+    pub fn forget_command(&self, id: &str) -> Result<ResticCommand, String> {
+        self.command("forget", &[], &[id])
     }
 
     /// `restic prune`.
-    pub fn prune_command(&self) -> Result<Vec<String>, String> {
-        self.command(&["prune"])
+    pub fn prune_command(&self) -> Result<ResticCommand, String> {
+        self.command("prune", &[], &[])
     }
 
-    /// `restic stats <id> --mode <mode>`.
-    pub fn stats_command(&self, id: &str, mode: &str) -> Result<Vec<String>, String> {
-        self.command(&["stats", id, "--mode", mode])
+    /// `restic stats --mode=<mode> -- <id>`.
+    pub fn stats_command(&self, id: &str, mode: &str) -> Result<ResticCommand, String> {
+        self.command("stats", &[format!("--mode={mode}")], &[id])
+    }
+}
+
+/// The shell prologue that reads the environment from stdin (a NUL-ended
+/// block of `export` lines) before restic runs.
+const READ_ENV: &str = "IFS= read -r -d '' BPO_RESTIC_ENV || { echo 'blueprint-operator: the restic \
+environment (credentials) did not arrive on stdin' >&2; exit 1; }\neval \"$BPO_RESTIC_ENV\"\nunset BPO_RESTIC_ENV";
+
+/// A restic command to exec: `argv` carries no secret; `stdin` carries the
+/// environment with the credentials (never log it).
+#[derive(Clone)]
+pub struct ResticCommand {
+    pub argv: Vec<String>,
+    pub stdin: String,
+}
+
+impl std::fmt::Debug for ResticCommand {
+    /// Never prints the environment.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ResticCommand {{ argv: {:?}, stdin: *** }}", self.argv)
     }
 }
 
@@ -765,22 +811,23 @@ fn command_error(function: &'static str, e: String) -> FunctionError {
     FunctionError::failed(function, e)
 }
 
-/// Exec one restic command line (from a [`Repository`] `*_command`) in `target`.
-/// Logs stdout/stderr at debug level (the command itself, which carries
-/// credentials, is never logged).
+/// Exec one restic command (from a [`Repository`] `*_command`) in `target`,
+/// the environment on stdin. Logs stdout/stderr at debug level (never the
+/// environment, which carries credentials).
 pub async fn exec(
     ctx: &Context,
     function: &'static str,
     target: &Target<'_>,
-    command: &[String],
+    command: &ResticCommand,
 ) -> Result<ExecResult, FunctionError> {
-    let r = kube_exec::exec(
+    let r = kube_exec::exec_with_stdin(
         ctx,
         function,
         target.namespace,
         target.pod,
         target.container,
-        command,
+        &command.argv,
+        Some(command.stdin.as_bytes()),
     )
     .await;
     if let Ok(r) = &r {
@@ -1063,30 +1110,38 @@ mod tests {
         let repo = Repository::new(&prof, "data", "pass word", true);
         assert_eq!(repo.url().unwrap(), "s3:http://127.0.0.1:9000/bkt/data");
         let cmd = repo.backup_command("tag123", "/var/log").unwrap();
-        assert_eq!(cmd[..6], ["bash", "-o", "errexit", "-o", "pipefail", "-c"]);
         assert_eq!(
-            cmd[6],
-            "export AWS_ACCESS_KEY_ID=AKID\n \
-             export AWS_SECRET_ACCESS_KEY='s3cr$t'\\''x'\n \
-             export RESTIC_REPOSITORY=s3:http://127.0.0.1:9000/bkt/data\n \
-             export RESTIC_PASSWORD='pass word'\n \
-             restic backup --tag tag123 /var/log --insecure-tls"
+            cmd.argv[..6],
+            ["bash", "-o", "errexit", "-o", "pipefail", "-c"]
+        );
+        assert_eq!(cmd.argv.len(), 7);
+        assert!(
+            cmd.argv[6].ends_with("\nrestic backup --tag=tag123 --insecure-tls -- /var/log"),
+            "{}",
+            cmd.argv[6]
+        );
+        assert_eq!(
+            cmd.stdin,
+            "export AWS_ACCESS_KEY_ID=AKID\n\
+             export AWS_SECRET_ACCESS_KEY='s3cr$t'\\''x'\n\
+             export RESTIC_REPOSITORY=s3:http://127.0.0.1:9000/bkt/data\n\
+             export RESTIC_PASSWORD='pass word'\n\0"
         );
         let r = repo
             .restore_command(&Snapshot::Tag("t".into()), "/")
             .unwrap();
         assert!(
-            r[6].ends_with("restic restore --tag t latest --target / --insecure-tls"),
+            r.argv[6].ends_with("restic restore --tag=t --target=/ --insecure-tls -- latest"),
             "{}",
-            r[6]
+            r.argv[6]
         );
         let r = Repository::new(&prof, "data", "k", false)
             .restore_command(&Snapshot::Id("abc".into()), "/tmp/x y")
             .unwrap();
         assert!(
-            r[6].ends_with("restic restore abc --target '/tmp/x y'"),
+            r.argv[6].ends_with("restic restore '--target=/tmp/x y' -- abc"),
             "{}",
-            r[6]
+            r.argv[6]
         );
         let mut p = s3_params();
         p["Profile"]["Location"]["Endpoint"] = json!("");
@@ -1095,6 +1150,101 @@ mod tests {
             Repository::new(&prof, "bkt/x", "k", false).url().unwrap(),
             "s3:s3.amazonaws.com/bkt/x"
         );
+    }
+
+    /// Issue 17.7/17.8: no credential is on the exec command line, they
+    /// arrive on stdin; positional values come after `--`. Runs the real
+    /// command line with bash and a stand-in `restic` that prints what it got.
+    #[test]
+    fn credentials_on_stdin_positionals_after_double_dash() {
+        use std::io::Write;
+        let dir = std::env::temp_dir().join(format!("bpo-restic-argv-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fake = dir.join("restic");
+        std::fs::write(
+            &fake,
+            "#!/bin/bash\nprintf 'arg:%s\\n' \"$@\"\n\
+             printf 'env:%s=%s\\n' AWS_ACCESS_KEY_ID \"$AWS_ACCESS_KEY_ID\" \
+             AWS_SECRET_ACCESS_KEY \"$AWS_SECRET_ACCESS_KEY\" RESTIC_PASSWORD \"$RESTIC_PASSWORD\" \
+             RESTIC_REPOSITORY \"$RESTIC_REPOSITORY\"\n",
+        )
+        .unwrap();
+        std::process::Command::new("chmod")
+            .args(["+x", fake.to_str().unwrap()])
+            .status()
+            .unwrap();
+        let prof = Profile::from_params(&s3_params()).unwrap();
+        let repo = Repository::new(&prof, "data", "pa$$ 'word'", false);
+        let run = |cmd: &ResticCommand, stdin: &[u8]| {
+            let mut child = std::process::Command::new(&cmd.argv[0])
+                .args(&cmd.argv[1..])
+                .env(
+                    "PATH",
+                    format!(
+                        "{}:{}",
+                        dir.display(),
+                        std::env::var("PATH").unwrap_or_default()
+                    ),
+                )
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            child.stdin.take().unwrap().write_all(stdin).unwrap();
+            child.wait_with_output().unwrap()
+        };
+        let cmd = repo.backup_command("t1", "-rf /x").unwrap();
+        for secret in ["AKID", "s3cr", "pa$$"] {
+            assert!(
+                !cmd.argv.iter().any(|a| a.contains(secret)),
+                "{secret} on the command line: {:?}",
+                cmd.argv
+            );
+        }
+        let out = run(&cmd, cmd.stdin.as_bytes());
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{text} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.starts_with("arg:"))
+                .collect::<Vec<_>>(),
+            ["arg:backup", "arg:--tag=t1", "arg:--", "arg:-rf /x"]
+        );
+        assert!(text.contains("env:AWS_ACCESS_KEY_ID=AKID\n"), "{text}");
+        assert!(
+            text.contains("env:AWS_SECRET_ACCESS_KEY=s3cr$t'x\n"),
+            "{text}"
+        );
+        assert!(text.contains("env:RESTIC_PASSWORD=pa$$ 'word'\n"), "{text}");
+        assert!(
+            text.contains("env:RESTIC_REPOSITORY=s3:http://127.0.0.1:9000/bkt/data\n"),
+            "{text}"
+        );
+        // A snapshot ID that looks like an option stays an ID.
+        let cmd = repo.forget_command("--keep-last=0").unwrap();
+        let out = run(&cmd, cmd.stdin.as_bytes());
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.starts_with("arg:"))
+                .collect::<Vec<_>>(),
+            ["arg:forget", "arg:--", "arg:--keep-last=0"]
+        );
+        // Without the environment on stdin restic does not run.
+        let out = run(&cmd, b"");
+        assert!(!out.status.success());
+        assert!(out.stdout.is_empty());
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("did not arrive on stdin"),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
