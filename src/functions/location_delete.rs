@@ -19,7 +19,9 @@
 //!   `x/...`), and `s3://<bucket>/<path>` is accepted (the bucket must be the
 //!   Profile's);
 //! - an artifact that resolves to the whole bucket is refused (Kanister
-//!   deletes every object of the bucket);
+//!   deletes every object of the bucket), and so is one whose `..` climbs
+//!   above the Profile's `location.prefix` (Kanister's path cleaning lets
+//!   `<bucket>/../other-team` delete another prefix);
 //! - only `s3Compliant` locations (gcs and azure fail with a clear error);
 //!   credentials `keyPair`, or `secret` with AWS keys (no role assumption).
 
@@ -102,6 +104,14 @@ pub fn key_prefix(artifact: &str, bucket: &str, profile_prefix: &str) -> Result<
     } else {
         a
     };
+    // `..` may move within the artifact's path, never above it: that would
+    // leave the Profile's location.prefix (another team's data).
+    let suffix = clean_relative(suffix).ok_or_else(|| {
+        format!(
+            "{a:?} climbs with `..` above the Profile's location.prefix {profile_prefix:?}; \
+             LocationDelete deletes only below it: name the artifact's path without `..`"
+        )
+    })?;
     let cleaned = clean_path(&format!("/{profile_prefix}/{suffix}"));
     let key = cleaned.trim_start_matches('/').to_string();
     if key.is_empty() {
@@ -110,6 +120,22 @@ pub fn key_prefix(artifact: &str, bucket: &str, profile_prefix: &str) -> Result<
         ));
     }
     Ok(key)
+}
+
+/// A relative path cleaned like [`clean_path`]; `None` when a `..` climbs
+/// above its start.
+pub fn clean_relative(p: &str) -> Option<String> {
+    let mut parts: Vec<&str> = Vec::new();
+    for seg in p.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            s => parts.push(s),
+        }
+    }
+    Some(parts.join("/"))
 }
 
 /// Go's `path.Clean` for a rooted path: no empty or `.` elements, `..`
@@ -170,8 +196,8 @@ mod tests {
             "a/c"
         );
         assert_eq!(
-            key_prefix("tl-bucket/../../a", "tl-bucket", "").unwrap(),
-            "a"
+            key_prefix("tl-bucket/a/../b", "tl-bucket", "team-a").unwrap(),
+            "team-a/b"
         );
         // The bucket is cut only as a whole element.
         assert_eq!(
@@ -193,6 +219,27 @@ mod tests {
             let e = key_prefix(a, "tl-bucket", "").unwrap_err();
             assert!(e.contains("whole bucket"), "{a}: {e}");
         }
+    }
+
+    /// Issue 17.7: `..` must not leave the Profile's prefix (or the bucket's root).
+    #[test]
+    fn dot_dot_cannot_escape_the_profile_prefix() {
+        for a in [
+            "tl-bucket/../team-b/backups",
+            "../team-b",
+            "s3://tl-bucket/x/../../team-b",
+            "tl-bucket/a/../../..",
+        ] {
+            let e = key_prefix(a, "tl-bucket", "team-a").unwrap_err();
+            assert!(
+                e.contains("climbs with `..` above the Profile's location.prefix \"team-a\""),
+                "{a}: {e}"
+            );
+        }
+        let e = key_prefix("tl-bucket/../../a", "tl-bucket", "").unwrap_err();
+        assert!(e.contains("climbs with `..`"), "{e}");
+        assert_eq!(clean_relative("a/./b/../c"), Some("a/c".into()));
+        assert_eq!(clean_relative("a/../.."), None);
     }
 
     #[test]
