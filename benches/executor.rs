@@ -117,6 +117,7 @@ async fn bench() -> anyhow::Result<()> {
             instance: "bench".into(),
             timeouts: Default::default(),
             controller: None,
+            tenancy: Default::default(),
         },
         metrics,
         async move {

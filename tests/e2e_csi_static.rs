@@ -487,6 +487,11 @@ impl Controller {
                 "off",
                 "--log-level",
                 "warn",
+                // Importing a snapshot writes a cluster-scoped
+                // VolumeSnapshotContent: only ActionSets of a trusted
+                // namespace may (README, Security model).
+                "--trusted-namespace",
+                ns,
             ])
             .env("KUBECONFIG", support::rbac::controller_kubeconfig())
             .stdin(std::process::Stdio::null())

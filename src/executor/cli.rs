@@ -15,6 +15,7 @@ use tracing::{info, warn};
 use super::metrics::Metrics;
 use super::pod_sweep;
 use super::runtime::{self, Config};
+use super::tenancy::Policy;
 use crate::functions::pod_create::ControllerIdentity;
 
 #[derive(Debug, Clone, clap::Args)]
@@ -59,6 +60,25 @@ pub struct ControllerArgs {
     /// Identity in Events and the Lease (default: $POD_NAME, else hostname).
     #[arg(long, env = "POD_NAME")]
     pub instance: Option<String>,
+    /// ActionSets of this namespace may reference objects and run functions
+    /// in any namespace (Kanister's behaviour); for namespaces only
+    /// administrators can write to, such as `kanister`. Repeatable or
+    /// comma-separated. Other ActionSets are confined to their own namespace.
+    #[arg(
+        long = "trusted-namespace",
+        env = "BPO_TRUSTED_NAMESPACES",
+        value_delimiter = ',',
+        value_name = "NAMESPACE"
+    )]
+    pub trusted_namespaces: Vec<String>,
+    /// Every ActionSet may reference objects and run functions in any
+    /// namespace, with the controller's rights (Kanister's behaviour).
+    #[arg(long)]
+    pub allow_cross_namespace_references: bool,
+    /// Accept Profile endpoints in link-local and cloud metadata ranges
+    /// (169.254.0.0/16, fe80::/10, 100.100.100.200, fd00:ec2::254).
+    #[arg(long)]
+    pub allow_metadata_endpoints: bool,
     /// Log filter (`info`, `debug`, `info,blueprint_operator=debug`).
     #[arg(long, default_value = "info")]
     pub log_level: String,
@@ -230,6 +250,16 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
             action: args.action_timeout,
         },
         controller,
+        tenancy: Policy {
+            allow_cross_namespace: args.allow_cross_namespace_references,
+            trusted_namespaces: args
+                .trusted_namespaces
+                .iter()
+                .map(|n| n.trim().to_string())
+                .filter(|n| !n.is_empty())
+                .collect(),
+            allow_metadata_endpoints: args.allow_metadata_endpoints,
+        },
     };
     // Before the executor runs anything: every labelled pod in scope is a leftover now.
     let sweeper = pod_sweep::start(

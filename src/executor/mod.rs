@@ -9,12 +9,15 @@
 //! - [`params`]: template parameters (`.Object`, `.Phases`, `.Outcome`, ...);
 //! - [`metrics`]: Prometheus metrics;
 //! - [`pod_sweep`]: deletes pods a killed controller left behind;
+//! - [`tenancy`]: which namespaces an ActionSet may reach; [`endpoints`]:
+//!   Profile endpoints refused in metadata ranges;
 //! - [`runtime`]: the reconciler on ActionSets (kube Controller, finalizer,
 //!   status writes with conflict retry);
 //! - [`cli`]: the `controller` subcommand.
 
 pub mod cli;
 pub mod deadline;
+pub mod endpoints;
 pub mod events;
 pub mod machine;
 pub mod metrics;
@@ -22,3 +25,4 @@ pub mod params;
 pub mod pod_sweep;
 pub mod runtime;
 pub mod status_size;
+pub mod tenancy;

@@ -19,20 +19,37 @@ use kube::api::Api;
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use serde_json::{Map, Value, json};
 
+use super::endpoints;
 use super::machine::{ActionRecord, outcome};
+use super::tenancy::{Policy, Scope};
 use crate::functions;
 use crate::model::{ActionSpec, ActionStatus, Artifact, ObjectReference, Profile, State};
 use crate::template;
 
-/// Builds the ActionSet-level parameters of one action. Never fails: what
-/// cannot be fetched is left out and reported as the error (the action then
-/// fails to launch, and its deferPhase still runs with what is there).
+/// Builds the ActionSet-level parameters of one action, under the default
+/// [`Policy`] (confined to `namespace`). Never fails: what cannot be fetched
+/// (or may not be, see [`super::tenancy`]) is left out and reported as the
+/// error (the action then fails to launch, and its deferPhase still runs
+/// with what is there).
 pub async fn fetch_base(
     client: &kube::Client,
     namespace: &str,
     spec: &ActionSpec,
     time: &str,
 ) -> (Map<String, Value>, Option<String>) {
+    fetch_base_with(client, namespace, spec, time, &Policy::default()).await
+}
+
+/// [`fetch_base`] under the controller's [`Policy`] (references outside the
+/// ActionSet's namespace, Profile endpoints).
+pub async fn fetch_base_with(
+    client: &kube::Client,
+    namespace: &str,
+    spec: &ActionSpec,
+    time: &str,
+    policy: &Policy,
+) -> (Map<String, Value>, Option<String>) {
+    let scope = policy.scope(namespace);
     let mut p = Map::new();
     let mut errors = Vec::new();
     p.insert("Time".into(), json!(time));
@@ -47,13 +64,18 @@ pub async fn fetch_base(
     if let Some(l) = &spec.pod_labels {
         p.insert("PodLabels".into(), json!(l));
     }
-    match fetch_object(client, namespace, &spec.object).await {
+    match fetch_object(client, namespace, &spec.object, &scope).await {
         Ok(extra) => p.extend(extra),
         Err(e) => errors.push(e),
     }
     let mut cms = Map::new();
     for (name, r) in &spec.config_maps {
-        let api: Api<ConfigMap> = Api::namespaced(client.clone(), or_ns(&r.namespace, namespace));
+        let ns = or_ns(&r.namespace, namespace);
+        if let Err(e) = scope.check("ConfigMap", ns, &r.name, &format!("configMaps.{name}")) {
+            errors.push(e);
+            continue;
+        }
+        let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
         match api.get(&r.name).await {
             Ok(cm) => {
                 cms.insert(name.clone(), json!(cm));
@@ -69,7 +91,12 @@ pub async fn fetch_base(
     p.insert("ConfigMaps".into(), Value::Object(cms));
     let mut secrets = Map::new();
     for (name, r) in &spec.secrets {
-        match get_secret(client, or_ns(&r.namespace, namespace), &r.name).await {
+        let ns = or_ns(&r.namespace, namespace);
+        if let Err(e) = scope.check("Secret", ns, &r.name, &format!("secrets.{name}")) {
+            errors.push(e);
+            continue;
+        }
+        match get_secret(client, ns, &r.name).await {
             Ok(s) => {
                 secrets.insert(name.clone(), s);
             }
@@ -78,7 +105,12 @@ pub async fn fetch_base(
     }
     p.insert("Secrets".into(), Value::Object(secrets));
     if let Some(r) = &spec.profile {
-        match fetch_profile(client, or_ns(&r.namespace, namespace), &r.name).await {
+        let ns = or_ns(&r.namespace, namespace);
+        let fetched = match scope.check("Profile", ns, &r.name, "profile") {
+            Ok(()) => fetch_profile(client, ns, &r.name, &scope, policy).await,
+            Err(e) => Err(e),
+        };
+        match fetched {
             Ok(v) => {
                 p.insert("Profile".into(), v);
             }
@@ -109,6 +141,7 @@ async fn fetch_object(
     client: &kube::Client,
     namespace: &str,
     obj: &ObjectReference,
+    scope: &Scope,
 ) -> Result<Map<String, Value>, String> {
     let ns = or_ns(&obj.namespace, namespace);
     let kind = obj.kind.to_ascii_lowercase();
@@ -156,6 +189,15 @@ async fn fetch_object(
             )
         }
     };
+    if namespaced {
+        scope.check(&obj.kind, ns, &obj.name, "object")?;
+    } else {
+        scope.check_cluster_scoped(&obj.kind, &obj.name, "object")?;
+        // Kanister's `.Namespace` params come from object.namespace.
+        if !obj.namespace.is_empty() {
+            scope.check(&obj.kind, &obj.namespace, &obj.name, "object.namespace")?;
+        }
+    }
     let ar = ApiResource::from_gvk_with_plural(&gvk, plural);
     let api: Api<DynamicObject> = if namespaced {
         Api::namespaced_with(client.clone(), ns, &ar)
@@ -260,8 +302,16 @@ pub fn workload_value(name: &str, ns: &str, pods: &[Pod]) -> Value {
     })
 }
 
-/// `.Profile` as Kanister's `param.Profile`.
-async fn fetch_profile(client: &kube::Client, ns: &str, name: &str) -> Result<Value, String> {
+/// `.Profile` as Kanister's `param.Profile`. The Profile's credential Secret
+/// is confined like the ActionSet's own references; the endpoint is checked
+/// against metadata ranges unless the policy allows them.
+async fn fetch_profile(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+    scope: &Scope,
+    policy: &Policy,
+) -> Result<Value, String> {
     let api: Api<Profile> = Api::namespaced(client.clone(), ns);
     let prof = api.get(name).await.map_err(|e| {
         format!(
@@ -270,24 +320,30 @@ async fn fetch_profile(client: &kube::Client, ns: &str, name: &str) -> Result<Va
         )
     })?;
     let l = &prof.location;
+    if !policy.allow_metadata_endpoints {
+        endpoints::check(&l.endpoint, &format!("{ns}/{name}")).await?;
+    }
     let mut cred = json!({"Type": prof.credential.type_});
     if let Some(kp) = &prof.credential.key_pair {
-        let s = get_secret(client, or_ns(&kp.secret.namespace, ns), &kp.secret.name).await?;
-        let field = |f: &str| -> String {
-            let b64 = s
-                .pointer(&format!("/data/{f}"))
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            use base64::Engine;
-            base64::engine::general_purpose::STANDARD
-                .decode(b64)
-                .map(|b| String::from_utf8_lossy(&b).into_owned())
-                .unwrap_or_default()
-        };
-        cred["KeyPair"] = json!({"ID": field(&kp.id_field), "Secret": field(&kp.secret_field)});
+        let sns = or_ns(&kp.secret.namespace, ns);
+        scope.check(
+            "Secret",
+            sns,
+            &kp.secret.name,
+            &format!("credential.keyPair.secret of Profile {ns}/{name}"),
+        )?;
+        let s = get_secret(client, sns, &kp.secret.name).await?;
+        cred["KeyPair"] = key_pair(&s, &kp.id_field, &kp.secret_field)?;
     }
     if let Some(r) = &prof.credential.secret {
-        cred["Secret"] = get_secret(client, or_ns(&r.namespace, ns), &r.name).await?;
+        let sns = or_ns(&r.namespace, ns);
+        scope.check(
+            "Secret",
+            sns,
+            &r.name,
+            &format!("credential.secret of Profile {ns}/{name}"),
+        )?;
+        cred["Secret"] = get_secret(client, sns, &r.name).await?;
     }
     if let Some(k) = &prof.credential.kopia_server_secret {
         cred["KopiaServerSecret"] = k.clone();
@@ -302,6 +358,33 @@ async fn fetch_profile(client: &kube::Client, ns: &str, name: &str) -> Result<Va
     }))
 }
 
+/// `{ID, Secret}` from a keyPair credential's Secret, as Kanister's
+/// `fetchKeyPairCredential`: a missing key is an error (an empty value is
+/// not; ValidateProfile reports that later).
+pub fn key_pair(secret: &Value, id_field: &str, secret_field: &str) -> Result<Value, String> {
+    let ns = secret
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let name = secret
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let field = |f: &str| -> Option<String> {
+        let b64 = secret.get("data")?.get(f)?.as_str()?;
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+    };
+    let id = field(id_field)
+        .ok_or_else(|| format!("Key '{id_field}' not found in secret '{ns}:{name}'"))?;
+    let sec = field(secret_field)
+        .ok_or_else(|| format!("Value '{secret_field}' not found in secret '{ns}:{name}'"))?;
+    Ok(json!({"ID": id, "Secret": sec}))
+}
+
 fn phase_entry(output: Option<&Map<String, Value>>, objects: Option<&Map<String, Value>>) -> Value {
     let mut e = Map::new();
     if let Some(objs) = objects {
@@ -313,23 +396,24 @@ fn phase_entry(output: Option<&Map<String, Value>>, objects: Option<&Map<String,
     Value::Object(e)
 }
 
-/// Parameters for main phase `index`. `objects` are that phase's fetched
-/// `objects` (`{"Secrets": {...}, "ConfigMaps": {...}}`).
+/// The fetched `objects` of phases, by phase name: `{"Secrets": {...},
+/// "ConfigMaps": {...}}` (Kanister keeps them in `.Phases.<name>` for the
+/// rest of the action).
+pub type PhaseObjects = BTreeMap<String, Map<String, Value>>;
+
+/// Parameters for main phase `index`: `.Phases.<name>` of it and the phases
+/// before it, each with its `objects` and (earlier phases) `Output`.
 pub fn for_phase(
     base: &Map<String, Value>,
     st: &ActionStatus,
     index: usize,
-    objects: Option<&Map<String, Value>>,
+    objects: &PhaseObjects,
 ) -> Value {
     let mut p = base.clone();
     let mut phases = Map::new();
     for (i, ph) in st.phases.iter().enumerate().take(index + 1) {
-        let entry = if i == index {
-            phase_entry(None, objects)
-        } else {
-            phase_entry(Some(&ph.output), None)
-        };
-        phases.insert(ph.name.clone(), entry);
+        let output = (i != index).then_some(&ph.output);
+        phases.insert(ph.name.clone(), phase_entry(output, objects.get(&ph.name)));
     }
     if let Some(cur) = st.phases.get(index).and_then(|ph| phases.get(&ph.name)) {
         p.insert("CurrentPhase".into(), cur.clone());
@@ -339,40 +423,44 @@ pub fn for_phase(
     Value::Object(p)
 }
 
-fn ran_phases(st: &ActionStatus) -> Map<String, Value> {
+fn ran_phases(st: &ActionStatus, objects: &PhaseObjects) -> Map<String, Value> {
     let mut phases = Map::new();
     for ph in &st.phases {
-        match ph.state {
-            State::Complete => {
-                phases.insert(ph.name.clone(), phase_entry(Some(&ph.output), None));
-            }
-            State::Failed => {
-                phases.insert(ph.name.clone(), phase_entry(None, None));
-            }
-            _ => {}
-        }
+        let output = match ph.state {
+            State::Complete => Some(&ph.output),
+            State::Failed => None,
+            _ => continue,
+        };
+        phases.insert(ph.name.clone(), phase_entry(output, objects.get(&ph.name)));
     }
     phases
 }
 
-/// Parameters for the deferPhase, with `.Outcome`.
+/// Parameters for the deferPhase, with `.Outcome`; `defer_objects` are the
+/// deferPhase's own `objects` (`.DeferPhase.Secrets`).
 pub fn for_defer(
     base: &Map<String, Value>,
     st: &ActionStatus,
     rec: &ActionRecord,
-    objects: Option<&Map<String, Value>>,
+    objects: &PhaseObjects,
+    defer_objects: Option<&Map<String, Value>>,
 ) -> Value {
     let mut p = base.clone();
-    p.insert("Phases".into(), Value::Object(ran_phases(st)));
-    p.insert("DeferPhase".into(), phase_entry(None, objects));
+    p.insert("Phases".into(), Value::Object(ran_phases(st, objects)));
+    p.insert("DeferPhase".into(), phase_entry(None, defer_objects));
     p.insert("Outcome".into(), json!(outcome(st, rec)));
     Value::Object(p)
 }
 
 /// Parameters for rendering output artifacts.
-pub fn for_artifacts(base: &Map<String, Value>, st: &ActionStatus, rec: &ActionRecord) -> Value {
+pub fn for_artifacts(
+    base: &Map<String, Value>,
+    st: &ActionStatus,
+    rec: &ActionRecord,
+    objects: &PhaseObjects,
+) -> Value {
     let mut p = base.clone();
-    p.insert("Phases".into(), Value::Object(ran_phases(st)));
+    p.insert("Phases".into(), Value::Object(ran_phases(st, objects)));
     let defer = (st.defer_phase.state == State::Complete).then_some(&st.defer_phase.output);
     p.insert("DeferPhase".into(), phase_entry(defer, None));
     p.insert("Outcome".into(), json!(outcome(st, rec)));
@@ -425,16 +513,23 @@ pub fn render_objects(
 }
 
 /// Fetches `objects` of kind Secret/ConfigMap into `{Secrets, ConfigMaps}`.
+/// A reference outside the ActionSet's namespace is refused when `scope`
+/// is confined.
 pub async fn fetch_phase_objects(
     client: &kube::Client,
     namespace: &str,
     objects: &BTreeMap<String, ObjectReference>,
+    scope: &Scope,
 ) -> Result<Map<String, Value>, String> {
     let mut secrets = Map::new();
     let mut cms = Map::new();
     for (k, r) in objects {
         let ns = or_ns(&r.namespace, namespace);
-        match r.kind.to_ascii_lowercase().as_str() {
+        let kind = r.kind.to_ascii_lowercase();
+        if kind == "secret" || kind == "configmap" {
+            scope.check(&r.kind, ns, &r.name, &format!("objects.{k}"))?;
+        }
+        match kind.as_str() {
             "secret" => {
                 secrets.insert(k.clone(), get_secret(client, ns, &r.name).await?);
             }
@@ -493,7 +588,7 @@ mod tests {
             .unwrap()
             .clone();
         let st = status();
-        let p = for_phase(&base, &st, 1, None);
+        let p = for_phase(&base, &st, 1, &PhaseObjects::new());
         assert_eq!(
             render("{{ .Phases.one.Output.value }}", &p).unwrap(),
             "mainValue"
@@ -512,7 +607,7 @@ mod tests {
             failed_phase: "two".into(),
             ..ActionRecord::default()
         };
-        let p = for_defer(&base, &st, &rec, None);
+        let p = for_defer(&base, &st, &rec, &PhaseObjects::new(), None);
         assert_eq!(
             render("{{ .Phases.one.Output.value }}", &p).unwrap(),
             "mainValue"
@@ -537,7 +632,12 @@ mod tests {
     #[test]
     fn artifacts_render_from_phase_and_defer_output() {
         let st = status();
-        let p = for_artifacts(&Map::new(), &st, &ActionRecord::default());
+        let p = for_artifacts(
+            &Map::new(),
+            &st,
+            &ActionRecord::default(),
+            &PhaseObjects::new(),
+        );
         let arts = BTreeMap::from([(
             "a".to_string(),
             Artifact {
@@ -573,6 +673,86 @@ mod tests {
             e.contains("\"nope\" not found") && e.contains("outputArtifacts.b.keyValue.k"),
             "{e}"
         );
+    }
+
+    fn objects(secret_value: &str) -> Map<String, Value> {
+        use base64::Engine;
+        let b64 = base64::engine::general_purpose::STANDARD.encode(secret_value);
+        json!({
+            "Secrets": {"elasticSecret": {"data": {"elastic": b64}}},
+            "ConfigMaps": {"cfg": {"data": {"k": "v"}}},
+        })
+        .as_object()
+        .unwrap()
+        .clone()
+    }
+
+    /// Issue 18.1: a later phase (and the deferPhase, and output artifacts)
+    /// reads `.Phases.<earlier>.Secrets` / `.ConfigMaps`, as the corpus
+    /// elasticsearch-incremental and mongodb-atlas Blueprints do.
+    #[test]
+    fn earlier_phase_objects_stay_in_phases() {
+        let st = status();
+        let objs = PhaseObjects::from([("one".to_string(), objects("pw"))]);
+        let t = r#"{{ index .Phases.one.Secrets.elasticSecret.Data "elastic" | toString }}/{{ .Phases.one.ConfigMaps.cfg.Data.k }}"#;
+        let p = for_phase(&Map::new(), &st, 1, &objs);
+        assert_eq!(render(t, &p).unwrap(), "pw/v");
+        // The earlier phase keeps its output next to its objects.
+        assert_eq!(
+            render("{{ .Phases.one.Output.value }}", &p).unwrap(),
+            "mainValue"
+        );
+        // The current phase's own objects are there too (and in .CurrentPhase).
+        let objs2 = PhaseObjects::from([("two".to_string(), objects("x"))]);
+        let p = for_phase(&Map::new(), &st, 1, &objs2);
+        assert_eq!(
+            render(
+                r#"{{ index .CurrentPhase.Secrets.elasticSecret.Data "elastic" | toString }}"#,
+                &p
+            )
+            .unwrap(),
+            "x"
+        );
+        let rec = ActionRecord::default();
+        let p = for_defer(&Map::new(), &st, &rec, &objs, Some(&objects("d")));
+        assert_eq!(render(t, &p).unwrap(), "pw/v");
+        assert_eq!(
+            render(
+                r#"{{ index .DeferPhase.Secrets.elasticSecret.Data "elastic" | toString }}"#,
+                &p
+            )
+            .unwrap(),
+            "d"
+        );
+        let p = for_artifacts(&Map::new(), &st, &rec, &objs);
+        assert_eq!(render(t, &p).unwrap(), "pw/v");
+    }
+
+    /// Issue 18.6: a keyPair Secret without the named key is Kanister's error, not "".
+    #[test]
+    fn key_pair_keys_must_exist() {
+        use base64::Engine;
+        let b = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let secret = json!({
+            "metadata": {"name": "s3", "namespace": "ns"},
+            "data": {"id": b("AKID"), "key": b("SK"), "empty": ""},
+        });
+        assert_eq!(
+            key_pair(&secret, "id", "key").unwrap(),
+            json!({"ID": "AKID", "Secret": "SK"})
+        );
+        assert_eq!(
+            key_pair(&secret, "nope", "key").unwrap_err(),
+            "Key 'nope' not found in secret 'ns:s3'"
+        );
+        assert_eq!(
+            key_pair(&secret, "id", "nope").unwrap_err(),
+            "Value 'nope' not found in secret 'ns:s3'"
+        );
+        // Present but empty is not this error (ValidateProfile says "... is not set").
+        assert_eq!(key_pair(&secret, "id", "empty").unwrap()["Secret"], "");
+        let no_data = json!({"metadata": {"name": "s3", "namespace": "ns"}});
+        assert!(key_pair(&no_data, "id", "key").is_err());
     }
 
     #[test]

@@ -46,7 +46,8 @@ use super::deadline::{self, Deadline};
 use super::events::{EventSpec, Kind, truncate_note};
 use super::machine::{self, Ctx, InitError, Record, Step, Transition};
 use super::metrics::Metrics;
-use super::params;
+use super::params::{self, PhaseObjects};
+use super::tenancy::{self, Policy, Scope};
 use crate::functions;
 use crate::model::{ActionSet, Blueprint, BlueprintAction, State};
 use crate::template;
@@ -65,6 +66,8 @@ pub struct Config {
     pub timeouts: deadline::Defaults,
     /// Pods that functions start in this namespace run as this ServiceAccount.
     pub controller: Option<functions::pod_create::ControllerIdentity>,
+    /// What ActionSets may reach (namespaces, Profile endpoints).
+    pub tenancy: Policy,
 }
 
 /// `reportingController` of our Events.
@@ -554,6 +557,9 @@ struct ActionEnv {
     base_error: Option<String>,
     fctx: functions::Context,
     timeouts: deadline::Timeouts,
+    scope: Scope,
+    /// Fetched phase `objects` by phase name, for `.Phases.<name>.Secrets`.
+    objects: Mutex<PhaseObjects>,
 }
 
 async fn action_env(run: &Run<'_>, obj: &ActionSet, i: usize) -> ActionEnv {
@@ -596,7 +602,10 @@ async fn action_env(run: &Run<'_>, obj: &ActionSet, i: usize) -> ActionEnv {
     };
     let (rec, _) = Record::from_meta(&obj.metadata, i + 1, &now_rfc3339());
     let time = rec.actions[i].time.clone();
-    let (base, mut base_error) = params::fetch_base(client, run.ns, &spec, &time).await;
+    let policy = &run.inner.cfg.tenancy;
+    let scope = policy.scope(run.ns);
+    let (base, mut base_error) =
+        params::fetch_base_with(client, run.ns, &spec, &time, policy).await;
     // A bad timeout option fails the action at launch (the deferPhase runs,
     // bounded by the default).
     let (timeouts, bad_timeout) = deadline::resolve(
@@ -613,7 +622,7 @@ async fn action_env(run: &Run<'_>, obj: &ActionSet, i: usize) -> ActionEnv {
         object.namespace = run.ns.to_string();
     }
     let fctx = functions::Context {
-        client: client.clone(),
+        client: tenancy::confined_client(client.clone(), &scope),
         namespace: run.ns.to_string(),
         object,
         pod_override: spec.pod_override.clone(),
@@ -633,23 +642,61 @@ async fn action_env(run: &Run<'_>, obj: &ActionSet, i: usize) -> ActionEnv {
         base_error,
         fctx,
         timeouts,
+        scope,
+        objects: Mutex::new(PhaseObjects::new()),
     }
+}
+
+/// The `objects` of the main phases in `indexes`, rendered and fetched once
+/// per action run (Kanister keeps each phase's objects in `.Phases.<name>`
+/// for the rest of the action).
+async fn phase_objects(
+    env: &ActionEnv,
+    client: &Client,
+    ns: &str,
+    st: &crate::model::ActionStatus,
+    indexes: impl Iterator<Item = usize>,
+) -> Result<PhaseObjects, String> {
+    let cached = || {
+        env.objects
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    };
+    let Some(bp) = env.bp.as_ref() else {
+        return Ok(cached());
+    };
+    for j in indexes {
+        let Some(phase) = bp.phases.get(j) else {
+            continue;
+        };
+        let known = cached();
+        if phase.objects.is_empty() || known.contains_key(&phase.name) {
+            continue;
+        }
+        let refs =
+            params::render_objects(&phase.objects, &params::for_phase(&env.base, st, j, &known))?;
+        let fetched = params::fetch_phase_objects(client, ns, &refs, &env.scope).await?;
+        env.objects
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(phase.name.clone(), fetched);
+    }
+    Ok(cached())
+}
+
+/// Main phases that `.Phases` shows to phase `p`: those that ran, and `p`.
+fn phases_shown(st: &crate::model::ActionStatus, p: usize) -> impl Iterator<Item = usize> + '_ {
+    st.phases.iter().enumerate().filter_map(move |(j, ph)| {
+        (j == p || (j < p && matches!(ph.state, State::Complete | State::Failed))).then_some(j)
+    })
 }
 
 async fn exec_phase(
     env: &ActionEnv,
-    client: &Client,
-    ns: &str,
     phase: &crate::model::BlueprintPhase,
-    params_for: impl Fn(Option<&Map<String, Value>>) -> Value,
+    params: Value,
 ) -> Result<Map<String, Value>, String> {
-    let objects = if phase.objects.is_empty() {
-        None
-    } else {
-        let refs = params::render_objects(&phase.objects, &params_for(None))?;
-        Some(params::fetch_phase_objects(client, ns, &refs).await?)
-    };
-    let params = params_for(objects.as_ref());
     let args = Value::Object(phase.args.clone().unwrap_or_default());
     let rendered = template::render_args(&args, &params, &phase.func).map_err(|e| e.to_string())?;
     let args = rendered.as_object().cloned().unwrap_or_default();
@@ -727,9 +774,18 @@ async fn drive_action(
                     chrono::Utc::now(),
                 );
                 let started = Instant::now();
-                let fut = exec_phase(&env, &run.inner.client, run.ns, phase, |objs| {
-                    params::for_phase(&env.base, &st_now, p, objs)
-                });
+                let fut = async {
+                    let objs = phase_objects(
+                        &env,
+                        &run.inner.client,
+                        run.ns,
+                        &st_now,
+                        phases_shown(&st_now, p),
+                    )
+                    .await?;
+                    let params = params::for_phase(&env.base, &st_now, p, &objs);
+                    exec_phase(&env, phase, params).await
+                };
                 let res = tokio::select! {
                     r = fut => r,
                     Ok(_) = rx.wait_for(|d| *d) => Err(cancelled_msg.to_string()),
@@ -790,7 +846,12 @@ async fn drive_action(
                         .as_ref()
                         .map(|b| b.output_artifacts.clone())
                         .unwrap_or_default();
-                    let p = params::for_artifacts(&env.base, &st, &rec);
+                    let objs = env
+                        .objects
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .clone();
+                    let p = params::for_artifacts(&env.base, &st, &rec, &objs);
                     Some(params::render_artifacts(&bp_arts, &p))
                 } else {
                     None
@@ -899,9 +960,20 @@ async fn run_defer(
     let own_deadline = expire(dl.as_ref());
     tokio::pin!(own_deadline);
     let started = Instant::now();
-    let fut = exec_phase(env, &run.inner.client, run.ns, defer, |objs| {
-        params::for_defer(&env.base, &st_now, rec, objs)
-    });
+    let fut = async {
+        let client = &run.inner.client;
+        let ran = phases_shown(&st_now, st_now.phases.len());
+        let objs = phase_objects(env, client, run.ns, &st_now, ran).await?;
+        let own = if defer.objects.is_empty() {
+            None
+        } else {
+            let p = params::for_defer(&env.base, &st_now, rec, &objs, None);
+            let refs = params::render_objects(&defer.objects, &p)?;
+            Some(params::fetch_phase_objects(client, run.ns, &refs, &env.scope).await?)
+        };
+        let params = params::for_defer(&env.base, &st_now, rec, &objs, own.as_ref());
+        exec_phase(env, defer, params).await
+    };
     tokio::pin!(fut);
     let res = loop {
         let deadline = if *rx.borrow() {

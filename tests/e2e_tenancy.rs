@@ -1,0 +1,410 @@
+//! What an ActionSet may reach (issue 17.8) and the template parameters the
+//! controller builds from the references it is allowed (issue 18.1, 18.6),
+//! with the real `blueprint-operator controller` binary against the test
+//! control plane (kwok runs the pods; the ActionSet's podAnnotations tell
+//! every pod to exit 0 with a phase-output log).
+
+mod support;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use blueprint_operator::model::{ActionSet, Blueprint, State};
+use k8s_openapi::api::core::v1::Secret;
+use kube::Client;
+use kube::api::{Api, PostParams};
+use serde_json::{Value, json};
+use tokio::process::{Child, Command};
+
+const FINISH: Duration = Duration::from_secs(180);
+
+/// A controller child process for one namespace; killed when dropped.
+struct Controller {
+    _child: Child,
+}
+
+impl Controller {
+    fn start(ns: &str, extra: &[&str]) -> Controller {
+        let cluster = support::cluster();
+        let child = Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
+            .args([
+                "controller",
+                "--namespace",
+                ns,
+                "--no-scheduler",
+                "--no-leader-election",
+                "--metrics-addr",
+                "off",
+                "--log-level",
+                "warn",
+            ])
+            .args(extra)
+            .env("KUBECONFIG", &cluster.kubeconfig)
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start blueprint-operator controller");
+        Controller { _child: child }
+    }
+}
+
+async fn setup(prefix: &str) -> Option<(Client, String)> {
+    let client = support::client().await;
+    if !support::kwok_available(&client).await {
+        eprintln!("skipped: the cluster has no kwok node");
+        return None;
+    }
+    support::install_crds(&client).await.expect("install CRDs");
+    let ns = support::namespace(&client, prefix).await;
+    Some((client, ns))
+}
+
+fn out_line(key: &str, v: &str) -> String {
+    format!("###Phase-output###: {{\"key\":\"{key}\",\"value\":\"{v}\"}}")
+}
+
+/// ActionSet podAnnotations: every pod exits 0 printing `log`.
+fn pods_succeed(log: &str) -> Value {
+    json!(support::kwok_annotations(0, log))
+}
+
+async fn create_secret(client: &Client, ns: &str, name: &str, data: Value) -> anyhow::Result<()> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), ns);
+    let s: Secret = serde_json::from_value(json!({
+        "metadata": {"name": name}, "stringData": data,
+    }))?;
+    api.create(&PostParams::default(), &s).await?;
+    Ok(())
+}
+
+async fn create_blueprint(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    actions: Value,
+) -> anyhow::Result<()> {
+    let api: Api<Blueprint> = Api::namespaced(client.clone(), ns);
+    let bp: Blueprint = serde_json::from_value(json!({
+        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Blueprint",
+        "metadata": {"name": name}, "actions": actions,
+    }))?;
+    api.create(&PostParams::default(), &bp).await?;
+    Ok(())
+}
+
+async fn create_profile(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    endpoint: &str,
+    secret: &str,
+) -> anyhow::Result<()> {
+    let ar = kube::core::ApiResource::from_gvk_with_plural(
+        &kube::core::GroupVersionKind::gvk("cr.kanister.io", "v1alpha1", "Profile"),
+        "profiles",
+    );
+    let api: Api<kube::core::DynamicObject> = Api::namespaced_with(client.clone(), ns, &ar);
+    let p: kube::core::DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Profile",
+        "metadata": {"name": name, "namespace": ns},
+        "location": {"type": "s3Compliant", "bucket": "bkt", "endpoint": endpoint, "region": "us-east-1"},
+        "credential": {"type": "keyPair", "keyPair": {
+            "idField": "access_key_id", "secretField": "secret_access_key",
+            "secret": {"apiVersion": "v1", "kind": "Secret", "name": secret, "namespace": ns},
+        }},
+    }))?;
+    api.create(&PostParams::default(), &p).await?;
+    Ok(())
+}
+
+/// Creates an ActionSet of one action; `extra` is merged into the action.
+async fn create_actionset(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    blueprint: &str,
+    action: &str,
+    extra: Value,
+) -> anyhow::Result<()> {
+    let mut a = json!({
+        "name": action, "blueprint": blueprint,
+        "object": {"kind": "Namespace", "name": ns, "namespace": ns},
+        "podAnnotations": pods_succeed("done"),
+    });
+    if let (Some(a), Some(e)) = (a.as_object_mut(), extra.as_object()) {
+        a.extend(e.clone());
+    }
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
+    let set: ActionSet = serde_json::from_value(json!({
+        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
+        "metadata": {"name": name}, "spec": {"actions": [a]},
+    }))?;
+    api.create(&PostParams::default(), &set).await?;
+    Ok(())
+}
+
+/// The ActionSet once it and its deferPhase ended.
+async fn wait_terminal(client: &Client, ns: &str, name: &str) -> anyhow::Result<ActionSet> {
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
+    support::wait_for(&api, name, FINISH, |a| {
+        a.state().is_some_and(State::is_terminal)
+    })
+    .await
+}
+
+fn summary(a: &ActionSet) -> (State, String, State) {
+    let st = a.status.as_ref().expect("status");
+    (
+        st.state,
+        st.error.message.clone(),
+        st.actions[0].defer_phase.state,
+    )
+}
+
+/// A Blueprint whose action reads `.Secrets.s` in a KubeTask and always
+/// runs a deferPhase.
+fn secret_reader() -> Value {
+    json!({"backup": {
+        "phases": [{"func": "KubeTask", "name": "read", "args": {
+            "image": "busybox:stable",
+            "command": ["sh", "-c", "echo {{ .Secrets.s.Data.k | toString }}"],
+        }}],
+        "deferPhase": {"func": "KubeTask", "name": "cleanup", "args": {
+            "image": "busybox:stable", "command": ["true"],
+        }},
+    }})
+}
+
+/// Default: a Secret of another namespace is refused with a clear error on
+/// the ActionSet, and the deferPhase still runs. A trusted namespace
+/// (`--trusted-namespace`) keeps Kanister's behaviour.
+#[tokio::test]
+async fn cross_namespace_secret_is_refused_unless_trusted() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("ten-a").await else {
+        return Ok(());
+    };
+    let other = support::namespace(&client, "ten-b").await;
+    let trusted = support::namespace(&client, "ten-admin").await;
+    create_secret(&client, &other, "theirs", json!({"k": "their-value"})).await?;
+    let _c1 = Controller::start(&ns, &[]);
+    let _c2 = Controller::start(&trusted, &["--trusted-namespace", &trusted]);
+    for n in [&ns, &trusted] {
+        create_blueprint(&client, n, "bp", secret_reader()).await?;
+        create_actionset(
+            &client,
+            n,
+            "as",
+            "bp",
+            "backup",
+            json!({"secrets": {"s": {"name": "theirs", "namespace": other}}}),
+        )
+        .await?;
+    }
+    let a = wait_terminal(&client, &ns, "as").await?;
+    let (state, msg, defer) = summary(&a);
+    assert_eq!(state, State::Failed, "{msg}");
+    assert!(
+        msg.contains(&format!(
+            "Secret {other}/theirs (secrets.s) is in another namespace than the ActionSet ({ns}); \
+             cross-namespace references are off"
+        )),
+        "{msg}"
+    );
+    assert!(msg.contains("--trusted-namespace"), "{msg}");
+    assert!(!msg.contains("their-value"), "{msg}");
+    assert_eq!(defer, State::Complete, "the deferPhase still runs");
+    let a = wait_terminal(&client, &trusted, "as").await?;
+    let (state, msg, defer) = summary(&a);
+    assert_eq!(
+        (state, defer),
+        (State::Complete, State::Complete),
+        "trusted: {msg}"
+    );
+    Ok(())
+}
+
+/// Functions of a confined ActionSet get a client that stays in its
+/// namespace: a KubeTask aimed at another namespace fails before any pod is
+/// created there; the same Blueprint from a trusted namespace runs there.
+#[tokio::test]
+async fn functions_stay_in_the_actionset_namespace() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("ten-fn").await else {
+        return Ok(());
+    };
+    let other = support::namespace(&client, "ten-fn-b").await;
+    let trusted = support::namespace(&client, "ten-fn-admin").await;
+    let _c1 = Controller::start(&ns, &[]);
+    let _c2 = Controller::start(&trusted, &["--trusted-namespace", &trusted]);
+    let bp = json!({"backup": {
+        "phases": [{"func": "KubeTask", "name": "elsewhere", "args": {
+            "namespace": other, "image": "busybox:stable", "command": ["true"],
+        }}],
+        "deferPhase": {"func": "KubeTask", "name": "cleanup", "args": {
+            "image": "busybox:stable", "command": ["true"],
+        }},
+    }});
+    for n in [&ns, &trusted] {
+        create_blueprint(&client, n, "bp", bp.clone()).await?;
+        create_actionset(&client, n, "as", "bp", "backup", json!({})).await?;
+    }
+    let a = wait_terminal(&client, &ns, "as").await?;
+    let (state, msg, defer) = summary(&a);
+    assert_eq!(state, State::Failed, "{msg}");
+    assert!(
+        msg.contains(&format!(
+            "namespace {other} is outside the ActionSet's namespace {ns}"
+        )),
+        "{msg}"
+    );
+    assert_eq!(defer, State::Complete);
+    let a = wait_terminal(&client, &trusted, "as").await?;
+    let (state, msg, _) = summary(&a);
+    assert_eq!(state, State::Complete, "trusted: {msg}");
+    Ok(())
+}
+
+/// A Profile endpoint in the metadata range is refused before anything
+/// connects (issue 17.8); a keyPair Secret without the named key is
+/// Kanister's error (issue 18.6). Both fail the action; the deferPhase runs.
+#[tokio::test]
+async fn profile_endpoint_and_credential_keys_are_checked() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("ten-prof").await else {
+        return Ok(());
+    };
+    let _c = Controller::start(&ns, &[]);
+    create_secret(
+        &client,
+        &ns,
+        "keys",
+        json!({"access_key_id": "AKID", "secret_access_key": "SK"}),
+    )
+    .await?;
+    create_secret(&client, &ns, "half", json!({"access_key_id": "AKID"})).await?;
+    create_profile(&client, &ns, "metadata", "http://169.254.169.254", "keys").await?;
+    create_profile(&client, &ns, "halfkeys", "http://127.0.0.1:1", "half").await?;
+    create_profile(&client, &ns, "good", "http://127.0.0.1:1", "keys").await?;
+    create_blueprint(
+        &client,
+        &ns,
+        "bp",
+        json!({"backup": {
+            "phases": [{"func": "KubeTask", "name": "use", "args": {
+                "image": "busybox:stable",
+                "command": ["sh", "-c", "echo {{ .Profile.Location.Endpoint }} {{ .Profile.Credential.KeyPair.ID }}"],
+            }}],
+            "deferPhase": {"func": "KubeTask", "name": "cleanup", "args": {
+                "image": "busybox:stable", "command": ["true"],
+            }},
+        }}),
+    )
+    .await?;
+    for p in ["metadata", "halfkeys", "good"] {
+        create_actionset(
+            &client,
+            &ns,
+            p,
+            "bp",
+            "backup",
+            json!({"profile": {"name": p, "namespace": ns}}),
+        )
+        .await?;
+    }
+    let (state, msg, defer) = summary(&wait_terminal(&client, &ns, "metadata").await?);
+    assert_eq!((state, defer), (State::Failed, State::Complete), "{msg}");
+    assert!(
+        msg.contains(&format!(
+            "Profile {ns}/metadata: location.endpoint \"http://169.254.169.254\" is in the link-local range 169.254.0.0/16"
+        )) && msg.contains("refused before connecting"),
+        "{msg}"
+    );
+    let (state, msg, defer) = summary(&wait_terminal(&client, &ns, "halfkeys").await?);
+    assert_eq!((state, defer), (State::Failed, State::Complete), "{msg}");
+    assert!(
+        msg.contains(&format!(
+            "Value 'secret_access_key' not found in secret '{ns}:half'"
+        )),
+        "{msg}"
+    );
+    let (state, msg, _) = summary(&wait_terminal(&client, &ns, "good").await?);
+    assert_eq!(state, State::Complete, "{msg}");
+    Ok(())
+}
+
+/// Issue 18.1: corpus Blueprints that read `.Phases.<earlier phase>.Secrets`
+/// run through the controller: mongodb-atlas `restore` (the Secret named by
+/// the input artifact, read again by the next phase) and
+/// elasticsearch-incremental `delete`.
+#[tokio::test]
+async fn corpus_blueprints_read_earlier_phase_secrets() -> anyhow::Result<()> {
+    let Some(dir) = support::corpus::dir() else {
+        return Ok(());
+    };
+    let Some((client, ns)) = setup("ten-corpus").await else {
+        return Ok(());
+    };
+    let _c = Controller::start(&ns, &[]);
+    let load = |path: &str| -> anyhow::Result<Value> {
+        let text = std::fs::read_to_string(dir.join(path))?;
+        Ok(serde_yaml::from_str(&text)?)
+    };
+    let atlas = load("blueprints/mongodb-atlas/mongodb-atlas-blueprint.yaml")?;
+    let es = load("blueprints/elasticsearch-incremental/elasticsearch-incremental-blueprint.yaml")?;
+    create_blueprint(&client, &ns, "atlas", atlas["actions"].clone()).await?;
+    create_blueprint(&client, &ns, "es", es["actions"].clone()).await?;
+    create_secret(
+        &client,
+        &ns,
+        "atlas-creds",
+        json!({"orgid": "o", "privatekey": "p", "projectid": "pr", "publickey": "pu", "clustername": "c"}),
+    )
+    .await?;
+    create_secret(
+        &client,
+        &ns,
+        "es1-es-elastic-user",
+        json!({"elastic": "pw"}),
+    )
+    .await?;
+    create_secret(
+        &client,
+        &ns,
+        "keys",
+        json!({"access_key_id": "AKID", "secret_access_key": "SK"}),
+    )
+    .await?;
+    create_profile(&client, &ns, "prof", "http://127.0.0.1:1", "keys").await?;
+    create_actionset(
+        &client,
+        &ns,
+        "atlas-restore",
+        "atlas",
+        "restore",
+        json!({
+            "podAnnotations": pods_succeed(&out_line("restoreId", "r1")),
+            "artifacts": {"backupOutput": {"keyValue": {
+                "snapshotId": "s1", "appNamespace": ns, "secretName": "atlas-creds",
+            }}},
+        }),
+    )
+    .await?;
+    create_actionset(
+        &client,
+        &ns,
+        "es-delete",
+        "es",
+        "delete",
+        json!({
+            "profile": {"name": "prof", "namespace": ns},
+            "artifacts": {"s3Snap": {"keyValue": {
+                "esClusterName": "es1", "esClusterNamespace": ns,
+                "repoPath": "repo", "snapshotName": "snap",
+            }}},
+        }),
+    )
+    .await?;
+    for name in ["atlas-restore", "es-delete"] {
+        let (state, msg, _) = summary(&wait_terminal(&client, &ns, name).await?);
+        assert_eq!(state, State::Complete, "{name}: {msg}");
+    }
+    Ok(())
+}
