@@ -18,14 +18,14 @@ use tokio::process::{Child, Command};
 
 const FINISH: Duration = Duration::from_secs(180);
 
-/// A controller child process for one namespace; killed when dropped.
+/// A controller child process for one namespace, as the controller's
+/// ServiceAccount; killed when dropped.
 struct Controller {
     _child: Child,
 }
 
 impl Controller {
     fn start(ns: &str, extra: &[&str]) -> Controller {
-        let cluster = support::cluster();
         let child = Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
             .args([
                 "controller",
@@ -39,7 +39,8 @@ impl Controller {
                 "warn",
             ])
             .args(extra)
-            .env("KUBECONFIG", &cluster.kubeconfig)
+            // As the controller's ServiceAccount (manifests/ RBAC).
+            .env("KUBECONFIG", support::rbac::controller_kubeconfig())
             .stdin(Stdio::null())
             .kill_on_drop(true)
             .spawn()
