@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 
 use super::catalog::{self, ArgType, Function};
 use super::report::{Problem, Report, Rule};
+use crate::executor::deadline::{BLUEPRINT_ANNOTATION, parse_go_duration};
 use crate::template::Template;
 
 /// Top-level template parameters an executor provides (Kanister's
@@ -70,6 +71,7 @@ pub fn validate(doc: &Value) -> Report {
             "a Blueprint must be a YAML/JSON object".into(),
         ),
     }
+    v.phase_timeouts(doc);
     v.report
 }
 
@@ -135,6 +137,91 @@ impl Validator {
         self.report
             .warnings
             .push(problem(ctx, Rule::Advice, message));
+    }
+
+    /// The per-phase timeouts annotation (see the executor's `deadline`):
+    /// a value that is not a duration would fail every run of the action,
+    /// so it is an error; a name that is not an action or one of its phases
+    /// would silently not apply, so it is a warning.
+    fn phase_timeouts(&mut self, doc: &Value) {
+        let Some(raw) = doc
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(BLUEPRINT_ANNOTATION))
+        else {
+            return;
+        };
+        let ctx = Ctx::root(&format!("metadata.annotations[{BLUEPRINT_ANNOTATION:?}]"));
+        let fix =
+            r#"write {"<action>": {"<phase>": "2h"}} with Go durations (0 disables the timeout)"#;
+        let parsed = raw.as_str().map(serde_json::from_str::<Map<String, Value>>);
+        let all = match parsed {
+            Some(Ok(all)) => all,
+            Some(Err(e)) => {
+                return self.error(
+                    ctx,
+                    Rule::Structure,
+                    format!("not a JSON object ({e}): {fix}"),
+                );
+            }
+            None => {
+                return self.error(ctx, Rule::Structure, format!("not a string: {fix}"));
+            }
+        };
+        for (action, phases) in &all {
+            let mut actx = ctx.clone();
+            actx.action = Some(action.clone());
+            let Some(phases) = phases.as_object() else {
+                self.error(
+                    actx,
+                    Rule::Structure,
+                    format!("the value of {action:?} is not an object of phase names: {fix}"),
+                );
+                continue;
+            };
+            let known = doc.pointer("/actions").and_then(|a| a.get(action));
+            let mut names: Vec<String> = known
+                .and_then(|a| a.get("phases"))
+                .and_then(Value::as_array)
+                .map(|l| l.iter().map(phase_name).collect())
+                .unwrap_or_default();
+            match known.and_then(|a| a.get("deferPhase")) {
+                Some(Value::Array(l)) => names.extend(l.iter().map(phase_name)),
+                Some(d @ Value::Object(_)) => names.push(phase_name(d)),
+                _ => {}
+            }
+            if known.is_none() {
+                self.warn(
+                    actx.clone(),
+                    format!("names action {action}, which this Blueprint does not have: its timeouts never apply"),
+                );
+            }
+            for (phase, value) in phases {
+                let mut pctx = actx.clone();
+                pctx.phase = Some(phase.clone());
+                match value.as_str().map(parse_go_duration) {
+                    Some(Ok(_)) => {}
+                    Some(Err(e)) => self.error(
+                        pctx.clone(),
+                        Rule::Structure,
+                        format!("{action}.{phase} {value} is not a duration ({e}): {fix}"),
+                    ),
+                    None => self.error(
+                        pctx.clone(),
+                        Rule::Structure,
+                        format!("{action}.{phase} is not a string: {fix}"),
+                    ),
+                }
+                if known.is_some() && !names.contains(phase) {
+                    self.warn(
+                        pctx,
+                        format!(
+                            "names phase {phase}, which action {action} does not have (it has {}): its timeout never applies",
+                            names.join(", ")
+                        ),
+                    );
+                }
+            }
+        }
     }
 
     fn action(&mut self, name: &str, action: &Value) {
@@ -681,4 +768,72 @@ fn closest_function(name: &str) -> Option<&'static str> {
         .iter()
         .find(|f| f.name.eq_ignore_ascii_case(name))
         .map(|f| f.name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn bp(annotation: &str) -> Value {
+        json!({
+            "metadata": {"name": "b", "annotations": {BLUEPRINT_ANNOTATION: annotation}},
+            "actions": {"backup": {
+                "phases": [{"func": "KubeTask", "name": "dump", "args": {"image": "x", "command": ["a"]}}],
+                "deferPhase": {"func": "KubeOps", "name": "cleanup", "args": {"operation": "delete"}},
+            }},
+        })
+    }
+
+    fn messages(problems: &[Problem]) -> Vec<String> {
+        problems
+            .iter()
+            .map(|p| format!("{}|{}|{}", p.path, p.location(), p.message))
+            .collect()
+    }
+
+    #[test]
+    fn good_phase_timeouts_pass() {
+        let r = validate(&bp(r#"{"backup": {"dump": "6h", "cleanup": "0"}}"#));
+        assert!(r.errors.is_empty(), "{:?}", messages(&r.errors));
+        assert!(r.warnings.is_empty(), "{:?}", messages(&r.warnings));
+    }
+
+    #[test]
+    fn bad_phase_timeouts_are_errors_with_the_fix() {
+        let r = validate(&bp(r#"{"backup": {"dump": "6 hours", "cleanup": 5}}"#));
+        let mut m = messages(&r.errors);
+        m.sort();
+        assert_eq!(m.len(), 2, "{m:?}");
+        assert!(
+            m[0].starts_with(
+                "metadata.annotations[\"blueprint-operator.io/phase-timeouts\"]|backup/cleanup|backup.cleanup is not a string: write"
+            ),
+            "{m:?}"
+        );
+        assert!(
+            m[1].contains("backup/dump|backup.dump \"6 hours\" is not a duration"),
+            "{m:?}"
+        );
+        let r = validate(&bp("{not json"));
+        assert!(
+            messages(&r.errors)[0].contains("not a JSON object"),
+            "{:?}",
+            r.errors
+        );
+    }
+
+    #[test]
+    fn unknown_names_are_warnings() {
+        let r = validate(&bp(r#"{"backup": {"dmup": "1h"}, "restore": {"x": "1h"}}"#));
+        assert!(r.errors.is_empty(), "{:?}", messages(&r.errors));
+        let mut m = messages(&r.warnings);
+        m.sort();
+        assert_eq!(m.len(), 2, "{m:?}");
+        assert!(m[0].contains("backup/dmup|names phase dmup, which action backup does not have (it has dump, cleanup)"), "{m:?}");
+        assert!(
+            m[1].contains("names action restore, which this Blueprint does not have"),
+            "{m:?}"
+        );
+    }
 }
