@@ -178,7 +178,11 @@ const SPRIG_OTHER: &[&str] = &[
 ];
 
 pub fn is_defined(name: &str) -> bool {
-    BUILTINS.contains(&name) || SPRIG.contains(&name) || super::sprig_strings::NAMES.contains(&name)
+    BUILTINS.contains(&name)
+        || SPRIG.contains(&name)
+        || super::sprig_strings::NAMES.contains(&name)
+        || super::sprig_lists::NAMES.contains(&name)
+        || super::sprig_other::NAMES.contains(&name)
 }
 
 /// Every function a template may call (Go builtins and sprig), for tests.
@@ -190,6 +194,7 @@ pub fn all_names() -> Vec<&'static str> {
         .chain(SPRIG_OTHER)
         .chain(super::sprig_strings::NAMES)
         .chain(super::sprig_lists::NAMES)
+        .chain(super::sprig_other::NAMES)
         .copied()
         .filter(|n| is_defined(n))
         .collect()
@@ -561,9 +566,7 @@ pub fn date_in_zone(layout: &str, d: &Value, zone: &str, ctx: &Ctx) -> String {
         Value::Int(i) => gotime::from_unix(*i),
         _ => ctx.now.clone(),
     };
-    // Local and UTC are the same zone here; other zones are not loaded.
-    let _ = zone;
-    gotime::format(&gotime::in_local(&t), layout)
+    gotime::format(&gotime::in_zone(&t, zone), layout)
 }
 
 fn int_op(name: &str, args: &[Value], f: impl Fn(i64, i64) -> Option<i64>) -> FnResult {
@@ -915,6 +918,7 @@ pub fn call(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
         }
         _ => {
             return super::sprig_lists::call(name, args)
+                .or_else(|| super::sprig_other::call(name, args, ctx))
                 .or_else(|| super::sprig_strings::call(name, args))
                 .unwrap_or_else(|| Err(format!("function {name:?} not defined")));
         }

@@ -264,6 +264,25 @@ pub fn utc(d: DateTime<Utc>) -> GoTime {
     }
 }
 
+/// The same instant in an IANA zone (Go `time.LoadLocation`; `Local`, an
+/// unknown zone and `UTC` are UTC, as sprig falls back to UTC).
+pub fn in_zone(t: &GoTime, zone: &str) -> GoTime {
+    use chrono::Offset;
+    use chrono_tz::OffsetName;
+    let Ok(tz) = zone.parse::<chrono_tz::Tz>() else {
+        return in_local(t);
+    };
+    if zone == "UTC" || zone.is_empty() {
+        return in_local(t);
+    }
+    let local = t.dt.with_timezone(&tz);
+    let abbr = local.offset().abbreviation().unwrap_or("").to_string();
+    GoTime {
+        dt: local.with_timezone(&local.offset().fix()),
+        zone: Arc::from(abbr.as_str()),
+    }
+}
+
 /// The same instant in Local (= UTC).
 pub fn in_local(t: &GoTime) -> GoTime {
     utc(t.dt.with_timezone(&Utc))

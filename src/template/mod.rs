@@ -34,6 +34,7 @@ mod params;
 mod parse;
 mod print;
 mod sprig_lists;
+mod sprig_other;
 mod sprig_strings;
 mod value;
 

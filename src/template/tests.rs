@@ -213,7 +213,7 @@ fn parse_time_checks_and_references() {
         Err(TemplateError::Parse { .. })
     ));
     assert!(
-        Template::parse("{{ uuidv4 }}")
+        Template::parse("{{ semver \"1.0.0\" }}")
             .unwrap_err()
             .to_string()
             .contains("not supported")
@@ -412,4 +412,82 @@ fn define_template_and_block() {
     let refs = t.references();
     assert_eq!(refs.fields, vec![".Phases.p.Output".to_string()]);
     assert_eq!(refs.functions, vec!["upper"]);
+}
+
+#[test]
+fn non_deterministic_functions_have_the_right_shape() {
+    let out = r(
+        "{{ randAlpha 12 }}|{{ randAlphaNum 12 }}|{{ randNumeric 12 }}|{{ randAscii 12 }}|{{ randAlpha -1 }}",
+    );
+    let parts: Vec<&str> = out.split('|').collect();
+    assert_eq!(parts.len(), 5, "{out}");
+    assert!(
+        parts[0].len() == 12 && parts[0].chars().all(|c| c.is_ascii_alphabetic()),
+        "{out}"
+    );
+    assert!(
+        parts[1].len() == 12 && parts[1].chars().all(|c| c.is_ascii_alphanumeric()),
+        "{out}"
+    );
+    assert!(
+        parts[2].len() == 12 && parts[2].chars().all(|c| c.is_ascii_digit()),
+        "{out}"
+    );
+    assert_eq!(
+        parts[3].chars().filter(|c| (' '..='~').contains(c)).count(),
+        12,
+        "{out}"
+    );
+    assert_eq!(parts[4], "");
+    assert_ne!(r("{{ randAlphaNum 32 }}"), r("{{ randAlphaNum 32 }}"));
+
+    let u = r("{{ uuidv4 }}");
+    let groups: Vec<usize> = u.split('-').map(str::len).collect();
+    assert_eq!(groups, vec![8, 4, 4, 4, 12], "{u}");
+    assert_eq!(&u[14..15], "4", "version 4: {u}");
+    assert!("89ab".contains(&u[19..20]), "RFC 4122 variant: {u}");
+    assert_ne!(u, r("{{ uuidv4 }}"));
+
+    let mut shuffled: Vec<char> = r("{{ shuffle \"abcdefgh\" }}").chars().collect();
+    shuffled.sort();
+    assert_eq!(shuffled.into_iter().collect::<String>(), "abcdefgh");
+
+    // now is 2024-01-02T03:04:05Z in these tests.
+    assert_eq!(r("{{ ago now }}"), "0s");
+    assert_eq!(r("{{ now | dateModify \"-90m\" | ago }}"), "1h30m0s");
+    assert_eq!(r("{{ now | dateModify \"45s\" | ago }}"), "-45s");
+
+    let key = r("{{ genPrivateKey \"ecdsa\" }}");
+    assert!(key.starts_with("-----BEGIN EC PRIVATE KEY-----\n"), "{key}");
+    assert!(key.ends_with("-----END EC PRIVATE KEY-----\n"), "{key}");
+    use base64::Engine;
+    let body: String = key.lines().filter(|l| !l.starts_with("-----")).collect();
+    let der = base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .unwrap();
+    assert_eq!(der.len(), 121, "SEC1 P-256 key with curve and public key");
+    assert_eq!(&der[..7], &[0x30, 0x77, 0x02, 0x01, 0x01, 0x04, 0x20]);
+    assert_eq!(der[56], 0x04, "uncompressed public point");
+    assert!(
+        e("{{ genPrivateKey \"dsa\" }}")
+            .to_string()
+            .contains("sprig usage of 'genPrivateKey for dsa key' is not allowed by kanister")
+    );
+    assert!(
+        e("{{ genPrivateKey \"rsa\" }}")
+            .to_string()
+            .contains("not implemented")
+    );
+
+    // The operator's environment is not visible to Blueprints.
+    assert_eq!(
+        r("{{ env \"PATH\" }}|{{ expandenv \"x$HOME${PATH}y\" }}"),
+        "|xy"
+    );
+    assert_eq!(
+        r("{{ getHostByName \"localhost\" }}")
+            .parse::<std::net::IpAddr>()
+            .map(|a| a.is_loopback()),
+        Ok(true)
+    );
 }
