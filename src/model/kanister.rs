@@ -165,6 +165,11 @@ pub struct ActionSpec {
     pub preferred_version: String,
     pub pod_labels: Option<BTreeMap<String, String>>,
     pub pod_annotations: Option<BTreeMap<String, String>>,
+    /// Released Kanister's Kopia RepositoryServer reference (gone from Kanister HEAD; this
+    /// executor does not use it): kept so that status writes and ActionSchedule runs do not
+    /// drop it from ActionSets written for released Kanister.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repository_server: Option<ObjectReference>,
 }
 
 /// The state of an ActionSet, an action's phase or a deferPhase. Kanister
@@ -336,6 +341,28 @@ pub struct KeyPair {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn released_kanisters_repository_server_reference_survives_a_round_trip() {
+        let spec = json!({"actions": [{"name": "backup", "blueprint": "bp",
+            "object": {"kind": "Deployment", "name": "app", "namespace": "ns"},
+            "repositoryServer": {"name": "kopia-repo-server", "namespace": "kanister"}}]});
+        let typed: ActionSetSpec = serde_json::from_value(spec.clone()).unwrap();
+        let back = serde_json::to_value(&typed).unwrap();
+        let rs = &back["actions"][0]["repositoryServer"];
+        assert_eq!(
+            (rs["name"].as_str(), rs["namespace"].as_str()),
+            (Some("kopia-repo-server"), Some("kanister")),
+            "{back}"
+        );
+        let plain: ActionSetSpec =
+            serde_json::from_value(json!({"actions": [{"name": "b"}]})).unwrap();
+        assert!(
+            serde_json::to_value(&plain).unwrap()["actions"][0]
+                .get("repositoryServer")
+                .is_none()
+        );
+    }
 
     #[test]
     fn action_status_keeps_kanister_shapes() {
