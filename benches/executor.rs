@@ -113,6 +113,7 @@ async fn bench() -> anyhow::Result<()> {
         client.clone(),
         Config {
             namespace: Some(ns.clone()),
+            run_namespaces: Vec::new(),
             deletion_timeout: Duration::from_secs(60),
             instance: "bench".into(),
             timeouts: Default::default(),

@@ -14,7 +14,9 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::api::events::v1::Event;
 use kube::Client;
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
+};
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
 
@@ -1041,5 +1043,320 @@ async fn task_pods_in_the_controller_namespace_run_as_its_service_account() -> a
     assert_eq!(a.state(), Some(State::Complete), "{:?}", a.status);
     assert_eq!(sa_of_run(2).await?, "pod-sa");
     rec.abort();
+    Ok(())
+}
+
+/// An ActionSet as stored, read without our model (so that fields it lacks
+/// show, and one it cannot decode can be read).
+async fn raw_actionset(client: &Client, ns: &str, name: &str) -> anyhow::Result<Value> {
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &actionset_resource());
+    Ok(serde_json::to_value(api.get(name).await?)?)
+}
+
+fn actionset_resource() -> ApiResource {
+    ApiResource::erase::<ActionSet>(&())
+}
+
+async fn json_patch(client: &Client, ns: &str, name: &str, ops: Value) -> anyhow::Result<()> {
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &actionset_resource());
+    let patch: json_patch::Patch = serde_json::from_value(ops)?;
+    api.patch(name, &PatchParams::default(), &Patch::Json::<()>(patch))
+        .await?;
+    Ok(())
+}
+
+/// One ActionSet whose `status.state` our model does not know: it is
+/// reported (Event) and skipped, every other ActionSet still runs (a typed
+/// list used to fail as a whole), and once fixed it runs too (issue 17.3).
+#[tokio::test]
+async fn unreadable_actionset_is_reported_and_others_still_run() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("exec-invalid").await else {
+        return Ok(());
+    };
+    create_blueprint(
+        &client,
+        &ns,
+        "bp",
+        json!({"backup": {"phases": [output("one", "v")]}}),
+    )
+    .await?;
+    // In place before the controller starts: its first list holds it.
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &actionset_resource());
+    let bad: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
+        "metadata": {"name": "bad"},
+        "spec": {"actions": [{"name": "backup", "blueprint": "bp", "object": ns_object(&ns)}]},
+        "status": {"state": "paused"},
+    }))?;
+    api.create(&PostParams::default(), &bad).await?;
+    let _ctl = Controller::start(&ns);
+    create_actionset(
+        &client,
+        &ns,
+        "good",
+        "bp",
+        "backup",
+        ns_object(&ns),
+        json!({}),
+    )
+    .await?;
+    let good = wait_terminal(&client, &ns, "good").await?;
+    assert_eq!(good.state(), Some(State::Complete));
+    let evs = events(&client, &ns, "bad", 1).await?;
+    assert_eq!(
+        evs[0],
+        format!(
+            "ActionSetInvalid|ActionSet cannot be read: status.state: \"paused\" is not an ActionSet state (pending, running, failed, complete); the executor skips it until it is fixed (kubectl edit actionset bad -n {ns}) or deleted"
+        )
+    );
+    assert_eq!(
+        raw_actionset(&client, &ns, "bad").await?["status"]["state"],
+        "paused"
+    );
+    // One that holds our finalizer is not kept from being deleted: its
+    // deferPhase cannot run from a status we cannot read.
+    let mut held = bad.clone();
+    held.metadata.name = Some("held".into());
+    held.metadata.finalizers = Some(vec!["blueprint-operator.io/defer-phase".into()]);
+    api.create(&PostParams::default(), &held).await?;
+    events(&client, &ns, "held", 1).await?;
+    api.delete("held", &DeleteParams::default()).await?;
+    support::poll(FINISH, || async {
+        api.get_opt("held")
+            .await
+            .ok()
+            .flatten()
+            .is_none()
+            .then_some(())
+    })
+    .await?;
+    // Fixed (status removed): it runs.
+    json_patch(
+        &client,
+        &ns,
+        "bad",
+        json!([{"op": "remove", "path": "/status"}]),
+    )
+    .await?;
+    let fixed = wait_terminal(&client, &ns, "bad").await?;
+    assert_eq!(fixed.state(), Some(State::Complete));
+    Ok(())
+}
+
+/// Two actions; the first one's spec entry is removed while its phase runs:
+/// its later phases do not run, its deferPhase does, the second action
+/// (now first in the spec) finishes, and the ActionSet fails saying why
+/// (issue 17.3).
+#[tokio::test]
+async fn action_removed_from_spec_while_running_stops_and_runs_defer() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("exec-removed").await else {
+        return Ok(());
+    };
+    let cm = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: defer-ran\n  namespace: {ns}\ndata:\n  state: '{{{{ .Outcome.State }}}}'\n"
+    );
+    create_blueprint(
+        &client,
+        &ns,
+        "bp",
+        json!({
+            "backup": {
+                "phases": [task("slow", 0, "done", Some("15s")), output("never", "x")],
+                "deferPhase": {"func": "KubeOps", "name": "cleanup",
+                    "args": {"operation": "create", "namespace": ns, "spec": cm}},
+            },
+            "check": {"phases": [task("wait", 0, "done", Some("20s"))]},
+        }),
+    )
+    .await?;
+    let _ctl = Controller::start(&ns);
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
+    let a: ActionSet = serde_json::from_value(json!({
+        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
+        "metadata": {"name": "as"},
+        "spec": {"actions": [
+            {"name": "backup", "blueprint": "bp", "object": ns_object(&ns)},
+            {"name": "check", "blueprint": "bp", "object": ns_object(&ns)},
+        ]},
+    }))?;
+    api.create(&PostParams::default(), &a).await?;
+    support::wait_for(&api, "as", FINISH, |a| {
+        a.status
+            .as_ref()
+            .is_some_and(|s| s.actions[0].phases[0].state == State::Running)
+    })
+    .await?;
+    json_patch(
+        &client,
+        &ns,
+        "as",
+        json!([
+            {"op": "test", "path": "/spec/actions/0/name", "value": "backup"},
+            {"op": "remove", "path": "/spec/actions/0"},
+        ]),
+    )
+    .await?;
+    let a = wait_terminal(&client, &ns, "as").await?;
+    let s = a.status.as_ref().unwrap();
+    assert_eq!(s.state, State::Failed);
+    let backup = &s.actions[0];
+    assert_eq!(
+        backup.phases.iter().map(|p| p.state).collect::<Vec<_>>(),
+        [State::Complete, State::Pending],
+        "the phase after the removal did not run"
+    );
+    assert_eq!(backup.defer_phase.state, State::Complete);
+    let check = &s.actions[1];
+    assert_eq!(check.phases[0].state, State::Complete);
+    assert!(
+        s.error
+            .message
+            .starts_with("action backup: action backup (Blueprint bp, Namespace ")
+            && s.error
+                .message
+                .contains("was removed from spec.actions while the ActionSet was running"),
+        "{}",
+        s.error.message
+    );
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    let data = cms.get("defer-ran").await?.data.unwrap_or_default();
+    assert_eq!(data["state"], "failed");
+    Ok(())
+}
+
+/// The controller dies while both actions run; an action's entry is removed
+/// from the spec meanwhile. The new controller does not panic: both
+/// actions are settled (interrupted phases failed, deferPhase run) and the
+/// ActionSet ends (issue 17.3).
+#[tokio::test]
+async fn resume_after_an_action_was_removed_from_spec_settles_every_action() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("exec-removed-resume").await else {
+        return Ok(());
+    };
+    let cm = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: defer-ran\n  namespace: {ns}\n"
+    );
+    create_blueprint(
+        &client,
+        &ns,
+        "bp",
+        json!({
+            "backup": {
+                "phases": [task("slow", 0, "done", Some("60s"))],
+                "deferPhase": {"func": "KubeOps", "name": "cleanup",
+                    "args": {"operation": "create", "namespace": ns, "spec": cm}},
+            },
+            "check": {"phases": [task("wait", 0, "done", Some("60s"))]},
+        }),
+    )
+    .await?;
+    let ctl = Controller::start(&ns);
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
+    let a: ActionSet = serde_json::from_value(json!({
+        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
+        "metadata": {"name": "as"},
+        "spec": {"actions": [
+            {"name": "check", "blueprint": "bp", "object": ns_object(&ns)},
+            {"name": "backup", "blueprint": "bp", "object": ns_object(&ns)},
+        ]},
+    }))?;
+    api.create(&PostParams::default(), &a).await?;
+    support::wait_for(&api, "as", FINISH, |a| {
+        a.status.as_ref().is_some_and(|s| {
+            s.actions
+                .iter()
+                .all(|x| x.phases[0].state == State::Running)
+        })
+    })
+    .await?;
+    ctl.kill().await;
+    json_patch(
+        &client,
+        &ns,
+        "as",
+        json!([
+            {"op": "test", "path": "/spec/actions/0/name", "value": "check"},
+            {"op": "remove", "path": "/spec/actions/0"},
+        ]),
+    )
+    .await?;
+    let _ctl2 = Controller::start(&ns);
+    let a = wait_terminal(&client, &ns, "as").await?;
+    let s = a.status.as_ref().unwrap();
+    assert_eq!(s.state, State::Failed);
+    for x in &s.actions {
+        assert_eq!(x.phases[0].state, State::Failed, "action {}", x.name);
+    }
+    assert_eq!(s.actions[1].defer_phase.state, State::Complete);
+    assert!(
+        s.error
+            .message
+            .contains("action check: controller restarted while phase wait was running"),
+        "{}",
+        s.error.message
+    );
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    assert!(
+        cms.get_opt("defer-ran").await?.is_some(),
+        "deferPhase did not run"
+    );
+    Ok(())
+}
+
+/// Fields of Kanister's status that our model lacks (progress sizes), written
+/// by someone else while the ActionSet runs, survive our status writes
+/// (issue 18.5).
+#[tokio::test]
+async fn status_fields_our_model_lacks_survive_the_run() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("exec-unknown").await else {
+        return Ok(());
+    };
+    create_blueprint(
+        &client,
+        &ns,
+        "bp",
+        json!({"backup": {"phases": [task("slow", 0, "done", Some("10s")), output("two", "v")]}}),
+    )
+    .await?;
+    let _ctl = Controller::start(&ns);
+    create_actionset(
+        &client,
+        &ns,
+        "as",
+        "bp",
+        "backup",
+        ns_object(&ns),
+        json!({}),
+    )
+    .await?;
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
+    support::wait_for(&api, "as", FINISH, |a| {
+        a.status
+            .as_ref()
+            .is_some_and(|s| s.actions[0].phases[0].state == State::Running)
+    })
+    .await?;
+    json_patch(
+        &client,
+        &ns,
+        "as",
+        json!([
+            {"op": "add", "path": "/status/progress/sizeUploadedB", "value": 123},
+            {"op": "add", "path": "/status/progress/estimatedUploadSizeB", "value": 456},
+            {"op": "add", "path": "/status/actions/0/phases/0/progress/sizeDownloadedB", "value": 77},
+        ]),
+    )
+    .await?;
+    let a = wait_terminal(&client, &ns, "as").await?;
+    assert_eq!(a.state(), Some(State::Complete));
+    let raw = raw_actionset(&client, &ns, "as").await?;
+    let st = &raw["status"];
+    assert_eq!(st["progress"]["sizeUploadedB"], 123, "{st}");
+    assert_eq!(st["progress"]["estimatedUploadSizeB"], 456, "{st}");
+    assert_eq!(
+        st["actions"][0]["phases"][0]["progress"]["sizeDownloadedB"], 77,
+        "{st}"
+    );
+    assert_eq!(st["actions"][0]["phases"][1]["state"], "complete");
     Ok(())
 }

@@ -20,9 +20,20 @@ use crate::functions::pod_create::ControllerIdentity;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct ControllerArgs {
-    /// Watch ActionSets of this namespace only (default: all namespaces).
+    /// Watch ActionSets (and ActionSchedules) of this namespace only
+    /// (default: all namespaces); every ActionSet in it is run, labelled or not.
     #[arg(long, env = "BPO_NAMESPACE")]
     pub namespace: Option<String>,
+    /// Run every ActionSet of these namespaces (comma-separated), labelled or
+    /// not; elsewhere only ActionSets labelled
+    /// blueprint-operator.io/executor=blueprint-operator are run.
+    #[arg(
+        long,
+        env = "BPO_RUN_NAMESPACES",
+        value_delimiter = ',',
+        value_name = "NS,..."
+    )]
+    pub run_namespaces: Vec<String>,
     /// Seconds a deleted ActionSet's deferPhase may run before the finalizer
     /// is removed anyway.
     #[arg(long, default_value_t = 600, value_name = "SECONDS")]
@@ -243,6 +254,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     }
     let cfg = Config {
         namespace: args.namespace.clone(),
+        run_namespaces: args.run_namespaces.clone(),
         deletion_timeout: Duration::from_secs(args.deletion_timeout),
         instance,
         timeouts: super::deadline::Defaults {

@@ -31,7 +31,8 @@ use serde_json::{Map, Value};
 use super::events::{self, EventSpec};
 use super::status_size;
 use crate::model::{
-    ActionSetSpec, ActionSetStatus, ActionStatus, Artifact, BlueprintAction, Phase, State,
+    ActionSetSpec, ActionSetStatus, ActionSpec, ActionStatus, Artifact, BlueprintAction, Phase,
+    State,
 };
 
 /// Finalizer held while an ActionSet runs, so that deleting it still lets
@@ -239,6 +240,7 @@ pub fn init(
             phases,
             artifacts: bp.output_artifacts.clone(),
             defer_phase,
+            ..ActionStatus::default()
         });
         record.actions.push(ActionRecord {
             time: now.to_string(),
@@ -533,7 +535,15 @@ pub fn apply(
                 return Err(stale("action is not ready to finish"));
             }
             match artifacts {
-                Some(Ok(a)) => st.artifacts = a,
+                Some(Ok(mut a)) => {
+                    // Keep what others wrote beside ours (fields our model lacks).
+                    for (k, new) in a.iter_mut() {
+                        for (f, v) in st.artifacts.get(k).map(|o| &o.extra).into_iter().flatten() {
+                            new.extra.entry(f.clone()).or_insert_with(|| v.clone());
+                        }
+                    }
+                    st.artifacts = a;
+                }
                 Some(Err(e)) => {
                     evs.push(events::render_artifacts_failed(&name, &bp, &e));
                     rec.artifacts_error = e;
@@ -706,6 +716,37 @@ pub fn check_blueprint(bp: &BlueprintAction, st: &ActionStatus) -> Result<(), St
         ));
     }
     Ok(())
+}
+
+/// The spec entry of status action `i`: the entry at the same index if it is
+/// still the same action (name, Blueprint, object), else the first entry
+/// that is (an earlier entry was removed). `None` when the entry was removed
+/// from the spec while the ActionSet ran.
+pub fn spec_action_for<'a>(
+    spec: Option<&'a ActionSetSpec>,
+    st: &ActionStatus,
+    i: usize,
+) -> Option<&'a ActionSpec> {
+    let same = |a: &&ActionSpec| {
+        a.name == st.name
+            && a.blueprint == st.blueprint
+            && a.object.kind == st.object.kind
+            && a.object.name == st.object.name
+            && a.object.namespace == st.object.namespace
+    };
+    let actions = spec.map(|s| s.actions.as_slice()).unwrap_or_default();
+    actions
+        .get(i)
+        .filter(same)
+        .or_else(|| actions.iter().find(same))
+}
+
+/// Why an action whose spec entry is gone stops (its deferPhase still runs).
+pub fn removed_message(st: &ActionStatus) -> String {
+    format!(
+        "action {} (Blueprint {}, {} {}) was removed from spec.actions while the ActionSet was running: its remaining phases were not run; its deferPhase runs with the action's object only (the removed entry's profile, secrets, configMaps, options and artifacts are gone)",
+        st.name, st.blueprint, st.object.kind, st.object.name
+    )
 }
 
 /// Adds the finalizer (if missing) while the ActionSet runs and removes it

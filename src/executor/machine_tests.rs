@@ -49,6 +49,7 @@ fn spec(actions: &[&str]) -> ActionSetSpec {
                 ..ActionSpec::default()
             })
             .collect(),
+        ..ActionSetSpec::default()
     }
 }
 
@@ -940,4 +941,78 @@ fn many_actions_with_huge_errors_stay_within_the_object_budget() {
     );
     assert!(status.error.message.contains(" bytes cut ...\n"));
     assert!(status.error.message.starts_with("action a0: eee"));
+}
+
+#[test]
+fn spec_entry_is_found_by_identity_not_index() {
+    let bp = bp_action(&["one"], Some("cleanup"));
+    let s = spec(&["backup", "verify"]);
+    let init = init("as1", Some(&s), &[Ok(bp.clone()), Ok(bp.clone())], NOW);
+    let (backup, verify) = (&init.status.actions[0], &init.status.actions[1]);
+    assert_eq!(spec_action_for(Some(&s), verify, 1).unwrap().name, "verify");
+    // "backup" removed from the spec: "verify" is now at index 0.
+    let shrunk = spec(&["verify"]);
+    assert_eq!(
+        spec_action_for(Some(&shrunk), verify, 1).unwrap().name,
+        "verify"
+    );
+    assert!(spec_action_for(Some(&shrunk), backup, 0).is_none());
+    assert!(spec_action_for(None, backup, 0).is_none());
+    // Same name, another object: not the same action.
+    let mut moved = spec(&["backup"]);
+    moved.actions[0].object.name = "other".into();
+    assert!(spec_action_for(Some(&moved), backup, 0).is_none());
+    let msg = removed_message(backup);
+    assert!(
+        msg.starts_with(
+            "action backup (Blueprint bp, Deployment app) was removed from spec.actions"
+        ),
+        "{msg}"
+    );
+}
+
+#[test]
+fn finishing_keeps_artifact_fields_others_wrote() {
+    let bp = bp_action(&["one"], None);
+    let (mut status, mut record, _) = start(&bp);
+    status.actions[0]
+        .artifacts
+        .get_mut("art")
+        .unwrap()
+        .extra
+        .insert("size".into(), json!(42));
+    apply(
+        &mut status,
+        &mut record,
+        0,
+        Transition::PhaseStarted(0),
+        ctx(),
+    )
+    .unwrap();
+    apply(
+        &mut status,
+        &mut record,
+        0,
+        Transition::PhaseSucceeded(0, Map::new()),
+        ctx(),
+    )
+    .unwrap();
+    let rendered = BTreeMap::from([(
+        "art".to_string(),
+        Artifact {
+            key_value: BTreeMap::from([("k".to_string(), "v".to_string())]),
+            ..Artifact::default()
+        },
+    )]);
+    apply(
+        &mut status,
+        &mut record,
+        0,
+        Transition::Finished(Some(Ok(rendered))),
+        ctx(),
+    )
+    .unwrap();
+    let art = &status.actions[0].artifacts["art"];
+    assert_eq!(art.key_value["k"], "v");
+    assert_eq!(art.extra["size"], json!(42));
 }

@@ -11,6 +11,7 @@
 //! - [`pod_sweep`]: deletes pods a killed controller left behind;
 //! - [`tenancy`]: which namespaces an ActionSet may reach; [`endpoints`]:
 //!   Profile endpoints refused in metadata ranges;
+//! - [`ownership`]: which ActionSets this executor runs (label, namespaces);
 //! - [`runtime`]: the reconciler on ActionSets (kube Controller, finalizer,
 //!   status writes with conflict retry);
 //! - [`cli`]: the `controller` subcommand.
@@ -21,6 +22,7 @@ pub mod endpoints;
 pub mod events;
 pub mod machine;
 pub mod metrics;
+pub mod ownership;
 pub mod params;
 pub mod pod_sweep;
 pub mod runtime;

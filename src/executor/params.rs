@@ -482,7 +482,11 @@ pub fn render_artifacts(
     };
     let mut out = BTreeMap::new();
     for (name, a) in artifacts {
-        let mut r = Artifact::default();
+        // Fields our model lacks are carried over unrendered.
+        let mut r = Artifact {
+            extra: a.extra.clone(),
+            ..Artifact::default()
+        };
         for (k, v) in &a.key_value {
             r.key_value
                 .insert(k.clone(), render(v, &format!("{name}.keyValue.{k}"))?);
@@ -652,6 +656,7 @@ mod tests {
                     ),
                 ]),
                 kopia_snapshot: "{{ .Phases.one.Output.value }}-snap".into(),
+                ..Artifact::default()
             },
         )]);
         let r = render_artifacts(&arts, &p).unwrap();

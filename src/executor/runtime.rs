@@ -34,7 +34,7 @@ use futures::future::join_all;
 use k8s_openapi::api::core::v1::ObjectReference as CoreRef;
 use k8s_openapi::api::events::v1::Event as K8sEvent;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
-use kube::api::{Api, ObjectMeta, PostParams};
+use kube::api::{Api, ApiResource, DynamicObject, ObjectMeta, PostParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
@@ -46,17 +46,22 @@ use super::deadline::{self, Deadline};
 use super::events::{EventSpec, Kind, truncate_note};
 use super::machine::{self, Ctx, InitError, Record, Step, Transition};
 use super::metrics::Metrics;
+use super::ownership::{self, Decision, Ownership};
 use super::params::{self, PhaseObjects};
 use super::tenancy::{self, Policy, Scope};
 use crate::functions;
-use crate::model::{ActionSet, Blueprint, BlueprintAction, State};
+use crate::model::{ActionSet, ActionSpec, Blueprint, BlueprintAction, State, WatchedActionSet};
 use crate::template;
 
 /// Runtime settings.
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// Only this namespace (None: all namespaces).
+    /// Only this namespace (None: all namespaces); every ActionSet in it is
+    /// run, labelled or not.
     pub namespace: Option<String>,
+    /// Namespaces whose every ActionSet is run; elsewhere only those
+    /// labelled [`crate::model::LABEL_EXECUTOR`] are (see [`ownership`]).
+    pub run_namespaces: Vec<String>,
     /// How long a deleted ActionSet's deferPhase may run before the
     /// finalizer is removed anyway.
     pub deletion_timeout: Duration,
@@ -77,8 +82,12 @@ struct Inner {
     client: Client,
     cfg: Config,
     metrics: Metrics,
+    ownership: Ownership,
     /// Running ActionSet tasks by uid: the sender flips to `true` on deletion.
     tasks: Mutex<HashMap<String, watch::Sender<bool>>>,
+    /// The last problem reported by Event per ActionSet uid (invalid, started
+    /// elsewhere), so that each is reported once, not on every change.
+    reported: Mutex<HashMap<String, String>>,
 }
 
 /// Errors of the reconciler (the tasks log their own).
@@ -97,17 +106,26 @@ pub async fn run(
     metrics: Metrics,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) -> anyhow::Result<()> {
-    let api: Api<ActionSet> = match &cfg.namespace {
+    // Each ActionSet is decoded on its own: one that does not decode must not
+    // fail the list (and so the executor) for every other.
+    let api: Api<WatchedActionSet> = match &cfg.namespace {
         Some(ns) => Api::namespaced(client.clone(), ns),
         None => Api::all(client.clone()),
     };
+    let ownership = Ownership::new(cfg.namespace.as_deref(), &cfg.run_namespaces);
     let inner = Arc::new(Inner {
         client,
         cfg,
         metrics,
+        ownership,
         tasks: Mutex::new(HashMap::new()),
+        reported: Mutex::new(HashMap::new()),
     });
-    info!(namespace = ?inner.cfg.namespace, "ActionSet executor started");
+    info!(
+        namespace = ?inner.cfg.namespace,
+        run_namespaces = ?inner.cfg.run_namespaces,
+        "ActionSet executor started"
+    );
     Controller::new(api, watcher::Config::default())
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, inner)
@@ -120,17 +138,17 @@ pub async fn run(
     Ok(())
 }
 
-fn error_policy(_: Arc<ActionSet>, err: &Error, _: Arc<Inner>) -> Action {
+fn error_policy(_: Arc<WatchedActionSet>, err: &Error, _: Arc<Inner>) -> Action {
     warn!(error = %err, "reconcile failed; retrying");
     Action::requeue(Duration::from_secs(5))
 }
 
-async fn reconcile(obj: Arc<ActionSet>, inner: Arc<Inner>) -> Result<Action, Error> {
-    let (Some(ns), Some(uid)) = (obj.namespace(), obj.uid()) else {
+async fn reconcile(watched: Arc<WatchedActionSet>, inner: Arc<Inner>) -> Result<Action, Error> {
+    let (Some(ns), Some(uid)) = (watched.namespace(), watched.uid()) else {
         return Err(Error::Incomplete);
     };
-    let name = obj.name_any();
-    let deleting = obj.metadata.deletion_timestamp.is_some();
+    let name = watched.name_any();
+    let deleting = watched.meta().deletion_timestamp.is_some();
     {
         let tasks = inner.tasks.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(tx) = tasks.get(&uid) {
@@ -140,7 +158,50 @@ async fn reconcile(obj: Arc<ActionSet>, inner: Arc<Inner>) -> Result<Action, Err
             return Ok(Action::await_change());
         }
     }
-    let has_finalizer = obj.finalizers().iter().any(|f| f == machine::FINALIZER);
+    let has_finalizer = watched.finalizers().iter().any(|f| f == machine::FINALIZER);
+    let obj = match watched.as_ref() {
+        WatchedActionSet::Valid(a) => a,
+        WatchedActionSet::Invalid { metadata, error } => {
+            if !inner.ownership.concerns(metadata) {
+                return Ok(Action::await_change());
+            }
+            warn!(actionset = %name, namespace = %ns, error = %error, "ActionSet cannot be read; skipped");
+            report_once(
+                &inner,
+                &uid,
+                metadata,
+                ownership::invalid_event(&name, &ns, error),
+            )
+            .await;
+            // Its deferPhase cannot run from a status we cannot read: do not
+            // hold its deletion.
+            if deleting && has_finalizer {
+                remove_finalizer(&inner, &ns, &name).await?;
+            }
+            return Ok(Action::await_change());
+        }
+    };
+    match inner.ownership.decide(&obj.metadata, obj.state()) {
+        Decision::Ignore => return Ok(Action::await_change()),
+        Decision::StartedElsewhere => {
+            info!(actionset = %name, namespace = %ns, "running ActionSet was not started by this executor; not resumed");
+            report_once(
+                &inner,
+                &uid,
+                &obj.metadata,
+                ownership::started_elsewhere_event(),
+            )
+            .await;
+            return Ok(Action::await_change());
+        }
+        Decision::Run => {
+            inner
+                .reported
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&uid);
+        }
+    }
     match obj.state() {
         None | Some(State::Unset | State::Pending) if deleting => {
             if has_finalizer {
@@ -192,18 +253,50 @@ impl Drop for TaskGuard {
     }
 }
 
+/// Publishes `ev` about an ActionSet unless the same was already reported.
+async fn report_once(inner: &Inner, uid: &str, meta: &ObjectMeta, ev: EventSpec) {
+    {
+        let mut reported = inner.reported.lock().unwrap_or_else(|e| e.into_inner());
+        if reported.get(uid) == Some(&ev.message) {
+            return;
+        }
+        reported.insert(uid.to_string(), ev.message.clone());
+    }
+    let r = CoreRef {
+        api_version: Some(crate::model::API_VERSION.into()),
+        kind: Some("ActionSet".into()),
+        name: meta.name.clone(),
+        namespace: meta.namespace.clone(),
+        uid: meta.uid.clone(),
+        resource_version: meta.resource_version.clone(),
+        ..CoreRef::default()
+    };
+    publish(&inner.client, &inner.cfg.instance, &r, &ev).await;
+}
+
+/// Removes our finalizer. The ActionSet is read and written back as raw
+/// JSON: nothing else changes, and it works on one our model cannot read.
 async fn remove_finalizer(inner: &Inner, ns: &str, name: &str) -> Result<(), Error> {
-    let api: Api<ActionSet> = Api::namespaced(inner.client.clone(), ns);
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        inner.client.clone(),
+        ns,
+        &ApiResource::erase::<ActionSet>(&()),
+    );
     let mut obj = match api.get(name).await {
         Ok(o) => o,
         Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
         Err(e) => return Err(e.into()),
     };
-    if let Some(f) = obj.metadata.finalizers.as_mut() {
-        f.retain(|f| f != machine::FINALIZER);
+    let Some(fins) = obj.metadata.finalizers.as_mut() else {
+        return Ok(());
+    };
+    if !fins.iter().any(|f| f == machine::FINALIZER) {
+        return Ok(());
     }
+    fins.retain(|f| f != machine::FINALIZER);
     match api.replace(name, &PostParams::default(), &obj).await {
         Ok(_) => Ok(()),
+        // Gone, or changed meanwhile (the watch brings it back).
         Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(()),
         Err(e) => Err(e.into()),
     }
@@ -247,6 +340,11 @@ async fn update<T>(
         let mut obj = match api.get(name).await {
             Ok(o) => o,
             Err(kube::Error::Api(s)) if s.code == 404 => return Err(WriteError::Gone),
+            // Someone wrote what our model cannot read: stop; the watch
+            // reports it and resumes the ActionSet once it is fixed.
+            Err(kube::Error::SerdeError(e)) => {
+                return Err(WriteError::Other(format!("ActionSet cannot be read: {e}")));
+            }
             Err(e) => {
                 warn!(actionset = name, error = %e, "reading ActionSet failed; retrying");
                 tokio::time::sleep(backoff).await;
@@ -322,7 +420,8 @@ impl Run<'_> {
             let mut started = None;
             let r = update(&self.api, self.name, Some(cached.clone()), |obj| {
                 started = None;
-                let n = obj.spec.as_ref().map(|s| s.actions.len()).unwrap_or(0);
+                // One record per status action: the spec may have changed.
+                let n = obj.status.as_ref().map(|s| s.actions.len()).unwrap_or(0);
                 let now = now_rfc3339();
                 let (mut rec, _) = Record::from_meta(&obj.metadata, n, &now);
                 let status = obj
@@ -338,7 +437,11 @@ impl Run<'_> {
                     && let (Some(st), Some(r)) = (status.actions.get(i), rec.actions.get(i))
                 {
                     let step = machine::next_step(st, r, false);
-                    if let Some(next) = chain(step) {
+                    // No next main phase for an action whose spec entry is gone.
+                    let removed = machine::spec_action_for(obj.spec.as_ref(), st, i).is_none();
+                    let next =
+                        chain(step).filter(|_| !(removed && matches!(step, Step::RunPhase(_))));
+                    if let Some(next) = next {
                         evs.extend(machine::apply(status, &mut rec, i, next, ctx)?);
                         started = Some(step);
                     }
@@ -564,18 +667,22 @@ struct ActionEnv {
 
 async fn action_env(run: &Run<'_>, obj: &ActionSet, i: usize) -> ActionEnv {
     let client = &run.inner.client;
-    let spec = obj
-        .spec
-        .as_ref()
-        .and_then(|s| s.actions.get(i))
-        .cloned()
-        .unwrap_or_default();
     let st = obj
         .status
         .as_ref()
         .and_then(|s| s.actions.get(i))
         .cloned()
         .unwrap_or_default();
+    // An entry removed from the spec leaves the action's object, from its
+    // status, for the deferPhase.
+    let spec = machine::spec_action_for(obj.spec.as_ref(), &st, i)
+        .cloned()
+        .unwrap_or_else(|| ActionSpec {
+            name: st.name.clone(),
+            blueprint: st.blueprint.clone(),
+            object: st.object.clone(),
+            ..ActionSpec::default()
+        });
     let fetched = get_blueprint(client, run.ns, &st.blueprint).await;
     let bp_annotations = fetched
         .as_ref()
@@ -719,12 +826,17 @@ async fn drive_action(
     loop {
         let pre_started = started_step.is_some();
         let deleting = *rx.borrow() || obj.metadata.deletion_timestamp.is_some();
-        let n = obj.spec.as_ref().map(|s| s.actions.len()).unwrap_or(0);
+        let n = obj.status.as_ref().map(|s| s.actions.len()).unwrap_or(0);
         let (rec, _) = Record::from_meta(&obj.metadata, n, &now_rfc3339());
         let Some(st) = obj.status.as_ref().and_then(|s| s.actions.get(i)).cloned() else {
             return Err(WriteError::Other("action missing from status".into()));
         };
-        let rec = rec.actions[i].clone();
+        let Some(rec) = rec.actions.get(i).cloned() else {
+            return Err(WriteError::Other("action missing from the record".into()));
+        };
+        // Its spec entry was removed while it ran: stop before the next
+        // phase (the deferPhase still runs).
+        let removed = machine::spec_action_for(obj.spec.as_ref(), &st, i).is_none();
         let step = match started_step.take() {
             Some(s) => s,
             None => machine::next_step(&st, &rec, deleting),
@@ -743,6 +855,9 @@ async fn drive_action(
                 Transition::Stopped(format!(
                     "ActionSet is being deleted: phase {next} and the phases after it were not run"
                 ))
+            }
+            Step::RunPhase(_) if removed && !pre_started => {
+                Transition::Stopped(machine::removed_message(&st))
             }
             Step::RunPhase(_) if env.broken.is_some() => {
                 Transition::Stopped(env.broken.clone().unwrap_or_default())
@@ -865,7 +980,8 @@ async fn drive_action(
             }
             match step {
                 Step::RunPhase(j)
-                    if env.broken.is_none()
+                    if !removed
+                        && env.broken.is_none()
                         && env.base_error.is_none()
                         && env.bp.as_ref().is_some_and(|b| b.phases.len() > j)
                         && action_expired_at(&env, &obj, i, j).is_none() =>
@@ -922,7 +1038,7 @@ fn action_expired(
 
 /// [`action_expired`] for action `i` of `obj`.
 fn action_expired_at(env: &ActionEnv, obj: &ActionSet, i: usize, next: usize) -> Option<String> {
-    let n = obj.spec.as_ref().map(|s| s.actions.len()).unwrap_or(0);
+    let n = obj.status.as_ref().map(|s| s.actions.len()).unwrap_or(0);
     let (rec, _) = Record::from_meta(&obj.metadata, n, &now_rfc3339());
     action_expired(env, &action_status(obj, i), rec.actions.get(i)?, next)
 }

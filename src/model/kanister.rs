@@ -36,6 +36,10 @@ pub struct Artifact {
     pub key_value: BTreeMap<String, String>,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub kopia_snapshot: String,
+    /// Fields this model does not know (newer Kanister, other tools), kept
+    /// so that writing the object back does not drop them.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 // ---------------------------------------------------------------- Blueprint
@@ -95,6 +99,13 @@ pub struct BlueprintPhase {
 
 // ---------------------------------------------------------------- ActionSet
 
+/// Label that opts an ActionSet in to this executor (value
+/// [`EXECUTOR_LABEL_VALUE`]); ActionSchedule runs carry it. Beside Kanister's
+/// own controller, only ActionSets that carry it (or live in a namespace the
+/// controller was told to run) are run.
+pub const LABEL_EXECUTOR: &str = "blueprint-operator.io/executor";
+pub const EXECUTOR_LABEL_VALUE: &str = "blueprint-operator";
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ActionSet {
@@ -141,6 +152,10 @@ impl ActionSet {
 pub struct ActionSetSpec {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub actions: Vec<ActionSpec>,
+    /// Fields this model does not know (newer Kanister, other tools), kept
+    /// so that writing the object back does not drop them.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -170,11 +185,15 @@ pub struct ActionSpec {
     /// drop it from ActionSets written for released Kanister.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repository_server: Option<ObjectReference>,
+    /// Fields this model does not know (newer Kanister, other tools), kept
+    /// so that writing the object back does not drop them.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 /// The state of an ActionSet, an action's phase or a deferPhase. Kanister
 /// writes `""` for a deferPhase that does not exist, hence `Unset`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum State {
     #[serde(rename = "")]
@@ -203,6 +222,34 @@ impl State {
     }
 }
 
+impl<'de> Deserialize<'de> for State {
+    /// Kanister's strings; anything else is an error that names the value and
+    /// the states there are (serde's own message lists `""` as a variant).
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        State::parse(&s).ok_or_else(|| serde::de::Error::custom(State::unknown_message(&s)))
+    }
+}
+
+impl State {
+    /// The state a Kanister state string names.
+    pub fn parse(s: &str) -> Option<State> {
+        [
+            State::Unset,
+            State::Pending,
+            State::Running,
+            State::Failed,
+            State::Complete,
+        ]
+        .into_iter()
+        .find(|st| st.as_str() == s)
+    }
+
+    fn unknown_message(s: &str) -> String {
+        format!("{s:?} is not an ActionSet state (pending, running, failed, complete)")
+    }
+}
+
 impl std::fmt::Display for State {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
@@ -217,12 +264,20 @@ pub struct ActionSetStatus {
     pub actions: Vec<ActionStatus>,
     pub error: StatusError,
     pub progress: ActionProgress,
+    /// Fields this model does not know (newer Kanister, other tools), kept
+    /// so that writing the object back does not drop them.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct StatusError {
     pub message: String,
+    /// Fields this model does not know (newer Kanister, other tools), kept
+    /// so that writing the object back does not drop them.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -234,6 +289,10 @@ pub struct ActionProgress {
     pub percent_completed: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_transition_time: Option<String>,
+    /// Fields this model does not know (newer Kanister, other tools), kept
+    /// so that writing the object back does not drop them.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -249,6 +308,10 @@ pub struct ActionStatus {
     /// Always present, as in Kanister (`{name: "", state: ""}` when the
     /// action has no deferPhase).
     pub defer_phase: Phase,
+    /// Fields this model does not know (newer Kanister, other tools), kept
+    /// so that writing the object back does not drop them.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 /// A phase's status.
@@ -260,6 +323,10 @@ pub struct Phase {
     #[serde(skip_serializing_if = "Map::is_empty")]
     pub output: Map<String, Value>,
     pub progress: PhaseProgress,
+    /// Fields this model does not know (newer Kanister, other tools), kept
+    /// so that writing the object back does not drop them.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -269,6 +336,10 @@ pub struct PhaseProgress {
     pub progress_percent: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_transition_time: Option<String>,
+    /// Fields this model does not know (newer Kanister, other tools), kept
+    /// so that writing the object back does not drop them.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 // ---------------------------------------------------------------- Profile
@@ -402,6 +473,41 @@ mod tests {
         let action = &bp.actions["backup"];
         assert_eq!(action.defer_phase.as_ref().unwrap().name, "cleanup");
         assert_eq!(action.phases[0].func, "KubeTask");
+    }
+
+    #[test]
+    fn fields_the_model_lacks_survive_a_round_trip() {
+        // Kanister always writes an ObjectReference's fields (no omitempty).
+        let obj = json!({"apiVersion": "", "group": "", "resource": "", "kind": "Deployment", "name": "app"});
+        let raw = json!({
+            "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
+            "metadata": {"name": "a"},
+            "spec": {
+                "repositoryServer": {"name": "rs", "namespace": "kanister"},
+                "actions": [{"name": "backup", "blueprint": "bp",
+                    "object": obj,
+                    "repositoryServer": {"apiVersion": "", "group": "", "resource": "", "kind": "", "name": "rs2"},
+                    "kopiaServer": {"future": 1},
+                    "artifacts": {"in": {"keyValue": {"k": "v"}, "future": true}},
+                    "preferredVersion": "v1.0.0", "podLabels": null, "podAnnotations": null}],
+            },
+            "status": {
+                "state": "running",
+                "error": {"message": "", "code": 3},
+                "progress": {"runningPhase": "one", "sizeUploadedB": 10, "estimatedUploadSizeB": 20},
+                "actions": [{"name": "backup", "blueprint": "bp",
+                    "object": obj,
+                    "phases": [{"name": "one", "state": "running",
+                        "progress": {"progressPercent": "5", "sizeDownloadedB": 7, "estimatedTimeSeconds": 9}}],
+                    "artifacts": {"out": {"keyValue": {"k": "v"}, "kopiaSnapshot": "s", "size": 1}},
+                    "deferPhase": {"name": "", "state": "", "progress": {}, "note": "x"},
+                    "startedBy": "someone"}],
+                "newField": {"a": [1, 2]},
+            },
+        });
+        let a: ActionSet = serde_json::from_value(raw.clone()).unwrap();
+        assert_eq!(a.state(), Some(State::Running));
+        assert_eq!(serde_json::to_value(&a).unwrap(), raw);
     }
 
     #[test]

@@ -7,8 +7,10 @@
 
 mod kanister;
 mod resource;
+mod watched;
 
 pub use kanister::*;
+pub use watched::{WatchedActionSet, bad_states};
 
 pub mod actionschedule;
 pub use actionschedule::*;

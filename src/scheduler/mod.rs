@@ -27,7 +27,7 @@ use kube::runtime::{Predicate, WatchStreamExt, predicates, reflector, watcher};
 use kube::{Api, Client, ResourceExt};
 use tracing::{info, warn};
 
-use crate::model::{ActionSchedule, ActionSet, LABEL_SCHEDULE};
+use crate::model::{ActionSchedule, LABEL_SCHEDULE, WatchedActionSet};
 
 pub use metrics::register;
 
@@ -141,13 +141,16 @@ async fn run_controller(
     opts: &SchedulerOptions,
     shutdown: impl Future<Output = ()>,
 ) {
-    let (schedules, actionsets): (Api<ActionSchedule>, Api<ActionSet>) = match &opts.namespace {
-        Some(ns) => (
-            Api::namespaced(client.clone(), ns),
-            Api::namespaced(client.clone(), ns),
-        ),
-        None => (Api::all(client.clone()), Api::all(client.clone())),
-    };
+    // ActionSets are decoded one by one: one that does not decode must not
+    // fail the whole watch (and so every schedule).
+    let (schedules, actionsets): (Api<ActionSchedule>, Api<WatchedActionSet>) =
+        match &opts.namespace {
+            Some(ns) => (
+                Api::namespaced(client.clone(), ns),
+                Api::namespaced(client.clone(), ns),
+            ),
+            None => (Api::all(client.clone()), Api::all(client.clone())),
+        };
     let reporter = Reporter {
         controller: opts.controller_name.clone(),
         instance: None,
@@ -178,7 +181,7 @@ async fn run_controller(
     .default_backoff()
     .modify(|a| a.managed_fields_mut().clear())
     .map_ok(move |event| {
-        runs.apply(&event);
+        runs.apply_watched(&event);
         event
     })
     .touched_objects();

@@ -27,8 +27,9 @@ use super::retention::{self, Policy};
 use super::runs::RunIndex;
 use crate::model::{
     ANNOTATION_RUN_NOW, ANNOTATION_SCHEDULED_TIME, ActionSchedule, ActionScheduleStatus, ActionSet,
-    ActionSetSpec, Artifact, LABEL_DELETE_FOR, LABEL_SCHEDULE, LABEL_TRIGGER, RotationEntry,
-    RunReference, SkippedRun, State,
+    ActionSetSpec, Artifact, EXECUTOR_LABEL_VALUE, LABEL_DELETE_FOR, LABEL_EXECUTOR,
+    LABEL_SCHEDULE, LABEL_TRIGGER, RotationEntry, RunReference, SkippedRun, State,
+    WatchedActionSet,
 };
 
 /// Entries kept in `status.recentSkips`.
@@ -170,6 +171,8 @@ fn new_action_set(
         plan::schedule_label_value(&s.name_any()),
     );
     labels.insert(LABEL_TRIGGER.to_string(), run.trigger.as_str().to_string());
+    // Opts the run in to our executor (beside Kanister, which ignores it).
+    labels.insert(LABEL_EXECUTOR.to_string(), EXECUTOR_LABEL_VALUE.to_string());
     if let Some(d) = delete_for {
         labels.insert(LABEL_DELETE_FOR.to_string(), d.to_string());
     }
@@ -214,7 +217,10 @@ fn delete_spec(template: &ActionSetSpec, delete_action: &str, run: &ActionSet) -
             a
         })
         .collect();
-    ActionSetSpec { actions }
+    ActionSetSpec {
+        actions,
+        extra: template.extra.clone(),
+    }
 }
 
 async fn publish(
@@ -391,11 +397,14 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
     let listed: Vec<Arc<ActionSet>> = match ctx.runs.runs(&ns, &plan::schedule_label_value(&name)) {
         Some(runs) => runs,
         // The ActionSet watch has not finished its first list yet.
-        None => actionsets
+        // Decoded one by one, as the watch does: a run that does not decode
+        // is left out instead of failing the list.
+        None => Api::<WatchedActionSet>::namespaced(ctx.client.clone(), &ns)
             .list(&ListParams::default().labels(&selector))
             .await?
             .items
             .into_iter()
+            .filter_map(WatchedActionSet::valid)
             .map(Arc::new)
             .collect(),
     };
@@ -976,6 +985,21 @@ mod tests {
         assert_eq!(spec.actions[0].blueprint, "bp");
         assert_eq!(spec.actions[0].artifacts["snap"].key_value["path"], "/b/1");
         assert!(spec.actions[0].profile.is_some());
+    }
+
+    #[test]
+    fn runs_are_labelled_for_the_executor() {
+        let s = schedule("ns", "db", "2026-06-01T00:00:00Z");
+        let run = NewRun {
+            name: "db-1".into(),
+            scheduled_time: DateTime::from_timestamp(1_000, 0).unwrap(),
+            trigger: Trigger::Scheduled,
+        };
+        for delete_for in [None, Some("db-0")] {
+            let a = new_action_set(&s, "u1", &run, ActionSetSpec::default(), delete_for);
+            assert_eq!(a.labels()[LABEL_EXECUTOR], EXECUTOR_LABEL_VALUE);
+            assert_eq!(a.labels()[LABEL_SCHEDULE], "db");
+        }
     }
 
     #[test]

@@ -14,8 +14,9 @@ use std::sync::{Arc, RwLock};
 
 use kube::ResourceExt;
 use kube::runtime::watcher;
+use tracing::warn;
 
-use crate::model::{ActionSet, LABEL_SCHEDULE};
+use crate::model::{ActionSet, LABEL_SCHEDULE, WatchedActionSet};
 
 /// Namespace and value of the schedule label.
 type Key = (String, String);
@@ -82,6 +83,45 @@ impl RunIndex {
         }
     }
 
+    /// Apply one watch event of ActionSets decoded one by one. One that does
+    /// not decode is left out of the view (as if deleted), so that neither
+    /// retention nor concurrency acts on a run it cannot read.
+    pub fn apply_watched(&self, event: &watcher::Event<WatchedActionSet>) {
+        // The ActionSet, and whether it decoded (else only its metadata).
+        let typed = |w: &WatchedActionSet| match w {
+            WatchedActionSet::Valid(a) => (a.as_ref().clone(), true),
+            WatchedActionSet::Invalid { metadata, error } => {
+                let skeleton = ActionSet {
+                    metadata: metadata.as_ref().clone(),
+                    ..ActionSet::default()
+                };
+                if key(&skeleton).is_some() {
+                    warn!(
+                        actionset = %skeleton.name_any(),
+                        namespace = %skeleton.namespace().unwrap_or_default(),
+                        error = %error,
+                        "scheduled run cannot be read; left out of its schedule's runs"
+                    );
+                }
+                (skeleton, false)
+            }
+        };
+        let event = match event {
+            watcher::Event::Init => watcher::Event::Init,
+            watcher::Event::InitDone => watcher::Event::InitDone,
+            watcher::Event::InitApply(w) => match typed(w) {
+                (a, true) => watcher::Event::InitApply(a),
+                (s, false) => watcher::Event::Delete(s),
+            },
+            watcher::Event::Apply(w) => match typed(w) {
+                (a, true) => watcher::Event::Apply(a),
+                (s, false) => watcher::Event::Delete(s),
+            },
+            watcher::Event::Delete(w) => watcher::Event::Delete(typed(w).0),
+        };
+        self.apply(&event);
+    }
+
     /// The ActionSets labelled with schedule `label` in `namespace`, or `None`
     /// until the first list has completed (the caller then asks the API).
     pub fn runs(&self, namespace: &str, label: &str) -> Option<Vec<Arc<ActionSet>>> {
@@ -141,6 +181,28 @@ mod tests {
         ix.apply(&watcher::Event::Delete(run("a", "s", "s-1")));
         assert_eq!(names(&ix, "a", "s"), Some(vec!["s-2".into()]));
         assert_eq!(names(&ix, "a", "t"), Some(vec!["t-1".into()]));
+    }
+
+    #[test]
+    fn a_run_that_does_not_decode_is_left_out() {
+        let ix = RunIndex::default();
+        let decode = |name: &str, state: &str| {
+            let mut v = serde_json::to_value(run("a", "s", name)).unwrap();
+            v["status"] = serde_json::json!({ "state": state });
+            WatchedActionSet::decode(v)
+        };
+        let bad = decode("s-2", "paused");
+        assert!(matches!(bad, WatchedActionSet::Invalid { .. }));
+        ix.apply_watched(&watcher::Event::Init);
+        ix.apply_watched(&watcher::Event::InitApply(decode("s-1", "complete")));
+        ix.apply_watched(&watcher::Event::InitApply(bad.clone()));
+        ix.apply_watched(&watcher::Event::InitDone);
+        assert_eq!(names(&ix, "a", "s"), Some(vec!["s-1".into()]));
+        ix.apply_watched(&watcher::Event::Apply(decode("s-2", "running")));
+        assert_eq!(names(&ix, "a", "s"), Some(vec!["s-1".into(), "s-2".into()]));
+        // Readable, then not any more: it leaves the view.
+        ix.apply_watched(&watcher::Event::Apply(bad));
+        assert_eq!(names(&ix, "a", "s"), Some(vec!["s-1".into()]));
     }
 
     #[test]
