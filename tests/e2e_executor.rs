@@ -1152,6 +1152,9 @@ async fn action_removed_from_spec_while_running_stops_and_runs_defer() -> anyhow
     let Some((client, ns)) = setup("exec-removed").await else {
         return Ok(());
     };
+    // The deferPhase creates a ConfigMap (KubeOps), as the controller's ServiceAccount.
+    support::rbac::grant_controller(&client, "e2e-kubeops-configmaps", kubeops_configmaps())
+        .await?;
     let cm = format!(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: defer-ran\n  namespace: {ns}\ndata:\n  state: '{{{{ .Outcome.State }}}}'\n"
     );
@@ -1233,6 +1236,9 @@ async fn resume_after_an_action_was_removed_from_spec_settles_every_action() -> 
     let Some((client, ns)) = setup("exec-removed-resume").await else {
         return Ok(());
     };
+    // The deferPhase creates a ConfigMap (KubeOps), as the controller's ServiceAccount.
+    support::rbac::grant_controller(&client, "e2e-kubeops-configmaps", kubeops_configmaps())
+        .await?;
     let cm = format!(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: defer-ran\n  namespace: {ns}\n"
     );
