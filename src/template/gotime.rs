@@ -47,6 +47,11 @@ fn next_std(layout: &str) -> (&str, Option<(Std, usize)>) {
     let b = layout.as_bytes();
     let mut i = 0;
     while i < b.len() {
+        // A layout may hold any text: a byte inside a multi-byte character starts no chunk.
+        if !layout.is_char_boundary(i) {
+            i += 1;
+            continue;
+        }
         let rest = &layout[i..];
         let hit: Option<(Std, usize)> = match b[i] {
             b'J' if rest.starts_with("January") => Some((Std::LongMonth, 7)),
@@ -635,4 +640,17 @@ fn frac_nanos(digits: &str) -> Option<u32> {
 /// Seconds since the epoch to a UTC time.
 pub fn from_unix(secs: i64) -> GoTime {
     utc(DateTime::<Utc>::from_timestamp(secs, 0).unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_with_non_ascii_text_do_not_panic() {
+        // Found by the property test: `toDate "héllo wörld ünïcode" ""` sliced inside 'é'.
+        assert!(parse("héllo wörld ünïcode", "").is_none());
+        let t = from_unix(0);
+        assert_eq!(format(&t, "é2006ü01ï02"), "é1970ü01ï01");
+    }
 }
