@@ -417,9 +417,10 @@ fn define_template_and_block() {
 #[test]
 fn non_deterministic_functions_have_the_right_shape() {
     let out = r(
-        "{{ randAlpha 12 }}|{{ randAlphaNum 12 }}|{{ randNumeric 12 }}|{{ randAscii 12 }}|{{ randAlpha -1 }}",
+        // Newlines separate the values: randAscii may print any printable character, '|' too.
+        "{{ randAlpha 12 }}\n{{ randAlphaNum 12 }}\n{{ randNumeric 12 }}\n{{ randAscii 12 }}\n{{ randAlpha -1 }}",
     );
-    let parts: Vec<&str> = out.split('|').collect();
+    let parts: Vec<&str> = out.split('\n').collect();
     assert_eq!(parts.len(), 5, "{out}");
     assert!(
         parts[0].len() == 12 && parts[0].chars().all(|c| c.is_ascii_alphabetic()),
