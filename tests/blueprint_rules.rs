@@ -554,7 +554,7 @@ fn a_single_string_where_a_list_is_expected_is_a_one_element_list() {
 }
 
 /// Booleans as Go's strconv.ParseBool reads them (mapstructure's weak decoding), plus numbers
-/// and the empty string; integers from integral floats and booleans (issue 18.4).
+/// and the empty string; integers as ScaleWorkload reads them (issue 18.4).
 #[test]
 fn bool_and_int_spellings_kanister_accepts() {
     for b in [
@@ -593,22 +593,61 @@ fn bool_and_int_spellings_kanister_accepts() {
             "ParseBool",
         );
     }
-    for n in [json!(2.0), json!(true), json!(" 3 ")] {
+    // ScaleWorkload reads replicas itself: an integer, or a string strconv.Atoi reads.
+    for n in [json!(2.0), json!("3"), json!("+3")] {
         let r = check(bp(
             json!({"a": {"phases": [{"func": "ScaleWorkload", "name": "p",
             "args": {"replicas": n.clone()}}]}}),
         ));
         assert!(r.is_valid(), "replicas {n}: {r}");
     }
-    let r = check(bp(
-        json!({"a": {"phases": [{"func": "ScaleWorkload", "name": "p",
-        "args": {"replicas": 2.5}}]}}),
-    ));
+    for n in [json!(2.5), json!(true), json!(" 3 ")] {
+        let r = check(bp(
+            json!({"a": {"phases": [{"func": "ScaleWorkload", "name": "p",
+            "args": {"replicas": n.clone()}}]}}),
+        ));
+        only_error(
+            &r,
+            Rule::ArgumentType,
+            "actions.a.phases[0].args.replicas",
+            "an integer",
+        );
+    }
+}
+
+/// mapstructure's other weak conversions: an empty map is an empty list, a list of maps is one
+/// merged map (an empty list an empty map), numbers and booleans are strings, inside lists and
+/// maps too; what it refuses is located inside the argument (issue 18).
+#[test]
+fn weak_decoding_of_lists_and_maps_as_kanister() {
+    let r = check(bp(json!({"a": {"phases": [
+        {"func": "MultiContainerRun", "name": "p", "args": {
+            "backgroundImage": "b", "backgroundCommand": ["sleep", 60], "outputImage": "o",
+            "outputCommand": "date", "initCommand": {}, "namespace": 7,
+            "podLabels": [{"app": "db"}, {"tier": 1}], "podAnnotations": [], "podOverride": []}},
+        {"func": "CreateCSISnapshot", "name": "q", "args": {
+            "pvc": "data", "namespace": "ns", "snapshotClass": "csi", "labels": {"keep": true}}}
+    ]}})));
+    assert!(r.is_valid(), "{r}");
+    let r = check(bp(json!({"a": {"phases": [
+        {"func": "KubeTask", "name": "p", "args": {
+            "image": "x", "command": ["sh"], "podLabels": [{"app": ["db"]}]}}
+    ]}})));
     only_error(
         &r,
         Rule::ArgumentType,
-        "actions.a.phases[0].args.replicas",
-        "an integer",
+        "actions.a.phases[0].args.podLabels",
+        "must be a map of strings (or a list of such maps, merged), found a list (podLabels[0].app: expected a string, got a list)",
+    );
+    // Wait's conditions is a Go struct: a list is not read as one.
+    let r = check(bp(json!({"a": {"phases": [
+        {"func": "Wait", "name": "p", "args": {"timeout": "1m", "conditions": []}}
+    ]}})));
+    only_error(
+        &r,
+        Rule::ArgumentType,
+        "actions.a.phases[0].args.conditions",
+        "must be a map, found a list",
     );
 }
 
@@ -650,6 +689,30 @@ fn kopia_server_functions_of_released_kanister_are_admitted_with_a_warning() {
         r.errors.iter().any(|e| e.rule == Rule::UnsupportedArgument),
         "{r}"
     );
+}
+
+/// CopyVolumeDataUsingKopiaServer, BackupDataAllUsingKopiaServer and
+/// BackupDataStatsUsingKopiaServer were proposed for Kanister and never merged: no release
+/// registers them, so they are unknown functions, and the error says so (issue 18).
+#[test]
+fn never_released_kopia_server_functions_are_unknown() {
+    for (func, pr) in [
+        ("CopyVolumeDataUsingKopiaServer", "#2143"),
+        ("BackupDataAllUsingKopiaServer", "#1968"),
+        ("BackupDataStatsUsingKopiaServer", "#1972"),
+    ] {
+        let r = check(bp(json!({"a": {"phases": [
+            {"func": func, "name": "p", "args": {"namespace": "ns"}}
+        ]}})));
+        only_error(
+            &r,
+            Rule::UnknownFunction,
+            "actions.a.phases[0].func",
+            &format!(
+                "unknown function '{func}' (proposed in kanisterio/kanister{pr} but never merged: no Kanister release registers it)"
+            ),
+        );
+    }
 }
 
 /// `.RepositoryServer` (released Kanister's template parameter) is admitted with a warning; a

@@ -2,22 +2,31 @@
 //! takes: the 28 of Kanister HEAD `pkg/function`, plus the three `*UsingKopiaServer` functions
 //! that released Kanister (0.9x to 0.116) registers and documents, so Blueprints written for it
 //! are admitted (this executor does not run them: Kanister's Kopia repository server is gone
-//! from HEAD and not provided here; `validate` warns).
+//! from HEAD and not provided here; `validate` warns). [`NEVER_RELEASED`] lists the three
+//! other `*UsingKopiaServer` functions that were only ever proposed.
 
 /// The JSON type a function argument takes after Kanister's weak decoding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ArgType {
-    /// A string; numbers and booleans are accepted (weak decoding).
+    /// A string; numbers and booleans are accepted (weak decoding: `true` is "1").
     Str,
-    /// A list of strings, e.g. `command`; a single string is a one-element list (weak decoding).
+    /// A list of strings, e.g. `command`; a single value is a one-element list and an empty map
+    /// an empty list (weak decoding).
     StrList,
-    /// An integer, or a string that renders to one (`'{{ len .StatefulSet.Pods }}'`).
+    /// An integer, or a string of decimal digits or that renders to one
+    /// (`'{{ len .StatefulSet.Pods }}'`).
     Int,
     /// A boolean, Go's `ParseBool` strings (`true`, `1`, `T`, `FALSE`, ...), a number, or a
     /// template.
     Bool,
-    /// A map, e.g. `podOverride`, `volumes`, `conditions`.
+    /// A map of anything (`podOverride`, Go `map[string]interface{}`); a list of maps is their
+    /// merge and an empty list an empty map (weak decoding).
     Map,
+    /// A map of strings (`podLabels`, `volumes`, Go `map[string]string`), decoded as [`Map`]
+    /// with each value decoded as [`Str`].
+    StrMap,
+    /// A map decoded into a Go struct (`conditions`, `objectReference`): no list is accepted.
+    Struct,
     /// Anything: the function decodes it itself.
     Any,
 }
@@ -27,11 +36,15 @@ impl ArgType {
         match self {
             ArgType::Str => "a string",
             ArgType::StrList => "a list of strings (or one string)",
-            ArgType::Int => "an integer (or a template that renders to one)",
+            ArgType::Int => {
+                "an integer (or a string of decimal digits, or a template that renders to one)"
+            }
             ArgType::Bool => {
                 "a boolean (true/false, or a string Go's strconv.ParseBool reads: 1, t, T, TRUE, 0, f, F, FALSE)"
             }
-            ArgType::Map => "a map",
+            ArgType::Map => "a map (or a list of maps, merged)",
+            ArgType::StrMap => "a map of strings (or a list of such maps, merged)",
+            ArgType::Struct => "a map",
             ArgType::Any => "any value",
         }
     }
@@ -69,8 +82,8 @@ use ArgType::*;
 
 const POD: [(&str, ArgType); 3] = [
     ("podOverride", Map),
-    ("podAnnotations", Map),
-    ("podLabels", Map),
+    ("podAnnotations", StrMap),
+    ("podLabels", StrMap),
 ];
 
 macro_rules! func {
@@ -96,7 +109,7 @@ pub static FUNCTIONS: &[Function] = &[
           ["image": Str, "encryptionKey": Str, "insecureTLS": Bool], pod),
     func!("CopyVolumeData", ["namespace": Str, "volume": Str, "dataArtifactPrefix": Str],
           ["image": Str, "encryptionKey": Str, "mountPath": Str, "insecureTLS": Bool], pod),
-    func!("CreateCSISnapshot", ["pvc": Str, "namespace": Str, "snapshotClass": Str], ["name": Str, "labels": Map]),
+    func!("CreateCSISnapshot", ["pvc": Str, "namespace": Str, "snapshotClass": Str], ["name": Str, "labels": StrMap]),
     func!("CreateCSISnapshotStatic", ["name": Str, "namespace": Str, "driver": Str, "snapshotHandle": Str, "snapshotClass": Str], []),
     func!("CreateRDSSnapshot", ["instanceID": Str],
           ["dbEngine": Str, "credentialsSource": Str, "credentialsSecret": Str, "region": Str]),
@@ -107,40 +120,52 @@ pub static FUNCTIONS: &[Function] = &[
     func!("DeleteDataAll", ["namespace": Str, "backupArtifactPrefix": Str, "backupInfo": Str],
           ["image": Str, "encryptionKey": Str, "reclaimSpace": Bool, "insecureTLS": Bool], pod),
     func!("DeleteDataUsingKopiaServer", ["backupID": Str, "namespace": Str, "image": Str],
-          ["repositoryServerUserHostname": Str, "podAnnotations": Map, "podLabels": Map]),
+          ["repositoryServerUserHostname": Str, "podAnnotations": StrMap, "podLabels": StrMap]),
     func!("DeleteRDSSnapshot", ["snapshotID": Str],
           ["dbEngine": Str, "credentialsSource": Str, "credentialsSecret": Str, "region": Str]),
     func!("ExportRDSSnapshotToLocation", ["namespace": Str, "instanceID": Str, "snapshotID": Str, "dbEngine": Str],
           ["username": Str, "password": Str, "backupArtifactPrefix": Str, "databases": Any, "securityGroupID": Any,
-           "dbSubnetGroup": Str, "podAnnotations": Map, "podLabels": Map, "credentialsSource": Str,
+           "dbSubnetGroup": Str, "podAnnotations": StrMap, "podLabels": StrMap, "credentialsSource": Str,
            "credentialsSecret": Str, "region": Str]),
     func!("KubeExec", ["namespace": Str, "pod": Str, "command": StrList], ["container": Str]),
     func!("KubeExecAll", ["namespace": Str, "pods": Str, "containers": Str, "command": StrList], []),
-    func!("KubeOps", ["operation": Str], ["spec": Str, "namespace": Str, "objectReference": Map]),
+    func!("KubeOps", ["operation": Str], ["spec": Str, "namespace": Str, "objectReference": Struct]),
     func!("KubeTask", ["image": Str, "command": StrList], ["namespace": Str], pod),
     func!("LocationDelete", ["artifact": Str], []),
     func!("MultiContainerRun", ["backgroundImage": Str, "backgroundCommand": StrList, "outputImage": Str, "outputCommand": StrList],
           ["namespace": Str, "initImage": Str, "initCommand": StrList, "sharedVolumeMedium": Str,
            "sharedVolumeSizeLimit": Str, "sharedVolumeDir": Str], pod),
     func!("PrepareData", ["namespace": Str, "image": Str, "command": StrList],
-          ["volumes": Map, "serviceaccount": Str, "failOnError": Bool], pod),
+          ["volumes": StrMap, "serviceaccount": Str, "failOnError": Bool], pod),
     func!("RestoreCSISnapshot", ["name": Str, "pvc": Str, "namespace": Str, "storageClass": Str, "restoreSize": Str],
-          ["accessModes": Any, "volumeMode": Str, "labels": Map]),
+          ["accessModes": Any, "volumeMode": Str, "labels": StrMap]),
     func!("RestoreData", ["namespace": Str, "image": Str, "backupArtifactPrefix": Str],
-          ["restorePath": Str, "encryptionKey": Str, "pod": Str, "volumes": Map, "backupTag": Str,
+          ["restorePath": Str, "encryptionKey": Str, "pod": Str, "volumes": StrMap, "backupTag": Str,
            "backupIdentifier": Str, "backupPath": Str, "insecureTLS": Bool], pod),
     func!("RestoreDataAll", ["namespace": Str, "image": Str, "backupArtifactPrefix": Str, "backupInfo": Str],
           ["restorePath": Str, "encryptionKey": Str, "pods": Str, "insecureTLS": Bool], pod),
     func!("RestoreDataUsingKopiaServer", ["backupIdentifier": Str, "namespace": Str, "restorePath": Str, "image": Str],
-          ["pod": Str, "volumes": Map, "podOverride": Map, "repositoryServerUserHostname": Str,
-           "podAnnotations": Map, "podLabels": Map]),
+          ["pod": Str, "volumes": StrMap, "podOverride": Map, "repositoryServerUserHostname": Str,
+           "podAnnotations": StrMap, "podLabels": StrMap]),
     func!("RestoreRDSSnapshot", ["instanceID": Str],
           ["snapshotID": Str, "dbEngine": Str, "backupArtifactPrefix": Str, "backupID": Str, "username": Str,
-           "password": Str, "namespace": Str, "securityGroupID": Any, "dbSubnetGroup": Str, "podAnnotations": Map,
-           "podLabels": Map, "credentialsSource": Str, "credentialsSecret": Str, "region": Str]),
+           "password": Str, "namespace": Str, "securityGroupID": Any, "dbSubnetGroup": Str, "podAnnotations": StrMap,
+           "podLabels": StrMap, "credentialsSource": Str, "credentialsSecret": Str, "region": Str]),
     func!("ScaleWorkload", ["replicas": Int], ["namespace": Str, "name": Str, "kind": Str, "waitForReady": Bool]),
-    func!("Wait", ["timeout": Str, "conditions": Map], []),
-    func!("WaitV2", ["timeout": Str, "conditions": Map], []),
+    func!("Wait", ["timeout": Str, "conditions": Struct], []),
+    func!("WaitV2", ["timeout": Str, "conditions": Struct], []),
+];
+
+/// `*UsingKopiaServer` functions that were proposed for Kanister but that no release registers
+/// (their pull requests were closed or left open, unmerged), with the pull request: they stay
+/// unknown, and the unknown-function error says why.
+pub const NEVER_RELEASED: &[(&str, &str)] = &[
+    ("BackupDataAllUsingKopiaServer", "kanisterio/kanister#1968"),
+    (
+        "BackupDataStatsUsingKopiaServer",
+        "kanisterio/kanister#1972",
+    ),
+    ("CopyVolumeDataUsingKopiaServer", "kanisterio/kanister#2143"),
 ];
 
 /// Looks a function up by its exact (case-sensitive) name, as Kanister does.

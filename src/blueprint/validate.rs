@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use super::catalog::{self, ArgType, Function};
 use super::report::{Problem, Report, Rule};
 use crate::executor::deadline::{BLUEPRINT_ANNOTATION, parse_go_duration};
+use crate::functions::weak;
 use crate::template::Template;
 
 /// Top-level template parameters an executor provides (Kanister's
@@ -368,9 +369,14 @@ impl Validator {
         let func = match func {
             Ok(f) => f,
             Err(name) => {
-                let hint = closest_function(name)
-                    .map(|f| format!(" (did you mean {f}?)"))
-                    .unwrap_or_default();
+                let unreleased = catalog::NEVER_RELEASED.iter().find(|(f, _)| *f == name);
+                let hint = match (unreleased, closest_function(name)) {
+                    (Some((_, pr)), _) => format!(
+                        " (proposed in {pr} but never merged: no Kanister release registers it)"
+                    ),
+                    (None, Some(f)) => format!(" (did you mean {f}?)"),
+                    (None, None) => String::new(),
+                };
                 return self.error(
                     ctx.at("func"),
                     Rule::UnknownFunction,
@@ -434,15 +440,21 @@ impl Validator {
                     ),
                 ),
                 Some(ty) => {
-                    if !type_matches(ty, value) {
+                    if let Some(m) = type_mismatch(ty, value) {
+                        // Where inside the argument, when the mismatch is in an element.
+                        let inside = if m.at.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" ({name}{}: {})", m.at, m.message)
+                        };
                         self.error(
                             ctx.at(name),
                             Rule::ArgumentType,
                             format!(
-                                "argument '{name}' of {} must be {}, found {}",
+                                "argument '{name}' of {} must be {}, found {}{inside}",
                                 func.name,
                                 ty.describe(),
-                                kind_of(value)
+                                weak::describe(value)
                             ),
                         );
                     }
@@ -511,7 +523,10 @@ impl Validator {
                             _ => self.error(
                                 actx.at("keyValue").at(k),
                                 Rule::ArgumentType,
-                                format!("artifact values must be strings, found {}", kind_of(v)),
+                                format!(
+                                    "artifact values must be strings, found {}",
+                                    weak::describe(v)
+                                ),
                             ),
                         }
                     }
@@ -533,7 +548,10 @@ impl Validator {
                 Some(v) => self.error(
                     actx.at("kopiaSnapshot"),
                     Rule::ArgumentType,
-                    format!("kopiaSnapshot must be a string, found {}", kind_of(v)),
+                    format!(
+                        "kopiaSnapshot must be a string, found {}",
+                        weak::describe(v)
+                    ),
                 ),
             }
         }
@@ -694,56 +712,26 @@ fn is_template(s: &str) -> bool {
     s.contains("{{")
 }
 
-fn type_matches(ty: ArgType, v: &Value) -> bool {
-    match (ty, v) {
-        (_, Value::Null) | (ArgType::Any, _) => true,
-        (ArgType::Str, v) => !v.is_array() && !v.is_object(),
-        (ArgType::StrList, Value::Array(items)) => {
-            items.iter().all(|i| !i.is_array() && !i.is_object())
-        }
-        // mapstructure's weak decoding turns a single value into a one-element list
-        // (`command: "echo hi"` runs `echo hi` as one argument), and so does the executor.
-        (ArgType::StrList, v) => !v.is_object(),
-        // Integral floats (YAML `2.0`) and booleans (1/0) decode as integers too.
-        (ArgType::Int, Value::Number(n)) => {
-            n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
-        }
-        (ArgType::Int, Value::Bool(_)) => true,
-        (ArgType::Int, Value::String(s)) => is_template(s) || s.trim().parse::<i64>().is_ok(),
-        // Go's strconv.ParseBool spellings, "" (false) and numbers (non-zero is true).
-        (ArgType::Bool, Value::Bool(_) | Value::Number(_)) => true,
-        (ArgType::Bool, Value::String(s)) => {
-            is_template(s)
-                || matches!(
-                    s.trim(),
-                    "1" | "t"
-                        | "T"
-                        | "TRUE"
-                        | "true"
-                        | "True"
-                        | "0"
-                        | "f"
-                        | "F"
-                        | "FALSE"
-                        | "false"
-                        | "False"
-                        | ""
-                )
-        }
-        (ArgType::Map, Value::Object(_)) => true,
-        _ => false,
-    }
-}
-
-fn kind_of(v: &Value) -> String {
-    match v {
-        Value::Null => "null".into(),
-        Value::Bool(b) => format!("the boolean {b}"),
-        Value::Number(n) => format!("the number {n}"),
-        Value::String(s) if s.chars().count() > 40 => "a string".into(),
-        Value::String(s) => format!("the string '{s}'"),
-        Value::Array(_) => "a list".into(),
-        Value::Object(_) => "a map".into(),
+/// Why `v` does not decode as `ty` the way Kanister's `Arg` decodes it ([`weak`]), `None` when
+/// it does. A template in an integer or boolean is checked once rendered, at run time.
+fn type_mismatch(ty: ArgType, v: &Value) -> Option<weak::Mismatch> {
+    let template = v.as_str().is_some_and(is_template);
+    match ty {
+        _ if v.is_null() => None,
+        ArgType::Any => None,
+        ArgType::Str => weak::string(v).err(),
+        ArgType::StrList => weak::strings(v).err(),
+        ArgType::Int if template => None,
+        ArgType::Int => weak::int(v).err(),
+        ArgType::Bool if template => None,
+        ArgType::Bool => weak::boolean(v).err(),
+        ArgType::Map => weak::json_map(v).err(),
+        ArgType::StrMap => weak::string_map(v).err(),
+        ArgType::Struct if v.is_object() => None,
+        ArgType::Struct => Some(weak::Mismatch {
+            at: String::new(),
+            message: format!("expected a map, got {}", weak::describe(v)),
+        }),
     }
 }
 

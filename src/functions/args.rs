@@ -1,13 +1,12 @@
-//! Argument decoding with the weak typing of Kanister's `Arg`/`OptArg`
-//! (mapstructure `WeaklyTypedInput`): numeric strings are accepted for
-//! integers, `"true"`/`"false"` (and Go's other `ParseBool` spellings) for
-//! booleans, numbers and booleans for strings, and a single string for a list.
+//! Phase arguments as a function reads them, decoded as Kanister's `Arg`/`OptArg` do
+//! (mapstructure's `WeaklyTypedInput`, the rules are in [`super::weak`]), with errors naming
+//! the function and the argument.
 
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::FunctionError;
+use super::{FunctionError, weak};
 
 /// The phase's arguments, with the function name for error messages.
 pub struct Args<'a> {
@@ -55,16 +54,19 @@ impl<'a> Args<'a> {
         v.ok_or_else(|| self.err(name, "required argument is missing"))
     }
 
+    /// Decodes `name` with `decode`, locating a mismatch inside it (`command[1]`, `podLabels.app`).
+    fn decode<T>(
+        &self,
+        name: &str,
+        decode: impl Fn(&Value) -> Result<T, weak::Mismatch>,
+    ) -> Result<Option<T>, FunctionError> {
+        self.get(name)
+            .map(|v| decode(v).map_err(|e| self.err(&format!("{name}{}", e.at), e.message)))
+            .transpose()
+    }
+
     pub fn opt_string(&self, name: &str) -> Result<Option<String>, FunctionError> {
-        match self.get(name) {
-            None => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(Value::Number(n)) => Ok(Some(n.to_string())),
-            Some(Value::Bool(b)) => Ok(Some(b.to_string())),
-            Some(other) => {
-                Err(self.err(name, format!("expected a string, got {}", type_name(other))))
-            }
-        }
+        self.decode(name, weak::string)
     }
 
     pub fn string(&self, name: &str) -> Result<String, FunctionError> {
@@ -73,10 +75,7 @@ impl<'a> Args<'a> {
     }
 
     pub fn opt_int(&self, name: &str) -> Result<Option<i64>, FunctionError> {
-        match self.get(name) {
-            None => Ok(None),
-            Some(v) => weak_int(v).map(Some).map_err(|m| self.err(name, m)),
-        }
+        self.decode(name, weak::int)
     }
 
     pub fn int(&self, name: &str) -> Result<i64, FunctionError> {
@@ -85,36 +84,12 @@ impl<'a> Args<'a> {
     }
 
     pub fn opt_bool(&self, name: &str) -> Result<Option<bool>, FunctionError> {
-        match self.get(name) {
-            None => Ok(None),
-            Some(v) => weak_bool(v).map(Some).map_err(|m| self.err(name, m)),
-        }
+        self.decode(name, weak::boolean)
     }
 
-    /// A list of strings; a single string becomes a one-element list.
+    /// A list of strings; a single value is a one-element list, an empty map an empty list.
     pub fn opt_string_list(&self, name: &str) -> Result<Option<Vec<String>>, FunctionError> {
-        match self.get(name) {
-            None => Ok(None),
-            Some(Value::String(s)) => Ok(Some(vec![s.clone()])),
-            Some(Value::Array(items)) => items
-                .iter()
-                .enumerate()
-                .map(|(i, v)| match v {
-                    Value::String(s) => Ok(s.clone()),
-                    Value::Number(n) => Ok(n.to_string()),
-                    Value::Bool(b) => Ok(b.to_string()),
-                    other => Err(self.err(
-                        &format!("{name}[{i}]"),
-                        format!("expected a string, got {}", type_name(other)),
-                    )),
-                })
-                .collect::<Result<Vec<_>, _>>()
-                .map(Some),
-            Some(other) => Err(self.err(
-                name,
-                format!("expected a list of strings, got {}", type_name(other)),
-            )),
-        }
+        self.decode(name, weak::strings)
     }
 
     pub fn string_list(&self, name: &str) -> Result<Vec<String>, FunctionError> {
@@ -126,30 +101,20 @@ impl<'a> Args<'a> {
         Ok(v)
     }
 
-    /// A map of strings (labels, annotations).
+    /// A map of strings (labels, annotations, volumes); a list of maps is their merge.
     pub fn opt_string_map(
         &self,
         name: &str,
     ) -> Result<Option<BTreeMap<String, String>>, FunctionError> {
+        self.decode(name, weak::string_map)
+    }
+
+    /// `podOverride`, a `map[string]interface{}` in Kanister: a map, or a list of maps (merged).
+    /// A string is read as YAML/JSON text, as [`Args::opt_object`] does.
+    pub fn opt_json_map(&self, name: &str) -> Result<Option<Map<String, Value>>, FunctionError> {
         match self.get(name) {
-            None => Ok(None),
-            Some(Value::Object(m)) => m
-                .iter()
-                .map(|(k, v)| match v {
-                    Value::String(s) => Ok((k.clone(), s.clone())),
-                    Value::Number(n) => Ok((k.clone(), n.to_string())),
-                    Value::Bool(b) => Ok((k.clone(), b.to_string())),
-                    other => Err(self.err(
-                        &format!("{name}.{k}"),
-                        format!("expected a string, got {}", type_name(other)),
-                    )),
-                })
-                .collect::<Result<BTreeMap<_, _>, _>>()
-                .map(Some),
-            Some(other) => Err(self.err(
-                name,
-                format!("expected a map of strings, got {}", type_name(other)),
-            )),
+            Some(Value::String(_)) => self.opt_object(name),
+            _ => self.decode(name, weak::json_map),
         }
     }
 
@@ -194,41 +159,6 @@ pub fn type_name(v: &Value) -> &'static str {
     }
 }
 
-/// An integer from a number or a numeric string (Kanister: "Cannot convert %s to int").
-pub fn weak_int(v: &Value) -> Result<i64, String> {
-    match v {
-        Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                Ok(i)
-            } else if let Some(f) = n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15) {
-                Ok(f as i64)
-            } else {
-                Err(format!("expected an integer, got {n}"))
-            }
-        }
-        Value::String(s) => s
-            .trim()
-            .parse::<i64>()
-            .map_err(|_| format!("Cannot convert {s:?} to int")),
-        Value::Bool(b) => Ok(i64::from(*b)),
-        other => Err(format!("expected an integer, got {}", type_name(other))),
-    }
-}
-
-/// A boolean from a bool, a number (non-zero is true) or Go's `ParseBool` strings.
-pub fn weak_bool(v: &Value) -> Result<bool, String> {
-    match v {
-        Value::Bool(b) => Ok(*b),
-        Value::Number(n) => Ok(n.as_f64().is_some_and(|f| f != 0.0)),
-        Value::String(s) => match s.trim() {
-            "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(true),
-            "0" | "f" | "F" | "FALSE" | "false" | "False" | "" => Ok(false),
-            _ => Err(format!("expected true or false, got {s:?}")),
-        },
-        other => Err(format!("expected a boolean, got {}", type_name(other))),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,13 +174,14 @@ mod tests {
         let a = Args::new("ScaleWorkload", &m);
         assert_eq!(a.int("a").unwrap(), 3);
         assert_eq!(a.int("b").unwrap(), 4);
-        assert_eq!(a.int("c").unwrap(), 5);
         assert_eq!(a.int("e").unwrap(), 2);
         let e = a.int("d").unwrap_err().to_string();
         assert_eq!(
             e,
             "ScaleWorkload: argument `d`: Cannot convert \"x\" to int"
         );
+        // strconv.Atoi takes no spaces.
+        assert!(a.int("c").is_err());
         assert!(a.int("f").is_err());
         assert!(a.int("g").is_err());
         let e = a.int("missing").unwrap_err().to_string();
@@ -279,13 +210,10 @@ mod tests {
         }));
         let a = Args::new("KubeTask", &m);
         assert_eq!(a.string("s").unwrap(), "12");
-        assert_eq!(a.string_list("l").unwrap(), vec!["a", "1", "true"]);
+        assert_eq!(a.string_list("l").unwrap(), vec!["a", "1", "1"]);
         assert_eq!(a.string_list("one").unwrap(), vec!["sh"]);
         let e = a.string_list("bad").unwrap_err().to_string();
-        assert!(
-            e.contains("`bad[0]`: expected a string, got an object"),
-            "{e}"
-        );
+        assert!(e.contains("`bad[0]`: expected a string, got a map"), "{e}");
         let mm = a.opt_string_map("m").unwrap().unwrap();
         assert_eq!(mm["y"], "2");
         assert_eq!(a.opt_object("o").unwrap().unwrap()["b"], json!(["x"]));
@@ -296,6 +224,30 @@ mod tests {
                 .contains("mapping")
         );
         assert_eq!(a.opt_object("o3").unwrap().unwrap()["k"], json!(1));
+    }
+
+    /// The weak rules of [`weak`] reach every reader; errors name the function, the argument and
+    /// the place inside it.
+    #[test]
+    fn weak_rules_apply_and_errors_name_the_place() {
+        let m = args(json!({
+            "command": {}, "podLabels": [{"a": 1}, {"b": true}], "podOverride": [],
+            "volumes": {"pvc": ["x"]}, "image": false
+        }));
+        let a = Args::new("KubeTask", &m);
+        assert_eq!(a.opt_string_list("command").unwrap(), Some(vec![]));
+        assert_eq!(
+            a.string_list("command").unwrap_err().to_string(),
+            "KubeTask: argument `command`: must not be empty"
+        );
+        let labels = a.opt_string_map("podLabels").unwrap().unwrap();
+        assert_eq!((labels["a"].as_str(), labels["b"].as_str()), ("1", "1"));
+        assert_eq!(a.opt_json_map("podOverride").unwrap(), Some(Map::new()));
+        assert_eq!(a.string("image").unwrap(), "0");
+        assert_eq!(
+            a.opt_string_map("volumes").unwrap_err().to_string(),
+            "KubeTask: argument `volumes.pvc`: expected a string, got a list"
+        );
     }
 
     #[test]

@@ -68,7 +68,7 @@ pub struct PodExtras {
 /// ActionSet's, as Kanister's data functions do (see module docs).
 pub fn pod_extras(a: &Args, ctx: &Context) -> Result<PodExtras, FunctionError> {
     let pod_override =
-        kube_task::merge_overrides(a.opt_object("podOverride")?, ctx.pod_override.as_ref());
+        kube_task::merge_overrides(a.opt_json_map("podOverride")?, ctx.pod_override.as_ref());
     let labels = kube_task::merge_labels(a.opt_string_map("podLabels")?, &ctx.pod_labels);
     let annotations =
         kube_task::merge_labels(a.opt_string_map("podAnnotations")?, &ctx.pod_annotations);

@@ -46,7 +46,7 @@ pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, Fun
         .opt_string("namespace")?
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| ctx.namespace.clone());
-    let bp_override = a.opt_object("podOverride")?;
+    let bp_override = a.opt_json_map("podOverride")?;
     let labels = merge_labels(a.opt_string_map("podLabels")?, &ctx.pod_labels);
     let annotations = merge_labels(a.opt_string_map("podAnnotations")?, &ctx.pod_annotations);
     let pod_override = merge_overrides(bp_override, ctx.pod_override.as_ref());

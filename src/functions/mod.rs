@@ -50,6 +50,7 @@ pub mod s3;
 pub mod scale_workload;
 pub mod wait;
 pub mod wait_v2;
+pub mod weak;
 pub mod workload;
 
 /// Functions this executor implements (Kanister names).
@@ -274,6 +275,14 @@ mod tests {
             assert!(
                 e.starts_with(&format!("function {f} is not supported by this executor: it needs Kanister's Kopia RepositoryServer")),
                 "{e}"
+            );
+        }
+        // Proposed for Kanister, never released: unknown, as Kanister reports an unregistered name.
+        for (f, _) in crate::blueprint::catalog::NEVER_RELEASED {
+            assert!(!KANISTER_FUNCTIONS.contains(f), "{f}");
+            assert_eq!(
+                FunctionError::Unknown(f.to_string()).to_string(),
+                format!("Requested function {{{f}}} has not been registered")
             );
         }
     }

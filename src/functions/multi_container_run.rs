@@ -74,7 +74,7 @@ pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, Fun
     let labels = merge_labels(a.opt_string_map("podLabels")?, &ctx.pod_labels);
     let annotations = merge_labels(a.opt_string_map("podAnnotations")?, &ctx.pod_annotations);
     let actionset_override = ctx.pod_override.as_ref().map(actionset_override);
-    let pod_override = merge_overrides(a.opt_object("podOverride")?, actionset_override.as_ref());
+    let pod_override = merge_overrides(a.opt_json_map("podOverride")?, actionset_override.as_ref());
     let pod = pod(&spec, labels, annotations, pod_override.as_ref())
         .map_err(|m| FunctionError::arg(NAME, "podOverride", m))?;
     let (log, _) = kube_task::run_pod(ctx, NAME, &spec.namespace, pod).await?;

@@ -72,7 +72,7 @@ pub async fn run(
     let labels = merge_labels(a.opt_string_map("podLabels")?, &ctx.pod_labels);
     let annotations = merge_labels(a.opt_string_map("podAnnotations")?, &ctx.pod_annotations);
     let fail_on_error = a.opt_bool("failOnError")?.unwrap_or(false);
-    let pod_override = merge_overrides(a.opt_object("podOverride")?, ctx.pod_override.as_ref());
+    let pod_override = merge_overrides(a.opt_json_map("podOverride")?, ctx.pod_override.as_ref());
     let volumes = if volumes.is_empty() {
         workload_volumes(params).map_err(|m| FunctionError::failed(NAME, m))?
     } else {

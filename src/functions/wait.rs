@@ -587,11 +587,16 @@ fn decode_conditions(
         let Some(v) = m.get(key).filter(|v| !v.is_null()) else {
             return Ok(Vec::new());
         };
-        let Value::Array(items) = v else {
-            return Err(err(&format!("conditions.{key}"), "expected a list".into()));
+        // mapstructure's weak decoding of `[]Condition`: an empty map is an empty list, and a
+        // single condition a list of one.
+        let items: Vec<&Value> = match v {
+            Value::Array(items) => items.iter().collect(),
+            Value::Object(o) if o.is_empty() => Vec::new(),
+            Value::Object(_) => vec![v],
+            _ => return Err(err(&format!("conditions.{key}"), "expected a list".into())),
         };
         items
-            .iter()
+            .into_iter()
             .enumerate()
             .map(|(i, item)| decode_condition(f, &format!("conditions.{key}[{i}]"), item, params))
             .collect()
@@ -731,6 +736,27 @@ mod tests {
         assert!(parse_jsonpath("$..name").is_err());
         assert!(parse_jsonpath("$.a[1:2]").is_err());
         assert!(parse_jsonpath("status").is_err());
+    }
+
+    /// `anyOf`/`allOf` decode as Go's `[]Condition` with mapstructure's weak rules: one condition
+    /// is a list of one, an empty map an empty list.
+    #[test]
+    fn a_single_condition_is_a_list_of_one() {
+        let one = json!({"condition": "{{ true }}", "objectReference": {"apiVersion": "v1", "resource": "pods", "name": "p"}});
+        let c = decode_conditions(
+            "Wait",
+            Some(&json!({"anyOf": {}, "allOf": one})),
+            &json!({}),
+        )
+        .unwrap();
+        assert!(!c.any);
+        assert_eq!(c.list.len(), 1);
+        assert_eq!(c.list[0].object.name, "p");
+        let e = decode_conditions("Wait", Some(&json!({"anyOf": "x"})), &json!({})).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "Wait: argument `conditions.anyOf`: expected a list"
+        );
     }
 
     #[test]
