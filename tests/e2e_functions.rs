@@ -436,6 +436,32 @@ async fn unsupported_functions_fail_clearly() -> anyhow::Result<()> {
     for f in functions::SUPPORTED {
         assert!(msg.contains(f), "{msg} lacks {f}");
     }
+    // Released Kanister's Kopia RepositoryServer functions: known, refused with the reason.
+    for f in [
+        "BackupDataUsingKopiaServer",
+        "RestoreDataUsingKopiaServer",
+        "DeleteDataUsingKopiaServer",
+    ] {
+        let msg = call(&c, f, json!({})).await.expect_err(f).to_string();
+        assert!(
+            msg.starts_with(&format!(
+                "function {f} is not supported by this executor: it needs Kanister's Kopia RepositoryServer"
+            )),
+            "{msg}"
+        );
+    }
+    // Proposed for Kanister but never released: unregistered, in Kanister's words.
+    for f in [
+        "CopyVolumeDataUsingKopiaServer",
+        "BackupDataAllUsingKopiaServer",
+        "BackupDataStatsUsingKopiaServer",
+    ] {
+        let msg = call(&c, f, json!({})).await.expect_err(f).to_string();
+        assert_eq!(
+            msg,
+            format!("Requested function {{{f}}} has not been registered")
+        );
+    }
     Ok(())
 }
 
