@@ -7,6 +7,7 @@ use super::limits::{
 };
 use super::parse::{Arg, Call, Cmd, Control, Node, Pipe, ROOT_NAME, Tree};
 use super::print::fmt_v;
+use super::sprig_semver::{self, MethodError, Version};
 use super::value::{GoTime, Value};
 
 enum Flow {
@@ -420,7 +421,7 @@ impl State<'_> {
 
     fn field_chain(
         &mut self,
-        _dot: &Value,
+        dot: &Value,
         mut recv: Value,
         chain: &[String],
         args: &[Arg],
@@ -430,10 +431,35 @@ impl State<'_> {
             return Ok(recv);
         };
         for name in init {
-            recv = self.field(name, &recv, false)?;
+            recv = match &recv {
+                Value::Semver(v, ptr) => self.semver_method(v, *ptr, name, Vec::new())?,
+                _ => self.field(name, &recv, false)?,
+            };
+        }
+        if let Value::Semver(v, ptr) = &recv {
+            // Go checks the method and its argument count before evaluating arguments.
+            sprig_semver::method_arity(last, *ptr).or_else(|e| self.method_err(last, e))?;
+            let mut vals = Vec::with_capacity(args.len());
+            for a in args.iter().skip(1) {
+                vals.push(self.arg(dot, a)?);
+            }
+            vals.extend(fin);
+            return self.semver_method(v, *ptr, last, vals);
         }
         let has_args = args.len() > 1 || fin.is_some();
         self.field(last, &recv, has_args)
+    }
+
+    /// A method of a semver version (the only Go values with methods here).
+    fn semver_method(&self, v: &Version, ptr: bool, name: &str, args: Vec<Value>) -> R<Value> {
+        sprig_semver::call_method(v, ptr, name, &args).or_else(|e| self.method_err(name, e))
+    }
+
+    fn method_err<T>(&self, name: &str, e: MethodError) -> R<T> {
+        match e {
+            MethodError::NoField(m) | MethodError::Args(m) => self.err(m),
+            MethodError::Call(m) => self.err(format!("error calling {name}: {m}")),
+        }
     }
 
     fn field(&self, name: &str, recv: &Value, has_args: bool) -> R<Value> {

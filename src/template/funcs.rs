@@ -183,6 +183,7 @@ pub fn is_defined(name: &str) -> bool {
         || super::sprig_strings::NAMES.contains(&name)
         || super::sprig_lists::NAMES.contains(&name)
         || super::sprig_other::NAMES.contains(&name)
+        || super::sprig_semver::NAMES.contains(&name)
 }
 
 /// Every function a template may call (Go builtins and sprig), for tests.
@@ -195,6 +196,7 @@ pub fn all_names() -> Vec<&'static str> {
         .chain(super::sprig_strings::NAMES)
         .chain(super::sprig_lists::NAMES)
         .chain(super::sprig_other::NAMES)
+        .chain(super::sprig_semver::NAMES)
         .copied()
         .filter(|n| is_defined(n))
         .collect()
@@ -375,6 +377,16 @@ pub fn eq(args: &[Value]) -> FnResult {
                     x == y
                 }
                 (Value::Time(x), Value::Time(y)) => x == y,
+                // Pointers are equal when they point to the same version.
+                (Value::Semver(x, true), Value::Semver(y, true)) => Arc::ptr_eq(x, y),
+                (Value::Semver(x, false), Value::Semver(y, false)) => x == y,
+                (Value::Semver(..), Value::Semver(..)) => {
+                    return Err(format!(
+                        "incompatible types for comparison: {} and {}",
+                        a.type_name(),
+                        b.type_name()
+                    ));
+                }
                 (Value::NilPtr(_), Value::Struct(_)) | (Value::Struct(_), Value::NilPtr(_)) => {
                     false
                 }
@@ -919,6 +931,8 @@ pub fn call(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
         _ => {
             return super::sprig_lists::call(name, args)
                 .or_else(|| super::sprig_other::call(name, args, ctx))
+                .or_else(|| super::sprig_semver::call(name, args))
+                // Last: it answers every name (with "not defined").
                 .or_else(|| super::sprig_strings::call(name, args))
                 .unwrap_or_else(|| Err(format!("function {name:?} not defined")));
         }

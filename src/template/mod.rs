@@ -35,8 +35,10 @@ mod parse;
 mod print;
 mod sprig_lists;
 mod sprig_other;
+mod sprig_semver;
 mod sprig_strings;
 mod value;
+mod xstrings;
 
 use parse::{Arg, Node, Pipe, Tree};
 use std::fmt;

@@ -3,6 +3,7 @@
 
 use super::gotime;
 use super::limits::MAX_STRING;
+use super::sprig_semver::Version;
 use super::value::Value;
 use std::fmt::Write;
 
@@ -169,6 +170,10 @@ fn write_v(s: &mut String, v: &Value) {
             s.push('}');
         }
         Value::Time(t) => s.push_str(&gotime::time_string(t)),
+        Value::Semver(x, true) => {
+            let _ = write!(s, "{x}");
+        }
+        Value::Semver(x, false) => s.push_str(&semver_fields(x, 'v', &Spec::default())),
     }
 }
 
@@ -266,13 +271,16 @@ fn quote_rune(i: i64) -> String {
 }
 
 /// Go's `%!verb(type=value)` for a bad argument.
-fn bad_verb(verb: char, v: &Value) -> String {
+/// Go's `%!verb(type=value)`; the value is printed with `%v` and the
+/// verb's flags and width (`%3d` of "" gives `%!d(string=   )`).
+fn bad_verb(verb: char, v: &Value, sp: &Spec) -> String {
     match v {
         Value::Nil => format!("%!{verb}(<nil>)"),
-        _ => format!("%!{verb}({}={})", v.type_name(), fmt_v(v)),
+        _ => format!("%!{verb}({}={})", v.type_name(), fmt_one(v, 'v', sp)),
     }
 }
 
+#[derive(Clone, Default)]
 struct Spec {
     minus: bool,
     plus: bool,
@@ -293,8 +301,10 @@ fn pad(s: String, sp: &Spec, numeric: bool) -> String {
     if sp.minus {
         return s + &" ".repeat(fill);
     }
-    if sp.zero && numeric {
-        let (sign, rest) = if s.starts_with('-') || s.starts_with('+') {
+    // Go pads strings and booleans with zeros too; only numbers keep the
+    // sign in front.
+    if sp.zero {
+        let (sign, rest) = if numeric && (s.starts_with('-') || s.starts_with('+')) {
             s.split_at(1)
         } else {
             ("", s.as_str())
@@ -401,7 +411,11 @@ fn fmt_one(v: &Value, verb: char, sp: &Spec) -> String {
             m.entries.iter().map(|(k, x)| {
                 format!(
                     "{}:{}",
-                    fmt_str(k, verb, sp).unwrap_or_else(|| bad_verb(verb, &Value::str(k.as_str()))),
+                    fmt_str(k, verb, sp).unwrap_or_else(|| bad_verb(
+                        verb,
+                        &Value::str(k.as_str()),
+                        sp
+                    )),
                     fmt_one(x, verb, sp)
                 )
             }),
@@ -418,11 +432,56 @@ fn fmt_one(v: &Value, verb: char, sp: &Spec) -> String {
             }),
             "}",
         )),
+        // `*Version` is a fmt.Stringer, used for the string-like verbs.
+        Value::Semver(x, true) if matches!(verb, 'v' | 's' | 'q' | 'x' | 'X') => {
+            fmt_str(&x.to_string(), verb, sp).map(|s| pad(s, sp, false))
+        }
+        Value::Semver(x, true) => Some(format!("&{}", semver_fields(x, verb, sp))),
+        Value::Semver(x, false) => Some(semver_fields(x, verb, sp)),
         Value::Nil | Value::NilPtr(_) if verb == 'v' => Some(pad("<nil>".into(), sp, false)),
         Value::NilPtr(_) if verb == 'p' => Some("0x0".into()),
         _ => None,
     };
-    r.unwrap_or_else(|| bad_verb(verb, v))
+    r.unwrap_or_else(|| bad_verb(verb, v, sp))
+}
+
+/// Go's printing of a semver `Version` struct: its unexported fields
+/// (`int64` major, minor, patch; string pre, metadata, original).
+fn semver_fields(v: &Version, verb: char, sp: &Spec) -> String {
+    // `%+v` names the fields; the `+` does not reach the numbers.
+    let names = sp.plus && verb == 'v';
+    let sp = &Spec {
+        plus: sp.plus && !names,
+        ..sp.clone()
+    };
+    let field = |name: &str, text: String| {
+        if names {
+            format!("{name}:{text}")
+        } else {
+            text
+        }
+    };
+    let ints = [("major", v.major), ("minor", v.minor), ("patch", v.patch)].map(|(n, i)| {
+        let text = fmt_int(i, verb, sp)
+            .map(|s| pad(s, sp, true))
+            .unwrap_or_else(|| format!("%!{verb}(int64={})", fmt_one(&Value::Int(i), 'v', sp)));
+        field(n, text)
+    });
+    let strs = [
+        ("pre", &v.pre),
+        ("metadata", &v.metadata),
+        ("original", &v.original),
+    ]
+    .map(|(n, x)| {
+        let text = fmt_str(x, verb, sp)
+            .map(|s| pad(s, sp, false))
+            .unwrap_or_else(|| bad_verb(verb, &Value::str(x.as_str()), sp));
+        field(n, text)
+    });
+    format!(
+        "{{{}}}",
+        ints.into_iter().chain(strs).collect::<Vec<_>>().join(" ")
+    )
 }
 
 /// `open` + parts separated by spaces + `close`, stopping (over-long) once
@@ -566,7 +625,7 @@ fn json_empty(v: &Value) -> bool {
         Value::Bytes(b) => b.is_empty(),
         Value::List(l, _) => l.is_empty(),
         Value::Map(m) => m.entries.is_empty(),
-        Value::Struct(_) | Value::Time(_) => false,
+        Value::Struct(_) | Value::Time(_) | Value::Semver(..) => false,
     }
 }
 
@@ -656,6 +715,10 @@ fn write_json(
             out.push_str(&gotime::format(t, gotime::RFC3339_NANO));
             out.push('"');
         }
+        // `*Version` marshals as its string; the `Version` struct has only
+        // unexported fields.
+        Value::Semver(x, true) => json_str(out, &x.to_string()),
+        Value::Semver(_, false) => out.push_str("{}"),
     }
     Ok(())
 }

@@ -51,14 +51,14 @@ const IFACE_MAP: &str = "map[string]interface {}";
 pub fn kind_of(v: &Value) -> &'static str {
     match v {
         Value::Nil => "invalid",
-        Value::NilPtr(_) => "ptr",
+        Value::NilPtr(_) | Value::Semver(_, true) => "ptr",
         Value::Bool(_) => "bool",
         Value::Int(_) => "int",
         Value::Float(_) => "float64",
         Value::Str(_) => "string",
         Value::Bytes(_) | Value::List(..) => "slice",
         Value::Map(_) => "map",
-        Value::Struct(_) | Value::Time(_) => "struct",
+        Value::Struct(_) | Value::Time(_) | Value::Semver(_, false) => "struct",
     }
 }
 
@@ -379,7 +379,11 @@ fn call_inner(name: &str, args: &[Value]) -> FnResult {
         }
         "deepCopy" => {
             arity(name, args, 1)?;
-            args[0].clone()
+            match &args[0] {
+                // copystructure skips unexported fields: Go copies a zero version.
+                Value::Semver(_, ptr) => Value::Semver(Default::default(), *ptr),
+                other => other.clone(),
+            }
         }
         "until" => {
             arity(name, args, 1)?;

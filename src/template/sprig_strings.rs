@@ -4,6 +4,7 @@
 use super::funcs::{FnResult, arity, s};
 use super::limits::check_len;
 use super::value::Value;
+use super::xstrings;
 use std::collections::BTreeMap;
 
 pub const NAMES: &[&str] = &[
@@ -24,6 +25,9 @@ pub const NAMES: &[&str] = &[
     "html",
     "js",
     "urlquery",
+    "snakecase",
+    "camelcase",
+    "kebabcase",
 ];
 
 /// An `int` parameter (Go does not convert other types).
@@ -365,7 +369,8 @@ fn call_inner(name: &str, args: &[Value]) -> FnResult {
                 go_slice(x, start, end)?
             })
         }
-        "untitle" | "swapcase" | "initials" | "adler32sum" | "b32dec" => {
+        "untitle" | "swapcase" | "initials" | "adler32sum" | "b32dec" | "snakecase"
+        | "camelcase" | "kebabcase" => {
             arity(name, args, 1)?;
             let x = s(&args[0])?;
             Value::str(match name {
@@ -373,6 +378,9 @@ fn call_inner(name: &str, args: &[Value]) -> FnResult {
                 "swapcase" => swapcase(x),
                 "initials" => initials(x),
                 "adler32sum" => adler32(x.as_bytes()).to_string(),
+                "snakecase" => xstrings::snake_case(x),
+                "camelcase" => xstrings::camel_case(x),
+                "kebabcase" => xstrings::kebab_case(x),
                 _ => b32dec(x),
             })
         }

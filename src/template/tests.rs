@@ -213,7 +213,7 @@ fn parse_time_checks_and_references() {
         Err(TemplateError::Parse { .. })
     ));
     assert!(
-        Template::parse("{{ semver \"1.0.0\" }}")
+        Template::parse("{{ encryptAES \"k\" \"x\" }}")
             .unwrap_err()
             .to_string()
             .contains("not supported")
@@ -328,6 +328,11 @@ const HOSTILE_ARGS: &[&str] = &[
     "\"2024-03-05T07:08:09Z\"",
     "\"1.2.3\"",
     "\">= 1.0\"",
+    "\"1 - 2 || ~3.x, !=3.1.*\"",
+    "\"v1.2.3-rc.1+b\"",
+    "\"HTTPServer2xx\"",
+    "(semver \"1.2.3\")",
+    "((semver \"1.2.3\").IncPatch)",
     "\"-1h\"",
     "\"rsa\"",
     "\"dsa\"",

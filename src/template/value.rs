@@ -116,6 +116,9 @@ pub enum Value {
     Map(Arc<GoMap>),
     Struct(Arc<GoStruct>),
     Time(Arc<GoTime>),
+    /// A Masterminds/semver `*Version` (`true`: what `semver` returns) or a
+    /// `Version` value (what its `IncPatch`... methods return).
+    Semver(Arc<super::sprig_semver::Version>, bool),
 }
 
 impl Value {
@@ -163,6 +166,7 @@ impl Value {
             Value::Map(m) => m.ty.to_string(),
             Value::Struct(s) => s.ty.to_string(),
             Value::Time(_) => "time.Time".into(),
+            Value::Semver(_, ptr) => super::sprig_semver::type_name(*ptr).into(),
         }
     }
 
@@ -177,7 +181,7 @@ impl Value {
             Value::Bytes(b) => !b.is_empty(),
             Value::List(l, _) => !l.is_empty(),
             Value::Map(m) => !m.entries.is_empty(),
-            Value::Struct(_) | Value::Time(_) => true,
+            Value::Struct(_) | Value::Time(_) | Value::Semver(..) => true,
         }
     }
 }

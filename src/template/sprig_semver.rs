@@ -1,0 +1,692 @@
+//! sprig's `semver` and `semverCompare`, after Masterminds/semver v1.5.0
+//! (`version.go`, `constraints.go`): the same regular expressions, the same
+//! quirks (`1.2` in a constraint means exactly 1.2.0, a prerelease version
+//! never satisfies a constraint without one) and the same error texts.
+
+use super::funcs::{FnResult, arity, s};
+use super::print::to_json;
+use super::value::Value;
+use regex::Regex;
+use std::sync::{Arc, LazyLock};
+
+pub const NAMES: &[&str] = &["semver", "semverCompare"];
+
+const PART: &str = r"[0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*";
+
+/// Go's `\s` (ASCII, without `\v`; Rust's `\s` is Unicode).
+const SP: &str = r"[\t\n\f\r ]";
+
+static VERSION_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(&format!(
+        r"^v?([0-9]+)(\.[0-9]+)?(\.[0-9]+)?(-({PART}))?(\+({PART}))?$"
+    ))
+    .expect("semver version regex")
+});
+
+static PART_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(&format!("^({PART})$")).expect("semver part regex"));
+
+/// A constraint version: `x`, `X` and `*` are wildcards, and (as in Go)
+/// `|` is accepted inside a number, which then fails to parse.
+fn cv_regex() -> String {
+    let n = r"[0-9|x|X|\*]+";
+    format!(r"v?({n})(\.{n})?(\.{n})?(-({PART}))?(\+({PART}))?")
+}
+
+static CONSTRAINT_RE: LazyLock<Regex> = LazyLock::new(|| {
+    // Longest operators first; the anchors make the match unambiguous anyway.
+    Regex::new(&format!(
+        r"^{SP}*(>=|=>|<=|=<|~>|!=|>|<|=|~|\^|){SP}*({}){SP}*$",
+        cv_regex()
+    ))
+    .expect("semver constraint regex")
+});
+
+static RANGE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(&format!(
+        r"{SP}*({cv}){SP}+-{SP}+({cv}){SP}*",
+        cv = cv_regex()
+    ))
+    .expect("semver range regex")
+});
+
+/// A semantic version (`*semver.Version` in Go).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Version {
+    pub major: i64,
+    pub minor: i64,
+    pub patch: i64,
+    pub pre: String,
+    pub metadata: String,
+    /// The text parsed (Go's `Original()`).
+    pub original: String,
+}
+
+/// Go `strconv.ParseInt(x, 10, 64)` on ASCII digits, with its error text.
+fn parse_segment(x: &str) -> Result<i64, String> {
+    x.parse().map_err(|_| {
+        format!(
+            "Error parsing version segment: strconv.ParseInt: parsing {x:?}: value out of range"
+        )
+    })
+}
+
+impl Version {
+    /// Go `NewVersion`.
+    pub fn parse(v: &str) -> Result<Version, String> {
+        let Some(m) = VERSION_RE.captures(v) else {
+            return Err("Invalid Semantic Version".into());
+        };
+        let group = |i: usize| m.get(i).map_or("", |g| g.as_str());
+        let dotted = |i: usize| match group(i) {
+            "" => Ok(0),
+            g => parse_segment(&g[1..]),
+        };
+        Ok(Version {
+            major: parse_segment(group(1))?,
+            minor: dotted(2)?,
+            patch: dotted(3)?,
+            pre: group(5).to_string(),
+            metadata: group(8).to_string(),
+            original: v.to_string(),
+        })
+    }
+
+    /// `v` when the original text started with one (Go `originalVPrefix`).
+    fn v_prefix(&self) -> &'static str {
+        if self.original.starts_with('v') {
+            "v"
+        } else {
+            ""
+        }
+    }
+
+    /// A copy with `original` recomputed, as Go's `Inc*`/`Set*` do.
+    fn derived(mut self, prefix: &str) -> Version {
+        self.original = format!("{prefix}{self}");
+        self
+    }
+
+    pub fn inc_patch(&self) -> Version {
+        let mut n = self.clone();
+        if self.pre.is_empty() {
+            n.patch = self.patch.wrapping_add(1);
+        }
+        n.pre.clear();
+        n.metadata.clear();
+        n.derived(self.v_prefix())
+    }
+
+    pub fn inc_minor(&self) -> Version {
+        let mut n = self.clone();
+        (n.minor, n.patch) = (self.minor.wrapping_add(1), 0);
+        n.pre.clear();
+        n.metadata.clear();
+        n.derived(self.v_prefix())
+    }
+
+    pub fn inc_major(&self) -> Version {
+        let mut n = self.clone();
+        (n.major, n.minor, n.patch) = (self.major.wrapping_add(1), 0, 0);
+        n.pre.clear();
+        n.metadata.clear();
+        n.derived(self.v_prefix())
+    }
+
+    pub fn set_prerelease(&self, pre: &str) -> Result<Version, String> {
+        if !pre.is_empty() && !PART_RE.is_match(pre) {
+            return Err("Invalid Prerelease string".into());
+        }
+        let mut n = self.clone();
+        n.pre = pre.to_string();
+        Ok(n.derived(self.v_prefix()))
+    }
+
+    pub fn set_metadata(&self, meta: &str) -> Result<Version, String> {
+        if !meta.is_empty() && !PART_RE.is_match(meta) {
+            return Err("Invalid Metadata string".into());
+        }
+        let mut n = self.clone();
+        n.metadata = meta.to_string();
+        Ok(n.derived(self.v_prefix()))
+    }
+
+    /// Go `Compare`: -1, 0 or 1; metadata is ignored, a prerelease sorts first.
+    pub fn compare(&self, o: &Version) -> i64 {
+        let by_numbers = (self.major, self.minor, self.patch).cmp(&(o.major, o.minor, o.patch));
+        if by_numbers.is_ne() {
+            return by_numbers as i64;
+        }
+        match (self.pre.is_empty(), o.pre.is_empty()) {
+            (true, true) => 0,
+            (true, false) => 1,
+            (false, true) => -1,
+            (false, false) => compare_prerelease(&self.pre, &o.pre),
+        }
+    }
+}
+
+impl std::fmt::Display for Version {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)?;
+        if !self.pre.is_empty() {
+            write!(f, "-{}", self.pre)?;
+        }
+        if !self.metadata.is_empty() {
+            write!(f, "+{}", self.metadata)?;
+        }
+        Ok(())
+    }
+}
+
+fn compare_prerelease(a: &str, b: &str) -> i64 {
+    let (pa, pb): (Vec<&str>, Vec<&str>) = (a.split('.').collect(), b.split('.').collect());
+    for i in 0..pa.len().max(pb.len()) {
+        let d = compare_pre_part(
+            pa.get(i).copied().unwrap_or(""),
+            pb.get(i).copied().unwrap_or(""),
+        );
+        if d != 0 {
+            return d;
+        }
+    }
+    0
+}
+
+/// Go `strconv.ParseUint(x, 10, 64)` (no sign accepted, unlike Rust's parse).
+fn parse_uint(x: &str) -> Option<u64> {
+    if x.is_empty() || !x.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    x.parse().ok()
+}
+
+/// Go `comparePrePart`, including its quirk that equal numbers written
+/// differently (`01` and `1`) compare as less, never equal.
+fn compare_pre_part(s: &str, o: &str) -> i64 {
+    if s == o {
+        return 0;
+    }
+    if s.is_empty() {
+        return -1;
+    }
+    if o.is_empty() {
+        return 1;
+    }
+    match (parse_uint(s), parse_uint(o)) {
+        (None, None) => {
+            if s > o {
+                1
+            } else {
+                -1
+            }
+        }
+        (Some(_), None) => -1,
+        (None, Some(_)) => 1,
+        (Some(si), Some(oi)) => {
+            if si > oi {
+                1
+            } else {
+                -1
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Op {
+    TildeOrEqual,
+    NotEqual,
+    Greater,
+    Less,
+    GreaterEqual,
+    LessEqual,
+    Tilde,
+    Caret,
+}
+
+/// One comparison of a constraint (Go `constraint`).
+#[derive(Debug)]
+struct Constraint {
+    op: Op,
+    con: Version,
+    minor_dirty: bool,
+    patch_dirty: bool,
+    dirty: bool,
+}
+
+fn is_x(x: &str) -> bool {
+    matches!(x, "x" | "X" | "*")
+}
+
+/// Go `rewriteRange`: `a - b` becomes `>= a, <= b`, replacing the first
+/// occurrence of each matched text in the string rewritten so far.
+fn rewrite_range(c: &str) -> String {
+    let mut out = c.to_string();
+    for m in RANGE_RE.captures_iter(c) {
+        let group = |i: usize| m.get(i).map_or("", |g| g.as_str());
+        let with = format!(">= {}, <= {}", group(1), group(11));
+        out = out.replacen(group(0), &with, 1);
+    }
+    out
+}
+
+fn parse_constraint(c: &str) -> Result<Constraint, String> {
+    let Some(m) = CONSTRAINT_RE.captures(c) else {
+        return Err(format!("improper constraint: {c}"));
+    };
+    let group = |i: usize| m.get(i).map_or("", |g| g.as_str());
+    let (major, minor, patch, pre) = (group(3), group(4), group(5), group(6));
+    let (mut minor_dirty, mut patch_dirty, mut dirty) = (false, false, false);
+    let ver = if is_x(major) {
+        dirty = true;
+        "0.0.0".to_string()
+    } else if minor.is_empty() || minor.strip_prefix('.').is_some_and(is_x) {
+        (minor_dirty, dirty) = (true, true);
+        format!("{major}.0.0{pre}")
+    } else if patch.strip_prefix('.').is_some_and(is_x) {
+        (patch_dirty, dirty) = (true, true);
+        format!("{major}{minor}.0{pre}")
+    } else {
+        group(2).to_string()
+    };
+    // Go words every failure here the same way (for example `1x` or a
+    // number too large for int64).
+    let con = Version::parse(&ver).map_err(|_| "constraint Parser Error".to_string())?;
+    let op = match group(1) {
+        "" | "=" => Op::TildeOrEqual,
+        "!=" => Op::NotEqual,
+        ">" => Op::Greater,
+        "<" => Op::Less,
+        ">=" | "=>" => Op::GreaterEqual,
+        "<=" | "=<" => Op::LessEqual,
+        "~" | "~>" => Op::Tilde,
+        _ => Op::Caret,
+    };
+    Ok(Constraint {
+        op,
+        con,
+        minor_dirty,
+        patch_dirty,
+        dirty,
+    })
+}
+
+impl Constraint {
+    fn check(&self, v: &Version) -> bool {
+        let c = &self.con;
+        // A prerelease only satisfies constraints that name one (semver
+        // issue 21); Go skips this rule for an exact `!=`.
+        let exact_ne = self.op == Op::NotEqual && !self.dirty;
+        if !v.pre.is_empty() && c.pre.is_empty() && !exact_ne {
+            return false;
+        }
+        match self.op {
+            Op::NotEqual if self.dirty => {
+                v.major != c.major || (v.minor != c.minor && !self.minor_dirty)
+            }
+            Op::NotEqual => v.compare(c) != 0,
+            Op::Greater => v.compare(c) == 1,
+            Op::GreaterEqual => v.compare(c) >= 0,
+            Op::Less | Op::LessEqual if self.dirty => {
+                !(v.major > c.major || (v.minor > c.minor && !self.minor_dirty))
+            }
+            Op::Less => v.compare(c) < 0,
+            Op::LessEqual => v.compare(c) <= 0,
+            Op::TildeOrEqual if !self.dirty => v.compare(c) == 0,
+            Op::TildeOrEqual | Op::Tilde => self.tilde(v),
+            Op::Caret => v.compare(c) >= 0 && v.major == c.major,
+        }
+    }
+
+    fn tilde(&self, v: &Version) -> bool {
+        let c = &self.con;
+        if v.compare(c) < 0 {
+            return false;
+        }
+        // `~0.0.0` accepts everything (Go's special case).
+        if (c.major, c.minor, c.patch) == (0, 0, 0) && !self.minor_dirty && !self.patch_dirty {
+            return true;
+        }
+        v.major == c.major && (v.minor == c.minor || self.minor_dirty)
+    }
+}
+
+/// Go `NewConstraint`: `||` separates alternatives, `,` joins comparisons.
+fn parse_constraints(c: &str) -> Result<Vec<Vec<Constraint>>, String> {
+    rewrite_range(c)
+        .split("||")
+        .map(|alt| alt.split(',').map(parse_constraint).collect())
+        .collect()
+}
+
+/// sprig `semverCompare`: does `version` satisfy `constraint`?
+pub fn satisfies(constraint: &str, version: &str) -> Result<bool, String> {
+    let alternatives = parse_constraints(constraint)?;
+    let v = Version::parse(version)?;
+    Ok(alternatives
+        .iter()
+        .any(|all| all.iter().all(|c| c.check(&v))))
+}
+
+/// `*semver.Version` (`ptr`) or a `semver.Version` returned by a method.
+pub fn value(v: Version, ptr: bool) -> Value {
+    Value::Semver(Arc::new(v), ptr)
+}
+
+pub fn call(name: &str, args: &[Value]) -> Option<FnResult> {
+    Some(match name {
+        "semver" => arity(name, args, 1)
+            .and_then(|()| Version::parse(s(&args[0])?))
+            .map(|v| value(v, true)),
+        "semverCompare" => arity(name, args, 2)
+            .and_then(|()| satisfies(s(&args[0])?, s(&args[1])?))
+            .map(Value::Bool),
+        _ => return None,
+    })
+}
+
+/// Why a field or method of a version cannot be evaluated.
+#[derive(Debug, PartialEq)]
+pub enum MethodError {
+    /// No such method (Go: "can't evaluate field ..."), or an unexported field.
+    NoField(String),
+    /// Wrong argument count or type (Go reports these without "error calling").
+    Args(String),
+    /// The method itself failed or panicked (Go: "error calling <name>: ...").
+    Call(String),
+}
+
+/// Methods of `Version`; `*Version` has these plus [`PTR_METHODS`].
+const VALUE_METHODS: &[(&str, usize)] = &[
+    ("IncMajor", 0),
+    ("IncMinor", 0),
+    ("IncPatch", 0),
+    ("SetMetadata", 1),
+    ("SetPrerelease", 1),
+];
+
+const PTR_METHODS: &[(&str, usize)] = &[
+    ("Compare", 1),
+    ("Equal", 1),
+    ("GreaterThan", 1),
+    ("LessThan", 1),
+    ("Major", 0),
+    ("MarshalJSON", 0),
+    ("Metadata", 0),
+    ("Minor", 0),
+    ("Original", 0),
+    ("Patch", 0),
+    ("Prerelease", 0),
+    ("String", 0),
+    ("UnmarshalJSON", 1),
+];
+
+const FIELDS: &[&str] = &["major", "minor", "patch", "pre", "metadata", "original"];
+
+pub fn type_name(ptr: bool) -> &'static str {
+    if ptr {
+        "*semver.Version"
+    } else {
+        "semver.Version"
+    }
+}
+
+/// The number of arguments method `name` takes, or why there is no such method.
+pub fn method_arity(name: &str, ptr: bool) -> Result<usize, MethodError> {
+    let mut methods = VALUE_METHODS
+        .iter()
+        .chain(if ptr { PTR_METHODS } else { &[] });
+    if let Some((_, n)) = methods.find(|(m, _)| *m == name) {
+        return Ok(*n);
+    }
+    let ty = type_name(ptr);
+    Err(MethodError::NoField(if FIELDS.contains(&name) {
+        format!("{name} is an unexported field of struct type {ty}")
+    } else {
+        format!("can't evaluate field {name} in type {ty}")
+    }))
+}
+
+/// A `*Version` argument (a `Version` value or another type is an error).
+fn version_arg(v: &Value) -> Result<Option<&Version>, MethodError> {
+    match v {
+        Value::Semver(x, true) => Ok(Some(x)),
+        // An untyped nil converts to a nil pointer, which Go then dereferences.
+        Value::Nil => Ok(None),
+        other => Err(MethodError::Args(format!(
+            "wrong type for value; expected *semver.Version; got {}",
+            other.type_name()
+        ))),
+    }
+}
+
+/// Call method `name` of version `v` with evaluated arguments.
+pub fn call_method(
+    v: &Version,
+    ptr: bool,
+    name: &str,
+    args: &[Value],
+) -> Result<Value, MethodError> {
+    let want = method_arity(name, ptr)?;
+    if args.len() != want {
+        return Err(MethodError::Args(format!(
+            "wrong number of args for {name}: want {want} got {}",
+            args.len()
+        )));
+    }
+    let str_arg = |a: &Value| s(a).map(str::to_string).map_err(MethodError::Args);
+    let nil = || {
+        MethodError::Call("runtime error: invalid memory address or nil pointer dereference".into())
+    };
+    let other = || -> Result<&Version, MethodError> { version_arg(&args[0])?.ok_or_else(nil) };
+    Ok(match name {
+        "Compare" => Value::Int(v.compare(other()?)),
+        "Equal" => Value::Bool(v.compare(other()?) == 0),
+        "GreaterThan" => Value::Bool(v.compare(other()?) > 0),
+        "LessThan" => Value::Bool(v.compare(other()?) < 0),
+        "Major" => Value::Int(v.major),
+        "Minor" => Value::Int(v.minor),
+        "Patch" => Value::Int(v.patch),
+        "Prerelease" => Value::str(v.pre.as_str()),
+        "Metadata" => Value::str(v.metadata.as_str()),
+        "Original" => Value::str(v.original.as_str()),
+        "String" => Value::str(v.to_string()),
+        "MarshalJSON" => {
+            let json = to_json(&Value::str(v.to_string()), None).unwrap_or_default();
+            Value::Bytes(json.into_bytes().into())
+        }
+        "IncMajor" => value(v.inc_major(), false),
+        "IncMinor" => value(v.inc_minor(), false),
+        "IncPatch" => value(v.inc_patch(), false),
+        "SetPrerelease" => value(
+            v.set_prerelease(&str_arg(&args[0])?)
+                .map_err(MethodError::Call)?,
+            false,
+        ),
+        "SetMetadata" => value(
+            v.set_metadata(&str_arg(&args[0])?)
+                .map_err(MethodError::Call)?,
+            false,
+        ),
+        // Go parses into the version in place, visible through every
+        // reference to it; our values are immutable.
+        _ => {
+            return Err(MethodError::Call(format!(
+                "{name} is not supported here (it changes the version in place); use semver to parse a new version"
+            )));
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(x: &str) -> Version {
+        Version::parse(x).unwrap_or_else(|e| panic!("{x}: {e}"))
+    }
+
+    #[test]
+    fn parses_like_new_version() {
+        let x = v("v1.2.3-beta.1+c0ff33");
+        assert_eq!((x.major, x.minor, x.patch), (1, 2, 3));
+        assert_eq!((x.pre.as_str(), x.metadata.as_str()), ("beta.1", "c0ff33"));
+        assert_eq!(x.original, "v1.2.3-beta.1+c0ff33");
+        assert_eq!(x.to_string(), "1.2.3-beta.1+c0ff33");
+        assert_eq!(v("1").to_string(), "1.0.0");
+        assert_eq!(v("01.002").to_string(), "1.2.0");
+        assert_eq!(v("1.2.3-01").pre, "01");
+    }
+
+    #[test]
+    fn bad_versions_are_errors_not_panics() {
+        for bad in [
+            "",
+            "1.2.x",
+            "1.2.3.4",
+            "1.2.x.y",
+            "v",
+            ">=1",
+            "1.2.3-",
+            "1.2.3+",
+            "1..2",
+            " 1.2.3",
+            "V1.2.3",
+            "1.2.3-a..b",
+            "١.2.3",
+        ] {
+            assert_eq!(
+                Version::parse(bad),
+                Err("Invalid Semantic Version".into()),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(
+            Version::parse("1.99999999999999999999"),
+            Err("Error parsing version segment: strconv.ParseInt: parsing \"99999999999999999999\": value out of range".into())
+        );
+        assert_eq!(v("9223372036854775807").major, i64::MAX);
+        // Incrementing the largest version wraps as Go's int64 does, without a panic.
+        assert_eq!(v("9223372036854775807").inc_major().major, i64::MIN);
+    }
+
+    #[test]
+    fn compares_prereleases_like_go() {
+        let cmp = |a: &str, b: &str| v(a).compare(&v(b));
+        assert_eq!(cmp("1.2.3", "1.2.3+meta"), 0);
+        assert_eq!(cmp("1.2.3-alpha", "1.2.3"), -1);
+        assert_eq!(cmp("1.2.3-alpha.10", "1.2.3-alpha.9"), 1);
+        assert_eq!(cmp("1.2.3-alpha", "1.2.3-alpha.1"), -1);
+        assert_eq!(cmp("1.2.3-1", "1.2.3-alpha"), -1);
+        assert_eq!(cmp("1.2.3-beta", "1.2.3-alpha"), 1);
+        // Go's quirk: equal numbers spelled differently are "less" both ways.
+        assert_eq!(cmp("1.2.3-01", "1.2.3-1"), -1);
+        assert_eq!(cmp("1.2.3-1", "1.2.3-01"), -1);
+        assert_eq!(cmp("2.0.0", "10.0.0"), -1);
+    }
+
+    #[test]
+    fn constraints_follow_semver_1_5() {
+        let yes = |c: &str, x: &str| assert_eq!(satisfies(c, x), Ok(true), "{c:?} {x:?}");
+        let no = |c: &str, x: &str| assert_eq!(satisfies(c, x), Ok(false), "{c:?} {x:?}");
+        yes(">=1.2.0", "1.2.0");
+        no(">1.2.0", "1.2.0");
+        yes(">= 1.2, < 2.0", "1.9.9");
+        no(">= 1.2, < 2.0", "2.0.0");
+        yes("<1.2.0 || >=2.0", "2.1.0");
+        yes("1.2.3 - 1.4.5", "1.4.5");
+        no("1.2.3 - 1.4.5", "1.4.6");
+        yes("~1.2.3", "1.2.9");
+        no("~1.2.3", "1.3.0");
+        yes("~1", "1.9.0");
+        yes("^1.2.3", "1.9.0");
+        no("^1.2.3", "2.0.0");
+        no("^0.2.3", "1.0.0");
+        yes("1.2.x", "1.2.7");
+        no("1.2.x", "1.3.0");
+        yes("*", "42.0.0");
+        yes("=1.2", "1.2.0");
+        no("=1.2", "1.2.1");
+        yes("1", "1.5.0");
+        yes("!=1.x", "2.0.0");
+        no("!=1.x", "1.5.0");
+        yes("<2.x", "2.5.0");
+        no("<=1.2.x", "1.3.0");
+        // A prerelease only matches constraints that name one.
+        no(">=1.0.0", "1.5.0-beta");
+        yes(">=1.0.0-0", "1.5.0-beta");
+        yes("~0.0.0", "0.0.1");
+        // Operators ignore surrounding spaces; `=>` and `=<` are aliases.
+        yes(" =>  1.0 ", "1.0.0");
+        yes("=<1.0", "0.9.0");
+    }
+
+    #[test]
+    fn constraint_errors_have_go_texts() {
+        let err = |c: &str, x: &str| satisfies(c, x).expect_err(c);
+        assert_eq!(err(">=", "1.0.0"), "improper constraint: >=");
+        assert_eq!(err("", "1.0.0"), "improper constraint: ");
+        assert_eq!(err(">=1.0,", "1.0.0"), "improper constraint: ");
+        assert_eq!(err("foo", "1.0.0"), "improper constraint: foo");
+        assert_eq!(err(">=1.0x", "1.0.0"), "constraint Parser Error");
+        assert_eq!(err(">=1|2", "1.0.0"), "constraint Parser Error");
+        assert_eq!(
+            err(">=99999999999999999999", "1.0.0"),
+            "constraint Parser Error"
+        );
+        assert_eq!(err(">=1.0 - 2.0", "1.0.0"), "improper constraint: >=>= 1.0");
+        assert_eq!(err(">=1.0", "1.x"), "Invalid Semantic Version");
+        // `|` is a digit of a constraint version in Go, so a range swallows it.
+        assert_eq!(satisfies("1 - 2||3", "3.0.0"), Ok(true));
+    }
+
+    #[test]
+    fn methods_and_their_errors() {
+        let x = v("v1.2.3-rc.1");
+        let call = |name: &str, args: &[Value]| call_method(&x, true, name, args);
+        assert_eq!(call("Major", &[]), Ok(Value::Int(1)));
+        assert_eq!(call("String", &[]), Ok(Value::str("1.2.3-rc.1")));
+        let next = call("IncPatch", &[]).expect("IncPatch");
+        let Value::Semver(n, false) = &next else {
+            panic!("{next:?}")
+        };
+        assert_eq!(
+            (n.to_string(), n.original.as_str()),
+            ("1.2.3".into(), "v1.2.3")
+        );
+        assert_eq!(
+            call("Compare", &[value(v("1.2.3"), true)]),
+            Ok(Value::Int(-1))
+        );
+        assert!(matches!(call("Compare", &[]), Err(MethodError::Args(_))));
+        assert!(matches!(
+            call("Compare", &[Value::str("1")]),
+            Err(MethodError::Args(_))
+        ));
+        assert!(matches!(
+            call("Compare", &[Value::Nil]),
+            Err(MethodError::Call(_))
+        ));
+        assert!(matches!(
+            call("SetPrerelease", &[Value::str("a..b")]),
+            Err(MethodError::Call(_))
+        ));
+        assert_eq!(
+            call_method(&x, false, "Major", &[]),
+            Err(MethodError::NoField(
+                "can't evaluate field Major in type semver.Version".into()
+            ))
+        );
+        assert_eq!(
+            call("major", &[]),
+            Err(MethodError::NoField(
+                "major is an unexported field of struct type *semver.Version".into()
+            ))
+        );
+        assert_eq!(
+            call("MarshalJSON", &[]),
+            Ok(Value::Bytes(b"\"1.2.3-rc.1\"".to_vec().into()))
+        );
+    }
+}
