@@ -259,15 +259,21 @@ fn is_x(x: &str) -> bool {
     matches!(x, "x" | "X" | "*")
 }
 
-/// Go `rewriteRange`: `a - b` becomes `>= a, <= b`, replacing the first
-/// occurrence of each matched text in the string rewritten so far.
+/// Go `rewriteRange`: `a - b` becomes `>= a, <= b`. Go replaces the first
+/// occurrence of each matched text in the string rewritten so far; that is
+/// always the match itself (rewritten text holds no whitespace before a
+/// `-`), so one pass gives the same string in linear time.
 fn rewrite_range(c: &str) -> String {
-    let mut out = c.to_string();
+    let mut out = String::with_capacity(c.len());
+    let mut done = 0;
     for m in RANGE_RE.captures_iter(c) {
         let group = |i: usize| m.get(i).map_or("", |g| g.as_str());
-        let with = format!(">= {}, <= {}", group(1), group(11));
-        out = out.replacen(group(0), &with, 1);
+        let whole = m.get(0).map_or(done..done, |g| g.range());
+        out.push_str(&c[done..whole.start]);
+        out.push_str(&format!(">= {}, <= {}", group(1), group(11)));
+        done = whole.end;
     }
+    out.push_str(&c[done..]);
     out
 }
 
@@ -639,6 +645,14 @@ mod tests {
         assert_eq!(err(">=1.0", "1.x"), "Invalid Semantic Version");
         // `|` is a digit of a constraint version in Go, so a range swallows it.
         assert_eq!(satisfies("1 - 2||3", "3.0.0"), Ok(true));
+    }
+
+    #[test]
+    fn long_constraints_with_many_ranges_work() {
+        let many = "1 - 2 || ".repeat(50_000) + "3";
+        assert_eq!(satisfies(&many, "3.0.0"), Ok(true));
+        let bad = ">=1.0 - 2.0, ".repeat(50_000);
+        assert!(satisfies(&bad, "1.0.0").is_err());
     }
 
     #[test]
