@@ -19,6 +19,7 @@ use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::core::DynamicObject;
 use serde_json::{Map, Value, json};
+use support::controller::Controller;
 
 const CALL: Duration = Duration::from_secs(120);
 
@@ -405,34 +406,6 @@ async fn delete_csi_snapshot_deletes_and_tolerates_a_missing_snapshot() -> anyho
     Ok(())
 }
 
-/// A `blueprint-operator controller` child process for one namespace; killed when dropped.
-struct Controller {
-    _child: tokio::process::Child,
-}
-
-impl Controller {
-    fn start(ns: &str) -> Controller {
-        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
-            .args([
-                "controller",
-                "--namespace",
-                ns,
-                "--no-scheduler",
-                "--no-leader-election",
-                "--metrics-addr",
-                "off",
-                "--log-level",
-                "warn",
-            ])
-            .env("KUBECONFIG", support::rbac::controller_kubeconfig())
-            .stdin(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start blueprint-operator controller");
-        Controller { _child: child }
-    }
-}
-
 /// A PV made for the claim `ns/claim` (pre-bound through claimRef): the cluster has no provisioner.
 async fn pv_for(
     client: &Client,
@@ -556,7 +529,7 @@ async fn corpus_csi_snapshot_blueprint_backs_up_restores_and_deletes() -> anyhow
         .await?;
     let ready = |d: &Deployment| d.status.as_ref().and_then(|s| s.ready_replicas) == Some(1);
     support::wait_for(&deployments, "app", support::WAIT, ready).await?;
-    let _controller = Controller::start(&ns);
+    let _controller = Controller::start(&ns, &[]);
 
     // backup: CreateCSISnapshot of the Deployment's PVC; the test makes the snapshot ready.
     run_action(&client, &ns, "backup-1", "backup", json!({})).await?;

@@ -21,6 +21,7 @@ use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::core::DynamicObject;
 use serde_json::{Map, Value, json};
+use support::controller::Controller;
 
 const CALL: Duration = Duration::from_secs(120);
 const DRIVER: &str = "hostpath.csi.k8s.io";
@@ -469,39 +470,6 @@ async fn delete_csi_snapshot_content_deletes_and_tolerates_a_missing_content() -
     Ok(())
 }
 
-/// A `blueprint-operator controller` child process for one namespace; killed when dropped.
-struct Controller {
-    _child: tokio::process::Child,
-}
-
-impl Controller {
-    fn start(ns: &str) -> Controller {
-        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
-            .args([
-                "controller",
-                "--namespace",
-                ns,
-                "--no-scheduler",
-                "--no-leader-election",
-                "--metrics-addr",
-                "off",
-                "--log-level",
-                "warn",
-                // Importing a snapshot writes a cluster-scoped
-                // VolumeSnapshotContent: only ActionSets of a trusted
-                // namespace may (README, Security model).
-                "--trusted-namespace",
-                ns,
-            ])
-            .env("KUBECONFIG", support::rbac::controller_kubeconfig())
-            .stdin(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start blueprint-operator controller");
-        Controller { _child: child }
-    }
-}
-
 async fn run_action(
     client: &Client,
     ns: &str,
@@ -591,7 +559,12 @@ async fn blueprint_imports_a_snapshot_and_deletes_snapshot_and_content() -> anyh
     Api::<Blueprint>::namespaced(client.clone(), &ns)
         .create(&PostParams::default(), &bp)
         .await?;
-    let _controller = Controller::start(&ns);
+    let _controller = Controller::start(
+        &ns,
+        // Importing a snapshot writes a cluster-scoped VolumeSnapshotContent: only ActionSets
+        // of a trusted namespace may (README, Security model).
+        &["--trusted-namespace", &ns],
+    );
 
     run_action(
         &client,

@@ -20,6 +20,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, PersistentVolumeCl
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::{Map, Value, json};
+use support::controller::Controller;
 
 /// Bound for one function call.
 const CALL: Duration = Duration::from_secs(300);
@@ -763,39 +764,6 @@ async fn data_functions_fail_clearly() -> anyhow::Result<()> {
 // ---------------------------------------------------------------------------
 // Through the executor (the controller binary, as tests/e2e_executor.rs runs it).
 
-/// A controller child process; killed (SIGKILL) when dropped.
-struct Controller {
-    child: tokio::process::Child,
-}
-
-impl Controller {
-    fn start(ns: &str) -> Controller {
-        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
-            .args([
-                "controller",
-                "--namespace",
-                ns,
-                "--no-scheduler",
-                "--no-leader-election",
-                "--metrics-addr",
-                "off",
-                "--log-level",
-                "warn",
-            ])
-            .env("KUBECONFIG", support::rbac::controller_kubeconfig())
-            .stdin(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start blueprint-operator controller");
-        Controller { child }
-    }
-
-    async fn kill(mut self) {
-        let _ = self.child.start_kill();
-        let _ = self.child.wait().await;
-    }
-}
-
 async fn create_blueprint(
     client: &Client,
     ns: &str,
@@ -851,12 +819,7 @@ async fn failing_backup_data_still_runs_the_defer_phase() -> anyhow::Result<()> 
         return Ok(());
     };
     // KubeOps creates what the shipped RBAC does not grant: granted as the README says.
-    support::rbac::grant_controller(
-        &client,
-        "e2e-kubeops-configmaps",
-        json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]}]),
-    )
-    .await?;
+    support::rbac::grant_configmap_create(&client).await?;
     app_pod(&client, &ns).await?;
     create_blueprint(
         &client,
@@ -884,7 +847,7 @@ async fn failing_backup_data_still_runs_the_defer_phase() -> anyhow::Result<()> 
         }}),
     )
     .await?;
-    let ctl = Controller::start(&ns);
+    let ctl = Controller::start(&ns, &[]);
     create_actionset(&client, &ns, "run", "bp", "backup", json!({})).await?;
     let a = wait_terminal(&client, &ns, "run").await?;
     ctl.kill().await;
@@ -992,7 +955,7 @@ async fn blueprint_backup_restore_delete_through_the_executor() -> anyhow::Resul
         }),
     )
     .await?;
-    let ctl = Controller::start(&ns);
+    let ctl = Controller::start(&ns, &[]);
     create_actionset(&client, &ns, "backup", "time-log", "backup", json!({})).await?;
     let a = wait_terminal(&client, &ns, "backup").await?;
     let st = a.status.as_ref().expect("status");

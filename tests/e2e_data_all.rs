@@ -21,6 +21,7 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::{Map, Value, json};
+use support::controller::Controller;
 
 const CALL: Duration = Duration::from_secs(300);
 const FINISH: Duration = Duration::from_secs(300);
@@ -745,38 +746,6 @@ async fn all_pods_functions_fail_clearly() -> anyhow::Result<()> {
 // ---------------------------------------------------------------------------
 // Through the executor: the mongodb-restic Blueprint's shape.
 
-struct Controller {
-    child: tokio::process::Child,
-}
-
-impl Controller {
-    fn start(ns: &str) -> Controller {
-        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
-            .args([
-                "controller",
-                "--namespace",
-                ns,
-                "--no-scheduler",
-                "--no-leader-election",
-                "--metrics-addr",
-                "off",
-                "--log-level",
-                "warn",
-            ])
-            .env("KUBECONFIG", support::rbac::controller_kubeconfig())
-            .stdin(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start blueprint-operator controller");
-        Controller { child }
-    }
-
-    async fn kill(mut self) {
-        let _ = self.child.start_kill();
-        let _ = self.child.wait().await;
-    }
-}
-
 async fn run_action(
     client: &Client,
     ns: &str,
@@ -847,7 +816,7 @@ async fn mongodb_restic_blueprint_through_the_executor() -> anyhow::Result<()> {
     Api::<Blueprint>::namespaced(client.clone(), &ns)
         .create(&PostParams::default(), &bp)
         .await?;
-    let ctl = Controller::start(&ns);
+    let ctl = Controller::start(&ns, &[]);
     let defaults = blueprint_operator::functions::restic::DEFAULT_ENCRYPTION_KEY;
 
     let a = run_action(&client, &ns, "backup", json!({})).await?;

@@ -20,6 +20,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::{Map, Value, json};
+use support::controller::Controller;
 
 /// Bound for one function call.
 const CALL: Duration = Duration::from_secs(300);
@@ -607,39 +608,6 @@ async fn check_repository_outputs() -> anyhow::Result<()> {
 // ---------------------------------------------------------------------------
 // Through the executor (the controller binary, as tests/e2e_data.rs runs it).
 
-/// A controller child process; killed when dropped.
-struct Controller {
-    child: tokio::process::Child,
-}
-
-impl Controller {
-    fn start(ns: &str) -> Controller {
-        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
-            .args([
-                "controller",
-                "--namespace",
-                ns,
-                "--no-scheduler",
-                "--no-leader-election",
-                "--metrics-addr",
-                "off",
-                "--log-level",
-                "warn",
-            ])
-            .env("KUBECONFIG", support::rbac::controller_kubeconfig())
-            .stdin(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start blueprint-operator controller");
-        Controller { child }
-    }
-
-    async fn kill(mut self) {
-        let _ = self.child.start_kill();
-        let _ = self.child.wait().await;
-    }
-}
-
 /// A Blueprint whose backup action runs BackupData, then BackupDataStats of
 /// the new snapshot (its ID from the phase output) and CheckRepository; the
 /// stats and check outputs become output artifacts.
@@ -685,7 +653,7 @@ async fn stats_and_check_through_the_executor() -> anyhow::Result<()> {
         }},
     }))?;
     bps.create(&PostParams::default(), &bp).await?;
-    let ctl = Controller::start(&ns);
+    let ctl = Controller::start(&ns, &[]);
     let api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
     let a: ActionSet = serde_json::from_value(json!({
         "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",

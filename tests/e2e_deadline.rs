@@ -5,7 +5,6 @@
 
 mod support;
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use blueprint_operator::model::{ActionSet, Blueprint, State};
@@ -14,57 +13,19 @@ use k8s_openapi::api::events::v1::Event;
 use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::{Value, json};
-use tokio::process::{Child, Command};
+use support::controller::Controller;
 
 /// Bound for an ActionSet to finish (pods on kwok take a few seconds each).
 const FINISH: Duration = Duration::from_secs(180);
 
-/// A controller child process for one namespace; killed when dropped.
-struct Controller {
-    _child: Child,
-}
-
-impl Controller {
-    fn start(ns: &str, extra: &[&str]) -> Controller {
-        let child = Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
-            .args([
-                "controller",
-                "--namespace",
-                ns,
-                "--no-scheduler",
-                "--no-leader-election",
-                "--metrics-addr",
-                "off",
-                "--log-level",
-                "warn",
-            ])
-            .args(extra)
-            .env("KUBECONFIG", support::rbac::controller_kubeconfig())
-            .stdin(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start blueprint-operator controller");
-        Controller { _child: child }
-    }
-}
-
+/// [`support::controller::setup`], where the controller may create ConfigMaps.
 async fn setup(prefix: &str) -> Option<(Client, String)> {
-    let client = support::client().await;
-    if !support::kwok_available(&client).await {
-        eprintln!("skipped: the cluster has no kwok node");
-        return None;
-    }
-    support::install_crds(&client).await.expect("install CRDs");
+    let (client, ns) = support::controller::setup(prefix).await?;
     // The controller runs as its ServiceAccount; the KubeOps phases create ConfigMaps, which
     // the shipped role does not grant: granted as the README says.
-    support::rbac::grant_controller(
-        &client,
-        "e2e-kubeops-configmaps",
-        json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]}]),
-    )
-    .await
-    .expect("grant KubeOps ConfigMaps");
-    let ns = support::namespace(&client, prefix).await;
+    support::rbac::grant_configmap_create(&client)
+        .await
+        .expect("grant KubeOps ConfigMaps");
     Some((client, ns))
 }
 
@@ -184,9 +145,31 @@ fn states(a: &ActionSet) -> (Vec<State>, State) {
     )
 }
 
-async fn config_map_exists(client: &Client, ns: &str, name: &str) -> bool {
+/// Asserts that the deferPhase ran: it creates ConfigMap `cm`.
+async fn assert_defer_ran(client: &Client, ns: &str, cm: &str) {
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
-    cms.get_opt(name).await.ok().flatten().is_some()
+    assert!(
+        cms.get_opt(cm).await.ok().flatten().is_some(),
+        "deferPhase did not run"
+    );
+}
+
+/// The Events about ActionSet `name`, asserted to say that its phase failed and then its
+/// deferPhase ran.
+async fn failed_then_deferred_events(client: &Client, ns: &str, name: &str) -> Vec<String> {
+    let evs = events(client, ns, name, 5).await;
+    assert_eq!(
+        reasons(&evs),
+        [
+            "Started Action",
+            "Started Phase",
+            "ActionSetFailed Action: backup",
+            "Started deferPhase",
+            "Ended deferPhase",
+        ],
+        "{evs:?}"
+    );
+    evs
 }
 
 /// A hung main phase is cancelled at its phase timeout (ActionSet option)
@@ -236,22 +219,8 @@ async fn hung_phases_time_out_and_the_defer_phase_runs() -> anyhow::Result<()> {
         "{}",
         s.error.message
     );
-    assert!(
-        config_map_exists(&client, &ns, "cleaned").await,
-        "deferPhase did not run"
-    );
-    let evs = events(&client, &ns, "by-option", 5).await;
-    assert_eq!(
-        reasons(&evs),
-        [
-            "Started Action",
-            "Started Phase",
-            "ActionSetFailed Action: backup",
-            "Started deferPhase",
-            "Ended deferPhase",
-        ],
-        "{evs:?}"
-    );
+    assert_defer_ran(&client, &ns, "cleaned").await;
+    let evs = failed_then_deferred_events(&client, &ns, "by-option").await;
     assert!(evs[2].contains("exceeded its 5s timeout"), "{}", evs[2]);
     // The cancelled phase's pod is deleted.
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
@@ -277,10 +246,7 @@ async fn hung_phases_time_out_and_the_defer_phase_runs() -> anyhow::Result<()> {
         "{}",
         s.error.message
     );
-    assert!(
-        config_map_exists(&client, &ns, "cleaned").await,
-        "deferPhase did not run"
-    );
+    assert_defer_ran(&client, &ns, "cleaned").await;
 
     // A hung deferPhase is bounded by the phase timeout; the action timeout
     // (disabled here) never cuts it.
@@ -337,10 +303,7 @@ async fn hung_phases_time_out_and_the_defer_phase_runs() -> anyhow::Result<()> {
         "{}",
         s.error.message
     );
-    assert!(
-        config_map_exists(&client, &ns, "cleaned").await,
-        "deferPhase did not run"
-    );
+    assert_defer_ran(&client, &ns, "cleaned").await;
 
     // A Blueprint annotation sets one phase's timeout, over the ActionSet's.
     cms.delete("cleaned", &Default::default()).await?;
@@ -371,10 +334,7 @@ async fn hung_phases_time_out_and_the_defer_phase_runs() -> anyhow::Result<()> {
         "{}",
         s.error.message
     );
-    assert!(
-        config_map_exists(&client, &ns, "cleaned").await,
-        "deferPhase did not run"
-    );
+    assert_defer_ran(&client, &ns, "cleaned").await;
     Ok(())
 }
 
@@ -444,22 +404,8 @@ async fn huge_errors_and_outputs_still_end_with_the_defer_phase() -> anyhow::Res
         s.error.message
     );
     assert!(s.error.message.contains("eeee"), "{}", s.error.message);
-    assert!(
-        config_map_exists(&client, &ns, "cleaned-error").await,
-        "deferPhase did not run"
-    );
-    let evs = events(&client, &ns, "big-error", 5).await;
-    assert_eq!(
-        reasons(&evs),
-        [
-            "Started Action",
-            "Started Phase",
-            "ActionSetFailed Action: backup",
-            "Started deferPhase",
-            "Ended deferPhase",
-        ],
-        "{evs:?}"
-    );
+    assert_defer_ran(&client, &ns, "cleaned-error").await;
+    failed_then_deferred_events(&client, &ns, "big-error").await;
 
     let a = wait_terminal(&client, &ns, "big-output").await?;
     let s = a.status.as_ref().unwrap();
@@ -475,10 +421,7 @@ async fn huge_errors_and_outputs_still_end_with_the_defer_phase() -> anyhow::Res
         "{}",
         s.error.message
     );
-    assert!(
-        config_map_exists(&client, &ns, "cleaned-output").await,
-        "deferPhase did not run"
-    );
+    assert_defer_ran(&client, &ns, "cleaned-output").await;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }

@@ -6,7 +6,6 @@
 
 mod support;
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use blueprint_operator::model::{ActionSet, Blueprint, State};
@@ -18,67 +17,15 @@ use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
 };
 use serde_json::{Value, json};
-use tokio::process::{Child, Command};
+use support::controller::{Controller, setup};
 
 /// Bound for an ActionSet to finish (pods on kwok take a few seconds each).
 const FINISH: Duration = Duration::from_secs(180);
 
-/// A controller child process; killed (SIGKILL) when dropped.
-struct Controller {
-    child: Child,
-}
-
-impl Controller {
-    fn start(ns: &str) -> Controller {
-        Controller::start_with(ns, &[], &[])
-    }
-
-    fn start_with(ns: &str, extra: &[&str], env: &[(&str, &str)]) -> Controller {
-        let child = Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
-            .args([
-                "controller",
-                "--namespace",
-                ns,
-                "--no-scheduler",
-                "--no-leader-election",
-                "--metrics-addr",
-                "off",
-                "--deletion-timeout",
-                "120",
-                "--log-level",
-                "warn",
-            ])
-            .args(extra)
-            .envs(env.iter().copied())
-            .env("KUBECONFIG", support::rbac::controller_kubeconfig())
-            .stdin(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start blueprint-operator controller");
-        Controller { child }
-    }
-
-    /// SIGKILL, then reap.
-    async fn kill(mut self) {
-        self.child.start_kill().expect("SIGKILL controller");
-        let _ = self.child.wait().await;
-    }
-}
-
-async fn setup(prefix: &str) -> Option<(Client, String)> {
-    let client = support::client().await;
-    if !support::kwok_available(&client).await {
-        eprintln!("skipped: the cluster has no kwok node");
-        return None;
-    }
-    support::install_crds(&client).await.expect("install CRDs");
-    let ns = support::namespace(&client, prefix).await;
-    Some((client, ns))
-}
-
-/// What the deferPhases' KubeOps do beyond the shipped RBAC: create ConfigMaps.
-fn kubeops_configmaps() -> Value {
-    json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]}])
+/// The controller for `ns` (see [`Controller::start_with`]); a deleted ActionSet's deferPhase
+/// gets 120 s, not the default 600, so that a deletion that waits it out ends within `FINISH`.
+fn controller(ns: &str, extra: &[&str], env: &[(&str, &str)]) -> Controller {
+    Controller::start_with(ns, &[&["--deletion-timeout", "120"], extra].concat(), env)
 }
 
 /// A KubeTask phase whose pod exits with `exit` after printing `log`
@@ -106,6 +53,16 @@ fn output(name: &str, v: &str) -> Value {
 
 fn out_line(key: &str, v: &str) -> String {
     format!("###Phase-output###: {{\"key\":\"{key}\",\"value\":\"{v}\"}}")
+}
+
+/// deferPhase `cleanup`: KubeOps creates ConfigMap `cm` with `data` (YAML lines at the end of
+/// its manifest), as the controller's ServiceAccount (`support::rbac::grant_configmap_create`).
+fn create_cm_defer(ns: &str, cm: &str, data: &str) -> Value {
+    let spec = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {cm}\n  namespace: {ns}\n{data}"
+    );
+    json!({"func": "KubeOps", "name": "cleanup",
+        "args": {"operation": "create", "namespace": ns, "spec": spec}})
 }
 
 fn fail(name: &str) -> Value {
@@ -154,6 +111,30 @@ fn ns_object(ns: &str) -> Value {
 
 fn deploy_object(ns: &str, name: &str) -> Value {
     json!({"kind": "Deployment", "name": name, "namespace": ns})
+}
+
+/// Waits until phase `phase` of the first action of ActionSet `as` runs.
+async fn wait_phase_running(api: &Api<ActionSet>, phase: usize) -> anyhow::Result<()> {
+    support::wait_for(api, "as", FINISH, |a| {
+        a.status
+            .as_ref()
+            .is_some_and(|s| s.actions[0].phases[phase].state == State::Running)
+    })
+    .await?;
+    Ok(())
+}
+
+/// Creates ActionSet `as` (action `backup` of Blueprint `bp` on the namespace) and waits until
+/// its phase `phase` runs.
+async fn start_backup_until_phase_runs(
+    client: &Client,
+    ns: &str,
+    phase: usize,
+) -> anyhow::Result<Api<ActionSet>> {
+    create_actionset(client, ns, "as", "bp", "backup", ns_object(ns), json!({})).await?;
+    let api = Api::namespaced(client.clone(), ns);
+    wait_phase_running(&api, phase).await?;
+    Ok(api)
 }
 
 async fn wait_terminal(client: &Client, ns: &str, name: &str) -> anyhow::Result<ActionSet> {
@@ -279,7 +260,7 @@ async fn defer_scenarios_status_and_events() -> anyhow::Result<()> {
         mk(fail("backupPhaseTwo"), fail("deferPhase")),
     )
     .await?;
-    let _ctl = Controller::start(&ns);
+    let _ctl = controller(&ns, &[], &[]);
     for bp in ["ok-ok", "err-ok", "ok-err", "err-err"] {
         create_actionset(&client, &ns, bp, bp, "backup", ns_object(&ns), json!({})).await?;
     }
@@ -461,7 +442,7 @@ async fn defer_output_artifact_consumed_by_restore() -> anyhow::Result<()> {
         }),
     )
     .await?;
-    let _ctl = Controller::start(&ns);
+    let _ctl = controller(&ns, &[], &[]);
     create_actionset(
         &client,
         &ns,
@@ -523,7 +504,7 @@ async fn failed_restore_scales_the_deployment_back() -> anyhow::Result<()> {
         }}),
     )
     .await?;
-    let _ctl = Controller::start(&ns);
+    let _ctl = controller(&ns, &[], &[]);
     create_actionset(
         &client,
         &ns,
@@ -559,41 +540,21 @@ async fn controller_killed_mid_phase_resumes_and_runs_defer_once() -> anyhow::Re
         return Ok(());
     };
     // KubeOps creates what the shipped RBAC does not grant: granted as the README says.
-    support::rbac::grant_controller(&client, "e2e-kubeops-configmaps", kubeops_configmaps())
-        .await?;
+    support::rbac::grant_configmap_create(&client).await?;
     // The deferPhase creates a ConfigMap: a second run would fail (AlreadyExists).
-    let cm = format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: defer-ran\n  namespace: {ns}\ndata:\n  first: '{{{{ .Phases.first.Output.value }}}}'\n  state: '{{{{ .Outcome.State }}}}'\n  failedPhase: '{{{{ .Outcome.FailedPhase }}}}'\n"
-    );
+    let data = "data:\n  first: '{{ .Phases.first.Output.value }}'\n  state: '{{ .Outcome.State }}'\n  failedPhase: '{{ .Outcome.FailedPhase }}'\n";
     create_blueprint(
         &client,
         &ns,
         "bp",
         json!({"backup": {
             "phases": [output("first", "v1"), task("slow", 0, "done", Some("60s")), output("never", "x")],
-            "deferPhase": {"func": "KubeOps", "name": "cleanup",
-                "args": {"operation": "create", "namespace": ns, "spec": cm}},
+            "deferPhase": create_cm_defer(&ns, "defer-ran", data),
         }}),
     )
     .await?;
-    let ctl = Controller::start(&ns);
-    create_actionset(
-        &client,
-        &ns,
-        "as",
-        "bp",
-        "backup",
-        ns_object(&ns),
-        json!({}),
-    )
-    .await?;
-    let api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
-    support::wait_for(&api, "as", FINISH, |a| {
-        a.status
-            .as_ref()
-            .is_some_and(|s| s.actions[0].phases[1].state == State::Running)
-    })
-    .await?;
+    let ctl = controller(&ns, &[], &[]);
+    let api = start_backup_until_phase_runs(&client, &ns, 1).await?;
     // The "Started Phase" Event of the slow phase is out before the kill.
     events(&client, &ns, "as", 4).await?;
     let uid = api.get("as").await?.metadata.uid.unwrap_or_default();
@@ -610,7 +571,7 @@ async fn controller_killed_mid_phase_resumes_and_runs_defer_once() -> anyhow::Re
         actionset_pods(&client, &ns, &uid).await.contains(&slow),
         "the killed controller left its pod {slow}"
     );
-    let _ctl2 = Controller::start(&ns);
+    let _ctl2 = controller(&ns, &[], &[]);
     // The new controller deletes it (the phase is failed, never re-run).
     support::poll(FINISH, || async {
         (!actionset_pods(&client, &ns, &uid).await.contains(&slow)).then_some(())
@@ -663,39 +624,19 @@ async fn deleting_a_running_actionset_still_runs_defer() -> anyhow::Result<()> {
         return Ok(());
     };
     // KubeOps creates what the shipped RBAC does not grant: granted as the README says.
-    support::rbac::grant_controller(&client, "e2e-kubeops-configmaps", kubeops_configmaps())
-        .await?;
-    let cm =
-        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cleaned\n  namespace: {ns}\n");
+    support::rbac::grant_configmap_create(&client).await?;
     create_blueprint(
         &client,
         &ns,
         "bp",
         json!({"backup": {
             "phases": [task("slow", 0, "done", Some("120s"))],
-            "deferPhase": {"func": "KubeOps", "name": "cleanup",
-                "args": {"operation": "create", "namespace": ns, "spec": cm}},
+            "deferPhase": create_cm_defer(&ns, "cleaned", ""),
         }}),
     )
     .await?;
-    let _ctl = Controller::start(&ns);
-    create_actionset(
-        &client,
-        &ns,
-        "as",
-        "bp",
-        "backup",
-        ns_object(&ns),
-        json!({}),
-    )
-    .await?;
-    let api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
-    support::wait_for(&api, "as", FINISH, |a| {
-        a.status
-            .as_ref()
-            .is_some_and(|s| s.actions[0].phases[0].state == State::Running)
-    })
-    .await?;
+    let _ctl = controller(&ns, &[], &[]);
+    let api = start_backup_until_phase_runs(&client, &ns, 0).await?;
     api.delete("as", &DeleteParams::default()).await?;
     support::poll(FINISH, || async {
         api.get_opt("as")
@@ -792,7 +733,7 @@ async fn leftover_pods_are_swept_at_start_and_periodically() -> anyhow::Result<(
         json!({"backup": {"phases": [task("slow", 0, "done", Some("600s"))]}}),
     )
     .await?;
-    let _ctl = Controller::start_with(&ns, &["--pod-sweep-interval", "1"], &[]);
+    let _ctl = controller(&ns, &["--pod-sweep-interval", "1"], &[]);
     support::poll(FINISH, || async {
         (!pod_exists(&client, &ns, "left-at-start").await).then_some(())
     })
@@ -924,7 +865,7 @@ async fn deployment_pods_come_from_the_current_replica_set() -> anyhow::Result<(
             "args": {"operation": "create", "namespace": ns, "spec": cm}}]}}),
     )
     .await?;
-    let _ctl = Controller::start(&ns);
+    let _ctl = controller(&ns, &[], &[]);
     create_actionset(
         &client,
         &ns,
@@ -1019,7 +960,7 @@ async fn task_pods_in_the_controller_namespace_run_as_its_service_account() -> a
         }
     };
 
-    let ctl = Controller::start_with(
+    let ctl = controller(
         &ns,
         &[],
         &[
@@ -1033,7 +974,7 @@ async fn task_pods_in_the_controller_namespace_run_as_its_service_account() -> a
     assert_eq!(sa_of_run(1).await?, "env-sa");
     ctl.kill().await;
 
-    let _ctl = Controller::start_with(
+    let _ctl = controller(
         &ns,
         &[],
         &[("POD_NAMESPACE", ns.as_str()), ("POD_NAME", "controller-0")],
@@ -1089,7 +1030,7 @@ async fn unreadable_actionset_is_reported_and_others_still_run() -> anyhow::Resu
         "status": {"state": "paused"},
     }))?;
     api.create(&PostParams::default(), &bad).await?;
-    let _ctl = Controller::start(&ns);
+    let _ctl = controller(&ns, &[], &[]);
     create_actionset(
         &client,
         &ns,
@@ -1143,6 +1084,64 @@ async fn unreadable_actionset_is_reported_and_others_still_run() -> anyhow::Resu
     Ok(())
 }
 
+/// Blueprint `bp` of the removed-action tests: action `backup` runs `backup_phases`, then a
+/// deferPhase that creates ConfigMap `defer-ran` with `cm_data` ([`create_cm_defer`]); action
+/// `check` runs `check_phase`.
+async fn removable_actions_blueprint(
+    client: &Client,
+    ns: &str,
+    backup_phases: Value,
+    cm_data: &str,
+    check_phase: Value,
+) -> anyhow::Result<()> {
+    support::rbac::grant_configmap_create(client).await?;
+    create_blueprint(
+        client,
+        ns,
+        "bp",
+        json!({
+            "backup": {
+                "phases": backup_phases,
+                "deferPhase": create_cm_defer(ns, "defer-ran", cm_data),
+            },
+            "check": {"phases": [check_phase]},
+        }),
+    )
+    .await
+}
+
+/// ActionSet `as` running `actions` of Blueprint `bp` on the namespace, in this order.
+async fn create_two_action_set(
+    client: &Client,
+    ns: &str,
+    actions: [&str; 2],
+) -> anyhow::Result<Api<ActionSet>> {
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
+    let a: ActionSet = serde_json::from_value(json!({
+        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
+        "metadata": {"name": "as"},
+        "spec": {"actions": actions.map(|name| {
+            json!({"name": name, "blueprint": "bp", "object": ns_object(ns)})
+        })},
+    }))?;
+    api.create(&PostParams::default(), &a).await?;
+    Ok(api)
+}
+
+/// Removes the first entry of ActionSet `as`'s spec.actions, which must be action `name`.
+async fn remove_first_action(client: &Client, ns: &str, name: &str) -> anyhow::Result<()> {
+    json_patch(
+        client,
+        ns,
+        "as",
+        json!([
+            {"op": "test", "path": "/spec/actions/0/name", "value": name},
+            {"op": "remove", "path": "/spec/actions/0"},
+        ]),
+    )
+    .await
+}
+
 /// Two actions; the first one's spec entry is removed while its phase runs:
 /// its later phases do not run, its deferPhase does, the second action
 /// (now first in the spec) finishes, and the ActionSet fails saying why
@@ -1152,53 +1151,18 @@ async fn action_removed_from_spec_while_running_stops_and_runs_defer() -> anyhow
     let Some((client, ns)) = setup("exec-removed").await else {
         return Ok(());
     };
-    // The deferPhase creates a ConfigMap (KubeOps), as the controller's ServiceAccount.
-    support::rbac::grant_controller(&client, "e2e-kubeops-configmaps", kubeops_configmaps())
-        .await?;
-    let cm = format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: defer-ran\n  namespace: {ns}\ndata:\n  state: '{{{{ .Outcome.State }}}}'\n"
-    );
-    create_blueprint(
+    removable_actions_blueprint(
         &client,
         &ns,
-        "bp",
-        json!({
-            "backup": {
-                "phases": [task("slow", 0, "done", Some("15s")), output("never", "x")],
-                "deferPhase": {"func": "KubeOps", "name": "cleanup",
-                    "args": {"operation": "create", "namespace": ns, "spec": cm}},
-            },
-            "check": {"phases": [task("wait", 0, "done", Some("20s"))]},
-        }),
+        json!([task("slow", 0, "done", Some("15s")), output("never", "x")]),
+        "data:\n  state: '{{ .Outcome.State }}'\n",
+        task("wait", 0, "done", Some("20s")),
     )
     .await?;
-    let _ctl = Controller::start(&ns);
-    let api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
-    let a: ActionSet = serde_json::from_value(json!({
-        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
-        "metadata": {"name": "as"},
-        "spec": {"actions": [
-            {"name": "backup", "blueprint": "bp", "object": ns_object(&ns)},
-            {"name": "check", "blueprint": "bp", "object": ns_object(&ns)},
-        ]},
-    }))?;
-    api.create(&PostParams::default(), &a).await?;
-    support::wait_for(&api, "as", FINISH, |a| {
-        a.status
-            .as_ref()
-            .is_some_and(|s| s.actions[0].phases[0].state == State::Running)
-    })
-    .await?;
-    json_patch(
-        &client,
-        &ns,
-        "as",
-        json!([
-            {"op": "test", "path": "/spec/actions/0/name", "value": "backup"},
-            {"op": "remove", "path": "/spec/actions/0"},
-        ]),
-    )
-    .await?;
+    let _ctl = controller(&ns, &[], &[]);
+    let api = create_two_action_set(&client, &ns, ["backup", "check"]).await?;
+    wait_phase_running(&api, 0).await?;
+    remove_first_action(&client, &ns, "backup").await?;
     let a = wait_terminal(&client, &ns, "as").await?;
     let s = a.status.as_ref().unwrap();
     assert_eq!(s.state, State::Failed);
@@ -1236,37 +1200,16 @@ async fn resume_after_an_action_was_removed_from_spec_settles_every_action() -> 
     let Some((client, ns)) = setup("exec-removed-resume").await else {
         return Ok(());
     };
-    // The deferPhase creates a ConfigMap (KubeOps), as the controller's ServiceAccount.
-    support::rbac::grant_controller(&client, "e2e-kubeops-configmaps", kubeops_configmaps())
-        .await?;
-    let cm = format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: defer-ran\n  namespace: {ns}\n"
-    );
-    create_blueprint(
+    removable_actions_blueprint(
         &client,
         &ns,
-        "bp",
-        json!({
-            "backup": {
-                "phases": [task("slow", 0, "done", Some("60s"))],
-                "deferPhase": {"func": "KubeOps", "name": "cleanup",
-                    "args": {"operation": "create", "namespace": ns, "spec": cm}},
-            },
-            "check": {"phases": [task("wait", 0, "done", Some("60s"))]},
-        }),
+        json!([task("slow", 0, "done", Some("60s"))]),
+        "",
+        task("wait", 0, "done", Some("60s")),
     )
     .await?;
-    let ctl = Controller::start(&ns);
-    let api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
-    let a: ActionSet = serde_json::from_value(json!({
-        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
-        "metadata": {"name": "as"},
-        "spec": {"actions": [
-            {"name": "check", "blueprint": "bp", "object": ns_object(&ns)},
-            {"name": "backup", "blueprint": "bp", "object": ns_object(&ns)},
-        ]},
-    }))?;
-    api.create(&PostParams::default(), &a).await?;
+    let ctl = controller(&ns, &[], &[]);
+    let api = create_two_action_set(&client, &ns, ["check", "backup"]).await?;
     support::wait_for(&api, "as", FINISH, |a| {
         a.status.as_ref().is_some_and(|s| {
             s.actions
@@ -1276,17 +1219,8 @@ async fn resume_after_an_action_was_removed_from_spec_settles_every_action() -> 
     })
     .await?;
     ctl.kill().await;
-    json_patch(
-        &client,
-        &ns,
-        "as",
-        json!([
-            {"op": "test", "path": "/spec/actions/0/name", "value": "check"},
-            {"op": "remove", "path": "/spec/actions/0"},
-        ]),
-    )
-    .await?;
-    let _ctl2 = Controller::start(&ns);
+    remove_first_action(&client, &ns, "check").await?;
+    let _ctl2 = controller(&ns, &[], &[]);
     let a = wait_terminal(&client, &ns, "as").await?;
     let s = a.status.as_ref().unwrap();
     assert_eq!(s.state, State::Failed);
@@ -1324,24 +1258,8 @@ async fn status_fields_our_model_lacks_survive_the_run() -> anyhow::Result<()> {
         json!({"backup": {"phases": [task("slow", 0, "done", Some("10s")), output("two", "v")]}}),
     )
     .await?;
-    let _ctl = Controller::start(&ns);
-    create_actionset(
-        &client,
-        &ns,
-        "as",
-        "bp",
-        "backup",
-        ns_object(&ns),
-        json!({}),
-    )
-    .await?;
-    let api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
-    support::wait_for(&api, "as", FINISH, |a| {
-        a.status
-            .as_ref()
-            .is_some_and(|s| s.actions[0].phases[0].state == State::Running)
-    })
-    .await?;
+    let _ctl = controller(&ns, &[], &[]);
+    start_backup_until_phase_runs(&client, &ns, 0).await?;
     json_patch(
         &client,
         &ns,

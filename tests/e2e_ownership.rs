@@ -8,7 +8,6 @@
 
 mod support;
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use blueprint_operator::model::{
@@ -19,7 +18,7 @@ use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
-use tokio::process::Command;
+use support::controller::{Controller, setup};
 
 const FINISH: Duration = Duration::from_secs(180);
 
@@ -72,13 +71,9 @@ async fn complete(client: &Client, ns: &str, name: &str) -> anyhow::Result<Actio
 
 #[tokio::test]
 async fn only_opted_in_actionsets_run_and_foreign_runs_are_never_resumed() -> anyhow::Result<()> {
-    let client = support::client().await;
-    if !support::kwok_available(&client).await {
-        eprintln!("skipped: the cluster has no kwok node");
+    let Some((client, labels_ns)) = setup("own-label").await else {
         return Ok(());
-    }
-    support::install_crds(&client).await?;
-    let labels_ns = support::namespace(&client, "own-label").await;
+    };
     let whole_ns = support::namespace(&client, "own-ns").await;
     for ns in [&labels_ns, &whole_ns] {
         Api::<Blueprint>::namespaced(client.clone(), ns)
@@ -96,22 +91,8 @@ async fn only_opted_in_actionsets_run_and_foreign_runs_are_never_resumed() -> an
     }]});
     create(&client, &labels_ns, "foreign", foreign).await?;
 
-    let _controller = Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
-        .args([
-            "controller",
-            "--run-namespaces",
-            &whole_ns,
-            "--no-leader-election",
-            "--metrics-addr",
-            "off",
-            "--log-level",
-            "warn",
-        ])
-        // As its ServiceAccount, with the shipped RBAC.
-        .env("KUBECONFIG", support::rbac::controller_kubeconfig())
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()?;
+    // As deployed: all namespaces, executor and scheduler.
+    let _controller = Controller::spawn(&["--run-namespaces", &whole_ns], &[]);
 
     create(&client, &labels_ns, "labelled", labelled()).await?;
     create(&client, &whole_ns, "plain", json!({})).await?;

@@ -21,6 +21,7 @@ use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::runtime::watcher;
 use serde_json::{Map, Value, json};
+use support::controller::Controller;
 
 /// Bound for one function call, so that a broken function fails the test instead of hanging it.
 const CALL: Duration = Duration::from_secs(180);
@@ -620,34 +621,6 @@ async fn prepare_data_defaults_to_the_workload_pvcs_and_fail_on_error() -> anyho
     Ok(())
 }
 
-/// A `blueprint-operator controller` child process for one namespace; killed when dropped.
-struct Controller {
-    _child: tokio::process::Child,
-}
-
-impl Controller {
-    fn start(ns: &str) -> Controller {
-        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
-            .args([
-                "controller",
-                "--namespace",
-                ns,
-                "--no-scheduler",
-                "--no-leader-election",
-                "--metrics-addr",
-                "off",
-                "--log-level",
-                "warn",
-            ])
-            .env("KUBECONFIG", support::rbac::controller_kubeconfig())
-            .stdin(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start blueprint-operator controller");
-        Controller { _child: child }
-    }
-}
-
 async fn finished(client: &Client, ns: &str, name: &str) -> anyhow::Result<Value> {
     let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
     let a = support::wait_for(&api, name, Duration::from_secs(180), |a| {
@@ -703,7 +676,7 @@ async fn corpus_postgres_blueprint_backup_and_restore_with_multi_container_run()
         .create(&PostParams::default(), &secret)
         .await?;
     let rec = PodRecorder::start(&client, &ns).await;
-    let _controller = Controller::start(&ns);
+    let _controller = Controller::start(&ns, &[]);
     let actionsets: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
     let actionset = |name: &str, action: &str, log: &str, artifacts: Value| {
         serde_json::from_value::<ActionSet>(json!({

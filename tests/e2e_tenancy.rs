@@ -6,7 +6,6 @@
 
 mod support;
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use blueprint_operator::model::{ActionSet, Blueprint, State};
@@ -14,51 +13,9 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
-use tokio::process::{Child, Command};
+use support::controller::{Controller, setup};
 
 const FINISH: Duration = Duration::from_secs(180);
-
-/// A controller child process for one namespace, as the controller's
-/// ServiceAccount; killed when dropped.
-struct Controller {
-    _child: Child,
-}
-
-impl Controller {
-    fn start(ns: &str, extra: &[&str]) -> Controller {
-        let child = Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
-            .args([
-                "controller",
-                "--namespace",
-                ns,
-                "--no-scheduler",
-                "--no-leader-election",
-                "--metrics-addr",
-                "off",
-                "--log-level",
-                "warn",
-            ])
-            .args(extra)
-            // As the controller's ServiceAccount (manifests/ RBAC).
-            .env("KUBECONFIG", support::rbac::controller_kubeconfig())
-            .stdin(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start blueprint-operator controller");
-        Controller { _child: child }
-    }
-}
-
-async fn setup(prefix: &str) -> Option<(Client, String)> {
-    let client = support::client().await;
-    if !support::kwok_available(&client).await {
-        eprintln!("skipped: the cluster has no kwok node");
-        return None;
-    }
-    support::install_crds(&client).await.expect("install CRDs");
-    let ns = support::namespace(&client, prefix).await;
-    Some((client, ns))
-}
 
 fn out_line(key: &str, v: &str) -> String {
     format!("###Phase-output###: {{\"key\":\"{key}\",\"value\":\"{v}\"}}")

@@ -20,6 +20,7 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod controller;
 pub mod corpus;
 pub mod data_plane;
 pub mod rbac;

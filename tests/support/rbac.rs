@@ -293,3 +293,14 @@ pub async fn grant_controller(admin: &Client, name: &str, rules: Value) -> anyho
         .collect();
     wait_allowed(&controller_client(), &rules).await
 }
+
+/// [`grant_controller`] ConfigMap create, which the KubeOps phases of many tests need and the
+/// shipped role does not grant.
+pub async fn grant_configmap_create(admin: &Client) -> anyhow::Result<()> {
+    grant_controller(
+        admin,
+        "e2e-kubeops-configmaps",
+        json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]}]),
+    )
+    .await
+}
