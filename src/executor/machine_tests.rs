@@ -84,9 +84,7 @@ fn drive(
             Step::Done => return out,
             Step::RunPhase(i) => {
                 let name = st.phases[i].name.clone();
-                out.extend(
-                    apply(status, record, action, Transition::PhaseStarted(i), ctx()).unwrap(),
-                );
+                out.extend(step(status, record, action, Transition::PhaseStarted(i)));
                 match script(&name) {
                     Exec::Ok(v) => Transition::PhaseSucceeded(i, json_map(v)),
                     Exec::Fail(e) => Transition::PhaseFailed(i, e.to_string()),
@@ -94,7 +92,7 @@ fn drive(
             }
             Step::RunDefer => {
                 let name = st.defer_phase.name.clone();
-                out.extend(apply(status, record, action, Transition::DeferStarted, ctx()).unwrap());
+                out.extend(step(status, record, action, Transition::DeferStarted));
                 // The deferPhase is recorded running before it executes.
                 assert_eq!(status.actions[action].defer_phase.state, State::Running);
                 assert_eq!(status.state, State::Running);
@@ -127,9 +125,40 @@ fn drive(
                 Transition::Finished(arts)
             }
         };
-        out.extend(apply(status, record, action, t, ctx()).unwrap());
+        out.extend(step(status, record, action, t));
     }
     panic!("machine did not terminate");
+}
+
+/// Applies `t` to action `action`; the machine must accept it. Returns its Events.
+fn step(
+    status: &mut ActionSetStatus,
+    record: &mut Record,
+    action: usize,
+    t: Transition,
+) -> Vec<EventSpec> {
+    apply(status, record, action, t, ctx()).unwrap()
+}
+
+/// Whether the machine refuses `t` for action `action`.
+fn rejects(
+    status: &mut ActionSetStatus,
+    record: &mut Record,
+    action: usize,
+    t: Transition,
+) -> bool {
+    apply(status, record, action, t, ctx()).is_err()
+}
+
+/// Runs phase `i` of the first action to success with `output`.
+fn run_phase(
+    status: &mut ActionSetStatus,
+    record: &mut Record,
+    i: usize,
+    output: Map<String, Value>,
+) {
+    step(status, record, 0, Transition::PhaseStarted(i));
+    step(status, record, 0, Transition::PhaseSucceeded(i, output));
 }
 
 fn json_map(v: &str) -> Map<String, Value> {
@@ -320,29 +349,20 @@ fn both_fail_keeps_main_error() {
 fn actionset_stays_running_until_defer_ends() {
     let bp = bp_action(&["one"], Some("cleanup"));
     let (mut status, mut record, _) = start(&bp);
-    apply(
-        &mut status,
-        &mut record,
-        0,
-        Transition::PhaseStarted(0),
-        ctx(),
-    )
-    .unwrap();
-    apply(
+    step(&mut status, &mut record, 0, Transition::PhaseStarted(0));
+    step(
         &mut status,
         &mut record,
         0,
         Transition::PhaseFailed(0, "e".into()),
-        ctx(),
-    )
-    .unwrap();
+    );
     assert_eq!(status.state, State::Running);
     assert_eq!(status.error.message, "e");
     assert_eq!(
         next_step(&status.actions[0], &record.actions[0], false),
         Step::RunDefer
     );
-    apply(&mut status, &mut record, 0, Transition::DeferStarted, ctx()).unwrap();
+    step(&mut status, &mut record, 0, Transition::DeferStarted);
     assert_eq!(status.state, State::Running);
     assert_eq!(status.progress.running_phase, "cleanup");
     assert_eq!(
@@ -370,30 +390,8 @@ fn no_defer_phase_fails_at_first_failure() {
 fn restart_mid_phase_fails_it_and_runs_defer_once() {
     let bp = bp_action(&["one", "two"], Some("cleanup"));
     let (mut status, mut record, _) = start(&bp);
-    apply(
-        &mut status,
-        &mut record,
-        0,
-        Transition::PhaseStarted(0),
-        ctx(),
-    )
-    .unwrap();
-    apply(
-        &mut status,
-        &mut record,
-        0,
-        Transition::PhaseSucceeded(0, json_map("a")),
-        ctx(),
-    )
-    .unwrap();
-    apply(
-        &mut status,
-        &mut record,
-        0,
-        Transition::PhaseStarted(1),
-        ctx(),
-    )
-    .unwrap();
+    run_phase(&mut status, &mut record, 0, json_map("a"));
+    step(&mut status, &mut record, 0, Transition::PhaseStarted(1));
     // The controller dies here; a new one reads the status back.
     let mut status: ActionSetStatus =
         serde_json::from_value(serde_json::to_value(&status).unwrap()).unwrap();
@@ -452,38 +450,15 @@ fn restart_mid_defer_does_not_rerun_it() {
 }
 
 fn drive_until_defer_running(status: &mut ActionSetStatus, record: &mut Record) {
-    apply(status, record, 0, Transition::PhaseStarted(0), ctx()).unwrap();
-    apply(
-        status,
-        record,
-        0,
-        Transition::PhaseSucceeded(0, Map::new()),
-        ctx(),
-    )
-    .unwrap();
-    apply(status, record, 0, Transition::DeferStarted, ctx()).unwrap();
+    run_phase(status, record, 0, Map::new());
+    step(status, record, 0, Transition::DeferStarted);
 }
 
 #[test]
 fn deletion_between_phases_stops_main_and_runs_defer() {
     let bp = bp_action(&["one", "two"], Some("cleanup"));
     let (mut status, mut record, _) = start(&bp);
-    apply(
-        &mut status,
-        &mut record,
-        0,
-        Transition::PhaseStarted(0),
-        ctx(),
-    )
-    .unwrap();
-    apply(
-        &mut status,
-        &mut record,
-        0,
-        Transition::PhaseSucceeded(0, Map::new()),
-        ctx(),
-    )
-    .unwrap();
+    run_phase(&mut status, &mut record, 0, Map::new());
     let evs = drive(
         &mut status,
         &mut record,
@@ -504,14 +479,12 @@ fn deletion_between_phases_stops_main_and_runs_defer() {
 fn launch_failure_still_runs_defer() {
     let bp = bp_action(&["one"], Some("cleanup"));
     let (mut status, mut record, _) = start(&bp);
-    let evs = apply(
+    let evs = step(
         &mut status,
         &mut record,
         0,
         Transition::LaunchFailed("no object".into()),
-        ctx(),
-    )
-    .unwrap();
+    );
     assert_eq!(evs[0].message, "Failed to launch Action as1: no object");
     assert_eq!(status.actions[0].phases[0].state, State::Failed);
     assert_eq!(
@@ -529,52 +502,38 @@ fn stale_transitions_are_rejected_not_applied() {
     let (mut status, mut record, _) = start(&bp);
     let before = status.clone();
     // Phase two before phase one.
-    assert!(
-        apply(
-            &mut status,
-            &mut record,
-            0,
-            Transition::PhaseStarted(1),
-            ctx()
-        )
-        .is_err()
-    );
+    assert!(rejects(
+        &mut status,
+        &mut record,
+        0,
+        Transition::PhaseStarted(1)
+    ));
     // Success of a phase that is not running.
-    assert!(
-        apply(
-            &mut status,
-            &mut record,
-            0,
-            Transition::PhaseSucceeded(0, Map::new()),
-            ctx()
-        )
-        .is_err()
-    );
+    assert!(rejects(
+        &mut status,
+        &mut record,
+        0,
+        Transition::PhaseSucceeded(0, Map::new())
+    ));
     // Defer before main phases are over.
-    assert!(apply(&mut status, &mut record, 0, Transition::DeferStarted, ctx()).is_err());
+    assert!(rejects(
+        &mut status,
+        &mut record,
+        0,
+        Transition::DeferStarted
+    ));
     // Unknown action.
     let err = apply(&mut status, &mut record, 7, Transition::DeferStarted, ctx()).unwrap_err();
     assert!(err.to_string().contains("no such action"), "{err}");
     assert_eq!(status, before);
     // Starting twice (a second controller) is rejected.
-    apply(
+    step(&mut status, &mut record, 0, Transition::PhaseStarted(0));
+    assert!(rejects(
         &mut status,
         &mut record,
         0,
-        Transition::PhaseStarted(0),
-        ctx(),
-    )
-    .unwrap();
-    assert!(
-        apply(
-            &mut status,
-            &mut record,
-            0,
-            Transition::PhaseStarted(0),
-            ctx()
-        )
-        .is_err()
-    );
+        Transition::PhaseStarted(0)
+    ));
 }
 
 #[test]
@@ -634,36 +593,19 @@ fn init_failures_fail_at_once_with_kanister_events() {
 fn render_failure_of_artifacts_fails_the_actionset() {
     let bp = bp_action(&["one"], None);
     let (mut status, mut record, _) = start(&bp);
-    apply(
-        &mut status,
-        &mut record,
-        0,
-        Transition::PhaseStarted(0),
-        ctx(),
-    )
-    .unwrap();
-    apply(
-        &mut status,
-        &mut record,
-        0,
-        Transition::PhaseSucceeded(0, Map::new()),
-        ctx(),
-    )
-    .unwrap();
+    run_phase(&mut status, &mut record, 0, Map::new());
     assert_eq!(
         next_step(&status.actions[0], &record.actions[0], false),
         Step::Finish
     );
-    let evs = apply(
+    let evs = step(
         &mut status,
         &mut record,
         0,
         Transition::Finished(Some(Err(
             "Failed to render template: \"x\" not found".into()
         ))),
-        ctx(),
-    )
-    .unwrap();
+    );
     assert!(
         evs[0]
             .message
@@ -725,23 +667,14 @@ fn blueprint_changed_while_running_is_detected() {
 fn a_huge_phase_error_is_cut_and_the_defer_phase_still_runs() {
     let bp = bp_action(&["one"], Some("cleanup"));
     let (mut status, mut record, _) = start(&bp);
-    apply(
-        &mut status,
-        &mut record,
-        0,
-        Transition::PhaseStarted(0),
-        ctx(),
-    )
-    .unwrap();
+    step(&mut status, &mut record, 0, Transition::PhaseStarted(0));
     let huge = format!("pod failed; last log lines:\n{}END", "x".repeat(3 << 20));
-    let evs = apply(
+    let evs = step(
         &mut status,
         &mut record,
         0,
         Transition::PhaseFailed(0, huge),
-        ctx(),
-    )
-    .unwrap();
+    );
     let rec = &record.actions[0];
     assert!(
         rec.error.len() <= status_size::ERROR_MAX,
@@ -767,26 +700,17 @@ fn a_huge_phase_error_is_cut_and_the_defer_phase_still_runs() {
 fn an_output_too_large_for_status_fails_the_phase_without_recording_it() {
     let bp = bp_action(&["one", "two"], Some("cleanup"));
     let (mut status, mut record, _) = start(&bp);
-    apply(
-        &mut status,
-        &mut record,
-        0,
-        Transition::PhaseStarted(0),
-        ctx(),
-    )
-    .unwrap();
+    step(&mut status, &mut record, 0, Transition::PhaseStarted(0));
     let big = json!({"dump": "y".repeat(2 << 20)})
         .as_object()
         .unwrap()
         .clone();
-    let evs = apply(
+    let evs = step(
         &mut status,
         &mut record,
         0,
         Transition::PhaseSucceeded(0, big),
-        ctx(),
-    )
-    .unwrap();
+    );
     let a = &status.actions[0];
     assert_eq!(a.phases[0].state, State::Failed);
     assert!(a.phases[0].output.is_empty());
@@ -804,19 +728,12 @@ fn an_output_too_large_for_status_fails_the_phase_without_recording_it() {
     assert_eq!(next_step(a, &record.actions[0], false), Step::RunDefer);
 
     // The same for the deferPhase's output.
-    apply(&mut status, &mut record, 0, Transition::DeferStarted, ctx()).unwrap();
+    step(&mut status, &mut record, 0, Transition::DeferStarted);
     let big = json!({"v": "z".repeat(1 << 20)})
         .as_object()
         .unwrap()
         .clone();
-    apply(
-        &mut status,
-        &mut record,
-        0,
-        Transition::DeferSucceeded(big),
-        ctx(),
-    )
-    .unwrap();
+    step(&mut status, &mut record, 0, Transition::DeferSucceeded(big));
     let a = &status.actions[0];
     assert_eq!(a.defer_phase.state, State::Failed);
     assert!(a.defer_phase.output.is_empty());
@@ -836,22 +753,7 @@ fn huge_artifacts_fail_the_action_instead_of_the_status_write() {
     drive(&mut status, &mut record, 0, &|_| Exec::Ok("v"), false);
     assert_eq!(status.state, State::Complete);
     let (mut status, mut record, _) = start(&bp);
-    apply(
-        &mut status,
-        &mut record,
-        0,
-        Transition::PhaseStarted(0),
-        ctx(),
-    )
-    .unwrap();
-    apply(
-        &mut status,
-        &mut record,
-        0,
-        Transition::PhaseSucceeded(0, json_map("v")),
-        ctx(),
-    )
-    .unwrap();
+    run_phase(&mut status, &mut record, 0, json_map("v"));
     let arts = BTreeMap::from([(
         "art".to_string(),
         Artifact {
@@ -859,14 +761,12 @@ fn huge_artifacts_fail_the_action_instead_of_the_status_write() {
             ..Artifact::default()
         },
     )]);
-    apply(
+    step(
         &mut status,
         &mut record,
         0,
         Transition::Finished(Some(Ok(arts))),
-        ctx(),
-    )
-    .unwrap();
+    );
     assert_eq!(status.state, State::Failed);
     assert!(
         status
@@ -892,39 +792,21 @@ fn many_actions_with_huge_errors_stay_within_the_object_budget() {
     let (mut status, mut record) = (init.status, init.record);
     let huge = "e".repeat(1 << 20);
     for i in 0..names.len() {
-        apply(
-            &mut status,
-            &mut record,
-            i,
-            Transition::PhaseStarted(0),
-            ctx(),
-        )
-        .unwrap();
-        apply(
+        step(&mut status, &mut record, i, Transition::PhaseStarted(0));
+        step(
             &mut status,
             &mut record,
             i,
             Transition::PhaseFailed(0, huge.clone()),
-            ctx(),
-        )
-        .unwrap();
-        apply(&mut status, &mut record, i, Transition::DeferStarted, ctx()).unwrap();
-        apply(
+        );
+        step(&mut status, &mut record, i, Transition::DeferStarted);
+        step(
             &mut status,
             &mut record,
             i,
             Transition::DeferFailed(huge.clone()),
-            ctx(),
-        )
-        .unwrap();
-        apply(
-            &mut status,
-            &mut record,
-            i,
-            Transition::Finished(None),
-            ctx(),
-        )
-        .unwrap();
+        );
+        step(&mut status, &mut record, i, Transition::Finished(None));
     }
     assert_eq!(status.state, State::Failed);
     let mut meta = ObjectMeta::default();
@@ -981,22 +863,7 @@ fn finishing_keeps_artifact_fields_others_wrote() {
         .unwrap()
         .extra
         .insert("size".into(), json!(42));
-    apply(
-        &mut status,
-        &mut record,
-        0,
-        Transition::PhaseStarted(0),
-        ctx(),
-    )
-    .unwrap();
-    apply(
-        &mut status,
-        &mut record,
-        0,
-        Transition::PhaseSucceeded(0, Map::new()),
-        ctx(),
-    )
-    .unwrap();
+    run_phase(&mut status, &mut record, 0, Map::new());
     let rendered = BTreeMap::from([(
         "art".to_string(),
         Artifact {
@@ -1004,14 +871,12 @@ fn finishing_keeps_artifact_fields_others_wrote() {
             ..Artifact::default()
         },
     )]);
-    apply(
+    step(
         &mut status,
         &mut record,
         0,
         Transition::Finished(Some(Ok(rendered))),
-        ctx(),
-    )
-    .unwrap();
+    );
     let art = &status.actions[0].artifacts["art"];
     assert_eq!(art.key_value["k"], "v");
     assert_eq!(art.extra["size"], json!(42));
