@@ -3,6 +3,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use blueprint_operator::webhook::certs::{self, DevCerts};
@@ -344,6 +345,37 @@ fn short_limits() -> Limits {
     }
 }
 
+/// A server with `limits` serving a fresh certificate from its own Secret volume `dir`, and a
+/// client config `tls` that trusts it.
+struct LimitedServer {
+    dir: PathBuf,
+    running: server::Running,
+    tls: Arc<rustls::ClientConfig>,
+}
+
+impl LimitedServer {
+    async fn start(name: &str, limits: Limits) -> LimitedServer {
+        let dir = temp_dir(name);
+        let c = dev_certs();
+        write_secret_volume(&dir, 1, c.cert_pem.as_bytes(), c.key_pem.as_bytes());
+        let running = server::start(limited(&dir, limits)).await.unwrap();
+        let tls = client_config(&c.ca_cert_pem);
+        LimitedServer { dir, running, tls }
+    }
+
+    /// A new connection, which must complete its handshake.
+    async fn connect(&self) -> Conn {
+        Conn::connect(self.running.addr, self.tls.clone(), "localhost")
+            .await
+            .unwrap()
+    }
+
+    async fn stop(self) {
+        self.running.shutdown().await.unwrap();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 fn closed_count(metrics: &str, reason: &str) -> u64 {
     let key =
         format!("blueprint_operator_webhook_connections_closed_total{{reason=\"{reason}\"}} ");
@@ -385,29 +417,22 @@ async fn drip_until_closed(conn: Conn, prefix: &[u8], drip: u8) -> String {
 
 #[tokio::test]
 async fn headers_sent_byte_by_byte_are_cut_off() {
-    let dir = temp_dir("slowloris");
-    let c = dev_certs();
-    write_secret_volume(&dir, 1, c.cert_pem.as_bytes(), c.key_pem.as_bytes());
     let limits = Limits {
         header_timeout: Duration::from_secs(1),
         ..short_limits()
     };
-    let running = server::start(limited(&dir, limits)).await.unwrap();
-    let tls = client_config(&c.ca_cert_pem);
-    let conn = Conn::connect(running.addr, tls.clone(), "localhost")
-        .await
-        .unwrap();
+    let srv = LimitedServer::start("slowloris", limits).await;
     let out = drip_until_closed(
-        conn,
+        srv.connect().await,
         b"POST /validate/blueprint HTTP/1.1\r\nhost: x\r\nx-slow: ",
         b'a',
     )
     .await;
     assert!(!out.contains("200 OK"), "{out}");
-    assert_eq!(closed_count(&running.metrics().encode(), "header"), 1);
+    assert_eq!(closed_count(&srv.running.metrics().encode(), "header"), 1);
 
     // A normal client on a fresh connection is served meanwhile.
-    let mut ok = Conn::connect(running.addr, tls, "localhost").await.unwrap();
+    let mut ok = srv.connect().await;
     let r = ok
         .request(
             "POST",
@@ -417,25 +442,18 @@ async fn headers_sent_byte_by_byte_are_cut_off() {
         .await
         .unwrap();
     assert_eq!(r.status, 200, "{}", r.text());
-    running.shutdown().await.unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
+    srv.stop().await;
 }
 
 #[tokio::test]
 async fn a_body_sent_byte_by_byte_gets_408_and_the_connection_closes() {
-    let dir = temp_dir("slowbody");
-    let c = dev_certs();
-    write_secret_volume(&dir, 1, c.cert_pem.as_bytes(), c.key_pem.as_bytes());
     let limits = Limits {
         body_timeout: Duration::from_secs(1),
         ..short_limits()
     };
-    let running = server::start(limited(&dir, limits)).await.unwrap();
-    let conn = Conn::connect(running.addr, client_config(&c.ca_cert_pem), "localhost")
-        .await
-        .unwrap();
+    let srv = LimitedServer::start("slowbody", limits).await;
     let out = drip_until_closed(
-        conn,
+        srv.connect().await,
         b"POST /validate/blueprint HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n",
         b' ',
     )
@@ -446,24 +464,18 @@ async fn a_body_sent_byte_by_byte_gets_408_and_the_connection_closes() {
         out.to_ascii_lowercase().contains("connection: close"),
         "{out}"
     );
-    running.shutdown().await.unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
+    srv.stop().await;
 }
 
 #[tokio::test]
 async fn idle_keep_alive_connections_are_closed_after_the_idle_timeout_not_the_header_timeout() {
-    let dir = temp_dir("idle");
-    let c = dev_certs();
-    write_secret_volume(&dir, 1, c.cert_pem.as_bytes(), c.key_pem.as_bytes());
     let limits = Limits {
         header_timeout: Duration::from_secs(1),
         idle_timeout: Duration::from_secs(10),
         ..short_limits()
     };
-    let running = server::start(limited(&dir, limits)).await.unwrap();
-    let mut conn = Conn::connect(running.addr, client_config(&c.ca_cert_pem), "localhost")
-        .await
-        .unwrap();
+    let srv = LimitedServer::start("idle", limits).await;
+    let mut conn = srv.connect().await;
     let review = blueprint_review("u", &valid_blueprint());
     let r = conn
         .request("POST", "/validate/blueprint", &review)
@@ -482,32 +494,23 @@ async fn idle_keep_alive_connections_are_closed_after_the_idle_timeout_not_the_h
         .await
         .expect("idle connection never closed")
         .unwrap();
-    assert_eq!(closed_count(&running.metrics().encode(), "idle"), 1);
-    running.shutdown().await.unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(closed_count(&srv.running.metrics().encode(), "idle"), 1);
+    srv.stop().await;
 }
 
 #[tokio::test]
 async fn connections_over_the_limit_are_refused_and_the_server_stays_healthy() {
-    let dir = temp_dir("limit");
-    let c = dev_certs();
-    write_secret_volume(&dir, 1, c.cert_pem.as_bytes(), c.key_pem.as_bytes());
     let limits = Limits {
         max_connections: 2,
         ..short_limits()
     };
-    let running = server::start(limited(&dir, limits)).await.unwrap();
-    let tls = client_config(&c.ca_cert_pem);
+    let srv = LimitedServer::start("limit", limits).await;
     let review = blueprint_review("u", &valid_blueprint());
-    let mut first = Conn::connect(running.addr, tls.clone(), "localhost")
-        .await
-        .unwrap();
-    let second = Conn::connect(running.addr, tls.clone(), "localhost")
-        .await
-        .unwrap();
+    let mut first = srv.connect().await;
+    let second = srv.connect().await;
     // The third is closed before its handshake completes (or right after it, on TLS 1.3).
     let third = async {
-        let mut c = Conn::connect(running.addr, tls.clone(), "localhost").await?;
+        let mut c = Conn::connect(srv.running.addr, srv.tls.clone(), "localhost").await?;
         c.request("POST", "/validate/blueprint", &review).await
     };
     assert!(
@@ -517,22 +520,22 @@ async fn connections_over_the_limit_are_refused_and_the_server_stays_healthy() {
             .is_err(),
         "a third connection was served over a limit of 2"
     );
-    assert!(closed_count(&running.metrics().encode(), "limit") >= 1);
+    assert!(closed_count(&srv.running.metrics().encode(), "limit") >= 1);
     // The open connections and the probe listener keep working.
     let r = first
         .request("POST", "/validate/blueprint", &review)
         .await
         .unwrap();
     assert_eq!(r.status, 200);
-    let (status, _) = http_get(running.probe_addr.unwrap(), "/healthz")
+    let (status, _) = http_get(srv.running.probe_addr.unwrap(), "/healthz")
         .await
         .unwrap();
     assert_eq!(status, 200);
     // A closed connection frees its slot.
     drop(second);
-    let addr = running.addr;
+    let addr = srv.running.addr;
     eventually("a slot freed for a new connection", || {
-        let tls = tls.clone();
+        let tls = srv.tls.clone();
         let review = review.clone();
         async move {
             match Conn::connect(addr, tls, "localhost").await {
@@ -545,6 +548,5 @@ async fn connections_over_the_limit_are_refused_and_the_server_stays_healthy() {
         }
     })
     .await;
-    running.shutdown().await.unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
+    srv.stop().await;
 }
