@@ -67,6 +67,18 @@ enum Exec {
     Fail(&'static str),
 }
 
+/// A script for [`drive`]: the deferPhase `cleanup` ends with `defer`, every other phase with
+/// `main`.
+fn main_and_defer(main: Exec, defer: Exec) -> impl Fn(&str) -> Exec {
+    move |p| {
+        if p == "cleanup" {
+            defer.clone()
+        } else {
+            main.clone()
+        }
+    }
+}
+
 /// Drives one action through the machine the way the runtime does, with
 /// scripted results per phase name, and returns every Event (reason, message).
 fn drive(
@@ -205,7 +217,7 @@ fn main_ok_defer_ok_completes_with_events_in_order() {
         &mut status,
         &mut record,
         0,
-        &|p| Exec::Ok(if p == "cleanup" { "dv" } else { "mv" }),
+        &main_and_defer(Exec::Ok("mv"), Exec::Ok("dv")),
         false,
     );
     assert_eq!(
@@ -290,13 +302,7 @@ fn main_ok_defer_fails() {
         &mut status,
         &mut record,
         0,
-        &|p| {
-            if p == "cleanup" {
-                Exec::Fail("scale failed")
-            } else {
-                Exec::Ok("x")
-            }
-        },
+        &main_and_defer(Exec::Ok("x"), Exec::Fail("scale failed")),
         false,
     );
     let last = evs.last().unwrap();
@@ -320,13 +326,7 @@ fn both_fail_keeps_main_error() {
         &mut status,
         &mut record,
         0,
-        &|p| {
-            if p == "cleanup" {
-                Exec::Fail("defer boom")
-            } else {
-                Exec::Fail("main boom")
-            }
-        },
+        &main_and_defer(Exec::Fail("main boom"), Exec::Fail("defer boom")),
         false,
     );
     assert_eq!(
