@@ -340,6 +340,24 @@ const CASES: &[&str] = &[
     "{{ camelcase nil }}",
     "{{ kebabcase \"a\" \"b\" }}",
     "{{ .StatefulSet.Name | snakecase | camelcase | kebabcase }}",
+    // sprig crypto: random outputs are checked by crypto_functions_interoperate_with_go;
+    // these outcomes are deterministic.
+    "{{ encryptAES \"k\" \"\" }}|{{ decryptAES \"k\" \"\" }}",
+    "{{ decryptAES \"secret\" \"uyML9axRBb88SxlECkaAqqbOUDnO7kWbTQzDy27q+xM=\" }}",
+    "{{ decryptAES \"k\" \"!!\" }}",
+    "{{ decryptAES \"k\" \"YQ==\" }}",
+    "{{ decryptAES \"k\" \"AAAAAAAAAAAAAAAAAAAAAA==\" }}",
+    "{{ decryptAES \"k\" \"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA==\" }}",
+    "{{ typeOf (genCA \"x\" 1) }} {{ len (genSelfSignedCert \"x\" nil nil 1).Key | lt 1000 }}",
+    "{{ (genCA \"x\" 1).Nope }}",
+    "{{ genSelfSignedCert \"x\" (list 1) nil 1 }}",
+    "{{ genSelfSignedCert \"x\" (list \"bad\") nil 1 }}",
+    "{{ genSelfSignedCert \"x\" nil (list \"日本\") 1 }}",
+    "{{ genSelfSignedCert \"x\" .StatefulSet.Pods nil 1 }}",
+    "{{ genSignedCert \"x\" nil nil 1 \"notacert\" }}",
+    "{{ buildCustomCert \"!\" \"x\" }}",
+    "{{ buildCustomCert \"eA==\" \"eA==\" }}",
+    "{{ genPrivateKey \"\" }}",
     // FIPS stubs and errors
     "{{ bcrypt \"x\" }}",
     "{{ htpasswd \"u\" \"p\" }}",
@@ -630,4 +648,130 @@ fn semver_and_case_functions_match_go_on_generated_inputs() {
         go_errors > 200 && go_errors < total - 1000,
         "Go errored on {go_errors}"
     );
+}
+
+/// `encryptAES`/`decryptAES` and the certificate functions against real Go:
+/// their outputs are random, so each side decrypts, parses and signs with
+/// what the other produced, and webpki checks the resulting chains.
+#[test]
+fn crypto_functions_interoperate_with_go() {
+    use base64::Engine;
+    let Some(bin) = support::oracle_binary() else {
+        return;
+    };
+    // Go's certificates start at time.Now(): render ours at the same clock.
+    let now = chrono::Utc::now();
+    let ours = |t: &str| {
+        Template::parse(t)
+            .and_then(|x| x.render_at(&json!({}), now))
+            .unwrap_or_else(|e| panic!("{t}: {e}"))
+    };
+    let go = |templates: &[String]| -> Vec<String> {
+        let cases: Vec<Value> = templates.iter().map(|t| json!({ "template": t })).collect();
+        let out: Vec<Value> =
+            serde_json::from_slice(&support::run_oracle(&bin, &cases, &[])).expect("oracle JSON");
+        out.iter()
+            .zip(templates)
+            .map(|(r, t)| match r["output"].as_str() {
+                Some(o) if r["ok"] == true => o.to_string(),
+                _ => panic!("Go failed on {t}: {}", r["error"]),
+            })
+            .collect()
+    };
+    let b64 = |x: &str| base64::engine::general_purpose::STANDARD.encode(x);
+
+    let texts = ["a", "sixteen bytes!!!", &"héllo 日本 ".repeat(20)];
+    let ours_encrypted: Vec<String> = texts
+        .iter()
+        .map(|x| {
+            format!(
+                "{{{{ decryptAES \"pw\" {:?} }}}}",
+                ours(&format!("{{{{ encryptAES \"pw\" {x:?} }}}}"))
+            )
+        })
+        .collect();
+    assert_eq!(go(&ours_encrypted), texts, "Go decrypts ours");
+    let go_encrypted: Vec<String> = texts
+        .iter()
+        .map(|x| format!("{{{{ encryptAES \"pw\" {x:?} }}}}"))
+        .collect();
+    for (c, x) in go(&go_encrypted).iter().zip(texts) {
+        assert_eq!(
+            ours(&format!("{{{{ decryptAES \"pw\" {c:?} }}}}")),
+            x,
+            "we decrypt Go's"
+        );
+    }
+
+    let cert_and_key = "{{ $c.Cert }}|{{ $c.Key }}";
+    let split = |x: &str| {
+        let (c, k) = x.split_once('|').expect("cert|key");
+        (c.to_string(), k.to_string())
+    };
+    let leaf = |who: &str, ca: &(String, String)| {
+        format!(
+            "{{{{ $c := genSignedCert \"{who}-leaf\" (list \"127.0.0.1\") (list \"{who}.example\") 10 (buildCustomCert {:?} {:?}) }}}}{cert_and_key}",
+            b64(&ca.0),
+            b64(&ca.1)
+        )
+    };
+    let our_ca = split(&ours(&format!(
+        "{{{{ $c := genCA \"our-ca\" 10 }}}}{cert_and_key}"
+    )));
+    let our_key = ours("{{ genPrivateKey \"rsa\" }}");
+    let go_out = go(&[
+        format!("{{{{ $c := genCA \"go-ca\" 10 }}}}{cert_and_key}"),
+        leaf("go", &our_ca),
+        // Go parses our 4096-bit PKCS#1 key (buildCustomCert does not pair cert and key).
+        format!(
+            "{{{{ (buildCustomCert {:?} {:?}).Key }}}}",
+            b64(&our_ca.0),
+            b64(&our_key)
+        ),
+        "{{ genPrivateKey \"rsa\" }}".to_string(),
+    ]);
+    let go_ca = split(&go_out[0]);
+    assert_eq!(go_out[2], our_key);
+    // We parse Go's RSA key the same way.
+    ours(&format!(
+        "{{{{ buildCustomCert {:?} {:?} }}}}",
+        b64(&go_ca.0),
+        b64(&go_out[3])
+    ));
+
+    let go_leaf = split(&go_out[1]);
+    let our_leaf = split(&ours(&leaf("our", &go_ca)));
+    verify_chain(&our_ca.0, &go_leaf.0, "go.example");
+    verify_chain(&go_ca.0, &our_leaf.0, "our.example");
+}
+
+/// `leaf_pem` chains to `ca_pem` as a TLS server certificate for `dns` and 127.0.0.1.
+fn verify_chain(ca_pem: &str, leaf_pem: &str, dns: &str) {
+    use base64::Engine;
+    use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+    let der = |pem: &str| -> CertificateDer<'static> {
+        let body: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+        base64::engine::general_purpose::STANDARD
+            .decode(body)
+            .expect("PEM base64")
+            .into()
+    };
+    let (ca, leaf) = (der(ca_pem), der(leaf_pem));
+    let anchors = [webpki::anchor_from_trusted_cert(&ca).expect("CA certificate")];
+    let ee = webpki::EndEntityCert::try_from(&leaf).expect("leaf certificate");
+    ee.verify_for_usage(
+        &[webpki::ring::RSA_PKCS1_2048_8192_SHA256],
+        &anchors,
+        &[],
+        UnixTime::now(),
+        webpki::KeyUsage::server_auth(),
+        None,
+        None,
+    )
+    .unwrap_or_else(|e| panic!("{leaf_pem} does not chain to {ca_pem}: {e:?}"));
+    for name in [dns, "127.0.0.1"] {
+        let name = ServerName::try_from(name).expect("server name");
+        ee.verify_is_valid_for_subject_name(&name)
+            .unwrap_or_else(|e| panic!("{leaf_pem} is not valid for {name:?}: {e:?}"));
+    }
 }

@@ -184,6 +184,7 @@ pub fn is_defined(name: &str) -> bool {
         || super::sprig_lists::NAMES.contains(&name)
         || super::sprig_other::NAMES.contains(&name)
         || super::sprig_semver::NAMES.contains(&name)
+        || super::sprig_crypto::NAMES.contains(&name)
 }
 
 /// Every function a template may call (Go builtins and sprig), for tests.
@@ -197,6 +198,7 @@ pub fn all_names() -> Vec<&'static str> {
         .chain(super::sprig_lists::NAMES)
         .chain(super::sprig_other::NAMES)
         .chain(super::sprig_semver::NAMES)
+        .chain(super::sprig_crypto::NAMES)
         .copied()
         .filter(|n| is_defined(n))
         .collect()
@@ -482,7 +484,7 @@ fn len(args: &[Value]) -> FnResult {
 }
 
 /// Go's `base64.StdEncoding.DecodeString`, with Go's error positions.
-fn go_b64_decode(src: &[u8]) -> Result<Vec<u8>, usize> {
+pub fn go_b64_decode(src: &[u8]) -> Result<Vec<u8>, usize> {
     fn val(c: u8) -> Option<u32> {
         match c {
             b'A'..=b'Z' => Some((c - b'A') as u32),
@@ -932,6 +934,7 @@ pub fn call(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
             return super::sprig_lists::call(name, args)
                 .or_else(|| super::sprig_other::call(name, args, ctx))
                 .or_else(|| super::sprig_semver::call(name, args))
+                .or_else(|| super::sprig_crypto::call(name, args, ctx))
                 // Last: it answers every name (with "not defined").
                 .or_else(|| super::sprig_strings::call(name, args))
                 .unwrap_or_else(|| Err(format!("function {name:?} not defined")));

@@ -33,6 +33,8 @@ pub mod limits;
 mod params;
 mod parse;
 mod print;
+mod sprig_certs;
+mod sprig_crypto;
 mod sprig_lists;
 mod sprig_other;
 mod sprig_semver;
@@ -313,3 +315,6 @@ mod tests;
 
 #[cfg(test)]
 mod limits_tests;
+
+#[cfg(test)]
+mod crypto_tests;

@@ -44,7 +44,6 @@ pub const NAMES: &[&str] = &[
     "shuffle",
     "uuidv4",
     "call",
-    "genPrivateKey",
 ];
 
 /// Go `path.Clean`.
@@ -180,7 +179,7 @@ fn time_arg(v: &Value, ctx: &Ctx) -> GoTime {
     }
 }
 
-fn random_bytes(n: usize) -> Result<Vec<u8>, String> {
+pub fn random_bytes(n: usize) -> Result<Vec<u8>, String> {
     use ring::rand::SecureRandom;
     let mut buf = vec![0u8; n];
     ring::rand::SystemRandom::new()
@@ -545,23 +544,6 @@ fn call_inner(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
                 &h[20..32]
             ))
         }
-        // Kanister allows only rsa, ecdsa and ed25519; sprig v2.22.0 knows no
-        // ed25519. RSA key generation is not implemented here (README).
-        "genPrivateKey" => {
-            arity(name, args, 1)?;
-            match s(&args[0])? {
-                "ecdsa" => Value::str(ecdsa_p256_pem()?),
-                "ed25519" => Value::str("Unknown type ed25519"),
-                "rsa" => {
-                    return Err("genPrivateKey \"rsa\" is not implemented by blueprint-operator; use \"ecdsa\"".into());
-                }
-                other => {
-                    return Err(format!(
-                        "sprig usage of 'genPrivateKey for {other} key' is not allowed by kanister as it is not FIPS compatible"
-                    ));
-                }
-            }
-        }
         // No value a template can reach is a function.
         "call" => match args.first() {
             None => return Err("wrong number of args for call: want at least 1 got 0".into()),
@@ -616,40 +598,6 @@ fn expand_empty(x: &str) -> String {
         i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
-}
-
-/// A P-256 key as Go's `x509.MarshalECPrivateKey` PEM ("EC PRIVATE KEY").
-fn ecdsa_p256_pem() -> Result<String, String> {
-    use base64::Engine;
-    use ring::signature::{ECDSA_P256_SHA256_ASN1_SIGNING, EcdsaKeyPair, KeyPair};
-    let rng = ring::rand::SystemRandom::new();
-    let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, &rng)
-        .map_err(|_| "failed to generate private key".to_string())?;
-    let der = pkcs8.as_ref();
-    let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, der, &rng)
-        .map_err(|_| "failed to generate private key".to_string())?;
-    // ring's PKCS#8 holds the SEC1 key: the 32-byte scalar follows `02 01 01 04 20`.
-    let at = der
-        .windows(5)
-        .position(|w| w == [0x02, 0x01, 0x01, 0x04, 0x20])
-        .ok_or("failed to generate private key")?;
-    let scalar = &der[at + 5..at + 37];
-    let public = pair.public_key().as_ref();
-    let mut sec1 = vec![0x30, 0x77, 0x02, 0x01, 0x01, 0x04, 0x20];
-    sec1.extend_from_slice(scalar);
-    sec1.extend_from_slice(&[
-        0xa0, 0x0a, 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07,
-    ]);
-    sec1.extend_from_slice(&[0xa1, 0x44, 0x03, 0x42, 0x00]);
-    sec1.extend_from_slice(public);
-    let b64 = base64::engine::general_purpose::STANDARD.encode(&sec1);
-    let mut pem = String::from("-----BEGIN EC PRIVATE KEY-----\n");
-    for chunk in b64.as_bytes().chunks(64) {
-        pem.push_str(&String::from_utf8_lossy(chunk));
-        pem.push('\n');
-    }
-    pem.push_str("-----END EC PRIVATE KEY-----\n");
-    Ok(pem)
 }
 
 /// Go `Regexp.Split` (empty matches at the start and end split nothing).

@@ -463,28 +463,6 @@ fn non_deterministic_functions_have_the_right_shape() {
     assert_eq!(r("{{ now | dateModify \"-90m\" | ago }}"), "1h30m0s");
     assert_eq!(r("{{ now | dateModify \"45s\" | ago }}"), "-45s");
 
-    let key = r("{{ genPrivateKey \"ecdsa\" }}");
-    assert!(key.starts_with("-----BEGIN EC PRIVATE KEY-----\n"), "{key}");
-    assert!(key.ends_with("-----END EC PRIVATE KEY-----\n"), "{key}");
-    use base64::Engine;
-    let body: String = key.lines().filter(|l| !l.starts_with("-----")).collect();
-    let der = base64::engine::general_purpose::STANDARD
-        .decode(body)
-        .unwrap();
-    assert_eq!(der.len(), 121, "SEC1 P-256 key with curve and public key");
-    assert_eq!(&der[..7], &[0x30, 0x77, 0x02, 0x01, 0x01, 0x04, 0x20]);
-    assert_eq!(der[56], 0x04, "uncompressed public point");
-    assert!(
-        e("{{ genPrivateKey \"dsa\" }}")
-            .to_string()
-            .contains("sprig usage of 'genPrivateKey for dsa key' is not allowed by kanister")
-    );
-    assert!(
-        e("{{ genPrivateKey \"rsa\" }}")
-            .to_string()
-            .contains("not implemented")
-    );
-
     // The operator's environment is not visible to Blueprints.
     assert_eq!(
         r("{{ env \"PATH\" }}|{{ expandenv \"x$HOME${PATH}y\" }}"),
