@@ -79,7 +79,9 @@ const SPRIG: &[&str] = &[
     "derivePassword",
 ];
 
-/// The other sprig v2.22.0 names: accepted by Kanister, not implemented here.
+/// The other sprig v2.22.0 names (implemented in the `sprig_*` modules): with
+/// `SPRIG`, the catalog Kanister accepts. A name no module defines would be
+/// refused at parse time as "not supported".
 const SPRIG_OTHER: &[&str] = &[
     "abbrev",
     "abbrevboth",
@@ -1058,6 +1060,12 @@ fn sha1_hex(data: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_sprig_v2_22_function_is_implemented() {
+        let missing: Vec<_> = SPRIG_OTHER.iter().filter(|n| !is_defined(n)).collect();
+        assert!(missing.is_empty(), "{missing:?}");
+    }
 
     #[test]
     fn b64_errors_match_go_positions() {
