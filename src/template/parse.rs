@@ -623,27 +623,37 @@ fn parse_number(s: &str) -> Option<Arg> {
         None => (false, clean.trim_start_matches('+').to_string()),
     };
     let lower = body.to_ascii_lowercase();
+    // Magnitudes parse as u64 so that i64::MIN (`-9223372036854775808`), which Go accepts, fits.
     let radix_val = if let Some(h) = lower.strip_prefix("0x") {
-        Some(i64::from_str_radix(h, 16).ok()?)
+        Some(u64::from_str_radix(h, 16).ok()?)
     } else if let Some(o) = lower.strip_prefix("0o") {
-        Some(i64::from_str_radix(o, 8).ok()?)
+        Some(u64::from_str_radix(o, 8).ok()?)
     } else if let Some(b) = lower.strip_prefix("0b") {
-        Some(i64::from_str_radix(b, 2).ok()?)
+        Some(u64::from_str_radix(b, 2).ok()?)
     } else if lower.len() > 1 && lower.starts_with('0') && lower.bytes().all(|c| c.is_ascii_digit())
     {
-        Some(i64::from_str_radix(&lower[1..], 8).ok()?)
+        Some(u64::from_str_radix(&lower[1..], 8).ok()?)
     } else {
         None
     };
     if let Some(v) = radix_val {
-        return Some(Arg::Int(if neg { -v } else { v }));
+        return signed(neg, v);
     }
     if lower.contains(['.', 'e']) {
         let f: f64 = lower.parse().ok()?;
         return Some(Arg::Float(if neg { -f } else { f }));
     }
-    let v: i64 = lower.parse().ok()?;
-    Some(Arg::Int(if neg { -v } else { v }))
+    signed(neg, lower.parse().ok()?)
+}
+
+/// An int literal of the given sign and magnitude, when it fits an int64 as Go requires.
+fn signed(neg: bool, magnitude: u64) -> Option<Arg> {
+    let v = if neg {
+        -i128::from(magnitude)
+    } else {
+        i128::from(magnitude)
+    };
+    i64::try_from(v).ok().map(Arg::Int)
 }
 
 fn parse_char(s: &str) -> Option<i64> {
