@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build (or reuse) the test control plane binaries:
-#   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (Kubernetes $K8S_VERSION),
+#   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, and for the real node kubelet and
+#   kube-proxy (Kubernetes $K8S_VERSION),
 #   etcd ($ETCD_VERSION) and kwok ($KWOK_VERSION)
 # from the Go wrapper modules next to this script. Binaries are cached by version under
 #   ${BPO_CACHE_DIR:-$HOME/.cache/blueprint-operator}/{k8s-v$K8S_VERSION,etcd-v$ETCD_VERSION,kwok-v$KWOK_VERSION}/
@@ -88,7 +89,7 @@ go_build() {
   log "built $(basename "$out") in $((SECONDS - start))s"
 }
 
-k8s_bins=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+k8s_bins=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy)
 missing_k8s=false
 for b in "${k8s_bins[@]}"; do
   [[ -x "$(path_for "$b" "$k8s_dir")" ]] || missing_k8s=true
@@ -130,10 +131,11 @@ if $missing_k8s; then
     ldf+=" -X $pkg.gitVersion=v$K8S_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
     ldf+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$build_date"
   done
-  # One invocation for all four: they share most compiled packages.
+  # One invocation for all of them: they share most compiled packages.
   go_build "$here/k8s" "$k8s_dir" "$ldf" \
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
+    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl \
+    k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy
 fi
 
 for b in "${k8s_bins[@]}"; do echo "$b=$(path_for "$b" "$k8s_dir")"; done
