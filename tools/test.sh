@@ -1,13 +1,58 @@
 #!/usr/bin/env bash
-# The project's test command (README "Set-up"): builds or reuses the test
-# control plane, then runs every test. Test binaries that need a cluster start
-# their own on 127.0.0.1 (tests/support) and stop it when they exit.
-# Extra arguments go to `cargo test`, e.g. `tools/test.sh --test e2e_executor`.
+# The project's test command (README "Set-up").
+#
+#   tools/test.sh [CARGO TEST ARGS]   the fast tier: builds or reuses the test control plane, then runs
+#                                     every test; test binaries that need a cluster start their own on
+#                                     127.0.0.1 with a kwok node (tests/support) and stop it on exit.
+#                                     e.g. `tools/test.sh --test e2e_executor`
+#   tools/test.sh --real [FILTER]     the real tier (root): installs the Debian packages the real node
+#                                     needs, builds the images, starts ONE cluster with a real kubelet
+#                                     node, and runs the tests of tests/real (everything a pod does)
+#                                     against it; FILTER selects tests by name.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export KANISTER_CORPUS="${KANISTER_CORPUS:-$PWD/../shared/kanister-corpus}"
-tools/control-plane/build.sh
-# restic + an S3-compatible object store + the VolumeSnapshot CRDs (data-mover and CSI tests).
-tools/data-plane/build.sh
-# --no-fail-fast: one failing test binary must not hide the results of the others.
-cargo test --no-fail-fast "$@"
+
+if [[ "${1:-}" != --real ]]; then
+  tools/control-plane/build.sh >/dev/null
+  # restic + an S3-compatible object store + the VolumeSnapshot CRDs (data-mover and CSI tests).
+  tools/data-plane/build.sh >/dev/null
+  # --no-fail-fast: one failing test binary must not hide the results of the others.
+  exec cargo test --no-fail-fast "$@"
+fi
+shift
+
+step() { printf '\n=== real tier: %s (%s) ===\n' "$*" "$(date -u +%T)"; }
+start=$SECONDS
+step "Debian packages of the real node"
+tools/control-plane/real-node-deps.sh
+step "control plane, data plane"
+tools/control-plane/build.sh >/dev/null
+tools/data-plane/build.sh >/dev/null
+step "images (operator, tools, pause, databases)"
+tools/images/build.sh >/dev/null
+# Build the test binary before the cluster starts, so the node does not wait on the compiler.
+step "test binary"
+cargo test --test real --no-run
+
+step "cluster with the real node"
+export BPO_CLUSTER_DIR="${TMPDIR:-/tmp}/bpo-real-$$"
+trap 'tools/control-plane/cluster.sh down >/dev/null 2>&1 || true' EXIT
+eval "$(tools/control-plane/cluster.sh up --real-node)"
+export BPO_KUBECONFIG="$KUBECONFIG"
+# Servers the tests start for pods (the object store) listen on the bridge, not on loopback.
+export BPO_TEST_HOST_IP=10.245.0.1
+up=$SECONDS
+
+step "tests/real"
+# One node, one set of cluster-wide objects (the operator's install): one test at a time.
+rc=0
+cargo test --test real -- --ignored --test-threads=1 "$@" || rc=$?
+echo "real tier: cluster up in $((up - start))s after start, tests took $((SECONDS - up))s, total $((SECONDS - start))s"
+if ((rc != 0)); then
+  echo "real tier FAILED; the last lines of the cluster's logs:" >&2
+  for f in "$BPO_CLUSTER_DIR"/logs/{kubelet,containerd,kube-proxy,coredns,kube-apiserver}.log; do
+    [[ -f $f ]] && { echo "--- $f" >&2; tail -n 25 "$f" >&2; }
+  done
+fi
+exit $rc

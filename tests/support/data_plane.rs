@@ -30,7 +30,7 @@ pub const SECRET_KEY: &str = "bpo-test-secret-key";
 /// A running S3-compatible object store.
 #[derive(Debug)]
 pub struct ObjectStore {
-    /// `http://127.0.0.1:PORT` (path-style buckets).
+    /// `http://127.0.0.1:PORT` (path-style buckets), or the `BPO_TEST_HOST_IP` address.
     pub endpoint: String,
     pub region: String,
     pub access_key: String,
@@ -96,8 +96,10 @@ pub fn object_store() -> &'static ObjectStore {
 
 fn start() -> anyhow::Result<ObjectStore> {
     let bin = paths().map_err(anyhow::Error::msg)?.gofakes3.clone();
-    let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-    let addr = format!("127.0.0.1:{port}");
+    // Loopback, or the real node's bridge address (BPO_TEST_HOST_IP) where pods must reach it.
+    let host = std::env::var("BPO_TEST_HOST_IP").unwrap_or_else(|_| "127.0.0.1".into());
+    let port = TcpListener::bind((host.as_str(), 0))?.local_addr()?.port();
+    let addr = format!("{host}:{port}");
     // The watchdog shell ends the store when this process is gone, however it ends.
     let watchdog = r#"
         "$0" "$@" & child=$!

@@ -2,7 +2,8 @@
 # Build (or reuse) the test control plane binaries:
 #   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, and for the real node kubelet and
 #   kube-proxy (Kubernetes $K8S_VERSION),
-#   etcd ($ETCD_VERSION) and kwok ($KWOK_VERSION)
+#   etcd ($ETCD_VERSION), kwok ($KWOK_VERSION) and, for the real node, CoreDNS ($COREDNS_VERSION, with
+#   only the plugins coredns/main.go names)
 # from the Go wrapper modules next to this script. Binaries are cached by version under
 #   ${BPO_CACHE_DIR:-$HOME/.cache/blueprint-operator}/{k8s-v$K8S_VERSION,etcd-v$ETCD_VERSION,kwok-v$KWOK_VERSION}/
 # so a warm run only checks that the files exist.
@@ -22,6 +23,8 @@ cache="${BPO_CACHE_DIR:-$HOME/.cache/blueprint-operator}"
 k8s_dir="$cache/k8s-v$K8S_VERSION"
 etcd_dir="$cache/etcd-v$ETCD_VERSION"
 kwok_dir="$cache/kwok-v$KWOK_VERSION"
+# keyed by the plugin list too: a plugin added to main.go makes a new binary
+coredns_dir="$cache/coredns-v$COREDNS_VERSION-$(sha256sum "$here/coredns/main.go" | cut -c1-12)"
 p="${BPO_GO_BUILD_P:-2}"
 nice_lvl="${BPO_GO_NICE:-10}"
 print_only=false
@@ -98,17 +101,20 @@ missing_etcd=false
 [[ -x "$(path_for etcd "$etcd_dir")" ]] || missing_etcd=true
 missing_kwok=false
 [[ -x "$(path_for kwok "$kwok_dir")" ]] || missing_kwok=true
+missing_coredns=false
+[[ -x "$coredns_dir/coredns" ]] || missing_coredns=true
 
 if $print_only; then
   rc=0
   for b in "${k8s_bins[@]}"; do echo "$b=$(path_for "$b" "$k8s_dir")"; done
   echo "etcd=$(path_for etcd "$etcd_dir")"
   echo "kwok=$(path_for kwok "$kwok_dir")"
-  if $missing_k8s || $missing_etcd || $missing_kwok; then rc=1; fi
+  echo "coredns=$coredns_dir/coredns"
+  if $missing_k8s || $missing_etcd || $missing_kwok || $missing_coredns; then rc=1; fi
   exit $rc
 fi
 
-if $missing_k8s || $missing_etcd || $missing_kwok; then
+if $missing_k8s || $missing_etcd || $missing_kwok || $missing_coredns; then
   command -v go >/dev/null || { log "go toolchain not found; cannot build the control plane"; exit 1; }
 fi
 
@@ -120,6 +126,10 @@ if $missing_kwok; then
   go_build "$here/kwok" "$kwok_dir" \
     "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=$K8S_VERSION" \
     sigs.k8s.io/kwok/cmd/kwok
+fi
+
+if $missing_coredns; then
+  go_build "$here/coredns" "$coredns_dir" "" .
 fi
 
 if $missing_k8s; then
@@ -141,3 +151,4 @@ fi
 for b in "${k8s_bins[@]}"; do echo "$b=$(path_for "$b" "$k8s_dir")"; done
 echo "etcd=$(path_for etcd "$etcd_dir")"
 echo "kwok=$(path_for kwok "$kwok_dir")"
+echo "coredns=$coredns_dir/coredns"

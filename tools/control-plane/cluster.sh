@@ -6,6 +6,10 @@
 #
 # Usage:
 #   cluster.sh up       build/reuse the binaries, start everything, wait until usable, print env
+#   cluster.sh up --real-node
+#                       the same plus a real kubelet node "real-0" (containerd, runc, CNI bridge,
+#                       kube-proxy, CoreDNS) running the images of tools/images/build.sh; needs root
+#                       and the Debian packages of real-node-deps.sh. See real-node.sh.
 #   cluster.sh down     stop everything and delete the state directory
 #   cluster.sh env      print `export KUBECONFIG=...` (eval "$(tools/control-plane/cluster.sh env)")
 #   cluster.sh status   exit 0 when the cluster in the state directory answers
@@ -21,6 +25,10 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 dir="${BPO_CLUSTER_DIR:-${TMPDIR:-/tmp}/bpo-cluster}"
 timeout_s="${BPO_START_TIMEOUT:-120}"
 node_name="kwok-node-0"
+real_node=false
+declare -A BIN=()
+# shellcheck source=real-node.sh
+source "$here/real-node.sh"
 
 log() { echo "[cluster] $*" >&2; }
 die() {
@@ -57,21 +65,38 @@ running() {
 
 alive() { [[ -s "$dir/pids/$1" ]] && running "$(cat "$dir/pids/$1")"; }
 
+# stop_one NAME: TERM the process group started by `start NAME`, KILL it after 5 s.
+stop_one() {
+  local name="$1" pid
+  [[ -s "$dir/pids/$name" ]] || return 0
+  pid="$(cat "$dir/pids/$name")"
+  kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 50); do
+    running "$pid" || break
+    sleep 0.1
+  done
+  kill -KILL -- "-$pid" 2>/dev/null || true
+  rm -f "$dir/pids/$name"
+}
+
 stop_all() {
   [[ -d "$dir/pids" ]] || return 0
-  local name pid order=(log-agent kwok kube-scheduler kube-controller-manager kube-apiserver etcd watchdog)
+  # The real node first, while the API server still answers; it also restores the host's network.
+  real_node_stop
+  local name order=(log-agent kwok kube-scheduler kube-controller-manager kube-apiserver etcd watchdog)
   for name in "${order[@]}"; do
     [[ "$name" == watchdog && -n "${BPO_IN_WATCHDOG:-}" ]] && continue
-    [[ -s "$dir/pids/$name" ]] || continue
-    pid="$(cat "$dir/pids/$name")"
-    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 50); do
-      running "$pid" || break
-      sleep 0.1
-    done
-    kill -KILL -- "-$pid" 2>/dev/null || true
-    rm -f "$dir/pids/$name"
+    stop_one "$name"
   done
+}
+
+# BIN[name]=path from the binaries file of the state directory (written by `up`).
+load_bins() {
+  local key val
+  [[ -f "$dir/binaries" ]] || return 0
+  while IFS='=' read -r key val; do
+    BIN[$key]="$val"
+  done <"$dir/binaries"
 }
 
 # --- helpers --------------------------------------------------------------------------------
@@ -121,7 +146,7 @@ gen_pki() {
   openssl req "${ec[@]}" -keyout "$p/serving.key" -out "$p/serving.csr" -subj "/CN=kube-apiserver" 2>/dev/null
   openssl x509 -req -in "$p/serving.csr" -CA "$p/ca.crt" -CAkey "$p/ca.key" -CAcreateserial \
     -days 3650 -out "$p/serving.crt" -extfile <(printf '%s\n' \
-      "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:10.0.0.1" \
+      "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:10.0.0.1,IP:$RN_NODE_IP" \
       "extendedKeyUsage=serverAuth" "keyUsage=critical,digitalSignature,keyEncipherment") 2>/dev/null
   # admin client cert: group system:masters bypasses RBAC
   openssl req "${ec[@]}" -keyout "$p/admin.key" -out "$p/admin.csr" -subj "/O=system:masters/CN=admin" 2>/dev/null
@@ -140,7 +165,7 @@ kind: Config
 clusters:
 - name: bpo-test
   cluster:
-    server: https://127.0.0.1:$API_PORT
+    server: https://$API_HOST:$API_PORT
     certificate-authority-data: $(b64 "$dir/pki/ca.crt")
 users:
 - name: admin
@@ -237,6 +262,7 @@ cmd_up() {
   if [[ -f "$dir/kubeconfig" ]] && alive kube-apiserver; then
     die "a cluster already runs in $dir (run: $0 down, or set BPO_CLUSTER_DIR)"
   fi
+  $real_node && real_node_preflight
   stop_all
   rm -rf "$dir"
   mkdir -p "$dir"
@@ -246,14 +272,24 @@ cmd_up() {
 
   local bins
   bins="$("$here/build.sh")" || die "could not build the control plane binaries (see above)"
-  local key val
-  declare -A BIN=()
-  while IFS='=' read -r key val; do
-    BIN[$key]="$val"
-  done <<<"$bins"
-  KUBECTL="${BIN[kubectl]}"
   echo "$bins" >"$dir/binaries"
+  load_bins
+  KUBECTL="${BIN[kubectl]}"
   log "state directory: $dir"
+  # With a real node the API server listens on the node IP, where pods reach it through the
+  # `kubernetes` Service; without one, on loopback only.
+  API_HOST=127.0.0.1
+  local api_extra=(--endpoint-reconciler-type=none)
+  local kcm_extra=()
+  if $real_node; then
+    mkdir -p "$dir/real-node"
+    real_node_network_up
+    API_HOST="$RN_NODE_IP"
+    # aggregator routing: the API server calls webhooks at their endpoints' IPs on the bridge.
+    api_extra=(--enable-aggregator-routing=true --kubelet-client-certificate="$dir/pki/admin.crt"
+      --kubelet-client-key="$dir/pki/admin.key" --kubelet-certificate-authority="$dir/pki/ca.crt")
+    kcm_extra=(--enable-hostpath-provisioner=true)
+  fi
 
   ETCD_PORT="$(free_port)"
   ETCD_PEER_PORT="$(free_port)"
@@ -289,8 +325,8 @@ EOF
   local p="$dir/pki"
   start kube-apiserver "${BIN[kube-apiserver]}" \
     --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
-    --bind-address=127.0.0.1 --secure-port="$API_PORT" --advertise-address=127.0.0.1 \
-    --endpoint-reconciler-type=none --cert-dir="$dir/apiserver-certs" \
+    --bind-address="$API_HOST" --secure-port="$API_PORT" --advertise-address="$API_HOST" \
+    "${api_extra[@]}" --cert-dir="$dir/apiserver-certs" \
     --tls-cert-file="$p/serving.crt" --tls-private-key-file="$p/serving.key" \
     --client-ca-file="$p/ca.crt" --authorization-mode=RBAC --allow-privileged=true \
     --service-cluster-ip-range=10.0.0.0/24 \
@@ -305,7 +341,7 @@ EOF
     --authentication-kubeconfig="$kc" --authorization-kubeconfig="$kc" \
     --bind-address=127.0.0.1 --secure-port="$KCM_PORT" --leader-elect=false \
     --service-account-private-key-file="$p/sa.key" --root-ca-file="$p/ca.crt" \
-    --kube-api-qps=200 --kube-api-burst=400 --profiling=false
+    --kube-api-qps=200 --kube-api-burst=400 --profiling=false "${kcm_extra[@]}"
   start kube-scheduler "${BIN[kube-scheduler]}" --kubeconfig="$kc" \
     --authentication-kubeconfig="$kc" --authorization-kubeconfig="$kc" \
     --bind-address=127.0.0.1 --secure-port="$SCHED_PORT" --leader-elect=false \
@@ -349,12 +385,17 @@ metadata:
     kubernetes.io/arch: amd64
     type: kwok
 EOF
+  if $real_node; then
+    # Pods go to the real node unless they ask for the fake one.
+    kctl taint node "$node_name" kwok.x-k8s.io/node=fake:NoSchedule --overwrite >/dev/null
+  fi
   wait_until "node $node_name Ready" kwok \
     kctl wait --for=condition=Ready --timeout=2s "node/$node_name"
   wait_until "kube-controller-manager" kube-controller-manager kctl get serviceaccount default -n default
   wait_until "kube-scheduler" kube-scheduler tcp_open "$SCHED_PORT"
 
   start log-agent env BPO_CLUSTER_DIR="$dir" "$here/cluster.sh" __log-agent
+  $real_node && real_node_start
 
   trap - EXIT
   log "cluster is up (kubeconfig: $dir/kubeconfig)"
@@ -366,9 +407,12 @@ cmd_env() {
   echo "export KUBECONFIG=$dir/kubeconfig"
   echo "export BPO_CLUSTER_DIR=$dir"
   sed -n 's/^kubectl=\(.*\)$/export BPO_KUBECTL=\1/p' "$dir/binaries"
+  [[ -d "$dir/real-node" ]] && echo "export BPO_REAL_NODE=$RN_NAME"
+  return 0
 }
 
 cmd_down() {
+  load_bins
   stop_all
   if [[ -d "$dir" ]]; then
     rm -rf "$dir"
@@ -380,7 +424,9 @@ cmd_status() {
   [[ -f "$dir/binaries" ]] || die "no cluster in $dir"
   KUBECTL="$(sed -n 's/^kubectl=//p' "$dir/binaries")"
   local name ok=0
-  for name in etcd kube-apiserver kube-controller-manager kube-scheduler kwok log-agent; do
+  local names=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok log-agent)
+  [[ -d "$dir/real-node" ]] && names+=(containerd coredns kube-proxy kubelet)
+  for name in "${names[@]}"; do
     if alive "$name"; then log "$name: running"; else
       log "$name: NOT running"
       ok=1
@@ -391,7 +437,17 @@ cmd_status() {
 }
 
 case "${1:-}" in
-up) cmd_up ;;
+up)
+  case "${2:-}" in
+  --real-node) real_node=true ;;
+  "") ;;
+  *)
+    echo "usage: $0 up [--real-node]" >&2
+    exit 2
+    ;;
+  esac
+  cmd_up
+  ;;
 down) cmd_down ;;
 env) cmd_env ;;
 status) cmd_status ;;
@@ -400,7 +456,7 @@ __log-agent)
   log_agent
   ;;
 *)
-  echo "usage: $0 up|down|env|status" >&2
+  echo "usage: $0 up [--real-node]|down|env|status" >&2
   exit 2
   ;;
 esac

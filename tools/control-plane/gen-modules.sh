@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerate the Go wrapper modules (k8s/, etcd/, kwok/) for the versions in
+# Regenerate the Go wrapper modules (k8s/, etcd/, kwok/, coredns/) for the versions in
 # versions.env. Needs the Go module proxy. The k8s staging replaces are derived
 # from the chosen k8s.io/kubernetes release's own go.mod (every
 # `k8s.io/X => ./staging/...` line becomes `k8s.io/X => k8s.io/X v0.<minor>.<patch>`).
@@ -41,3 +41,4 @@ gen_simple() { # dir module version
 gen_k8s
 gen_simple etcd go.etcd.io/etcd/server/v3 "v$ETCD_VERSION"
 gen_simple kwok sigs.k8s.io/kwok "v$KWOK_VERSION"
+gen_simple coredns github.com/coredns/coredns "v$COREDNS_VERSION"

@@ -1,0 +1,176 @@
+//! The operator installed from its image exactly as the README says ("Install on a cluster",
+//! Kanister already installed: Kanister's own CRDs, the self-signed overlay), then the README's
+//! examples run to completion on the real node.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::real::{self, kubectl};
+use crate::support;
+
+/// The operator's namespace (manifests/base).
+pub const NS: &str = "blueprint-operator";
+
+/// Installs the operator once per cluster (later calls only check that it is running):
+/// Kanister's released CRDs, a webhook certificate from `blueprint-operator certs`, and
+/// `kubectl apply -k manifests/overlays/self-signed` from a copy of `manifests/`.
+pub async fn install() {
+    let _ = real::client().await;
+    if kubectl(&["get", "deployment", "-n", NS, "blueprint-operator-webhook"]).is_err() {
+        let crds = support::corpus::dir()
+            .expect("the Kanister corpus (KANISTER_CORPUS) with Kanister's CRDs")
+            .join("crds");
+        kubectl(&["apply", "-f", crds.to_str().unwrap()]).expect("Kanister's CRDs");
+        for crd in ["blueprints", "actionsets", "profiles"] {
+            kubectl(&[
+                "wait", "--for=condition=Established", "--timeout=60s",
+                &format!("crd/{crd}.cr.kanister.io"),
+            ])
+            .unwrap();
+        }
+        // A copy: the certificates are written beside the overlay, as the README does.
+        let manifests =
+            std::env::temp_dir().join(format!("bpo-real-manifests-{}", std::process::id()));
+        copy_dir(&support::repo_root().join("manifests"), &manifests);
+        let certs = manifests.join("overlays/self-signed/certs");
+        let out = Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
+            .args(["certs", "--out", certs.to_str().unwrap()])
+            .args(["--dns-name", "blueprint-operator-webhook.blueprint-operator.svc"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "certs: {}", String::from_utf8_lossy(&out.stderr));
+        kubectl(&["apply", "-k", manifests.join("overlays/self-signed").to_str().unwrap()])
+            .expect("kubectl apply -k manifests/overlays/self-signed");
+        std::fs::remove_dir_all(&manifests).unwrap();
+    }
+    for deploy in ["blueprint-operator-webhook", "blueprint-operator-controller"] {
+        if let Err(e) = kubectl(&[
+            "rollout", "status", "-n", NS, &format!("deployment/{deploy}"), "--timeout=180s",
+        ]) {
+            let pods = kubectl(&["get", "pods", "-n", NS, "-o", "wide"]).unwrap_or_default();
+            let events = kubectl(&["get", "events", "-n", NS]).unwrap_or_default();
+            panic!("{deploy} did not roll out: {e}\n{pods}\n{events}");
+        }
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+fn get_json(args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.extend(["-o", "json"]);
+    serde_json::from_str(&kubectl(&all).unwrap()).unwrap()
+}
+
+/// kubectl apply of a YAML text; stdout or the error (stderr) text.
+pub fn apply_yaml(yaml: &str) -> Result<String, String> {
+    let mut child = Command::new(real::kubectl_path())
+        .arg("--kubeconfig")
+        .arg(&support::cluster().kubeconfig)
+        .args(["apply", "-f", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child.stdin.take().unwrap().write_all(yaml.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+#[tokio::test]
+#[ignore = "real tier: tools/test.sh --real"]
+async fn webhook_pod_normalizes_and_refuses_blueprints_through_its_service() {
+    install().await;
+    let client = real::client().await;
+    let ns = support::namespace(&client, "admission").await;
+    // Unnamed phases get names from the webhook running in its pod (the API server reaches it
+    // through the Service the manifests create).
+    apply_yaml(&format!(
+        "apiVersion: cr.kanister.io/v1alpha1\nkind: Blueprint\nmetadata: {{name: unnamed, namespace: {ns}}}\n\
+         actions:\n  backup:\n    phases:\n    - func: KubeTask\n      args: {{image: x, command: [sh, -c, 'true']}}\n"
+    ))
+    .expect("a valid Blueprint is admitted");
+    let stored = get_json(&["get", "blueprints.cr.kanister.io", "-n", &ns, "unnamed"]);
+    assert_eq!(stored["actions"]["backup"]["phases"][0]["name"], "phase0", "{stored}");
+    // Every error listed and located, from our webhook (not the API server's schema check).
+    let err = apply_yaml(&format!(
+        "apiVersion: cr.kanister.io/v1alpha1\nkind: Blueprint\nmetadata: {{name: bad, namespace: {ns}}}\n\
+         actions:\n  backup:\n    phases:\n    - func: NoSuchFunction\n      name: a\n    - func: KubeTask\n      name: a\n      args: {{}}\n"
+    ))
+    .expect_err("a bad Blueprint is refused");
+    assert!(err.contains("admission webhook"), "{err}");
+    assert!(err.contains("actions.backup.phases[0]"), "{err}");
+    assert!(err.contains("NoSuchFunction"), "{err}");
+    assert!(err.contains("actions.backup.phases[1]"), "{err}");
+}
+
+#[tokio::test]
+#[ignore = "real tier: tools/test.sh --real"]
+async fn readme_example_actionset_and_actionschedule_run_to_completion() {
+    install().await;
+    let client = real::client().await;
+    let examples = support::repo_root().join("examples");
+    for f in ["namespace.yaml", "deployment.yaml", "blueprint.yaml"] {
+        kubectl(&["apply", "-f", examples.join(f).to_str().unwrap()]).unwrap();
+    }
+    kubectl(&[
+        "rollout", "status", "-n", "blueprint-demo", "deployment/demo-app", "--timeout=120s",
+    ])
+    .unwrap();
+    let replicas = get_json(&["get", "deployment", "-n", "blueprint-demo", "demo-app"])["spec"]
+        ["replicas"]
+        .as_i64()
+        .unwrap();
+    let name = kubectl(&[
+        "create", "-f", examples.join("actionset.yaml").to_str().unwrap(), "-o",
+        "jsonpath={.metadata.name}",
+    ])
+    .unwrap();
+    let done = support::poll(real::WAIT * 2, || async {
+        let a = get_json(&["get", "actionsets.cr.kanister.io", "-n", "blueprint-demo", &name]);
+        let state = a["status"]["state"].as_str().unwrap_or_default().to_string();
+        (state == "complete" || state == "failed").then_some(a)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("ActionSet {name} did not end: {e}"));
+    assert_eq!(done["status"]["state"], "complete", "{done:#}");
+    let artifact = &done["status"]["actions"][0]["artifacts"]["snapshot"]["keyValue"];
+    assert!(
+        artifact["id"].as_str().unwrap_or_default().starts_with("snap-"),
+        "the KubeTask's output, read from its container's log: {artifact}"
+    );
+    assert_eq!(artifact["replicasDuringCopy"], "0", "{artifact}");
+    // The deferPhase scaled the application back.
+    let after = get_json(&["get", "deployment", "-n", "blueprint-demo", "demo-app"]);
+    assert_eq!(after["spec"]["replicas"].as_i64(), Some(replicas), "{after}");
+
+    kubectl(&["apply", "-f", examples.join("actionschedule.yaml").to_str().unwrap()]).unwrap();
+    let schedule = support::poll(real::WAIT * 2, || async {
+        let s = get_json(&["get", "actionschedules", "-n", "blueprint-demo", "demo-backup"]);
+        s["status"]["lastSuccessfulTime"].as_str().is_some().then_some(s)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("no scheduled run completed: {e}"));
+    kubectl(&["delete", "-f", examples.join("actionschedule.yaml").to_str().unwrap()]).unwrap();
+    assert!(schedule["status"]["lastScheduleTime"].is_string(), "{schedule:#}");
+    let _ = client;
+}

@@ -1,0 +1,16 @@
+//! The real tier: everything a pod does, on a real kubelet node ("real-0": containerd, runc, the
+//! CNI bridge, kube-proxy, CoreDNS) with the images of `tools/images/build.sh`.
+//!
+//! These tests need that cluster, which only `tools/test.sh --real` starts (root, one per machine),
+//! so they are `#[ignore]`d in the fast tier and run there with `--ignored`: they never pass by
+//! skipping. One test at a time (`--test-threads=1`): they share one node and the operator's
+//! cluster-wide install.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod failures;
+mod functions;
+mod install;
+mod node;
+mod real;
