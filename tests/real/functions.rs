@@ -96,7 +96,7 @@ async fn kubeexec_preparedata_and_a_restic_round_trip_move_real_bytes_on_a_volum
         .unwrap();
     let image = tools_image();
     apply_yaml(&format!(
-        r#"apiVersion: cr.kanister.io/v1alpha1
+        r####"apiVersion: cr.kanister.io/v1alpha1
 kind: Blueprint
 metadata: {{name: data, namespace: {ns}}}
 actions:
@@ -143,7 +143,7 @@ actions:
         backupArtifactPrefix: "bpo-real/{{{{ .Deployment.Namespace }}}}"
         backupIdentifier: "{{{{ .ArtifactsIn.data.KeyValue.id }}}}"
         restorePath: /
-"#
+"####
     ))
     .unwrap();
 

@@ -53,6 +53,13 @@ pub async fn install() {
             let events = kubectl(&["get", "events", "-n", NS]).unwrap_or_default();
             panic!("{deploy} did not roll out: {e}\n{pods}\n{events}");
         }
+        // The pods run the image built here, at the crate's version.
+        let images = kubectl(&[
+            "get", "deployment", "-n", NS, deploy, "-o",
+            "jsonpath={.spec.template.spec.containers[*].image}",
+        ])
+        .unwrap();
+        assert_eq!(images, real::operator_image());
     }
 }
 

@@ -20,7 +20,9 @@ async fn pods_run_with_logs_exec_volumes_and_no_route_off_the_machine() {
         serde_json::json!([{"name": "scratch", "mountPath": "/scratch"}]);
     pod["spec"]["volumes"] = serde_json::json!([{"name": "scratch", "emptyDir": {}}]);
     let pod = run_pod(&client, &ns, pod).await.unwrap();
-    let ip = pod.status.unwrap().pod_ip.unwrap();
+    let status = pod.status.unwrap();
+    assert_eq!(status.host_ip.as_deref(), Some(real::NODE_IP));
+    let ip = status.pod_ip.unwrap();
     assert!(ip.starts_with("10.245.0."), "pod IP {ip} not on the bridge");
 
     let logs = support::poll(real::WAIT, || async {
