@@ -106,7 +106,7 @@ rn_fill() {
 
 rn_ctr() { ctr -a "$(rn_dir)/run/containerd.sock" -n k8s.io "$@"; }
 
-# After the API server and the controller manager: containerd, images, CoreDNS, kube-proxy, kubelet.
+# After the API server and the controller manager: containerd, images, CoreDNS, kubelet, kube-proxy.
 real_node_start() {
   local rd p="$dir/pki"
   rd="$(rn_dir)"
@@ -172,13 +172,13 @@ ports:
 EOF
   wait_until "CoreDNS" coredns http_ok "$RN_DNS_READY_PORT" /ready
 
-  start kube-proxy "${BIN[kube-proxy]}" --config="$rd/kube-proxy.yaml"
-  wait_until "kube-proxy" kube-proxy http_ok "$RN_PROXY_HEALTHZ_PORT" /healthz
-
   start kubelet "${BIN[kubelet]}" --config="$rd/kubelet-config.yaml" --kubeconfig="$dir/kubeconfig" \
     --root-dir="$rd/kubelet" --cert-dir="$rd/pki" --hostname-override="$RN_NAME" \
     --node-ip="$RN_NODE_IP" --node-labels=blueprint-operator.io/test-node=real --v=1
   wait_until "node $RN_NAME Ready" kubelet kctl wait --for=condition=Ready --timeout=2s "node/$RN_NAME"
+  # kube-proxy after the node exists: it waits for its Node object before it reports healthy.
+  start kube-proxy "${BIN[kube-proxy]}" --config="$rd/kube-proxy.yaml"
+  wait_until "kube-proxy" kube-proxy http_ok "$RN_PROXY_HEALTHZ_PORT" /healthz
 
   # Dynamic volumes: the controller manager's hostPath provisioner (single-node test clusters only).
   kctl apply -f - >/dev/null <<EOF
@@ -229,15 +229,16 @@ real_node_stop() {
   local sock="$rd/run/containerd.sock" t c
   if alive containerd; then
     # Pods keep running in their shims after the kubelet stops: kill them.
-    for t in $(rn_ctr tasks ls -q 2>/dev/null); do rn_ctr tasks kill -s KILL "$t" >/dev/null 2>&1; done
-    for t in $(rn_ctr tasks ls -q 2>/dev/null); do rn_ctr tasks rm -f "$t" >/dev/null 2>&1; done
-    for c in $(rn_ctr containers ls -q 2>/dev/null); do rn_ctr containers rm "$c" >/dev/null 2>&1; done
+    # (a task may end by itself meanwhile: failures here are expected and ignored)
+    for t in $(rn_ctr tasks ls -q 2>/dev/null); do rn_ctr tasks kill -s KILL "$t" >/dev/null 2>&1 || true; done
+    for t in $(rn_ctr tasks ls -q 2>/dev/null); do rn_ctr tasks rm -f "$t" >/dev/null 2>&1 || true; done
+    for c in $(rn_ctr containers ls -q 2>/dev/null); do rn_ctr containers rm "$c" >/dev/null 2>&1 || true; done
   fi
   stop_one containerd
   local pr cmd
   for pr in /proc/[0-9]*; do # shims of our containerd only (their command line names our socket)
-    cmd="$(tr '\0' ' ' <"$pr/cmdline" 2>/dev/null)" || continue
-    [[ $cmd == *containerd-shim*"-address $sock"* ]] && kill -KILL "${pr#/proc/}" 2>/dev/null
+    { cmd="$(tr '\0' ' ' <"$pr/cmdline")"; } 2>/dev/null || continue
+    if [[ $cmd == *containerd-shim*"-address $sock"* ]]; then kill -KILL "${pr#/proc/}" 2>/dev/null || true; fi
   done
   stop_one kube-proxy
   stop_one coredns
@@ -250,7 +251,7 @@ real_node_stop() {
   done
   local cg
   for cg in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/unified/kubepods /sys/fs/cgroup/kubepods; do
-    [[ -d $cg ]] && find "$cg" -depth -type d -exec rmdir {} \; 2>/dev/null
+    if [[ -d $cg ]]; then find "$cg" -depth -type d -exec rmdir {} \; 2>/dev/null || true; fi
   done
   rn_network_down
   if [[ -f "$rd/run/sysctl-before" ]]; then
