@@ -36,6 +36,12 @@ step "test binary"
 cargo test --test real --no-run
 
 step "cluster with the real node"
+# One real node per machine: a second run waits here for the first to finish.
+exec 9>/run/bpo-real-tier.lock
+if ! flock -n 9; then
+  echo "another real-tier run holds the real node; waiting for it to finish" >&2
+  flock 9
+fi
 export BPO_CLUSTER_DIR="${TMPDIR:-/tmp}/bpo-real-$$"
 trap 'tools/control-plane/cluster.sh down >/dev/null 2>&1 || true' EXIT
 eval "$(tools/control-plane/cluster.sh up --real-node)"
