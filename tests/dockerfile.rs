@@ -410,3 +410,19 @@ fn image_is_multi_stage_distroless_non_root_and_runs_what_the_deployments_say() 
         }
     }
 }
+
+#[test]
+fn deployments_run_the_image_tagged_with_the_crate_version() {
+    // tools/images/build.sh tags the image with this version: a version bump must move the
+    // manifests along, or the nodes would run (or fail to find) another image.
+    let version = cargo_toml().get("package", "version").unwrap();
+    for file in DEPLOYMENTS {
+        let c = &deployment(file)["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(
+            c["image"],
+            format!("blueprint-operator:{version}"),
+            "{file}: the image tag must be Cargo.toml's version"
+        );
+        assert_eq!(c["imagePullPolicy"], "IfNotPresent", "{file}");
+    }
+}
