@@ -139,7 +139,11 @@ fn version(v: &str) -> (u32, u32) {
 struct Image {
     uid: u32,
     gid: u32,
+    /// USER as written (`uid:gid`).
+    user: String,
     entrypoint: Vec<String>,
+    /// Where the final stage copies the binary.
+    binary: String,
 }
 
 /// Every check of the Dockerfile itself; returns what the manifests must match.
@@ -212,23 +216,35 @@ fn check_dockerfile() -> Image {
     Image {
         uid,
         gid,
+        user: user.to_string(),
         entrypoint,
+        binary: dst.clone(),
+    }
+}
+
+/// A directory removed when dropped.
+struct TempDir(PathBuf);
+impl TempDir {
+    fn new(what: &str) -> TempDir {
+        // Tests run in parallel threads of one process: a counter keeps their directories apart.
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("bpo-{what}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+}
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
 /// Copies what the build stage COPYs into a temporary directory and lets Cargo read it.
 fn check_build_context(build: &Stage, workdir: &str) {
-    struct TempDir(PathBuf);
-    impl Drop for TempDir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-    let dir =
-        TempDir(std::env::temp_dir().join(format!("bpo-docker-context-{}", std::process::id())));
+    let dir = TempDir::new("docker-context");
     let ctx = &dir.0;
-    let _ = std::fs::remove_dir_all(ctx);
-    std::fs::create_dir_all(ctx).unwrap();
     for args in build.all("COPY") {
         let (from, srcs, dst) = copy_args(args);
         assert!(from.is_none(), "build stage copies from the context only");
@@ -424,5 +440,307 @@ fn deployments_run_the_image_tagged_with_the_crate_version() {
             "{file}: the image tag must be Cargo.toml's version"
         );
         assert_eq!(c["imagePullPolicy"], "IfNotPresent", "{file}");
+    }
+}
+
+/// Where distroless cc-debian12 has the libraries a binary can link: Debian 12's libc6,
+/// libgcc-s1, libstdc++6, libgomp1 and libssl3 unpacked where the packages put them, the loader
+/// reached through libc6's /lib64 link.
+const DISTROLESS_CC_LIBS: &[&str] = &[
+    "/lib64/ld-linux-x86-64.so.2",
+    "/lib/x86_64-linux-gnu/libc.so.6",
+    "/lib/x86_64-linux-gnu/libm.so.6",
+    "/lib/x86_64-linux-gnu/libdl.so.2",
+    "/lib/x86_64-linux-gnu/libpthread.so.0",
+    "/lib/x86_64-linux-gnu/librt.so.1",
+    "/lib/x86_64-linux-gnu/libresolv.so.2",
+    "/lib/x86_64-linux-gnu/libgcc_s.so.1",
+    "/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
+    "/usr/lib/x86_64-linux-gnu/libgomp.so.1",
+    "/usr/lib/x86_64-linux-gnu/libssl.so.3",
+    "/usr/lib/x86_64-linux-gnu/libcrypto.so.3",
+];
+const DISTROLESS_CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
+
+/// The ELF interpreter and the DT_NEEDED libraries of a 64-bit little-endian ELF file.
+fn elf_deps(data: &[u8]) -> (Option<String>, Vec<String>) {
+    assert!(
+        data.starts_with(b"\x7fELF") && data[4] == 2 && data[5] == 1,
+        "not a 64-bit little-endian ELF file"
+    );
+    let u16_at = |o: usize| u16::from_le_bytes(data[o..o + 2].try_into().unwrap()) as usize;
+    let u32_at = |o: usize| u32::from_le_bytes(data[o..o + 4].try_into().unwrap());
+    let u64_at = |o: usize| u64::from_le_bytes(data[o..o + 8].try_into().unwrap()) as usize;
+    let cstr = |o: usize| {
+        let end = o + data[o..].iter().position(|&b| b == 0).unwrap();
+        String::from_utf8(data[o..end].to_vec()).unwrap()
+    };
+    let (phoff, phentsize, phnum) = (u64_at(0x20), u16_at(0x36), u16_at(0x38));
+    let (mut interp, mut dynamic, mut loads) = (None, None, Vec::new());
+    for i in 0..phnum {
+        let p = phoff + i * phentsize;
+        let (off, vaddr, filesz) = (u64_at(p + 8), u64_at(p + 16), u64_at(p + 32));
+        match u32_at(p) {
+            1 => loads.push((vaddr, off, filesz)), // PT_LOAD
+            2 => dynamic = Some((off, filesz)),    // PT_DYNAMIC
+            3 => interp = Some(cstr(off)),         // PT_INTERP
+            _ => {}
+        }
+    }
+    let Some((dyn_off, dyn_size)) = dynamic else {
+        return (interp, Vec::new());
+    };
+    let (mut needed, mut strtab) = (Vec::new(), None);
+    for e in (dyn_off..dyn_off + dyn_size).step_by(16) {
+        match (u64_at(e), u64_at(e + 8)) {
+            (0, _) => break,
+            (1, name) => needed.push(name), // DT_NEEDED
+            (5, addr) => {
+                // DT_STRTAB: an address; the PT_LOAD segment holding it gives the file offset.
+                strtab = loads
+                    .iter()
+                    .find(|(v, _, n)| (*v..v + n).contains(&addr))
+                    .map(|(v, o, _)| addr - v + o)
+            }
+            _ => {}
+        }
+    }
+    let strtab = strtab.expect("DT_STRTAB in a loaded segment");
+    (interp, needed.iter().map(|n| cstr(strtab + n)).collect())
+}
+
+/// An OCI image archive of tools/images/build.sh, unpacked.
+struct Unpacked {
+    _dir: TempDir,
+    rootfs: PathBuf,
+    name: String,
+    config: Value,
+}
+
+impl Unpacked {
+    /// Runs `tools/images/build.sh --print NAME`: the archive of these sources, or a failure
+    /// that says how to build it.
+    fn built(image: &str) -> Unpacked {
+        let out = Command::new(root().join("tools/images/build.sh"))
+            .args(["--print", image])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let archive = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{image}=")))
+            .unwrap_or_else(|| panic!("tools/images/build.sh --print: no {image}= line: {stdout}"));
+        assert!(
+            out.status.success(),
+            "{archive} is not built for these sources: run tools/images/build.sh {image}"
+        );
+        let dir = TempDir::new(&format!("image-{image}"));
+        let (oci, rootfs) = (dir.0.join("oci"), dir.0.join("rootfs"));
+        let untar = |archive: &Path, into: &Path| {
+            std::fs::create_dir_all(into).unwrap();
+            let st = Command::new("tar")
+                .args(["--no-same-owner", "-xf"])
+                .arg(archive)
+                .arg("-C")
+                .arg(into)
+                .status()
+                .unwrap();
+            assert!(st.success(), "tar -xf {}", archive.display());
+        };
+        untar(Path::new(archive), &oci);
+        let json = |p: PathBuf| -> Value {
+            serde_json::from_slice(&std::fs::read(&p).unwrap())
+                .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        };
+        let blob = |digest: &Value| {
+            let d = digest.as_str().unwrap().strip_prefix("sha256:").unwrap();
+            oci.join("blobs/sha256").join(d)
+        };
+        let index = json(oci.join("index.json"));
+        let entries = index["manifests"].as_array().unwrap();
+        assert_eq!(entries.len(), 1, "one image per archive: {index}");
+        let name = entries[0]["annotations"]["io.containerd.image.name"]
+            .as_str()
+            .expect("io.containerd.image.name: ctr names the image after it")
+            .to_string();
+        let manifest = json(blob(&entries[0]["digest"]));
+        let config = json(blob(&manifest["config"]["digest"]));
+        let layers = manifest["layers"].as_array().unwrap();
+        assert_eq!(layers.len(), 1, "{manifest}");
+        untar(&blob(&layers[0]["digest"]), &rootfs);
+        Unpacked {
+            _dir: dir,
+            rootfs,
+            name,
+            config,
+        }
+    }
+
+    /// PATH inside the image with symlinks resolved inside the image (as the container sees
+    /// them), or None when it does not exist there.
+    fn resolve(&self, path: &str) -> Option<String> {
+        let mut cur = String::new();
+        let mut parts: Vec<String> = path
+            .split('/')
+            .filter(|p| !p.is_empty())
+            .map(String::from)
+            .collect();
+        parts.reverse();
+        let mut links = 0;
+        while let Some(part) = parts.pop() {
+            let next = format!("{cur}/{part}");
+            let host = self.rootfs.join(next.trim_start_matches('/'));
+            let meta = std::fs::symlink_metadata(&host).ok()?;
+            if meta.file_type().is_symlink() {
+                links += 1;
+                assert!(links < 40, "{path}: symlink loop");
+                let target = std::fs::read_link(&host).unwrap();
+                let target = target.to_str().unwrap();
+                if target.starts_with('/') {
+                    cur.clear();
+                }
+                parts.extend(
+                    target
+                        .split('/')
+                        .filter(|p| !p.is_empty())
+                        .rev()
+                        .map(String::from),
+                );
+            } else if part == ".." {
+                cur.truncate(cur.rfind('/').unwrap_or(0));
+            } else if part != "." {
+                cur = next;
+            }
+        }
+        Some(if cur.is_empty() { "/".into() } else { cur })
+    }
+
+    fn host_path(&self, path: &str) -> PathBuf {
+        let real = self
+            .resolve(path)
+            .unwrap_or_else(|| panic!("{path} is not in the image {}", self.name));
+        self.rootfs.join(real.trim_start_matches('/'))
+    }
+
+    fn read(&self, path: &str) -> String {
+        std::fs::read_to_string(self.host_path(path)).unwrap()
+    }
+}
+
+/// The Dockerfile's image, assembled by tools/images/build.sh without a container engine: the
+/// final stage's base (distroless cc-debian12:nonroot) and COPY, compared file by file where they
+/// matter. Run by the real tier, which builds the archive first.
+#[test]
+#[ignore = "real tier: built by tools/images/build.sh (tools/test.sh --real)"]
+fn the_assembled_image_has_the_dockerfiles_files_in_the_same_places() {
+    let image = check_dockerfile();
+    let version = cargo_toml().get("package", "version").unwrap();
+    let img = Unpacked::built("blueprint-operator");
+    // `image: blueprint-operator:V` in a pod is docker.io/library/blueprint-operator:V to the kubelet.
+    assert_eq!(
+        img.name,
+        format!("docker.io/library/blueprint-operator:{version}")
+    );
+    let cfg = &img.config["config"];
+    assert_eq!(cfg["Entrypoint"], serde_json::json!(image.entrypoint));
+    assert_eq!(cfg["User"], image.user.as_str());
+    // distroless :nonroot's working directory and environment.
+    assert_eq!(cfg["WorkingDir"], "/home/nonroot");
+    let env: Vec<&str> = cfg["Env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .collect();
+    assert!(
+        env.contains(&"SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"),
+        "{env:?}"
+    );
+    assert!(env.iter().any(|e| e.starts_with("PATH=")), "{env:?}");
+    assert!(img.host_path("/home/nonroot").is_dir());
+
+    // The binary where the Dockerfile copies it.
+    use std::os::unix::fs::PermissionsExt as _;
+    let bin = img.host_path(&image.binary);
+    let meta = std::fs::metadata(&bin).unwrap();
+    assert!(
+        meta.is_file() && meta.permissions().mode() & 0o111 != 0,
+        "{}",
+        image.binary
+    );
+
+    // Every library the binary needs, where distroless cc-debian12 has it.
+    let (interp, needed) = elf_deps(&std::fs::read(&bin).unwrap());
+    let interp = interp.expect("a dynamically linked binary (cc: glibc)");
+    let mut wanted = vec![interp.clone()];
+    for lib in &needed {
+        let at = DISTROLESS_CC_LIBS
+            .iter()
+            .find(|p| p.rsplit('/').next() == Some(lib.as_str()))
+            .unwrap_or_else(|| {
+                panic!("the binary needs {lib}, which distroless cc-debian12 does not have")
+            });
+        wanted.push(at.to_string());
+    }
+    assert!(
+        DISTROLESS_CC_LIBS.contains(&interp.as_str()),
+        "interpreter {interp}"
+    );
+    for path in &wanted {
+        assert!(img.host_path(path).is_file(), "{path} in the image");
+    }
+    assert!(needed.iter().any(|l| l == "libc.so.6"), "{needed:?}");
+    // And they are enough: the image's loader runs the binary with the image's libraries only
+    // (a glibc older than the binary needs would fail here).
+    let lib_path = ["/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu"]
+        .map(|d| img.host_path(d).display().to_string())
+        .join(":");
+    let out = Command::new(img.host_path(&interp))
+        .args(["--inhibit-cache", "--library-path", &lib_path])
+        .arg(&bin)
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the image's binary with the image's libraries: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // CA certificates where distroless has them; distroless' users; no shell.
+    let bundle = img.read(DISTROLESS_CA_BUNDLE);
+    assert!(
+        bundle.matches("-----BEGIN CERTIFICATE-----").count() > 100,
+        "CA bundle"
+    );
+    let passwd = img.read("/etc/passwd");
+    let nonroot = format!(
+        "nonroot:x:{}:{}:nonroot:/home/nonroot:/sbin/nologin",
+        image.uid, image.gid
+    );
+    assert!(passwd.lines().any(|l| l == nonroot), "{passwd}");
+    assert!(
+        passwd.lines().any(|l| l.starts_with("root:x:0:0:")),
+        "{passwd}"
+    );
+    let group = img.read("/etc/group");
+    assert!(
+        group
+            .lines()
+            .any(|l| l == format!("nonroot:x:{}:", image.gid)),
+        "{group}"
+    );
+    for shell in [
+        "/bin/sh",
+        "/bin/bash",
+        "/bin/dash",
+        "/usr/bin/sh",
+        "/usr/bin/bash",
+        "/bin/busybox",
+    ] {
+        assert!(
+            img.resolve(shell).is_none(),
+            "{shell}: distroless has no shell"
+        );
     }
 }
