@@ -31,6 +31,8 @@ tools/control-plane/build.sh >/dev/null
 tools/data-plane/build.sh >/dev/null
 step "images (operator, tools, pause, databases)"
 tools/images/build.sh >/dev/null
+step "the assembled operator image against the Dockerfile"
+cargo test --test dockerfile -- --ignored
 # Build the test binary before the cluster starts, so the node does not wait on the compiler.
 step "test binary"
 cargo test --test real --no-run
