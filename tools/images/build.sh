@@ -8,6 +8,9 @@
 #   blueprint-operator-tools  docker.io/library/blueprint-operator-tools:VERSION, for Blueprints' pods:
 #                             bash (also as sh), coreutils, gzip, tar, grep, sed, CA certificates,
 #                             restic, the release binary and kando -> blueprint-operator; runs as root
+#   postgres-db               docker.io/library/postgres-db:15: Debian's PostgreSQL 15 server and
+#                             client; first start initdb's $PGDATA (a volume) with the postgres
+#                             user's password from POSTGRES_PASSWORD; serves 0.0.0.0:5432
 # VERSION is Cargo.toml's package version. Images reference docker.io/library/NAME because that is
 # what the kubelet asks containerd for when a pod says `image: NAME:TAG`.
 #
@@ -306,9 +309,26 @@ define_images() {
     --cmd '["/bin/bash"]' --workdir /root \
     --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     --env SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
+
+  # PostgreSQL 15 server and client for database Blueprints: postgres/entrypoint.sh initializes
+  # $PGDATA with POSTGRES_PASSWORD on first start and serves on 0.0.0.0:5432.
+  image postgres-db docker.io/library/postgres-db:15 \
+    --packages "postgresql-15 postgresql-client-15 bash coreutils findutils util-linux" \
+    --link /bin/sh=bash \
+    --file "/etc/passwd=$here/files/postgres/passwd" --file "/etc/group=$here/files/postgres/group" \
+    --file "/etc/nsswitch.conf=$here/files/nsswitch.conf" \
+    --dir /tmp:1777 --dir /var/tmp:1777 --dir /root:700 \
+    --dir /var/lib/postgresql:755:999:999 --dir /var/run/postgresql:2775:999:999 \
+    --file "/usr/local/bin/postgres-entrypoint=$here/postgres/entrypoint.sh" \
+    --check-elf /bin/bash --check-elf /usr/bin/setpriv \
+    --check-elf /usr/lib/postgresql/15/bin/postgres --check-elf /usr/lib/postgresql/15/bin/initdb \
+    --check-elf /usr/lib/postgresql/15/bin/psql --check-elf /usr/lib/postgresql/15/bin/pg_dump \
+    --entrypoint '["/usr/local/bin/postgres-entrypoint"]' \
+    --env PATH=/usr/lib/postgresql/15/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    --env PGDATA=/var/lib/postgresql/data
 }
 
-known=" pause blueprint-operator blueprint-operator-tools "
+known=" pause blueprint-operator blueprint-operator-tools postgres-db "
 for n in "${selected[@]}"; do
   [[ "$known" == *" $n "* ]] || fail "unknown image $n (images:$known)"
 done
