@@ -10,12 +10,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use blueprint_operator::model::{
-    ANNOTATION_RUN_NOW, ANNOTATION_SCHEDULED_TIME, ActionSchedule, ActionSet, LABEL_SCHEDULE,
-    LABEL_TRIGGER,
+    ANNOTATION_RUN_NOW, ANNOTATION_SCHEDULE, ANNOTATION_SCHEDULED_TIME, ActionSchedule, ActionSet,
+    FINALIZER_DELETE_RUNS, LABEL_EXECUTOR, LABEL_SCHEDULE, LABEL_TRIGGER,
 };
 use blueprint_operator::scheduler::{self, LeaderElection, SchedulerOptions, plan};
+use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 use tokio::sync::oneshot;
@@ -72,6 +73,18 @@ async fn create_schedule(
     name: &str,
     spec: serde_json::Value,
 ) -> anyhow::Result<ActionSchedule> {
+    create_schedule_meta(client, ns, json!({"name": name}), spec).await
+}
+
+/// [`create_schedule`] with more metadata (annotations, finalizers).
+async fn create_schedule_meta(
+    client: &Client,
+    ns: &str,
+    metadata: serde_json::Value,
+    spec: serde_json::Value,
+) -> anyhow::Result<ActionSchedule> {
+    let mut metadata = metadata;
+    metadata["namespace"] = json!(ns);
     let mut spec = spec;
     spec["actionSetTemplate"] = json!({
         "actions": [{
@@ -83,7 +96,7 @@ async fn create_schedule(
     let s: ActionSchedule = serde_json::from_value(json!({
         "apiVersion": "blueprint-operator.io/v1alpha1",
         "kind": "ActionSchedule",
-        "metadata": {"name": name, "namespace": ns},
+        "metadata": metadata,
         "spec": spec,
     }))?;
     let api: Api<ActionSchedule> = Api::namespaced(client.clone(), ns);
@@ -152,8 +165,9 @@ async fn event_reasons(client: &Client, ns: &str) -> anyhow::Result<BTreeSet<Str
         .collect())
 }
 
-/// Ticks of the scheduled runs, asserted to be unique and each owned by the schedule.
-fn assert_one_run_per_tick(v: &[ActionSet], uid: &str) -> Vec<String> {
+/// Ticks of the scheduled runs, asserted to be unique and each a run of the
+/// schedule `name` (label and annotation, no ownerReference).
+fn assert_one_run_per_tick(v: &[ActionSet], name: &str) -> Vec<String> {
     let ticks: Vec<String> = scheduled(v)
         .iter()
         .map(|a| a.annotations()[ANNOTATION_SCHEDULED_TIME].clone())
@@ -165,27 +179,141 @@ fn assert_one_run_per_tick(v: &[ActionSet], uid: &str) -> Vec<String> {
         "two ActionSets for one tick: {ticks:?}"
     );
     for a in v {
-        assert!(
-            a.owner_references().iter().any(|o| o.uid == uid),
-            "{} not owned by the schedule",
-            a.name_any()
-        );
+        assert_run_of(a, name);
     }
     ticks
+}
+
+/// `a` is a run of the schedule `name` that its deletion cannot take along.
+fn assert_run_of(a: &ActionSet, name: &str) {
+    assert_eq!(
+        a.labels().get(LABEL_SCHEDULE).map(String::as_str),
+        Some(name),
+        "{}",
+        a.name_any()
+    );
+    assert_eq!(
+        a.annotations().get(ANNOTATION_SCHEDULE).map(String::as_str),
+        Some(name),
+        "{}",
+        a.name_any()
+    );
+    assert!(
+        a.owner_references().is_empty(),
+        "{} has ownerReferences: {:?}",
+        a.name_any(),
+        a.owner_references()
+    );
+}
+
+/// Delete the schedule and wait until it is gone.
+async fn delete_schedule(client: &Client, ns: &str, name: &str) -> anyhow::Result<()> {
+    let api: Api<ActionSchedule> = Api::namespaced(client.clone(), ns);
+    api.delete(name, &DeleteParams::background()).await?;
+    support::poll(LONG, || async {
+        matches!(api.get_opt(name).await, Ok(None)).then_some(())
+    })
+    .await
+}
+
+/// Wait until the garbage collector has processed ActionSets in `ns`: an
+/// ActionSet owned by a ConfigMap is collected after that ConfigMap is
+/// deleted. A run that the collector would take is gone by then too.
+async fn gc_settled(client: &Client, ns: &str) -> anyhow::Result<()> {
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    let owner = cms
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"generateName": "gc-canary-owner-"}}))?,
+        )
+        .await?;
+    let sets: Api<ActionSet> = Api::namespaced(client.clone(), ns);
+    let canary: ActionSet = serde_json::from_value(json!({
+        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
+        "metadata": {"generateName": "gc-canary-", "ownerReferences": [{
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "name": owner.name_any(), "uid": owner.uid().unwrap_or_default(),
+        }]},
+        "spec": {"actions": []},
+    }))?;
+    let canary = sets
+        .create(&PostParams::default(), &canary)
+        .await?
+        .name_any();
+    cms.delete(&owner.name_any(), &DeleteParams::background())
+        .await?;
+    support::poll(LONG, || async {
+        matches!(sets.get_opt(&canary).await, Ok(None)).then_some(())
+    })
+    .await
+}
+
+/// Play the executor for the scheduled runs of `schedule` until `states` were
+/// given out in tick order; returns the runs and their states.
+async fn decide_runs(
+    client: &Client,
+    ns: &str,
+    schedule: &str,
+    states: &[&'static str],
+) -> anyhow::Result<BTreeMap<String, &'static str>> {
+    let mut decided: BTreeMap<String, &'static str> = BTreeMap::new();
+    let deadline = tokio::time::Instant::now() + LONG;
+    while decided.len() < states.len() {
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "only {} runs within {LONG:?}",
+            decided.len()
+        );
+        for a in scheduled(&runs(client, ns, schedule).await?) {
+            let n = a.name_any();
+            if a.status.is_none() && !decided.contains_key(&n) && decided.len() < states.len() {
+                let state = states[decided.len()];
+                set_state(client, ns, &n, state).await?;
+                decided.insert(n, state);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Ok(decided)
+}
+
+/// Suspend the schedule and wait until the controller skipped a tick for it;
+/// then complete the runs made before it saw the suspend. Returns those.
+async fn suspend(client: &Client, ns: &str, name: &str) -> anyhow::Result<Vec<String>> {
+    patch_schedule(client, ns, name, json!({"spec": {"suspend": true}})).await?;
+    support::poll(LONG, || async {
+        let st = get_schedule(client, ns, name).await.ok()?.status?;
+        st.recent_skips
+            .iter()
+            .any(|s| s.reason == "Suspended")
+            .then_some(())
+    })
+    .await?;
+    let mut late = Vec::new();
+    for a in scheduled(&runs(client, ns, name).await?) {
+        if a.status.is_none() {
+            set_state(client, ns, &a.name_any(), "complete").await?;
+            late.push(a.name_any());
+        }
+    }
+    Ok(late)
+}
+
+fn names(v: &[ActionSet]) -> BTreeSet<String> {
+    v.iter().map(|a| a.name_any()).collect()
 }
 
 #[tokio::test]
 async fn runs_on_time_and_rotation_keeps_n_complete_and_last_2_failed() -> anyhow::Result<()> {
     let (client, ns) = setup("sched-rotate").await?;
     let ctl = start(&client, &ns, None);
-    let s = create_schedule(
+    create_schedule(
         &client,
         &ns,
         "rot",
         json!({"schedule": "@every 2s", "retention": {"keepLast": 2}}),
     )
     .await?;
-    let uid = s.uid().unwrap();
     // Play the executor: alternate complete / failed in tick order, 10 runs.
     let mut decided: BTreeMap<String, &str> = BTreeMap::new();
     let deadline = tokio::time::Instant::now() + LONG;
@@ -232,7 +360,7 @@ async fn runs_on_time_and_rotation_keeps_n_complete_and_last_2_failed() -> anyho
         (count("complete") == 2 && count("failed") == 2).then_some(v)
     })
     .await?;
-    assert_one_run_per_tick(&kept, &uid);
+    assert_one_run_per_tick(&kept, "rot");
     // The kept ones are the newest of each kind.
     let all_decided: Vec<(&String, &&str)> = decided.iter().collect();
     let newest = |st: &str| {
@@ -288,14 +416,13 @@ async fn runs_on_time_and_rotation_keeps_n_complete_and_last_2_failed() -> anyho
 #[tokio::test]
 async fn restarts_and_two_replicas_never_duplicate_a_tick() -> anyhow::Result<()> {
     let (client, ns) = setup("sched-restart").await?;
-    let s = create_schedule(
+    create_schedule(
         &client,
         &ns,
         "rs",
         json!({"schedule": "@every 2s", "retention": {"keepLast": 50}}),
     )
     .await?;
-    let uid = s.uid().unwrap();
     // Crash the controller right after it creates a run (before or while it writes status).
     for round in 0..4 {
         let before = scheduled(&runs(&client, &ns, "rs").await?).len();
@@ -306,7 +433,7 @@ async fn restarts_and_two_replicas_never_duplicate_a_tick() -> anyhow::Result<()
         .await?;
         ctl.kill();
         let v = runs(&client, &ns, "rs").await?;
-        assert_one_run_per_tick(&v, &uid);
+        assert_one_run_per_tick(&v, "rs");
         eprintln!("round {round}: {} runs", v.len());
     }
     // Two replicas at once, no leader election: the names still make each tick unique.
@@ -320,7 +447,7 @@ async fn restarts_and_two_replicas_never_duplicate_a_tick() -> anyhow::Result<()
     a.stop().await;
     b.stop().await;
     let v = runs(&client, &ns, "rs").await?;
-    let ticks = assert_one_run_per_tick(&v, &uid);
+    let ticks = assert_one_run_per_tick(&v, "rs");
     assert!(ticks.len() >= 8);
 
     // Two replicas with leader election: one leads; kill it, the other takes over.
@@ -358,7 +485,7 @@ async fn restarts_and_two_replicas_never_duplicate_a_tick() -> anyhow::Result<()
     })
     .await?;
     survivor.stop().await;
-    assert_one_run_per_tick(&runs(&client, &ns, "rs").await?, &uid);
+    assert_one_run_per_tick(&runs(&client, &ns, "rs").await?, "rs");
     Ok(())
 }
 
@@ -531,6 +658,310 @@ async fn delete_action_runs_before_a_rotated_run_is_removed() -> anyhow::Result<
     assert!(
         api.get_opt(&done[1]).await?.is_some(),
         "newest complete run must stay"
+    );
+    ctl.stop().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn deleting_a_schedule_keeps_its_runs() -> anyhow::Result<()> {
+    let (client, ns) = setup("sched-keep").await?;
+    let ctl = start(&client, &ns, None);
+    create_schedule(&client, &ns, "keep", json!({"schedule": "@every 2s"})).await?;
+    decide_runs(&client, &ns, "keep", &["complete", "failed"]).await?;
+    let before = runs(&client, &ns, "keep").await?;
+    for a in &before {
+        assert_run_of(a, "keep");
+    }
+    delete_schedule(&client, &ns, "keep").await?;
+    gc_settled(&client, &ns).await?;
+    let after = names(&runs(&client, &ns, "keep").await?);
+    assert!(
+        names(&before).is_subset(&after),
+        "runs lost with their schedule: before {:?}, after {after:?}",
+        names(&before)
+    );
+    ctl.stop().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn on_delete_delete_runs_the_delete_action_and_keeps_what_it_cannot_delete()
+-> anyhow::Result<()> {
+    let (client, ns) = setup("sched-ondelete").await?;
+    let ctl = start(&client, &ns, None);
+    // A second finalizer holds the object after ours is removed, so that the
+    // final condition can be read.
+    const HOLD: &str = "blueprint-operator.io/test-hold";
+    create_schedule_meta(
+        &client,
+        &ns,
+        json!({"name": "od", "finalizers": [HOLD]}),
+        json!({"schedule": "@every 2s", "retention": {
+            "keepLast": 20, "keepFailed": 20, "deleteAction": "delete", "onDelete": "Delete"}}),
+    )
+    .await?;
+    let mut decided = decide_runs(&client, &ns, "od", &["complete", "complete", "failed"]).await?;
+    for late in suspend(&client, &ns, "od").await? {
+        decided.insert(late, "complete");
+    }
+    let schedules: Api<ActionSchedule> = Api::namespaced(client.clone(), &ns);
+    support::wait_for(&schedules, "od", LONG, |s| {
+        s.finalizers().iter().any(|f| f == FINALIZER_DELETE_RUNS)
+    })
+    .await?;
+    schedules.delete("od", &DeleteParams::background()).await?;
+    // The oldest complete run's delete action fails; the others complete.
+    let complete: Vec<&String> = decided
+        .iter()
+        .filter(|(_, s)| **s == "complete")
+        .map(|(n, _)| n)
+        .collect();
+    let failed_run: Vec<&String> = decided
+        .iter()
+        .filter(|(_, s)| **s == "failed")
+        .map(|(n, _)| n)
+        .collect();
+    let sets: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
+    for (i, run) in complete.iter().enumerate() {
+        let d = support::wait_for(&sets, &plan::delete_name(run), LONG, |_| true).await?;
+        let action = &d.spec.as_ref().unwrap().actions[0];
+        assert_eq!(action.name, "delete");
+        assert_eq!(
+            action.artifacts["snap"].key_value["id"],
+            format!("id-{run}")
+        );
+        let state = if i == 0 { "failed" } else { "complete" };
+        set_state(&client, &ns, &d.name_any(), state).await?;
+    }
+    // Our finalizer goes once every run is handled.
+    let s = support::wait_for(&schedules, "od", LONG, |s| {
+        s.finalizers() == [HOLD.to_string()]
+    })
+    .await?;
+    let present = names(&sets.list(&ListParams::default()).await?.items);
+    let kept = complete[0];
+    assert!(present.contains(kept.as_str()), "{present:?}");
+    assert!(present.contains(&plan::delete_name(kept)), "{present:?}");
+    for gone in complete[1..].iter().chain(&failed_run) {
+        assert!(
+            !present.contains(gone.as_str()),
+            "{gone} not removed: {present:?}"
+        );
+        assert!(!present.contains(&plan::delete_name(gone)), "{present:?}");
+    }
+    let cond = &s.status.unwrap_or_default().conditions;
+    assert!(
+        cond.iter()
+            .any(|c| c.reason == "RunsKept" && c.message.contains(kept.as_str())),
+        "{cond:?}"
+    );
+    let reasons = event_reasons(&client, &ns).await?;
+    for r in [
+        "DeletingRuns",
+        "RunDeleted",
+        "DeleteActionFailed",
+        "RunsKept",
+    ] {
+        assert!(reasons.contains(r), "no {r} Event: {reasons:?}");
+    }
+    patch_schedule(
+        &client,
+        &ns,
+        "od",
+        json!({"metadata": {"finalizers": null}}),
+    )
+    .await?;
+    support::poll(LONG, || async {
+        matches!(schedules.get_opt("od").await, Ok(None)).then_some(())
+    })
+    .await?;
+    gc_settled(&client, &ns).await?;
+    assert!(sets.get_opt(kept).await?.is_some(), "kept run lost");
+    ctl.stop().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_recreated_schedule_adopts_its_runs() -> anyhow::Result<()> {
+    let (client, ns) = setup("sched-adopt").await?;
+    let ctl = start(&client, &ns, None);
+    let meta = json!({"name": "re", "annotations": {ANNOTATION_RUN_NOW: "tok"}});
+    create_schedule_meta(
+        &client,
+        &ns,
+        meta.clone(),
+        json!({"schedule": "@every 2s", "retention": {"keepLast": 20}}),
+    )
+    .await?;
+    let sets: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
+    let now_run = plan::run_now_name("re", "tok");
+    support::wait_for(&sets, &now_run, LONG, |_| true).await?;
+    set_state(&client, &ns, &now_run, "complete").await?;
+    decide_runs(&client, &ns, "re", &["complete", "complete", "complete"]).await?;
+    suspend(&client, &ns, "re").await?;
+    delete_schedule(&client, &ns, "re").await?;
+    let old = runs(&client, &ns, "re").await?;
+    assert!(old.len() >= 4, "{:?}", names(&old));
+    // Re-created as a GitOps tool would: same name, same run-now token,
+    // fewer runs to keep.
+    create_schedule_meta(
+        &client,
+        &ns,
+        meta,
+        json!({"schedule": "@every 2s", "suspend": true, "retention": {"keepLast": 2}}),
+    )
+    .await?;
+    // The old runs count toward keepLast: only the 2 newest stay.
+    let mut by_time: Vec<(String, String)> = old
+        .iter()
+        .map(|a| {
+            (
+                a.annotations()[ANNOTATION_SCHEDULED_TIME].clone(),
+                a.name_any(),
+            )
+        })
+        .collect();
+    by_time.sort();
+    let newest: BTreeSet<String> = by_time
+        .iter()
+        .rev()
+        .take(2)
+        .map(|(_, n)| n.clone())
+        .collect();
+    let left = support::poll(LONG, || async {
+        let v = runs(&client, &ns, "re").await.ok()?;
+        (names(&v) == newest).then_some(v)
+    })
+    .await?;
+    for a in &left {
+        assert_run_of(a, "re");
+    }
+    // The run-now request was already handled by the earlier schedule: adopted, not re-run.
+    let st = support::poll(LONG, || async {
+        let st = get_schedule(&client, &ns, "re").await.ok()?.status?;
+        (st.last_run_now_token.as_deref() == Some("tok")).then_some(st)
+    })
+    .await?;
+    assert!(st.retention.removing.is_empty(), "{:?}", st.retention);
+    let reasons = event_reasons(&client, &ns).await?;
+    assert!(!reasons.contains("NameConflict"), "{reasons:?}");
+    assert!(reasons.contains("Rotated"), "{reasons:?}");
+    // Now unsuspended: new ticks come, one ActionSet each, beside the adopted ones.
+    patch_schedule(&client, &ns, "re", json!({"spec": {"suspend": false}})).await?;
+    decide_runs(&client, &ns, "re", &["complete", "complete"]).await?;
+    assert_one_run_per_tick(&runs(&client, &ns, "re").await?, "re");
+    ctl.stop().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn runs_of_an_earlier_version_outlive_their_schedule_after_the_upgrade() -> anyhow::Result<()>
+{
+    let (client, ns) = setup("sched-upgrade").await?;
+    let s = create_schedule(
+        &client,
+        &ns,
+        "up",
+        json!({"schedule": "@every 1h", "retention": {"keepLast": 10}}),
+    )
+    .await?;
+    // What the earlier version made: a controller ownerReference, no annotation.
+    let sets: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
+    let mut old_runs = BTreeSet::new();
+    for i in 0..2 {
+        let tick = chrono::DateTime::from_timestamp(1_780_000_000 + i * 3600, 0).unwrap();
+        let name = plan::run_name("up", tick);
+        let a: ActionSet = serde_json::from_value(json!({
+            "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
+            "metadata": {
+                "name": name,
+                "labels": {LABEL_SCHEDULE: "up", LABEL_TRIGGER: "scheduled",
+                           LABEL_EXECUTOR: "blueprint-operator"},
+                "annotations": {ANNOTATION_SCHEDULED_TIME: tick.to_rfc3339()},
+                "ownerReferences": [{
+                    "apiVersion": "blueprint-operator.io/v1alpha1", "kind": "ActionSchedule",
+                    "name": "up", "uid": s.uid().unwrap(), "controller": true,
+                }],
+            },
+            "spec": {"actions": []},
+        }))?;
+        sets.create(&PostParams::default(), &a).await?;
+        set_state(&client, &ns, &name, "complete").await?;
+        old_runs.insert(name);
+    }
+    // The upgraded controller starts: it drops those ownerReferences.
+    let ctl = start(&client, &ns, None);
+    support::poll(LONG, || async {
+        let v = runs(&client, &ns, "up").await.ok()?;
+        v.iter()
+            .all(|a| a.owner_references().is_empty())
+            .then_some(())
+    })
+    .await?;
+    for a in runs(&client, &ns, "up").await? {
+        assert_run_of(&a, "up");
+    }
+    delete_schedule(&client, &ns, "up").await?;
+    gc_settled(&client, &ns).await?;
+    assert_eq!(names(&runs(&client, &ns, "up").await?), old_runs);
+    ctl.stop().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn rotation_spares_running_and_newest_runs_and_the_preview_says_so() -> anyhow::Result<()> {
+    let (client, ns) = setup("sched-preview").await?;
+    let ctl = start(&client, &ns, None);
+    // No tick during the test; runs come from run-now requests.
+    create_schedule(
+        &client,
+        &ns,
+        "pv",
+        json!({"schedule": "@every 1h", "retention": {"keepLast": 0, "keepFailed": 0}}),
+    )
+    .await?;
+    let sets: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
+    let mut made = Vec::new();
+    for (token, state) in [("t1", "running"), ("t2", "complete"), ("t3", "complete")] {
+        patch_schedule(
+            &client,
+            &ns,
+            "pv",
+            json!({"metadata": {"annotations": {ANNOTATION_RUN_NOW: token}}}),
+        )
+        .await?;
+        let name = plan::run_now_name("pv", token);
+        let a = support::wait_for(&sets, &name, LONG, |_| true).await?;
+        set_state(&client, &ns, &name, state).await?;
+        made.push((a.annotations()[ANNOTATION_SCHEDULED_TIME].clone(), name));
+    }
+    let running = made[0].1.clone();
+    let mut complete = made[1..].to_vec();
+    complete.sort();
+    let (older, newest) = (complete[0].1.clone(), complete[1].1.clone());
+    // keepLast 0: the older complete run goes; the running one and the
+    // newest complete one stay. The preview lists what the next completed
+    // run rotates: the newest complete one, never the running one.
+    let st = support::poll(LONG, || async {
+        let present = names(&runs(&client, &ns, "pv").await.ok()?);
+        let st = get_schedule(&client, &ns, "pv").await.ok()?.status?;
+        let preview: Vec<&str> = st
+            .retention
+            .next_rotation
+            .iter()
+            .map(|e| e.name.as_str())
+            .collect();
+        (!present.contains(&older) && preview == [newest.as_str()]).then_some(st)
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("{e}; expected preview [{newest}] and {older} rotated"))?;
+    let present = names(&runs(&client, &ns, "pv").await?);
+    assert_eq!(present, BTreeSet::from([running.clone(), newest.clone()]));
+    assert!(
+        st.active.iter().any(|r| r.name == running),
+        "{:?}",
+        st.active
     );
     ctl.stop().await;
     Ok(())

@@ -23,6 +23,13 @@ pub const LABEL_DELETE_FOR: &str = "blueprint-operator.io/delete-for";
 pub const ANNOTATION_SCHEDULED_TIME: &str = "blueprint-operator.io/scheduled-time";
 /// Annotation on an ActionSchedule: set it to any new token to start a run now.
 pub const ANNOTATION_RUN_NOW: &str = "blueprint-operator.io/run-now";
+/// Annotation on created ActionSets: the full name of the schedule that created
+/// them. With [`LABEL_SCHEDULE`] it is how a schedule finds its runs: they
+/// carry no ownerReference to it, so deleting the schedule does not delete them.
+pub const ANNOTATION_SCHEDULE: &str = "blueprint-operator.io/schedule-name";
+/// Finalizer on an ActionSchedule with `retention.onDelete: Delete`: its runs'
+/// backups are deleted before the schedule goes.
+pub const FINALIZER_DELETE_RUNS: &str = "blueprint-operator.io/delete-runs";
 
 /// An ActionSchedule creates an ActionSet from `actionSetTemplate` at every
 /// tick of `schedule` (Kubernetes CronJob syntax) and rotates finished ones
@@ -109,7 +116,8 @@ pub enum MissedRunPolicy {
 /// rules, buckets evaluated in the schedule's time zone); failed runs only by
 /// `keepFailed`. Never rotated: runs that are pending or running (or whose
 /// deferPhase is), the newest complete run, and ActionSets this schedule did
-/// not create.
+/// not create. `onDelete` says what happens to the runs when the schedule
+/// itself is deleted.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Retention {
@@ -136,6 +144,26 @@ pub struct Retention {
     /// ActionSet is `complete`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delete_action: Option<String>,
+    /// What deleting the schedule does to its runs: `Retain` (default) keeps
+    /// them; `Delete` runs `deleteAction` for each complete run and removes
+    /// the runs whose delete succeeded before the schedule goes.
+    #[serde(default)]
+    pub on_delete: OnDelete,
+}
+
+/// What deleting an ActionSchedule does to the ActionSets it created.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum OnDelete {
+    /// Keep every run (and so the records of the backups): they stay
+    /// labelled with the schedule, and a schedule re-created under the same
+    /// name adopts them.
+    #[default]
+    Retain,
+    /// Before the schedule goes (a finalizer holds it): run `deleteAction`
+    /// for each complete run, then remove the runs whose delete action
+    /// completed and the failed ones; keep (with an Event) those whose delete
+    /// action failed or did not end within the controller's limit.
+    Delete,
 }
 
 fn default_keep_last() -> u32 {
@@ -156,6 +184,7 @@ impl Default for Retention {
             keep_monthly: None,
             keep_yearly: None,
             delete_action: None,
+            on_delete: OnDelete::Retain,
         }
     }
 }
@@ -241,7 +270,8 @@ pub struct RetentionStatus {
 pub struct RotationEntry {
     pub name: String,
     pub reason: String,
-    /// For `removing`: `Deleting`, `WaitingForDeleteAction`, `DeleteActionFailed`.
+    /// For `removing`: `Deleting`, `WaitingForDeleteAction`, `DeleteActionFailed`,
+    /// `WaitingForRun` (a deleted schedule waits for a run to end).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progress: Option<String>,
 }
@@ -292,6 +322,7 @@ mod tests {
         .unwrap();
         assert_eq!(s.retention.keep_last, 3);
         assert_eq!(s.retention.keep_failed, 2);
+        assert_eq!(s.retention.on_delete, OnDelete::Retain);
         assert_eq!(s.concurrency_policy, ConcurrencyPolicy::Allow);
         assert_eq!(s.missed_run_policy, MissedRunPolicy::RunLatest);
         assert_eq!(s.action_set_template.actions[0].blueprint, "bp");

@@ -4,11 +4,16 @@
 //! - [`cron`]: CronJob-compatible schedule parser and `next` (robfig/cron v3 port).
 //! - [`plan`]: pure planning: given spec, status, now and existing runs, decide.
 //! - [`retention`]: pure selection of the ActionSets to rotate, with reasons.
+//! - [`identity`]: which ActionSets are a schedule's runs (label + annotation,
+//!   no ownerReference), and the migration of an earlier version's runs.
+//! - [`finalize`]: pure rule for a deleted schedule with `onDelete: Delete`.
 //! - [`reconcile`]: the controller that executes plans against the API server.
 //! - [`runs`]: each schedule's ActionSets, kept from the controller's watch.
 //! - [`metrics`]: Prometheus families; the binary calls [`metrics::register`].
 
 pub mod cron;
+pub mod finalize;
+pub mod identity;
 pub mod metrics;
 pub mod plan;
 pub mod reconcile;
@@ -21,10 +26,13 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use futures::{StreamExt, TryStreamExt};
+use kube::api::{Patch, PatchParams};
+use kube::core::ObjectMeta;
 use kube::runtime::controller::{self, Controller};
 use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Predicate, WatchStreamExt, predicates, reflector, watcher};
-use kube::{Api, Client, ResourceExt};
+use kube::{Api, Client, Resource, ResourceExt};
 use tracing::{info, warn};
 
 use crate::model::{ActionSchedule, LABEL_SCHEDULE, WatchedActionSet};
@@ -43,6 +51,9 @@ pub struct SchedulerOptions {
     pub controller_name: String,
     /// Schedules reconciled in parallel.
     pub concurrency: u16,
+    /// How long a deleted schedule with `retention.onDelete: Delete` waits for
+    /// its runs and delete actions to end; then what is left is kept.
+    pub finalize_timeout: Duration,
 }
 
 #[derive(Clone, Debug)]
@@ -62,6 +73,7 @@ impl Default for SchedulerOptions {
             leader_election: None,
             controller_name: "blueprint-operator-scheduler".into(),
             concurrency: 16,
+            finalize_timeout: reconcile::FINALIZE_TIMEOUT,
         }
     }
 }
@@ -156,11 +168,16 @@ async fn run_controller(
         instance: None,
     };
     let runs = Arc::new(runs::RunIndex::default());
-    let ctx = Arc::new(reconcile::Ctx::new(
+    let mut ctx = reconcile::Ctx::new(
         client.clone(),
-        Recorder::new(client, reporter),
+        Recorder::new(client.clone(), reporter),
         runs.clone(),
-    ));
+    );
+    ctx.finalize_timeout = opts.finalize_timeout;
+    let ctx = Arc::new(ctx);
+    // Runs of an earlier version that still carry an ownerReference to their
+    // schedule, as the watch delivers them (all of them at start).
+    let (legacy_tx, legacy_rx) = tokio::sync::mpsc::unbounded_channel::<ObjectMeta>();
     let (store, writer) = reflector::store();
     // Our own status writes change neither generation nor annotations, so
     // they trigger no reconcile: the next one is already queued for the next
@@ -184,10 +201,23 @@ async fn run_controller(
         runs.apply_watched(&event);
         event
     })
-    .touched_objects();
+    .touched_objects()
+    .inspect_ok(move |a| {
+        if identity::legacy_owner(a.meta()).is_some() {
+            let _ = legacy_tx.send(a.meta().clone());
+        }
+    });
+    // Runs carry no ownerReference: a run's event reconciles the schedule
+    // its label and annotation name.
     let controller = Controller::for_stream(schedule_events, store.clone())
-        .owns_stream(run_events)
+        .watches_stream(run_events, |a: WatchedActionSet| {
+            let ns = a.namespace();
+            identity::schedule_of(a.meta()).map(|name| {
+                ObjectRef::<ActionSchedule>::new(name).within(ns.as_deref().unwrap_or(""))
+            })
+        })
         .with_config(controller::Config::default().concurrency(opts.concurrency));
+    let migrate = migrate_legacy_runs(client, legacy_rx);
     let housekeeping = {
         let ctx = ctx.clone();
         async move {
@@ -209,6 +239,40 @@ async fn run_controller(
     tokio::select! {
         _ = run => {}
         _ = housekeeping => {}
+        _ = migrate => {}
         _ = shutdown => {}
+    }
+}
+
+/// Remove the ownerReference to their schedule from runs of an earlier
+/// version (and annotate them), so that deleting the schedule keeps them. A
+/// failed patch is retried when the watch delivers the run again (its next
+/// change, or the next relist).
+async fn migrate_legacy_runs(
+    client: Client,
+    mut legacy: tokio::sync::mpsc::UnboundedReceiver<ObjectMeta>,
+) {
+    while let Some(meta) = legacy.recv().await {
+        let (Some(name), Some(ns), Some(patch)) = (
+            meta.name.as_deref(),
+            meta.namespace.as_deref(),
+            identity::migration_patch(&meta),
+        ) else {
+            continue;
+        };
+        let api: Api<WatchedActionSet> = Api::namespaced(client.clone(), ns);
+        match api
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => {
+                info!(actionset = %name, namespace = %ns, "removed the ownerReference to its ActionSchedule (runs outlive their schedule)")
+            }
+            // Gone, or changed since: the watch brings the new version.
+            Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
+            Err(e) => {
+                warn!(actionset = %name, namespace = %ns, error = %e, "cannot remove the ownerReference to its ActionSchedule; retried on its next change")
+            }
+        }
     }
 }

@@ -78,8 +78,10 @@ pub struct RunRecord {
     /// (`Some(Pending|Running)`), or its final state.
     pub defer_state: Option<RunState>,
     pub trigger: Trigger,
-    /// The owner reference carries this schedule's uid (label alone is not enough).
-    pub owned: bool,
+    /// Created by this schedule, or by an earlier one of the same name
+    /// (label and annotation, see [`identity`](super::identity)); the label
+    /// alone is not enough.
+    pub ours: bool,
     /// For a delete action: the run whose artifacts it deletes.
     pub delete_for: Option<String>,
 }
@@ -204,7 +206,7 @@ pub fn plan(
         let late = (now - tick).num_seconds();
         let active: Vec<&RunRecord> = runs
             .iter()
-            .filter(|r| r.owned && r.trigger != Trigger::Delete && r.is_active())
+            .filter(|r| r.ours && r.trigger != Trigger::Delete && r.is_active())
             .collect();
         let skip = |reason, count, message: String| Skip {
             scheduled_time: if count > 1 { first } else { tick },
@@ -339,7 +341,7 @@ pub struct Summary {
 pub fn summarize(runs: &[RunRecord]) -> Summary {
     let mut mine: Vec<&RunRecord> = runs
         .iter()
-        .filter(|r| r.owned && r.trigger != Trigger::Delete)
+        .filter(|r| r.ours && r.trigger != Trigger::Delete)
         .collect();
     mine.sort_by(|a, b| (a.scheduled_time, &a.name).cmp(&(b.scheduled_time, &b.name)));
     let active = mine
@@ -389,7 +391,7 @@ mod tests {
             state,
             defer_state: None,
             trigger: Trigger::Scheduled,
-            owned: true,
+            ours: true,
             delete_for: None,
         }
     }
@@ -554,9 +556,9 @@ mod tests {
             None,
         );
         assert!(p.create.is_empty());
-        // Runs not owned by this schedule do not count.
+        // Runs this schedule did not create do not count.
         let mut foreign = runs[0].clone();
-        foreign.owned = false;
+        foreign.ours = false;
         let p = plan(
             "db",
             &s,

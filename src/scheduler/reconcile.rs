@@ -6,13 +6,18 @@
 //! the nominal tick, so `AlreadyExists` after a restart, a stale cache or a
 //! second replica means "already done". Status is written after the ActionSet,
 //! and the schedule is re-read from the API at the start of every reconcile.
+//!
+//! Runs carry no ownerReference to the schedule (see
+//! [`identity`](super::identity)): deleting a schedule keeps them, unless
+//! `retention.onDelete: Delete` puts a finalizer on it, which removes them
+//! through the rotation path first (see [`finalize`](super::finalize)).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, OwnerReference, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType, Recorder};
@@ -21,15 +26,17 @@ use serde_json::{Value, json};
 use tracing::{info, warn};
 
 use super::cron::Schedule;
+use super::finalize::{self, Kept};
+use super::identity;
 use super::metrics::{METRICS, schedule_labels, with};
 use super::plan::{self, NewRun, PlanSettings, RunRecord, RunState, Trigger};
 use super::retention::{self, Policy};
 use super::runs::RunIndex;
 use crate::model::{
-    ANNOTATION_RUN_NOW, ANNOTATION_SCHEDULED_TIME, ActionSchedule, ActionScheduleStatus, ActionSet,
-    ActionSetSpec, Artifact, EXECUTOR_LABEL_VALUE, LABEL_DELETE_FOR, LABEL_EXECUTOR,
-    LABEL_SCHEDULE, LABEL_TRIGGER, RotationEntry, RunReference, SkippedRun, State,
-    WatchedActionSet,
+    ANNOTATION_RUN_NOW, ANNOTATION_SCHEDULE, ANNOTATION_SCHEDULED_TIME, ActionSchedule,
+    ActionScheduleStatus, ActionSet, ActionSetSpec, Artifact, EXECUTOR_LABEL_VALUE,
+    FINALIZER_DELETE_RUNS, LABEL_DELETE_FOR, LABEL_EXECUTOR, LABEL_SCHEDULE, LABEL_TRIGGER,
+    OnDelete, RotationEntry, RunReference, SkippedRun, State, WatchedActionSet,
 };
 
 /// Entries kept in `status.recentSkips`.
@@ -38,6 +45,8 @@ const RECENT_SKIPS: usize = 10;
 const DELETE_POLL: Duration = Duration::from_secs(15);
 /// Longest sleep between reconciles of a healthy schedule.
 const MAX_REQUEUE: Duration = Duration::from_secs(3600);
+/// Default time limit for removing a deleted schedule's runs (`onDelete: Delete`).
+pub const FINALIZE_TIMEOUT: Duration = Duration::from_secs(3600);
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -67,6 +76,9 @@ pub struct Ctx {
     /// resourceVersion of each schedule as this controller last read or
     /// wrote it: a cached object at that version needs no fresh read.
     pub known: Mutex<HashMap<(String, String), String>>,
+    /// How long a deleted schedule with `onDelete: Delete` waits for its runs
+    /// and delete actions to end before it goes anyway.
+    pub finalize_timeout: Duration,
 }
 
 impl Ctx {
@@ -76,6 +88,7 @@ impl Ctx {
             recorder,
             runs,
             known: Mutex::default(),
+            finalize_timeout: FINALIZE_TIMEOUT,
         }
     }
 
@@ -104,8 +117,9 @@ fn run_state(s: Option<State>) -> RunState {
     }
 }
 
-/// The scheduler's view of an ActionSet labelled with a schedule.
-pub fn record(a: &ActionSet, owner_uid: &str) -> RunRecord {
+/// The scheduler's view of an ActionSet labelled with a schedule, for the
+/// schedule named `schedule`.
+pub fn record(a: &ActionSet, schedule: &str) -> RunRecord {
     let scheduled_time = a
         .annotations()
         .get(ANNOTATION_SCHEDULED_TIME)
@@ -142,25 +156,15 @@ pub fn record(a: &ActionSet, owner_uid: &str) -> RunRecord {
                 .map(String::as_str)
                 .unwrap_or(""),
         ),
-        owned: a.owner_references().iter().any(|o| o.uid == owner_uid),
+        ours: identity::is_run_of(&a.metadata, schedule),
         delete_for: a.labels().get(LABEL_DELETE_FOR).cloned(),
     }
 }
 
-fn owner_ref(s: &ActionSchedule, uid: &str) -> OwnerReference {
-    OwnerReference {
-        api_version: "blueprint-operator.io/v1alpha1".into(),
-        kind: "ActionSchedule".into(),
-        name: s.name_any(),
-        uid: uid.into(),
-        controller: Some(true),
-        block_owner_deletion: None,
-    }
-}
-
+/// A run of `s`: labelled and annotated with the schedule, without an
+/// ownerReference (the garbage collector must not delete it with the schedule).
 fn new_action_set(
     s: &ActionSchedule,
-    uid: &str,
     run: &NewRun,
     spec: ActionSetSpec,
     delete_for: Option<&str>,
@@ -181,12 +185,12 @@ fn new_action_set(
         ANNOTATION_SCHEDULED_TIME.to_string(),
         run.scheduled_time.to_rfc3339(),
     );
+    annotations.insert(ANNOTATION_SCHEDULE.to_string(), s.name_any());
     let meta = kube::core::ObjectMeta {
         name: Some(run.name.clone()),
         namespace: s.namespace(),
         labels: Some(labels),
         annotations: Some(annotations),
-        owner_references: Some(vec![owner_ref(s, uid)]),
         ..Default::default()
     };
     ActionSet::new(meta, spec)
@@ -296,13 +300,14 @@ fn status_patch(status: &ActionScheduleStatus) -> Result<Value, Error> {
     Ok(json!({ "status": v }))
 }
 
-/// Write `status` unless unchanged, and remember the schedule's version.
+/// Write `status` unless unchanged, and remember the schedule's version
+/// (returned too).
 async fn write_status(
     ctx: &Ctx,
     api: &Api<ActionSchedule>,
     s: &ActionSchedule,
     status: ActionScheduleStatus,
-) -> Result<(), Error> {
+) -> Result<Option<String>, Error> {
     let key = (s.namespace().unwrap_or_default(), s.name_any());
     let version = if s.status.as_ref() == Some(&status) {
         s.resource_version()
@@ -315,11 +320,11 @@ async fn write_status(
         .await?
         .resource_version()
     };
-    match version {
-        Some(v) => ctx.known().insert(key, v),
+    match &version {
+        Some(v) => ctx.known().insert(key, v.clone()),
         None => ctx.known().remove(&key),
     };
-    Ok(())
+    Ok(version)
 }
 
 fn requeue(next: Option<DateTime<Utc>>, now: DateTime<Utc>, extra: Option<Duration>) -> Action {
@@ -345,7 +350,7 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
     let cached = obj
         .resource_version()
         .is_some_and(|v| ctx.known().get(&key) == Some(&v));
-    let s = if cached {
+    let mut s = if cached {
         (*obj).clone()
     } else {
         match api.get_opt(&name).await? {
@@ -356,13 +361,24 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
             }
         }
     };
+    let labels = schedule_labels(&ns, &name);
+    let actionsets: Api<ActionSet> = Api::namespaced(ctx.client.clone(), &ns);
+    let has_finalizer = s.finalizers().iter().any(|f| f == FINALIZER_DELETE_RUNS);
+    let delete_runs = s.spec.retention.on_delete == OnDelete::Delete;
     if s.metadata.deletion_timestamp.is_some() {
+        if has_finalizer && delete_runs {
+            let listed = list_runs(&ctx, &ns, &name).await?;
+            return finalize_runs(&ctx, &api, &actionsets, &s, &listed, &labels).await;
+        }
+        if has_finalizer {
+            // Switched to Retain while being deleted: the runs stay.
+            set_finalizer(&api, &s, false, s.resource_version()).await?;
+        }
         return Ok(Action::await_change());
     }
-    let uid = s
-        .uid()
-        .ok_or_else(|| Error::Metadata(name.clone(), "uid"))?;
-    let labels = schedule_labels(&ns, &name);
+    if has_finalizer != delete_runs {
+        s = set_finalizer(&api, &s, delete_runs, s.resource_version()).await?;
+    }
     let old = s.status.clone().unwrap_or_default();
     let mut status = old.clone();
     status.observed_generation = s.metadata.generation;
@@ -392,25 +408,10 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
         }
     };
 
-    let actionsets: Api<ActionSet> = Api::namespaced(ctx.client.clone(), &ns);
-    let selector = format!("{LABEL_SCHEDULE}={}", plan::schedule_label_value(&name));
-    let listed: Vec<Arc<ActionSet>> = match ctx.runs.runs(&ns, &plan::schedule_label_value(&name)) {
-        Some(runs) => runs,
-        // The ActionSet watch has not finished its first list yet.
-        // Decoded one by one, as the watch does: a run that does not decode
-        // is left out instead of failing the list.
-        None => Api::<WatchedActionSet>::namespaced(ctx.client.clone(), &ns)
-            .list(&ListParams::default().labels(&selector))
-            .await?
-            .items
-            .into_iter()
-            .filter_map(WatchedActionSet::valid)
-            .map(Arc::new)
-            .collect(),
-    };
+    let listed = list_runs(&ctx, &ns, &name).await?;
     let by_name: BTreeMap<String, &ActionSet> =
         listed.iter().map(|a| (a.name_any(), a.as_ref())).collect();
-    let mut runs: Vec<RunRecord> = listed.iter().map(|a| record(a, &uid)).collect();
+    let mut runs: Vec<RunRecord> = listed.iter().map(|a| record(a, &name)).collect();
 
     let created_at = s
         .metadata
@@ -466,7 +467,7 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
     }
 
     for run in &p.create {
-        let a = new_action_set(&s, &uid, run, s.spec.action_set_template.clone(), None);
+        let a = new_action_set(&s, run, s.spec.action_set_template.clone(), None);
         match actionsets.create(&PostParams::default(), &a).await {
             Ok(_) => {
                 info!(schedule = %name, namespace = %ns, actionset = %run.name, tick = %run.scheduled_time, "created ActionSet");
@@ -496,9 +497,10 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
             Err(kube::Error::Api(e)) if e.code == 409 => {
                 // Already done by an earlier attempt or another replica.
                 let existing = actionsets.get_opt(&run.name).await?;
+                // Ours, or made by an earlier schedule of this name (adopted).
                 if existing
                     .as_ref()
-                    .is_some_and(|x| x.owner_references().iter().any(|o| o.uid == uid))
+                    .is_some_and(|x| identity::is_run_of(&x.metadata, &name))
                 {
                     info!(schedule = %name, actionset = %run.name, "ActionSet already exists; tick already handled");
                 } else {
@@ -537,7 +539,7 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
                 state: RunState::Pending,
                 defer_state: None,
                 trigger: run.trigger,
-                owned: true,
+                ours: true,
                 delete_for: None,
             });
         }
@@ -595,114 +597,46 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
     let rp = retention::select(&runs, &policy);
     let mut removing = Vec::new();
     let mut waiting = false;
-    let deletes: BTreeMap<&str, &RunRecord> = runs
-        .iter()
-        .filter(|r| r.trigger == Trigger::Delete && r.owned)
-        .filter_map(|r| r.delete_for.as_deref().map(|f| (f, r)))
-        .collect();
+    let remover = Remover::new(&s, &actionsets, &labels, &by_name, &runs);
     for rm in &rp.remove {
         let Some(a) = by_name.get(&rm.name) else {
             continue;
         };
-        let delete_action = s
-            .spec
-            .retention
-            .delete_action
-            .as_deref()
-            .filter(|d| !d.is_empty());
-        match (delete_action, rm.state) {
-            (Some(action), RunState::Complete) => {
-                let dname = plan::delete_name(&rm.name);
-                match deletes.get(rm.name.as_str()).map(|d| d.state) {
-                    None => {
-                        let run = NewRun {
-                            name: dname.clone(),
-                            scheduled_time: now,
-                            trigger: Trigger::Delete,
-                        };
-                        let spec = delete_spec(&s.spec.action_set_template, action, a);
-                        let da = new_action_set(&s, &uid, &run, spec, Some(&rm.name));
-                        match actionsets.create(&PostParams::default(), &da).await {
-                            Ok(_) => {}
-                            Err(kube::Error::Api(e)) if e.code == 409 => {}
-                            Err(e) => return Err(e.into()),
-                        }
-                        METRICS
-                            .runs_created
-                            .get_or_create(&with(labels.clone(), "trigger", "delete"))
-                            .inc();
-                        publish(&ctx, &s, false, "DeleteActionStarted", "Rotate", format!("rotating {} ({}): created ActionSet {dname} running action {action:?} with its artifacts", rm.name, rm.reason)).await;
-                        waiting = true;
-                        removing.push(RotationEntry {
-                            name: rm.name.clone(),
-                            reason: rm.reason.clone(),
-                            progress: Some("WaitingForDeleteAction".into()),
-                        });
-                    }
-                    Some(RunState::Complete) => {
-                        delete_owned(&actionsets, a).await?;
-                        if let Some(d) = by_name.get(&dname) {
-                            delete_owned(&actionsets, d).await?;
-                        }
-                        rotated(
-                            &ctx,
-                            &s,
-                            &labels,
-                            rm.state,
-                            format!(
-                                "deleted ActionSet {} after delete action {dname} completed ({})",
-                                rm.name, rm.reason
-                            ),
-                        )
-                        .await;
-                    }
-                    Some(RunState::Failed) => {
-                        removing.push(RotationEntry {
-                            name: rm.name.clone(),
-                            reason: rm.reason.clone(),
-                            progress: Some(format!("DeleteActionFailed: ActionSet {dname} failed; the run is kept. Delete {dname} to retry.")),
-                        });
-                        if !old.retention.removing.iter().any(|e| {
-                            e.name == rm.name
-                                && e.progress
-                                    .as_deref()
-                                    .is_some_and(|p| p.starts_with("DeleteActionFailed"))
-                        }) {
-                            publish(&ctx, &s, true, "DeleteActionFailed", "Rotate", format!("delete action {dname} for {} failed; the run is kept. Delete {dname} to retry.", rm.name)).await;
-                        }
-                    }
-                    Some(_) => {
-                        waiting = true;
-                        removing.push(RotationEntry {
-                            name: rm.name.clone(),
-                            reason: rm.reason.clone(),
-                            progress: Some("WaitingForDeleteAction".into()),
-                        });
-                    }
+        let entry = |progress: String| RotationEntry {
+            name: rm.name.clone(),
+            reason: rm.reason.clone(),
+            progress: Some(progress),
+        };
+        match remover.step(a, rm.state, true, now).await? {
+            Step::Removed(after) => {
+                let note = match after {
+                    Some(d) => format!(
+                        "deleted ActionSet {} after delete action {d} completed ({})",
+                        rm.name, rm.reason
+                    ),
+                    None => format!("deleted ActionSet {}: {}", rm.name, rm.reason),
+                };
+                rotated(&ctx, &s, &labels, rm.state, note).await;
+            }
+            Step::Started(dname) => {
+                let action = remover.delete_action.unwrap_or_default();
+                publish(&ctx, &s, false, "DeleteActionStarted", "Rotate", format!("rotating {} ({}): created ActionSet {dname} running action {action:?} with its artifacts", rm.name, rm.reason)).await;
+                waiting = true;
+                removing.push(entry("WaitingForDeleteAction".into()));
+            }
+            Step::Waiting(_) | Step::NotStarted => {
+                waiting = true;
+                removing.push(entry("WaitingForDeleteAction".into()));
+            }
+            Step::DeleteFailed(dname) => {
+                removing.push(entry(format!("DeleteActionFailed: ActionSet {dname} failed; the run is kept. Delete {dname} to retry.")));
+                if !delete_failed_before(&old, &rm.name) {
+                    publish(&ctx, &s, true, "DeleteActionFailed", "Rotate", format!("delete action {dname} for {} failed; the run is kept. Delete {dname} to retry.", rm.name)).await;
                 }
             }
-            _ => {
-                delete_owned(&actionsets, a).await?;
-                rotated(
-                    &ctx,
-                    &s,
-                    &labels,
-                    rm.state,
-                    format!("deleted ActionSet {}: {}", rm.name, rm.reason),
-                )
-                .await;
-            }
         }
     }
-    // Delete actions whose run is gone and that have finished.
-    for (run_name, d) in &deletes {
-        if !by_name.contains_key(*run_name)
-            && d.state.is_terminal()
-            && let Some(a) = by_name.get(&d.name)
-        {
-            delete_owned(&actionsets, a).await?;
-        }
-    }
+    remover.remove_orphan_deletes().await?;
     let removed: Vec<&str> = rp
         .remove
         .iter()
@@ -792,6 +726,352 @@ async fn rotated(
         .get_or_create(&with(labels.clone(), "state", state.as_str()))
         .inc();
     publish(ctx, s, false, "Rotated", "Delete", note).await;
+}
+
+/// The ActionSets labelled with the schedule `name` (the caller tells which are
+/// its runs: [`record`]).
+async fn list_runs(ctx: &Ctx, ns: &str, name: &str) -> Result<Vec<Arc<ActionSet>>, Error> {
+    let label = plan::schedule_label_value(name);
+    Ok(match ctx.runs.runs(ns, &label) {
+        Some(runs) => runs,
+        // The ActionSet watch has not finished its first list yet.
+        // Decoded one by one, as the watch does: a run that does not decode
+        // is left out instead of failing the list.
+        None => Api::<WatchedActionSet>::namespaced(ctx.client.clone(), ns)
+            .list(&ListParams::default().labels(&format!("{LABEL_SCHEDULE}={label}")))
+            .await?
+            .items
+            .into_iter()
+            .filter_map(WatchedActionSet::valid)
+            .map(Arc::new)
+            .collect(),
+    })
+}
+
+/// Add or remove our finalizer. `version` guards the list against a
+/// concurrent change (409: the reconcile is retried).
+async fn set_finalizer(
+    api: &Api<ActionSchedule>,
+    s: &ActionSchedule,
+    present: bool,
+    version: Option<String>,
+) -> Result<ActionSchedule, Error> {
+    let mut finalizers: Vec<String> = s
+        .finalizers()
+        .iter()
+        .filter(|f| *f != FINALIZER_DELETE_RUNS)
+        .cloned()
+        .collect();
+    if present {
+        finalizers.push(FINALIZER_DELETE_RUNS.to_string());
+    }
+    let list = if finalizers.is_empty() {
+        Value::Null
+    } else {
+        json!(finalizers)
+    };
+    let patch = json!({"metadata": {"finalizers": list, "resourceVersion": version}});
+    Ok(api
+        .patch(
+            &s.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await?)
+}
+
+/// How far removing one run got.
+#[derive(Debug)]
+enum Step {
+    /// Its ActionSet is deleted (after this delete action completed, if any).
+    Removed(Option<String>),
+    /// Its delete action was just created.
+    Started(String),
+    /// Its delete action is pending or running.
+    Waiting(String),
+    /// Its delete action failed: the run is kept.
+    DeleteFailed(String),
+    /// It needs a delete action, and starting one was not allowed.
+    NotStarted,
+}
+
+/// Removes finished runs of one schedule, for rotation and for the
+/// schedule's deletion alike: a complete run through `deleteAction` when set
+/// (create it with the run's artifacts, wait, then delete both), anything else
+/// at once.
+struct Remover<'a> {
+    s: &'a ActionSchedule,
+    api: &'a Api<ActionSet>,
+    labels: &'a super::metrics::Labels,
+    by_name: &'a BTreeMap<String, &'a ActionSet>,
+    delete_action: Option<&'a str>,
+    /// Delete-action ActionSets of this schedule, by the run they are for.
+    deletes: BTreeMap<&'a str, &'a RunRecord>,
+}
+
+impl<'a> Remover<'a> {
+    fn new(
+        s: &'a ActionSchedule,
+        api: &'a Api<ActionSet>,
+        labels: &'a super::metrics::Labels,
+        by_name: &'a BTreeMap<String, &'a ActionSet>,
+        runs: &'a [RunRecord],
+    ) -> Self {
+        Remover {
+            s,
+            api,
+            labels,
+            by_name,
+            delete_action: s
+                .spec
+                .retention
+                .delete_action
+                .as_deref()
+                .filter(|d| !d.is_empty()),
+            deletes: runs
+                .iter()
+                .filter(|r| r.trigger == Trigger::Delete && r.ours)
+                .filter_map(|r| r.delete_for.as_deref().map(|f| (f, r)))
+                .collect(),
+        }
+    }
+
+    /// One step towards removing the finished run `run`; `may_start`: a
+    /// delete action may be created.
+    async fn step(
+        &self,
+        run: &ActionSet,
+        state: RunState,
+        may_start: bool,
+        now: DateTime<Utc>,
+    ) -> Result<Step, Error> {
+        let (Some(action), RunState::Complete) = (self.delete_action, state) else {
+            delete_owned(self.api, run).await?;
+            return Ok(Step::Removed(None));
+        };
+        let name = run.name_any();
+        let Some(d) = self.deletes.get(name.as_str()) else {
+            if !may_start {
+                return Ok(Step::NotStarted);
+            }
+            let dname = plan::delete_name(&name);
+            let new = NewRun {
+                name: dname.clone(),
+                scheduled_time: now,
+                trigger: Trigger::Delete,
+            };
+            let spec = delete_spec(&self.s.spec.action_set_template, action, run);
+            let da = new_action_set(self.s, &new, spec, Some(&name));
+            match self.api.create(&PostParams::default(), &da).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 409 => {}
+                Err(e) => return Err(e.into()),
+            }
+            METRICS
+                .runs_created
+                .get_or_create(&with(self.labels.clone(), "trigger", "delete"))
+                .inc();
+            return Ok(Step::Started(dname));
+        };
+        Ok(match d.state {
+            RunState::Complete => {
+                delete_owned(self.api, run).await?;
+                if let Some(da) = self.by_name.get(&d.name) {
+                    delete_owned(self.api, da).await?;
+                }
+                Step::Removed(Some(d.name.clone()))
+            }
+            RunState::Failed => Step::DeleteFailed(d.name.clone()),
+            _ => Step::Waiting(d.name.clone()),
+        })
+    }
+
+    /// Delete actions whose run is gone and that have finished.
+    async fn remove_orphan_deletes(&self) -> Result<(), Error> {
+        for (run_name, d) in &self.deletes {
+            if !self.by_name.contains_key(*run_name)
+                && d.state.is_terminal()
+                && let Some(a) = self.by_name.get(&d.name)
+            {
+                delete_owned(self.api, a).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// True when the last status already reported the failed delete action of `run`.
+fn delete_failed_before(old: &ActionScheduleStatus, run: &str) -> bool {
+    old.retention.removing.iter().any(|e| {
+        e.name == run
+            && e.progress
+                .as_deref()
+                .is_some_and(|p| p.starts_with("DeleteActionFailed"))
+    })
+}
+
+/// The schedule is being deleted with `retention.onDelete: Delete`: remove
+/// its runs through the rotation path, keep those that cannot be removed
+/// (Event `RunsKept`, condition), then remove the finalizer. Bounded by
+/// `ctx.finalize_timeout` from the first pass (see [`finalize`]).
+async fn finalize_runs(
+    ctx: &Ctx,
+    api: &Api<ActionSchedule>,
+    actionsets: &Api<ActionSet>,
+    s: &ActionSchedule,
+    listed: &[Arc<ActionSet>],
+    labels: &super::metrics::Labels,
+) -> Result<Action, Error> {
+    let name = s.name_any();
+    let now = Utc::now();
+    let runs: Vec<RunRecord> = listed.iter().map(|a| record(a, &name)).collect();
+    let by_name: BTreeMap<String, &ActionSet> =
+        listed.iter().map(|a| (a.name_any(), a.as_ref())).collect();
+    let old = s.status.clone().unwrap_or_default();
+    // The time limit counts from the first pass (the controller may have
+    // been down when the delete was requested).
+    let first_pass = old
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Ready" && c.reason == "Deleting")
+        .and_then(|c| from_time(&c.last_transition_time));
+    let pass = finalize::select(&runs, first_pass.unwrap_or(now), now, ctx.finalize_timeout);
+    let remover = Remover::new(s, actionsets, labels, &by_name, &runs);
+    if first_pass.is_none() {
+        let how = match remover.delete_action {
+            Some(d) => format!("through delete action {d:?}"),
+            None => "(no deleteAction: only the ActionSets)".into(),
+        };
+        publish(
+            ctx,
+            s,
+            false,
+            "DeletingRuns",
+            "Delete",
+            format!(
+                "schedule deleted with retention.onDelete: Delete: removing {} finished run(s) {how}, waiting for {} active run(s), until {} at most",
+                pass.remove.len(),
+                pass.active.len(),
+                pass.deadline.to_rfc3339()
+            ),
+        )
+        .await;
+    }
+    let reason = "schedule deleted (retention.onDelete: Delete)";
+    let entry = |run: &str, progress: String| RotationEntry {
+        name: run.to_string(),
+        reason: reason.into(),
+        progress: Some(progress),
+    };
+    let mut removing = Vec::new();
+    let mut kept: Vec<(String, Kept)> = Vec::new();
+    for r in &pass.remove {
+        let Some(a) = by_name.get(&r.name) else {
+            continue;
+        };
+        match remover.step(a, r.state, !pass.expired, now).await? {
+            Step::Removed(after) => {
+                let how = after
+                    .map(|d| format!(" after delete action {d} completed"))
+                    .unwrap_or_default();
+                publish(
+                    ctx,
+                    s,
+                    false,
+                    "RunDeleted",
+                    "Delete",
+                    format!("deleted ActionSet {}{how}: {reason}", r.name),
+                )
+                .await;
+            }
+            Step::Started(d) => {
+                publish(ctx, s, false, "DeleteActionStarted", "Delete", format!("{reason}: created ActionSet {d} running the delete action with the artifacts of {}", r.name)).await;
+                removing.push(entry(&r.name, "WaitingForDeleteAction".into()));
+            }
+            Step::Waiting(d) if pass.expired => {
+                kept.push((r.name.clone(), Kept::DeleteActionUnfinished(d)))
+            }
+            Step::Waiting(_) => removing.push(entry(&r.name, "WaitingForDeleteAction".into())),
+            Step::NotStarted => kept.push((r.name.clone(), Kept::NotStarted)),
+            Step::DeleteFailed(d) => {
+                if !delete_failed_before(&old, &r.name) {
+                    publish(
+                        ctx,
+                        s,
+                        true,
+                        "DeleteActionFailed",
+                        "Delete",
+                        format!(
+                            "delete action {d} for {} failed; the run is kept ({reason})",
+                            r.name
+                        ),
+                    )
+                    .await;
+                }
+                removing.push(entry(
+                    &r.name,
+                    format!("DeleteActionFailed: ActionSet {d} failed; the run is kept"),
+                ));
+                kept.push((r.name.clone(), Kept::DeleteActionFailed(d)));
+            }
+        }
+    }
+    for r in &pass.active {
+        if pass.expired {
+            kept.push((r.name.clone(), Kept::StillActive(r.state)));
+        } else {
+            removing.push(entry(&r.name, "WaitingForRun".into()));
+        }
+    }
+    remover.remove_orphan_deletes().await?;
+    let in_progress = removing
+        .iter()
+        .filter(|e| {
+            e.progress
+                .as_deref()
+                .is_some_and(|p| p.starts_with("Waiting"))
+        })
+        .count();
+    let mut status = old.clone();
+    status.next_schedule_time = None;
+    status.retention.removing = removing;
+    status.retention.next_rotation = Vec::new();
+    let label = plan::schedule_label_value(&name);
+    if in_progress > 0 {
+        status.conditions = vec![condition(
+            false,
+            "Deleting",
+            format!(
+                "removing the runs before the schedule goes (retention.onDelete: Delete): {in_progress} in progress, until {} at most",
+                pass.deadline.to_rfc3339()
+            ),
+            s.metadata.generation,
+            &old.conditions,
+        )];
+        write_status(ctx, api, s, status).await?;
+        let left = (pass.deadline - now).to_std().unwrap_or_default();
+        return Ok(Action::requeue(
+            DELETE_POLL.min(left + Duration::from_millis(100)),
+        ));
+    }
+    let (reason, msg) = if kept.is_empty() {
+        ("Deleting", "every run was removed".to_string())
+    } else {
+        let msg = finalize::kept_message(&name, &label, &kept);
+        publish(ctx, s, true, "RunsKept", "Delete", msg.clone()).await;
+        ("RunsKept", msg)
+    };
+    status.conditions = vec![condition(
+        false,
+        reason,
+        msg,
+        s.metadata.generation,
+        &old.conditions,
+    )];
+    let version = write_status(ctx, api, s, status).await?;
+    set_finalizer(api, s, false, version).await?;
+    info!(schedule = %name, namespace = %s.namespace().unwrap_or_default(), kept = kept.len(), "runs of the deleted schedule handled; finalizer removed");
+    Ok(Action::await_change())
 }
 
 /// Delete an ActionSet this schedule created, only if it is still the same object.
@@ -932,38 +1212,37 @@ mod tests {
     }
 
     #[test]
-    fn record_reads_labels_owner_time_and_defer_state() {
+    fn record_reads_labels_annotations_time_and_defer_state() {
         let a = actionset(json!({
             "metadata": {
                 "name": "db-20260601000000",
                 "labels": {LABEL_SCHEDULE: "db", LABEL_TRIGGER: "scheduled"},
-                "annotations": {ANNOTATION_SCHEDULED_TIME: "2026-06-01T00:00:00+00:00"},
-                "ownerReferences": [{"apiVersion": "blueprint-operator.io/v1alpha1", "kind": "ActionSchedule", "name": "db", "uid": "u1"}]
+                "annotations": {ANNOTATION_SCHEDULED_TIME: "2026-06-01T00:00:00+00:00", ANNOTATION_SCHEDULE: "db"},
             },
             "status": {"state": "complete", "actions": [
                 {"name": "backup", "deferPhase": {"name": "cleanup", "state": "running"}}
             ]}
         }));
-        let r = record(&a, "u1");
-        assert!(r.owned);
+        let r = record(&a, "db");
+        assert!(r.ours);
         assert_eq!(r.state, RunState::Complete);
         assert_eq!(r.defer_state, Some(RunState::Running));
         assert!(r.is_active(), "a running deferPhase keeps the run active");
         assert_eq!(r.scheduled_time.to_rfc3339(), "2026-06-01T00:00:00+00:00");
-        assert!(!record(&a, "other-uid").owned);
+        assert!(!record(&a, "other").ours);
         // No status yet: pending; empty deferPhase (Kanister's placeholder) is ignored.
         let b = actionset(
             json!({"metadata": {"name": "x", "labels": {LABEL_TRIGGER: "delete", LABEL_DELETE_FOR: "y"}},
             "status": {"state": "failed", "actions": [{"name": "a", "deferPhase": {"name": "", "state": ""}}]}}),
         );
-        let r = record(&b, "u1");
+        let r = record(&b, "db");
         assert_eq!(
             (r.state, r.defer_state, r.trigger),
             (RunState::Failed, None, Trigger::Delete)
         );
         assert_eq!(r.delete_for.as_deref(), Some("y"));
         assert_eq!(
-            record(&actionset(json!({"metadata": {"name": "z"}})), "u1").state,
+            record(&actionset(json!({"metadata": {"name": "z"}})), "db").state,
             RunState::Pending
         );
     }
@@ -988,7 +1267,7 @@ mod tests {
     }
 
     #[test]
-    fn runs_are_labelled_for_the_executor() {
+    fn runs_are_labelled_and_annotated_without_an_owner() {
         let s = schedule("ns", "db", "2026-06-01T00:00:00Z");
         let run = NewRun {
             name: "db-1".into(),
@@ -996,9 +1275,13 @@ mod tests {
             trigger: Trigger::Scheduled,
         };
         for delete_for in [None, Some("db-0")] {
-            let a = new_action_set(&s, "u1", &run, ActionSetSpec::default(), delete_for);
+            let a = new_action_set(&s, &run, ActionSetSpec::default(), delete_for);
             assert_eq!(a.labels()[LABEL_EXECUTOR], EXECUTOR_LABEL_VALUE);
             assert_eq!(a.labels()[LABEL_SCHEDULE], "db");
+            assert_eq!(a.annotations()[ANNOTATION_SCHEDULE], "db");
+            // The garbage collector must not delete runs with their schedule.
+            assert!(a.owner_references().is_empty());
+            assert!(identity::is_run_of(&a.metadata, "db"));
         }
     }
 

@@ -9,7 +9,7 @@
 //! schedule's time zone. Failed runs are kept by count only.
 //!
 //! Never removed: runs that are active (pending/running, or their deferPhase
-//! is), the newest complete run, ActionSets this schedule does not own, and
+//! is), the newest complete run, ActionSets this schedule did not create, and
 //! delete-action ActionSets (the reconciler handles those with their run).
 
 use chrono::{DateTime, Datelike, Timelike, Utc};
@@ -115,7 +115,7 @@ pub fn select(runs: &[RunRecord], policy: &Policy) -> RetentionPlan {
     let mut complete = Vec::new();
     let mut failed = Vec::new();
     for r in runs {
-        if !r.owned || r.trigger == Trigger::Delete {
+        if !r.ours || r.trigger == Trigger::Delete {
             continue;
         }
         if r.is_active() {
@@ -200,12 +200,19 @@ pub fn select(runs: &[RunRecord], policy: &Policy) -> RetentionPlan {
 }
 
 /// What would be removed once one more run (at `next`) completes: the
-/// preview shown in status.
+/// preview shown in status. Runs active now are counted as if they complete
+/// too (so the count is not optimistic) but are never listed: rotation does
+/// not remove a run while it is active.
 pub fn preview_next(runs: &[RunRecord], policy: &Policy, next: DateTime<Utc>) -> Vec<Removal> {
     let now_removed: Vec<String> = select(runs, policy)
         .remove
         .into_iter()
         .map(|r| r.name)
+        .collect();
+    let active: Vec<&str> = runs
+        .iter()
+        .filter(|r| r.is_active())
+        .map(|r| r.name.as_str())
         .collect();
     let mut with_next = runs.to_vec();
     with_next.push(RunRecord {
@@ -214,12 +221,12 @@ pub fn preview_next(runs: &[RunRecord], policy: &Policy, next: DateTime<Utc>) ->
         state: RunState::Complete,
         defer_state: None,
         trigger: Trigger::Scheduled,
-        owned: true,
+        ours: true,
         delete_for: None,
     });
     // Active runs are assumed to complete too.
     for r in with_next.iter_mut() {
-        if r.owned && r.trigger != Trigger::Delete && r.is_active() {
+        if r.ours && r.trigger != Trigger::Delete && r.is_active() {
             r.state = RunState::Complete;
             r.defer_state = None;
         }
@@ -227,7 +234,11 @@ pub fn preview_next(runs: &[RunRecord], policy: &Policy, next: DateTime<Utc>) ->
     select(&with_next, policy)
         .remove
         .into_iter()
-        .filter(|r| !r.name.starts_with('\u{0}') && !now_removed.contains(&r.name))
+        .filter(|r| {
+            !r.name.starts_with('\u{0}')
+                && !now_removed.contains(&r.name)
+                && !active.contains(&r.name.as_str())
+        })
         .collect()
 }
 
@@ -263,7 +274,7 @@ mod tests {
             state,
             defer_state: None,
             trigger: Trigger::Scheduled,
-            owned: true,
+            ours: true,
             delete_for: None,
         }
     }
@@ -320,7 +331,7 @@ mod tests {
             .collect();
         runs[0].state = RunState::Running;
         runs[1].defer_state = Some(RunState::Pending);
-        runs[2].owned = false;
+        runs[2].ours = false;
         runs[3].trigger = Trigger::Delete;
         let p = select(&runs, &policy(0));
         // keepLast=0: only the newest complete survives among 4 and 5.
@@ -447,6 +458,25 @@ mod tests {
         assert_eq!(
             next.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
             vec!["r0000"]
+        );
+    }
+
+    #[test]
+    fn preview_never_lists_an_active_run() {
+        // keepLast=0: once the next run completes, it alone is kept. The
+        // running run would only go once it ends: not listed. The newest
+        // complete one now is listed (it is no longer newest then).
+        let start = t("2026-06-01T00:00:00Z");
+        let mut runs: Vec<RunRecord> = (0..3)
+            .map(|i| rec(i, start + Duration::hours(i as i64), RunState::Complete))
+            .collect();
+        runs[0].state = RunState::Running;
+        let p = policy(0);
+        assert_eq!(removed(&select(&runs, &p)), vec!["r0001"]);
+        let next = preview_next(&runs, &p, start + Duration::hours(3));
+        assert_eq!(
+            next.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
+            vec!["r0002"]
         );
     }
 }

@@ -4,7 +4,8 @@
 //! * `spec.timeZone` is an IANA zone;
 //! * `spec.startingDeadlineSeconds` ≥ 1, `concurrencyPolicy`/`missedRunPolicy` known values;
 //! * `spec.retention`: counts are non-negative integers; warns when nothing but the newest
-//!   complete run would be kept;
+//!   complete run would be kept; `onDelete` is `Retain` or `Delete` (warns when `Delete`
+//!   has no `deleteAction`: the backups' data would stay behind);
 //! * `spec.actionSetTemplate.actions[*]` name an action and a Blueprint; when the Blueprint is
 //!   visible to the webhook, the action (and `retention.deleteAction`) must exist in it. A
 //!   Blueprint that does not exist yet is only a warning: GitOps tools apply in any order.
@@ -140,11 +141,18 @@ pub fn check(obj: &Value, lookups: &[(BlueprintRef, Lookup)]) -> (Vec<Problem>, 
     }
     enum_field(
         spec,
+        "spec",
         "concurrencyPolicy",
         &["Allow", "Forbid", "Replace"],
         &mut errors,
     );
-    enum_field(spec, "missedRunPolicy", &["RunLatest", "Skip"], &mut errors);
+    enum_field(
+        spec,
+        "spec",
+        "missedRunPolicy",
+        &["RunLatest", "Skip"],
+        &mut errors,
+    );
 
     // Retention.
     let mut delete_action = None;
@@ -193,6 +201,21 @@ pub fn check(obj: &Value, lookups: &[(BlueprintRef, Lookup)]) -> (Vec<Problem>, 
                     "spec.retention.deleteAction",
                     format!("must be the name of a Blueprint action, got {v}"),
                 )),
+            }
+            enum_field(
+                r,
+                "spec.retention",
+                "onDelete",
+                &["Retain", "Delete"],
+                &mut errors,
+            );
+            if r.get("onDelete").and_then(Value::as_str) == Some("Delete")
+                && delete_action.is_none()
+            {
+                warnings.push(problem(
+                    "spec.retention.onDelete",
+                    "onDelete: Delete without deleteAction removes only the runs' ActionSets when the schedule is deleted; the backups' data stays in the object store. Set deleteAction to the Blueprint's delete action".into(),
+                ));
             }
         }
         Some(_) => errors.push(problem(
@@ -291,17 +314,19 @@ fn missing_action(doc: &Value, bp: &str, action: &str) -> Option<String> {
     ))
 }
 
+/// `map.key` (at path `at.key`) is absent or one of `allowed`.
 fn enum_field(
-    spec: &serde_json::Map<String, Value>,
+    map: &serde_json::Map<String, Value>,
+    at: &str,
     key: &str,
     allowed: &[&str],
     errors: &mut Vec<Problem>,
 ) {
-    match spec.get(key) {
+    match map.get(key) {
         None | Some(Value::Null) => {}
         Some(Value::String(s)) if allowed.contains(&s.as_str()) => {}
         Some(v) => errors.push(problem(
-            &format!("spec.{key}"),
+            &format!("{at}.{key}"),
             format!("must be one of {}, got {v}", allowed.join(", ")),
         )),
     }
@@ -348,7 +373,7 @@ mod tests {
         let obj = sched(json!({
             "schedule": "0 3 * * *", "timeZone": "Europe/Berlin",
             "actionSetTemplate": {"actions": [{"name": "backup", "blueprint": "bp"}]},
-            "retention": {"keepLast": 7, "deleteAction": "delete"}
+            "retention": {"keepLast": 7, "deleteAction": "delete", "onDelete": "Delete"}
         }));
         let refs = blueprint_refs(&obj, None);
         assert_eq!(refs, vec![("ns".to_owned(), "bp".to_owned())]);
@@ -363,7 +388,7 @@ mod tests {
             "schedule": "61 * * * *", "timeZone": "Mars/Olympus",
             "startingDeadlineSeconds": 0, "concurrencyPolicy": "Sometimes",
             "actionSetTemplate": {"actions": [{"name": "backpu", "blueprint": "bp"}, {"name": "x"}]},
-            "retention": {"keepLast": -1, "deleteAction": "nope"}
+            "retention": {"keepLast": -1, "deleteAction": "nope", "onDelete": "Purge"}
         }));
         let refs = blueprint_refs(&obj, Some("ns"));
         let bp = json!({"actions": {"backup": {}}});
@@ -378,6 +403,7 @@ mod tests {
             "spec.actionSetTemplate.actions[0].name",
             "spec.actionSetTemplate.actions[1].blueprint",
             "spec.retention.deleteAction",
+            "spec.retention.onDelete",
         ] {
             assert!(p.contains(&want), "{want} missing in {p:?}");
         }
@@ -410,5 +436,20 @@ mod tests {
                 "spec.actionSetTemplate.actions[0].blueprint"
             ]
         );
+    }
+
+    #[test]
+    fn on_delete_delete_without_delete_action_is_a_warning() {
+        let obj = sched(json!({
+            "schedule": "@daily",
+            "actionSetTemplate": {"actions": [{"name": "backup", "blueprint": "bp"}]},
+            "retention": {"onDelete": "Delete"}
+        }));
+        let refs = blueprint_refs(&obj, None);
+        let bp = json!({"actions": {"backup": {}}});
+        let (e, w) = check(&obj, &[(refs[0].clone(), Lookup::Found(bp))]);
+        assert!(e.is_empty(), "{e:?}");
+        assert_eq!(paths(&w), vec!["spec.retention.onDelete"]);
+        assert!(w[0].message.contains("data stays"), "{w:?}");
     }
 }
