@@ -239,7 +239,7 @@ fn run_of(a: &ActionSet) -> Run {
 /// What has been seen so far, by ActionSet name.
 #[derive(Default, Debug)]
 struct Seen {
-    /// Scheduled runs, with the ActionSchedule that owns them.
+    /// Scheduled runs, with the ActionSchedule that created them.
     created: BTreeMap<String, String>,
     /// Backups seen complete with their deferPhase complete.
     backups_complete: BTreeSet<String>,
@@ -259,16 +259,16 @@ impl Seen {
             if r.trigger != "scheduled" {
                 continue;
             }
-            let owner = a
-                .owner_references()
-                .iter()
-                .find(|o| o.kind == "ActionSchedule")
-                .map(|o| o.name.clone());
+            // A run of its ActionSchedule (annotation; no ownerReference, so
+            // deleting the schedule keeps it).
             assert_eq!(
-                owner.as_deref(),
+                a.annotations()
+                    .get(blueprint_operator::model::ANNOTATION_SCHEDULE)
+                    .map(String::as_str),
                 Some(r.schedule.as_str()),
-                "{name}: owned by its ActionSchedule"
+                "{name}: a run of its ActionSchedule"
             );
+            assert!(a.owner_references().is_empty(), "{name}: no ownerReference");
             self.created.insert(name.clone(), r.schedule.clone());
             match (
                 r.schedule.as_str(),
