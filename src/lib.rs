@@ -10,6 +10,7 @@ pub mod cli;
 pub mod documents;
 pub mod executor;
 pub mod functions;
+pub mod kando;
 pub mod kube_error;
 pub mod model;
 pub mod scheduler;

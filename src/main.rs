@@ -31,13 +31,29 @@ enum Command {
     Certs(blueprint_operator::webhook::CertsArgs),
     /// Run ActionSets from Blueprints (deferPhase guaranteed) and ActionSchedules.
     Controller(blueprint_operator::executor::cli::ControllerArgs),
+    /// Kanister's kando for Blueprints: location push/pull/delete, output (`kando --help`).
+    /// Also run as `kando ...` through a link named kando.
+    #[command(disable_help_flag = true)]
+    Kando {
+        #[arg(allow_hyphen_values = true, num_args = 0.., trailing_var_arg = true)]
+        args: Vec<std::ffi::OsString>,
+    },
 }
 
 fn main() -> ExitCode {
+    let mut args = std::env::args_os();
+    if let Some(argv0) = args.next()
+        && blueprint_operator::kando::invoked_as_kando(&argv0)
+    {
+        return blueprint_operator::kando::main(std::iter::once(argv0).chain(args));
+    }
     let cli = Cli::parse();
     match cli.command {
         Command::Validate(args) => cli::validate(&args),
         Command::Normalize(args) => cli::normalize(&args),
+        Command::Kando { args } => {
+            blueprint_operator::kando::main(std::iter::once("kando".into()).chain(args))
+        }
         Command::Crds => {
             print!("{}", blueprint_operator::model::crd_yaml());
             ExitCode::SUCCESS

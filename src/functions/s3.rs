@@ -393,7 +393,7 @@ pub fn delete_request_body(keys: &[String]) -> String {
     s
 }
 
-fn xml_escape(s: &str) -> String {
+pub(super) fn xml_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -482,7 +482,7 @@ pub enum S3Error {
     /// The store answered with an error.
     #[error("{op} on {url}: {status} {code}: {message}{hint}",
         status = status.as_u16(), code = error.code, message = error.message,
-        hint = hint(error, bucket, endpoint))]
+        hint = hint(error, op, bucket, endpoint))]
     Service {
         op: &'static str,
         url: String,
@@ -510,15 +510,20 @@ impl S3Error {
     }
 }
 
-fn hint(e: &ServiceError, bucket: &str, endpoint: &str) -> String {
+fn hint(e: &ServiceError, op: &str, bucket: &str, endpoint: &str) -> String {
     let h = match e.code.as_str() {
+        "NoSuchKey" => format!(
+            "no object at this key in bucket {bucket:?}: check the path and the Profile's location.prefix"
+        ),
+        "NoSuchUpload" => "the multipart upload is gone (aborted, or expired by a bucket lifecycle rule)".into(),
         "NoSuchBucket" => format!(
             "bucket {bucket:?} does not exist at {endpoint}; check the Profile's location.bucket (and location.endpoint)"
         ),
         "InvalidAccessKeyId" => "the object store does not know this access key ID; check the Secret the Profile's credential names".into(),
         "SignatureDoesNotMatch" => "the secret access key is wrong (or the region is); check the Secret the Profile's credential names and location.region".into(),
         "AccessDenied" | "Forbidden" | "AllAccessDisabled" => format!(
-            "the credentials may not do this on bucket {bucket:?}; grant s3:ListBucket and s3:DeleteObject or use other credentials"
+            "the credentials may not do this on bucket {bucket:?}; grant {} or use other credentials",
+            permission(op)
         ),
         "AuthorizationHeaderMalformed" | "IllegalLocationConstraintException" => match &e.region {
             Some(r) => format!("the bucket is in region {r}; set the Profile's location.region to {r}"),
@@ -533,6 +538,20 @@ fn hint(e: &ServiceError, bucket: &str, endpoint: &str) -> String {
         _ => return String::new(),
     };
     format!(" ({h})")
+}
+
+/// The IAM permission an operation needs.
+fn permission(op: &str) -> &'static str {
+    match op {
+        "GetObject" => "s3:GetObject",
+        "PutObject" | "CreateMultipartUpload" | "UploadPart" | "CompleteMultipartUpload" => {
+            "s3:PutObject"
+        }
+        "AbortMultipartUpload" => "s3:AbortMultipartUpload",
+        "ListObjectsV2" => "s3:ListBucket",
+        "DeleteObject" | "DeleteObjects" => "s3:DeleteObject",
+        _ => "s3:ListBucket and s3:DeleteObject",
+    }
 }
 
 fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
@@ -573,6 +592,32 @@ struct Route {
     region: String,
     /// For messages: the endpoint as used.
     endpoint: String,
+}
+
+/// What one request is: the operation's name (for messages), method,
+/// bucket, key, query parameters and extra headers (all signed).
+pub(super) struct Exchange<'a> {
+    pub op: &'static str,
+    pub method: Method,
+    pub bucket: &'a str,
+    pub key: Option<&'a str>,
+    pub query: &'a [(&'a str, &'a str)],
+    pub extra: &'a [(&'a str, String)],
+}
+
+/// A successful answer (or, `Whole`, any answer inside
+/// [`S3Client::exchange`]).
+pub(super) enum Reply {
+    Whole {
+        status: StatusCode,
+        headers: http::HeaderMap,
+        body: Bytes,
+    },
+    /// A 2xx answer whose body is still to be read.
+    Open {
+        url: String,
+        response: http::Response<hyper::body::Incoming>,
+    },
 }
 
 /// An S3 client for one endpoint.
@@ -699,7 +744,7 @@ impl S3Client {
     }
 
     /// `/<base>/<bucket>[/<key>]`, encoded.
-    fn path(&self, bucket: &str, key: Option<&str>) -> String {
+    pub(super) fn path(&self, bucket: &str, key: Option<&str>) -> String {
         let mut p = format!("{}/{}", self.base_path, uri_encode(bucket, false));
         if let Some(k) = key {
             p.push('/');
@@ -720,6 +765,38 @@ impl S3Client {
         extra: &[(&str, String)],
         body: Bytes,
     ) -> Result<Bytes, S3Error> {
+        let req = Exchange {
+            op,
+            method,
+            bucket,
+            key,
+            query,
+            extra,
+        };
+        match self.exchange(&req, body, false).await? {
+            Reply::Whole { body, .. } => Ok(body),
+            Reply::Open { .. } => unreachable!("not asked to stream"),
+        }
+    }
+
+    /// One signed exchange, retried on connection errors and 5xx (three
+    /// attempts) and once more when the store names the bucket's region.
+    /// A 2xx answer is read whole, or with `stream` returned unread (the
+    /// timeout then covers only the wait for its headers).
+    pub(super) async fn exchange(
+        &self,
+        req: &Exchange<'_>,
+        body: Bytes,
+        stream: bool,
+    ) -> Result<Reply, S3Error> {
+        let Exchange {
+            op,
+            ref method,
+            bucket,
+            key,
+            query,
+            extra,
+        } = *req;
         let path = self.path(bucket, key);
         let q = canonical_query(query);
         let target = if q.is_empty() {
@@ -784,7 +861,7 @@ impl S3Client {
                         let msg = tls_hint(error_chain(&e));
                         if e.is_connect() && !msg.contains("skipSSLVerify") {
                             transport(format!(
-                                "{msg} (cannot connect to {}: check the Profile's location.endpoint and that the object store is reachable from the controller)",
+                                "{msg} (cannot connect to {}: check the Profile's location.endpoint and that the object store is reachable from here)",
                                 route.endpoint
                             ))
                         } else {
@@ -792,17 +869,23 @@ impl S3Client {
                         }
                     })?;
                 let status = resp.status();
-                let bucket_region = resp
-                    .headers()
-                    .get("x-amz-bucket-region")
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_string);
+                if stream && status.is_success() {
+                    return Ok(Reply::Open {
+                        url: url.clone(),
+                        response: resp,
+                    });
+                }
+                let headers = resp.headers().clone();
                 let bytes = Limited::new(resp.into_body(), MAX_BODY)
                     .collect()
                     .await
                     .map_err(|e| transport(format!("reading the response: {e}")))?
                     .to_bytes();
-                Ok::<_, S3Error>((status, bytes, bucket_region))
+                Ok::<_, S3Error>(Reply::Whole {
+                    status,
+                    headers,
+                    body: bytes,
+                })
             })
             .await
             .unwrap_or_else(|_| {
@@ -814,19 +897,28 @@ impl S3Client {
             let retry = attempt < ATTEMPTS
                 && match &result {
                     Err(S3Error::Transport { .. }) => true,
-                    Ok((s, _, _)) => s.is_server_error() && *s != StatusCode::NOT_IMPLEMENTED,
-                    Err(_) => false,
+                    Ok(Reply::Whole { status: s, .. }) => {
+                        s.is_server_error() && *s != StatusCode::NOT_IMPLEMENTED
+                    }
+                    Ok(Reply::Open { .. }) | Err(_) => false,
                 };
             if retry {
                 tokio::time::sleep(Duration::from_millis(200 * 4u64.pow(attempt - 1))).await;
                 continue;
             }
-            let (status, bytes, bucket_region) = result?;
-            if status.is_success() {
-                return Ok(bytes);
-            }
+            let (status, headers, bytes) = match result? {
+                Reply::Whole {
+                    status,
+                    headers,
+                    body,
+                } if !status.is_success() => (status, headers, body),
+                reply => return Ok(reply),
+            };
+            let bucket_region = headers
+                .get("x-amz-bucket-region")
+                .and_then(|v| v.to_str().ok());
             let error = parse_error(status, &String::from_utf8_lossy(&bytes));
-            if !region_learned && self.learn_region(status, &error, bucket_region.as_deref()) {
+            if !region_learned && self.learn_region(status, &error, bucket_region) {
                 region_learned = true;
                 attempt -= 1;
                 continue;
@@ -1497,17 +1589,17 @@ mod tests {
             StatusCode::FORBIDDEN,
             "<Error><Code>InvalidAccessKeyId</Code><Message>The AWS Access Key Id you provided does not exist in our records.</Message></Error>",
         );
-        assert!(hint(&wrong_key, "b", "e").contains("access key ID"));
+        assert!(hint(&wrong_key, "ListObjectsV2", "b", "e").contains("access key ID"));
         let wrong_secret = parse_error(
             StatusCode::FORBIDDEN,
             "<Error><Code>SignatureDoesNotMatch</Code><Message>The request signature we calculated does not match</Message></Error>",
         );
-        assert!(hint(&wrong_secret, "b", "e").contains("secret access key"));
+        assert!(hint(&wrong_secret, "ListObjectsV2", "b", "e").contains("secret access key"));
         let region = parse_error(
             StatusCode::BAD_REQUEST,
             "<Error><Code>AuthorizationHeaderMalformed</Code><Message>the region 'us-east-1' is wrong; expecting 'eu-west-1'</Message><Region>eu-west-1</Region></Error>",
         );
-        assert!(hint(&region, "b", "e").contains("location.region to eu-west-1"));
+        assert!(hint(&region, "ListObjectsV2", "b", "e").contains("location.region to eu-west-1"));
         // No body (HEAD, proxies): the status names it.
         let bare = parse_error(StatusCode::FORBIDDEN, "");
         assert_eq!(bare.code, "Forbidden");

@@ -1,0 +1,485 @@
+//! Streamed transfers on the S3 client of [`super::s3`], for `kando location
+//! push/pull` (src/kando): GetObject read chunk by chunk, and uploads of a
+//! stream of unknown length in bounded memory.
+//!
+//! An upload reads the stream in parts ([`part_size`]: 8 MiB, 16 MiB from
+//! part 5001 on). A stream that ends within the first part is one PutObject;
+//! a longer one is a multipart upload (CreateMultipartUpload, UploadPart,
+//! CompleteMultipartUpload) that reads the next part while the current one is
+//! sent, so at most two parts are in memory. S3 shows the object only once
+//! CompleteMultipartUpload succeeded: on any failure (the source, the store,
+//! a signal) the upload is aborted (AbortMultipartUpload) and no object, not
+//! even a truncated one, appears under the key.
+
+use std::future::Future;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::Method;
+use http_body_util::BodyExt;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use super::s3::{self, Exchange, Reply, S3Client, S3Error};
+
+/// Part size of parts 1..=5000.
+pub const PART_SIZE: usize = 8 << 20;
+/// Part size from part 5001 on (S3 allows at most 10000 parts).
+pub const LARGE_PART_SIZE: usize = 16 << 20;
+/// The S3 limit.
+pub const MAX_PARTS: u32 = 10_000;
+/// Longest wait for the next bytes of an object being read.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The size of part `n` (from 1): the stream may be up to
+/// 5000 × 8 MiB + 5000 × 16 MiB = 117.2 GiB.
+pub fn part_size(n: u32) -> usize {
+    if n <= MAX_PARTS / 2 {
+        PART_SIZE
+    } else {
+        LARGE_PART_SIZE
+    }
+}
+
+/// The largest stream [`S3Client::upload`] takes.
+pub fn max_stream_size() -> u64 {
+    (1..=MAX_PARTS).map(|n| part_size(n) as u64).sum()
+}
+
+/// Why an upload failed.
+#[derive(Debug, thiserror::Error)]
+pub enum UploadError {
+    #[error("{0}")]
+    Store(#[from] S3Error),
+    /// Reading the source failed.
+    #[error("reading the data to upload: {0}")]
+    Source(std::io::Error),
+    #[error(
+        "the stream is larger than {} bytes, the most S3 takes in {MAX_PARTS} parts of at most {} MiB",
+        max_stream_size(), LARGE_PART_SIZE >> 20
+    )]
+    TooLarge,
+    /// The caller's `cancel` future completed (e.g. SIGTERM).
+    #[error("interrupted ({0})")]
+    Interrupted(String),
+}
+
+/// Why a download failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DownloadError {
+    #[error("{0}")]
+    Store(#[from] S3Error),
+    /// Writing to the destination failed.
+    #[error("writing the downloaded data: {0}")]
+    Sink(std::io::Error),
+}
+
+/// The body of a GetObject, read chunk by chunk.
+pub struct ObjectStream {
+    url: String,
+    body: hyper::body::Incoming,
+    /// `Content-Length`, when the store sent one.
+    pub len: Option<u64>,
+}
+
+impl ObjectStream {
+    /// The next bytes; `None` at the end. A connection that breaks or
+    /// stays silent for [`IDLE_TIMEOUT`] is an error.
+    pub async fn next_chunk(&mut self) -> Result<Option<Bytes>, S3Error> {
+        loop {
+            let frame = tokio::time::timeout(IDLE_TIMEOUT, self.body.frame())
+                .await
+                .map_err(|_| self.transport(format!("no data for {} s", IDLE_TIMEOUT.as_secs())))?;
+            match frame {
+                None => return Ok(None),
+                Some(Err(e)) => {
+                    return Err(self.transport(format!("reading the object: {e}")));
+                }
+                Some(Ok(f)) => {
+                    if let Ok(data) = f.into_data()
+                        && !data.is_empty()
+                    {
+                        return Ok(Some(data));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Writes the rest of the object to `out` (then flushes it); returns
+    /// the bytes written.
+    pub async fn copy_to<W: AsyncWrite + Unpin>(
+        &mut self,
+        out: &mut W,
+    ) -> Result<u64, DownloadError> {
+        let mut n = 0u64;
+        while let Some(chunk) = self.next_chunk().await? {
+            out.write_all(&chunk).await.map_err(DownloadError::Sink)?;
+            n += chunk.len() as u64;
+        }
+        out.flush().await.map_err(DownloadError::Sink)?;
+        Ok(n)
+    }
+
+    fn transport(&self, message: String) -> S3Error {
+        S3Error::Transport {
+            op: "GetObject",
+            url: self.url.clone(),
+            message,
+        }
+    }
+}
+
+impl S3Client {
+    /// GetObject, its body left to read with [`ObjectStream::next_chunk`].
+    pub async fn get_object(&self, bucket: &str, key: &str) -> Result<ObjectStream, S3Error> {
+        let req = Exchange {
+            op: "GetObject",
+            method: Method::GET,
+            bucket,
+            key: Some(key),
+            query: &[],
+            extra: &[],
+        };
+        match self.exchange(&req, Bytes::new(), true).await? {
+            Reply::Open { url, response } => {
+                let len = response
+                    .headers()
+                    .get(http::header::CONTENT_LENGTH)
+                    .and_then(|v| v.to_str().ok()?.parse().ok());
+                Ok(ObjectStream {
+                    url,
+                    body: response.into_body(),
+                    len,
+                })
+            }
+            Reply::Whole { body, .. } => Err(S3Error::Response {
+                op: "GetObject",
+                url: format!("{}{}", self.endpoint(), self.path(bucket, Some(key))),
+                message: format!("a 2xx answer was not streamed ({} bytes)", body.len()),
+            }),
+        }
+    }
+
+    pub async fn create_multipart_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+    ) -> Result<String, S3Error> {
+        let op = "CreateMultipartUpload";
+        let body = self
+            .send_whole(
+                op,
+                Method::POST,
+                bucket,
+                key,
+                &[("uploads", "")],
+                Bytes::new(),
+            )
+            .await?
+            .1;
+        parse_upload_id(&String::from_utf8_lossy(&body)).map_err(|message| S3Error::Response {
+            op,
+            url: format!(
+                "{}{}?uploads",
+                self.endpoint(),
+                self.path(bucket, Some(key))
+            ),
+            message,
+        })
+    }
+
+    /// UploadPart `n`; returns the part's ETag.
+    pub async fn upload_part(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        n: u32,
+        data: Bytes,
+    ) -> Result<String, S3Error> {
+        let op = "UploadPart";
+        let num = n.to_string();
+        let query = [("partNumber", num.as_str()), ("uploadId", upload_id)];
+        let (headers, _) = self
+            .send_whole(op, Method::PUT, bucket, key, &query, data)
+            .await?;
+        headers
+            .get(http::header::ETAG)
+            .and_then(|v| v.to_str().ok())
+            .filter(|e| !e.is_empty())
+            .map(str::to_string)
+            .ok_or_else(|| S3Error::Response {
+                op,
+                url: format!("{}{}", self.endpoint(), self.path(bucket, Some(key))),
+                message: format!("part {n} was accepted without an ETag header"),
+            })
+    }
+
+    /// CompleteMultipartUpload of `parts` (number, ETag), in order.
+    pub async fn complete_multipart_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        parts: &[(u32, String)],
+    ) -> Result<(), S3Error> {
+        let op = "CompleteMultipartUpload";
+        let body = Bytes::from(complete_request_body(parts));
+        let (_, answer) = self
+            .send_whole(
+                op,
+                Method::POST,
+                bucket,
+                key,
+                &[("uploadId", upload_id)],
+                body,
+            )
+            .await?;
+        // S3 may answer 200 and still fail, with an <Error> document.
+        let text = String::from_utf8_lossy(&answer);
+        if text.contains("<Error>") {
+            return Err(S3Error::Service {
+                op,
+                url: format!("{}{}", self.endpoint(), self.path(bucket, Some(key))),
+                status: http::StatusCode::OK,
+                error: Box::new(s3::parse_error(http::StatusCode::OK, &text)),
+                bucket: bucket.to_string(),
+                endpoint: self.endpoint(),
+            });
+        }
+        Ok(())
+    }
+
+    pub async fn abort_multipart_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+    ) -> Result<(), S3Error> {
+        self.send_whole(
+            "AbortMultipartUpload",
+            Method::DELETE,
+            bucket,
+            key,
+            &[("uploadId", upload_id)],
+            Bytes::new(),
+        )
+        .await
+        .map(|_| ())
+    }
+
+    async fn send_whole(
+        &self,
+        op: &'static str,
+        method: Method,
+        bucket: &str,
+        key: &str,
+        query: &[(&str, &str)],
+        body: Bytes,
+    ) -> Result<(http::HeaderMap, Bytes), S3Error> {
+        let req = Exchange {
+            op,
+            method,
+            bucket,
+            key: Some(key),
+            query,
+            extra: &[],
+        };
+        match self.exchange(&req, body, false).await? {
+            Reply::Whole { headers, body, .. } => Ok((headers, body)),
+            Reply::Open { .. } => unreachable!("not asked to stream"),
+        }
+    }
+
+    /// Uploads everything `src` yields to `key` (see the module docs);
+    /// returns the bytes uploaded. When `cancel` completes first, a started
+    /// multipart upload is aborted and the result is
+    /// [`UploadError::Interrupted`] with what `cancel` gave.
+    pub async fn upload<R, C>(
+        &self,
+        bucket: &str,
+        key: &str,
+        src: &mut R,
+        cancel: C,
+    ) -> Result<u64, UploadError>
+    where
+        R: AsyncRead + Unpin,
+        C: Future<Output = String>,
+    {
+        let mut cancel = std::pin::pin!(cancel);
+        let first = tokio::select! {
+            r = read_part(src, part_size(1)) => r.map_err(UploadError::Source)?,
+            why = &mut cancel => return Err(UploadError::Interrupted(why)),
+        };
+        if first.len() < part_size(1) {
+            let n = first.len() as u64;
+            tokio::select! {
+                r = self.put_object(bucket, key, first) => r?,
+                why = &mut cancel => return Err(UploadError::Interrupted(why)),
+            }
+            return Ok(n);
+        }
+        let upload_id = tokio::select! {
+            r = self.create_multipart_upload(bucket, key) => r?,
+            why = &mut cancel => return Err(UploadError::Interrupted(why)),
+        };
+        let result = tokio::select! {
+            r = self.upload_parts(bucket, key, &upload_id, first, src) => r,
+            why = &mut cancel => Err(UploadError::Interrupted(why)),
+        };
+        if result.is_err()
+            && let Err(e) = self.abort_multipart_upload(bucket, key, &upload_id).await
+        {
+            tracing::warn!(%bucket, %key, %upload_id, error = %e,
+                "the failed multipart upload could not be aborted (no object was made; its parts stay until a lifecycle rule removes them)");
+        }
+        result
+    }
+
+    /// The parts of a started multipart upload, from `first`, then Complete.
+    async fn upload_parts<R: AsyncRead + Unpin>(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        first: Bytes,
+        src: &mut R,
+    ) -> Result<u64, UploadError> {
+        let mut parts: Vec<(u32, String)> = Vec::new();
+        let mut total = 0u64;
+        let mut current = first;
+        let mut n = 1u32;
+        loop {
+            let len = current.len() as u64;
+            // The next part is read while this one is sent.
+            let (sent, next) = tokio::join!(
+                self.upload_part(bucket, key, upload_id, n, current),
+                read_part(src, part_size(n + 1))
+            );
+            parts.push((n, sent?));
+            total += len;
+            let next = next.map_err(UploadError::Source)?;
+            if next.is_empty() {
+                break;
+            }
+            if n == MAX_PARTS {
+                return Err(UploadError::TooLarge);
+            }
+            n += 1;
+            current = next;
+        }
+        self.complete_multipart_upload(bucket, key, upload_id, &parts)
+            .await?;
+        Ok(total)
+    }
+}
+
+/// Up to `size` bytes of `src` (fewer only at its end).
+pub async fn read_part<R: AsyncRead + Unpin>(src: &mut R, size: usize) -> std::io::Result<Bytes> {
+    let mut buf = Vec::with_capacity(size);
+    while buf.len() < size {
+        // `take` keeps read_buf from growing the buffer past `size`.
+        let want = (size - buf.len()) as u64;
+        if (&mut *src).take(want).read_buf(&mut buf).await? == 0 {
+            break;
+        }
+    }
+    Ok(Bytes::from(buf))
+}
+
+/// The `UploadId` of an `InitiateMultipartUploadResult`.
+pub fn parse_upload_id(xml: &str) -> Result<String, String> {
+    if !xml.contains("<InitiateMultipartUploadResult") {
+        return Err(format!(
+            "expected an InitiateMultipartUploadResult document, got: {}",
+            xml.chars().take(300).collect::<String>()
+        ));
+    }
+    s3::element(xml, "UploadId")
+        .filter(|id| !id.is_empty())
+        .ok_or_else(|| "the InitiateMultipartUploadResult has no UploadId".to_string())
+}
+
+/// The CompleteMultipartUpload request body.
+pub fn complete_request_body(parts: &[(u32, String)]) -> String {
+    let mut s = String::from(r#"<?xml version="1.0" encoding="UTF-8"?><CompleteMultipartUpload>"#);
+    for (n, etag) in parts {
+        s.push_str(&format!(
+            "<Part><PartNumber>{n}</PartNumber><ETag>{}</ETag></Part>",
+            s3::xml_escape(etag)
+        ));
+    }
+    s.push_str("</CompleteMultipartUpload>");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn part_sizes_stay_within_s3_limits() {
+        assert_eq!(part_size(1), 8 << 20);
+        assert_eq!(part_size(5000), 8 << 20);
+        assert_eq!(part_size(5001), 16 << 20);
+        assert_eq!(part_size(MAX_PARTS), 16 << 20);
+        // S3: every part but the last at least 5 MiB, at most 5 GiB.
+        assert!((1..=MAX_PARTS).all(|n| part_size(n) >= 5 << 20 && part_size(n) <= 5 << 30));
+        assert_eq!(
+            max_stream_size(),
+            5000 * (8u64 << 20) + 5000 * (16u64 << 20)
+        );
+        assert!(UploadError::TooLarge.to_string().contains("10000 parts"));
+    }
+
+    #[test]
+    fn multipart_documents() {
+        let xml = r#"<?xml version="1.0" encoding="UTF-8"?>
+<InitiateMultipartUploadResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">
+<Bucket>b</Bucket><Key>k</Key><UploadId>VXBsb2FkIElE&amp;x</UploadId></InitiateMultipartUploadResult>"#;
+        assert_eq!(parse_upload_id(xml).unwrap(), "VXBsb2FkIElE&x");
+        assert!(
+            parse_upload_id("<Error/>")
+                .unwrap_err()
+                .contains("InitiateMultipartUploadResult")
+        );
+        assert!(
+            parse_upload_id("<InitiateMultipartUploadResult><UploadId></UploadId></InitiateMultipartUploadResult>")
+                .unwrap_err()
+                .contains("no UploadId")
+        );
+        let body = complete_request_body(&[(1, "\"a1\"".into()), (2, "\"b2\"".into())]);
+        assert!(body.ends_with(
+            "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>&quot;a1&quot;</ETag></Part><Part><PartNumber>2</PartNumber><ETag>&quot;b2&quot;</ETag></Part></CompleteMultipartUpload>"
+        ));
+    }
+
+    /// A reader that hands out a few bytes per call, like a pipe.
+    struct Trickle(Vec<u8>, usize);
+
+    impl AsyncRead for Trickle {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            let at = self.1;
+            let n = (self.0.len() - at).min(7).min(buf.remaining());
+            buf.put_slice(&self.0[at..at + n]);
+            self.1 += n;
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn parts_are_filled_to_their_size() {
+        let data: Vec<u8> = (0..100u8).collect();
+        let mut r = Trickle(data.clone(), 0);
+        let a = read_part(&mut r, 40).await.unwrap();
+        let b = read_part(&mut r, 40).await.unwrap();
+        let c = read_part(&mut r, 40).await.unwrap();
+        let d = read_part(&mut r, 40).await.unwrap();
+        assert_eq!((a.len(), b.len(), c.len(), d.len()), (40, 40, 20, 0));
+        assert_eq!([a, b, c].concat(), data);
+    }
+}

@@ -1,0 +1,198 @@
+//! The `--profile` JSON: a Kanister `param.Profile` as Blueprints render it
+//! with `'{{ toJson .Profile }}'`, read as Go's `json.Unmarshal` reads it
+//! into that struct (Kanister `pkg/kando/location.go`, `unmarshalProfileFlag`).
+//!
+//! Go matches JSON keys to struct fields ignoring case, so both spellings
+//! work: Kanister's own `toJson` writes `{"Location":{"type":..,"bucket":..}}`
+//! (the CRD's JSON tags), this executor's writes `{"Location":{"Type":..,
+//! "Bucket":..}}`. The keys are put in one spelling here, then the Profile
+//! is checked and made an S3 connection by the executor's own code
+//! ([`crate::functions::s3::profile_from_params`], as LocationDelete does).
+
+use serde_json::{Map, Value};
+
+use crate::functions::restic;
+use crate::functions::s3::{self, S3Profile};
+
+/// A field of a Go struct as JSON.
+enum Field {
+    Str,
+    Bool,
+    Object(&'static [(&'static str, Field)]),
+    /// Kept as given (a Secret's `data`, `metadata`, the Kopia server secret).
+    Any,
+}
+
+const SECRET: &[(&str, Field)] = &[
+    ("type", Field::Str),
+    ("data", Field::Any),
+    ("stringData", Field::Any),
+    ("metadata", Field::Any),
+];
+const KEY_PAIR: &[(&str, Field)] = &[("ID", Field::Str), ("Secret", Field::Str)];
+const CREDENTIAL: &[(&str, Field)] = &[
+    ("Type", Field::Str),
+    ("KeyPair", Field::Object(KEY_PAIR)),
+    ("Secret", Field::Object(SECRET)),
+    ("KopiaServerSecret", Field::Any),
+];
+const LOCATION: &[(&str, Field)] = &[
+    ("Type", Field::Str),
+    ("Bucket", Field::Str),
+    ("Endpoint", Field::Str),
+    ("Prefix", Field::Str),
+    ("Region", Field::Str),
+];
+const PROFILE: &[(&str, Field)] = &[
+    ("Location", Field::Object(LOCATION)),
+    ("Credential", Field::Object(CREDENTIAL)),
+    ("SkipSSLVerify", Field::Bool),
+];
+
+/// The Profile of `--profile`, ready to connect (s3Compliant only).
+pub fn parse(json: &str) -> Result<S3Profile, String> {
+    if json.is_empty() {
+        return Err("Please provide the --profile flag".into());
+    }
+    let v: Value = serde_json::from_str(json).map_err(|e| {
+        format!("failed to unmarshal profile: {e} (pass the Profile as --profile '{{{{ toJson .Profile }}}}')")
+    })?;
+    if v.is_null() {
+        return Err(
+            "--profile is null: the ActionSet's action names no Profile (set actions[].profile)"
+                .into(),
+        );
+    }
+    let profile = canonical(&v, PROFILE, "Profile")?;
+    let location_type = profile
+        .pointer("/Location/Type")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    match location_type {
+        restic::LOCATION_S3 => {}
+        restic::LOCATION_KOPIA => {
+            return Err(
+                "the Profile's location type is kopia: Kanister's Kopia repository server data path \
+                 (kando location push/pull/delete through a Kopia server, --output-name, \
+                 --kopia-snapshot) is not supported by this kando; use an s3Compliant Profile"
+                    .into(),
+            );
+        }
+        restic::LOCATION_GCS | restic::LOCATION_AZURE => {
+            return Err(format!(
+                "the Profile's location type is {location_type}: this kando reads and writes \
+                 s3Compliant locations only (Kanister's kando also supports gcs and azure)"
+            ));
+        }
+        other => return Err(format!("Unsupported Location type: {other}")),
+    }
+    s3::profile_from_params(&serde_json::json!({ "Profile": profile }))
+        .map_err(|e| format!("invalid --profile: {e}"))
+}
+
+/// `v` with the keys of `fields` spelled as there (matched ignoring case,
+/// the last of several spellings winning, as Go does); other keys dropped.
+fn canonical(v: &Value, fields: &[(&str, Field)], at: &str) -> Result<Value, String> {
+    let obj = match v {
+        Value::Object(o) => o,
+        Value::Null => return Ok(Value::Null),
+        other => return Err(type_error(at, "a JSON object", other)),
+    };
+    let mut out = Map::new();
+    for (k, val) in obj {
+        let Some((name, field)) = fields.iter().find(|(n, _)| n.eq_ignore_ascii_case(k)) else {
+            continue;
+        };
+        let here = format!("{at}.{name}");
+        let val = match (field, val) {
+            (_, Value::Null) => Value::Null,
+            (Field::Str, Value::String(_)) | (Field::Bool, Value::Bool(_)) | (Field::Any, _) => {
+                val.clone()
+            }
+            (Field::Str, other) => return Err(type_error(&here, "a string", other)),
+            (Field::Bool, other) => return Err(type_error(&here, "true or false", other)),
+            (Field::Object(sub), _) => canonical(val, sub, &here)?,
+        };
+        out.insert(name.to_string(), val);
+    }
+    Ok(Value::Object(out))
+}
+
+fn type_error(at: &str, want: &str, got: &Value) -> String {
+    let got = match got {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    };
+    format!("failed to unmarshal profile: {at} must be {want}, not {got}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What Kanister's `{{ toJson .Profile }}` prints for a keyPair Profile.
+    const KANISTER_JSON: &str = r#"{"Location":{"type":"s3Compliant","bucket":"b","endpoint":"http://minio:9000","prefix":"team-a","region":"eu-west-1"},"Credential":{"Type":"keyPair","KeyPair":{"ID":"AK","Secret":"SK"},"Secret":null,"KopiaServerSecret":null},"SkipSSLVerify":true}"#;
+    /// What this executor's template engine prints for the same Profile.
+    const OUR_JSON: &str = r#"{"Location":{"Type":"s3Compliant","Bucket":"b","Endpoint":"http://minio:9000","Prefix":"team-a","Region":"eu-west-1"},"Credential":{"Type":"keyPair","KeyPair":{"ID":"AK","Secret":"SK"}},"SkipSSLVerify":true}"#;
+
+    #[test]
+    fn both_spellings_of_the_profile() {
+        for j in [KANISTER_JSON, OUR_JSON] {
+            let p = parse(j).unwrap();
+            assert_eq!((p.bucket.as_str(), p.prefix.as_str()), ("b", "team-a"));
+            assert_eq!(p.config.endpoint, "http://minio:9000");
+            assert_eq!(p.config.region, "eu-west-1");
+            assert!(p.config.skip_ssl_verify);
+            assert_eq!(p.config.credentials.access_key_id, "AK");
+            assert_eq!(p.config.credentials.secret_access_key, "SK");
+        }
+        // Any case, as Go's json.Unmarshal; the last spelling wins.
+        let p = parse(r#"{"location":{"TYPE":"s3Compliant","bucket":"x","Bucket":"y"},"credential":{"type":"keyPair","keypair":{"id":"a","secret":"s"}}}"#).unwrap();
+        assert_eq!(p.bucket, "y");
+        assert!(!p.config.skip_ssl_verify);
+    }
+
+    #[test]
+    fn secret_credentials() {
+        let j = r#"{"Location":{"type":"s3Compliant","bucket":"b"},"Credential":{"Type":"secret","Secret":{"type":"secrets.kanister.io/aws","metadata":{"name":"s"},"data":{"aws_access_key_id":"QUs=","aws_secret_access_key":"U0s="}}}}"#;
+        let p = parse(j).unwrap();
+        assert_eq!(p.config.credentials.access_key_id, "AK");
+        assert_eq!(p.config.credentials.secret_access_key, "SK");
+    }
+
+    #[test]
+    fn bad_profiles_are_named() {
+        assert_eq!(parse("").unwrap_err(), "Please provide the --profile flag");
+        assert!(
+            parse("{")
+                .unwrap_err()
+                .starts_with("failed to unmarshal profile: ")
+        );
+        assert!(parse("null").unwrap_err().contains("names no Profile"));
+        let e = parse(r#"{"Location":{"type":"s3Compliant","bucket":5}}"#).unwrap_err();
+        assert_eq!(
+            e,
+            "failed to unmarshal profile: Profile.Location.Bucket must be a string, not a number"
+        );
+        let e = parse(r#"{"SkipSSLVerify":"yes"}"#).unwrap_err();
+        assert!(
+            e.contains("Profile.SkipSSLVerify must be true or false"),
+            "{e}"
+        );
+        let e =
+            parse(r#"{"Location":{"type":"kopia"},"Credential":{"Type":"kopia"}}"#).unwrap_err();
+        assert!(e.contains("Kopia repository server"), "{e}");
+        let e = parse(r#"{"Location":{"type":"gcs","bucket":"b"},"Credential":{"Type":"keyPair","KeyPair":{"ID":"p","Secret":"k"}}}"#).unwrap_err();
+        assert!(e.contains("s3Compliant locations only"), "{e}");
+        let e = parse(r#"{"Location":{"type":"ftp"}}"#).unwrap_err();
+        assert_eq!(e, "Unsupported Location type: ftp");
+        let e = parse(r#"{"Location":{"type":"s3Compliant","bucket":"b"},"Credential":{"Type":"keyPair","KeyPair":{"ID":"","Secret":"k"}}}"#).unwrap_err();
+        assert_eq!(e, "invalid --profile: Access key ID is not set");
+        let e = parse(r#"{"Location":{"type":"s3Compliant"},"Credential":{"Type":"keyPair","KeyPair":{"ID":"a","Secret":"k"}}}"#).unwrap_err();
+        assert!(e.contains("Bucket not specified"), "{e}");
+    }
+}
