@@ -5,8 +5,8 @@
 //!
 //! gofakes3 checks no signatures, so the credential errors are checked
 //! against a small stand-in on 127.0.0.1 that verifies AWS Signature V4 of
-//! what arrives on the wire (the known-answer tests of the signer are in
-//! `src/functions/s3.rs`).
+//! what arrives on the wire (`support::s3_stub`; the known-answer tests of
+//! the signer are in `src/functions/s3.rs`).
 
 mod support;
 
@@ -15,12 +15,13 @@ use std::net::TcpListener;
 use std::time::Duration;
 
 use blueprint_operator::executor::params;
-use blueprint_operator::functions::s3::{self, Config, Credentials, S3Client};
+use blueprint_operator::functions::s3::{Config, Credentials, S3Client};
 use blueprint_operator::functions::{self, Context, FunctionError, Output};
 use blueprint_operator::model::{ActionSpec, ObjectReference};
 use bytes::Bytes;
 use kube::Client;
 use serde_json::{Map, Value, json};
+use support::s3_stub::{self, GOOD_KEY, GOOD_SECRET, STUB_REGION};
 
 const CALL: Duration = Duration::from_secs(120);
 const PROFILE: &str = "s3";
@@ -368,169 +369,13 @@ async fn failures_are_clear() -> anyhow::Result<()> {
 // ---------------------------------------------------------------------------
 // A stand-in that checks Signature V4 as S3 does.
 
-const GOOD_KEY: &str = "AKIDSIGCHECK";
-const GOOD_SECRET: &str = "the-right-secret/with+chars";
-/// The region of the stand-in's bucket.
-const STUB_REGION: &str = "eu-central-1";
-
-fn pct_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = (b[i] == b'%' && i + 2 < b.len())
-            .then(|| std::str::from_utf8(&b[i + 1..i + 3]).ok())
-            .flatten()
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match hex {
-            Some(v) => {
-                out.push(v);
-                i += 3;
-            }
-            None => {
-                out.push(b[i]);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-fn s3_error(code: &str, msg: &str) -> axum::response::Response {
-    axum::response::Response::builder()
-        .status(403)
-        .header("content-type", "application/xml")
-        .body(axum::body::Body::from(format!(
-            "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>{code}</Code><Message>{msg}</Message><RequestId>stub</RequestId></Error>"
-        )))
-        .expect("response")
-}
-
-/// Verifies the request's Authorization header against [`GOOD_KEY`]/[`GOOD_SECRET`]
-/// from what was received, then answers an empty listing / an empty DeleteResult.
-async fn verify(req: axum::extract::Request) -> axum::response::Response {
-    let (parts, body) = req.into_parts();
-    let body = axum::body::to_bytes(body, 1 << 20)
-        .await
-        .unwrap_or_default();
-    let auth = parts
-        .headers
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string();
-    let field = |name: &str| {
-        auth.split([',', ' '])
-            .find_map(|p| p.trim().strip_prefix(&format!("{name}=")))
-            .unwrap_or("")
-            .to_string()
-    };
-    let credential = field("Credential");
-    let signed_headers = field("SignedHeaders");
-    let signature = field("Signature");
-    let mut cred = credential.splitn(2, '/');
-    let key_id = cred.next().unwrap_or("");
-    let scope = cred.next().unwrap_or("");
-    if key_id != GOOD_KEY {
-        return s3_error(
-            "InvalidAccessKeyId",
-            "The AWS Access Key Id you provided does not exist in our records.",
-        );
-    }
-    let hdr = |n: &str| {
-        parts
-            .headers
-            .get(n)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_string()
-    };
-    let payload_hash = hdr("x-amz-content-sha256");
-    if payload_hash != s3::sha256_hex(&body) {
-        return s3_error("XAmzContentSHA256Mismatch", "payload hash differs");
-    }
-    let pairs: Vec<(String, String)> = parts
-        .uri
-        .query()
-        .unwrap_or("")
-        .split('&')
-        .filter(|s| !s.is_empty())
-        .map(|kv| {
-            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-            (pct_decode(k), pct_decode(v))
-        })
-        .collect();
-    let refs: Vec<(&str, &str)> = pairs
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    let headers: Vec<(String, String)> = signed_headers
-        .split(';')
-        .map(|h| (h.to_string(), hdr(h)))
-        .collect();
-    let amz_date = hdr("x-amz-date");
-    let mut scope_parts = scope.split('/');
-    let _date = scope_parts.next();
-    let region = scope_parts.next().unwrap_or("");
-    if region != STUB_REGION {
-        return axum::response::Response::builder()
-            .status(400)
-            .body(axum::body::Body::from(format!(
-                "<Error><Code>AuthorizationHeaderMalformed</Code><Message>the region '{region}' is wrong; expecting '{STUB_REGION}'</Message><Region>{STUB_REGION}</Region></Error>"
-            )))
-            .expect("response");
-    }
-    let creds = Credentials {
-        access_key_id: GOOD_KEY.into(),
-        secret_access_key: GOOD_SECRET.into(),
-        session_token: None,
-    };
-    let query = s3::canonical_query(&refs);
-    let expected = s3::authorization(
-        &creds,
-        region,
-        "s3",
-        &amz_date,
-        &s3::SignInput {
-            method: parts.method.as_str(),
-            path: parts.uri.path(),
-            query: &query,
-            headers: &headers,
-            payload_hash: &payload_hash,
-        },
-    );
-    let want = expected
-        .rsplit("Signature=")
-        .next()
-        .unwrap_or("")
-        .to_string();
-    if want != signature || !signed_headers.contains("host") {
-        return s3_error(
-            "SignatureDoesNotMatch",
-            "The request signature we calculated does not match the signature you provided.",
-        );
-    }
-    let xml = if parts.method == http::Method::POST {
-        "<DeleteResult></DeleteResult>".to_string()
-    } else {
-        "<ListBucketResult><Name>b</Name><KeyCount>0</KeyCount><IsTruncated>false</IsTruncated></ListBucketResult>".to_string()
-    };
-    axum::response::Response::builder()
-        .status(200)
-        .body(axum::body::Body::from(xml))
-        .expect("response")
-}
-
 /// Right credentials pass a Signature V4 check of what went over the wire
 /// (also when the Profile names another region than the bucket's); a wrong
 /// secret or an unknown key ID fail saying which to fix.
 #[tokio::test]
 async fn wrong_credentials_are_named() -> anyhow::Result<()> {
     let (_, ns, p) = setup("ld-creds", "bpo-ld-creds").await?;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    let app = axum::Router::new().fallback(verify);
-    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let (addr, server) = s3_stub::serve(Default::default()).await;
     let cx = ctx(&ns);
     let with = |id: &str, secret: &str| {
         let mut q = p.clone();
@@ -592,7 +437,7 @@ async fn https_endpoints_and_skip_ssl_verify() -> anyhow::Result<()> {
     let listener = TcpListener::bind("127.0.0.1:0")?;
     listener.set_nonblocking(true)?;
     let addr = listener.local_addr()?;
-    let app = axum::Router::new().fallback(verify);
+    let app = s3_stub::router(Default::default());
     let server = axum_server::from_tcp_rustls(listener, tls)?;
     let handle = tokio::spawn(async move { server.serve(app.into_make_service()).await });
     let cx = ctx(&ns);

@@ -24,6 +24,7 @@ pub mod controller;
 pub mod corpus;
 pub mod data_plane;
 pub mod rbac;
+pub mod s3_stub;
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
