@@ -85,7 +85,7 @@ mod tests {
         }
     }
 
-    /// The texts Go's json.Marshal gives (checked with Go 1.24).
+    /// The texts Go's json.Marshal gives (checked with Go 1.26).
     #[test]
     fn values_are_encoded_as_go_does() {
         assert_eq!(
