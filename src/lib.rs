@@ -11,6 +11,7 @@ pub mod documents;
 pub mod executor;
 pub mod functions;
 pub mod kando;
+pub mod kanister_crd;
 pub mod kube_error;
 pub mod model;
 pub mod scheduler;

@@ -93,6 +93,20 @@ pub struct ControllerArgs {
     /// Log filter (`info`, `debug`, `info,blueprint_operator=debug`).
     #[arg(long, default_value = "info")]
     pub log_level: String,
+    /// Keep `actions.<name>.deferPhase` of Kanister's Blueprint CRD
+    /// (blueprints.cr.kanister.io) open to any value, so that deferPhase lists
+    /// reach the admission webhook: patched (that node only) whenever Kanister
+    /// or anyone re-applies its CRD. `=false` leaves the CRD alone.
+    #[arg(
+        long,
+        env = "BPO_RELAX_KANISTER_DEFERPHASE_SCHEMA",
+        default_value_t = true,
+        num_args = 0..=1,
+        default_missing_value = "true",
+        action = clap::ArgAction::Set,
+        value_name = "BOOL"
+    )]
+    pub relax_kanister_deferphase_schema: bool,
     /// Seconds between sweeps for pods whose ActionSet is gone or has ended
     /// (0: only the sweep at start, which deletes every pod an earlier
     /// controller process left).
@@ -188,6 +202,20 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     let instance = args.instance.clone().unwrap_or_else(hostname);
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    // On every replica, leader or not: the patch is idempotent and guarded, and a standby
+    // replica keeps the CRD relaxed while the leader restarts.
+    let relaxer = args.relax_kanister_deferphase_schema.then(|| {
+        let mut stop_rx = stop_rx.clone();
+        tokio::spawn(crate::kanister_crd::run(client.clone(), async move {
+            let _ = stop_rx.wait_for(|s| *s).await;
+        }))
+    });
+    if relaxer.is_none() {
+        info!(
+            "{}=false: Kanister's Blueprint CRD is left as it is; with Kanister's schema a deferPhase list is refused by the API server before the webhook sees it",
+            crate::kanister_crd::FLAG
+        );
+    }
     let mut lease_rx = None;
     if !args.no_leader_election {
         let ns = args
@@ -295,6 +323,9 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     }
     let _ = stop_tx.send(true);
     sweeper.abort();
+    if let Some(r) = relaxer {
+        r.abort();
+    }
     let _ = tokio::time::timeout(Duration::from_secs(5), executor).await;
     if let Some(s) = scheduler {
         match tokio::time::timeout(Duration::from_secs(5), s).await {
@@ -304,4 +335,34 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser as _;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: ControllerArgs,
+    }
+
+    fn relax(flags: &[&str]) -> bool {
+        Cli::try_parse_from(std::iter::once("controller").chain(flags.iter().copied()))
+            .unwrap()
+            .args
+            .relax_kanister_deferphase_schema
+    }
+
+    #[test]
+    fn deferphase_relaxation_is_on_unless_turned_off() {
+        assert!(relax(&[]));
+        assert!(relax(&["--relax-kanister-deferphase-schema"]));
+        assert!(relax(&["--relax-kanister-deferphase-schema=true"]));
+        assert!(!relax(&["--relax-kanister-deferphase-schema=false"]));
+        assert!(
+            Cli::try_parse_from(["controller", "--relax-kanister-deferphase-schema=no"]).is_err()
+        );
+    }
 }

@@ -216,6 +216,18 @@ pub async fn can(
     resource: &str,
     namespace: &str,
 ) -> anyhow::Result<bool> {
+    can_named(client, verb, group, resource, namespace, None).await
+}
+
+/// [`can`] for the object `name` (rules limited by `resourceNames`).
+pub async fn can_named(
+    client: &Client,
+    verb: &str,
+    group: &str,
+    resource: &str,
+    namespace: &str,
+    name: Option<&str>,
+) -> anyhow::Result<bool> {
     let (resource, subresource) = match resource.split_once('/') {
         Some((r, s)) => (r, Some(s.to_string())),
         None => (resource, None),
@@ -228,6 +240,7 @@ pub async fn can(
                 resource: Some(resource.into()),
                 subresource,
                 namespace: (!namespace.is_empty()).then(|| namespace.to_string()),
+                name: name.map(str::to_string),
                 ..Default::default()
             }),
             ..Default::default()
@@ -247,21 +260,37 @@ async fn wait_allowed(client: &Client, rules: &[(String, PolicyRule)]) -> anyhow
         for group in rule.api_groups.iter().flatten() {
             for resource in rule.resources.iter().flatten() {
                 for verb in &rule.verbs {
-                    checks.push((ns.clone(), group.clone(), resource.clone(), verb.clone()));
+                    // A rule limited to some names grants only those.
+                    let names: Vec<Option<String>> = match &rule.resource_names {
+                        Some(names) if !names.is_empty() => {
+                            names.iter().cloned().map(Some).collect()
+                        }
+                        _ => vec![None],
+                    };
+                    for name in names {
+                        checks.push((
+                            ns.clone(),
+                            group.clone(),
+                            resource.clone(),
+                            verb.clone(),
+                            name,
+                        ));
+                    }
                 }
             }
         }
     }
-    for (ns, group, resource, verb) in &checks {
+    for (ns, group, resource, verb, name) in &checks {
         poll(RBAC_WAIT, || async {
-            can(client, verb, group, resource, ns)
+            can_named(client, verb, group, resource, ns, name.as_deref())
                 .await
                 .ok()
                 .filter(|ok| *ok)
         })
         .await
         .with_context(|| {
-            format!("the controller's ServiceAccount is not granted {verb} {resource}.{group}")
+            let on = name.as_deref().map(|n| format!(" {n}")).unwrap_or_default();
+            format!("the controller's ServiceAccount is not granted {verb} {resource}.{group}{on}")
         })?;
     }
     Ok(())
