@@ -101,22 +101,47 @@ pub const CRD_DIRS: &[&str] = &["manifests/crds", "manifests/kanister-crds"];
 pub async fn install_crds(client: &Client) -> anyhow::Result<Vec<String>> {
     let mut files = Vec::new();
     for rel in CRD_DIRS {
-        let dir = repo_root().join(rel);
-        if !dir.is_dir() {
-            continue;
-        }
-        files.extend(
-            std::fs::read_dir(&dir)
-                .with_context(|| format!("reading {}", dir.display()))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml")),
-        );
+        files.extend(yaml_files(&repo_root().join(rel))?);
     }
+    install_crd_files(client, &files, CrdInstall::Apply).await
+}
+
+/// The `*.yaml`/`*.yml` files of `dir`, sorted (none if `dir` does not exist).
+pub fn yaml_files(dir: &std::path::Path) -> anyhow::Result<Vec<std::path::PathBuf>> {
+    if !dir.is_dir() {
+        return Ok(Vec::new());
+    }
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+        .collect();
     files.sort();
+    Ok(files)
+}
+
+/// How [`install_crd_files`] writes a CRD.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CrdInstall {
+    /// Server-side apply (force): the file's schema wins over what the cluster has.
+    Apply,
+    /// Create, leaving an existing CRD as it is (tests that run beside a controller which
+    /// changes the CRD must not undo its change for each other).
+    CreateIfAbsent,
+}
+
+/// The CustomResourceDefinitions of the YAML `files` (multi-document files allowed, other kinds
+/// ignored), written as `how` says; waits until each is Established and listable. Returns their
+/// names.
+pub async fn install_crd_files(
+    client: &Client,
+    files: &[std::path::PathBuf],
+    how: CrdInstall,
+) -> anyhow::Result<Vec<String>> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let pp = PatchParams::apply("blueprint-operator-tests").force();
     let mut names = Vec::new();
-    for file in &files {
+    for file in files {
         let text = std::fs::read_to_string(file)?;
         for doc in serde_yaml::Deserializer::from_str(&text) {
             let value = serde_json::Value::deserialize(doc)
@@ -124,12 +149,20 @@ pub async fn install_crds(client: &Client) -> anyhow::Result<Vec<String>> {
             if value.get("kind").and_then(|k| k.as_str()) != Some("CustomResourceDefinition") {
                 continue;
             }
-            let crd: CustomResourceDefinition = serde_json::from_value(value)
+            let mut crd: CustomResourceDefinition = serde_json::from_value(value)
                 .with_context(|| format!("CRD in {}", file.display()))?;
+            crd.status = None;
             let name = crd.metadata.name.clone().context("CRD without a name")?;
-            api.patch(&name, &pp, &Patch::Apply(&crd))
-                .await
-                .with_context(|| format!("applying CRD {name} from {}", file.display()))?;
+            let written = match how {
+                CrdInstall::Apply => api.patch(&name, &pp, &Patch::Apply(&crd)).await.map(drop),
+                CrdInstall::CreateIfAbsent => {
+                    match api.create(&PostParams::default(), &crd).await {
+                        Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+                        other => other.map(drop),
+                    }
+                }
+            };
+            written.with_context(|| format!("installing CRD {name} from {}", file.display()))?;
             names.push(name);
         }
     }
