@@ -532,85 +532,354 @@ async fn failed_restore_scales_the_deployment_back() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// SIGKILL the controller while a phase runs; a new controller fails that
-/// phase (not re-run) and runs the deferPhase exactly once.
+/// Names of the pods ever created in `ns` with label `selector`, collected by a watch from now
+/// until the returned task is aborted (a pod created and deleted between two polls counts too).
+async fn pods_created(
+    client: &Client,
+    ns: &str,
+    selector: &str,
+) -> anyhow::Result<(
+    std::sync::Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
+    tokio::task::JoinHandle<()>,
+)> {
+    use futures::StreamExt as _;
+    use kube::runtime::watcher;
+    let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(std::collections::BTreeSet::new()));
+    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+    let s = seen.clone();
+    let labels = selector.to_string();
+    let task = tokio::spawn(async move {
+        let mut ready = Some(ready_tx);
+        let mut stream = watcher(api, watcher::Config::default().labels(&labels)).boxed();
+        while let Some(ev) = stream.next().await {
+            match ev {
+                Ok(watcher::Event::InitDone) => {
+                    if let Some(tx) = ready.take() {
+                        let _ = tx.send(());
+                    }
+                }
+                Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => {
+                    s.lock()
+                        .unwrap()
+                        .insert(p.metadata.name.clone().unwrap_or_default());
+                }
+                _ => {}
+            }
+        }
+    });
+    tokio::time::timeout(support::WAIT, ready_rx).await??;
+    Ok((seen, task))
+}
+
+/// SIGKILL the controller while a KubeTask phase's pod runs; a new controller re-attaches to
+/// that pod (issue 29): the phase completes with the pod's output, the pod is created once, the
+/// later phase and the deferPhase run once, and the ActionSet completes.
 #[tokio::test]
-async fn controller_killed_mid_phase_resumes_and_runs_defer_once() -> anyhow::Result<()> {
+async fn controller_killed_mid_phase_reattaches_to_its_pod() -> anyhow::Result<()> {
     let Some((client, ns)) = setup("exec-kill").await else {
         return Ok(());
     };
     // KubeOps creates what the shipped RBAC does not grant: granted as the README says.
     support::rbac::grant_configmap_create(&client).await?;
     // The deferPhase creates a ConfigMap: a second run would fail (AlreadyExists).
-    let data = "data:\n  first: '{{ .Phases.first.Output.value }}'\n  state: '{{ .Outcome.State }}'\n  failedPhase: '{{ .Outcome.FailedPhase }}'\n";
+    let data = "data:\n  first: '{{ .Phases.first.Output.value }}'\n  slow: '{{ .Phases.slow.Output.value }}'\n  state: '{{ .Outcome.State }}'\n";
     create_blueprint(
         &client,
         &ns,
         "bp",
         json!({"backup": {
-            "phases": [output("first", "v1"), task("slow", 0, "done", Some("60s")), output("never", "x")],
+            "phases": [
+                output("first", "v1"),
+                task("slow", 0, &out_line("value", "slow-out"), Some("15s")),
+                output("after", "x"),
+            ],
             "deferPhase": create_cm_defer(&ns, "defer-ran", data),
         }}),
     )
     .await?;
+    let (slow_pods, watch) = pods_created(&client, &ns, "blueprint-operator.io/phase=0.1").await?;
     let ctl = controller(&ns, &[], &[]);
     let api = start_backup_until_phase_runs(&client, &ns, 1).await?;
-    // The "Started Phase" Event of the slow phase is out before the kill.
-    events(&client, &ns, "as", 4).await?;
     let uid = api.get("as").await?.metadata.uid.unwrap_or_default();
-    // The slow phase's pod, linked to its ActionSet (issue 17.6).
+    // The slow phase's pod, linked to its ActionSet and phase, recorded in the ActionSet.
     let slow = support::poll(support::WAIT, || async {
-        actionset_pods(&client, &ns, &uid).await.into_iter().next()
+        let recorded = raw_actionset(&client, &ns, "as").await.ok()?["metadata"]["annotations"]
+            ["blueprint-operator.io/executor"]
+            .as_str()
+            .is_some_and(|r| r.contains("\"pods\""));
+        let pod = actionset_pods(&client, &ns, &uid)
+            .await
+            .into_iter()
+            .next()?;
+        recorded.then_some(pod)
     })
     .await?;
     ctl.kill().await;
-    // Still running, with the finalizer, while no controller runs.
     let a = api.get("as").await?;
     assert_eq!(a.state(), Some(State::Running));
-    assert!(
-        actionset_pods(&client, &ns, &uid).await.contains(&slow),
-        "the killed controller left its pod {slow}"
-    );
     let _ctl2 = controller(&ns, &[], &[]);
-    // The new controller deletes it (the phase is failed, never re-run).
-    support::poll(FINISH, || async {
-        (!actionset_pods(&client, &ns, &uid).await.contains(&slow)).then_some(())
-    })
-    .await
-    .map_err(|e| anyhow::anyhow!("pod {slow} left by the killed controller stays: {e}"))?;
     let a = wait_terminal(&client, &ns, "as").await?;
     let s = a.status.as_ref().unwrap();
-    assert_eq!(s.state, State::Failed);
+    assert_eq!(s.state, State::Complete, "{s:?}");
+    assert_eq!(states(&a), (vec![State::Complete; 3], State::Complete));
+    assert_eq!(s.actions[0].phases[1].output["value"], json!("slow-out"));
+    watch.abort();
     assert_eq!(
-        states(&a),
-        (
-            vec![State::Complete, State::Failed, State::Pending],
-            State::Complete
-        )
-    );
-    assert!(
-        s.error
-            .message
-            .contains("controller restarted while phase slow was running"),
-        "{}",
-        s.error.message
+        *slow_pods.lock().unwrap(),
+        std::collections::BTreeSet::from([slow.clone()]),
+        "the slow phase's pod was created once"
     );
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
     // The deferPhase saw the main phases' output and their outcome.
     let data = cms.get("defer-ran").await?.data.unwrap_or_default();
     assert_eq!(data["first"], "v1");
-    assert_eq!(data["state"], "failed");
-    assert_eq!(data["failedPhase"], "slow");
-    let evs = events(&client, &ns, "as", 7).await?;
+    assert_eq!(data["slow"], "slow-out");
+    assert_eq!(data["state"], "complete");
+    let evs = events(&client, &ns, "as", 10).await?;
+    let r = reasons(&evs);
+    let count = |reason: &str| r.iter().filter(|x| **x == reason).count();
+    assert_eq!(count("Started deferPhase"), 1, "{evs:?}");
+    assert_eq!(count("Started Phase"), 3, "{evs:?}");
+    assert_eq!(count("Resumed Phase"), 1, "{evs:?}");
+    assert!(
+        evs.iter()
+            .any(|e| e.contains("phase slow was running; re-attached to its pod")),
+        "{evs:?}"
+    );
+    // Every pod of the run is deleted.
+    support::poll(support::WAIT, || async {
+        actionset_pods(&client, &ns, &uid)
+            .await
+            .is_empty()
+            .then_some(())
+    })
+    .await?;
+    Ok(())
+}
+
+/// The ActionSet is deleted while no controller runs, its KubeTask phase's pod still running:
+/// the new controller holds the deletion (finalizer), cancels the phase, deletes its pod, runs
+/// the deferPhase once and lets the deletion finish.
+#[tokio::test]
+async fn deleted_while_the_controller_was_down_still_runs_defer() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("exec-kill-delete").await else {
+        return Ok(());
+    };
+    support::rbac::grant_configmap_create(&client).await?;
+    create_blueprint(
+        &client,
+        &ns,
+        "bp",
+        json!({"backup": {
+            "phases": [task("slow", 0, "done", Some("600s"))],
+            "deferPhase": create_cm_defer(&ns, "cleaned", ""),
+        }}),
+    )
+    .await?;
+    let ctl = controller(&ns, &[], &[]);
+    let api = start_backup_until_phase_runs(&client, &ns, 0).await?;
+    let uid = api.get("as").await?.metadata.uid.unwrap_or_default();
+    support::poll(support::WAIT, || async {
+        actionset_pods(&client, &ns, &uid).await.into_iter().next()
+    })
+    .await?;
+    ctl.kill().await;
+    api.delete("as", &DeleteParams::default()).await?;
+    let _ctl2 = controller(&ns, &[], &[]);
+    support::poll(FINISH, || async {
+        api.get_opt("as")
+            .await
+            .ok()
+            .flatten()
+            .is_none()
+            .then_some(())
+    })
+    .await?;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    assert!(
+        cms.get_opt("cleaned").await?.is_some(),
+        "deferPhase did not run"
+    );
+    support::poll(support::WAIT, || async {
+        actionset_pods(&client, &ns, &uid)
+            .await
+            .is_empty()
+            .then_some(())
+    })
+    .await?;
+    let evs = events(&client, &ns, "as", 6).await?;
     let r = reasons(&evs);
     assert_eq!(
-        r.iter().filter(|r| **r == "Started deferPhase").count(),
+        r.iter().filter(|x| **x == "Started deferPhase").count(),
         1,
         "{evs:?}"
     );
+    assert!(
+        evs.iter()
+            .any(|e| e.contains("execution cancelled: the ActionSet is being deleted")),
+        "{evs:?}"
+    );
+    Ok(())
+}
+
+/// The pod of a running phase is deleted while no controller runs: the new controller fails the
+/// phase with that reason instead of re-creating the pod, and runs the deferPhase.
+#[tokio::test]
+async fn pod_deleted_while_the_controller_was_down_fails_the_phase() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("exec-kill-gone").await else {
+        return Ok(());
+    };
+    support::rbac::grant_configmap_create(&client).await?;
+    create_blueprint(
+        &client,
+        &ns,
+        "bp",
+        json!({"backup": {
+            "phases": [task("slow", 0, "done", Some("60s")), output("never", "x")],
+            "deferPhase": create_cm_defer(&ns, "defer-ran", "data:\n  state: '{{ .Outcome.State }}'\n"),
+        }}),
+    )
+    .await?;
+    let ctl = controller(&ns, &[], &[]);
+    let api = start_backup_until_phase_runs(&client, &ns, 0).await?;
+    let uid = api.get("as").await?.metadata.uid.unwrap_or_default();
+    let slow = support::poll(support::WAIT, || async {
+        let recorded = raw_actionset(&client, &ns, "as").await.ok()?["metadata"]["annotations"]
+            ["blueprint-operator.io/executor"]
+            .as_str()
+            .is_some_and(|r| r.contains("\"pods\""));
+        let pod = actionset_pods(&client, &ns, &uid)
+            .await
+            .into_iter()
+            .next()?;
+        recorded.then_some(pod)
+    })
+    .await?;
+    ctl.kill().await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    pods.delete(&slow, &DeleteParams::default().grace_period(0))
+        .await?;
+    support::poll(support::WAIT, || async {
+        pods.get_opt(&slow).await.ok()?.is_none().then_some(())
+    })
+    .await?;
+    let _ctl2 = controller(&ns, &[], &[]);
+    let a = wait_terminal(&client, &ns, "as").await?;
+    let s = a.status.as_ref().unwrap();
+    assert_eq!(s.state, State::Failed);
     assert_eq!(
-        r.iter().filter(|r| **r == "Started Phase").count(),
-        2,
+        states(&a),
+        (vec![State::Failed, State::Pending], State::Complete)
+    );
+    assert!(
+        s.error.message.contains(&format!(
+            "the controller restarted while this phase ran, and its pod {ns}/{slow} is gone"
+        )),
+        "{}",
+        s.error.message
+    );
+    assert!(
+        actionset_pods(&client, &ns, &uid).await.is_empty(),
+        "not re-created"
+    );
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    let data = cms.get("defer-ran").await?.data.unwrap_or_default();
+    assert_eq!(data["state"], "failed");
+    Ok(())
+}
+
+/// A KubeExec phase (an exec stream: nothing to re-attach to) interrupted by a controller kill
+/// fails clearly; the same phase in a Blueprint that declares it safe to re-run
+/// (`blueprint-operator.io/rerun-on-restart`) is re-run once and the ActionSet completes.
+#[tokio::test]
+async fn controller_killed_mid_exec_fails_it_or_reruns_it_as_declared() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("exec-kill-exec").await else {
+        return Ok(());
+    };
+    support::create_deployment(&client, &ns, "target", 1).await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let target = support::poll(support::WAIT, || async {
+        let l = pods
+            .list(&ListParams::default().labels("app=target"))
+            .await
+            .ok()?;
+        l.items
+            .into_iter()
+            .find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+            .and_then(|p| p.metadata.name)
+    })
+    .await?;
+    // kwok runs exec'd commands on this machine (kwok-config.yaml.in): each run appends a line.
+    let runs = |bp: &str| std::env::temp_dir().join(format!("bpo-{ns}-{bp}.runs"));
+    for (bp, annotations) in [
+        ("plain", json!({})),
+        (
+            "declared",
+            json!({"blueprint-operator.io/rerun-on-restart": "other, dump"}),
+        ),
+    ] {
+        let script = format!(
+            "echo run >> {}; sleep 6; echo '{}'",
+            runs(bp).display(),
+            out_line("value", "dumped")
+        );
+        let api: Api<Blueprint> = Api::namespaced(client.clone(), &ns);
+        let b: Blueprint = serde_json::from_value(json!({
+            "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Blueprint",
+            "metadata": {"name": bp, "annotations": annotations},
+            "actions": {"backup": {"phases": [{
+                "func": "KubeExec", "name": "dump",
+                "args": {"namespace": ns, "pod": target, "command": ["sh", "-c", script]},
+            }]}},
+        }))?;
+        api.create(&PostParams::default(), &b).await?;
+    }
+    let ctl = controller(&ns, &[], &[]);
+    for bp in ["plain", "declared"] {
+        create_actionset(&client, &ns, bp, bp, "backup", ns_object(&ns), json!({})).await?;
+    }
+    let lines = |bp: &str| {
+        std::fs::read_to_string(runs(bp))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    support::poll(support::WAIT, || async {
+        (lines("plain") == 1 && lines("declared") == 1).then_some(())
+    })
+    .await?;
+    ctl.kill().await;
+    let _ctl2 = controller(&ns, &[], &[]);
+    let plain = wait_terminal(&client, &ns, "plain").await?;
+    let s = plain.status.as_ref().unwrap();
+    assert_eq!(s.state, State::Failed);
+    assert_eq!(
+        s.error.message,
+        "controller restarted while phase dump was running; it was not re-run because it may not be idempotent"
+    );
+    let declared = wait_terminal(&client, &ns, "declared").await?;
+    let s = declared.status.as_ref().unwrap();
+    assert_eq!(s.state, State::Complete, "{s:?}");
+    assert_eq!(s.actions[0].phases[0].output["value"], json!("dumped"));
+    assert_eq!(lines("declared"), 2, "re-run exactly once");
+    assert_eq!(lines("plain"), 1, "not re-run");
+    for bp in ["plain", "declared"] {
+        let _ = std::fs::remove_file(runs(bp));
+    }
+    let record = &raw_actionset(&client, &ns, "declared").await?["metadata"]["annotations"]["blueprint-operator.io/executor"];
+    assert!(
+        record
+            .as_str()
+            .unwrap_or_default()
+            .contains("\"rerun\":[\"dump\"]"),
+        "{record}"
+    );
+    let evs = events(&client, &ns, "declared", 4).await?;
+    assert!(
+        evs.iter().any(|e| e.starts_with(
+            "Resumed Phase|Controller restarted while phase dump was running; re-running it once"
+        )),
         "{evs:?}"
     );
     Ok(())
@@ -715,9 +984,10 @@ async fn pod_exists(client: &Client, ns: &str, name: &str) -> bool {
     matches!(pods.get_opt(name).await, Ok(Some(p)) if p.metadata.deletion_timestamp.is_none())
 }
 
-/// Issue 17.6: pods linked to an ActionSet are swept at start (all of them:
-/// no phase runs yet) and then periodically (ActionSet gone or ended), never
-/// those of a running ActionSet nor those of another controller's scope.
+/// Issue 17.6: pods linked to an ActionSet are swept at start and then
+/// periodically (ActionSet gone or ended), never those of a running ActionSet
+/// (a resumed phase re-attaches to its pod, issue 29) nor those of another
+/// controller's scope.
 #[tokio::test]
 async fn leftover_pods_are_swept_at_start_and_periodically() -> anyhow::Result<()> {
     let Some((client, ns)) = setup("exec-sweep").await else {
@@ -1193,8 +1463,8 @@ async fn action_removed_from_spec_while_running_stops_and_runs_defer() -> anyhow
 
 /// The controller dies while both actions run; an action's entry is removed
 /// from the spec meanwhile. The new controller does not panic: both
-/// actions are settled (interrupted phases failed, deferPhase run) and the
-/// ActionSet ends (issue 17.3).
+/// actions are settled (their running phases re-attached to their pods and
+/// ended, deferPhase run) and the ActionSet ends (issue 17.3).
 #[tokio::test]
 async fn resume_after_an_action_was_removed_from_spec_settles_every_action() -> anyhow::Result<()> {
     let Some((client, ns)) = setup("exec-removed-resume").await else {
@@ -1203,9 +1473,9 @@ async fn resume_after_an_action_was_removed_from_spec_settles_every_action() -> 
     removable_actions_blueprint(
         &client,
         &ns,
-        json!([task("slow", 0, "done", Some("60s"))]),
+        json!([task("slow", 0, "done", Some("15s"))]),
         "",
-        task("wait", 0, "done", Some("60s")),
+        task("wait", 0, "done", Some("15s")),
     )
     .await?;
     let ctl = controller(&ns, &[], &[]);
@@ -1223,18 +1493,12 @@ async fn resume_after_an_action_was_removed_from_spec_settles_every_action() -> 
     let _ctl2 = controller(&ns, &[], &[]);
     let a = wait_terminal(&client, &ns, "as").await?;
     let s = a.status.as_ref().unwrap();
-    assert_eq!(s.state, State::Failed);
+    // The removed action had no phase left after its running one.
+    assert_eq!(s.state, State::Complete, "{s:?}");
     for x in &s.actions {
-        assert_eq!(x.phases[0].state, State::Failed, "action {}", x.name);
+        assert_eq!(x.phases[0].state, State::Complete, "action {}", x.name);
     }
     assert_eq!(s.actions[1].defer_phase.state, State::Complete);
-    assert!(
-        s.error
-            .message
-            .contains("action check: controller restarted while phase wait was running"),
-        "{}",
-        s.error.message
-    );
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
     assert!(
         cms.get_opt("defer-ran").await?.is_some(),

@@ -791,6 +791,7 @@ async fn pods_in_the_controller_namespace_use_its_service_account_and_link_the_a
         uid: "as-uid-1".into(),
         namespace: ns.clone(),
         name: "backup-1".into(),
+        ..Default::default()
     });
     let log = "###Phase-output###: {\"key\":\"k\",\"value\":\"v\"}";
     let task = |extra: Value| {

@@ -64,6 +64,29 @@ pub fn started_phase(phase: &str) -> EventSpec {
     EventSpec::normal("Started Phase", format!("Executing phase {phase}"))
 }
 
+/// A phase (or deferPhase) found running after a controller restart goes on.
+pub fn resumed(phase: &str, defer: bool, how: super::resume::How) -> EventSpec {
+    use super::resume::How;
+    let what = if defer { "deferPhase" } else { "phase" };
+    let reason = if defer {
+        "Resumed deferPhase"
+    } else {
+        "Resumed Phase"
+    };
+    let message = match how {
+        How::Reattach => format!(
+            "Controller restarted while {what} {phase} was running; re-attached to its pod (the phase was not re-run)"
+        ),
+        How::Reenter => format!(
+            "Controller restarted while {what} {phase} was running; entered it again (its function drives a desired state)"
+        ),
+        How::Rerun => format!(
+            "Controller restarted while {what} {phase} was running; re-running it once, as the Blueprint annotation blueprint-operator.io/rerun-on-restart allows"
+        ),
+    };
+    EventSpec::normal(reason, message)
+}
+
 pub fn ended_phase(phase: &str) -> EventSpec {
     EventSpec::normal("Ended Phase", format!("Completed phase {phase}"))
 }

@@ -13,9 +13,11 @@
 //! - the deferPhase goes `pending` -> `running` -> `complete`/`failed`, and is
 //!   recorded `running` *before* it executes, so it runs at most once;
 //! - a phase or deferPhase found `running` when nobody executes it (the
-//!   controller restarted mid-phase) is failed with "controller restarted
-//!   while phase X was running": re-running a non-idempotent phase is worse
-//!   than failing it; the deferPhase then runs;
+//!   controller restarted mid-phase) is resumed ([`Transition::Resumed`]:
+//!   re-attached to its pod, re-entered, or re-run once as the Blueprint
+//!   allows, see [`super::resume`]) or else failed with "controller
+//!   restarted while phase X was running": re-running a non-idempotent
+//!   phase is worse than failing it; the deferPhase then runs;
 //! - output artifacts are rendered only when every phase and the deferPhase
 //!   succeeded (Kanister since #1393);
 //! - the ActionSet stays `running` until every action finished (deferPhase
@@ -29,6 +31,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::events::{self, EventSpec};
+use super::resume::How;
 use super::status_size;
 use crate::model::{
     ActionSetSpec, ActionSetStatus, ActionSpec, ActionStatus, Artifact, BlueprintAction, Phase,
@@ -69,6 +72,27 @@ pub struct ActionRecord {
     pub artifacts_error: String,
     /// The action is over (deferPhase ended, artifacts handled).
     pub finished: bool,
+    /// Pods (`<namespace>/<name>`) the running phase or deferPhase created.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pods: Vec<String>,
+    /// Outputs the running step recorded before its effect (a step entered
+    /// again after a restart reuses them).
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    pub early_output: Map<String, Value>,
+    /// Phases (deferPhase: `defer:<name>`) re-run after a controller restart.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rerun: Vec<String>,
+}
+
+impl ActionRecord {
+    /// The [`ActionRecord::rerun`] entry of a phase.
+    pub fn rerun_key(phase: &str, defer: bool) -> String {
+        if defer {
+            format!("defer:{phase}")
+        } else {
+            phase.to_string()
+        }
+    }
 }
 
 impl Record {
@@ -332,6 +356,13 @@ pub enum Transition {
     PhaseFailed(usize, String),
     /// Fails whatever is recorded `running` (controller restart).
     Interrupted,
+    /// What is recorded `running` goes on after a controller restart
+    /// (state unchanged; the record and an Event say how).
+    Resumed(How),
+    /// The running phase or deferPhase created a pod (`<namespace>/<name>`).
+    PodCreated(String),
+    /// The running phase or deferPhase will output this (known before its effect).
+    EarlyOutput(String, Value),
     /// The main phases are stopped before phase `next` (deletion).
     Stopped(String),
     /// The action could not start (template parameters could not be built).
@@ -371,6 +402,15 @@ pub fn interrupted_message(phase: &str, defer: bool) -> String {
     let what = if defer { "deferPhase" } else { "phase" };
     format!(
         "controller restarted while {what} {phase} was running; it was not re-run because it may not be idempotent"
+    )
+}
+
+/// The message written when a phase re-run after a restart is found
+/// `running` again.
+pub fn interrupted_again_message(phase: &str, defer: bool) -> String {
+    let what = if defer { "deferPhase" } else { "phase" };
+    format!(
+        "controller restarted while {what} {phase} was running, again after it was re-run once (blueprint-operator.io/rerun-on-restart); it was not re-run a second time"
     )
 }
 
@@ -416,6 +456,20 @@ pub fn apply(
     let name = st.name.clone();
     let bp = st.blueprint.clone();
     let mut running_phase: Option<String> = None;
+    // A phase starts or ends: the pods recorded are the previous step's.
+    if matches!(
+        t,
+        Transition::PhaseStarted(_)
+            | Transition::PhaseSucceeded(..)
+            | Transition::PhaseFailed(..)
+            | Transition::Interrupted
+            | Transition::DeferStarted
+            | Transition::DeferSucceeded(_)
+            | Transition::DeferFailed(_)
+    ) {
+        rec.pods.clear();
+        rec.early_output.clear();
+    }
     match t {
         Transition::PhaseStarted(i) => {
             if main_over(st, rec) || st.phases.iter().any(|p| p.state == State::Running) {
@@ -454,8 +508,13 @@ pub fn apply(
             running_phase = Some(String::new());
         }
         Transition::Interrupted => {
+            let again = |n: &str, d: bool| rec.rerun.contains(&ActionRecord::rerun_key(n, d));
             if let Some(p) = st.phases.iter_mut().find(|p| p.state == State::Running) {
-                let err = interrupted_message(&p.name, false);
+                let err = if again(&p.name, false) {
+                    interrupted_again_message(&p.name, false)
+                } else {
+                    interrupted_message(&p.name, false)
+                };
                 p.state = State::Failed;
                 p.progress.last_transition_time = Some(ctx.now.to_string());
                 rec.error = err.clone();
@@ -463,7 +522,11 @@ pub fn apply(
                 evs.push(events::phase_failed(&name, &p.name, &bp, &err));
             } else if st.defer_phase.state == State::Running {
                 let d = &mut st.defer_phase;
-                let err = interrupted_message(&d.name, true);
+                let err = if again(&d.name, true) {
+                    interrupted_again_message(&d.name, true)
+                } else {
+                    interrupted_message(&d.name, true)
+                };
                 d.state = State::Failed;
                 d.progress.last_transition_time = Some(ctx.now.to_string());
                 rec.defer_error = err.clone();
@@ -472,6 +535,47 @@ pub fn apply(
                 return Err(stale("nothing is running"));
             }
             running_phase = Some(String::new());
+        }
+        Transition::Resumed(how) => {
+            let (phase, defer) = match st.phases.iter().find(|p| p.state == State::Running) {
+                Some(p) => (p.name.clone(), false),
+                None if st.defer_phase.state == State::Running => {
+                    (st.defer_phase.name.clone(), true)
+                }
+                None => return Err(stale("nothing is running")),
+            };
+            if how == How::Rerun {
+                let key = ActionRecord::rerun_key(&phase, defer);
+                if rec.rerun.contains(&key) {
+                    return Err(stale("phase was already re-run once"));
+                }
+                rec.rerun.push(key);
+                // The pods and outputs of the first run are not this run's.
+                rec.pods.clear();
+                rec.early_output.clear();
+            }
+            evs.push(events::resumed(&phase, defer, how));
+        }
+        Transition::PodCreated(pod) => {
+            if !st.phases.iter().any(|p| p.state == State::Running)
+                && st.defer_phase.state != State::Running
+            {
+                return Err(stale("nothing is running"));
+            }
+            if !rec.pods.contains(&pod) {
+                rec.pods.push(pod);
+            }
+            // Not a transition of the action: the aggregate fields stay.
+            return Ok(evs);
+        }
+        Transition::EarlyOutput(key, value) => {
+            if !st.phases.iter().any(|p| p.state == State::Running)
+                && st.defer_phase.state != State::Running
+            {
+                return Err(stale("nothing is running"));
+            }
+            rec.early_output.insert(key, value);
+            return Ok(evs);
         }
         Transition::Stopped(err) | Transition::LaunchFailed(err)
             if main_over(st, rec) || st.phases.iter().any(|p| p.state == State::Running) =>

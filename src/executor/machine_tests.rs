@@ -1,5 +1,6 @@
 use super::*;
 use crate::executor::events::Kind;
+use crate::executor::resume::How;
 use crate::model::{ActionSpec, BlueprintPhase, ObjectReference};
 use serde_json::json;
 
@@ -425,6 +426,165 @@ fn restart_mid_phase_fails_it_and_runs_defer_once() {
     assert_eq!(status.actions[0].phases[0].state, State::Complete);
     assert_eq!(status.actions[0].phases[1].state, State::Failed);
     assert_eq!(status.actions[0].defer_phase.state, State::Complete);
+}
+
+#[test]
+fn pods_of_the_running_step_are_recorded_until_it_ends() {
+    let bp = bp_action(&["one", "two"], Some("cleanup"));
+    let (mut status, mut record, _) = start(&bp);
+    let pod = |n: &str| Transition::PodCreated(format!("ns/{n}"));
+    assert!(rejects(&mut status, &mut record, 0, pod("early")));
+    step(&mut status, &mut record, 0, Transition::PhaseStarted(0));
+    let before = status.clone();
+    assert!(step(&mut status, &mut record, 0, pod("p1")).is_empty());
+    step(&mut status, &mut record, 0, pod("p1"));
+    assert_eq!(record.actions[0].pods, ["ns/p1"]);
+    assert_eq!(status, before, "recording a pod leaves the status alone");
+    // The record survives a restart (it lives in an annotation).
+    let mut meta = ObjectMeta::default();
+    record.to_meta(&mut meta);
+    let (back, problem) = Record::from_meta(&meta, 1, NOW);
+    assert_eq!((back, problem), (record.clone(), None));
+    step(
+        &mut status,
+        &mut record,
+        0,
+        Transition::PhaseSucceeded(0, Map::new()),
+    );
+    assert!(record.actions[0].pods.is_empty());
+}
+
+#[test]
+fn resumed_phase_stays_running_and_an_event_says_how() {
+    let bp = bp_action(&["one"], Some("cleanup"));
+    let (mut status, mut record, _) = start(&bp);
+    step(&mut status, &mut record, 0, Transition::PhaseStarted(0));
+    step(
+        &mut status,
+        &mut record,
+        0,
+        Transition::PodCreated("ns/p".into()),
+    );
+    let started = status.actions[0].phases[0].progress.clone();
+    let evs = step(
+        &mut status,
+        &mut record,
+        0,
+        Transition::Resumed(How::Reattach),
+    );
+    assert_eq!(
+        reasons(&evs),
+        [
+            "Resumed Phase|Controller restarted while phase one was running; re-attached to its pod (the phase was not re-run)"
+        ]
+    );
+    let p = &status.actions[0].phases[0];
+    assert_eq!(p.state, State::Running);
+    assert_eq!(
+        p.progress, started,
+        "the phase deadline counts from its first start"
+    );
+    assert_eq!(
+        record.actions[0].pods,
+        ["ns/p"],
+        "kept to find the pod again"
+    );
+    // Re-attaching again (another restart) is fine.
+    step(
+        &mut status,
+        &mut record,
+        0,
+        Transition::Resumed(How::Reattach),
+    );
+    step(
+        &mut status,
+        &mut record,
+        0,
+        Transition::PhaseSucceeded(0, Map::new()),
+    );
+    assert!(rejects(
+        &mut status,
+        &mut record,
+        0,
+        Transition::Resumed(How::Reattach)
+    ));
+}
+
+#[test]
+fn early_outputs_are_kept_for_a_reentered_step_and_dropped_when_it_ends() {
+    let bp = bp_action(&["scale"], None);
+    let (mut status, mut record, _) = start(&bp);
+    let early = Transition::EarlyOutput("originalReplicaCount".into(), json!(3));
+    assert!(rejects(&mut status, &mut record, 0, early.clone()));
+    step(&mut status, &mut record, 0, Transition::PhaseStarted(0));
+    assert!(step(&mut status, &mut record, 0, early).is_empty());
+    step(
+        &mut status,
+        &mut record,
+        0,
+        Transition::Resumed(How::Reenter),
+    );
+    assert_eq!(
+        record.actions[0].early_output["originalReplicaCount"],
+        json!(3)
+    );
+    step(
+        &mut status,
+        &mut record,
+        0,
+        Transition::PhaseSucceeded(0, Map::new()),
+    );
+    assert!(record.actions[0].early_output.is_empty());
+}
+
+#[test]
+fn a_declared_rerun_happens_once_then_a_restart_fails_the_phase() {
+    let bp = bp_action(&["one"], Some("cleanup"));
+    let (mut status, mut record, _) = start(&bp);
+    step(&mut status, &mut record, 0, Transition::PhaseStarted(0));
+    step(
+        &mut status,
+        &mut record,
+        0,
+        Transition::PodCreated("ns/helper".into()),
+    );
+    let evs = step(&mut status, &mut record, 0, Transition::Resumed(How::Rerun));
+    assert!(
+        reasons(&evs)[0].starts_with(
+            "Resumed Phase|Controller restarted while phase one was running; re-running it once"
+        ),
+        "{evs:?}"
+    );
+    assert_eq!(record.actions[0].rerun, ["one"]);
+    assert!(
+        record.actions[0].pods.is_empty(),
+        "the first run's pods are not the re-run's"
+    );
+    assert!(rejects(
+        &mut status,
+        &mut record,
+        0,
+        Transition::Resumed(How::Rerun)
+    ));
+    step(&mut status, &mut record, 0, Transition::Interrupted);
+    assert!(
+        record.actions[0].error.starts_with(
+            "controller restarted while phase one was running, again after it was re-run once"
+        ),
+        "{}",
+        record.actions[0].error
+    );
+    // The deferPhase is re-run under its own key.
+    step(&mut status, &mut record, 0, Transition::DeferStarted);
+    step(&mut status, &mut record, 0, Transition::Resumed(How::Rerun));
+    assert_eq!(record.actions[0].rerun, ["one", "defer:cleanup"]);
+    let evs = step(
+        &mut status,
+        &mut record,
+        0,
+        Transition::Resumed(How::Reenter),
+    );
+    assert_eq!(evs[0].reason, "Resumed deferPhase");
 }
 
 #[test]

@@ -9,6 +9,7 @@
 //! - [`params`]: template parameters (`.Object`, `.Phases`, `.Outcome`, ...);
 //! - [`metrics`]: Prometheus metrics;
 //! - [`pod_sweep`]: deletes pods a killed controller left behind;
+//! - [`resume`]: what happens to a phase found running after a restart;
 //! - [`tenancy`]: which namespaces an ActionSet may reach; [`endpoints`]:
 //!   Profile endpoints refused in metadata ranges;
 //! - [`ownership`]: which ActionSets this executor runs (label, namespaces);
@@ -25,6 +26,7 @@ pub mod metrics;
 pub mod ownership;
 pub mod params;
 pub mod pod_sweep;
+pub mod resume;
 pub mod runtime;
 pub mod status_size;
 pub mod tenancy;

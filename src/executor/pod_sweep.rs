@@ -5,13 +5,13 @@
 //! running. Every such pod carries its ActionSet's UID and namespace as
 //! labels ([`crate::functions::pod_create`]), so:
 //!
-//! - **at start**, after this process took the executor Lease and before it
-//!   runs any ActionSet, every labelled pod in scope is a leftover: no phase
-//!   runs yet, and a phase that was running when the old controller died is
-//!   failed, never re-run. They are all deleted;
-//! - **periodically**, a labelled pod is deleted when its ActionSet is gone
-//!   (or was re-created: another UID) or has ended (`complete`/`failed`:
-//!   none of its phases runs any more). Pods of running ActionSets are kept.
+//! - **at start** and **periodically**, a labelled pod is deleted when its
+//!   ActionSet is gone (or was re-created: another UID) or has ended
+//!   (`complete`/`failed`: none of its phases runs any more). Pods of
+//!   running ActionSets are kept, also at start: the executor resumes those
+//!   ActionSets, re-attaches to the pod of a phase that was running
+//!   (`executor::resume`) and deletes the pods of phases that ended
+//!   (`runtime`).
 //!
 //! Scope: with `--namespace`, only pods whose ActionSet lives there (another
 //! controller may run the other namespaces).
@@ -32,8 +32,6 @@ use crate::model::{ActionSet, State};
 /// What is known of a pod's ActionSet.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Owner {
-    /// The sweep at start: no phase runs in this process yet.
-    Startup,
     /// No ActionSet of that namespace/name.
     Gone,
     /// The ActionSet of that name now.
@@ -45,7 +43,6 @@ pub enum Owner {
 /// Why a pod is deleted; `None`: keep it.
 pub fn verdict(pod_uid: &str, owner: &Owner) -> Option<&'static str> {
     match owner {
-        Owner::Startup => Some("left by an earlier controller process"),
         Owner::Gone => Some("its ActionSet no longer exists"),
         Owner::Found { uid, .. } if uid != pod_uid => {
             Some("its ActionSet was deleted (a new one has the same name)")
@@ -67,11 +64,7 @@ pub fn selector(namespace: Option<&str>) -> String {
 }
 
 /// One sweep; returns how many pods were deleted.
-pub async fn sweep(
-    client: &Client,
-    namespace: Option<&str>,
-    startup: bool,
-) -> Result<usize, kube::Error> {
+pub async fn sweep(client: &Client, namespace: Option<&str>) -> Result<usize, kube::Error> {
     let pods: Api<Pod> = Api::all(client.clone());
     let list = pods
         .list(&ListParams::default().labels(&selector(namespace)))
@@ -92,16 +85,12 @@ pub async fn sweep(
             .get(ANNOTATION_ACTIONSET)
             .cloned()
             .unwrap_or_default();
-        let owner = if startup {
-            Owner::Startup
-        } else {
-            match owners.get(&actionset) {
-                Some(o) => o.clone(),
-                None => {
-                    let o = lookup(client, &actionset).await;
-                    owners.insert(actionset.clone(), o.clone());
-                    o
-                }
+        let owner = match owners.get(&actionset) {
+            Some(o) => o.clone(),
+            None => {
+                let o = lookup(client, &actionset).await;
+                owners.insert(actionset.clone(), o.clone());
+                o
             }
         };
         let Some(why) = verdict(&uid, &owner) else {
@@ -145,7 +134,7 @@ async fn lookup(client: &Client, actionset: &str) -> Owner {
     }
 }
 
-/// Sweeps once now (start: everything in scope), then every `interval`
+/// Sweeps once now, then every `interval`
 /// (zero: only now) until the returned task is aborted. Call once, after
 /// taking the executor Lease and before the executor starts.
 pub async fn start(
@@ -153,7 +142,7 @@ pub async fn start(
     namespace: Option<String>,
     interval: Duration,
 ) -> tokio::task::JoinHandle<()> {
-    match sweep(&client, namespace.as_deref(), true).await {
+    match sweep(&client, namespace.as_deref()).await {
         Ok(n) => info!(deleted = n, "swept pods left by an earlier controller"),
         Err(e) => warn!(error = %e, "pod sweep at start failed; the periodic sweep retries"),
     }
@@ -163,7 +152,7 @@ pub async fn start(
         }
         loop {
             tokio::time::sleep(interval).await;
-            if let Err(e) = sweep(&client, namespace.as_deref(), false).await {
+            if let Err(e) = sweep(&client, namespace.as_deref()).await {
                 warn!(error = %e, "pod sweep failed");
             }
         }
@@ -180,7 +169,6 @@ mod tests {
             uid: uid.into(),
             state,
         };
-        assert!(verdict("u", &Owner::Startup).is_some());
         assert!(verdict("u", &Owner::Gone).is_some());
         assert!(verdict("u", &Owner::Unknown).is_none());
         assert!(verdict("u", &found("other", Some(State::Running))).is_some());

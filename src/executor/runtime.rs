@@ -5,10 +5,13 @@
 //! then publishes the transition's Events in order.
 //!
 //! - **Restart**: a `running` ActionSet without a task in this process is
-//!   resumed; completed phases are not re-run; a phase recorded `running`
-//!   is failed ("controller restarted while phase X was running") and the
-//!   deferPhase then runs; a deferPhase recorded `running` is failed, not
-//!   re-run.
+//!   resumed; completed phases are not re-run; a phase or deferPhase
+//!   recorded `running` goes on as [`resume`] decides by its function
+//!   (re-attached to its pod, re-entered, re-run once if the Blueprint says
+//!   so) or is failed ("controller restarted while phase X was running"; the
+//!   deferPhase then runs). Pods a phase creates are recorded in the
+//!   ActionSet as they are created and deleted once the phase's result is
+//!   recorded, so a restart in between finds them.
 //! - **Deletion**: the finalizer [`machine::FINALIZER`] is held while the
 //!   ActionSet runs. Deleting a running ActionSet cancels the running main
 //!   phase (dropping its future), skips later phases, runs the deferPhase,
@@ -48,6 +51,7 @@ use super::machine::{self, Ctx, InitError, Record, Step, Transition};
 use super::metrics::Metrics;
 use super::ownership::{self, Decision, Ownership};
 use super::params::{self, PhaseObjects};
+use super::resume::{self, How};
 use super::tenancy::{self, Policy, Scope};
 use crate::functions;
 use crate::model::{ActionSet, ActionSpec, Blueprint, BlueprintAction, State, WatchedActionSet};
@@ -663,6 +667,8 @@ struct ActionEnv {
     scope: Scope,
     /// Fetched phase `objects` by phase name, for `.Phases.<name>.Secrets`.
     objects: Mutex<PhaseObjects>,
+    /// Phases the Blueprint declares safe to re-run after a restart.
+    rerun: Vec<String>,
 }
 
 async fn action_env(run: &Run<'_>, obj: &ActionSet, i: usize) -> ActionEnv {
@@ -739,6 +745,7 @@ async fn action_env(run: &Run<'_>, obj: &ActionSet, i: usize) -> ActionEnv {
             uid: obj.uid().unwrap_or_default(),
             namespace: run.ns.to_string(),
             name: run.name.to_string(),
+            ..Default::default()
         }),
         controller: run.inner.cfg.controller.clone(),
     };
@@ -751,6 +758,7 @@ async fn action_env(run: &Run<'_>, obj: &ActionSet, i: usize) -> ActionEnv {
         timeouts,
         scope,
         objects: Mutex::new(PhaseObjects::new()),
+        rerun: resume::rerun_phases(bp_annotations.as_ref()),
     }
 }
 
@@ -800,16 +808,156 @@ fn phases_shown(st: &crate::model::ActionStatus, p: usize) -> impl Iterator<Item
 }
 
 async fn exec_phase(
-    env: &ActionEnv,
+    fctx: &functions::Context,
     phase: &crate::model::BlueprintPhase,
     params: Value,
 ) -> Result<Map<String, Value>, String> {
     let args = Value::Object(phase.args.clone().unwrap_or_default());
     let rendered = template::render_args(&args, &params, &phase.func).map_err(|e| e.to_string())?;
     let args = rendered.as_object().cloned().unwrap_or_default();
-    functions::execute(&env.fctx, &phase.func, &args, &params)
+    functions::execute(fctx, &phase.func, &args, &params)
         .await
         .map_err(|e| e.to_string())
+}
+
+/// Pods one step of an action created in this process, and the ActionSet
+/// as last written by [`record_pod`] (fresher than the driver's copy).
+#[derive(Clone, Default)]
+struct StepPods {
+    created: Arc<Mutex<Vec<String>>>,
+    latest: Arc<Mutex<Option<ActionSet>>>,
+}
+
+impl StepPods {
+    fn take_created(&self) -> Vec<String> {
+        std::mem::take(&mut *self.created.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn take_latest(&self) -> Option<ActionSet> {
+        self.latest.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+}
+
+/// The function context of step `phase` (`None`: the deferPhase) of action
+/// `i`: its pods carry the step's label and are recorded in the ActionSet
+/// as they are created; `resume` as in [`functions::pod_create::ActionSetRef::resume`].
+fn step_context(
+    run: &Run<'_>,
+    env: &ActionEnv,
+    i: usize,
+    phase: Option<usize>,
+    resume: Option<Resumed>,
+    pods: &StepPods,
+) -> functions::Context {
+    let mut fctx = env.fctx.clone();
+    if let Some(a) = fctx.actionset.as_mut() {
+        a.phase = functions::pod_create::phase_key(i, phase);
+        if let Some(r) = resume {
+            a.resume = r.pods;
+            a.resume_output = r.output;
+        }
+        let (api, name, pods) = (run.api.clone(), run.name.to_string(), pods.clone());
+        a.on_step = Some(functions::pod_create::StepHook(Arc::new(move |ev| {
+            let (api, name, pods) = (api.clone(), name.clone(), pods.clone());
+            Box::pin(async move { record_step(&api, &name, i, ev, &pods).await })
+        })));
+    }
+    fctx
+}
+
+/// What a resumed step's first run recorded.
+struct Resumed {
+    /// Its pods, when it is re-attached to them.
+    pods: Option<Vec<String>>,
+    /// Its early outputs, when it is entered again.
+    output: Map<String, Value>,
+}
+
+/// Records what the running step of action `i` did.
+async fn record_step(
+    api: &Api<ActionSet>,
+    name: &str,
+    i: usize,
+    ev: functions::pod_create::StepEvent,
+    pods: &StepPods,
+) {
+    use functions::pod_create::StepEvent;
+    let t = match ev {
+        StepEvent::PodCreated(pod) => {
+            pods.created
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(pod.clone());
+            Transition::PodCreated(pod)
+        }
+        StepEvent::Output(k, v) => Transition::EarlyOutput(k, v),
+    };
+    let r = update(api, name, None, |obj| {
+        let n = obj.status.as_ref().map(|s| s.actions.len()).unwrap_or(0);
+        let now = now_rfc3339();
+        let (mut rec, _) = Record::from_meta(&obj.metadata, n, &now);
+        let status = obj
+            .status
+            .as_mut()
+            .ok_or_else(|| WriteError::Other("status disappeared".into()))?;
+        let ctx = Ctx {
+            actionset: name,
+            now: &now,
+        };
+        machine::apply(status, &mut rec, i, t.clone(), ctx)?;
+        rec.to_meta(&mut obj.metadata);
+        Ok(())
+    })
+    .await;
+    match r {
+        Ok((written, ())) => *pods.latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(written),
+        Err(e) => {
+            warn!(actionset = name, transition = ?t, error = %e, "could not record what the phase did in the ActionSet")
+        }
+    }
+}
+
+/// Deletes pods (`<namespace>/<name>`) of a step whose result is recorded.
+async fn delete_pods(client: &Client, pods: &[String]) {
+    for p in pods {
+        let Some((ns, name)) = p.split_once('/') else {
+            continue;
+        };
+        let api: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), ns);
+        match api.delete(name, &kube::api::DeleteParams::default()).await {
+            Ok(_) => debug!(pod = %p, "deleted the pod of an ended phase"),
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => warn!(pod = %p, error = %e, "could not delete the pod of an ended phase"),
+        }
+    }
+}
+
+/// How the step of action `st` found running after a restart goes on
+/// (`None`: it is failed), with the step it is.
+fn resume_decision(
+    env: &ActionEnv,
+    st: &crate::model::ActionStatus,
+    rec: &machine::ActionRecord,
+) -> Option<(How, Step)> {
+    let bp = env.bp.as_ref().filter(|_| env.base_error.is_none())?;
+    let (phase, step, defer) = match st.phases.iter().position(|p| p.state == State::Running) {
+        Some(p) => (bp.phases.get(p)?, Step::RunPhase(p), false),
+        None if st.defer_phase.state == State::Running => {
+            (bp.defer_phase.as_ref()?, Step::RunDefer, true)
+        }
+        None => return None,
+    };
+    let again = rec
+        .rerun
+        .contains(&machine::ActionRecord::rerun_key(&phase.name, defer));
+    let how = resume::decide(
+        &phase.func,
+        phase.args.as_ref(),
+        &phase.name,
+        &env.rerun,
+        again,
+    )?;
+    Some((how, step))
 }
 
 async fn drive_action(
@@ -823,6 +971,9 @@ async fn drive_action(
     let cancelled_msg = "execution cancelled: the ActionSet is being deleted";
     // A step whose start was written together with the previous transition.
     let mut started_step: Option<Step> = None;
+    // A step resumed after a restart: what its first run recorded.
+    let mut resume_pods: Option<Resumed> = None;
+    let pods = StepPods::default();
     loop {
         let pre_started = started_step.is_some();
         let deleting = *rx.borrow() || obj.metadata.deletion_timestamp.is_some();
@@ -844,7 +995,26 @@ async fn drive_action(
         debug!(actionset = %run.name, action = %st.name, ?step, "next step");
         let t = match step {
             Step::Done => return Ok(()),
-            Step::Interrupted => Transition::Interrupted,
+            Step::Interrupted => match resume_decision(&env, &st, &rec) {
+                None => Transition::Interrupted,
+                Some((how, next)) => {
+                    info!(actionset = %run.name, action = %st.name, ?how, "resuming the phase that was running when the controller stopped");
+                    if how != How::Reattach {
+                        // Helper pods of the interrupted run are not this run's.
+                        delete_pods(&run.inner.client, &rec.pods).await;
+                    }
+                    obj = run.write(i, Transition::Resumed(how), &obj).await?;
+                    resume_pods = Some(Resumed {
+                        pods: (how == How::Reattach).then(|| rec.pods.clone()),
+                        output: match how {
+                            How::Reenter => rec.early_output.clone(),
+                            _ => Map::new(),
+                        },
+                    });
+                    started_step = Some(next);
+                    continue;
+                }
+            },
             Step::Stop => {
                 let next = st
                     .phases
@@ -889,6 +1059,7 @@ async fn drive_action(
                     chrono::Utc::now(),
                 );
                 let started = Instant::now();
+                let fctx = step_context(run, &env, i, Some(p), resume_pods.take(), &pods);
                 let fut = async {
                     let objs = phase_objects(
                         &env,
@@ -899,7 +1070,7 @@ async fn drive_action(
                     )
                     .await?;
                     let params = params::for_phase(&env.base, &st_now, p, &objs);
-                    exec_phase(&env, phase, params).await
+                    exec_phase(&fctx, phase, params).await
                 };
                 let res = tokio::select! {
                     r = fut => r,
@@ -920,7 +1091,8 @@ async fn drive_action(
                         "deferPhase missing from the Blueprint".into(),
                     ));
                 };
-                run_defer(run, &env, &defer, &mut obj, i, &rec, &mut rx).await
+                let fctx = step_context(run, &env, i, None, resume_pods.take(), &pods);
+                run_defer(run, &env, &fctx, &defer, &mut obj, i, &rec, &mut rx).await
             }
             Step::RunDefer => {
                 let deadline = deletion_deadline(&obj, timeout);
@@ -952,7 +1124,8 @@ async fn drive_action(
                     continue;
                 }
                 obj = run.write(i, Transition::DeferStarted, &obj).await?;
-                run_defer(run, &env, &defer, &mut obj, i, &rec, &mut rx).await
+                let fctx = step_context(run, &env, i, None, resume_pods.take(), &pods);
+                run_defer(run, &env, &fctx, &defer, &mut obj, i, &rec, &mut rx).await
             }
             Step::Finish => {
                 let arts = if machine::succeeded(&st, &rec) {
@@ -974,6 +1147,33 @@ async fn drive_action(
                 Transition::Finished(arts)
             }
         };
+        if let Some(latest) = pods.take_latest() {
+            obj = latest;
+        }
+        // Pods of the step that ends: deleted once its result is recorded.
+        let ended = matches!(
+            t,
+            Transition::PhaseSucceeded(..)
+                | Transition::PhaseFailed(..)
+                | Transition::DeferSucceeded(_)
+                | Transition::DeferFailed(_)
+                | Transition::Interrupted
+        );
+        let mut ended_pods = Vec::new();
+        if ended {
+            ended_pods = rec.pods.clone();
+            ended_pods.extend(pods.take_created());
+            if let Some(r) = obj
+                .status
+                .as_ref()
+                .map(|s| Record::from_meta(&obj.metadata, s.actions.len(), "").0)
+                .and_then(|r| r.actions.get(i).cloned())
+            {
+                ended_pods.extend(r.pods);
+            }
+            ended_pods.sort();
+            ended_pods.dedup();
+        }
         let chain = |step: Step| {
             if *rx.borrow() {
                 return None;
@@ -994,7 +1194,11 @@ async fn drive_action(
                 _ => None,
             }
         };
-        (obj, started_step) = match run.write_chain(i, t, &obj, chain).await {
+        let written = run.write_chain(i, t, &obj, chain).await;
+        if written.is_ok() {
+            delete_pods(&run.inner.client, &ended_pods).await;
+        }
+        (obj, started_step) = match written {
             Ok(o) => o,
             Err(WriteError::Stale(e)) => {
                 error!(error = %e, "status changed under the executor; this action stops here");
@@ -1056,9 +1260,11 @@ async fn expire(dl: Option<&Deadline>) -> String {
 
 /// Executes the deferPhase (already recorded running); it gets until its
 /// phase timeout and, on deletion, until `deletionTimestamp + deletion_timeout`.
+#[allow(clippy::too_many_arguments)]
 async fn run_defer(
     run: &Run<'_>,
     env: &ActionEnv,
+    fctx: &functions::Context,
     defer: &crate::model::BlueprintPhase,
     obj: &mut ActionSet,
     i: usize,
@@ -1088,7 +1294,7 @@ async fn run_defer(
             Some(params::fetch_phase_objects(client, run.ns, &refs, &env.scope).await?)
         };
         let params = params::for_defer(&env.base, &st_now, rec, &objs, own.as_ref());
-        exec_phase(env, defer, params).await
+        exec_phase(fctx, defer, params).await
     };
     tokio::pin!(fut);
     let res = loop {

@@ -222,6 +222,11 @@ impl PodGuard {
         }
     }
 
+    /// Leave the pod (someone else deletes it).
+    pub fn keep(mut self) {
+        self.name = None;
+    }
+
     /// Delete the pod now (errors are logged: the phase result does not depend on them).
     pub async fn delete(mut self) {
         if let Some(name) = self.name.take() {
@@ -259,7 +264,11 @@ pub(crate) fn ready_timeout() -> Duration {
 }
 
 /// Create `pod`, wait until it has finished, read the log of its first
-/// container (streamed: [`PodLog`]), delete it. Returns the log and the finished pod; a failed pod
+/// container (streamed: [`PodLog`]), delete it (in a phase: the executor
+/// deletes it once the result is recorded). This is where every
+/// pod-based phase survives a controller restart: a resumed phase
+/// ([`pod_create::find_resumed`]) waits for the pod it created before
+/// instead of creating one. Returns the log and the finished pod; a failed pod
 /// is an error "Failed while waiting for Pod to complete".
 pub async fn run_pod(
     ctx: &Context,
@@ -279,9 +288,18 @@ pub async fn run_pod_to_end(
     pod: Pod,
     fail_on_error: bool,
 ) -> Result<(PodLog, Pod), FunctionError> {
-    let (api, name, guard) = pod_create::create(ctx, function, namespace, pod).await?;
+    let (api, name, guard) = match pod_create::find_resumed(ctx, function, namespace).await? {
+        Some(found) => found,
+        None => pod_create::create(ctx, function, namespace, pod).await?,
+    };
     let result = finish(&api, function, namespace, &name, fail_on_error).await;
-    guard.delete().await;
+    if ctx.actionset.as_ref().is_some_and(|a| !a.phase.is_empty()) {
+        // The executor deletes it once the phase's result is recorded: a
+        // restart in between re-attaches to it instead of finding it gone.
+        guard.keep();
+    } else {
+        guard.delete().await;
+    }
     result
 }
 

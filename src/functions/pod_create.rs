@@ -5,7 +5,15 @@
 //! - labels linking it to its ActionSet ([`LABEL_ACTIONSET_UID`],
 //!   [`LABEL_ACTIONSET_NAMESPACE`]; the name in [`ANNOTATION_ACTIONSET`], too
 //!   long for a label value), so that pods a killed controller left behind
-//!   can be found and deleted (`executor::pod_sweep`);
+//!   can be found and deleted (`executor::pod_sweep`), and to the phase that
+//!   created it ([`LABEL_PHASE`]), so that a restarted controller finds the
+//!   pod of the phase that was running and re-attaches to it
+//!   ([`super::kube_task::run_pod`]);
+//! - its `<namespace>/<name>` is handed to the executor right after the
+//!   create ([`StepHook`]), which records it in the ActionSet: after a
+//!   restart, a pod recorded but gone was deleted or evicted (the phase
+//!   fails), a pod never recorded nor found was never created (the phase
+//!   runs);
 //! - the controller's ServiceAccount when the pod runs in the controller's
 //!   namespace and neither the function nor `podOverride` chose one, as
 //!   Kanister's `GetPodObjectFromPodOptions` / MultiContainerRun's
@@ -23,6 +31,18 @@ pub const LABEL_ACTIONSET_UID: &str = "blueprint-operator.io/actionset-uid";
 pub const LABEL_ACTIONSET_NAMESPACE: &str = "blueprint-operator.io/actionset-namespace";
 /// Annotation: `<namespace>/<name>` of that ActionSet.
 pub const ANNOTATION_ACTIONSET: &str = "blueprint-operator.io/actionset";
+/// Label: the step of the ActionSet that created the pod, `<action index>.<phase index>`
+/// or `<action index>.defer` ([`phase_key`]).
+pub const LABEL_PHASE: &str = "blueprint-operator.io/phase";
+
+/// The value of [`LABEL_PHASE`] for main phase `phase` (`None`: the deferPhase) of action
+/// `action` (indexes in the ActionSet's status, which never reorders).
+pub fn phase_key(action: usize, phase: Option<usize>) -> String {
+    match phase {
+        Some(p) => format!("{action}.{p}"),
+        None => format!("{action}.defer"),
+    }
+}
 
 /// The ActionSet a function runs for.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -30,6 +50,55 @@ pub struct ActionSetRef {
     pub uid: String,
     pub namespace: String,
     pub name: String,
+    /// The running step ([`phase_key`]); "" outside a phase.
+    pub phase: String,
+    /// `Some` when the step is resumed after a controller restart: the pods
+    /// (`<namespace>/<name>`) the ActionSet records it created before.
+    pub resume: Option<Vec<String>>,
+    /// When the step is entered again after a restart: what its first run
+    /// recorded with [`StepEvent::Output`].
+    pub resume_output: serde_json::Map<String, serde_json::Value>,
+    /// The executor's callback that records what the step did so far.
+    pub on_step: Option<StepHook>,
+}
+
+/// What a step records in its ActionSet before going on, so that a
+/// restarted controller knows it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StepEvent {
+    /// A pod `<namespace>/<name>` was created.
+    PodCreated(String),
+    /// A value the step will output, known before its effect (ScaleWorkload's
+    /// `originalReplicaCount` before it scales).
+    Output(String, serde_json::Value),
+}
+
+/// The executor's callback for [`StepEvent`]s; awaited before the function
+/// goes on.
+#[derive(Clone)]
+pub struct StepHook(
+    pub std::sync::Arc<dyn Fn(StepEvent) -> futures::future::BoxFuture<'static, ()> + Send + Sync>,
+);
+
+impl std::fmt::Debug for StepHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StepHook")
+    }
+}
+
+/// Hooks compare equal: the reference is about which ActionSet and step.
+impl PartialEq for StepHook {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+impl Eq for StepHook {}
+
+/// Records `event` through the context's hook (nothing outside a phase).
+pub async fn note(ctx: &Context, event: StepEvent) {
+    if let Some(hook) = ctx.actionset.as_ref().and_then(|a| a.on_step.as_ref()) {
+        (hook.0)(event).await;
+    }
 }
 
 /// Where the controller runs and as whom (Kanister's `GetControllerNamespace`
@@ -96,6 +165,9 @@ pub fn stamp(
         let labels = pod.metadata.labels.get_or_insert_with(Default::default);
         labels.insert(LABEL_ACTIONSET_UID.into(), a.uid.clone());
         labels.insert(LABEL_ACTIONSET_NAMESPACE.into(), a.namespace.clone());
+        if !a.phase.is_empty() {
+            labels.insert(LABEL_PHASE.into(), a.phase.clone());
+        }
         pod.metadata
             .annotations
             .get_or_insert_with(Default::default)
@@ -142,7 +214,69 @@ pub async fn create(
         })?;
     let name = created.metadata.name.clone().unwrap_or_default();
     let guard = PodGuard::new(api.clone(), name.clone());
+    note(ctx, StepEvent::PodCreated(format!("{namespace}/{name}"))).await;
     Ok((api, name, guard))
+}
+
+/// For a resumed step ([`ActionSetRef::resume`]): its pod in `namespace`
+/// (by [`LABEL_ACTIONSET_UID`] and [`LABEL_PHASE`]) to wait for instead of
+/// creating one; `None`: not resumed, or no pod was created before (create
+/// one); an error when the
+/// ActionSet records a pod that is gone or being deleted (it was deleted or
+/// evicted while no controller watched it: re-creating it would run the
+/// work twice).
+pub async fn find_resumed(
+    ctx: &Context,
+    function: &'static str,
+    namespace: &str,
+) -> Result<Option<(Api<Pod>, String, PodGuard)>, FunctionError> {
+    let Some(a) = ctx.actionset.as_ref().filter(|a| !a.phase.is_empty()) else {
+        return Ok(None);
+    };
+    let Some(recorded) = a.resume.as_ref() else {
+        return Ok(None);
+    };
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
+    let selector = format!("{LABEL_ACTIONSET_UID}={},{LABEL_PHASE}={}", a.uid, a.phase);
+    let pods = api
+        .list(&kube::api::ListParams::default().labels(&selector))
+        .await
+        .map_err(|e| {
+            FunctionError::kube(
+                function,
+                format!("looking for the pod of the resumed phase in namespace {namespace}"),
+                e,
+            )
+        })?;
+    let mut live = pods
+        .items
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none());
+    if let Some(p) = live.next() {
+        let name = p.metadata.name.clone().unwrap_or_default();
+        tracing::info!(pod = %name, namespace, "re-attached to the pod of a phase that ran across a controller restart");
+        let guard = PodGuard::new(api.clone(), name.clone());
+        let full = format!("{namespace}/{name}");
+        // Created but not recorded (the restart came in between): record it.
+        if !recorded.contains(&full) {
+            note(ctx, StepEvent::PodCreated(full)).await;
+        }
+        return Ok(Some((api, name, guard)));
+    }
+    if let Some(gone) = recorded.first() {
+        let why = if pods.items.is_empty() {
+            "is gone (deleted, or evicted and removed)"
+        } else {
+            "is being deleted"
+        };
+        return Err(FunctionError::failed(
+            function,
+            format!(
+                "the controller restarted while this phase ran, and its pod {gone} {why}: the phase was not re-run because it may not be idempotent"
+            ),
+        ));
+    }
+    Ok(None)
 }
 
 #[cfg(test)]
@@ -171,9 +305,13 @@ mod tests {
             uid: "u-1".into(),
             namespace: "app".into(),
             name: "backup-x".into(),
+            phase: phase_key(0, Some(2)),
+            ..ActionSetRef::default()
         };
         stamp(&mut p, "app", Some(&a), None);
         let labels = p.metadata.labels.unwrap();
+        assert_eq!(labels[LABEL_PHASE], "0.2");
+        assert_eq!(phase_key(1, None), "1.defer");
         assert_eq!(labels[LABEL_ACTIONSET_UID], "u-1");
         assert_eq!(labels[LABEL_ACTIONSET_NAMESPACE], "app");
         assert_eq!(labels["createdBy"], "kanister");

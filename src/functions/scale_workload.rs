@@ -4,6 +4,12 @@
 //! (`pkg/kube/deployment.go` `DeploymentReady`, `pkg/kube/statefulset.go`
 //! `StatefulSetReady`), polling with exponential backoff 100 ms → 10 s and no
 //! own timeout (the executor bounds the phase). Output: `originalReplicaCount`.
+//!
+//! After a controller restart the phase is entered again: scaling to the same
+//! count is the same state, and `originalReplicaCount`, recorded in the
+//! ActionSet before the first run scaled ([`pod_create::StepEvent::Output`]),
+//! is taken from there (the workload's count is by then the new one, and a
+//! deferPhase that scales back to it would keep the application down).
 
 use std::time::Duration;
 
@@ -13,7 +19,10 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::{Map, Value, json};
 
 use super::args::Args;
-use super::{Context, FunctionError, Output};
+use super::{Context, FunctionError, Output, pod_create};
+
+/// The output key, also recorded early.
+const ORIGINAL: &str = "originalReplicaCount";
 
 const NAME: &str = "ScaleWorkload";
 const ARGS: &[&str] = &["replicas", "namespace", "name", "kind", "waitForReady"];
@@ -119,16 +128,18 @@ pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, Fun
     let name = &spec.name;
     let patch = Patch::Merge(json!({"spec": {"replicas": spec.replicas}}));
     let pp = PatchParams::default();
-    let original = match spec.kind {
+    let recorded = ctx
+        .actionset
+        .as_ref()
+        .and_then(|a| a.resume_output.get(ORIGINAL))
+        .and_then(Value::as_i64);
+    let current = match spec.kind {
         Kind::Deployment => {
             let api: Api<Deployment> = Api::namespaced(client.clone(), ns);
             let d = api
                 .get(name)
                 .await
                 .map_err(|e| kerr(format!("getting Deployment {ns}/{name}"), e))?;
-            api.patch(name, &pp, &patch)
-                .await
-                .map_err(|e| kerr(format!("scaling Deployment {ns}/{name}"), e))?;
             d.spec.and_then(|s| s.replicas).unwrap_or(1)
         }
         Kind::StatefulSet => {
@@ -137,12 +148,34 @@ pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, Fun
                 .get(name)
                 .await
                 .map_err(|e| kerr(format!("getting StatefulSet {ns}/{name}"), e))?;
-            api.patch(name, &pp, &patch)
-                .await
-                .map_err(|e| kerr(format!("scaling StatefulSet {ns}/{name}"), e))?;
             s.spec.and_then(|s| s.replicas).unwrap_or(1)
         }
     };
+    let original = match recorded {
+        Some(n) => n,
+        None => {
+            pod_create::note(
+                ctx,
+                pod_create::StepEvent::Output(ORIGINAL.into(), Value::from(current)),
+            )
+            .await;
+            i64::from(current)
+        }
+    };
+    match spec.kind {
+        Kind::Deployment => {
+            let api: Api<Deployment> = Api::namespaced(client.clone(), ns);
+            api.patch(name, &pp, &patch)
+                .await
+                .map_err(|e| kerr(format!("scaling Deployment {ns}/{name}"), e))?;
+        }
+        Kind::StatefulSet => {
+            let api: Api<StatefulSet> = Api::namespaced(client.clone(), ns);
+            api.patch(name, &pp, &patch)
+                .await
+                .map_err(|e| kerr(format!("scaling StatefulSet {ns}/{name}"), e))?;
+        }
+    }
     if spec.wait_for_ready {
         let mut delay = Duration::from_millis(100);
         loop {
@@ -161,7 +194,7 @@ pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, Fun
         }
     }
     let mut out = Output::new();
-    out.insert("originalReplicaCount".into(), Value::from(original));
+    out.insert(ORIGINAL.into(), Value::from(original));
     Ok(out)
 }
 
