@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use super::catalog::{self, ArgType, Function};
 use super::report::{Problem, Report, Rule};
 use crate::executor::deadline::{BLUEPRINT_ANNOTATION, parse_go_duration};
+use crate::executor::resume::{self, RERUN_ANNOTATION, Restart};
 use crate::functions::weak;
 use crate::template::Template;
 
@@ -73,6 +74,7 @@ pub fn validate(doc: &Value) -> Report {
         ),
     }
     v.phase_timeouts(doc);
+    v.rerun_on_restart(doc);
     v.report
 }
 
@@ -221,6 +223,86 @@ impl Validator {
                         ),
                     );
                 }
+            }
+        }
+    }
+
+    /// The annotation naming phases safe to re-run after a controller
+    /// restart (see the executor's `resume`): a name that is no phase of
+    /// the Blueprint, or a phase that goes on after a restart anyway (its
+    /// pod is re-attached, or its function is re-entered), has no effect,
+    /// so it is a warning.
+    fn rerun_on_restart(&mut self, doc: &Value) {
+        let Some(raw) = doc
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(RERUN_ANNOTATION))
+        else {
+            return;
+        };
+        let ctx = Ctx::root(&format!("metadata.annotations[{RERUN_ANNOTATION:?}]"));
+        let Some(text) = raw.as_str() else {
+            return self.error(
+                ctx,
+                Rule::Structure,
+                "not a string: write the names of the phases safe to re-run, separated by commas (phaseA,phaseB)".into(),
+            );
+        };
+        // Every phase of the Blueprint: (action, phase value).
+        let mut phases: Vec<(String, &Value)> = Vec::new();
+        for (action, a) in doc
+            .pointer("/actions")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            for p in a
+                .get("phases")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                phases.push((action.clone(), p));
+            }
+            match a.get("deferPhase") {
+                Some(Value::Array(l)) => phases.extend(l.iter().map(|p| (action.clone(), p))),
+                Some(d @ Value::Object(_)) => phases.push((action.clone(), d)),
+                _ => {}
+            }
+        }
+        for name in resume::parse_rerun(text) {
+            let mut pctx = ctx.clone();
+            pctx.phase = Some(name.clone());
+            let found: Vec<&(String, &Value)> = phases
+                .iter()
+                .filter(|(_, p)| phase_name(p) == name)
+                .collect();
+            if found.is_empty() {
+                let mut all: Vec<String> = phases.iter().map(|(_, p)| phase_name(p)).collect();
+                all.sort();
+                all.dedup();
+                self.warn(
+                    pctx,
+                    format!(
+                        "names phase {name}, which this Blueprint does not have (it has {}): it is never re-run",
+                        all.join(", ")
+                    ),
+                );
+                continue;
+            }
+            for (action, p) in found {
+                let func = p.get("func").and_then(Value::as_str).unwrap_or_default();
+                let args = p.get("args").and_then(Value::as_object);
+                let what = match resume::after_restart(func, args) {
+                    Restart::AtMostOnce => continue,
+                    Restart::Reattach => "its pod is re-attached after a restart",
+                    Restart::Reenter => "it is entered again after a restart anyway",
+                };
+                let mut actx = pctx.clone();
+                actx.action = Some(action.clone());
+                self.warn(
+                    actx,
+                    format!("phase {name} runs {func}: {what}; listing it has no effect"),
+                );
             }
         }
     }
@@ -778,6 +860,48 @@ mod tests {
             .iter()
             .map(|p| format!("{}|{}|{}", p.path, p.location(), p.message))
             .collect()
+    }
+
+    fn rerun_bp(annotation: Value) -> Value {
+        json!({
+            "metadata": {"name": "b", "annotations": {RERUN_ANNOTATION: annotation}},
+            "actions": {"backup": {
+                "phases": [
+                    {"func": "KubeExec", "name": "dump", "args": {"namespace": "n", "pod": "p", "command": ["a"]}},
+                    {"func": "KubeTask", "name": "upload", "args": {"image": "x", "command": ["a"]}},
+                ],
+                "deferPhase": {"func": "KubeExec", "name": "cleanup", "args": {"namespace": "n", "pod": "p", "command": ["a"]}},
+            }},
+        })
+    }
+
+    #[test]
+    fn rerun_on_restart_names_exec_phases() {
+        let r = validate(&rerun_bp(json!("dump, cleanup")));
+        assert!(r.errors.is_empty(), "{:?}", messages(&r.errors));
+        assert!(r.warnings.is_empty(), "{:?}", messages(&r.warnings));
+    }
+
+    #[test]
+    fn rerun_on_restart_unknown_or_needless_names_are_warnings() {
+        let r = validate(&rerun_bp(json!("dmup,upload")));
+        assert!(r.errors.is_empty(), "{:?}", messages(&r.errors));
+        let m = messages(&r.warnings);
+        assert_eq!(m.len(), 2, "{m:?}");
+        assert!(
+            m[0].starts_with("metadata.annotations[\"blueprint-operator.io/rerun-on-restart\"]||names phase dmup, which this Blueprint does not have (it has cleanup, dump, upload)"),
+            "{m:?}"
+        );
+        assert!(
+            m[1].contains("backup/upload|phase upload runs KubeTask: its pod is re-attached after a restart; listing it has no effect"),
+            "{m:?}"
+        );
+        let r = validate(&rerun_bp(json!(["dump"])));
+        assert!(
+            messages(&r.errors)[0].contains("not a string"),
+            "{:?}",
+            r.errors
+        );
     }
 
     #[test]
