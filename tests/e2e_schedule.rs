@@ -45,12 +45,18 @@ impl Running {
 }
 
 fn start(client: &Client, ns: &str, le: Option<LeaderElection>) -> Running {
+    start_with(
+        client,
+        SchedulerOptions {
+            namespace: Some(ns.to_string()),
+            leader_election: le,
+            ..Default::default()
+        },
+    )
+}
+
+fn start_with(client: &Client, opts: SchedulerOptions) -> Running {
     let (tx, rx) = oneshot::channel::<()>();
-    let opts = SchedulerOptions {
-        namespace: Some(ns.to_string()),
-        leader_election: le,
-        ..Default::default()
-    };
     let task = tokio::spawn(scheduler::run(client.clone(), opts, async move {
         let _ = rx.await;
     }));
@@ -963,6 +969,69 @@ async fn rotation_spares_running_and_newest_runs_and_the_preview_says_so() -> an
         "{:?}",
         st.active
     );
+    ctl.stop().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn on_delete_delete_lets_the_schedule_go_at_the_time_limit() -> anyhow::Result<()> {
+    let (client, ns) = setup("sched-limit").await?;
+    let ctl = start_with(
+        &client,
+        SchedulerOptions {
+            namespace: Some(ns.clone()),
+            finalize_timeout: Duration::from_secs(3),
+            ..Default::default()
+        },
+    );
+    create_schedule(
+        &client,
+        &ns,
+        "tl",
+        json!({"schedule": "@every 2s", "retention": {
+            "keepLast": 20, "deleteAction": "delete", "onDelete": "Delete"}}),
+    )
+    .await?;
+    let decided = decide_runs(&client, &ns, "tl", &["running", "complete"]).await?;
+    let mut complete: Vec<String> = suspend(&client, &ns, "tl").await?;
+    complete.extend(
+        decided
+            .iter()
+            .filter(|(_, s)| **s == "complete")
+            .map(|(n, _)| n.clone()),
+    );
+    let schedules: Api<ActionSchedule> = Api::namespaced(client.clone(), &ns);
+    support::wait_for(&schedules, "tl", LONG, |s| {
+        s.finalizers().iter().any(|f| f == FINALIZER_DELETE_RUNS)
+    })
+    .await?;
+    // Nobody runs the delete actions, and the running run never ends: the
+    // schedule still goes once the time limit has passed, and keeps them.
+    delete_schedule(&client, &ns, "tl").await?;
+    let sets: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
+    for run in &complete {
+        let d = sets.get_opt(&plan::delete_name(run)).await?;
+        assert!(
+            d.is_some_and(|d| d.status.is_none()),
+            "{run}: its delete action was started and never ran"
+        );
+    }
+    assert_eq!(
+        names(
+            &scheduled(&runs(&client, &ns, "tl").await?)
+                .into_iter()
+                .cloned()
+                .collect::<Vec<_>>()
+        ),
+        decided
+            .keys()
+            .cloned()
+            .chain(complete.iter().cloned())
+            .collect(),
+        "every run kept"
+    );
+    let reasons = event_reasons(&client, &ns).await?;
+    assert!(reasons.contains("RunsKept"), "{reasons:?}");
     ctl.stop().await;
     Ok(())
 }
