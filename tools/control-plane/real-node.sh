@@ -215,9 +215,12 @@ rn_load_images() {
   for line in "${list[@]}"; do
     rn_ctr images import "$line" >/dev/null || die "could not import $line into containerd"
   done
-  rn_ctr images ls -q | grep -q '^registry.k8s.io/pause:3.10$' ||
+  # (the list is read whole: grep -q on a pipe would SIGPIPE ctr, a failure under pipefail)
+  local names
+  names="$(rn_ctr images ls -q | grep -v '^sha256:')"
+  grep -qx 'registry.k8s.io/pause:3.10' <<<"$names" ||
     die "no registry.k8s.io/pause:3.10 among the node images (tools/images/build.sh builds it)"
-  log "real node images: $(rn_ctr images ls -q | grep -v '^sha256:' | tr '\n' ' ')"
+  log "real node images: $(tr '\n' ' ' <<<"$names")"
 }
 
 # Stop the real node and undo every change to the host; safe to call more than once.
