@@ -115,7 +115,7 @@ actions:
         namespace: "{{{{ .Deployment.Namespace }}}}"
         image: {image}
         volumes: {{data: /mnt/data}}
-        command: [bash, -c, 'echo prepared > /mnt/data/by-preparedata; echo "###Phase-output###: {{\"key\":\"host\",\"value\":\"$(hostname)\"}}"']
+        command: [bash, -c, 'echo prepared > /mnt/data/by-preparedata; echo "###Phase-output###: {{\"key\":\"host\",\"value\":\"$HOSTNAME\"}}"']
   backup:
     outputArtifacts:
       data:
