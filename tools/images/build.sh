@@ -274,6 +274,16 @@ image() {
   log "built $name in $((SECONDS - start))s: $(du -h "$archive" | cut -f1) $archive"
 }
 
+# busybox's applets as links in the image being built (image() runs this with its $root).
+busybox_applets() {
+  local applet
+  [[ "$("$root/bin/busybox" --help | head -1)" == "BusyBox v1.35"* ]] ||
+    fail "busybox: Debian's busybox-static is not 1.35 any more; update the tag in build.sh and examples/"
+  for applet in $("$root/bin/busybox" --list); do
+    [[ $applet == busybox || -e "$root/bin/$applet" ]] || ln -s busybox "$root/bin/$applet"
+  done
+}
+
 define_images() {
   image pause registry.k8s.io/pause:3.10 \
     --before build_pause --file "/pause=$(pause_bin)" \
@@ -295,7 +305,7 @@ define_images() {
 
   # Blueprints' shell tools (Kanister's tools image has the same and runs as root too).
   image blueprint-operator-tools "docker.io/library/blueprint-operator-tools:$version" \
-    --packages "bash coreutils gzip tar grep sed ca-certificates" \
+    --packages "bash coreutils gzip tar grep sed ca-certificates curl jq netcat-openbsd procps libc-bin hostname" \
     --link /bin/sh=bash \
     --file "/etc/passwd=$here/files/root/passwd" --file "/etc/group=$here/files/root/group" \
     --file "/etc/nsswitch.conf=$here/files/nsswitch.conf" \
@@ -309,6 +319,12 @@ define_images() {
     --cmd '["/bin/bash"]' --workdir /root \
     --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     --env SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
+
+  # The README's examples run busybox:1.35 (Docker Hub has it); Debian's busybox-static is 1.35.
+  image busybox docker.io/library/busybox:1.35 \
+    --packages-no-deps busybox-static --before busybox_applets \
+    --file "/etc/passwd=$here/files/root/passwd" --file "/etc/group=$here/files/root/group" \
+    --dir /tmp:1777 --dir /root:700 --check-elf /bin/busybox --cmd '["sh"]'
 
   # PostgreSQL 15 server and client for database Blueprints: postgres/entrypoint.sh initializes
   # $PGDATA with POSTGRES_PASSWORD on first start and serves on 0.0.0.0:5432.
@@ -328,7 +344,7 @@ define_images() {
     --env PGDATA=/var/lib/postgresql/data
 }
 
-known=" pause blueprint-operator blueprint-operator-tools postgres-db "
+known=" pause blueprint-operator blueprint-operator-tools busybox postgres-db "
 for n in "${selected[@]}"; do
   [[ "$known" == *" $n "* ]] || fail "unknown image $n (images:$known)"
 done
