@@ -11,7 +11,9 @@ use crate::real::{kubectl, tools_image};
 /// a mark (a file on the application's volume), so the test sees it ran.
 fn blueprint(ns: &str, task_args: Value) -> String {
     let mut args = json!({"image": tools_image(), "command": ["bash", "-c", "true"]});
-    args.as_object_mut().unwrap().extend(task_args.as_object().unwrap().clone());
+    args.as_object_mut()
+        .unwrap()
+        .extend(task_args.as_object().unwrap().clone());
     format!(
         r#"apiVersion: cr.kanister.io/v1alpha1
 kind: Blueprint
@@ -41,15 +43,42 @@ async fn fails_with(prefix: &str, task_args: Value, reason: &str) -> Value {
     apply_yaml(&blueprint(&ns, task_args)).unwrap();
     let done = run_action(&ns, "fails", "backup", json!({})).await;
     assert_eq!(done["status"]["state"], "failed", "{done:#}");
-    let error = done["status"]["error"]["message"].as_str().unwrap_or_default();
-    assert!(error.contains(reason), "status error without {reason}: {done:#}");
-    assert_eq!(done["status"]["actions"][0]["deferPhase"]["state"], "complete", "{done:#}");
-    let mark = kubectl(&["exec", "-n", &ns, "deploy/app", "--", "cat", "/data/defer-ran"]).unwrap();
-    assert_eq!(mark.trim(), "failed", "the deferPhase saw the failed outcome");
+    let error = done["status"]["error"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        error.contains(reason),
+        "status error without {reason}: {done:#}"
+    );
+    assert_eq!(
+        done["status"]["actions"][0]["deferPhase"]["state"], "complete",
+        "{done:#}"
+    );
+    let mark = kubectl(&[
+        "exec",
+        "-n",
+        &ns,
+        "deploy/app",
+        "--",
+        "cat",
+        "/data/defer-ran",
+    ])
+    .unwrap();
+    assert_eq!(
+        mark.trim(),
+        "failed",
+        "the deferPhase saw the failed outcome"
+    );
     let name = done["metadata"]["name"].as_str().unwrap();
     let events = kubectl(&[
-        "get", "events", "-n", &ns, "--field-selector",
-        &format!("involvedObject.name={name}"), "-o", "jsonpath={.items[*].message}",
+        "get",
+        "events",
+        "-n",
+        &ns,
+        "--field-selector",
+        &format!("involvedObject.name={name}"),
+        "-o",
+        "jsonpath={.items[*].message}",
     ])
     .unwrap();
     assert!(events.contains(reason), "no Event names {reason}: {events}");

@@ -26,7 +26,16 @@ pub async fn run_action(ns: &str, blueprint: &str, action: &str, extra: Value) -
     let created = apply_create(&actionset);
     support::poll(real::WAIT * 3, || async {
         let a: Value = serde_json::from_str(
-            &kubectl(&["get", "actionsets.cr.kanister.io", "-n", ns, &created, "-o", "json"]).ok()?,
+            &kubectl(&[
+                "get",
+                "actionsets.cr.kanister.io",
+                "-n",
+                ns,
+                &created,
+                "-o",
+                "json",
+            ])
+            .ok()?,
         )
         .ok()?;
         matches!(a["status"]["state"].as_str(), Some("complete" | "failed")).then_some(a)
@@ -38,8 +47,14 @@ pub async fn run_action(ns: &str, blueprint: &str, action: &str, extra: Value) -
 fn apply_create(obj: &Value) -> String {
     let path = std::env::temp_dir().join(format!("bpo-real-{}.json", std::process::id()));
     std::fs::write(&path, obj.to_string()).unwrap();
-    let name = kubectl(&["create", "-f", path.to_str().unwrap(), "-o", "jsonpath={.metadata.name}"])
-        .unwrap();
+    let name = kubectl(&[
+        "create",
+        "-f",
+        path.to_str().unwrap(),
+        "-o",
+        "jsonpath={.metadata.name}",
+    ])
+    .unwrap();
     std::fs::remove_file(&path).unwrap();
     name
 }
@@ -78,12 +93,32 @@ spec:
         image = tools_image()
     ))
     .unwrap();
-    kubectl(&["rollout", "status", "-n", &ns, "deployment/app", "--timeout=180s"]).unwrap();
+    kubectl(&[
+        "rollout",
+        "status",
+        "-n",
+        &ns,
+        "deployment/app",
+        "--timeout=180s",
+    ])
+    .unwrap();
     ns
 }
 
 fn app_exec(ns: &str, script: &str) -> String {
-    kubectl(&["exec", "-n", ns, "deploy/app", "-c", "app", "--", "bash", "-c", script]).unwrap()
+    kubectl(&[
+        "exec",
+        "-n",
+        ns,
+        "deploy/app",
+        "-c",
+        "app",
+        "--",
+        "bash",
+        "-c",
+        script,
+    ])
+    .unwrap()
 }
 
 #[tokio::test]
@@ -153,19 +188,35 @@ actions:
     let sum = app_exec(&ns, "sha256sum < /data/blob | cut -c1-16");
     assert_eq!(phases[0]["output"]["sum"], sum.trim(), "{phases:#}");
     assert!(
-        phases[1]["output"]["host"].as_str().unwrap_or_default().starts_with("prepare-data-"),
+        phases[1]["output"]["host"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("prepare-data-"),
         "PrepareData ran in its own pod: {phases:#}"
     );
     assert_eq!(app_exec(&ns, "cat /data/by-preparedata").trim(), "prepared");
 
-    let backup = run_action(&ns, "data", "backup", json!({"profile": {"name": "s3", "namespace": ns}}))
-        .await;
+    let backup = run_action(
+        &ns,
+        "data",
+        "backup",
+        json!({"profile": {"name": "s3", "namespace": ns}}),
+    )
+    .await;
     assert_eq!(backup["status"]["state"], "complete", "{backup:#}");
     let artifact = backup["status"]["actions"][0]["artifacts"]["data"].clone();
-    assert!(artifact["keyValue"]["id"].as_str().is_some_and(|s| !s.is_empty()), "{artifact}");
+    assert!(
+        artifact["keyValue"]["id"]
+            .as_str()
+            .is_some_and(|s| !s.is_empty()),
+        "{artifact}"
+    );
 
     // Lose the data, then restore it from the backup's output artifact.
-    app_exec(&ns, "rm -f /data/blob /data/by-kubeexec /data/by-preparedata");
+    app_exec(
+        &ns,
+        "rm -f /data/blob /data/by-kubeexec /data/by-preparedata",
+    );
     let restore = run_action(
         &ns,
         "data",
@@ -175,7 +226,10 @@ actions:
     .await;
     assert_eq!(restore["status"]["state"], "complete", "{restore:#}");
     let check = app_exec(&ns, "cd /data && sha256sum -c sums && cat by-preparedata");
-    assert!(check.contains("blob: OK") && check.contains("by-kubeexec: OK"), "{check}");
+    assert!(
+        check.contains("blob: OK") && check.contains("by-kubeexec: OK"),
+        "{check}"
+    );
     assert!(check.contains("prepared"), "{check}");
 }
 
@@ -209,12 +263,25 @@ actions:
     .unwrap();
     let done = run_action(&ns, "scale", "backup", json!({})).await;
     assert_eq!(done["status"]["state"], "failed", "{done:#}");
-    let error = done["status"]["error"]["message"].as_str().unwrap_or_default();
-    assert!(error.contains("exited with code 3"), "the container's exit in the error: {done:#}");
+    let error = done["status"]["error"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        error.contains("exited with code 3"),
+        "the container's exit in the error: {done:#}"
+    );
     let defer = &done["status"]["actions"][0]["deferPhase"];
     assert_eq!(defer["state"], "complete", "{done:#}");
     // The application really runs again: its pod is back and ready.
-    kubectl(&["rollout", "status", "-n", &ns, "deployment/app", "--timeout=120s"]).unwrap();
+    kubectl(&[
+        "rollout",
+        "status",
+        "-n",
+        &ns,
+        "deployment/app",
+        "--timeout=120s",
+    ])
+    .unwrap();
     let d: Value = serde_json::from_str(
         &kubectl(&["get", "deployment", "-n", &ns, "app", "-o", "json"]).unwrap(),
     )

@@ -25,7 +25,9 @@ pub async fn install() {
         kubectl(&["apply", "-f", crds.to_str().unwrap()]).expect("Kanister's CRDs");
         for crd in ["blueprints", "actionsets", "profiles"] {
             kubectl(&[
-                "wait", "--for=condition=Established", "--timeout=60s",
+                "wait",
+                "--for=condition=Established",
+                "--timeout=60s",
                 &format!("crd/{crd}.cr.kanister.io"),
             ])
             .unwrap();
@@ -37,17 +39,36 @@ pub async fn install() {
         let certs = manifests.join("overlays/self-signed/certs");
         let out = Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
             .args(["certs", "--out", certs.to_str().unwrap()])
-            .args(["--dns-name", "blueprint-operator-webhook.blueprint-operator.svc"])
+            .args([
+                "--dns-name",
+                "blueprint-operator-webhook.blueprint-operator.svc",
+            ])
             .output()
             .unwrap();
-        assert!(out.status.success(), "certs: {}", String::from_utf8_lossy(&out.stderr));
-        kubectl(&["apply", "-k", manifests.join("overlays/self-signed").to_str().unwrap()])
-            .expect("kubectl apply -k manifests/overlays/self-signed");
+        assert!(
+            out.status.success(),
+            "certs: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        kubectl(&[
+            "apply",
+            "-k",
+            manifests.join("overlays/self-signed").to_str().unwrap(),
+        ])
+        .expect("kubectl apply -k manifests/overlays/self-signed");
         std::fs::remove_dir_all(&manifests).unwrap();
     }
-    for deploy in ["blueprint-operator-webhook", "blueprint-operator-controller"] {
+    for deploy in [
+        "blueprint-operator-webhook",
+        "blueprint-operator-controller",
+    ] {
         if let Err(e) = kubectl(&[
-            "rollout", "status", "-n", NS, &format!("deployment/{deploy}"), "--timeout=180s",
+            "rollout",
+            "status",
+            "-n",
+            NS,
+            &format!("deployment/{deploy}"),
+            "--timeout=180s",
         ]) {
             let pods = kubectl(&["get", "pods", "-n", NS, "-o", "wide"]).unwrap_or_default();
             let events = kubectl(&["get", "events", "-n", NS]).unwrap_or_default();
@@ -55,7 +76,12 @@ pub async fn install() {
         }
         // The pods run the image built here, at the crate's version.
         let images = kubectl(&[
-            "get", "deployment", "-n", NS, deploy, "-o",
+            "get",
+            "deployment",
+            "-n",
+            NS,
+            deploy,
+            "-o",
             "jsonpath={.spec.template.spec.containers[*].image}",
         ])
         .unwrap();
@@ -94,7 +120,12 @@ pub fn apply_yaml(yaml: &str) -> Result<String, String> {
         .spawn()
         .unwrap();
     use std::io::Write as _;
-    child.stdin.take().unwrap().write_all(yaml.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(yaml.as_bytes())
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     if out.status.success() {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
@@ -117,7 +148,10 @@ async fn webhook_pod_normalizes_and_refuses_blueprints_through_its_service() {
     ))
     .expect("a valid Blueprint is admitted");
     let stored = get_json(&["get", "blueprints.cr.kanister.io", "-n", &ns, "unnamed"]);
-    assert_eq!(stored["actions"]["backup"]["phases"][0]["name"], "phase0", "{stored}");
+    assert_eq!(
+        stored["actions"]["backup"]["phases"][0]["name"], "phase0",
+        "{stored}"
+    );
     // Every error listed and located, from our webhook (not the API server's schema check).
     let err = apply_yaml(&format!(
         "apiVersion: cr.kanister.io/v1alpha1\nkind: Blueprint\nmetadata: {{name: bad, namespace: {ns}}}\n\
@@ -143,21 +177,38 @@ async fn readme_example_actionset_and_actionschedule_run_to_completion() {
         kubectl(&["apply", "-f", examples.join(f).to_str().unwrap()]).unwrap();
     }
     kubectl(&[
-        "rollout", "status", "-n", "blueprint-demo", "deployment/demo-app", "--timeout=120s",
+        "rollout",
+        "status",
+        "-n",
+        "blueprint-demo",
+        "deployment/demo-app",
+        "--timeout=120s",
     ])
     .unwrap();
-    let replicas = get_json(&["get", "deployment", "-n", "blueprint-demo", "demo-app"])["spec"]
-        ["replicas"]
-        .as_i64()
-        .unwrap();
+    let replicas =
+        get_json(&["get", "deployment", "-n", "blueprint-demo", "demo-app"])["spec"]["replicas"]
+            .as_i64()
+            .unwrap();
     let name = kubectl(&[
-        "create", "-f", examples.join("actionset.yaml").to_str().unwrap(), "-o",
+        "create",
+        "-f",
+        examples.join("actionset.yaml").to_str().unwrap(),
+        "-o",
         "jsonpath={.metadata.name}",
     ])
     .unwrap();
     let done = support::poll(real::WAIT * 2, || async {
-        let a = get_json(&["get", "actionsets.cr.kanister.io", "-n", "blueprint-demo", &name]);
-        let state = a["status"]["state"].as_str().unwrap_or_default().to_string();
+        let a = get_json(&[
+            "get",
+            "actionsets.cr.kanister.io",
+            "-n",
+            "blueprint-demo",
+            &name,
+        ]);
+        let state = a["status"]["state"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         (state == "complete" || state == "failed").then_some(a)
     })
     .await
@@ -165,22 +216,51 @@ async fn readme_example_actionset_and_actionschedule_run_to_completion() {
     assert_eq!(done["status"]["state"], "complete", "{done:#}");
     let artifact = &done["status"]["actions"][0]["artifacts"]["snapshot"]["keyValue"];
     assert!(
-        artifact["id"].as_str().unwrap_or_default().starts_with("snap-"),
+        artifact["id"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("snap-"),
         "the KubeTask's output, read from its container's log: {artifact}"
     );
     assert_eq!(artifact["replicasDuringCopy"], "0", "{artifact}");
     // The deferPhase scaled the application back.
     let after = get_json(&["get", "deployment", "-n", "blueprint-demo", "demo-app"]);
-    assert_eq!(after["spec"]["replicas"].as_i64(), Some(replicas), "{after}");
+    assert_eq!(
+        after["spec"]["replicas"].as_i64(),
+        Some(replicas),
+        "{after}"
+    );
 
-    kubectl(&["apply", "-f", examples.join("actionschedule.yaml").to_str().unwrap()]).unwrap();
+    kubectl(&[
+        "apply",
+        "-f",
+        examples.join("actionschedule.yaml").to_str().unwrap(),
+    ])
+    .unwrap();
     let schedule = support::poll(real::WAIT * 2, || async {
-        let s = get_json(&["get", "actionschedules", "-n", "blueprint-demo", "demo-backup"]);
-        s["status"]["lastSuccessfulTime"].as_str().is_some().then_some(s)
+        let s = get_json(&[
+            "get",
+            "actionschedules",
+            "-n",
+            "blueprint-demo",
+            "demo-backup",
+        ]);
+        s["status"]["lastSuccessfulTime"]
+            .as_str()
+            .is_some()
+            .then_some(s)
     })
     .await
     .unwrap_or_else(|e| panic!("no scheduled run completed: {e}"));
-    kubectl(&["delete", "-f", examples.join("actionschedule.yaml").to_str().unwrap()]).unwrap();
-    assert!(schedule["status"]["lastScheduleTime"].is_string(), "{schedule:#}");
+    kubectl(&[
+        "delete",
+        "-f",
+        examples.join("actionschedule.yaml").to_str().unwrap(),
+    ])
+    .unwrap();
+    assert!(
+        schedule["status"]["lastScheduleTime"].is_string(),
+        "{schedule:#}"
+    );
     let _ = client;
 }

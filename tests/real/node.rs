@@ -83,7 +83,19 @@ async fn services_and_cluster_dns_names_work_between_pods_and_to_the_api_server(
     // The name resolves through CoreDNS (kube-dns Service) and the ClusterIP through kube-proxy.
     let url = format!("http://web.{ns}.svc.cluster.local/index");
     let got = support::poll(real::WAIT, || async {
-        kubectl(&["exec", "-n", &ns, "client", "--", "curl", "-sf", "--max-time", "3", &url]).ok()
+        kubectl(&[
+            "exec",
+            "-n",
+            &ns,
+            "client",
+            "--",
+            "curl",
+            "-sf",
+            "--max-time",
+            "3",
+            &url,
+        ])
+        .ok()
     })
     .await
     .unwrap_or_else(|e| panic!("GET {url} from another pod: {e}"));
@@ -91,7 +103,13 @@ async fn services_and_cluster_dns_names_work_between_pods_and_to_the_api_server(
     // In-cluster clients reach the API server through the `kubernetes` Service (with the pod's
     // ServiceAccount token: 403 for an unprivileged account is an answer from the API server).
     let code = kubectl(&[
-        "exec", "-n", &ns, "client", "--", "bash", "-c",
+        "exec",
+        "-n",
+        &ns,
+        "client",
+        "--",
+        "bash",
+        "-c",
         "curl -s -o /dev/null -w '%{http_code}' --max-time 5 \
          --cacert /var/run/secrets/kubernetes.io/serviceaccount/ca.crt \
          -H \"Authorization: Bearer $(cat /var/run/secrets/kubernetes.io/serviceaccount/token)\" \
@@ -101,7 +119,13 @@ async fn services_and_cluster_dns_names_work_between_pods_and_to_the_api_server(
     assert_eq!(code.trim(), "403", "in-cluster call to the API server");
     // A name outside the cluster does not resolve: there is no upstream DNS.
     let out = kubectl(&[
-        "exec", "-n", &ns, "client", "--", "bash", "-c",
+        "exec",
+        "-n",
+        &ns,
+        "client",
+        "--",
+        "bash",
+        "-c",
         "getent hosts deb.debian.org && echo RESOLVED || echo NXDOMAIN",
     ])
     .unwrap();
