@@ -87,16 +87,24 @@ async fn kanister_reapplying_its_crd_is_undone_by_the_controller_and_nothing_els
         assert!(!err.contains("deferPhase takes exactly one phase"), "{err}");
     }
     // A plain create (field validation Warn) gets the list through with its phases pruned to
-    // `{}`: the webhook sees no phase to keep, and the object is refused.
-    let plain = bps
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value::<DynamicObject>(one.clone())?,
-        )
-        .await
-        .expect_err("a pruned one-element list is refused")
-        .to_string();
-    eprintln!("plain create of a one-element list, unrelaxed: {plain}");
+    // `{}`: the webhook has no phase to keep and says why.
+    for (m, n) in [(&one, 1), (&two, 2)] {
+        let err = bps
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value::<DynamicObject>(m.clone())?,
+            )
+            .await
+            .expect_err("a pruned deferPhase list is refused")
+            .to_string();
+        assert!(
+            err.contains(&format!(
+                "deferPhase arrived as a list of {n} empty phase(s): the Blueprint CRD types deferPhase as one object"
+            )),
+            "{err}"
+        );
+        assert!(err.contains("--relax-kanister-deferphase-schema"), "{err}");
+    }
     assert!(bps.get_opt("one").await?.is_none());
 
     // 2. The controller relaxes the node, and only it.

@@ -113,6 +113,35 @@ fn mutate_denies_a_defer_phase_list_and_explains_the_fix() {
     );
 }
 
+/// What the API server leaves of a deferPhase list when the CRD types deferPhase as one object
+/// (Kanister's, not relaxed) and field validation is not strict: the phases emptied. Nothing to
+/// normalize; the mutating webhook says why (the schema check would refuse the list next, in
+/// its own words, before the validating webhook runs).
+#[test]
+fn mutate_denies_a_list_of_pruned_phases_and_names_the_cause() {
+    for n in [1, 2] {
+        let obj = bp(
+            json!({"backup": {"phases": [kubetask(Some("a"))], "deferPhase": vec![json!({}); n]}}),
+        );
+        let (status, resp) = call(Route::MutateBlueprint, &obj);
+        assert_eq!(status, 200);
+        let r = &resp["response"];
+        assert_eq!(r["allowed"], false, "{r}");
+        let msg = r["status"]["message"].as_str().unwrap();
+        assert!(
+            msg.contains(&format!(
+                "deferPhase arrived as a list of {n} empty phase(s)"
+            )),
+            "{msg}"
+        );
+        assert!(msg.contains("--relax-kanister-deferphase-schema"), "{msg}");
+        assert_eq!(
+            r["status"]["details"]["causes"][0]["field"],
+            "actions.backup.deferPhase"
+        );
+    }
+}
+
 #[test]
 fn validate_lists_every_error_with_its_location() {
     let obj = bp(json!({

@@ -1,6 +1,7 @@
 //! Normalization: default phase names and a one-element `deferPhase` list
 //! becomes the object. Idempotent and deterministic; anything it does not
-//! understand is left untouched for the validator to report.
+//! understand is left untouched for the validator to report, including a list
+//! whose phases are all empty ([`is_pruned_list`]).
 
 use std::collections::HashSet;
 
@@ -20,9 +21,19 @@ pub fn normalize(doc: &Value) -> Value {
     out
 }
 
+/// A deferPhase list whose every phase is `{}`: what the API server leaves of a list when the
+/// Blueprint CRD's schema types deferPhase as one object (Kanister's CRD, not relaxed) and prunes
+/// the fields of its elements before admission. Never normalized: the phase is lost.
+pub fn is_pruned_list(list: &[Value]) -> bool {
+    !list.is_empty()
+        && list
+            .iter()
+            .all(|p| p.as_object().is_some_and(|m| m.is_empty()))
+}
+
 fn normalize_action(action: &mut Map<String, Value>) {
     match action.get("deferPhase") {
-        Some(Value::Array(list)) if list.len() == 1 => {
+        Some(Value::Array(list)) if list.len() == 1 && !is_pruned_list(list) => {
             let only = list[0].clone();
             action.insert("deferPhase".into(), only);
         }
@@ -143,6 +154,15 @@ mod tests {
         );
         assert_eq!(out["actions"]["b"], 7);
         assert_eq!(normalize(&json!("text")), json!("text"));
+    }
+
+    #[test]
+    fn pruned_one_element_list_is_left_for_the_validator() {
+        let doc = json!({"actions": {"a": {"deferPhase": [{}]}}});
+        assert_eq!(normalize(&doc), doc);
+        assert!(is_pruned_list(&[json!({}), json!({})]));
+        assert!(!is_pruned_list(&[json!({}), json!({"func": "KubeTask"})]));
+        assert!(!is_pruned_list(&[]));
     }
 
     #[test]

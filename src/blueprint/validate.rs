@@ -336,7 +336,12 @@ impl Validator {
         let defer = match action.get("deferPhase") {
             None | Some(Value::Null) => None,
             Some(Value::Array(list)) => {
-                let message = if list.len() == 1 {
+                let message = if super::is_pruned_list(list) {
+                    format!(
+                        "deferPhase arrived as a list of {} empty phase(s): the Blueprint CRD types deferPhase as one object (Kanister's CRD does) and the API server removed the phases' fields before admission. Write deferPhase as one phase, not a list, or let `blueprint-operator controller --relax-kanister-deferphase-schema` (on by default) relax the CRD",
+                        list.len()
+                    )
+                } else if list.len() == 1 {
                     "deferPhase is one phase, not a list: write the phase itself (`blueprint-operator normalize` and the mutating webhook do this for a one-element list)".to_owned()
                 } else {
                     format!(

@@ -371,7 +371,7 @@ fn object_name(obj: &Value) -> String {
 }
 
 /// `/mutate/blueprint`: the normalization patch, or a denial for what cannot be normalized
-/// (a deferPhase list of two or more phases).
+/// (a deferPhase list of two or more phases, or of phases emptied by the CRD's schema).
 fn mutate_blueprint(base: AdmissionResponse, obj: &Value) -> (AdmissionResponse, Verdict, String) {
     let lists = defer_phase_lists(obj);
     if !lists.is_empty() {
@@ -398,7 +398,7 @@ fn mutate_blueprint(base: AdmissionResponse, obj: &Value) -> (AdmissionResponse,
         return (
             deny(base, &object_name(obj), "cannot be normalized", &problems),
             Verdict::Denied,
-            format!("{n} deferPhase list(s) of two or more"),
+            format!("{n} deferPhase list(s) that cannot be normalized"),
         );
     }
     let normalized = blueprint::normalize(obj);
@@ -414,7 +414,9 @@ fn mutate_blueprint(base: AdmissionResponse, obj: &Value) -> (AdmissionResponse,
     }
 }
 
-/// Paths (`actions.<a>.deferPhase`) of deferPhase lists with two or more elements.
+/// Paths (`actions.<a>.deferPhase`) of deferPhase lists that cannot be normalized: two or more
+/// elements, or phases the API server emptied (the CRD's schema check after mutation would
+/// refuse such a list with its own words before the validating webhook explains it).
 fn defer_phase_lists(obj: &Value) -> BTreeSet<String> {
     obj.get("actions")
         .and_then(Value::as_object)
@@ -424,7 +426,7 @@ fn defer_phase_lists(obj: &Value) -> BTreeSet<String> {
             action
                 .get("deferPhase")
                 .and_then(Value::as_array)
-                .is_some_and(|l| l.len() >= 2)
+                .is_some_and(|l| l.len() >= 2 || blueprint::is_pruned_list(l))
         })
         .map(|(name, _)| format!("actions.{name}.deferPhase"))
         .collect()
