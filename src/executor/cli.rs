@@ -49,7 +49,8 @@ pub struct ControllerArgs {
     /// ActionSet option `actionTimeout` overrides it.
     #[arg(long, default_value = "0", value_name = "DURATION", value_parser = parse_timeout)]
     pub action_timeout: Duration,
-    /// Serve /metrics here (127.0.0.1:0 picks a free port; "off" disables).
+    /// Serve /metrics, /healthz and /readyz here (127.0.0.1:0 picks a free
+    /// port; "off" disables).
     #[arg(long, default_value = "127.0.0.1:9464")]
     pub metrics_addr: String,
     /// Do not run the ActionSchedule scheduler in this process.
@@ -161,23 +162,28 @@ async fn serve_metrics(addr: &str, registry: Arc<Registry>) -> anyhow::Result<()
         .await
         .with_context(|| format!("binding --metrics-addr {addr}"))?;
     info!(addr = %listener.local_addr()?, "metrics listening");
-    let app = axum::Router::new().route(
-        "/metrics",
-        axum::routing::get(move || {
-            let registry = registry.clone();
-            async move {
-                let mut body = String::new();
-                let _ = prometheus_client::encoding::text::encode(&mut body, &registry);
-                (
-                    [(
-                        axum::http::header::CONTENT_TYPE,
-                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                    )],
-                    body,
-                )
-            }
-        }),
-    );
+    // Liveness and readiness: this process answers (it starts serving once it has a client for
+    // the API server); a replica waiting for the Lease is healthy too.
+    let app = axum::Router::new()
+        .route("/healthz", axum::routing::get(|| async { "ok" }))
+        .route("/readyz", axum::routing::get(|| async { "ok" }))
+        .route(
+            "/metrics",
+            axum::routing::get(move || {
+                let registry = registry.clone();
+                async move {
+                    let mut body = String::new();
+                    let _ = prometheus_client::encoding::text::encode(&mut body, &registry);
+                    (
+                        [(
+                            axum::http::header::CONTENT_TYPE,
+                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                        )],
+                        body,
+                    )
+                }
+            }),
+        );
     tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, app).await {
             warn!(error = %e, "metrics server stopped");

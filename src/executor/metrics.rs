@@ -6,7 +6,9 @@
 //!   `kind` = `phase` | `deferPhase`, `outcome` = `complete` | `failed`;
 //! * `blueprint_operator_phase_duration_seconds{kind, outcome}` (histogram);
 //! * `kanister_action_set_resolutions_total{resolution}`: Kanister's own
-//!   metric (`success`, `failure`), for dashboards written for Kanister.
+//!   metric (`success`, `failure`), for dashboards written for Kanister;
+//! * `blueprint_operator_controller_build_info{version}`: 1 while the process
+//!   runs (alerts use its absence: no controller scraped).
 //!
 //! Every label combination is pre-created so zeros are exported.
 
@@ -15,6 +17,7 @@ use std::time::Duration;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::{Family, MetricConstructor};
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
@@ -27,6 +30,11 @@ struct OutcomeLabels {
 struct PhaseLabels {
     kind: String,
     outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct VersionLabels {
+    version: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -84,6 +92,17 @@ impl Metrics {
             "kanister_action_set_resolutions",
             "Total number of action set resolutions",
             m.resolutions.clone(),
+        );
+        let build = Family::<VersionLabels, Gauge>::default();
+        build
+            .get_or_create(&VersionLabels {
+                version: env!("CARGO_PKG_VERSION").into(),
+            })
+            .set(1);
+        registry.register(
+            "blueprint_operator_controller_build_info",
+            "1 while the controller runs, labelled with its version",
+            build,
         );
         for o in OUTCOMES {
             let _ = m
@@ -160,6 +179,10 @@ mod tests {
             "{out}"
         );
         assert!(out.contains("kanister_action_set_resolutions_total{resolution=\"failure\"} 1"));
+        assert!(out.contains(&format!(
+            "blueprint_operator_controller_build_info{{version=\"{}\"}} 1",
+            env!("CARGO_PKG_VERSION")
+        )));
         assert!(out.contains(
             "blueprint_operator_phase_duration_seconds_count{kind=\"deferPhase\",outcome=\"failed\"} 1"
         ));

@@ -55,10 +55,10 @@ pub fn with(mut labels: Labels, key: &str, value: &str) -> Labels {
     labels
 }
 
-/// Add the scheduler's metrics (prefix `actionschedule_`) to `registry`.
+/// Add the scheduler's metrics (prefix `blueprint_operator_actionschedule_`) to `registry`.
 pub fn register(registry: &mut Registry) {
     let m = &*METRICS;
-    let r = registry.sub_registry_with_prefix("actionschedule");
+    let r = registry.sub_registry_with_prefix("blueprint_operator_actionschedule");
     r.register(
         "runs_created",
         "ActionSets created by ActionSchedules",
@@ -119,9 +119,9 @@ mod tests {
             .set(1.5);
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &reg).unwrap();
-        assert!(out.contains("actionschedule_runs_created_total{namespace=\"ns\",schedule=\"s\",trigger=\"scheduled\"}"), "{out}");
+        assert!(out.contains("blueprint_operator_actionschedule_runs_created_total{namespace=\"ns\",schedule=\"s\",trigger=\"scheduled\"}"), "{out}");
         assert!(
-            out.contains("actionschedule_overdue_seconds{namespace=\"ns\",schedule=\"s\"} 1.5"),
+            out.contains("blueprint_operator_actionschedule_overdue_seconds{namespace=\"ns\",schedule=\"s\"} 1.5"),
             "{out}"
         );
     }

@@ -3,6 +3,7 @@
 //! * `blueprint_operator_webhook_requests_total{route, verdict}`
 //! * `blueprint_operator_webhook_request_duration_seconds{route, verdict}` (histogram)
 //! * `blueprint_operator_webhook_tls_reloads_total{result}`
+//! * `blueprint_operator_webhook_build_info{version}`: 1 while the process runs
 //! * `blueprint_operator_webhook_connections_closed_total{reason}`: connections the server
 //!   refused or cut: `limit` (over `--max-connections`), `header`, `idle` (timeouts)
 //!
@@ -14,6 +15,7 @@ use std::sync::Arc;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::{Family, MetricConstructor};
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
@@ -65,6 +67,11 @@ struct RequestLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReloadLabels {
     result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct VersionLabels {
+    version: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -125,6 +132,17 @@ impl Metrics {
             "connections_closed",
             "Connections refused (reason=limit) or closed by a timeout (header, idle)",
             connections_closed.clone(),
+        );
+        let build = Family::<VersionLabels, Gauge>::default();
+        build
+            .get_or_create(&VersionLabels {
+                version: env!("CARGO_PKG_VERSION").into(),
+            })
+            .set(1);
+        registry.register(
+            "build_info",
+            "1 while the webhook runs, labelled with its version",
+            build,
         );
         for reason in ["limit", "header", "idle"] {
             let _ = connections_closed.get_or_create(&CloseLabels {
@@ -216,6 +234,10 @@ mod tests {
         );
         assert!(
             text.contains("blueprint_operator_webhook_request_duration_seconds_bucket"),
+            "{text}"
+        );
+        assert!(
+            text.contains("blueprint_operator_webhook_build_info{version="),
             "{text}"
         );
     }

@@ -1,0 +1,467 @@
+//! The alerts and the dashboard use only metrics that exist: the controller (with its
+//! scheduler, as the manifests run it, as the controller's ServiceAccount) and the webhook run
+//! as processes, their /metrics are scraped, and every metric name in the PrometheusRule
+//! (charts/blueprint-operator/files/prometheus-rules.yaml) and the Grafana dashboard
+//! (charts/blueprint-operator/dashboards/) must be in one of the scrapes, with the labels its
+//! matchers and groupings name. The README's metric names are checked the same way.
+//!
+//! A family appears in a scrape only once it has a series, so the test makes them: a suspended
+//! ActionSchedule (skipped ticks) and one whose runs fail (runs created, failed in a row,
+//! rotated by `keepFailed`, overdue). `blueprint_operator_actionschedule_reconcile_errors_total`
+//! only appears after a failed reconcile: it is the one name also accepted from the scheduler's
+//! registration (src/scheduler/metrics.rs, whose unit test encodes it).
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use blueprint_operator::model::ActionSchedule;
+use kube::api::{Api, PostParams};
+use serde_json::{Value, json};
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `GET path` over plain HTTP/1.0: (status, body).
+fn http_get(port: u16, path: &str) -> std::io::Result<(u16, String)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
+    let mut text = String::new();
+    s.read_to_string(&mut text)?;
+    let code = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    Ok((
+        code,
+        text.split_once("\r\n\r\n")
+            .map(|(_, b)| b)
+            .unwrap_or("")
+            .to_string(),
+    ))
+}
+
+async fn scrape(port: u16, what: &str) -> String {
+    support::poll(Duration::from_secs(60), || async move {
+        match http_get(port, "/metrics") {
+            Ok((200, body)) => Some(body),
+            _ => None,
+        }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{what} /metrics: {e}"))
+}
+
+/// Metric name -> label names of its series (empty for a family without series).
+fn exposed(text: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let mut it = rest.split_whitespace();
+            let (name, kind) = (it.next().unwrap(), it.next().unwrap());
+            let names: Vec<String> = match kind {
+                "counter" => vec![format!("{name}_total")],
+                "histogram" => ["_bucket", "_sum", "_count"]
+                    .iter()
+                    .map(|s| format!("{name}{s}"))
+                    .collect(),
+                _ => vec![name.to_string()],
+            };
+            for n in names {
+                out.entry(n).or_default();
+            }
+        } else if !line.starts_with('#') && !line.is_empty() {
+            let (name, labels) = match line.split_once('{') {
+                Some((n, rest)) => (n, rest.split_once('}').unwrap().0),
+                None => (line.split_whitespace().next().unwrap(), ""),
+            };
+            let set = out.entry(name.to_string()).or_default();
+            for pair in labels.split("\",").filter(|p| !p.is_empty()) {
+                set.insert(pair.split_once('=').unwrap().0.trim().to_string());
+            }
+        }
+    }
+    out
+}
+
+/// A metric a PromQL expression names, with the label names it uses on it.
+#[derive(Debug)]
+struct Use {
+    metric: String,
+    labels: BTreeSet<String>,
+}
+
+const KEYWORDS: &[&str] = &[
+    "by",
+    "without",
+    "on",
+    "ignoring",
+    "group_left",
+    "group_right",
+    "bool",
+    "and",
+    "or",
+    "unless",
+    "offset",
+    "inf",
+    "nan",
+    // aggregation operators, also written `sum by (x) (...)`
+    "sum",
+    "min",
+    "max",
+    "avg",
+    "group",
+    "stddev",
+    "stdvar",
+    "count",
+    "count_values",
+    "bottomk",
+    "topk",
+    "quantile",
+];
+
+/// The metrics of a PromQL expression: identifiers that are not functions (followed by `(`),
+/// keywords, label names (inside `{}` or a grouping's `()`), durations or strings. Labels in
+/// `by (...)` are attributed to every metric of the expression.
+fn promql_uses(expr: &str) -> Vec<Use> {
+    let chars: Vec<char> = expr.chars().collect();
+    let mut uses: Vec<Use> = Vec::new();
+    let mut grouping_labels = BTreeSet::new();
+    let mut i = 0;
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':';
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '"' || c == '\'' {
+            i += 1;
+            while i < chars.len() && chars[i] != c {
+                i += if chars[i] == '\\' { 2 } else { 1 };
+            }
+            i += 1;
+        } else if c == '[' {
+            while i < chars.len() && chars[i] != ']' {
+                i += 1;
+            }
+            i += 1;
+        } else if c == '$' {
+            // Grafana variables ($__rate_interval, ${datasource}).
+            i += 1;
+            while i < chars.len() && (ident(chars[i]) || "{}".contains(chars[i])) {
+                i += 1;
+            }
+        } else if c.is_ascii_digit() || c == '.' {
+            while i < chars.len() && (ident(chars[i]) || chars[i] == '.') {
+                i += 1;
+            }
+        } else if ident(c) {
+            let start = i;
+            while i < chars.len() && ident(chars[i]) {
+                i += 1;
+            }
+            let word: String = chars[start..i].iter().collect();
+            let mut j = i;
+            while j < chars.len() && chars[j] == ' ' {
+                j += 1;
+            }
+            let next = chars.get(j).copied();
+            if [
+                "by",
+                "without",
+                "on",
+                "ignoring",
+                "group_left",
+                "group_right",
+            ]
+            .contains(&word.as_str())
+                && next == Some('(')
+            {
+                let end = j + chars[j..].iter().position(|&c| c == ')').unwrap();
+                let inner: String = chars[j + 1..end].iter().collect();
+                grouping_labels.extend(
+                    inner
+                        .split(',')
+                        .map(|s| s.trim().to_string())
+                        .filter(|s| !s.is_empty()),
+                );
+                i = end + 1;
+            } else if next == Some('(') || KEYWORDS.contains(&word.as_str()) {
+                // a function or keyword
+            } else {
+                let mut labels = BTreeSet::new();
+                if next == Some('{') {
+                    // name op "value", ... up to the closing brace (quotes skipped)
+                    let mut k = j + 1;
+                    let mut name = String::new();
+                    while k < chars.len() && chars[k] != '}' {
+                        match chars[k] {
+                            '"' | '\'' => {
+                                let q = chars[k];
+                                k += 1;
+                                while k < chars.len() && chars[k] != q {
+                                    k += if chars[k] == '\\' { 2 } else { 1 };
+                                }
+                                if !name.trim().is_empty() {
+                                    labels.insert(name.trim().to_string());
+                                }
+                                name.clear();
+                            }
+                            '=' | '!' | '~' | ',' => {}
+                            c => name.push(c),
+                        }
+                        k += 1;
+                    }
+                    i = k + 1;
+                }
+                uses.push(Use {
+                    metric: word,
+                    labels,
+                });
+            }
+        } else {
+            i += 1;
+        }
+    }
+    for u in &mut uses {
+        // `le` is every histogram bucket's label.
+        u.labels
+            .extend(grouping_labels.iter().filter(|l| *l != "le").cloned());
+    }
+    uses
+}
+
+fn rule_exprs(repo: &Path) -> Vec<(String, String)> {
+    let text =
+        std::fs::read_to_string(repo.join("charts/blueprint-operator/files/prometheus-rules.yaml"))
+            .unwrap();
+    let rules: Value = serde_yaml::from_str(&text).unwrap();
+    let mut out = Vec::new();
+    for g in rules["groups"].as_array().unwrap() {
+        for r in g["rules"].as_array().unwrap() {
+            out.push((
+                format!("alert {}", r["alert"].as_str().unwrap()),
+                r["expr"].as_str().unwrap().to_string(),
+            ));
+        }
+    }
+    out
+}
+
+fn dashboard_exprs(repo: &Path) -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(
+        repo.join("charts/blueprint-operator/dashboards/blueprint-operator.json"),
+    )
+    .unwrap();
+    let dash: Value = serde_json::from_str(&text).unwrap();
+    let mut out = Vec::new();
+    for p in dash["panels"].as_array().unwrap() {
+        for t in p["targets"].as_array().unwrap() {
+            out.push((
+                format!("panel {:?}", p["title"].as_str().unwrap()),
+                t["expr"].as_str().unwrap().to_string(),
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn promql_parser_finds_metrics_and_labels() {
+    let uses = promql_uses(
+        r#"histogram_quantile(0.99, sum by (le, route) (rate(a_bucket{verdict="x,}"}[5m]))) > 1 and on(job) absent(b) or c_total offset 5m"#,
+    );
+    let names: Vec<&str> = uses.iter().map(|u| u.metric.as_str()).collect();
+    assert_eq!(names, ["a_bucket", "b", "c_total"]);
+    assert!(uses[0].labels.contains("verdict") && uses[0].labels.contains("route"));
+}
+
+#[tokio::test]
+async fn alerts_dashboard_and_readme_name_only_exported_metrics() {
+    let repo = support::repo_root();
+    let _client = support::client().await;
+    let bin = env!("CARGO_BIN_EXE_blueprint-operator");
+
+    // The controller as the manifests run it (scheduler and leader election on).
+    let controller_port = free_port();
+    let controller = Killed(
+        Command::new(bin)
+            .args(["controller", "--log-level", "warn", "--lease-namespace"])
+            .arg(support::rbac::NAMESPACE)
+            .arg(format!("--metrics-addr=127.0.0.1:{controller_port}"))
+            .env("KUBECONFIG", support::rbac::controller_kubeconfig())
+            .env("POD_NAME", "monitoring-test")
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    // The webhook with a development certificate; no cluster needed.
+    let certs = std::env::temp_dir().join(format!("bpo-monitoring-{}", std::process::id()));
+    support::run_ok(
+        Command::new(bin)
+            .args(["certs", "--dns-name", "localhost", "--out"])
+            .arg(&certs),
+        "certs",
+    );
+    let probe_port = free_port();
+    let webhook = Killed(
+        Command::new(bin)
+            .args(["webhook", "--log-level", "warn", "--no-blueprint-lookup"])
+            .arg(format!("--listen=127.0.0.1:{}", free_port()))
+            .arg(format!("--probe-listen=127.0.0.1:{probe_port}"))
+            .arg(format!(
+                "--tls-cert-file={}",
+                certs.join("tls.crt").display()
+            ))
+            .arg(format!(
+                "--tls-key-file={}",
+                certs.join("tls.key").display()
+            ))
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+
+    // Series for the per-schedule families.
+    let client = support::client().await;
+    support::install_crds(&client).await.unwrap();
+    let ns = support::namespace(&client, "monitoring").await;
+    let schedules: Api<ActionSchedule> = Api::namespaced(client.clone(), &ns);
+    for (name, suspend) in [("failing", false), ("suspended", true)] {
+        let s: ActionSchedule = serde_json::from_value(json!({
+            "apiVersion": "blueprint-operator.io/v1alpha1", "kind": "ActionSchedule",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {
+                "schedule": "@every 2s",
+                "suspend": suspend,
+                "actionSetTemplate": {"actions": [{
+                    "name": "backup", "blueprint": "no-such-blueprint",
+                    "object": {"kind": "Namespace", "name": ns}}]},
+                "retention": {"keepLast": 1, "keepFailed": 1}
+            }
+        }))
+        .unwrap();
+        schedules.create(&PostParams::default(), &s).await.unwrap();
+    }
+    let uses: Vec<(String, Use)> = rule_exprs(repo)
+        .into_iter()
+        .chain(dashboard_exprs(repo))
+        .flat_map(|(w, e)| {
+            let u = promql_uses(&e);
+            assert!(!u.is_empty(), "{w}: names no metric: {e}");
+            u.into_iter().map(move |u| (w.clone(), u))
+        })
+        .collect();
+    let after_failed_reconcile = "blueprint_operator_actionschedule_reconcile_errors_total";
+    let (controller_text, webhook_text) = support::poll(Duration::from_secs(120), || {
+        let uses = &uses;
+        async move {
+            let c = scrape(controller_port, "controller").await;
+            let w = scrape(probe_port, "webhook").await;
+            let mut m = exposed(&c);
+            m.extend(exposed(&w));
+            uses.iter()
+                .all(|(_, u)| m.contains_key(&u.metric) || u.metric == after_failed_reconcile)
+                .then_some((c, w))
+        }
+    })
+    .await
+    .unwrap_or_else(|_| (String::new(), String::new()));
+    let controller_text = if controller_text.is_empty() {
+        scrape(controller_port, "controller").await
+    } else {
+        controller_text
+    };
+    let webhook_text = if webhook_text.is_empty() {
+        scrape(probe_port, "webhook").await
+    } else {
+        webhook_text
+    };
+    let registered = std::fs::read_to_string(repo.join("src/scheduler/metrics.rs")).unwrap();
+    assert!(
+        registered.contains("sub_registry_with_prefix(\"blueprint_operator_actionschedule\")")
+            && registered.contains("\"reconcile_errors\""),
+        "src/scheduler/metrics.rs no longer registers {after_failed_reconcile}"
+    );
+    // The controller's health endpoints answer on the metrics port (the probes of the manifests).
+    for path in ["/healthz", "/readyz"] {
+        let (code, _) = http_get(controller_port, path).unwrap();
+        assert_eq!(code, 200, "controller {path}");
+    }
+    let mut metrics = exposed(&controller_text);
+    metrics.extend(exposed(&webhook_text));
+    // One naming style: ours start with blueprint_operator_, Kanister's one with kanister_.
+    for name in metrics.keys() {
+        assert!(
+            name.starts_with("blueprint_operator_") || name.starts_with("kanister_"),
+            "{name}: not named blueprint_operator_..."
+        );
+    }
+
+    metrics.entry(after_failed_reconcile.into()).or_default();
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for (where_, u) in uses {
+        {
+            checked += 1;
+            match metrics.get(&u.metric) {
+                None => problems.push(format!("{where_}: {} is not exported", u.metric)),
+                Some(labels) if !labels.is_empty() => {
+                    for l in u.labels.difference(labels) {
+                        problems.push(format!(
+                            "{where_}: {} has no label {l} (it has {labels:?})",
+                            u.metric
+                        ));
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    // The README's metric names, too (`blueprint_operator_...`, `kanister_...` in backquotes).
+    let readme = std::fs::read_to_string(repo.join("README.md")).unwrap();
+    for word in readme.split('`').skip(1).step_by(2) {
+        let name = word.split(['{', '[', ' ']).next().unwrap();
+        if (name.starts_with("blueprint_operator_") || name.starts_with("kanister_"))
+            && !name.ends_with('_')
+            && !name.contains("...")
+        {
+            checked += 1;
+            if !metrics.contains_key(name)
+                && !metrics
+                    .keys()
+                    .any(|m| m.strip_suffix("_bucket") == Some(name))
+            {
+                problems.push(format!("README: {name} is not exported"));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{}\nexported: {:#?}",
+        problems.join("\n"),
+        metrics.keys()
+    );
+    assert!(checked > 30, "only {checked} metric uses checked");
+    drop(controller);
+    drop(webhook);
+    let _ = std::fs::remove_dir_all(&certs);
+}
