@@ -17,6 +17,8 @@ if [[ "${1:-}" != --real ]]; then
   tools/control-plane/build.sh >/dev/null
   # restic + an S3-compatible object store + the VolumeSnapshot CRDs (data-mover and CSI tests).
   tools/data-plane/build.sh >/dev/null
+  # helm for the chart tests (tests/helm_chart.rs).
+  tools/helm/build.sh >/dev/null
   # --no-fail-fast: one failing test binary must not hide the results of the others.
   exec cargo test --no-fail-fast "$@"
 fi
@@ -29,6 +31,7 @@ tools/control-plane/real-node-deps.sh
 step "control plane, data plane"
 tools/control-plane/build.sh >/dev/null
 tools/data-plane/build.sh >/dev/null
+tools/helm/build.sh >/dev/null
 step "images (operator, tools, pause, databases)"
 tools/images/build.sh >/dev/null
 step "the assembled operator image against the Dockerfile"
