@@ -469,6 +469,7 @@ fn other_values_reach_the_objects() {
             "controller.runNamespaces={apps,db}",
             "controller.trustedNamespaces={kanister,ops}",
             "controller.scheduler=false",
+            "controller.relaxKanisterDeferPhaseSchema=false",
             "controller.phaseTimeout=30m",
             "controller.logLevel=debug",
             "controller.resources.limits.memory=1Gi",
@@ -521,6 +522,7 @@ fn other_values_reach_the_objects() {
     assert_eq!(parsed.run_namespaces, ["apps", "db"]);
     assert_eq!(parsed.trusted_namespaces, ["kanister", "ops"]);
     assert!(parsed.no_scheduler && parsed.no_leader_election, "{a:?}");
+    assert!(!parsed.relax_kanister_deferphase_schema, "{a:?}");
     assert_eq!(parsed.phase_timeout, std::time::Duration::from_secs(1800));
     assert_eq!(parsed.log_level, "debug");
     assert_eq!(parsed.metrics_addr, "0.0.0.0:9090");
