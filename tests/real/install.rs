@@ -169,6 +169,39 @@ async fn webhook_pod_normalizes_and_refuses_blueprints_through_its_service() {
 
 #[tokio::test]
 #[ignore = "real tier: tools/test.sh --real"]
+async fn under_kanisters_crds_a_one_element_defer_phase_list_is_stored_as_the_object() {
+    install().await;
+    let client = real::client().await;
+    let ns = support::namespace(&client, "deferlist").await;
+    // The installed controller keeps the deferPhase node of Kanister's CRD open to a list (issue
+    // 22.4); until it has, the API server itself refuses the list (strict decoding).
+    let one = format!(
+        "apiVersion: cr.kanister.io/v1alpha1\nkind: Blueprint\nmetadata: {{name: one, namespace: {ns}}}\n\
+         actions:\n  backup:\n    phases:\n    - {{func: KubeTask, name: main, args: {{image: x, command: [sh]}}}}\n\
+         \x20   deferPhase:\n    - {{func: KubeTask, name: cleanup, args: {{image: x, command: [sh]}}}}\n"
+    );
+    support::poll(real::WAIT, || async { apply_yaml(&one).ok() })
+        .await
+        .unwrap_or_else(|e| panic!("{e}: {}", apply_yaml(&one).unwrap_err()));
+    let stored = get_json(&["get", "blueprints.cr.kanister.io", "-n", &ns, "one"]);
+    assert_eq!(
+        stored["actions"]["backup"]["deferPhase"]["name"], "cleanup",
+        "stored in Kanister's object form: {stored}"
+    );
+    let two = one.replace("name: one", "name: two").replace(
+        "deferPhase:\n",
+        "deferPhase:\n    - {func: KubeTask, name: second, args: {image: x, command: [sh]}}\n",
+    );
+    let err = apply_yaml(&two).expect_err("two deferPhases are refused");
+    assert!(err.contains("deferPhase"), "{err}");
+    assert!(
+        !err.contains("strict decoding"),
+        "refused by our webhook, not the schema: {err}"
+    );
+}
+
+#[tokio::test]
+#[ignore = "real tier: tools/test.sh --real"]
 async fn readme_example_actionset_and_actionschedule_run_to_completion() {
     install().await;
     let client = real::client().await;
