@@ -61,11 +61,15 @@ async fn pods_run_with_logs_exec_volumes_and_no_route_off_the_machine() {
 async fn services_and_cluster_dns_names_work_between_pods_and_to_the_api_server() {
     let client = real::client().await;
     let ns = support::namespace(&client, "svc").await;
-    // A server pod behind a Service: netcat answers one HTTP request per connection.
-    let server = tools_pod(
+    // A server pod behind a Service: busybox's httpd (the image of the README's examples).
+    let server = real::pod(
         "web",
-        "while true; do printf 'HTTP/1.0 200 OK\\r\\n\\r\\nhello-through-a-service\\n' \
-         | nc -l -p 8080 -q 1 >/dev/null; done",
+        "busybox:1.35",
+        &[
+            "sh",
+            "-c",
+            "mkdir /www && echo hello-through-a-service > /www/index && exec httpd -f -p 8080 -h /www",
+        ],
     );
     run_pod(&client, &ns, server).await.unwrap();
     let svc: Service = serde_json::from_value(serde_json::json!({

@@ -77,8 +77,8 @@ pub async fn run_pod(client: &Client, ns: &str, pod: serde_json::Value) -> anyho
     .await
 }
 
-/// A pod of the tools image on the real node running `script` with bash.
-pub fn tools_pod(name: &str, script: &str) -> serde_json::Value {
+/// A pod on the real node running `command` in `image`.
+pub fn pod(name: &str, image: &str, command: &[&str]) -> serde_json::Value {
     serde_json::json!({
         "metadata": {"name": name, "labels": {"app": name}},
         "spec": {
@@ -86,10 +86,15 @@ pub fn tools_pod(name: &str, script: &str) -> serde_json::Value {
             "terminationGracePeriodSeconds": 1,
             "containers": [{
                 "name": "main",
-                "image": tools_image(),
+                "image": image,
                 "imagePullPolicy": "IfNotPresent",
-                "command": ["bash", "-c", script],
+                "command": command,
             }],
         },
     })
+}
+
+/// A pod of the tools image on the real node running `script` with bash.
+pub fn tools_pod(name: &str, script: &str) -> serde_json::Value {
+    pod(name, &tools_image(), &["bash", "-c", script])
 }
