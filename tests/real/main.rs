@@ -14,3 +14,4 @@ mod functions;
 mod install;
 mod node;
 mod real;
+mod restart;
