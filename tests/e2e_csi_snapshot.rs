@@ -625,3 +625,117 @@ async fn corpus_csi_snapshot_blueprint_backs_up_restores_and_deletes() -> anyhow
     }
     Ok(())
 }
+
+/// A context whose calls record what the executor would (issue 29): `reentered` says the phase
+/// is entered again after a controller restart, with `recorded` from its first run.
+fn step_ctx(
+    ns: &str,
+    reentered: bool,
+    recorded: Map<String, Value>,
+) -> (
+    Context,
+    std::sync::Arc<std::sync::Mutex<Vec<functions::pod_create::StepEvent>>>,
+) {
+    use functions::pod_create::{ActionSetRef, StepHook};
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let mut c = ctx(ns);
+    c.actionset = Some(ActionSetRef {
+        uid: "as-uid".into(),
+        namespace: ns.into(),
+        name: "as".into(),
+        phase: "0.0".into(),
+        reentered,
+        resume_output: recorded,
+        on_step: Some(StepHook(std::sync::Arc::new(move |ev| {
+            s.lock().unwrap().push(ev);
+            Box::pin(async {})
+        }))),
+        ..Default::default()
+    });
+    (c, seen)
+}
+
+/// After a controller restart, CreateCSISnapshot is entered again with the name its first run
+/// recorded before creating the snapshot: it waits for that snapshot instead of making a second
+/// one; RestoreCSISnapshot takes the PVC its first run created as done.
+#[tokio::test]
+async fn csi_snapshot_functions_are_reentered_after_a_restart() -> anyhow::Result<()> {
+    use functions::pod_create::StepEvent;
+    let (client, ns) = setup("csi-reenter").await;
+    pvc(&client, &ns, "logs").await?;
+    let api = snapshots(&client, &ns);
+    let create = json!({"pvc": "logs", "namespace": ns, "snapshotClass": "cls"});
+
+    // The first run records the (generated) name, creates the snapshot, and is cut short.
+    let (c, seen) = step_ctx(&ns, false, Map::new());
+    let h = spawn_call(&c, "CreateCSISnapshot", create.clone());
+    let snap = support::poll(support::WAIT, || async {
+        api.list(&Default::default())
+            .await
+            .ok()?
+            .items
+            .into_iter()
+            .next()
+    })
+    .await?;
+    let name = snap.metadata.name.clone().unwrap_or_default();
+    h.abort();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [StepEvent::Output("name".into(), json!(name))]
+    );
+
+    // Entered again: no second snapshot; it waits for the first one to be ready.
+    let recorded = json!({"name": name})
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let (c, seen) = step_ctx(&ns, true, recorded);
+    let h = spawn_call(&c, "CreateCSISnapshot", create.clone());
+    still_waiting(&h).await;
+    set_status(
+        &api,
+        &name,
+        json!({"readyToUse": true, "creationTime": "2026-01-02T03:04:05Z", "restoreSize": "1Gi",
+               "boundVolumeSnapshotContentName": "content-1"}),
+    )
+    .await?;
+    let out = h.await??;
+    assert_eq!(out["name"], json!(name));
+    assert_eq!(out["snapshotContent"], "content-1");
+    assert_eq!(api.list(&Default::default()).await?.items.len(), 1);
+    assert!(seen.lock().unwrap().is_empty(), "nothing new to record");
+
+    // RestoreCSISnapshot: the PVC its first run created is its result when entered again, an
+    // error (AlreadyExists) otherwise.
+    let restore = json!({"name": name, "pvc": "restored", "namespace": ns,
+                         "storageClass": "sc", "restoreSize": "1Gi"});
+    call(
+        &step_ctx(&ns, false, Map::new()).0,
+        "RestoreCSISnapshot",
+        restore.clone(),
+    )
+    .await?;
+    call(
+        &step_ctx(&ns, true, Map::new()).0,
+        "RestoreCSISnapshot",
+        restore.clone(),
+    )
+    .await?;
+    let err = call(&ctx(&ns), "RestoreCSISnapshot", restore.clone())
+        .await
+        .expect_err("not entered again: the PVC exists");
+    assert!(err.to_string().contains("already exists"), "{err}");
+    // Another snapshot's PVC of that name is not taken as ours.
+    let mut other = restore.clone();
+    other["name"] = json!("other-snap");
+    call(
+        &step_ctx(&ns, true, Map::new()).0,
+        "RestoreCSISnapshot",
+        other,
+    )
+    .await
+    .expect_err("a PVC restored from another snapshot is not ours");
+    Ok(())
+}

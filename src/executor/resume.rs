@@ -7,7 +7,8 @@
 //!   phase output are taken as if nothing had happened. A pod the ActionSet
 //!   records but that is gone fails the phase with that reason;
 //! - **re-enter**: the function's effect is a desired state or a wait
-//!   (ScaleWorkload, Wait, WaitV2, the CSI deletions, a KubeOps patch):
+//!   (ScaleWorkload, Wait, WaitV2, the CSI snapshot functions but
+//!   CreateCSISnapshotStatic, a KubeOps patch):
 //!   running it again reaches the same state (outputs known before the
 //!   effect, such as ScaleWorkload's `originalReplicaCount`, are recorded
 //!   by the first run and reused);
@@ -42,6 +43,8 @@ const REENTER: &[&str] = &[
     "ScaleWorkload",
     "Wait",
     "WaitV2",
+    "CreateCSISnapshot",
+    "RestoreCSISnapshot",
     "DeleteCSISnapshot",
     "DeleteCSISnapshotContent",
 ];
@@ -119,10 +122,22 @@ mod tests {
         for f in ["KubeTask", "MultiContainerRun", "PrepareData"] {
             assert_eq!(after_restart(f, None), Restart::Reattach, "{f}");
         }
-        for f in ["ScaleWorkload", "Wait", "WaitV2", "DeleteCSISnapshot"] {
+        for f in [
+            "ScaleWorkload",
+            "Wait",
+            "WaitV2",
+            "CreateCSISnapshot",
+            "RestoreCSISnapshot",
+            "DeleteCSISnapshot",
+        ] {
             assert_eq!(after_restart(f, None), Restart::Reenter, "{f}");
         }
-        for f in ["KubeExec", "KubeExecAll", "BackupData", "CreateCSISnapshot"] {
+        for f in [
+            "KubeExec",
+            "KubeExecAll",
+            "BackupData",
+            "CreateCSISnapshotStatic",
+        ] {
             assert_eq!(after_restart(f, None), Restart::AtMostOnce, "{f}");
         }
         let ops = |op: &str| json!({"operation": op}).as_object().cloned();

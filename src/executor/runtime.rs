@@ -853,6 +853,7 @@ fn step_context(
     if let Some(a) = fctx.actionset.as_mut() {
         a.phase = functions::pod_create::phase_key(i, phase);
         if let Some(r) = resume {
+            a.reentered = r.reentered;
             a.resume = r.pods;
             a.resume_output = r.output;
         }
@@ -867,6 +868,8 @@ fn step_context(
 
 /// What a resumed step's first run recorded.
 struct Resumed {
+    /// It is entered again ([`How::Reenter`]).
+    reentered: bool,
     /// Its pods, when it is re-attached to them.
     pods: Option<Vec<String>>,
     /// Its early outputs, when it is entered again.
@@ -1005,6 +1008,7 @@ async fn drive_action(
                     }
                     obj = run.write(i, Transition::Resumed(how), &obj).await?;
                     resume_pods = Some(Resumed {
+                        reentered: how == How::Reenter,
                         pods: (how == How::Reattach).then(|| rec.pods.clone()),
                         output: match how {
                             How::Reenter => rec.early_output.clone(),

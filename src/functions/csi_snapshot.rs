@@ -25,6 +25,13 @@
 //! Like Kanister, the wait for readiness has no timeout of its own (the phase
 //! ends it); a warning is logged every minute while it lasts.
 //!
+//! After a controller restart the three are entered again: CreateCSISnapshot
+//! records the snapshot's name in the ActionSet before it creates it, and
+//! waits for that snapshot instead of creating a second one when it is
+//! there with the same PVC as source; RestoreCSISnapshot takes a PVC of its
+//! name whose data source is the snapshot as its own; DeleteCSISnapshot
+//! tolerates a snapshot already gone.
+//!
 //! Differences from Kanister: only the `v1` snapshot API is used (Kanister
 //! falls back to v1beta1/v1alpha1); an empty `namespace` means the
 //! ActionSet's; `restoreSize` and `snapshotContent` are output as the status
@@ -128,10 +135,20 @@ pub async fn create(ctx: &Context, args: &Map<String, Value>) -> Result<Output, 
     let pvc = a.string("pvc")?;
     let namespace = namespace_arg(&a, ctx)?;
     let class = a.string("snapshotClass")?;
-    let name = a
-        .opt_string("name")?
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| default_snapshot_name(&pvc));
+    let asref = ctx.actionset.as_ref();
+    let reentered = asref.is_some_and(|a| a.reentered);
+    let recorded = asref
+        .and_then(|a| a.resume_output.get("name"))
+        .and_then(Value::as_str)
+        .filter(|_| reentered)
+        .map(str::to_string);
+    let name = match &recorded {
+        Some(n) => n.clone(),
+        None => a
+            .opt_string("name")?
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| default_snapshot_name(&pvc)),
+    };
     let labels = a.opt_string_map("labels")?.unwrap_or_default();
 
     let api = snapshot_api(ctx, CREATE, &namespace).await?;
@@ -155,15 +172,41 @@ pub async fn create(ctx: &Context, args: &Map<String, Value>) -> Result<Output, 
     let snap: DynamicObject =
         serde_json::from_value(snapshot_manifest(&name, &namespace, &pvc, &class, &labels))
             .map_err(|e| FunctionError::failed(CREATE, format!("VolumeSnapshot manifest: {e}")))?;
-    api.create(&PostParams::default(), &snap)
-        .await
-        .map_err(|e| {
-            FunctionError::kube(
-                CREATE,
-                format!("Failed to create snapshot resource: name {name}, namespace {namespace}"),
-                e,
+    // Entered again after a restart: the first run's snapshot, if it got that far.
+    let ours = match recorded {
+        Some(_) => api
+            .get_opt(&name)
+            .await
+            .map_err(|e| {
+                FunctionError::kube(
+                    CREATE,
+                    format!("getting VolumeSnapshot {namespace}/{name}"),
+                    e,
+                )
+            })?
+            .filter(|s| s.data["spec"]["source"]["persistentVolumeClaimName"] == json!(pvc)),
+        None => {
+            super::pod_create::note(
+                ctx,
+                super::pod_create::StepEvent::Output("name".into(), json!(name)),
             )
-        })?;
+            .await;
+            None
+        }
+    };
+    if ours.is_none() {
+        api.create(&PostParams::default(), &snap)
+            .await
+            .map_err(|e| {
+                FunctionError::kube(
+                    CREATE,
+                    format!(
+                        "Failed to create snapshot resource: name {name}, namespace {namespace}"
+                    ),
+                    e,
+                )
+            })?;
+    }
     let ready = wait_ready(&api, CREATE, &name, &namespace).await?;
     Ok(create_output(&name, &pvc, &namespace, &ready.data))
 }
@@ -395,6 +438,19 @@ pub async fn restore(ctx: &Context, args: &Map<String, Value>) -> Result<Output,
     let pvc: PersistentVolumeClaim = serde_json::from_value(restored_pvc(&r))
         .map_err(|e| FunctionError::failed(RESTORE, format!("PVC manifest: {e}")))?;
     let api: Api<PersistentVolumeClaim> = Api::namespaced(ctx.client.clone(), &r.namespace);
+    if ctx.actionset.as_ref().is_some_and(|a| a.reentered) {
+        // Entered again after a restart: the first run may have created it.
+        let existing = api.get_opt(&r.pvc).await.map_err(|e| {
+            FunctionError::kube(RESTORE, format!("getting PVC {}/{}", r.namespace, r.pvc), e)
+        })?;
+        let from_snapshot = existing
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .and_then(|p| p.spec?.data_source)
+            .is_some_and(|d| d.kind == KIND && d.name == r.name);
+        if from_snapshot {
+            return Ok(Output::new());
+        }
+    }
     wait_pvc_deleted(&api, &r.namespace, &r.pvc).await?;
     api.create(&PostParams::default(), &pvc)
         .await

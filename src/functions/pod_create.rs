@@ -55,6 +55,9 @@ pub struct ActionSetRef {
     /// `Some` when the step is resumed after a controller restart: the pods
     /// (`<namespace>/<name>`) the ActionSet records it created before.
     pub resume: Option<Vec<String>>,
+    /// The step is entered again after a controller restart (its function
+    /// drives a desired state): what it created may exist already.
+    pub reentered: bool,
     /// When the step is entered again after a restart: what its first run
     /// recorded with [`StepEvent::Output`].
     pub resume_output: serde_json::Map<String, serde_json::Value>,
