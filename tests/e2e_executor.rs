@@ -658,6 +658,70 @@ async fn controller_killed_mid_phase_reattaches_to_its_pod() -> anyhow::Result<(
     Ok(())
 }
 
+/// SIGKILL the controller while a KubeTask deferPhase's pod runs: the new controller re-attaches
+/// to it; the deferPhase starts once, ends with its output, and the ActionSet completes.
+#[tokio::test]
+async fn controller_killed_mid_defer_phase_reattaches_to_its_pod() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("exec-kill-defer").await else {
+        return Ok(());
+    };
+    let defer = task("cleanup", 0, &out_line("value", "cleaned"), Some("15s"));
+    create_blueprint(
+        &client,
+        &ns,
+        "bp",
+        json!({"backup": {"phases": [output("first", "v1")], "deferPhase": defer}}),
+    )
+    .await?;
+    let (defer_pods, watch) =
+        pods_created(&client, &ns, "blueprint-operator.io/phase=0.defer").await?;
+    let ctl = controller(&ns, &[], &[]);
+    create_actionset(
+        &client,
+        &ns,
+        "as",
+        "bp",
+        "backup",
+        ns_object(&ns),
+        json!({}),
+    )
+    .await?;
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
+    support::wait_for(&api, "as", FINISH, |a| {
+        a.status
+            .as_ref()
+            .is_some_and(|s| s.actions[0].defer_phase.state == State::Running)
+    })
+    .await?;
+    support::poll(support::WAIT, || async {
+        raw_actionset(&client, &ns, "as").await.ok()?["metadata"]["annotations"]
+            ["blueprint-operator.io/executor"]
+            .as_str()
+            .is_some_and(|r| r.contains("\"pods\""))
+            .then_some(())
+    })
+    .await?;
+    ctl.kill().await;
+    let _ctl2 = controller(&ns, &[], &[]);
+    let a = wait_terminal(&client, &ns, "as").await?;
+    let s = a.status.as_ref().unwrap();
+    assert_eq!(s.state, State::Complete, "{s:?}");
+    assert_eq!(s.actions[0].defer_phase.output["value"], json!("cleaned"));
+    watch.abort();
+    assert_eq!(
+        defer_pods.lock().unwrap().len(),
+        1,
+        "the deferPhase's pod was created once"
+    );
+    let evs = events(&client, &ns, "as", 7).await?;
+    let r = reasons(&evs);
+    let count = |reason: &str| r.iter().filter(|x| **x == reason).count();
+    assert_eq!(count("Started deferPhase"), 1, "{evs:?}");
+    assert_eq!(count("Resumed deferPhase"), 1, "{evs:?}");
+    assert_eq!(count("Ended deferPhase"), 1, "{evs:?}");
+    Ok(())
+}
+
 /// The ActionSet is deleted while no controller runs, its KubeTask phase's pod still running:
 /// the new controller holds the deletion (finalizer), cancels the phase, deletes its pod, runs
 /// the deferPhase once and lets the deletion finish.
