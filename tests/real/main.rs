@@ -11,6 +11,7 @@ mod support;
 
 mod failures;
 mod functions;
+mod helm;
 mod install;
 mod node;
 mod real;
