@@ -38,7 +38,8 @@ pub async fn install() {
         copy_dir(&support::repo_root().join("manifests"), &manifests);
         let certs = manifests.join("overlays/self-signed/certs");
         let out = Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
-            .args(["certs", "--out", certs.to_str().unwrap()])
+            // --force: a checkout where tests/e2e_manifests ran has certs/ in the copy already.
+            .args(["certs", "--force", "--out", certs.to_str().unwrap()])
             .args([
                 "--dns-name",
                 "blueprint-operator-webhook.blueprint-operator.svc",
