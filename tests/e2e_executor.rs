@@ -12,10 +12,10 @@ use blueprint_operator::model::{ActionSet, Blueprint, State};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::api::events::v1::Event;
-use kube::Client;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
 };
+use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 use support::controller::{Controller, setup};
 
@@ -719,6 +719,160 @@ async fn controller_killed_mid_defer_phase_reattaches_to_its_pod() -> anyhow::Re
     assert_eq!(count("Started deferPhase"), 1, "{evs:?}");
     assert_eq!(count("Resumed deferPhase"), 1, "{evs:?}");
     assert_eq!(count("Ended deferPhase"), 1, "{evs:?}");
+    Ok(())
+}
+
+/// The soak of issue 29: an ActionSchedule ticks while the controller (executor and scheduler)
+/// is SIGKILLed again and again, each time while a run's phase or deferPhase pod runs, and
+/// restarted. Every run completes, and each run's phase pod and deferPhase pod are created
+/// exactly once.
+#[tokio::test]
+async fn schedule_runs_complete_while_the_controller_is_killed_repeatedly() -> anyhow::Result<()> {
+    use std::collections::BTreeMap;
+    let Some((client, ns)) = setup("exec-soak").await else {
+        return Ok(());
+    };
+    create_blueprint(
+        &client,
+        &ns,
+        "bp",
+        json!({"backup": {
+            "phases": [task("dump", 0, &out_line("value", "d"), Some("4s"))],
+            "deferPhase": task("cleanup", 0, "ok", Some("2s")),
+        }}),
+    )
+    .await?;
+    // Pod name -> (ActionSet UID, step) of every pod the runs create.
+    let (seen, watch) = {
+        use futures::StreamExt as _;
+        use kube::runtime::watcher;
+        let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(BTreeMap::new()));
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+        let s = seen.clone();
+        let task = tokio::spawn(async move {
+            let mut ready = Some(ready_tx);
+            let cfg = watcher::Config::default().labels("blueprint-operator.io/phase");
+            let mut stream = watcher(api, cfg).boxed();
+            while let Some(ev) = stream.next().await {
+                match ev {
+                    Ok(watcher::Event::InitDone) => {
+                        if let Some(tx) = ready.take() {
+                            let _ = tx.send(());
+                        }
+                    }
+                    Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => {
+                        let l = p.metadata.labels.clone().unwrap_or_default();
+                        let key = (
+                            l.get("blueprint-operator.io/actionset-uid").cloned(),
+                            l.get("blueprint-operator.io/phase").cloned(),
+                        );
+                        s.lock()
+                            .unwrap()
+                            .insert(p.metadata.name.clone().unwrap_or_default(), key);
+                    }
+                    _ => {}
+                }
+            }
+        });
+        tokio::time::timeout(support::WAIT, ready_rx).await??;
+        (seen, task)
+    };
+    let schedules: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        &ns,
+        &ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+            "blueprint-operator.io",
+            "v1alpha1",
+            "ActionSchedule",
+        )),
+    );
+    let schedule: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "blueprint-operator.io/v1alpha1", "kind": "ActionSchedule",
+        "metadata": {"name": "soak", "namespace": ns},
+        "spec": {
+            "schedule": "@every 5s",
+            "actionSetTemplate": {"actions": [{
+                "name": "backup", "blueprint": "bp", "object": ns_object(&ns),
+            }]},
+            "retention": {"keepLast": 100, "keepFailed": 100},
+        },
+    }))?;
+    schedules.create(&PostParams::default(), &schedule).await?;
+    let runs = || async {
+        let api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
+        api.list(&ListParams::default().labels("blueprint-operator.io/schedule=soak"))
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default()
+    };
+    let spawn = || Controller::spawn(&["--namespace", &ns, "--deletion-timeout", "120"], &[]);
+    let mut ctl = spawn();
+    // Each kill while another step's pod runs (recorded in its ActionSet): kills spread over
+    // phases and deferPhases of several runs.
+    let mut killed_during: Vec<String> = Vec::new();
+    while killed_during.len() < 5 {
+        let pod = support::poll(FINISH, || async {
+            runs().await.iter().find_map(|a| {
+                let record: Value =
+                    serde_json::from_str(a.annotations().get("blueprint-operator.io/executor")?)
+                        .ok()?;
+                let pod = record["actions"][0]["pods"][0].as_str()?.to_string();
+                (a.state() == Some(State::Running) && !killed_during.contains(&pod)).then_some(pod)
+            })
+        })
+        .await?;
+        ctl.kill().await;
+        killed_during.push(pod);
+        ctl = spawn();
+    }
+    schedules
+        .patch(
+            "soak",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"suspend": true}})),
+        )
+        .await?;
+    // Every run (a tick may land right before the suspend) ends.
+    let all = support::poll(FINISH, || async {
+        let v = runs().await;
+        v.iter()
+            .all(|a| a.state().is_some_and(State::is_terminal))
+            .then_some(v)
+    })
+    .await?;
+    drop(ctl);
+    watch.abort();
+    let failed: Vec<String> = all
+        .iter()
+        .filter(|a| a.state() != Some(State::Complete))
+        .map(|a| {
+            format!(
+                "{}: {:?}",
+                a.name_any(),
+                a.status.as_ref().map(|s| &s.error.message)
+            )
+        })
+        .collect();
+    assert!(failed.is_empty(), "runs not complete: {failed:?}");
+    assert!(all.len() >= 3, "{} runs", all.len());
+    let seen = seen.lock().unwrap().clone();
+    for a in &all {
+        let uid = a.metadata.uid.clone();
+        for step in ["0.0", "0.defer"] {
+            let pods: Vec<&String> = seen
+                .iter()
+                .filter(|(_, (u, p))| *u == uid && p.as_deref() == Some(step))
+                .map(|(n, _)| n)
+                .collect();
+            assert_eq!(
+                pods.len(),
+                1,
+                "run {} step {step}: pods {pods:?}",
+                a.name_any()
+            );
+        }
+    }
     Ok(())
 }
 
