@@ -302,10 +302,75 @@ async fn helm_install_upgrade_uninstall_beside_kanister_crds() {
         tls_before["data"], tls_after["data"],
         "the upgrade kept the serving certificate"
     );
+    // Renewal: with renewBeforeDays beyond the serving certificate's 365 days of validity, an
+    // upgrade makes a new one signed by the kept CA (caBundle unchanged), which the webhook
+    // loads from the updated Secret and serves.
+    helm(&[
+        "upgrade",
+        RELEASE,
+        "charts/blueprint-operator",
+        "--namespace",
+        NS,
+        "--reuse-values",
+        "--set",
+        "webhook.certificates.generate.renewBeforeDays=400",
+    ])
+    .unwrap_or_else(|e| panic!("{e}"));
+    let renewed = get_json(&["get", "secret", "-n", NS, "blueprint-operator-webhook-tls"]);
+    assert_ne!(
+        renewed["data"]["tls.crt"], tls_before["data"]["tls.crt"],
+        "the serving certificate was renewed"
+    );
+    assert_eq!(
+        renewed["data"]["ca.crt"], tls_before["data"]["ca.crt"],
+        "the CA was kept"
+    );
+    let bundle = kubectl(&[
+        "get",
+        "validatingwebhookconfiguration",
+        "blueprint-operator",
+        "-o",
+        "jsonpath={.webhooks[0].clientConfig.caBundle}",
+    ])
+    .unwrap();
+    assert_eq!(Some(bundle.as_str()), renewed["data"]["ca.crt"].as_str());
+    // Every webhook pod loads the new certificate from the updated Secret (the kubelet syncs it
+    // within its period; the server counts a reload only when the files change), then serves it.
+    let pods = kubectl(&[
+        "get",
+        "pods",
+        "-n",
+        NS,
+        "-l",
+        "app.kubernetes.io/component=webhook",
+        "-o",
+        "jsonpath={.items[*].metadata.name}",
+    ])
+    .unwrap();
+    for pod in pods.split_whitespace() {
+        let path = format!("/api/v1/namespaces/{NS}/pods/{pod}:8080/proxy/metrics");
+        support::poll(real::WAIT, || {
+            let path = path.clone();
+            async move {
+                kubectl(&["get", "--raw", &path]).ok().filter(|m| {
+                    m.contains("blueprint_operator_webhook_tls_reloads_total{result=\"success\"} 1")
+                })
+            }
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{pod} did not reload the renewed certificate: {e}"));
+    }
+    apply_yaml(&format!(
+        "apiVersion: cr.kanister.io/v1alpha1\nkind: Blueprint\nmetadata: {{name: renewed, namespace: {ns}}}\n\
+         actions:\n  backup:\n    phases:\n    - func: KubeTask\n      args: {{image: x, command: [sh, -c, 'true']}}\n"
+    ))
+    .expect("admitted through the renewed certificate");
+    let b = get_json(&["get", "blueprints.cr.kanister.io", "-n", &ns, "renewed"]);
+    assert_eq!(b["actions"]["backup"]["phases"][0]["name"], "phase0", "{b}");
     let history: Value =
         serde_json::from_str(&helm(&["history", RELEASE, "-n", NS, "-o", "json"]).unwrap())
             .unwrap();
-    assert_eq!(history.as_array().map(Vec::len), Some(2), "{history:#}");
+    assert_eq!(history.as_array().map(Vec::len), Some(3), "{history:#}");
 
     // --- uninstall: the operator goes, the users' objects stay.
     let runs_before = get_json(&["get", "actionsets.cr.kanister.io", "-n", &ns]);
