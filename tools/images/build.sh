@@ -11,6 +11,14 @@
 #   postgres-db               docker.io/library/postgres-db:15: Debian's PostgreSQL 15 server and
 #                             client; first start initdb's $PGDATA (a volume) with the postgres
 #                             user's password from POSTGRES_PASSWORD; serves 0.0.0.0:5432
+#   mariadb-db                docker.io/library/mariadb-db:10.11: Debian's MariaDB 10.11 server; first
+#                             start initializes the datadir (a volume) with root's password from
+#                             MARIADB_ROOT_PASSWORD (root@'%' too); serves 0.0.0.0:3306
+#   postgres-kanister-tools   ghcr.io/kanisterio/postgres-kanister-tools:0.117.0 and
+#   mysql-sidecar             ghcr.io/kanisterio/mysql-sidecar:0.117.0: the images the corpus'
+#                             PostgreSQL and MariaDB Blueprints name, under those names (a registry
+#                             mirror would do the same), built here: Debian's postgresql-client-15
+#                             or mariadb-client (10.11), bash, gzip, and our kando
 # VERSION is Cargo.toml's package version. Images reference docker.io/library/NAME because that is
 # what the kubelet asks containerd for when a pod says `image: NAME:TAG`.
 #
@@ -342,9 +350,62 @@ define_images() {
     --entrypoint '["/usr/local/bin/postgres-entrypoint"]' \
     --env PATH=/usr/lib/postgresql/15/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     --env PGDATA=/var/lib/postgresql/data
+
+  # MariaDB server for database Blueprints: mariadb/entrypoint.sh initializes the datadir with
+  # MARIADB_ROOT_PASSWORD (root@localhost and root@'%') on first start, serves 0.0.0.0:3306.
+  image mariadb-db docker.io/library/mariadb-db:10.11 \
+    --packages "mariadb-server bash coreutils findutils util-linux sed grep mawk" \
+    --link /bin/sh=bash \
+    --file "/etc/passwd=$here/files/mysql/passwd" --file "/etc/group=$here/files/mysql/group" \
+    --file "/etc/nsswitch.conf=$here/files/nsswitch.conf" \
+    --dir /tmp:1777 --dir /var/tmp:1777 --dir /root:700 \
+    --dir /var/lib/mysql:755:999:999 --dir /run/mysqld:755:999:999 \
+    --file "/usr/local/bin/mariadb-entrypoint=$here/mariadb/entrypoint.sh" \
+    --check-elf /bin/bash --check-elf /usr/bin/setpriv --check-elf /usr/sbin/mariadbd \
+    --check-elf /usr/bin/mariadb \
+    --entrypoint '["/usr/local/bin/mariadb-entrypoint"]' \
+    --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+
+  # The images the corpus' database Blueprints name, under those names (as a registry mirror
+  # would serve them), built here: Kanister's own are not reachable and the Blueprints run as
+  # written. Each has the Blueprint's tools from Debian and our kando.
+  # kanister-examples/postgresql/postgres-blueprint.yaml: pg_dumpall, psql, gzip, sed, kando.
+  image postgres-kanister-tools ghcr.io/kanisterio/postgres-kanister-tools:0.117.0 \
+    --packages "bash postgresql-client-15 gzip sed coreutils grep ca-certificates" \
+    --link /bin/sh=bash \
+    --file "/etc/passwd=$here/files/root/passwd" --file "/etc/group=$here/files/root/group" \
+    --file "/etc/nsswitch.conf=$here/files/nsswitch.conf" \
+    --dir /tmp:1777 --dir /var/tmp:1777 --dir /root:700 \
+    --before release_binary --key "$crate_key" \
+    --file "/usr/local/bin/blueprint-operator=$operator_bin" \
+    --link /usr/local/bin/kando=blueprint-operator \
+    --check-elf /bin/bash --check-elf /bin/gzip --check-elf /bin/sed \
+    --check-elf /usr/lib/postgresql/15/bin/pg_dumpall --check-elf /usr/lib/postgresql/15/bin/psql \
+    --check-elf /usr/local/bin/blueprint-operator \
+    --cmd '["/bin/bash"]' --workdir /root \
+    --env PATH=/usr/local/sbin:/usr/local/bin:/usr/lib/postgresql/15/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    --env SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
+
+  # kanister-examples/maria/maria-blueprint.yaml: mysql, mysqldump (mysql-sidecar/mysqldump drops
+  # MySQL 8's --column-statistics=0, which MariaDB's dump refuses), gzip, kando.
+  image mysql-sidecar ghcr.io/kanisterio/mysql-sidecar:0.117.0 \
+    --packages "bash mariadb-client gzip coreutils ca-certificates" \
+    --link /bin/sh=bash \
+    --file "/etc/passwd=$here/files/root/passwd" --file "/etc/group=$here/files/root/group" \
+    --file "/etc/nsswitch.conf=$here/files/nsswitch.conf" \
+    --dir /tmp:1777 --dir /var/tmp:1777 --dir /root:700 \
+    --file "/usr/local/bin/mysqldump=$here/mysql-sidecar/mysqldump" \
+    --before release_binary --key "$crate_key" \
+    --file "/usr/local/bin/blueprint-operator=$operator_bin" \
+    --link /usr/local/bin/kando=blueprint-operator \
+    --check-elf /bin/bash --check-elf /bin/gzip --check-elf /usr/bin/mariadb \
+    --check-elf /usr/bin/mariadb-dump --check-elf /usr/local/bin/blueprint-operator \
+    --cmd '["/bin/bash"]' --workdir /root \
+    --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    --env SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
 }
 
-known=" pause blueprint-operator blueprint-operator-tools busybox postgres-db "
+known=" pause blueprint-operator blueprint-operator-tools busybox postgres-db mariadb-db postgres-kanister-tools mysql-sidecar "
 for n in "${selected[@]}"; do
   [[ "$known" == *" $n "* ]] || fail "unknown image $n (images:$known)"
 done
