@@ -44,7 +44,7 @@ pub async fn run_action(ns: &str, blueprint: &str, action: &str, extra: Value) -
     .unwrap_or_else(|e| panic!("ActionSet {ns}/{created} did not end: {e}"))
 }
 
-fn apply_create(obj: &Value) -> String {
+pub fn apply_create(obj: &Value) -> String {
     let path = std::env::temp_dir().join(format!("bpo-real-{}.json", std::process::id()));
     std::fs::write(&path, obj.to_string()).unwrap();
     let name = kubectl(&[

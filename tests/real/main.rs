@@ -9,6 +9,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod databases;
 mod failures;
 mod functions;
 mod helm;

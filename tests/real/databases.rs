@@ -1,0 +1,537 @@
+//! Real databases backed up and restored on the real node by the corpus' Blueprints AS WRITTEN
+//! (`kanister-examples/postgresql/postgres-blueprint.yaml`, `kanister-examples/maria/
+//! maria-blueprint.yaml`, read from KANISTER_CORPUS): the databases run in StatefulSets with
+//! PersistentVolumes (images `postgres-db:15`, `mariadb-db:10.11`), the Blueprints' pods run the
+//! images they name (`ghcr.io/kanisterio/postgres-kanister-tools:0.117.0`,
+//! `ghcr.io/kanisterio/mysql-sidecar:0.117.0`, built here under those names with our kando), and
+//! the dumps go through `kando location push|pull|delete` to the test object store.
+
+use serde_json::{Value, json};
+
+use blueprint_operator::functions::s3::{Config, Credentials, S3Client};
+
+use crate::functions::apply_create;
+use crate::install::{apply_yaml, install};
+use crate::real::{self, kubectl};
+use crate::support;
+
+const PG_BLUEPRINT: &str = "kanister-examples/postgresql/postgres-blueprint.yaml";
+const MARIA_BLUEPRINT: &str = "kanister-examples/maria/maria-blueprint.yaml";
+
+/// A corpus Blueprint's text, unmodified.
+fn corpus_blueprint(rel: &str) -> String {
+    let dir = support::corpus::dir().expect("the Kanister corpus (KANISTER_CORPUS)");
+    std::fs::read_to_string(dir.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+/// `kubectl apply -n ns` of a manifest (the corpus Blueprints name no namespace).
+fn apply_in(ns: &str, text: &str) {
+    let path = std::env::temp_dir().join(format!("bpo-real-db-{}.yaml", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    let r = kubectl(&["apply", "-n", ns, "-f", path.to_str().unwrap()]);
+    std::fs::remove_file(&path).unwrap();
+    r.unwrap_or_else(|e| panic!("applying in {ns}: {e}\n{text}"));
+}
+
+/// An ActionSet of one action (`action` is its spec: name, blueprint, object, ...), run by the
+/// installed controller to its end.
+async fn run(ns: &str, action: Value) -> Value {
+    let name = action["name"].as_str().unwrap().to_string();
+    let actionset = json!({
+        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
+        "metadata": {"generateName": format!("{name}-"), "namespace": ns,
+                     "labels": {"blueprint-operator.io/executor": "blueprint-operator"}},
+        "spec": {"actions": [action]},
+    });
+    let created = apply_create(&actionset);
+    support::poll(real::WAIT * 3, || async {
+        let a: Value = serde_json::from_str(
+            &kubectl(&[
+                "get",
+                "actionsets.cr.kanister.io",
+                "-n",
+                ns,
+                &created,
+                "-o",
+                "json",
+            ])
+            .ok()?,
+        )
+        .ok()?;
+        matches!(a["status"]["state"].as_str(), Some("complete" | "failed")).then_some(a)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("ActionSet {ns}/{created} did not end: {e}"))
+}
+
+fn store_client() -> S3Client {
+    let store = support::data_plane::object_store();
+    S3Client::new(&Config {
+        endpoint: store.endpoint.clone(),
+        region: store.region.clone(),
+        credentials: Credentials {
+            access_key_id: store.access_key.clone(),
+            secret_access_key: store.secret_key.clone(),
+            session_token: None,
+        },
+        skip_ssl_verify: false,
+    })
+    .expect("S3 client")
+}
+
+async fn keys(bucket: &str, prefix: &str) -> Vec<String> {
+    let mut k = store_client()
+        .list_all(bucket, prefix, None)
+        .await
+        .unwrap_or_else(|e| panic!("listing {bucket}/{prefix}: {e}"));
+    k.sort();
+    k
+}
+
+fn exec(ns: &str, pod: &str, script: &str) -> String {
+    kubectl(&["exec", "-n", ns, pod, "--", "bash", "-c", script])
+        .unwrap_or_else(|e| panic!("exec in {ns}/{pod}: {e}"))
+}
+
+// ---- PostgreSQL -------------------------------------------------------------------------------
+
+const PG_PASSWORD: &str = "pg-secret-4711";
+/// `app.kubernetes.io/instance`: the Blueprint derives the Secret's and Service's names from it.
+const PG_INSTANCE: &str = "shop";
+const PG_STS: &str = "shop-postgresql";
+
+/// A namespace with PostgreSQL as the Blueprint expects it (Bitnami's chart's shape): the
+/// StatefulSet `shop-postgresql` labelled `app.kubernetes.io/instance: shop` with a
+/// PersistentVolume, the Secret `shop-postgresql` (key `postgres-password`) and the Service
+/// `shop-postgresql`; and an s3 Profile `s3` on the bucket `bucket`.
+async fn postgres(prefix: &str, bucket: &str) -> String {
+    install().await;
+    let client = real::client().await;
+    let ns = support::namespace(&client, prefix).await;
+    support::data_plane::s3_profile(&client, &ns, "s3", bucket)
+        .await
+        .unwrap();
+    apply_yaml(&format!(
+        r#"apiVersion: v1
+kind: Secret
+metadata: {{name: {PG_STS}, namespace: {ns}}}
+stringData: {{postgres-password: {PG_PASSWORD}}}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: {PG_STS}, namespace: {ns}}}
+spec:
+  selector: {{app.kubernetes.io/instance: {PG_INSTANCE}}}
+  ports: [{{name: tcp-postgresql, port: 5432, targetPort: 5432}}]
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: {PG_STS}
+  namespace: {ns}
+  labels: {{app.kubernetes.io/instance: {PG_INSTANCE}}}
+spec:
+  serviceName: {PG_STS}
+  replicas: 1
+  selector: {{matchLabels: {{app.kubernetes.io/instance: {PG_INSTANCE}}}}}
+  template:
+    metadata: {{labels: {{app.kubernetes.io/instance: {PG_INSTANCE}}}}}
+    spec:
+      terminationGracePeriodSeconds: 5
+      containers:
+      - name: postgresql
+        image: postgres-db:15
+        imagePullPolicy: IfNotPresent
+        env:
+        - name: POSTGRES_PASSWORD
+          valueFrom: {{secretKeyRef: {{name: {PG_STS}, key: postgres-password}}}}
+        ports: [{{containerPort: 5432}}]
+        readinessProbe:
+          exec: {{command: [pg_isready, -h, 127.0.0.1, -U, postgres]}}
+          periodSeconds: 2
+        volumeMounts: [{{name: data, mountPath: /var/lib/postgresql/data}}]
+  volumeClaimTemplates:
+  - metadata: {{name: data}}
+    spec:
+      accessModes: [ReadWriteOnce]
+      resources: {{requests: {{storage: 256Mi}}}}
+"#
+    ))
+    .unwrap();
+    kubectl(&[
+        "rollout",
+        "status",
+        "-n",
+        &ns,
+        &format!("statefulset/{PG_STS}"),
+        "--timeout=180s",
+    ])
+    .unwrap();
+    ns
+}
+
+fn psql(ns: &str, sql: &str) -> String {
+    exec(
+        ns,
+        &format!("{PG_STS}-0"),
+        &format!(
+            "psql -v ON_ERROR_STOP=1 -h /var/run/postgresql -U postgres -At -c \"{sql}\" shop"
+        ),
+    )
+}
+
+/// The rows the tests write: quotes, a tab, non-ASCII, NULL and 500 generated ones.
+const PG_ROWS: &str = "CREATE TABLE items (id int PRIMARY KEY, name text, price numeric(10,2), note text); \
+     INSERT INTO items VALUES (1, 'it''s', 9.99, NULL), (2, E'tab\\there', 0.01, 'Grüße'); \
+     INSERT INTO items SELECT g, 'item ' || g, g * 1.25, md5(g::text) FROM generate_series(3, 502) g;";
+const PG_SELECT: &str = "SELECT id, name, price, coalesce(note, '<null>') FROM items ORDER BY id";
+
+fn pg_action(ns: &str, name: &str, blueprint: &str, extra: Value) -> Value {
+    let mut a = json!({
+        "name": name, "blueprint": blueprint,
+        "object": {"kind": "StatefulSet", "name": PG_STS, "namespace": ns},
+        "profile": {"name": "s3", "namespace": ns},
+    });
+    a.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    a
+}
+
+#[tokio::test]
+#[ignore = "real tier: tools/test.sh --real"]
+async fn corpus_postgres_blueprint_backs_up_restores_and_deletes_a_real_postgresql() {
+    let bucket = "bpo-real-pg";
+    let ns = postgres("pg", bucket).await;
+    apply_in(&ns, &corpus_blueprint(PG_BLUEPRINT));
+    exec(
+        &ns,
+        &format!("{PG_STS}-0"),
+        "psql -v ON_ERROR_STOP=1 -h /var/run/postgresql -U postgres -c 'CREATE DATABASE shop'",
+    );
+    psql(&ns, PG_ROWS);
+    let rows = psql(&ns, PG_SELECT);
+    assert_eq!(rows.lines().count(), 502, "{rows}");
+
+    let backup = run(&ns, pg_action(&ns, "backup", "postgres-bp", json!({}))).await;
+    assert_eq!(backup["status"]["state"], "complete", "{backup:#}");
+    let artifact = backup["status"]["actions"][0]["artifacts"]["cloudObject"].clone();
+    let location = artifact["keyValue"]["backupLocation"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        location.starts_with(&format!("pg_backups/{ns}/{PG_STS}/")),
+        "{backup:#}"
+    );
+    // The Profile has no prefix: the object's key is the Blueprint's --path.
+    let prefix = format!("pg_backups/{ns}/");
+    assert_eq!(keys(bucket, &prefix).await, vec![location.clone()]);
+
+    psql(&ns, "DROP TABLE items");
+    assert!(
+        psql(
+            &ns,
+            "SELECT count(*) FROM pg_tables WHERE tablename = 'items'"
+        )
+        .trim()
+            == "0"
+    );
+    let restore = run(
+        &ns,
+        pg_action(
+            &ns,
+            "restore",
+            "postgres-bp",
+            json!({"artifacts": {"cloudObject": artifact}}),
+        ),
+    )
+    .await;
+    assert_eq!(restore["status"]["state"], "complete", "{restore:#}");
+    assert_eq!(
+        psql(&ns, PG_SELECT),
+        rows,
+        "exactly the rows written before the backup"
+    );
+
+    // The delete action renders `.Namespace.Name`: Kanister runs it on a namespace object
+    // (`kanctl create actionset --action delete --from <backup> --namespacetargets <ns>`).
+    let delete = run(
+        &ns,
+        json!({
+            "name": "delete", "blueprint": "postgres-bp",
+            "object": {"kind": "Namespace", "name": ns, "namespace": ns},
+            "profile": {"name": "s3", "namespace": ns},
+            "artifacts": {"cloudObject": artifact},
+        }),
+    )
+    .await;
+    assert_eq!(delete["status"]["state"], "complete", "{delete:#}");
+    assert_eq!(
+        keys(bucket, &prefix).await,
+        Vec::<String>::new(),
+        "the dump is gone"
+    );
+}
+
+// ---- MariaDB ----------------------------------------------------------------------------------
+
+const MARIA_PASSWORD: &str = "maria-secret-0815";
+/// The Blueprint names the Secret (key `mariadb-root-password`) and the host after the
+/// StatefulSet.
+const MARIA_STS: &str = "maria";
+
+fn mariadb(ns: &str, sql: &str) -> String {
+    exec(
+        ns,
+        &format!("{MARIA_STS}-0"),
+        &format!(
+            "mariadb -u root -p\"$MARIADB_ROOT_PASSWORD\" -S /run/mysqld/mysqld.sock -N -B -e \"{sql}\""
+        ),
+    )
+}
+
+#[tokio::test]
+#[ignore = "real tier: tools/test.sh --real"]
+async fn corpus_maria_blueprint_backs_up_restores_and_deletes_a_real_mariadb() {
+    install().await;
+    let client = real::client().await;
+    let ns = support::namespace(&client, "maria").await;
+    let bucket = "bpo-real-maria";
+    support::data_plane::s3_profile(&client, &ns, "s3", bucket)
+        .await
+        .unwrap();
+    apply_yaml(&format!(
+        r#"apiVersion: v1
+kind: Secret
+metadata: {{name: {MARIA_STS}, namespace: {ns}}}
+stringData: {{mariadb-root-password: {MARIA_PASSWORD}}}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: {MARIA_STS}, namespace: {ns}}}
+spec:
+  selector: {{app: {MARIA_STS}}}
+  ports: [{{name: mysql, port: 3306, targetPort: 3306}}]
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {{name: {MARIA_STS}, namespace: {ns}}}
+spec:
+  serviceName: {MARIA_STS}
+  replicas: 1
+  selector: {{matchLabels: {{app: {MARIA_STS}}}}}
+  template:
+    metadata: {{labels: {{app: {MARIA_STS}}}}}
+    spec:
+      terminationGracePeriodSeconds: 5
+      containers:
+      - name: mariadb
+        image: mariadb-db:10.11
+        imagePullPolicy: IfNotPresent
+        env:
+        - name: MARIADB_ROOT_PASSWORD
+          valueFrom: {{secretKeyRef: {{name: {MARIA_STS}, key: mariadb-root-password}}}}
+        ports: [{{containerPort: 3306}}]
+        readinessProbe:
+          exec: {{command: [bash, -c, 'mariadb -u root -p"$MARIADB_ROOT_PASSWORD" -h 127.0.0.1 -e "SELECT 1"']}}
+          periodSeconds: 2
+        volumeMounts: [{{name: data, mountPath: /var/lib/mysql}}]
+  volumeClaimTemplates:
+  - metadata: {{name: data}}
+    spec:
+      accessModes: [ReadWriteOnce]
+      resources: {{requests: {{storage: 512Mi}}}}
+"#
+    ))
+    .unwrap();
+    kubectl(&[
+        "rollout",
+        "status",
+        "-n",
+        &ns,
+        &format!("statefulset/{MARIA_STS}"),
+        "--timeout=180s",
+    ])
+    .unwrap();
+    apply_in(&ns, &corpus_blueprint(MARIA_BLUEPRINT));
+    mariadb(
+        &ns,
+        "CREATE DATABASE shop; USE shop; \
+         CREATE TABLE items (id int PRIMARY KEY, name text, price decimal(10,2), note text) CHARACTER SET utf8mb4; \
+         INSERT INTO items VALUES (1, 'it''s', 9.99, NULL), (2, 'tab\\there', 0.01, 'Grüße'); \
+         INSERT INTO items SELECT seq, CONCAT('item ', seq), seq * 1.25, MD5(seq) FROM seq_3_to_502;",
+    );
+    let select = "SELECT id, name, price, IFNULL(note, '<null>') FROM shop.items ORDER BY id";
+    let rows = mariadb(&ns, select);
+    assert_eq!(rows.lines().count(), 502, "{rows}");
+
+    let action = |name: &str, extra: Value| {
+        let mut a = json!({
+            "name": name, "blueprint": "maria-blueprint",
+            "object": {"kind": "StatefulSet", "name": MARIA_STS, "namespace": ns},
+            "profile": {"name": "s3", "namespace": ns},
+        });
+        a.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        a
+    };
+    let backup = run(&ns, action("backup", json!({}))).await;
+    assert_eq!(backup["status"]["state"], "complete", "{backup:#}");
+    let artifact = backup["status"]["actions"][0]["artifacts"]["mariaCloudDump"].clone();
+    let path = artifact["keyValue"]["s3path"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        path.starts_with(&format!("/maria-backups/{ns}/{MARIA_STS}/")),
+        "{backup:#}"
+    );
+    // kando drops the leading `/` as Kanister's does.
+    let prefix = format!("maria-backups/{ns}/");
+    assert_eq!(keys(bucket, &prefix).await, vec![path[1..].to_string()]);
+
+    mariadb(&ns, "DROP TABLE shop.items");
+    let restore = run(
+        &ns,
+        action(
+            "restore",
+            json!({"artifacts": {"mariaCloudDump": artifact}}),
+        ),
+    )
+    .await;
+    assert_eq!(restore["status"]["state"], "complete", "{restore:#}");
+    assert_eq!(
+        mariadb(&ns, select),
+        rows,
+        "exactly the rows written before the backup"
+    );
+
+    let delete = run(
+        &ns,
+        json!({
+            "name": "delete", "blueprint": "maria-blueprint",
+            "object": {"kind": "Namespace", "name": ns, "namespace": ns},
+            "profile": {"name": "s3", "namespace": ns},
+            "artifacts": {"mariaCloudDump": artifact},
+        }),
+    )
+    .await;
+    assert_eq!(delete["status"]["state"], "complete", "{delete:#}");
+    assert_eq!(
+        keys(bucket, &prefix).await,
+        Vec::<String>::new(),
+        "the dump is gone"
+    );
+}
+
+// ---- bad input ----------------------------------------------------------------------------------
+
+/// The corpus PostgreSQL Blueprint with a deferPhase added (the corpus one has none): when the
+/// action did not complete, it deletes what the failed push may have left at the backup's
+/// location (the same `.Time`, so the same path), and records that it ran.
+fn pg_blueprint_with_cleanup() -> String {
+    let mut bp: Value = serde_yaml::from_str(&corpus_blueprint(PG_BLUEPRINT)).unwrap();
+    bp["metadata"]["name"] = json!("postgres-bp-cleanup");
+    bp["actions"]["backup"]["deferPhase"] = json!({
+        "func": "KubeTask", "name": "cleanup",
+        "args": {
+            "image": "ghcr.io/kanisterio/postgres-kanister-tools:0.117.0",
+            "namespace": "{{ .StatefulSet.Namespace }}",
+            "command": ["bash", "-o", "pipefail", "-c", concat!(
+                "BACKUP_LOCATION=pg_backups/{{ .StatefulSet.Namespace }}/{{ .StatefulSet.Name }}/",
+                "{{ toDate \"2006-01-02T15:04:05.999999999Z07:00\" .Time | date \"2006-01-02T15:04:05Z07:00\" }}/backup.sql.gz\n",
+                "if [ '{{ .Outcome.State }}' != complete ]; then\n",
+                "  kando location delete --profile '{{ toJson .Profile }}' --path \"${BACKUP_LOCATION}\" ",
+                "|| echo 'cleanup: the store refused the delete as well'\n",
+                "fi\n",
+                "kando output cleaned \"${BACKUP_LOCATION}\"\n",
+            )],
+        },
+    });
+    serde_json::to_string(&bp).unwrap()
+}
+
+/// A Profile `name` like the test one but on `endpoint`/`bucket` (the bucket is not created).
+fn profile_on(ns: &str, name: &str, endpoint: &str, bucket: &str) {
+    apply_yaml(
+        &json!({
+            "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Profile",
+            "metadata": {"name": name, "namespace": ns},
+            "location": {"type": "s3Compliant", "bucket": bucket, "endpoint": endpoint,
+                         "region": support::data_plane::object_store().region},
+            "credential": {"type": "keyPair", "keyPair": {
+                "idField": "aws_access_key_id", "secretField": "aws_secret_access_key",
+                "secret": {"apiVersion": "v1", "kind": "Secret", "name": "s3-creds", "namespace": ns}}},
+            "skipSSLVerify": false,
+        })
+        .to_string(),
+    )
+    .unwrap();
+}
+
+/// A backup whose push fails: the phase fails with `reason` (the store's or the network's own
+/// words) in the ActionSet's status, the deferPhase ran, and `bucket` holds no object under the
+/// namespace's backups that a restore could take.
+async fn push_fails(ns: &str, profile: &str, reason: &str, bucket: &str) {
+    let backup = run(
+        ns,
+        pg_action(
+            ns,
+            "backup",
+            "postgres-bp-cleanup",
+            json!({"profile": {"name": profile, "namespace": ns}}),
+        ),
+    )
+    .await;
+    assert_eq!(backup["status"]["state"], "failed", "{backup:#}");
+    let error = backup["status"]["error"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        error.contains(reason),
+        "no {reason:?} in the status error: {backup:#}"
+    );
+    assert!(
+        error.contains("failed to write contents to bucket"),
+        "kando's message: {error}"
+    );
+    let defer = &backup["status"]["actions"][0]["deferPhase"];
+    assert_eq!(defer["state"], "complete", "{backup:#}");
+    assert!(
+        backup["status"]["actions"][0]["artifacts"]["cloudObject"]["keyValue"]["backupLocation"]
+            .as_str()
+            .is_none_or(|l| l.is_empty() || l.contains("<no value>")),
+        "no artifact names a backup: {backup:#}"
+    );
+    assert_eq!(
+        keys(bucket, &format!("pg_backups/{ns}/")).await,
+        Vec::<String>::new()
+    );
+}
+
+#[tokio::test]
+#[ignore = "real tier: tools/test.sh --real"]
+async fn a_push_to_a_missing_bucket_or_a_closed_port_fails_with_the_reason_and_leaves_no_object() {
+    let bucket = "bpo-real-pg-bad";
+    let ns = postgres("pgbad", bucket).await;
+    apply_in(&ns, &pg_blueprint_with_cleanup());
+    let store = support::data_plane::object_store();
+
+    // A bucket that does not exist: the store's own answer, NoSuchBucket.
+    profile_on(&ns, "nobucket", &store.endpoint, "bpo-real-no-such-bucket");
+    push_fails(&ns, "nobucket", "NoSuchBucket", bucket).await;
+
+    // Nothing listens on the port: the connection is refused (a store gone mid-stream).
+    let closed = std::net::TcpListener::bind((real::NODE_IP, 0)).unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    profile_on(
+        &ns,
+        "closed",
+        &format!("http://{}:{port}", real::NODE_IP),
+        bucket,
+    );
+    push_fails(&ns, "closed", "Connection refused", bucket).await;
+}
