@@ -61,7 +61,9 @@ fn write_dump(path: &Path, bytes: u64) -> anyhow::Result<u64> {
     let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
     let mut written = 0u64;
     let mut id = 0u64;
-    let names = ["alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi"];
+    let names = [
+        "alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi",
+    ];
     while written < bytes {
         id += 1;
         // xorshift64: cheap, deterministic, not compressible in the token column (as hashes).
@@ -85,7 +87,10 @@ fn write_dump(path: &Path, bytes: u64) -> anyhow::Result<u64> {
         w.write_all(line.as_bytes())?;
         written += line.len() as u64;
     }
-    writeln!(w, "\\.\n\nALTER TABLE ONLY public.orders ADD CONSTRAINT orders_pkey PRIMARY KEY (id);")?;
+    writeln!(
+        w,
+        "\\.\n\nALTER TABLE ONLY public.orders ADD CONSTRAINT orders_pkey PRIMARY KEY (id);"
+    )?;
     w.flush()?;
     Ok(std::fs::metadata(path)?.len())
 }
@@ -138,7 +143,11 @@ fn main() -> anyhow::Result<()> {
     let t = Instant::now();
     let size = write_dump(&dir.0.join("dump.sql"), mib << 20)?;
     let (_, sum) = timed(&format!("sha256sum < {d}/dump.sql"), &[])?;
-    let sum = sum.split_whitespace().next().unwrap_or_default().to_string();
+    let sum = sum
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string();
     println!(
         "dump: {size} bytes ({:.0} MiB) written in {:.1}s, sha256 {sum}",
         size as f64 / 1048576.0,
@@ -172,16 +181,23 @@ fn main() -> anyhow::Result<()> {
         let mut env = env.to_vec();
         env.push(("RSS", rss_file.as_str()));
         let (s, _) = timed(
-            &format!("gzip -c < {d}/dump.sql | {kando} location push --profile \"$P\" --path {path} -"),
+            &format!(
+                "gzip -c < {d}/dump.sql | {kando} location push --profile \"$P\" --path {path} -"
+            ),
             &env,
         )?;
         kando_b.push(mb(size, s));
         rss_push = rss_push.max(rss(&rss_file)?);
         let (s, out) = timed(
-            &format!("{kando} location pull --profile \"$P\" --path {path} - | gunzip -c | sha256sum"),
+            &format!(
+                "{kando} location pull --profile \"$P\" --path {path} - | gunzip -c | sha256sum"
+            ),
             &env,
         )?;
-        anyhow::ensure!(out.starts_with(&sum), "the pulled stream differs from the dump");
+        anyhow::ensure!(
+            out.starts_with(&sum),
+            "the pulled stream differs from the dump"
+        );
         kando_r.push(mb(size, s));
         rss_pull = rss_pull.max(rss(&rss_file)?);
 
