@@ -18,7 +18,6 @@
 //! `BENCH_TIMEOUT_S` (default 1800) bounds each command.
 
 #[path = "../tests/support/mod.rs"]
-#[allow(dead_code)]
 mod support;
 
 use std::io::Write as _;
