@@ -298,33 +298,3 @@ async fn readme_example_actionset_and_actionschedule_run_to_completion() {
     );
     let _ = client;
 }
-
-#[tokio::test]
-#[ignore = "real tier: tools/test.sh --real"]
-async fn with_no_webhook_pod_ready_blueprints_are_refused_naming_the_webhook_until_it_is_back() {
-    install().await;
-    let client = real::client().await;
-    let ns = support::namespace(&client, "nowebhook").await;
-    let blueprint = format!(
-        "apiVersion: cr.kanister.io/v1alpha1\nkind: Blueprint\nmetadata: {{name: waits, namespace: {ns}}}\n\
-         actions:\n  backup:\n    phases:\n    - {{func: KubeTask, name: a, args: {{image: x, command: [sh]}}}}\n"
-    );
-    let webhook = "deployment/blueprint-operator-webhook";
-    kubectl(&["scale", "-n", NS, webhook, "--replicas=0"]).unwrap();
-    // failurePolicy Fail: with no ready endpoint the API server refuses, saying which webhook.
-    let err = support::poll(real::WAIT, || async { apply_yaml(&blueprint).err() })
-        .await
-        .expect("a Blueprint applied with no webhook pod is refused");
-    assert!(err.contains("blueprint-operator-webhook"), "{err}");
-    assert!(
-        kubectl(&["get", "blueprints.cr.kanister.io", "-n", &ns, "waits"]).is_err(),
-        "nothing was stored without admission"
-    );
-    kubectl(&["scale", "-n", NS, webhook, "--replicas=2"]).unwrap();
-    kubectl(&["rollout", "status", "-n", NS, webhook, "--timeout=180s"]).unwrap();
-    support::poll(real::WAIT, || async { apply_yaml(&blueprint).ok() })
-        .await
-        .expect("admitted once the webhook is back");
-    let stored = get_json(&["get", "blueprints.cr.kanister.io", "-n", &ns, "waits"]);
-    assert_eq!(stored["actions"]["backup"]["phases"][0]["name"], "a");
-}
