@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use blueprint_operator::functions::s3::{Config, Credentials, S3Client};
 
-use crate::functions::apply_create;
+use crate::functions::run_spec;
 use crate::install::{apply_yaml, install};
 use crate::real::{self, kubectl};
 use crate::support;
@@ -31,37 +31,6 @@ fn apply_in(ns: &str, text: &str) {
     let r = kubectl(&["apply", "-n", ns, "-f", path.to_str().unwrap()]);
     std::fs::remove_file(&path).unwrap();
     r.unwrap_or_else(|e| panic!("applying in {ns}: {e}\n{text}"));
-}
-
-/// An ActionSet of one action (`action` is its spec: name, blueprint, object, ...), run by the
-/// installed controller to its end.
-async fn run(ns: &str, action: Value) -> Value {
-    let name = action["name"].as_str().unwrap().to_string();
-    let actionset = json!({
-        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
-        "metadata": {"generateName": format!("{name}-"), "namespace": ns,
-                     "labels": {"blueprint-operator.io/executor": "blueprint-operator"}},
-        "spec": {"actions": [action]},
-    });
-    let created = apply_create(&actionset);
-    support::poll(real::WAIT * 3, || async {
-        let a: Value = serde_json::from_str(
-            &kubectl(&[
-                "get",
-                "actionsets.cr.kanister.io",
-                "-n",
-                ns,
-                &created,
-                "-o",
-                "json",
-            ])
-            .ok()?,
-        )
-        .ok()?;
-        matches!(a["status"]["state"].as_str(), Some("complete" | "failed")).then_some(a)
-    })
-    .await
-    .unwrap_or_else(|e| panic!("ActionSet {ns}/{created} did not end: {e}"))
 }
 
 fn store_client() -> S3Client {
@@ -213,7 +182,7 @@ async fn corpus_postgres_blueprint_backs_up_restores_and_deletes_a_real_postgres
     let rows = psql(&ns, PG_SELECT);
     assert_eq!(rows.lines().count(), 502, "{rows}");
 
-    let backup = run(&ns, pg_action(&ns, "backup", "postgres-bp", json!({}))).await;
+    let backup = run_spec(&ns, pg_action(&ns, "backup", "postgres-bp", json!({}))).await;
     assert_eq!(backup["status"]["state"], "complete", "{backup:#}");
     let artifact = backup["status"]["actions"][0]["artifacts"]["cloudObject"].clone();
     let location = artifact["keyValue"]["backupLocation"]
@@ -237,7 +206,7 @@ async fn corpus_postgres_blueprint_backs_up_restores_and_deletes_a_real_postgres
         .trim()
             == "0"
     );
-    let restore = run(
+    let restore = run_spec(
         &ns,
         pg_action(
             &ns,
@@ -256,7 +225,7 @@ async fn corpus_postgres_blueprint_backs_up_restores_and_deletes_a_real_postgres
 
     // The delete action renders `.Namespace.Name`: Kanister runs it on a namespace object
     // (`kanctl create actionset --action delete --from <backup> --namespacetargets <ns>`).
-    let delete = run(
+    let delete = run_spec(
         &ns,
         json!({
             "name": "delete", "blueprint": "postgres-bp",
@@ -377,7 +346,7 @@ spec:
             .extend(extra.as_object().unwrap().clone());
         a
     };
-    let backup = run(&ns, action("backup", json!({}))).await;
+    let backup = run_spec(&ns, action("backup", json!({}))).await;
     assert_eq!(backup["status"]["state"], "complete", "{backup:#}");
     let artifact = backup["status"]["actions"][0]["artifacts"]["mariaCloudDump"].clone();
     let path = artifact["keyValue"]["s3path"]
@@ -393,7 +362,7 @@ spec:
     assert_eq!(keys(bucket, &prefix).await, vec![path[1..].to_string()]);
 
     mariadb(&ns, "DROP TABLE shop.items");
-    let restore = run(
+    let restore = run_spec(
         &ns,
         action(
             "restore",
@@ -408,7 +377,7 @@ spec:
         "exactly the rows written before the backup"
     );
 
-    let delete = run(
+    let delete = run_spec(
         &ns,
         json!({
             "name": "delete", "blueprint": "maria-blueprint",
@@ -475,7 +444,7 @@ fn profile_on(ns: &str, name: &str, endpoint: &str, bucket: &str) {
 /// words) in the ActionSet's status, the deferPhase ran, and `bucket` holds no object under the
 /// namespace's backups that a restore could take.
 async fn push_fails(ns: &str, profile: &str, reason: &str, bucket: &str) {
-    let backup = run(
+    let backup = run_spec(
         ns,
         pg_action(
             ns,

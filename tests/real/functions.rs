@@ -17,6 +17,16 @@ pub async fn run_action(ns: &str, blueprint: &str, action: &str, extra: Value) -
     if let (Some(s), Some(e)) = (spec.as_object_mut(), extra.as_object()) {
         s.extend(e.clone());
     }
+    run_spec(ns, spec).await
+}
+
+/// An ActionSet of one action (`spec`: name, blueprint, object, ...), run by the installed
+/// controller to its end.
+pub async fn run_spec(ns: &str, spec: Value) -> Value {
+    let action = spec["name"]
+        .as_str()
+        .expect("the action's name")
+        .to_string();
     let actionset = json!({
         "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
         "metadata": {"generateName": format!("{action}-"), "namespace": ns,
@@ -44,7 +54,7 @@ pub async fn run_action(ns: &str, blueprint: &str, action: &str, extra: Value) -
     .unwrap_or_else(|e| panic!("ActionSet {ns}/{created} did not end: {e}"))
 }
 
-pub fn apply_create(obj: &Value) -> String {
+fn apply_create(obj: &Value) -> String {
     let path = std::env::temp_dir().join(format!("bpo-real-{}.json", std::process::id()));
     std::fs::write(&path, obj.to_string()).unwrap();
     let name = kubectl(&[
