@@ -17,7 +17,7 @@ use std::time::SystemTime;
 use serde_json::Value;
 
 use crate::install::{NS, apply_yaml};
-use crate::real::{self, kubectl, tools_image};
+use crate::real::{self, get_json, kanister_crds, kubectl, tools_image};
 use crate::support;
 
 const RELEASE: &str = "blueprint-operator";
@@ -63,29 +63,6 @@ fn helm(args: &[&str]) -> Result<String, String> {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         ))
-    }
-}
-
-fn get_json(args: &[&str]) -> Value {
-    let mut all = args.to_vec();
-    all.extend(["-o", "json"]);
-    serde_json::from_str(&kubectl(&all).unwrap()).unwrap()
-}
-
-/// Kanister's released CRDs, as a cluster running Kanister has them.
-fn kanister_crds() {
-    let crds = support::corpus::dir()
-        .expect("the Kanister corpus (KANISTER_CORPUS) with Kanister's CRDs")
-        .join("crds");
-    kubectl(&["apply", "-f", crds.to_str().unwrap()]).expect("Kanister's CRDs");
-    for crd in ["blueprints", "actionsets", "profiles"] {
-        kubectl(&[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            &format!("crd/{crd}.cr.kanister.io"),
-        ])
-        .unwrap();
     }
 }
 

@@ -5,9 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use serde_json::Value;
-
-use crate::real::{self, kubectl};
+use crate::real::{self, get_json, kubectl};
 use crate::support;
 
 /// The operator's namespace (manifests/base).
@@ -19,19 +17,7 @@ pub const NS: &str = "blueprint-operator";
 pub async fn install() {
     let _ = real::client().await;
     if kubectl(&["get", "deployment", "-n", NS, "blueprint-operator-webhook"]).is_err() {
-        let crds = support::corpus::dir()
-            .expect("the Kanister corpus (KANISTER_CORPUS) with Kanister's CRDs")
-            .join("crds");
-        kubectl(&["apply", "-f", crds.to_str().unwrap()]).expect("Kanister's CRDs");
-        for crd in ["blueprints", "actionsets", "profiles"] {
-            kubectl(&[
-                "wait",
-                "--for=condition=Established",
-                "--timeout=60s",
-                &format!("crd/{crd}.cr.kanister.io"),
-            ])
-            .unwrap();
-        }
+        real::kanister_crds();
         // A copy: the certificates are written beside the overlay, as the README does.
         let manifests =
             std::env::temp_dir().join(format!("bpo-real-manifests-{}", std::process::id()));
@@ -101,12 +87,6 @@ fn copy_dir(from: &Path, to: &Path) {
             std::fs::copy(entry.path(), &target).unwrap();
         }
     }
-}
-
-fn get_json(args: &[&str]) -> Value {
-    let mut all = args.to_vec();
-    all.extend(["-o", "json"]);
-    serde_json::from_str(&kubectl(&all).unwrap()).unwrap()
 }
 
 /// kubectl apply of a YAML text; stdout or the error (stderr) text.

@@ -98,3 +98,27 @@ pub fn pod(name: &str, image: &str, command: &[&str]) -> serde_json::Value {
 pub fn tools_pod(name: &str, script: &str) -> serde_json::Value {
     pod(name, &tools_image(), &["bash", "-c", script])
 }
+
+/// `kubectl get ... -o json`, parsed.
+pub fn get_json(args: &[&str]) -> serde_json::Value {
+    let mut all = args.to_vec();
+    all.extend(["-o", "json"]);
+    serde_json::from_str(&kubectl(&all).unwrap()).unwrap()
+}
+
+/// Kanister's released CRDs (the corpus's), as a cluster running Kanister has them.
+pub fn kanister_crds() {
+    let crds = support::corpus::dir()
+        .expect("the Kanister corpus (KANISTER_CORPUS) with Kanister's CRDs")
+        .join("crds");
+    kubectl(&["apply", "-f", crds.to_str().unwrap()]).expect("Kanister's CRDs");
+    for crd in ["blueprints", "actionsets", "profiles"] {
+        kubectl(&[
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            &format!("crd/{crd}.cr.kanister.io"),
+        ])
+        .unwrap();
+    }
+}
