@@ -15,8 +15,8 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use blueprint_operator::functions::output;
+use blueprint_operator::functions::s3::transfer::PART_SIZE;
 use blueprint_operator::functions::s3::{Config, Credentials, S3Client};
-use blueprint_operator::functions::s3_transfer::PART_SIZE;
 use bytes::Bytes;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};

@@ -47,7 +47,6 @@ pub mod restic;
 pub mod restore_data;
 pub mod restore_data_all;
 pub mod s3;
-pub mod s3_transfer;
 pub mod scale_workload;
 pub mod wait;
 pub mod wait_v2;

@@ -30,8 +30,8 @@ use std::io::IsTerminal as _;
 use std::os::fd::AsFd as _;
 
 use crate::functions::location_delete::{self, clean_path, clean_relative};
+use crate::functions::s3::transfer::{DownloadError, UploadError};
 use crate::functions::s3::{S3Client, S3Profile};
-use crate::functions::s3_transfer::{DownloadError, UploadError};
 
 /// The source or target that means stdin/stdout.
 pub const PIPE: &str = "-";

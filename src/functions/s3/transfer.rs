@@ -19,7 +19,7 @@ use http::Method;
 use http_body_util::BodyExt;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use super::s3::{self, Exchange, Reply, S3Client, S3Error};
+use super::{self as s3, Exchange, Reply, S3Client, S3Error};
 
 /// Part size of parts 1..=5000.
 pub const PART_SIZE: usize = 8 << 20;

@@ -38,6 +38,8 @@ use sha2::{Digest, Sha256};
 
 use super::restic;
 
+pub mod transfer;
+
 /// `hex(sha256(""))`.
 pub const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 /// Region used when the Profile names none.
