@@ -634,9 +634,9 @@ fn step_ctx(
     recorded: Map<String, Value>,
 ) -> (
     Context,
-    std::sync::Arc<std::sync::Mutex<Vec<functions::pod_create::StepEvent>>>,
+    std::sync::Arc<std::sync::Mutex<Vec<functions::context::StepEvent>>>,
 ) {
-    use functions::pod_create::{ActionSetRef, StepHook};
+    use functions::context::{ActionSetRef, StepHook};
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let s = seen.clone();
     let mut c = ctx(ns);
@@ -661,7 +661,7 @@ fn step_ctx(
 /// one; RestoreCSISnapshot takes the PVC its first run created as done.
 #[tokio::test]
 async fn csi_snapshot_functions_are_reentered_after_a_restart() -> anyhow::Result<()> {
-    use functions::pod_create::StepEvent;
+    use functions::context::StepEvent;
     let (client, ns) = setup("csi-reenter").await;
     pvc(&client, &ns, "logs").await?;
     let api = snapshots(&client, &ns);

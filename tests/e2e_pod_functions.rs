@@ -783,11 +783,11 @@ async fn pods_in_the_controller_namespace_use_its_service_account_and_link_the_a
     let rec = PodRecorder::start(&client, &ns).await;
     let rec_other = PodRecorder::start(&client, &other).await;
     let mut c = ctx(&ns);
-    c.controller = Some(functions::pod_create::ControllerIdentity {
+    c.controller = Some(functions::context::ControllerIdentity {
         namespace: ns.clone(),
         service_account: "controller-sa".into(),
     });
-    c.actionset = Some(functions::pod_create::ActionSetRef {
+    c.actionset = Some(functions::context::ActionSetRef {
         uid: "as-uid-1".into(),
         namespace: ns.clone(),
         name: "backup-1".into(),

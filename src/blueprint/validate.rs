@@ -10,9 +10,10 @@ use serde_json::{Map, Value};
 
 use super::catalog::{self, ArgType, Function};
 use super::report::{Problem, Report, Rule};
-use crate::executor::deadline::{BLUEPRINT_ANNOTATION, parse_go_duration};
-use crate::executor::resume::{self, RERUN_ANNOTATION, Restart};
+use crate::executor::deadline::parse_go_duration;
+use crate::executor::resume::{self, Restart};
 use crate::functions::weak;
+use crate::model::labels::{ANNOTATION_PHASE_TIMEOUTS, ANNOTATION_RERUN_ON_RESTART};
 use crate::template::Template;
 
 /// Top-level template parameters an executor provides (Kanister's
@@ -149,11 +150,13 @@ impl Validator {
     fn phase_timeouts(&mut self, doc: &Value) {
         let Some(raw) = doc
             .pointer("/metadata/annotations")
-            .and_then(|a| a.get(BLUEPRINT_ANNOTATION))
+            .and_then(|a| a.get(ANNOTATION_PHASE_TIMEOUTS))
         else {
             return;
         };
-        let ctx = Ctx::root(&format!("metadata.annotations[{BLUEPRINT_ANNOTATION:?}]"));
+        let ctx = Ctx::root(&format!(
+            "metadata.annotations[{ANNOTATION_PHASE_TIMEOUTS:?}]"
+        ));
         let fix =
             r#"write {"<action>": {"<phase>": "2h"}} with Go durations (0 disables the timeout)"#;
         let parsed = raw.as_str().map(serde_json::from_str::<Map<String, Value>>);
@@ -235,11 +238,13 @@ impl Validator {
     fn rerun_on_restart(&mut self, doc: &Value) {
         let Some(raw) = doc
             .pointer("/metadata/annotations")
-            .and_then(|a| a.get(RERUN_ANNOTATION))
+            .and_then(|a| a.get(ANNOTATION_RERUN_ON_RESTART))
         else {
             return;
         };
-        let ctx = Ctx::root(&format!("metadata.annotations[{RERUN_ANNOTATION:?}]"));
+        let ctx = Ctx::root(&format!(
+            "metadata.annotations[{ANNOTATION_RERUN_ON_RESTART:?}]"
+        ));
         let Some(text) = raw.as_str() else {
             return self.error(
                 ctx,
@@ -852,7 +857,7 @@ mod tests {
 
     fn bp(annotation: &str) -> Value {
         json!({
-            "metadata": {"name": "b", "annotations": {BLUEPRINT_ANNOTATION: annotation}},
+            "metadata": {"name": "b", "annotations": {ANNOTATION_PHASE_TIMEOUTS: annotation}},
             "actions": {"backup": {
                 "phases": [{"func": "KubeTask", "name": "dump", "args": {"image": "x", "command": ["a"]}}],
                 "deferPhase": {"func": "KubeOps", "name": "cleanup", "args": {"operation": "delete"}},
@@ -869,7 +874,7 @@ mod tests {
 
     fn rerun_bp(annotation: Value) -> Value {
         json!({
-            "metadata": {"name": "b", "annotations": {RERUN_ANNOTATION: annotation}},
+            "metadata": {"name": "b", "annotations": {ANNOTATION_RERUN_ON_RESTART: annotation}},
             "actions": {"backup": {
                 "phases": [
                     {"func": "KubeExec", "name": "dump", "args": {"namespace": "n", "pod": "p", "command": ["a"]}},

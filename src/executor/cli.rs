@@ -16,7 +16,7 @@ use super::metrics::Metrics;
 use super::pod_sweep;
 use super::runtime::{self, Config};
 use super::tenancy::Policy;
-use crate::functions::pod_create::ControllerIdentity;
+use crate::functions::context::ControllerIdentity;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct ControllerArgs {

@@ -13,7 +13,7 @@
 //! - a timeout of `0` means none.
 //!
 //! Where the values come from, most specific first: for one phase, the
-//! Blueprint annotation [`BLUEPRINT_ANNOTATION`]
+//! Blueprint annotation [`ANNOTATION_PHASE_TIMEOUTS`]
 //! (`{"<action>": {"<phase>": "2h"}}`: annotations survive Kanister's CRD,
 //! which prunes unknown phase fields); then the ActionSet's
 //! `spec.actions[].options` `phaseTimeout` / `actionTimeout`; then the
@@ -29,9 +29,7 @@ use chrono::{DateTime, Utc};
 pub const PHASE_OPTION: &str = "phaseTimeout";
 /// ActionSet option overriding the action timeout.
 pub const ACTION_OPTION: &str = "actionTimeout";
-/// Blueprint annotation with per-phase timeouts:
-/// `{"<action>": {"<phase or deferPhase name>": "<Go duration>"}}`.
-pub const BLUEPRINT_ANNOTATION: &str = "blueprint-operator.io/phase-timeouts";
+use crate::model::labels::ANNOTATION_PHASE_TIMEOUTS;
 /// Controller flag giving the default phase timeout.
 pub const PHASE_FLAG: &str = "--phase-timeout";
 /// Controller flag giving the default action timeout.
@@ -64,7 +62,7 @@ pub enum Source {
     Flag,
     /// The ActionSet option (`phaseTimeout`, `actionTimeout`).
     ActionSet,
-    /// The Blueprint annotation [`BLUEPRINT_ANNOTATION`] (one phase).
+    /// The Blueprint annotation [`ANNOTATION_PHASE_TIMEOUTS`] (one phase).
     Blueprint,
 }
 
@@ -133,11 +131,11 @@ pub fn resolve(
         action: pick(ACTION_OPTION, defaults.action),
         phases: BTreeMap::new(),
     };
-    if let Some(text) = blueprint_annotations.and_then(|a| a.get(BLUEPRINT_ANNOTATION)) {
+    if let Some(text) = blueprint_annotations.and_then(|a| a.get(ANNOTATION_PHASE_TIMEOUTS)) {
         match blueprint_phases(text, action) {
             Ok(phases) => t.phases = phases,
             Err(e) => problems.push(format!(
-                "Blueprint annotation {BLUEPRINT_ANNOTATION}: {e}; write {{\"<action>\": {{\"<phase>\": \"2h\"}}}} with Go durations (0 disables the timeout)"
+                "Blueprint annotation {ANNOTATION_PHASE_TIMEOUTS}: {e}; write {{\"<action>\": {{\"<phase>\": \"2h\"}}}} with Go durations (0 disables the timeout)"
             )),
         }
     }
@@ -266,7 +264,7 @@ fn set_by(limit: &Limit, option: &str, flag: &str) -> String {
     match limit.source {
         Source::Flag => format!("set by the controller flag {flag}"),
         Source::ActionSet => format!("set by the ActionSet option {option}"),
-        Source::Blueprint => format!("set by the Blueprint annotation {BLUEPRINT_ANNOTATION}"),
+        Source::Blueprint => format!("set by the Blueprint annotation {ANNOTATION_PHASE_TIMEOUTS}"),
     }
 }
 
@@ -606,7 +604,7 @@ mod tests {
     }
 
     fn bp_annotation(v: &str) -> BTreeMap<String, String> {
-        BTreeMap::from([(BLUEPRINT_ANNOTATION.to_string(), v.to_string())])
+        BTreeMap::from([(ANNOTATION_PHASE_TIMEOUTS.to_string(), v.to_string())])
     }
 
     #[test]

@@ -38,13 +38,10 @@ use crate::model::{
     State,
 };
 
-/// Finalizer held while an ActionSet runs, so that deleting it still lets
-/// the deferPhase run (bounded by the controller's deletion timeout).
-pub const FINALIZER: &str = "blueprint-operator.io/defer-phase";
-
-/// Annotation holding the executor's [`Record`] (JSON). Kanister's status
-/// schema prunes unknown fields, so what the status cannot hold lives here.
-pub const RECORD_ANNOTATION: &str = "blueprint-operator.io/executor";
+/// The finalizer and the [`Record`]'s annotation, by their names in this module.
+pub use crate::model::labels::{
+    ANNOTATION_EXECUTOR_RECORD as RECORD_ANNOTATION, FINALIZER_DEFER_PHASE as FINALIZER,
+};
 
 /// What the executor must remember across restarts and the status schema
 /// cannot hold: one entry per spec action, same order.

@@ -3,7 +3,7 @@
 //! Functions delete their pods themselves (also when a phase is cancelled),
 //! but a controller that is killed (SIGKILL, OOM, node loss) leaves them
 //! running. Every such pod carries its ActionSet's UID and namespace as
-//! labels ([`crate::functions::pod_create`]), so:
+//! labels ([`crate::model::labels`], set by [`crate::functions::pod`]), so:
 //!
 //! - **at start** and **periodically**, a labelled pod is deleted when its
 //!   ActionSet is gone (or was re-created: another UID) or has ended
@@ -24,9 +24,7 @@ use kube::api::{Api, DeleteParams, ListParams};
 use kube::{Client, ResourceExt};
 use tracing::{info, warn};
 
-use crate::functions::pod_create::{
-    ANNOTATION_ACTIONSET, LABEL_ACTIONSET_NAMESPACE, LABEL_ACTIONSET_UID,
-};
+use crate::model::labels::{ANNOTATION_ACTIONSET, LABEL_ACTIONSET_NAMESPACE, LABEL_ACTIONSET_UID};
 use crate::model::{ActionSet, State};
 
 /// What is known of a pod's ActionSet.

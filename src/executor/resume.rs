@@ -3,7 +3,7 @@
 //!
 //! - **re-attach**: the work runs in a pod the phase created; the pod is the
 //!   phase. The phase runs again with its pod found, not created
-//!   (`functions::pod_create::find_resumed`), so its exit status, log and
+//!   (`functions::pod::find_resumed`), so its exit status, log and
 //!   phase output are taken as if nothing had happened. A pod the ActionSet
 //!   records but that is gone fails the phase with that reason;
 //! - **re-enter**: the function's effect is a desired state or a wait
@@ -16,16 +16,14 @@
 //!   the restic data movers) or created something a second run would
 //!   duplicate or trip over: the phase fails ("controller restarted while
 //!   phase X was running …"), unless the Blueprint lists it in the annotation
-//!   [`RERUN_ANNOTATION`]; then it is re-run once (a second restart during
+//!   [`ANNOTATION_RERUN_ON_RESTART`]; then it is re-run once (a second restart during
 //!   the re-run fails it).
 
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-/// Blueprint annotation: comma-separated names of phases (main or defer, of
-/// any action) that are safe to run again after a controller restart.
-pub const RERUN_ANNOTATION: &str = "blueprint-operator.io/rerun-on-restart";
+use crate::model::labels::ANNOTATION_RERUN_ON_RESTART;
 
 /// What happens to a function's phase found running after a restart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,7 +34,7 @@ pub enum Restart {
 }
 
 /// Functions whose work is the pod they create (the shared pod runner,
-/// `functions::kube_task::run_pod`).
+/// `functions::pod::run_pod`).
 const REATTACH: &[&str] = &["KubeTask", "MultiContainerRun", "PrepareData"];
 /// Functions whose second run reaches the same state as the first.
 const REENTER: &[&str] = &[
@@ -68,10 +66,10 @@ pub fn after_restart(func: &str, args: Option<&Map<String, Value>>) -> Restart {
     Restart::AtMostOnce
 }
 
-/// The phase names of [`RERUN_ANNOTATION`] (empty without it).
+/// The phase names of [`ANNOTATION_RERUN_ON_RESTART`] (empty without it).
 pub fn rerun_phases(annotations: Option<&BTreeMap<String, String>>) -> Vec<String> {
     annotations
-        .and_then(|a| a.get(RERUN_ANNOTATION))
+        .and_then(|a| a.get(ANNOTATION_RERUN_ON_RESTART))
         .map(|v| parse_rerun(v))
         .unwrap_or_default()
 }
@@ -157,7 +155,10 @@ mod tests {
 
     #[test]
     fn rerun_is_declared_per_phase_and_happens_once() {
-        let ann = BTreeMap::from([(RERUN_ANNOTATION.to_string(), " dump, ,flush".to_string())]);
+        let ann = BTreeMap::from([(
+            ANNOTATION_RERUN_ON_RESTART.to_string(),
+            " dump, ,flush".to_string(),
+        )]);
         let r = rerun_phases(Some(&ann));
         assert_eq!(r, ["dump", "flush"]);
         assert_eq!(

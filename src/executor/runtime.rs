@@ -74,7 +74,7 @@ pub struct Config {
     /// Default phase and action timeouts (ActionSet options override them).
     pub timeouts: deadline::Defaults,
     /// Pods that functions start in this namespace run as this ServiceAccount.
-    pub controller: Option<functions::pod_create::ControllerIdentity>,
+    pub controller: Option<functions::context::ControllerIdentity>,
     /// What ActionSets may reach (namespaces, Profile endpoints).
     pub tenancy: Policy,
 }
@@ -741,7 +741,7 @@ async fn action_env(run: &Run<'_>, obj: &ActionSet, i: usize) -> ActionEnv {
         pod_override: spec.pod_override.clone(),
         pod_labels: spec.pod_labels.clone().unwrap_or_default(),
         pod_annotations: spec.pod_annotations.clone().unwrap_or_default(),
-        actionset: Some(functions::pod_create::ActionSetRef {
+        actionset: Some(functions::context::ActionSetRef {
             uid: obj.uid().unwrap_or_default(),
             namespace: run.ns.to_string(),
             name: run.name.to_string(),
@@ -840,7 +840,7 @@ impl StepPods {
 
 /// The function context of step `phase` (`None`: the deferPhase) of action
 /// `i`: its pods carry the step's label and are recorded in the ActionSet
-/// as they are created; `resume` as in [`functions::pod_create::ActionSetRef::resume`].
+/// as they are created; `resume` as in [`functions::context::ActionSetRef::resume`].
 fn step_context(
     run: &Run<'_>,
     env: &ActionEnv,
@@ -851,14 +851,14 @@ fn step_context(
 ) -> functions::Context {
     let mut fctx = env.fctx.clone();
     if let Some(a) = fctx.actionset.as_mut() {
-        a.phase = functions::pod_create::phase_key(i, phase);
+        a.phase = crate::model::labels::phase_key(i, phase);
         if let Some(r) = resume {
             a.reentered = r.reentered;
             a.resume = r.pods;
             a.resume_output = r.output;
         }
         let (api, name, pods) = (run.api.clone(), run.name.to_string(), pods.clone());
-        a.on_step = Some(functions::pod_create::StepHook(Arc::new(move |ev| {
+        a.on_step = Some(functions::context::StepHook(Arc::new(move |ev| {
             let (api, name, pods) = (api.clone(), name.clone(), pods.clone());
             Box::pin(async move { record_step(&api, &name, i, ev, &pods).await })
         })));
@@ -881,10 +881,10 @@ async fn record_step(
     api: &Api<ActionSet>,
     name: &str,
     i: usize,
-    ev: functions::pod_create::StepEvent,
+    ev: functions::context::StepEvent,
     pods: &StepPods,
 ) {
-    use functions::pod_create::StepEvent;
+    use functions::context::StepEvent;
     let t = match ev {
         StepEvent::PodCreated(pod) => {
             pods.created

@@ -186,9 +186,9 @@ pub async fn create(ctx: &Context, args: &Map<String, Value>) -> Result<Output, 
             })?
             .filter(|s| s.data["spec"]["source"]["persistentVolumeClaimName"] == json!(pvc)),
         None => {
-            super::pod_create::note(
+            super::context::note(
                 ctx,
-                super::pod_create::StepEvent::Output("name".into(), json!(name)),
+                super::context::StepEvent::Output("name".into(), json!(name)),
             )
             .await;
             None

@@ -2,26 +2,25 @@
 //! `kube.NewPodRunner` with `PodOptions{Command: sh -c "tail -f /dev/null"}`
 //! and `WaitForPodReady`): a pod that only waits, with the given PVCs
 //! mounted, into which restic commands are exec'd; deleted afterwards, also
-//! when the phase fails or is cancelled ([`super::kube_task::PodGuard`]).
+//! when the phase fails or is cancelled ([`super::pod::PodGuard`]).
 //!
-//! The pod is built by [`super::kube_task::build_pod`] (podOverride as a
+//! The pod is built by [`super::pod::build_pod`] (podOverride as a
 //! strategic merge, the `createdBy: kanister` label), so it looks like every
 //! other pod this executor creates. Labels and annotations are merged as for
-//! every pod ([`super::kube_task::merge_labels`]: the Blueprint's win);
+//! every pod ([`super::pod::merge_labels`]: the Blueprint's win);
 //! podOverride as Kanister's `GetPodSpecOverride` (the
 //! Blueprint's merged with the ActionSet's, the ActionSet's win).
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kube::api::Api;
 use serde_json::{Map, Value, json};
 
 use super::args::Args;
-use super::kube_task::{self, CONTAINER, PodGuard};
+use super::pod::{self, CONTAINER, PodGuard};
 use super::restic::Target;
-use super::{Context, FunctionError, pod_create};
+use super::{Context, FunctionError};
 
 /// The image Kanister uses when a data function gets none
 /// (`consts.GetKanisterToolsImage()`; env `KANISTER_TOOLS` overrides it).
@@ -68,10 +67,9 @@ pub struct PodExtras {
 /// ActionSet's, as Kanister's data functions do (see module docs).
 pub fn pod_extras(a: &Args, ctx: &Context) -> Result<PodExtras, FunctionError> {
     let pod_override =
-        kube_task::merge_overrides(a.opt_json_map("podOverride")?, ctx.pod_override.as_ref());
-    let labels = kube_task::merge_labels(a.opt_string_map("podLabels")?, &ctx.pod_labels);
-    let annotations =
-        kube_task::merge_labels(a.opt_string_map("podAnnotations")?, &ctx.pod_annotations);
+        pod::merge_overrides(a.opt_json_map("podOverride")?, ctx.pod_override.as_ref());
+    let labels = pod::merge_labels(a.opt_string_map("podLabels")?, &ctx.pod_labels);
+    let annotations = pod::merge_labels(a.opt_string_map("podAnnotations")?, &ctx.pod_annotations);
     Ok(PodExtras {
         pod_override,
         labels,
@@ -113,7 +111,7 @@ pub fn helper_pod(opts: &PodOptions) -> Result<Pod, String> {
         spec["volumes"] = Value::Array(volumes);
     }
     spec["containers"] = json!([container]);
-    kube_task::build_pod(
+    pod::build_pod(
         &opts.namespace,
         &opts.generate_name,
         spec,
@@ -185,13 +183,13 @@ pub async fn start(
     opts: &PodOptions,
 ) -> Result<HelperPod, FunctionError> {
     let pod = helper_pod(opts).map_err(|m| FunctionError::arg(function, "podOverride", m))?;
-    let (api, name, guard) = pod_create::create(ctx, function, &opts.namespace, pod).await?;
+    let (api, name, guard) = pod::create(ctx, function, &opts.namespace, pod).await?;
     let helper = HelperPod {
         namespace: opts.namespace.clone(),
         name: name.clone(),
         guard,
     };
-    match wait_ready(&api, &name).await {
+    match pod::wait_ready(&api, &name).await {
         Ok(()) => Ok(helper),
         Err(why) => {
             helper.delete().await;
@@ -200,65 +198,6 @@ pub async fn start(
                 format!("Failed while waiting for Pod {name} to be ready: {why}"),
             ))
         }
-    }
-}
-
-/// Is the pod Running with condition Ready=True? `Err` when it never will be.
-pub fn readiness(pod: &Pod) -> Result<bool, String> {
-    let Some(st) = &pod.status else {
-        return Ok(false);
-    };
-    match st.phase.as_deref() {
-        Some("Running") => Ok(st
-            .conditions
-            .iter()
-            .flatten()
-            .any(|c| c.type_ == "Ready" && c.status == "True")),
-        Some(p @ ("Succeeded" | "Failed")) => Err(format!(
-            "the pod ended (phase {p}) instead of waiting for commands"
-        )),
-        _ => {
-            for cs in st.container_statuses.iter().flatten() {
-                if let Some(w) = cs.state.as_ref().and_then(|s| s.waiting.as_ref())
-                    && let Some(reason) = w.reason.as_deref()
-                    && kube_task::FATAL_WAITING.contains(&reason)
-                {
-                    return Err(format!(
-                        "container {:?} is waiting: {reason}: {}",
-                        cs.name,
-                        w.message.as_deref().unwrap_or("")
-                    ));
-                }
-            }
-            Ok(false)
-        }
-    }
-}
-
-async fn wait_ready(api: &Api<Pod>, name: &str) -> Result<(), String> {
-    let timeout = kube_task::ready_timeout();
-    let deadline = tokio::time::Instant::now() + timeout;
-    let mut delay = Duration::from_millis(100);
-    loop {
-        let pod = api
-            .get(name)
-            .await
-            .map_err(|e| format!("getting the pod: {}", crate::kube_error::Describe(&e)))?;
-        if readiness(&pod)? {
-            return Ok(());
-        }
-        if tokio::time::Instant::now() >= deadline {
-            let phase = pod
-                .status
-                .as_ref()
-                .and_then(|s| s.phase.clone())
-                .unwrap_or_else(|| "without a phase".into());
-            return Err(format!(
-                "still {phase} after {timeout:?} (set TIMEOUT_WORKER_POD_READY, in minutes, to wait longer)"
-            ));
-        }
-        tokio::time::sleep(delay).await;
-        delay = (delay * 2).min(Duration::from_secs(2));
     }
 }
 
@@ -317,30 +256,5 @@ mod tests {
         let n = volume_name(&long, 3);
         assert!(n.len() <= 63, "{n}");
         assert_eq!(volume_name("x", 0), "vol-x");
-    }
-
-    #[test]
-    fn readiness_of_pod_states() {
-        let pod = |v: Value| -> Pod { serde_json::from_value(v).unwrap() };
-        assert!(!readiness(&pod(json!({}))).unwrap());
-        assert!(
-            readiness(&pod(json!({"status": {"phase": "Running",
-                "conditions": [{"type": "Ready", "status": "True"}]}})))
-            .unwrap()
-        );
-        assert!(
-            !readiness(&pod(json!({"status": {"phase": "Running",
-                "conditions": [{"type": "Ready", "status": "False"}]}})))
-            .unwrap()
-        );
-        let e = readiness(&pod(json!({"status": {"phase": "Failed"}}))).unwrap_err();
-        assert!(e.contains("phase Failed"), "{e}");
-        let e = readiness(&pod(
-            json!({"status": {"phase": "Pending", "containerStatuses": [{
-            "name": "container", "image": "x", "imageID": "", "ready": false, "restartCount": 0,
-            "state": {"waiting": {"reason": "ErrImagePull", "message": "no such image"}}}]}}),
-        ))
-        .unwrap_err();
-        assert!(e.contains("ErrImagePull: no such image"), "{e}");
     }
 }

@@ -9,7 +9,7 @@ use futures::future::join_all;
 use serde_json::{Map, Value};
 
 use super::args::Args;
-use super::kube_exec::exec;
+use super::pod::exec;
 use super::{Context, FunctionError, Output};
 
 const NAME: &str = "KubeExecAll";

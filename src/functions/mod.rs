@@ -10,14 +10,12 @@
 //! the phase output (string values, as Kanister's phase-output protocol).
 //!
 //! Cancellation: the executor may drop the returned future at any await
-//! point. Pods (all made through [`pod_create`]) are deleted by a guard whose `Drop` spawns
+//! point. Pods (all made through [`pod`]) are deleted by a guard whose `Drop` spawns
 //! a cleanup task on the current Tokio runtime (best effort: if the runtime
 //! itself is shutting down the pod stays behind). A dropped KubeExec/KubeExecAll
 //! closes its exec stream; whether the remote process stops is up to the
 //! container runtime (as with Kanister). ScaleWorkload has no own timeout: its
 //! readiness wait ends only when the workload is ready or the future is dropped.
-
-use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
@@ -26,6 +24,7 @@ pub mod backup_data;
 pub mod backup_data_all;
 pub mod backup_data_stats;
 pub mod check_repository;
+pub mod context;
 pub mod copy_volume_data;
 pub mod csi_snapshot;
 pub mod csi_snapshot_static;
@@ -33,6 +32,7 @@ pub mod data_pod;
 pub mod delete_csi_snapshot_content;
 pub mod delete_data;
 pub mod delete_data_all;
+mod error;
 pub mod kube_exec;
 pub mod kube_exec_all;
 pub mod kube_ops;
@@ -41,7 +41,7 @@ pub mod location_delete;
 pub mod multi_container_run;
 pub mod objref;
 pub mod output;
-pub mod pod_create;
+pub mod pod;
 pub mod prepare_data;
 pub mod restic;
 pub mod restore_data;
@@ -52,6 +52,10 @@ pub mod wait;
 pub mod wait_v2;
 pub mod weak;
 pub mod workload;
+
+pub use context::Context;
+pub use error::FunctionError;
+pub use output::Output;
 
 /// Functions this executor implements (Kanister names).
 pub const SUPPORTED: &[&str] = &[
@@ -126,98 +130,6 @@ pub fn unsupported_hint(function: &str) -> &'static str {
         ""
     }
 }
-
-/// What a function needs from the running action.
-#[derive(Clone)]
-pub struct Context {
-    pub client: kube::Client,
-    /// ActionSet namespace: default for `namespace` args.
-    pub namespace: String,
-    /// The action's target object.
-    pub object: crate::model::ObjectReference,
-    /// The ActionSet's `podOverride` (wins over the Blueprint's).
-    pub pod_override: Option<Map<String, Value>>,
-    pub pod_labels: BTreeMap<String, String>,
-    pub pod_annotations: BTreeMap<String, String>,
-    /// The ActionSet being run: every pod a function creates is labelled
-    /// with it ([`pod_create`]); `None` outside the executor.
-    pub actionset: Option<pod_create::ActionSetRef>,
-    /// The controller's namespace and ServiceAccount: pods created in that
-    /// namespace run as that ServiceAccount unless they name one.
-    pub controller: Option<pod_create::ControllerIdentity>,
-}
-
-/// A function failure; the Display reads like Kanister's phase errors.
-#[derive(Debug, thiserror::Error)]
-pub enum FunctionError {
-    #[error(
-        "function {0} is not supported by this executor{hint} (supported: {list})",
-        hint = unsupported_hint(.0),
-        list = SUPPORTED.join(", ")
-    )]
-    Unsupported(String),
-    #[error("Requested function {{{0}}} has not been registered")]
-    Unknown(String),
-    /// A missing or ill-typed argument.
-    #[error("{function}: argument `{arg}`: {message}")]
-    Arg {
-        function: &'static str,
-        arg: String,
-        message: String,
-    },
-    /// A phase-output line that could not be decoded.
-    #[error("{function}: failed to parse phase output: {message}")]
-    Output {
-        function: &'static str,
-        message: String,
-    },
-    /// A Kubernetes API call failed.
-    #[error("{function}: {action}: {}", crate::kube_error::Describe(source))]
-    Kube {
-        function: &'static str,
-        action: String,
-        #[source]
-        source: kube::Error,
-    },
-    /// Any other failure, already worded for the user.
-    #[error("{function}: {message}")]
-    Failed {
-        function: &'static str,
-        message: String,
-    },
-}
-
-impl FunctionError {
-    pub(crate) fn arg(function: &'static str, arg: &str, message: impl Into<String>) -> Self {
-        FunctionError::Arg {
-            function,
-            arg: arg.to_string(),
-            message: message.into(),
-        }
-    }
-
-    pub(crate) fn failed(function: &'static str, message: impl Into<String>) -> Self {
-        FunctionError::Failed {
-            function,
-            message: message.into(),
-        }
-    }
-
-    pub(crate) fn kube(
-        function: &'static str,
-        action: impl Into<String>,
-        source: kube::Error,
-    ) -> Self {
-        FunctionError::Kube {
-            function,
-            action: action.into(),
-            source,
-        }
-    }
-}
-
-/// Phase output: key → string value.
-pub type Output = Map<String, Value>;
 
 /// Run one Kanister function. `func` is matched exactly (Kanister names are
 /// case-sensitive); unsupported Kanister functions and unknown names fail.

@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use super::args::Args;
-use super::kube_task::{self, merge_labels, merge_overrides};
+use super::pod::{self, CONTAINER, merge_labels, merge_overrides};
 use super::{Context, FunctionError, Output};
 
 const NAME: &str = "MultiContainerRun";
@@ -77,7 +77,7 @@ pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, Fun
     let pod_override = merge_overrides(a.opt_json_map("podOverride")?, actionset_override.as_ref());
     let pod = pod(&spec, labels, annotations, pod_override.as_ref())
         .map_err(|m| FunctionError::arg(NAME, "podOverride", m))?;
-    let (log, _) = kube_task::run_pod(ctx, NAME, &spec.namespace, pod).await?;
+    let (log, _) = pod::run_pod(ctx, NAME, &spec.namespace, pod).await?;
     log.output(NAME)
 }
 
@@ -137,7 +137,7 @@ pub fn actionset_override(o: &Map<String, Value>) -> Map<String, Value> {
     let named = |n: &str| containers.iter().any(|c| name(c).as_deref() == Some(n));
     let Some(base) = containers
         .iter()
-        .find(|c| name(c).as_deref() == Some(kube_task::CONTAINER))
+        .find(|c| name(c).as_deref() == Some(CONTAINER))
     else {
         return o.clone();
     };
@@ -146,7 +146,7 @@ pub fn actionset_override(o: &Map<String, Value>) -> Map<String, Value> {
     }
     let mut result: Vec<Value> = containers
         .iter()
-        .filter(|c| name(c).as_deref() != Some(kube_task::CONTAINER))
+        .filter(|c| name(c).as_deref() != Some(CONTAINER))
         .cloned()
         .collect();
     for n in [BACKGROUND, OUTPUT] {
@@ -195,7 +195,7 @@ pub fn pod(
         pod_spec["initContainers"] = json!([container(INIT, image, spec.init_command.as_ref())]);
     }
     annotations.insert(DEFAULT_CONTAINER_ANNOTATION.into(), OUTPUT.into());
-    let mut pod = kube_task::build_pod(
+    let mut pod = pod::build_pod(
         &spec.namespace,
         "kanister-job-",
         pod_spec,

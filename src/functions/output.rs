@@ -6,7 +6,10 @@
 
 use serde_json::Value;
 
-use super::{FunctionError, Output};
+use super::FunctionError;
+
+/// Phase output: key → string value.
+pub type Output = serde_json::Map<String, Value>;
 
 /// The marker `kando output` prints before its JSON.
 pub const MARKER: &str = "###Phase-output###:";

@@ -24,7 +24,7 @@ use kube::api::Api;
 use serde_json::{Map, Value, json};
 
 use super::args::Args;
-use super::kube_task::{self, merge_labels, merge_overrides};
+use super::pod::{self, CONTAINER, merge_labels, merge_overrides};
 use super::{Context, FunctionError, Output};
 
 const NAME: &str = "PrepareData";
@@ -110,7 +110,7 @@ pub async fn run(
         pod_override.as_ref(),
     )
     .map_err(|m| FunctionError::arg(NAME, "podOverride", m))?;
-    let (log, _) = kube_task::run_pod_to_end(ctx, NAME, &namespace, pod, fail_on_error).await?;
+    let (log, _) = pod::run_pod_to_end(ctx, NAME, &namespace, pod, fail_on_error).await?;
     log.output(NAME)
 }
 
@@ -166,7 +166,7 @@ pub fn pod(
         volumes.push(json!({"name": name, "persistentVolumeClaim": claim}));
     }
     let mut container = json!({
-        "name": kube_task::CONTAINER,
+        "name": CONTAINER,
         "image": image,
         "command": command,
         "imagePullPolicy": "IfNotPresent",
@@ -181,7 +181,7 @@ pub fn pod(
     if !service_account.is_empty() {
         spec["serviceAccountName"] = json!(service_account);
     }
-    let mut pod = kube_task::build_pod(
+    let mut pod = pod::build_pod(
         namespace,
         JOB_PREFIX,
         spec,
@@ -190,7 +190,7 @@ pub fn pod(
         pod_override,
     )?;
     if let Some(s) = pod.spec.as_mut() {
-        s.containers.sort_by_key(|c| c.name != kube_task::CONTAINER);
+        s.containers.sort_by_key(|c| c.name != CONTAINER);
     }
     Ok(pod)
 }

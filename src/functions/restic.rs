@@ -11,7 +11,7 @@
 //!    `bash -o errexit -o pipefail -c "… restic <subcommand> …"`, the
 //!    environment on stdin ([`ResticCommand`]).
 //! 3. `async` helpers that exec those commands in a pod's container through
-//!    [`super::kube_exec::exec`] and parse restic's output
+//!    [`super::pod::exec`] and parse restic's output
 //!    ([`get_or_create_repository`], [`backup`], [`restore`],
 //!    [`snapshot_id_by_tag`], [`forget`], [`prune`], [`check_repository`]).
 //!
@@ -47,7 +47,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::kube_exec::{self, ExecResult};
+use super::pod::{self, ExecResult};
 use super::{Context, FunctionError};
 
 /// Kanister's `restic.GeneratePassword()`: the encryption key used when a
@@ -820,7 +820,7 @@ pub async fn exec(
     target: &Target<'_>,
     command: &ResticCommand,
 ) -> Result<ExecResult, FunctionError> {
-    let r = kube_exec::exec_with_stdin(
+    let r = pod::exec_with_stdin(
         ctx,
         function,
         target.namespace,

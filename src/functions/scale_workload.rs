@@ -7,7 +7,7 @@
 //!
 //! After a controller restart the phase is entered again: scaling to the same
 //! count is the same state, and `originalReplicaCount`, recorded in the
-//! ActionSet before the first run scaled ([`pod_create::StepEvent::Output`]),
+//! ActionSet before the first run scaled ([`StepEvent::Output`]),
 //! is taken from there (the workload's count is by then the new one, and a
 //! deferPhase that scales back to it would keep the application down).
 
@@ -19,7 +19,8 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::{Map, Value, json};
 
 use super::args::Args;
-use super::{Context, FunctionError, Output, pod_create};
+use super::context::{StepEvent, note};
+use super::{Context, FunctionError, Output};
 
 /// The output key, also recorded early.
 const ORIGINAL: &str = "originalReplicaCount";
@@ -154,9 +155,9 @@ pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, Fun
     let original = match recorded {
         Some(n) => n,
         None => {
-            pod_create::note(
+            note(
                 ctx,
-                pod_create::StepEvent::Output(ORIGINAL.into(), Value::from(current)),
+                StepEvent::Output(ORIGINAL.into(), Value::from(current)),
             )
             .await;
             i64::from(current)

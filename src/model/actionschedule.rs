@@ -13,23 +13,6 @@ use serde::{Deserialize, Serialize};
 use super::ActionSetSpec;
 
 pub const SCHEDULE_GROUP: &str = "blueprint-operator.io";
-/// Label on every ActionSet an ActionSchedule created: the schedule's name.
-pub const LABEL_SCHEDULE: &str = "blueprint-operator.io/schedule";
-/// Label: `scheduled`, `run-now` or `delete` (a retention delete action).
-pub const LABEL_TRIGGER: &str = "blueprint-operator.io/trigger";
-/// Label on a delete-action ActionSet: the name of the run whose artifacts it deletes.
-pub const LABEL_DELETE_FOR: &str = "blueprint-operator.io/delete-for";
-/// Annotation on created ActionSets: the nominal scheduled time (RFC 3339, UTC).
-pub const ANNOTATION_SCHEDULED_TIME: &str = "blueprint-operator.io/scheduled-time";
-/// Annotation on an ActionSchedule: set it to any new token to start a run now.
-pub const ANNOTATION_RUN_NOW: &str = "blueprint-operator.io/run-now";
-/// Annotation on created ActionSets: the full name of the schedule that created
-/// them. With [`LABEL_SCHEDULE`] it is how a schedule finds its runs: they
-/// carry no ownerReference to it, so deleting the schedule does not delete them.
-pub const ANNOTATION_SCHEDULE: &str = "blueprint-operator.io/schedule-name";
-/// Finalizer on an ActionSchedule with `retention.onDelete: Delete`: its runs'
-/// backups are deleted before the schedule goes.
-pub const FINALIZER_DELETE_RUNS: &str = "blueprint-operator.io/delete-runs";
 
 /// An ActionSchedule creates an ActionSet from `actionSetTemplate` at every
 /// tick of `schedule` (Kubernetes CronJob syntax) and rotates finished ones

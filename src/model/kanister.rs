@@ -99,13 +99,6 @@ pub struct BlueprintPhase {
 
 // ---------------------------------------------------------------- ActionSet
 
-/// Label that opts an ActionSet in to this executor (value
-/// [`EXECUTOR_LABEL_VALUE`]); ActionSchedule runs carry it. Beside Kanister's
-/// own controller, only ActionSets that carry it (or live in a namespace the
-/// controller was told to run) are run.
-pub const LABEL_EXECUTOR: &str = "blueprint-operator.io/executor";
-pub const EXECUTOR_LABEL_VALUE: &str = "blueprint-operator";
-
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ActionSet {

@@ -6,10 +6,12 @@
 //! for the executor and the scheduler, which read and write known fields.
 
 mod kanister;
+pub mod labels;
 mod resource;
 mod watched;
 
 pub use kanister::*;
+pub use labels::*;
 pub use watched::{WatchedActionSet, bad_states};
 
 pub mod actionschedule;

@@ -1,6 +1,5 @@
-//! The one place where functions create pods (KubeTask, MultiContainerRun,
-//! PrepareData and the data functions' helper pods), and what every such pod
-//! gets on top of what its function built:
+//! Creating a pod for a phase: what every pod a function makes gets on top of what its
+//! function built, and its cleanup.
 //!
 //! - labels linking it to its ActionSet ([`LABEL_ACTIONSET_UID`],
 //!   [`LABEL_ACTIONSET_NAMESPACE`]; the name in [`ANNOTATION_ACTIONSET`], too
@@ -8,153 +7,26 @@
 //!   can be found and deleted (`executor::pod_sweep`), and to the phase that
 //!   created it ([`LABEL_PHASE`]), so that a restarted controller finds the
 //!   pod of the phase that was running and re-attaches to it
-//!   ([`super::kube_task::run_pod`]);
+//!   ([`super::run_pod`]);
 //! - its `<namespace>/<name>` is handed to the executor right after the
-//!   create ([`StepHook`]), which records it in the ActionSet: after a
+//!   create ([`crate::functions::context::StepHook`]), which records it in the ActionSet: after a
 //!   restart, a pod recorded but gone was deleted or evicted (the phase
 //!   fails), a pod never recorded nor found was never created (the phase
 //!   runs);
 //! - the controller's ServiceAccount when the pod runs in the controller's
 //!   namespace and neither the function nor `podOverride` chose one, as
 //!   Kanister's `GetPodObjectFromPodOptions` / MultiContainerRun's
-//!   `setPodSpecServiceAccount` do (Blueprints run `kubectl` in such pods).
+//!   `setPodSpecServiceAccount` do (Blueprints run `kubectl` in such pods);
+//! - a guard ([`PodGuard`]) that deletes it when the phase ends or is dropped.
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, DeleteParams, PostParams};
 
-use super::kube_task::PodGuard;
-use super::{Context, FunctionError};
-
-/// Label: the UID of the ActionSet whose phase created the pod.
-pub const LABEL_ACTIONSET_UID: &str = "blueprint-operator.io/actionset-uid";
-/// Label: the namespace of that ActionSet (the sweeper's scope with `--namespace`).
-pub const LABEL_ACTIONSET_NAMESPACE: &str = "blueprint-operator.io/actionset-namespace";
-/// Annotation: `<namespace>/<name>` of that ActionSet.
-pub const ANNOTATION_ACTIONSET: &str = "blueprint-operator.io/actionset";
-/// Label: the step of the ActionSet that created the pod, `<action index>.<phase index>`
-/// or `<action index>.defer` ([`phase_key`]).
-pub const LABEL_PHASE: &str = "blueprint-operator.io/phase";
-
-/// The value of [`LABEL_PHASE`] for main phase `phase` (`None`: the deferPhase) of action
-/// `action` (indexes in the ActionSet's status, which never reorders).
-pub fn phase_key(action: usize, phase: Option<usize>) -> String {
-    match phase {
-        Some(p) => format!("{action}.{p}"),
-        None => format!("{action}.defer"),
-    }
-}
-
-/// The ActionSet a function runs for.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ActionSetRef {
-    pub uid: String,
-    pub namespace: String,
-    pub name: String,
-    /// The running step ([`phase_key`]); "" outside a phase.
-    pub phase: String,
-    /// `Some` when the step is resumed after a controller restart: the pods
-    /// (`<namespace>/<name>`) the ActionSet records it created before.
-    pub resume: Option<Vec<String>>,
-    /// The step is entered again after a controller restart (its function
-    /// drives a desired state): what it created may exist already.
-    pub reentered: bool,
-    /// When the step is entered again after a restart: what its first run
-    /// recorded with [`StepEvent::Output`].
-    pub resume_output: serde_json::Map<String, serde_json::Value>,
-    /// The executor's callback that records what the step did so far.
-    pub on_step: Option<StepHook>,
-}
-
-/// What a step records in its ActionSet before going on, so that a
-/// restarted controller knows it.
-#[derive(Clone, Debug, PartialEq)]
-pub enum StepEvent {
-    /// A pod `<namespace>/<name>` was created.
-    PodCreated(String),
-    /// A value the step will output, known before its effect (ScaleWorkload's
-    /// `originalReplicaCount` before it scales).
-    Output(String, serde_json::Value),
-}
-
-/// The executor's callback for [`StepEvent`]s; awaited before the function
-/// goes on.
-#[derive(Clone)]
-pub struct StepHook(
-    pub std::sync::Arc<dyn Fn(StepEvent) -> futures::future::BoxFuture<'static, ()> + Send + Sync>,
-);
-
-impl std::fmt::Debug for StepHook {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("StepHook")
-    }
-}
-
-/// Hooks compare equal: the reference is about which ActionSet and step.
-impl PartialEq for StepHook {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-impl Eq for StepHook {}
-
-/// Records `event` through the context's hook (nothing outside a phase).
-pub async fn note(ctx: &Context, event: StepEvent) {
-    if let Some(hook) = ctx.actionset.as_ref().and_then(|a| a.on_step.as_ref()) {
-        (hook.0)(event).await;
-    }
-}
-
-/// Where the controller runs and as whom (Kanister's `GetControllerNamespace`
-/// and `GetControllerServiceAccount`).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ControllerIdentity {
-    pub namespace: String,
-    pub service_account: String,
-}
-
-/// Env naming the controller's ServiceAccount (Kanister's name; our
-/// Deployment sets it from `spec.serviceAccountName`).
-pub const SERVICE_ACCOUNT_ENV: &str = "POD_SERVICE_ACCOUNT";
-/// The namespace file of an in-cluster ServiceAccount token mount.
-pub const NAMESPACE_FILE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
-
-impl ControllerIdentity {
-    /// From `POD_NAMESPACE` (else the in-cluster namespace file) and
-    /// `POD_SERVICE_ACCOUNT` (else `spec.serviceAccountName` of the pod
-    /// `POD_NAME`, as Kanister falls back to). `None` when either is unknown:
-    /// pods then get their namespace's default ServiceAccount.
-    pub async fn discover(client: &kube::Client) -> Option<ControllerIdentity> {
-        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
-        let namespace = env("POD_NAMESPACE").or_else(|| {
-            std::fs::read_to_string(NAMESPACE_FILE)
-                .ok()
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty())
-        })?;
-        let service_account = match env(SERVICE_ACCOUNT_ENV) {
-            Some(sa) => sa,
-            None => {
-                let pod = env("POD_NAME")?;
-                let api: Api<Pod> = Api::namespaced(client.clone(), &namespace);
-                match api.get(&pod).await {
-                    Ok(p) => p
-                        .spec
-                        .and_then(|s| s.service_account_name)
-                        .filter(|s| !s.is_empty())?,
-                    Err(e) => {
-                        tracing::warn!(pod = %pod, namespace = %namespace, error = %e,
-                            "cannot read the controller's pod to find its ServiceAccount (set {SERVICE_ACCOUNT_ENV})");
-                        return None;
-                    }
-                }
-            }
-        };
-        Some(ControllerIdentity {
-            namespace,
-            service_account,
-        })
-    }
-}
+use crate::functions::context::{ActionSetRef, ControllerIdentity, StepEvent, note};
+use crate::functions::{Context, FunctionError};
+use crate::model::labels::{
+    ANNOTATION_ACTIONSET, LABEL_ACTIONSET_NAMESPACE, LABEL_ACTIONSET_UID, LABEL_PHASE,
+};
 
 /// Adds the ActionSet link and, in the controller's namespace, the
 /// controller's ServiceAccount (unless the pod names one already).
@@ -282,6 +154,54 @@ pub async fn find_resumed(
     Ok(None)
 }
 
+/// Deletes the pod when dropped unless [`PodGuard::delete`] ran: the executor
+/// may drop the phase future at any await point. The delete runs as a task
+/// on the current Tokio runtime (best effort; nothing runs if there is none).
+pub struct PodGuard {
+    api: Api<Pod>,
+    name: Option<String>,
+}
+
+impl PodGuard {
+    pub fn new(api: Api<Pod>, name: String) -> Self {
+        PodGuard {
+            api,
+            name: Some(name),
+        }
+    }
+
+    /// Leave the pod (someone else deletes it).
+    pub fn keep(mut self) {
+        self.name = None;
+    }
+
+    /// Delete the pod now (errors are logged: the phase result does not depend on them).
+    pub async fn delete(mut self) {
+        if let Some(name) = self.name.take() {
+            delete_pod(&self.api, &name).await;
+        }
+    }
+}
+
+impl Drop for PodGuard {
+    fn drop(&mut self) {
+        if let Some(name) = self.name.take()
+            && let Ok(handle) = tokio::runtime::Handle::try_current()
+        {
+            let api = self.api.clone();
+            handle.spawn(async move { delete_pod(&api, &name).await });
+        }
+    }
+}
+
+async fn delete_pod(api: &Api<Pod>, name: &str) {
+    match api.delete(name, &DeleteParams::default()).await {
+        Ok(_) => tracing::debug!(pod = name, "deleted task pod"),
+        Err(kube::Error::Api(s)) if s.code == 404 => {}
+        Err(e) => tracing::warn!(pod = name, error = %e, "could not delete task pod"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -308,13 +228,12 @@ mod tests {
             uid: "u-1".into(),
             namespace: "app".into(),
             name: "backup-x".into(),
-            phase: phase_key(0, Some(2)),
+            phase: crate::model::labels::phase_key(0, Some(2)),
             ..ActionSetRef::default()
         };
         stamp(&mut p, "app", Some(&a), None);
         let labels = p.metadata.labels.unwrap();
         assert_eq!(labels[LABEL_PHASE], "0.2");
-        assert_eq!(phase_key(1, None), "1.defer");
         assert_eq!(labels[LABEL_ACTIONSET_UID], "u-1");
         assert_eq!(labels[LABEL_ACTIONSET_NAMESPACE], "app");
         assert_eq!(labels["createdBy"], "kanister");

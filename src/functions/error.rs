@@ -1,0 +1,73 @@
+//! The one error type of a function call ([`FunctionError`]); its Display reads like
+//! Kanister's phase errors, naming the function and the argument.
+
+use super::{SUPPORTED, unsupported_hint};
+
+/// A function failure; the Display reads like Kanister's phase errors.
+#[derive(Debug, thiserror::Error)]
+pub enum FunctionError {
+    #[error(
+        "function {0} is not supported by this executor{hint} (supported: {list})",
+        hint = unsupported_hint(.0),
+        list = SUPPORTED.join(", ")
+    )]
+    Unsupported(String),
+    #[error("Requested function {{{0}}} has not been registered")]
+    Unknown(String),
+    /// A missing or ill-typed argument.
+    #[error("{function}: argument `{arg}`: {message}")]
+    Arg {
+        function: &'static str,
+        arg: String,
+        message: String,
+    },
+    /// A phase-output line that could not be decoded.
+    #[error("{function}: failed to parse phase output: {message}")]
+    Output {
+        function: &'static str,
+        message: String,
+    },
+    /// A Kubernetes API call failed.
+    #[error("{function}: {action}: {}", crate::kube_error::Describe(source))]
+    Kube {
+        function: &'static str,
+        action: String,
+        #[source]
+        source: kube::Error,
+    },
+    /// Any other failure, already worded for the user.
+    #[error("{function}: {message}")]
+    Failed {
+        function: &'static str,
+        message: String,
+    },
+}
+
+impl FunctionError {
+    pub(crate) fn arg(function: &'static str, arg: &str, message: impl Into<String>) -> Self {
+        FunctionError::Arg {
+            function,
+            arg: arg.to_string(),
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn failed(function: &'static str, message: impl Into<String>) -> Self {
+        FunctionError::Failed {
+            function,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn kube(
+        function: &'static str,
+        action: impl Into<String>,
+        source: kube::Error,
+    ) -> Self {
+        FunctionError::Kube {
+            function,
+            action: action.into(),
+            source,
+        }
+    }
+}
