@@ -5,6 +5,7 @@
 //! planning) knows nothing of HTTP or the API server; the runtime parts
 //! (webhook server, reconcilers, functions) are thin shells around it.
 
+pub mod app;
 pub mod blueprint;
 pub mod cli;
 pub mod documents;
@@ -15,6 +16,5 @@ pub mod kanister_crd;
 pub mod kube_error;
 pub mod model;
 pub mod scheduler;
-pub mod telemetry;
 pub mod template;
 pub mod webhook;

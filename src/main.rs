@@ -30,7 +30,7 @@ enum Command {
     /// Write a development CA and webhook serving certificate and print the caBundle.
     Certs(blueprint_operator::webhook::CertsArgs),
     /// Run ActionSets from Blueprints (deferPhase guaranteed) and ActionSchedules.
-    Controller(blueprint_operator::executor::cli::ControllerArgs),
+    Controller(blueprint_operator::app::controller::ControllerArgs),
     /// Kanister's kando for Blueprints: location push/pull/delete, output (`kando --help`).
     /// Also run as `kando ...` through a link named kando.
     #[command(disable_help_flag = true)]
@@ -58,7 +58,7 @@ fn main() -> ExitCode {
             print!("{}", blueprint_operator::model::crd_yaml());
             ExitCode::SUCCESS
         }
-        Command::Controller(args) => serve(blueprint_operator::executor::cli::run(args)),
+        Command::Controller(args) => serve(blueprint_operator::app::controller::run(args)),
         Command::Webhook(args) => serve(blueprint_operator::webhook::run(args)),
         Command::Certs(args) => match blueprint_operator::webhook::run_certs(args) {
             Ok(()) => ExitCode::SUCCESS,

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use blueprint_operator::executor::cli::ControllerArgs;
+use blueprint_operator::app::controller::ControllerArgs;
 use blueprint_operator::webhook::WebhookArgs;
 use clap::Parser as _;
 use serde::Deserialize as _;

@@ -14,10 +14,10 @@
 //!   Profile endpoints refused in metadata ranges;
 //! - [`ownership`]: which ActionSets this executor runs (label, namespaces);
 //! - [`runtime`]: the reconciler on ActionSets (kube Controller, finalizer,
-//!   status writes with conflict retry);
-//! - [`cli`]: the `controller` subcommand.
+//!   status writes with conflict retry).
+//!
+//! The `controller` subcommand that runs it is [`crate::app::controller`].
 
-pub mod cli;
 pub mod deadline;
 pub mod endpoints;
 pub mod events;

@@ -495,7 +495,7 @@ fn limits(args: &WebhookArgs) -> anyhow::Result<Limits> {
 
 /// `blueprint-operator webhook`: serve until SIGTERM/SIGINT.
 pub async fn run(args: WebhookArgs) -> anyhow::Result<()> {
-    crate::telemetry::init(&args.log_level)?;
+    crate::app::logging::init(&args.log_level)?;
     let _ = rustls::crypto::ring::default_provider().install_default();
     let probe_listen = match args.probe_listen.trim() {
         "" => None,

@@ -12,10 +12,10 @@ use anyhow::Context as _;
 use prometheus_client::registry::Registry;
 use tracing::{info, warn};
 
-use super::metrics::Metrics;
-use super::pod_sweep;
-use super::runtime::{self, Config};
-use super::tenancy::Policy;
+use crate::executor::metrics::Metrics;
+use crate::executor::pod_sweep;
+use crate::executor::runtime::{self, Config};
+use crate::executor::tenancy::Policy;
 use crate::functions::context::ControllerIdentity;
 
 #[derive(Debug, Clone, clap::Args)]
@@ -116,7 +116,7 @@ pub struct ControllerArgs {
 }
 
 fn parse_timeout(s: &str) -> Result<Duration, String> {
-    super::deadline::parse_go_duration(s)
+    crate::executor::deadline::parse_go_duration(s)
         .map_err(|e| format!("{e}: write a Go duration such as 30m, 4h or 1h30m (0 = none)"))
 }
 
@@ -194,7 +194,7 @@ async fn serve_metrics(addr: &str, registry: Arc<Registry>) -> anyhow::Result<()
 
 /// Runs the controller until SIGTERM/SIGINT (or until the Lease is lost).
 pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
-    let _ = crate::telemetry::init(&args.log_level);
+    let _ = crate::app::logging::init(&args.log_level);
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = kube::Client::try_default()
         .await
@@ -291,7 +291,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         run_namespaces: args.run_namespaces.clone(),
         deletion_timeout: Duration::from_secs(args.deletion_timeout),
         instance,
-        timeouts: super::deadline::Defaults {
+        timeouts: crate::executor::deadline::Defaults {
             phase: args.phase_timeout,
             action: args.action_timeout,
         },
