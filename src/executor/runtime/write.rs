@@ -1,0 +1,199 @@
+//! Status writes: every transition is written to the ActionSet (the whole object: Kanister's
+//! CRD has no status subresource), GET-mutate-REPLACE retried on conflicts and transient
+//! errors.
+
+use super::*;
+
+/// Why a write loop gave up.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum WriteError {
+    #[error("ActionSet is gone")]
+    Gone,
+    #[error(transparent)]
+    Stale(#[from] machine::Stale),
+    #[error("{0}")]
+    Other(String),
+}
+
+pub(super) fn now_rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// GET, mutate, REPLACE; retried on conflicts and transient errors until
+/// the object is gone or `f` refuses.
+pub(super) async fn update<T>(
+    api: &Api<ActionSet>,
+    name: &str,
+    mut cached: Option<ActionSet>,
+    mut f: impl FnMut(&mut ActionSet) -> Result<T, WriteError>,
+) -> Result<(ActionSet, T), WriteError> {
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        // The last object this task wrote is usually current: try it first
+        // and read again only on a conflict.
+        if let Some(mut obj) = cached.take() {
+            let out = f(&mut obj)?;
+            match api.replace(name, &PostParams::default(), &obj).await {
+                Ok(written) => return Ok((written, out)),
+                Err(kube::Error::Api(s)) if s.code == 404 => return Err(WriteError::Gone),
+                Err(_) => continue,
+            }
+        }
+        let mut obj = match api.get(name).await {
+            Ok(o) => o,
+            Err(kube::Error::Api(s)) if s.code == 404 => return Err(WriteError::Gone),
+            // Someone wrote what our model cannot read: stop; the watch
+            // reports it and resumes the ActionSet once it is fixed.
+            Err(kube::Error::SerdeError(e)) => {
+                return Err(WriteError::Other(format!("ActionSet cannot be read: {e}")));
+            }
+            Err(e) => {
+                warn!(actionset = name, error = %e, "reading ActionSet failed; retrying");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(10));
+                continue;
+            }
+        };
+        let out = f(&mut obj)?;
+        match api.replace(name, &PostParams::default(), &obj).await {
+            Ok(written) => return Ok((written, out)),
+            Err(kube::Error::Api(s)) if s.code == 409 => continue,
+            Err(kube::Error::Api(s)) if s.code == 404 => return Err(WriteError::Gone),
+            Err(kube::Error::Api(s)) if s.code == 422 || s.code == 400 => {
+                return Err(WriteError::Other(format!(
+                    "the API server rejected the ActionSet update: {}",
+                    s.message
+                )));
+            }
+            Err(e) => {
+                warn!(actionset = name, error = %e, "writing ActionSet failed; retrying");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(10));
+            }
+        }
+    }
+}
+
+/// Shared state of one ActionSet's task.
+pub(super) struct Run<'a> {
+    pub(super) inner: &'a Inner,
+    pub(super) api: Api<ActionSet>,
+    pub(super) ns: &'a str,
+    pub(super) name: &'a str,
+    /// Events are published in order by one task, off the critical path.
+    pub(super) events: tokio::sync::mpsc::UnboundedSender<(CoreRef, EventSpec)>,
+}
+
+impl Run<'_> {
+    /// Applies `t` to action `i` and publishes the resulting Events.
+    pub(super) async fn write(
+        &self,
+        i: usize,
+        t: Transition,
+        cached: &ActionSet,
+    ) -> Result<ActionSet, WriteError> {
+        self.write_chain(i, t, cached, |_| None)
+            .await
+            .map(|(o, _)| o)
+    }
+
+    /// Applies `t`, then, in the same write, the start of the next step if
+    /// `chain` returns one for it (`PhaseStarted`/`DeferStarted`): one API
+    /// write per phase instead of two. Returns the step that was started.
+    pub(super) async fn write_chain(
+        &self,
+        i: usize,
+        t: Transition,
+        cached: &ActionSet,
+        chain: impl Fn(Step) -> Option<Transition>,
+    ) -> Result<(ActionSet, Option<Step>), WriteError> {
+        let ((obj, evs), started) = {
+            let mut started = None;
+            let r = update(&self.api, self.name, Some(cached.clone()), |obj| {
+                started = None;
+                // One record per status action: the spec may have changed.
+                let n = obj.status.as_ref().map(|s| s.actions.len()).unwrap_or(0);
+                let now = now_rfc3339();
+                let (mut rec, _) = Record::from_meta(&obj.metadata, n, &now);
+                let status = obj
+                    .status
+                    .as_mut()
+                    .ok_or_else(|| WriteError::Other("status disappeared".into()))?;
+                let ctx = Ctx {
+                    actionset: self.name,
+                    now: &now,
+                };
+                let mut evs = machine::apply(status, &mut rec, i, t.clone(), ctx)?;
+                if obj.metadata.deletion_timestamp.is_none()
+                    && let (Some(st), Some(r)) = (status.actions.get(i), rec.actions.get(i))
+                {
+                    let step = machine::next_step(st, r, false);
+                    // No next main phase for an action whose spec entry is gone.
+                    let removed = machine::spec_action_for(obj.spec.as_ref(), st, i).is_none();
+                    let next =
+                        chain(step).filter(|_| !(removed && matches!(step, Step::RunPhase(_))));
+                    if let Some(next) = next {
+                        evs.extend(machine::apply(status, &mut rec, i, next, ctx)?);
+                        started = Some(step);
+                    }
+                }
+                rec.to_meta(&mut obj.metadata);
+                let state = status.state;
+                machine::sync_finalizer(&mut obj.metadata, state);
+                Ok(evs)
+            })
+            .await?;
+            (r, started)
+        };
+        self.publish_all(&obj, &evs);
+        if let Some(state) = obj.state().filter(|s| s.is_terminal()) {
+            self.inner.metrics.actionset_ended(state == State::Complete);
+            info!(actionset = %self.name, namespace = %self.ns, state = %state, "ActionSet finished");
+        }
+        Ok((obj, started))
+    }
+}
+
+/// Records what the running step of action `i` did.
+pub(super) async fn record_step(
+    api: &Api<ActionSet>,
+    name: &str,
+    i: usize,
+    ev: functions::context::StepEvent,
+    pods: &StepPods,
+) {
+    use functions::context::StepEvent;
+    let t = match ev {
+        StepEvent::PodCreated(pod) => {
+            pods.created
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(pod.clone());
+            Transition::PodCreated(pod)
+        }
+        StepEvent::Output(k, v) => Transition::EarlyOutput(k, v),
+    };
+    let r = update(api, name, None, |obj| {
+        let n = obj.status.as_ref().map(|s| s.actions.len()).unwrap_or(0);
+        let now = now_rfc3339();
+        let (mut rec, _) = Record::from_meta(&obj.metadata, n, &now);
+        let status = obj
+            .status
+            .as_mut()
+            .ok_or_else(|| WriteError::Other("status disappeared".into()))?;
+        let ctx = Ctx {
+            actionset: name,
+            now: &now,
+        };
+        machine::apply(status, &mut rec, i, t.clone(), ctx)?;
+        rec.to_meta(&mut obj.metadata);
+        Ok(())
+    })
+    .await;
+    match r {
+        Ok((written, ())) => *pods.latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(written),
+        Err(e) => {
+            warn!(actionset = name, transition = ?t, error = %e, "could not record what the phase did in the ActionSet")
+        }
+    }
+}
