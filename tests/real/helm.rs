@@ -120,6 +120,39 @@ async fn operator_pods_gone() {
     .unwrap_or_else(|e| panic!("the operator's pods did not end: {e}"));
 }
 
+/// Waits until no object of the release's `manifest` (`helm get manifest`) is left: Deployments,
+/// Services, webhook configurations, ClusterRoles and their bindings, ...; the error lists what
+/// is still there.
+async fn release_objects_gone(manifest: &str) {
+    let file =
+        std::env::temp_dir().join(format!("bpo-real-helm-release-{}.yaml", std::process::id()));
+    std::fs::write(&file, manifest).unwrap();
+    let path = file.to_str().unwrap();
+    let left = || {
+        kubectl(&[
+            "get",
+            "-f",
+            path,
+            "-n",
+            NS,
+            "--ignore-not-found",
+            "-o",
+            "name",
+        ])
+    };
+    let gone = support::poll(real::WAIT, || async {
+        left().ok().filter(|names| names.trim().is_empty())
+    })
+    .await;
+    if let Err(e) = gone {
+        let still = left().unwrap_or_else(|e| format!("{e:#}"));
+        panic!(
+            "objects of the release {RELEASE} are still there after helm uninstall: {e}\n{still}"
+        );
+    }
+    std::fs::remove_file(&file).unwrap();
+}
+
 fn rollout(deploy: &str) {
     if let Err(e) = kubectl(&[
         "rollout",
@@ -151,6 +184,61 @@ async fn completes_after(ns: &str, schedule: &str, after: &str) -> Value {
         let runs = kubectl(&["get", "actionsets.cr.kanister.io", "-n", ns]).unwrap_or_default();
         let pods = kubectl(&["get", "pods", "-n", NS, "-o", "wide"]).unwrap_or_default();
         panic!("no run of {schedule} completed after {after}: {e}\n{s}\n{runs}\n{pods}")
+    })
+}
+
+/// Suspends the schedule and waits until its runs are settled: the suspension observed, no run
+/// active, and no more complete (3) or failed (2) runs than its retention keeps, so the controller
+/// has nothing left to create or rotate. Returns the names of the runs.
+async fn settled_runs(ns: &str, schedule: &str) -> Vec<String> {
+    kubectl(&[
+        "patch",
+        "actionschedules",
+        "-n",
+        ns,
+        schedule,
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"suspend":true}}"#,
+    ])
+    .unwrap();
+    let settled = support::poll(real::WAIT, || async {
+        let s: Value = serde_json::from_str(
+            &kubectl(&["get", "actionschedules", "-n", ns, schedule, "-o", "json"]).ok()?,
+        )
+        .ok()?;
+        let observed = s["status"]["observedGeneration"] == s["metadata"]["generation"];
+        if !(observed && s["status"]["activeCount"].as_u64() == Some(0)) {
+            return None;
+        }
+        let runs: Value = serde_json::from_str(
+            &kubectl(&["get", "actionsets.cr.kanister.io", "-n", ns, "-o", "json"]).ok()?,
+        )
+        .ok()?;
+        let runs = runs["items"].as_array()?.clone();
+        let count = |state: &str| {
+            runs.iter()
+                .filter(|a| a["status"]["state"] == state)
+                .count()
+        };
+        let (complete, failed) = (count("complete"), count("failed"));
+        (complete + failed == runs.len() && complete <= 3 && failed <= 2).then(|| {
+            runs.iter()
+                .map(|a| {
+                    a["metadata"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string()
+                })
+                .collect()
+        })
+    })
+    .await;
+    settled.unwrap_or_else(|e| {
+        let s = kubectl(&["get", "actionschedules", "-n", ns, schedule, "-o", "yaml"])
+            .unwrap_or_default();
+        let runs = kubectl(&["get", "actionsets.cr.kanister.io", "-n", ns]).unwrap_or_default();
+        panic!("the runs of {schedule} did not settle after suspending it: {e}\n{s}\n{runs}")
     })
 }
 
@@ -350,15 +438,15 @@ async fn helm_install_upgrade_uninstall_beside_kanister_crds() {
     assert_eq!(history.as_array().map(Vec::len), Some(3), "{history:#}");
 
     // --- uninstall: the operator goes, the users' objects stay.
-    let runs_before = get_json(&["get", "actionsets.cr.kanister.io", "-n", &ns]);
-    let run_names: Vec<String> = runs_before["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["metadata"]["name"].as_str().unwrap().to_string())
-        .collect();
+    let run_names = settled_runs(&ns, "tick").await;
     assert!(!run_names.is_empty());
-    helm(&["uninstall", RELEASE, "--namespace", NS, "--wait"]).unwrap_or_else(|e| panic!("{e}"));
+    let manifest = helm(&["get", "manifest", RELEASE, "-n", NS]).unwrap_or_else(|e| panic!("{e}"));
+    // Helm's default (no --wait): Helm 4.3's kstatus wait for deletion counts an object its
+    // informer has not listed yet as deleted and can then report a late stale list of it
+    // ("ClusterRole//... still exists. status: Current") under a loaded API server. The test
+    // waits itself, on the objects of the release's own manifest.
+    helm(&["uninstall", RELEASE, "--namespace", NS]).unwrap_or_else(|e| panic!("{e}"));
+    release_objects_gone(&manifest).await;
     operator_pods_gone().await;
     for deploy in [
         "blueprint-operator-webhook",
@@ -374,7 +462,7 @@ async fn helm_install_upgrade_uninstall_beside_kanister_crds() {
     get_json(&["get", "actionschedules", "-n", &ns, "tick"]);
     get_json(&["get", "crd", "actionschedules.blueprint-operator.io"]);
     for run in &run_names {
-        // Rotation stopped with the controller: every run seen before is still there.
+        // Every run seen before uninstall is still there (none was due for rotation).
         get_json(&["get", "actionsets.cr.kanister.io", "-n", &ns, run]);
     }
     kubectl(&[
