@@ -54,11 +54,11 @@ fn readme_flags() -> BTreeMap<String, Vec<(String, usize)>> {
             table_of = None;
             continue;
         }
-        if section.starts_with("Configuration") {
-            if let Some(h) = line.strip_prefix("#### ") {
-                table_of = Some(h.trim_matches('`').to_string());
-                continue;
-            }
+        if section.starts_with("Configuration")
+            && let Some(h) = line.strip_prefix("#### ")
+        {
+            table_of = Some(h.trim_matches('`').to_string());
+            continue;
         }
         if section.is_empty() || !line.starts_with("| `") {
             continue;
