@@ -1766,3 +1766,268 @@ async fn status_fields_our_model_lacks_survive_the_run() -> anyhow::Result<()> {
     assert_eq!(st["actions"][0]["phases"][1]["state"], "complete");
     Ok(())
 }
+
+/// Waits until the pod of phase `phase` (label `blueprint-operator.io/phase=0.<phase>`) exists
+/// and the ActionSet `as` records it (what a restarted controller re-attaches to); its name.
+async fn recorded_phase_pod(client: &Client, ns: &str, phase: usize) -> anyhow::Result<String> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let selector = format!("blueprint-operator.io/phase=0.{phase}");
+    support::poll(support::WAIT, || async {
+        let pod = pods
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .ok()?
+            .items
+            .into_iter()
+            .next()?
+            .metadata
+            .name?;
+        let a = raw_actionset(client, ns, "as").await.ok()?;
+        let record = a["metadata"]["annotations"]["blueprint-operator.io/executor"].as_str()?;
+        record.contains(&pod).then_some(pod)
+    })
+    .await
+}
+
+/// MultiContainerRun and PrepareData run their work in a pod, like KubeTask: the controller is
+/// SIGKILLed during each of them in turn and every new controller re-attaches to the running
+/// pod (issue 29 point 1): each pod is created once, each phase's output is its pod's, and the
+/// deferPhase runs once after both.
+#[tokio::test]
+async fn controller_killed_during_multicontainerrun_and_preparedata_reattaches_to_their_pods()
+-> anyhow::Result<()> {
+    let Some((client, ns)) = setup("exec-kill-pods").await else {
+        return Ok(());
+    };
+    support::rbac::grant_configmap_create(&client).await?;
+    support::bound_pvc(&client, &ns, "data", "ReadWriteOnce").await?;
+    let slow = |value: &str| {
+        let mut ann = json!(support::kwok_annotations(0, &out_line("value", value)));
+        ann[support::kwok::DURATION] = json!("15s");
+        ann
+    };
+    let data = "data:\n  mcr: '{{ .Phases.mcr.Output.value }}'\n  prep: '{{ .Phases.prep.Output.value }}'\n";
+    create_blueprint(
+        &client,
+        &ns,
+        "bp",
+        json!({"backup": {
+            "phases": [
+                {"func": "MultiContainerRun", "name": "mcr", "args": {
+                    "namespace": ns,
+                    "backgroundImage": "busybox:stable", "backgroundCommand": ["sh", "-c", "sleep 1"],
+                    "outputImage": "busybox:stable", "outputCommand": ["sh", "-c", "echo out"],
+                    "podAnnotations": slow("mcr-out"),
+                }},
+                {"func": "PrepareData", "name": "prep", "args": {
+                    "namespace": ns, "image": "busybox:stable", "command": ["sh", "-c", "echo prep"],
+                    "volumes": {"data": "/data"}, "podAnnotations": slow("prep-out"),
+                }},
+            ],
+            "deferPhase": create_cm_defer(&ns, "defer-ran", data),
+        }}),
+    )
+    .await?;
+    let (created, watch) =
+        pods_created(&client, &ns, "blueprint-operator.io/actionset-namespace").await?;
+    let first = controller(&ns, &[], &[]);
+    let api = start_backup_until_phase_runs(&client, &ns, 0).await?;
+    let mcr_pod = recorded_phase_pod(&client, &ns, 0).await?;
+    first.kill().await;
+    let second = controller(&ns, &[], &[]);
+    wait_phase_running(&api, 1).await?;
+    let prep_pod = recorded_phase_pod(&client, &ns, 1).await?;
+    second.kill().await;
+    let _third = controller(&ns, &[], &[]);
+    let a = wait_terminal(&client, &ns, "as").await?;
+    let s = a.status.as_ref().unwrap();
+    assert_eq!(s.state, State::Complete, "{s:?}");
+    assert_eq!(s.actions[0].phases[0].output["value"], json!("mcr-out"));
+    assert_eq!(s.actions[0].phases[1].output["value"], json!("prep-out"));
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    let data = cms.get("defer-ran").await?.data.unwrap_or_default();
+    assert_eq!(
+        (data["mcr"].as_str(), data["prep"].as_str()),
+        ("mcr-out", "prep-out")
+    );
+    watch.abort();
+    let created = created.lock().unwrap().clone();
+    assert!(
+        created.contains(&mcr_pod) && created.contains(&prep_pod),
+        "{created:?}"
+    );
+    // Two phase pods and the deferPhase's none (KubeOps): nothing was created a second time.
+    assert_eq!(
+        created.len(),
+        2,
+        "each phase's pod was created once: {created:?}"
+    );
+    let evs = events(&client, &ns, "as", 8).await?;
+    for phase in ["mcr", "prep"] {
+        let resumed = format!(
+            "Resumed Phase|Controller restarted while phase {phase} was running; re-attached to its pod (the phase was not re-run)"
+        );
+        assert_eq!(
+            evs.iter().filter(|e| **e == resumed).count(),
+            1,
+            "{phase}: {evs:?}"
+        );
+    }
+    assert_eq!(
+        reasons(&evs)
+            .iter()
+            .filter(|r| **r == "Started deferPhase")
+            .count(),
+        1,
+        "{evs:?}"
+    );
+    Ok(())
+}
+
+/// ScaleWorkload found running after a restart is entered again (issue 29 point 3): the
+/// controller is SIGKILLed while the phase waits for a Deployment scaled from 1 to 3 whose pods
+/// cannot be scheduled; once they can, the new controller scales to the same count, waits, and
+/// outputs the `originalReplicaCount` the first run recorded (1), not the count it finds (3).
+#[tokio::test]
+async fn controller_killed_during_scaleworkload_enters_it_again_with_the_recorded_count()
+-> anyhow::Result<()> {
+    let Some((client, ns)) = setup("exec-kill-scale").await else {
+        return Ok(());
+    };
+    support::rbac::grant_configmap_create(&client).await?;
+    let deploys: Api<Deployment> = Api::namespaced(client.clone(), &ns);
+    support::create_deployment(&client, &ns, "db", 1).await?;
+    // Pods that no node accepts: the Deployment never becomes ready until this is removed.
+    deploys
+        .patch(
+            "db",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"template": {"spec": {
+                "nodeSelector": {"blueprint-operator.io/test": "no-such-node"}}}}})),
+        )
+        .await?;
+    let data = "data:\n  original: '{{ .Phases.scale.Output.originalReplicaCount }}'\n";
+    create_blueprint(
+        &client,
+        &ns,
+        "bp",
+        json!({"backup": {
+            "phases": [{"func": "ScaleWorkload", "name": "scale", "args": {
+                "kind": "Deployment", "name": "db", "namespace": ns,
+                "replicas": 3, "waitForReady": true,
+            }}],
+            "deferPhase": create_cm_defer(&ns, "defer-ran", data),
+        }}),
+    )
+    .await?;
+    let first = controller(&ns, &[], &[]);
+    create_actionset(
+        &client,
+        &ns,
+        "as",
+        "bp",
+        "backup",
+        deploy_object(&ns, "db"),
+        json!({}),
+    )
+    .await?;
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
+    wait_phase_running(&api, 0).await?;
+    support::wait_for(&deploys, "db", FINISH, |d| {
+        d.spec.as_ref().and_then(|s| s.replicas) == Some(3)
+    })
+    .await?;
+    first.kill().await;
+    assert_eq!(api.get("as").await?.state(), Some(State::Running));
+    deploys
+        .patch(
+            "db",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"template": {"spec": {"nodeSelector": null}}}})),
+        )
+        .await?;
+    let _second = controller(&ns, &[], &[]);
+    let a = wait_terminal(&client, &ns, "as").await?;
+    let s = a.status.as_ref().unwrap();
+    assert_eq!(s.state, State::Complete, "{s:?}");
+    assert_eq!(
+        s.actions[0].phases[0].output["originalReplicaCount"]
+            .to_string()
+            .trim_matches('"'),
+        "1",
+        "{s:?}"
+    );
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    let data = cms.get("defer-ran").await?.data.unwrap_or_default();
+    assert_eq!(data["original"], "1");
+    let d = deploys.get("db").await?;
+    assert_eq!(d.spec.and_then(|s| s.replicas), Some(3));
+    let evs = events(&client, &ns, "as", 4).await?;
+    assert!(
+        evs.iter().any(|e| e
+            == "Resumed Phase|Controller restarted while phase scale was running; entered it again (its function drives a desired state)"),
+        "{evs:?}"
+    );
+    Ok(())
+}
+
+/// A KubeOps `patch` phase found running after a restart is entered again (issue 29 point 3):
+/// a patch applied twice is the patch applied once. A patch is too quick to kill the controller
+/// during it, so the state a kill leaves is made this way: the phase `patch` is first a slow
+/// KubeTask, the controller is SIGKILLed while it runs, and the Blueprint (read again by the next
+/// controller, as after any restart) then says `patch` is KubeOps patch.
+#[tokio::test]
+async fn kubeops_patch_found_running_after_a_restart_is_entered_again() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("exec-kill-patch").await else {
+        return Ok(());
+    };
+    support::rbac::grant_controller(
+        &client,
+        "e2e-kubeops-configmaps-patch",
+        json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "patch"]}]),
+    )
+    .await?;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    let cm: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "target"}, "data": {"state": "before"}
+    }))?;
+    cms.create(&PostParams::default(), &cm).await?;
+    create_blueprint(
+        &client,
+        &ns,
+        "bp",
+        json!({"backup": {"phases": [task("patch", 0, "", Some("60s"))]}}),
+    )
+    .await?;
+    let first = controller(&ns, &[], &[]);
+    let api = start_backup_until_phase_runs(&client, &ns, 0).await?;
+    recorded_phase_pod(&client, &ns, 0).await?;
+    first.kill().await;
+    let bps: Api<Blueprint> = Api::namespaced(client.clone(), &ns);
+    bps.patch(
+        "bp",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"actions": {"backup": {"phases": [{
+            "func": "KubeOps", "name": "patch", "args": {
+                "operation": "patch", "namespace": ns,
+                "objectReference": {"apiVersion": "v1", "resource": "configmaps", "name": "target", "namespace": ns},
+                "spec": "data:\n  state: patched\n",
+            }}]}}})),
+    )
+    .await?;
+    let _second = controller(&ns, &[], &[]);
+    let a = wait_terminal(&client, &ns, "as").await?;
+    let s = a.status.as_ref().unwrap();
+    assert_eq!(s.state, State::Complete, "{s:?}");
+    assert_eq!(s.actions[0].phases[0].output["name"], json!("target"));
+    let data = cms.get("target").await?.data.unwrap_or_default();
+    assert_eq!(data["state"], "patched");
+    assert_eq!(api.get("as").await?.state(), Some(State::Complete));
+    let evs = events(&client, &ns, "as", 3).await?;
+    assert!(
+        evs.iter().any(|e| e
+            == "Resumed Phase|Controller restarted while phase patch was running; entered it again (its function drives a desired state)"),
+        "{evs:?}"
+    );
+    Ok(())
+}

@@ -14,9 +14,7 @@ use blueprint_operator::functions::{self, Context, FunctionError, Output};
 use blueprint_operator::model::{ActionSet, Blueprint, ObjectReference, State};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{
-    PersistentVolume, PersistentVolumeClaim, Pod, Secret, ServiceAccount,
-};
+use k8s_openapi::api::core::v1::{PersistentVolume, Pod, Secret, ServiceAccount};
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::runtime::watcher;
@@ -420,39 +418,6 @@ async fn multi_container_run_failures() -> anyhow::Result<()> {
 }
 
 /// A PVC bound to a hostPath PV made for it (the scheduler only places pods whose PVCs are bound).
-async fn bound_pvc(client: &Client, ns: &str, name: &str, mode: &str) -> anyhow::Result<()> {
-    let pv_name = format!("{ns}-{name}");
-    let pvs: Api<PersistentVolume> = Api::all(client.clone());
-    let pv = serde_json::from_value(json!({
-        "metadata": {"name": pv_name, "labels": {"blueprint-operator.io/test": "true"}},
-        "spec": {
-            "capacity": {"storage": "1Gi"},
-            "accessModes": [mode],
-            "storageClassName": "",
-            "persistentVolumeReclaimPolicy": "Retain",
-            "hostPath": {"path": format!("/tmp/{pv_name}")},
-            "claimRef": {"namespace": ns, "name": name},
-        }
-    }))?;
-    pvs.create(&PostParams::default(), &pv).await?;
-    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), ns);
-    let pvc = serde_json::from_value(json!({
-        "metadata": {"name": name},
-        "spec": {
-            "accessModes": [mode],
-            "storageClassName": "",
-            "volumeName": pv_name,
-            "resources": {"requests": {"storage": "1Gi"}},
-        }
-    }))?;
-    pvcs.create(&PostParams::default(), &pvc).await?;
-    support::wait_for(&pvcs, name, support::WAIT, |p| {
-        p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound")
-    })
-    .await?;
-    Ok(())
-}
-
 async fn delete_pvs(client: &Client, ns: &str, names: &[&str]) {
     let pvs: Api<PersistentVolume> = Api::all(client.clone());
     for n in names {
@@ -467,8 +432,8 @@ async fn prepare_data_mounts_the_pvcs_runs_the_command_and_parses_its_log() -> a
     let Some((client, ns)) = setup("fn-prep").await else {
         return Ok(());
     };
-    bound_pvc(&client, &ns, "data", "ReadWriteOnce").await?;
-    bound_pvc(&client, &ns, "seed", "ReadOnlyMany").await?;
+    support::bound_pvc(&client, &ns, "data", "ReadWriteOnce").await?;
+    support::bound_pvc(&client, &ns, "seed", "ReadOnlyMany").await?;
     let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), &ns);
     sas.create(
         &PostParams::default(),
@@ -542,7 +507,7 @@ async fn prepare_data_defaults_to_the_workload_pvcs_and_fail_on_error() -> anyho
     let Some((client, ns)) = setup("fn-prep-wl").await else {
         return Ok(());
     };
-    bound_pvc(&client, &ns, "data-db-0", "ReadWriteOnce").await?;
+    support::bound_pvc(&client, &ns, "data-db-0", "ReadWriteOnce").await?;
     let rec = PodRecorder::start(&client, &ns).await;
     let c = ctx(&ns);
     // `.StatefulSet.PersistentVolumeClaims` as the executor builds it.

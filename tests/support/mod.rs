@@ -366,3 +366,39 @@ pub fn kubectl_apply(kubectl: &std::path::Path, args: &[&str]) {
         .current_dir(repo_root());
     run_ok(&mut cmd, &format!("kubectl apply {}", args.join(" ")));
 }
+
+/// A PersistentVolumeClaim `name` bound to a hostPath PersistentVolume `<ns>-<name>` made for it
+/// (no provisioner needed), with access mode `mode`; waits until it is Bound.
+pub async fn bound_pvc(client: &Client, ns: &str, name: &str, mode: &str) -> anyhow::Result<()> {
+    let pv_name = format!("{ns}-{name}");
+    let pvs: Api<k8s_openapi::api::core::v1::PersistentVolume> = Api::all(client.clone());
+    let pv = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": pv_name, "labels": {"blueprint-operator.io/test": "true"}},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": [mode],
+            "storageClassName": "",
+            "persistentVolumeReclaimPolicy": "Retain",
+            "hostPath": {"path": format!("/tmp/{pv_name}")},
+            "claimRef": {"namespace": ns, "name": name},
+        }
+    }))?;
+    pvs.create(&PostParams::default(), &pv).await?;
+    let pvcs: Api<k8s_openapi::api::core::v1::PersistentVolumeClaim> =
+        Api::namespaced(client.clone(), ns);
+    let pvc = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name},
+        "spec": {
+            "accessModes": [mode],
+            "storageClassName": "",
+            "volumeName": pv_name,
+            "resources": {"requests": {"storage": "1Gi"}},
+        }
+    }))?;
+    pvcs.create(&PostParams::default(), &pvc).await?;
+    wait_for(&pvcs, name, WAIT, |p| {
+        p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound")
+    })
+    .await?;
+    Ok(())
+}
