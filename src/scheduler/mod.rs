@@ -7,18 +7,26 @@
 //! - [`identity`]: which ActionSets are a schedule's runs (label + annotation,
 //!   no ownerReference), and the migration of an earlier version's runs.
 //! - [`finalize`]: pure rule for a deleted schedule with `onDelete: Delete`.
-//! - [`reconcile`]: the controller that executes plans against the API server.
+//! - [`delete_action`]: pure: the ActionSet that runs a rotated run's delete action.
+//! - [`reconcile`]: one reconcile: [`read`], plan (the pure modules above and
+//!   `status`), apply (`apply`, `rotate`, `deleting`).
 //! - [`runs`]: each schedule's ActionSets, kept from the controller's watch.
 //! - [`metrics`]: Prometheus families; the binary calls [`metrics::register`].
 
+mod apply;
 pub mod cron;
+pub mod delete_action;
+mod deleting;
 pub mod finalize;
 pub mod identity;
 pub mod metrics;
 pub mod plan;
+pub mod read;
 pub mod reconcile;
 pub mod retention;
+mod rotate;
 pub mod runs;
+mod status;
 
 use std::future::Future;
 use std::sync::Arc;

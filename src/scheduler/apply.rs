@@ -1,0 +1,352 @@
+//! Apply: the writes a reconcile makes: runs created and replaced, Events,
+//! metrics, the finalizer and the status. What to write is decided before
+//! (by [`plan`](super::plan), [`retention`](super::retention) and
+//! [`status`](super::status)).
+
+use std::collections::BTreeMap;
+
+use chrono::Utc;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::runtime::events::{Event, EventType};
+use kube::{Resource, ResourceExt};
+use serde_json::{Value, json};
+use tracing::{info, warn};
+
+use super::identity;
+use super::metrics::{Labels, METRICS, with};
+use super::plan::{self, NewRun, RunRecord, RunState, Skip, SkipReason, Trigger};
+use super::reconcile::{Ctx, Error};
+use super::status::status_patch;
+use crate::model::{
+    ANNOTATION_SCHEDULE, ANNOTATION_SCHEDULED_TIME, ActionSchedule, ActionScheduleStatus,
+    ActionSet, ActionSetSpec, EXECUTOR_LABEL_VALUE, FINALIZER_DELETE_RUNS, LABEL_DELETE_FOR,
+    LABEL_EXECUTOR, LABEL_SCHEDULE, LABEL_TRIGGER,
+};
+
+/// Publish an Event about the schedule (a failure is logged, not returned:
+/// Events are best effort).
+pub(super) async fn publish(
+    ctx: &Ctx,
+    s: &ActionSchedule,
+    warning: bool,
+    reason: &str,
+    action: &str,
+    note: String,
+) {
+    let ev = Event {
+        type_: if warning {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        },
+        reason: reason.into(),
+        note: Some(note.chars().take(1000).collect()),
+        action: action.into(),
+        secondary: None,
+    };
+    if let Err(e) = ctx.recorder.publish(&ev, &s.object_ref(&())).await {
+        warn!(error = %e, reason, "cannot publish Event");
+    }
+}
+
+/// Write `status` unless unchanged, and remember the schedule's version
+/// (returned too).
+pub(super) async fn write_status(
+    ctx: &Ctx,
+    api: &Api<ActionSchedule>,
+    s: &ActionSchedule,
+    status: ActionScheduleStatus,
+) -> Result<Option<String>, Error> {
+    let key = (s.namespace().unwrap_or_default(), s.name_any());
+    let version = if s.status.as_ref() == Some(&status) {
+        s.resource_version()
+    } else {
+        api.patch_status(
+            &s.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(status_patch(&status)?),
+        )
+        .await?
+        .resource_version()
+    };
+    match &version {
+        Some(v) => ctx.known().insert(key, v.clone()),
+        None => ctx.known().remove(&key),
+    };
+    Ok(version)
+}
+
+/// Add or remove our finalizer. `version` guards the list against a
+/// concurrent change (409: the reconcile is retried).
+pub(super) async fn set_finalizer(
+    api: &Api<ActionSchedule>,
+    s: &ActionSchedule,
+    present: bool,
+    version: Option<String>,
+) -> Result<ActionSchedule, Error> {
+    let mut finalizers: Vec<String> = s
+        .finalizers()
+        .iter()
+        .filter(|f| *f != FINALIZER_DELETE_RUNS)
+        .cloned()
+        .collect();
+    if present {
+        finalizers.push(FINALIZER_DELETE_RUNS.to_string());
+    }
+    let list = if finalizers.is_empty() {
+        Value::Null
+    } else {
+        json!(finalizers)
+    };
+    let patch = json!({"metadata": {"finalizers": list, "resourceVersion": version}});
+    Ok(api
+        .patch(
+            &s.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await?)
+}
+
+/// Delete an ActionSet this schedule created, only if it is still the same object.
+pub(super) async fn delete_owned(api: &Api<ActionSet>, a: &ActionSet) -> Result<(), Error> {
+    let dp = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: a.uid(),
+            resource_version: None,
+        }),
+        ..DeleteParams::background()
+    };
+    match api.delete(&a.name_any(), &dp).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A run of `s`: labelled and annotated with the schedule, without an
+/// ownerReference (the garbage collector must not delete it with the schedule).
+pub(super) fn new_action_set(
+    s: &ActionSchedule,
+    run: &NewRun,
+    spec: ActionSetSpec,
+    delete_for: Option<&str>,
+) -> ActionSet {
+    let mut labels = BTreeMap::new();
+    labels.insert(
+        LABEL_SCHEDULE.to_string(),
+        plan::schedule_label_value(&s.name_any()),
+    );
+    labels.insert(LABEL_TRIGGER.to_string(), run.trigger.as_str().to_string());
+    // Opts the run in to our executor (beside Kanister, which ignores it).
+    labels.insert(LABEL_EXECUTOR.to_string(), EXECUTOR_LABEL_VALUE.to_string());
+    if let Some(d) = delete_for {
+        labels.insert(LABEL_DELETE_FOR.to_string(), d.to_string());
+    }
+    let mut annotations = BTreeMap::new();
+    annotations.insert(
+        ANNOTATION_SCHEDULED_TIME.to_string(),
+        run.scheduled_time.to_rfc3339(),
+    );
+    annotations.insert(ANNOTATION_SCHEDULE.to_string(), s.name_any());
+    let meta = kube::core::ObjectMeta {
+        name: Some(run.name.clone()),
+        namespace: s.namespace(),
+        labels: Some(labels),
+        annotations: Some(annotations),
+        ..Default::default()
+    };
+    ActionSet::new(meta, spec)
+}
+
+/// `concurrencyPolicy: Replace`: delete the active runs `victims` (and drop
+/// them from `runs`).
+pub(super) async fn replace(
+    ctx: &Ctx,
+    s: &ActionSchedule,
+    actionsets: &Api<ActionSet>,
+    by_name: &BTreeMap<String, &ActionSet>,
+    victims: &[String],
+    runs: &mut Vec<RunRecord>,
+) -> Result<(), Error> {
+    for victim in victims {
+        if let Some(a) = by_name.get(victim) {
+            delete_owned(actionsets, a).await?;
+            publish(
+                ctx,
+                s,
+                false,
+                "Replaced",
+                "Delete",
+                format!("deleted active ActionSet {victim} (concurrencyPolicy: Replace)"),
+            )
+            .await;
+        }
+        runs.retain(|r| &r.name != victim);
+    }
+    Ok(())
+}
+
+/// Create the planned runs (one that exists already is done), and add them
+/// to `runs` as pending.
+pub(super) async fn create_runs(
+    ctx: &Ctx,
+    s: &ActionSchedule,
+    actionsets: &Api<ActionSet>,
+    labels: &Labels,
+    create: &[NewRun],
+    runs: &mut Vec<RunRecord>,
+) -> Result<(), Error> {
+    let name = s.name_any();
+    let ns = s.namespace().unwrap_or_default();
+    for run in create {
+        let a = new_action_set(s, run, s.spec.action_set_template.clone(), None);
+        match actionsets.create(&PostParams::default(), &a).await {
+            Ok(_) => {
+                info!(schedule = %name, namespace = %ns, actionset = %run.name, tick = %run.scheduled_time, "created ActionSet");
+                METRICS
+                    .runs_created
+                    .get_or_create(&with(labels.clone(), "trigger", run.trigger.as_str()))
+                    .inc();
+                if run.trigger == Trigger::Scheduled {
+                    METRICS
+                        .creation_lag
+                        .observe((Utc::now() - run.scheduled_time).as_seconds_f64().max(0.0));
+                }
+                let what = match run.trigger {
+                    Trigger::RunNow => "run-now request".to_string(),
+                    _ => format!("tick {}", run.scheduled_time.to_rfc3339()),
+                };
+                publish(
+                    ctx,
+                    s,
+                    false,
+                    "Created",
+                    "Create",
+                    format!("created ActionSet {} for {what}", run.name),
+                )
+                .await;
+            }
+            Err(kube::Error::Api(e)) if e.code == 409 => {
+                // Already done by an earlier attempt or another replica.
+                let existing = actionsets.get_opt(&run.name).await?;
+                // Ours, or made by an earlier schedule of this name (adopted).
+                if existing
+                    .as_ref()
+                    .is_some_and(|x| identity::is_run_of(&x.metadata, &name))
+                {
+                    info!(schedule = %name, actionset = %run.name, "ActionSet already exists; tick already handled");
+                } else {
+                    publish(
+                        ctx,
+                        s,
+                        true,
+                        "NameConflict",
+                        "Create",
+                        format!("ActionSet {} exists but was not created by this schedule; this run is not started. Rename or delete that ActionSet.", run.name),
+                    )
+                    .await;
+                }
+            }
+            Err(e) => {
+                publish(
+                    ctx,
+                    s,
+                    true,
+                    "FailedCreate",
+                    "Create",
+                    format!(
+                        "cannot create ActionSet {}: {}",
+                        run.name,
+                        crate::kube_error::Describe(&e)
+                    ),
+                )
+                .await;
+                return Err(e.into());
+            }
+        }
+        if !runs.iter().any(|r| r.name == run.name) {
+            runs.push(RunRecord {
+                name: run.name.clone(),
+                scheduled_time: run.scheduled_time,
+                state: RunState::Pending,
+                defer_state: None,
+                trigger: run.trigger,
+                ours: true,
+                delete_for: None,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Count and announce the ticks the plan did not start.
+pub(super) async fn announce_skips(ctx: &Ctx, s: &ActionSchedule, labels: &Labels, skips: &[Skip]) {
+    for skip in skips {
+        METRICS
+            .runs_skipped
+            .get_or_create(&with(labels.clone(), "reason", skip.reason.as_str()))
+            .inc_by(u64::from(skip.count));
+        let event_reason = match skip.reason {
+            SkipReason::Missed => "MissedSchedule",
+            SkipReason::DeadlineExceeded => "MissedDeadline",
+            SkipReason::Suspended => "SkippedSuspended",
+            SkipReason::ConcurrencyForbid => "SkippedConcurrency",
+        };
+        let warning = skip.reason.is_missed() || skip.reason == SkipReason::ConcurrencyForbid;
+        publish(
+            ctx,
+            s,
+            warning,
+            event_reason,
+            "Schedule",
+            skip.message.clone(),
+        )
+        .await;
+    }
+}
+
+/// Count and announce a run that retention removed.
+pub(super) async fn rotated(
+    ctx: &Ctx,
+    s: &ActionSchedule,
+    labels: &Labels,
+    state: RunState,
+    note: String,
+) {
+    METRICS
+        .runs_rotated
+        .get_or_create(&with(labels.clone(), "state", state.as_str()))
+        .inc();
+    publish(ctx, s, false, "Rotated", "Delete", note).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::DateTime;
+
+    #[test]
+    fn runs_are_labelled_and_annotated_without_an_owner() {
+        let s: ActionSchedule = serde_json::from_value(json!({
+            "apiVersion": "blueprint-operator.io/v1alpha1", "kind": "ActionSchedule",
+            "metadata": {"name": "db", "namespace": "ns"},
+            "spec": {"schedule": "* * * * *", "actionSetTemplate": {"actions": []}},
+        }))
+        .unwrap();
+        let run = NewRun {
+            name: "db-1".into(),
+            scheduled_time: DateTime::from_timestamp(1_000, 0).unwrap(),
+            trigger: Trigger::Scheduled,
+        };
+        for delete_for in [None, Some("db-0")] {
+            let a = new_action_set(&s, &run, ActionSetSpec::default(), delete_for);
+            assert_eq!(a.labels()[LABEL_EXECUTOR], EXECUTOR_LABEL_VALUE);
+            assert_eq!(a.labels()[LABEL_SCHEDULE], "db");
+            assert_eq!(a.annotations()[ANNOTATION_SCHEDULE], "db");
+            // The garbage collector must not delete runs with their schedule.
+            assert!(a.owner_references().is_empty());
+            assert!(identity::is_run_of(&a.metadata, "db"));
+        }
+    }
+}

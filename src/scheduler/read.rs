@@ -1,0 +1,227 @@
+//! Read: the schedule as it is now, its ActionSets as [`RunRecord`]s, and the
+//! inputs [`plan`](super::plan) takes from them. Nothing here writes or decides.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use kube::ResourceExt;
+use kube::api::{Api, ListParams};
+
+use super::identity;
+use super::plan::{self, PlanSettings, RunRecord, RunState, Trigger};
+use super::reconcile::{Ctx, Error};
+use super::status::from_time;
+use crate::model::{
+    ANNOTATION_RUN_NOW, ANNOTATION_SCHEDULED_TIME, ActionSchedule, ActionScheduleSpec,
+    ActionScheduleStatus, ActionSet, LABEL_DELETE_FOR, LABEL_SCHEDULE, LABEL_TRIGGER, State,
+    WatchedActionSet,
+};
+
+/// The schedule at its newest version, or `None` when it is gone. The watch
+/// cache may be older than our own last status write: the cached object is
+/// used only at the version this controller last read or wrote.
+pub(super) async fn current(
+    ctx: &Ctx,
+    api: &Api<ActionSchedule>,
+    obj: &ActionSchedule,
+    ns: &str,
+) -> Result<Option<ActionSchedule>, Error> {
+    let name = obj.name_any();
+    let key = (ns.to_string(), name.clone());
+    let cached = obj
+        .resource_version()
+        .is_some_and(|v| ctx.known().get(&key) == Some(&v));
+    if cached {
+        return Ok(Some(obj.clone()));
+    }
+    let fresh = api.get_opt(&name).await?;
+    if fresh.is_none() {
+        ctx.known().remove(&key);
+    }
+    Ok(fresh)
+}
+
+/// The ActionSets labelled with one schedule, as found.
+pub(super) struct Found {
+    pub listed: Vec<Arc<ActionSet>>,
+    /// One per listed ActionSet (only those with `ours` are the schedule's runs).
+    pub records: Vec<RunRecord>,
+}
+
+impl Found {
+    pub fn by_name(&self) -> BTreeMap<String, &ActionSet> {
+        self.listed
+            .iter()
+            .map(|a| (a.name_any(), a.as_ref()))
+            .collect()
+    }
+}
+
+/// The ActionSets labelled with the schedule `name` in `ns`, with their records.
+pub(super) async fn runs(ctx: &Ctx, ns: &str, name: &str) -> Result<Found, Error> {
+    let listed = list_runs(ctx, ns, name).await?;
+    let records = listed.iter().map(|a| record(a, name)).collect();
+    Ok(Found { listed, records })
+}
+
+/// The ActionSets labelled with the schedule `name` (the caller tells which are
+/// its runs: [`record`]).
+async fn list_runs(ctx: &Ctx, ns: &str, name: &str) -> Result<Vec<Arc<ActionSet>>, Error> {
+    let label = plan::schedule_label_value(name);
+    Ok(match ctx.runs.runs(ns, &label) {
+        Some(runs) => runs,
+        // The ActionSet watch has not finished its first list yet.
+        // Decoded one by one, as the watch does: a run that does not decode
+        // is left out instead of failing the list.
+        None => Api::<WatchedActionSet>::namespaced(ctx.client.clone(), ns)
+            .list(&ListParams::default().labels(&format!("{LABEL_SCHEDULE}={label}")))
+            .await?
+            .items
+            .into_iter()
+            .filter_map(WatchedActionSet::valid)
+            .map(Arc::new)
+            .collect(),
+    })
+}
+
+fn run_state(s: Option<State>) -> RunState {
+    match s {
+        Some(State::Running) => RunState::Running,
+        Some(State::Failed) => RunState::Failed,
+        Some(State::Complete) => RunState::Complete,
+        _ => RunState::Pending,
+    }
+}
+
+/// The scheduler's view of an ActionSet labelled with a schedule, for the
+/// schedule named `schedule`.
+pub fn record(a: &ActionSet, schedule: &str) -> RunRecord {
+    let scheduled_time = a
+        .annotations()
+        .get(ANNOTATION_SCHEDULED_TIME)
+        .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
+        .map(|d| d.with_timezone(&Utc))
+        .or_else(|| a.metadata.creation_timestamp.as_ref().and_then(from_time))
+        .unwrap_or_default();
+    let defers: Vec<State> = a
+        .status
+        .iter()
+        .flat_map(|s| s.actions.iter())
+        .filter(|x| !x.defer_phase.name.is_empty() && x.defer_phase.state != State::Unset)
+        .map(|x| x.defer_phase.state)
+        .collect();
+    let defer_state = if defers.contains(&State::Running) {
+        Some(RunState::Running)
+    } else if defers.contains(&State::Pending) {
+        Some(RunState::Pending)
+    } else if defers.contains(&State::Failed) {
+        Some(RunState::Failed)
+    } else if defers.is_empty() {
+        None
+    } else {
+        Some(RunState::Complete)
+    };
+    RunRecord {
+        name: a.name_any(),
+        scheduled_time,
+        state: run_state(a.state()),
+        defer_state,
+        trigger: Trigger::parse(
+            a.labels()
+                .get(LABEL_TRIGGER)
+                .map(String::as_str)
+                .unwrap_or(""),
+        ),
+        ours: identity::is_run_of(&a.metadata, schedule),
+        delete_for: a.labels().get(LABEL_DELETE_FOR).cloned(),
+    }
+}
+
+/// Ticks after this and up to now are due: the latest of
+/// `status.lastScheduleTime`, `status.lastSkippedTime` and the schedule's
+/// creation time.
+pub(super) fn window_start(
+    s: &ActionSchedule,
+    old: &ActionScheduleStatus,
+    now: DateTime<Utc>,
+) -> DateTime<Utc> {
+    let created_at = s
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .and_then(from_time)
+        .unwrap_or(now);
+    [
+        old.last_schedule_time.as_ref().and_then(from_time),
+        old.last_skipped_time.as_ref().and_then(from_time),
+        Some(created_at),
+    ]
+    .into_iter()
+    .flatten()
+    .max()
+    .unwrap_or(now)
+}
+
+/// A run-now token not handled yet.
+pub(super) fn run_now_token(s: &ActionSchedule, old: &ActionScheduleStatus) -> Option<String> {
+    s.annotations()
+        .get(ANNOTATION_RUN_NOW)
+        .filter(|t| !t.is_empty() && old.last_run_now_token.as_ref() != Some(*t))
+        .cloned()
+}
+
+pub(super) fn plan_settings(spec: &ActionScheduleSpec) -> PlanSettings {
+    PlanSettings {
+        suspend: spec.suspend,
+        concurrency_policy: spec.concurrency_policy,
+        starting_deadline_seconds: spec.starting_deadline_seconds,
+        missed_run_policy: spec.missed_run_policy,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    fn actionset(v: Value) -> ActionSet {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn record_reads_labels_annotations_time_and_defer_state() {
+        let a = actionset(json!({
+            "metadata": {
+                "name": "db-20260601000000",
+                "labels": {LABEL_SCHEDULE: "db", LABEL_TRIGGER: "scheduled"},
+                "annotations": {ANNOTATION_SCHEDULED_TIME: "2026-06-01T00:00:00+00:00", crate::model::ANNOTATION_SCHEDULE: "db"},
+            },
+            "status": {"state": "complete", "actions": [
+                {"name": "backup", "deferPhase": {"name": "cleanup", "state": "running"}}
+            ]}
+        }));
+        let r = record(&a, "db");
+        assert!(r.ours);
+        assert_eq!(r.state, RunState::Complete);
+        assert_eq!(r.defer_state, Some(RunState::Running));
+        assert!(r.is_active(), "a running deferPhase keeps the run active");
+        assert_eq!(r.scheduled_time.to_rfc3339(), "2026-06-01T00:00:00+00:00");
+        assert!(!record(&a, "other").ours);
+        // No status yet: pending; empty deferPhase (Kanister's placeholder) is ignored.
+        let b = actionset(
+            json!({"metadata": {"name": "x", "labels": {LABEL_TRIGGER: "delete", LABEL_DELETE_FOR: "y"}},
+            "status": {"state": "failed", "actions": [{"name": "a", "deferPhase": {"name": "", "state": ""}}]}}),
+        );
+        let r = record(&b, "db");
+        assert_eq!(
+            (r.state, r.defer_state, r.trigger),
+            (RunState::Failed, None, Trigger::Delete)
+        );
+        assert_eq!(r.delete_for.as_deref(), Some("y"));
+        assert_eq!(
+            record(&actionset(json!({"metadata": {"name": "z"}})), "db").state,
+            RunState::Pending
+        );
+    }
+}

@@ -1,0 +1,212 @@
+//! Apply rotation: remove the runs [`retention`](super::retention) selected,
+//! each through `retention.deleteAction` when set (see [`Remover`]), and say
+//! how far each got. The deleted schedule's path ([`deleting`](super::deleting))
+//! removes its runs with the same [`Remover`].
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use kube::ResourceExt;
+use kube::api::{Api, PostParams};
+
+use super::apply::{delete_owned, new_action_set, publish, rotated};
+use super::delete_action::delete_spec;
+use super::metrics::{Labels, METRICS, with};
+use super::plan::{self, NewRun, RunRecord, RunState, Trigger};
+use super::reconcile::{Ctx, Error};
+use super::retention::RetentionPlan;
+use super::status::delete_failed_before;
+use crate::model::{ActionSchedule, ActionScheduleStatus, ActionSet, RotationEntry};
+
+/// How far removing one run got.
+#[derive(Debug)]
+pub(super) enum Step {
+    /// Its ActionSet is deleted (after this delete action completed, if any).
+    Removed(Option<String>),
+    /// Its delete action was just created.
+    Started(String),
+    /// Its delete action is pending or running.
+    Waiting(String),
+    /// Its delete action failed: the run is kept.
+    DeleteFailed(String),
+    /// It needs a delete action, and starting one was not allowed.
+    NotStarted,
+}
+
+/// Removes finished runs of one schedule, for rotation and for the
+/// schedule's deletion alike: a complete run through `deleteAction` when set
+/// (create it with the run's artifacts, wait, then delete both), anything else
+/// at once.
+pub(super) struct Remover<'a> {
+    s: &'a ActionSchedule,
+    api: &'a Api<ActionSet>,
+    labels: &'a Labels,
+    by_name: &'a BTreeMap<String, &'a ActionSet>,
+    pub delete_action: Option<&'a str>,
+    /// Delete-action ActionSets of this schedule, by the run they are for.
+    deletes: BTreeMap<&'a str, &'a RunRecord>,
+}
+
+impl<'a> Remover<'a> {
+    pub fn new(
+        s: &'a ActionSchedule,
+        api: &'a Api<ActionSet>,
+        labels: &'a Labels,
+        by_name: &'a BTreeMap<String, &'a ActionSet>,
+        runs: &'a [RunRecord],
+    ) -> Self {
+        Remover {
+            s,
+            api,
+            labels,
+            by_name,
+            delete_action: s
+                .spec
+                .retention
+                .delete_action
+                .as_deref()
+                .filter(|d| !d.is_empty()),
+            deletes: runs
+                .iter()
+                .filter(|r| r.trigger == Trigger::Delete && r.ours)
+                .filter_map(|r| r.delete_for.as_deref().map(|f| (f, r)))
+                .collect(),
+        }
+    }
+
+    /// One step towards removing the finished run `run`; `may_start`: a
+    /// delete action may be created.
+    pub async fn step(
+        &self,
+        run: &ActionSet,
+        state: RunState,
+        may_start: bool,
+        now: DateTime<Utc>,
+    ) -> Result<Step, Error> {
+        let (Some(action), RunState::Complete) = (self.delete_action, state) else {
+            delete_owned(self.api, run).await?;
+            return Ok(Step::Removed(None));
+        };
+        let name = run.name_any();
+        let Some(d) = self.deletes.get(name.as_str()) else {
+            if !may_start {
+                return Ok(Step::NotStarted);
+            }
+            let dname = plan::delete_name(&name);
+            let new = NewRun {
+                name: dname.clone(),
+                scheduled_time: now,
+                trigger: Trigger::Delete,
+            };
+            let spec = delete_spec(&self.s.spec.action_set_template, action, run);
+            let da = new_action_set(self.s, &new, spec, Some(&name));
+            match self.api.create(&PostParams::default(), &da).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 409 => {}
+                Err(e) => return Err(e.into()),
+            }
+            METRICS
+                .runs_created
+                .get_or_create(&with(self.labels.clone(), "trigger", "delete"))
+                .inc();
+            return Ok(Step::Started(dname));
+        };
+        Ok(match d.state {
+            RunState::Complete => {
+                delete_owned(self.api, run).await?;
+                if let Some(da) = self.by_name.get(&d.name) {
+                    delete_owned(self.api, da).await?;
+                }
+                Step::Removed(Some(d.name.clone()))
+            }
+            RunState::Failed => Step::DeleteFailed(d.name.clone()),
+            _ => Step::Waiting(d.name.clone()),
+        })
+    }
+
+    /// Delete actions whose run is gone and that have finished.
+    pub async fn remove_orphan_deletes(&self) -> Result<(), Error> {
+        for (run_name, d) in &self.deletes {
+            if !self.by_name.contains_key(*run_name)
+                && d.state.is_terminal()
+                && let Some(a) = self.by_name.get(&d.name)
+            {
+                delete_owned(self.api, a).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What one rotation did.
+pub(super) struct Rotation {
+    /// `status.retention.removing`: runs selected but not gone yet.
+    pub removing: Vec<RotationEntry>,
+    /// Runs whose ActionSet is gone now.
+    pub removed: Vec<String>,
+    /// A delete action is pending or running: look again soon.
+    pub waiting: bool,
+}
+
+/// Remove what `selected` says, one [`Step`] per run, with Events and metrics.
+pub(super) async fn rotate(
+    ctx: &Ctx,
+    remover: &Remover<'_>,
+    selected: &RetentionPlan,
+    old: &ActionScheduleStatus,
+    now: DateTime<Utc>,
+) -> Result<Rotation, Error> {
+    let (s, labels) = (remover.s, remover.labels);
+    let mut removing = Vec::new();
+    let mut waiting = false;
+    for rm in &selected.remove {
+        let Some(a) = remover.by_name.get(&rm.name) else {
+            continue;
+        };
+        let entry = |progress: String| RotationEntry {
+            name: rm.name.clone(),
+            reason: rm.reason.clone(),
+            progress: Some(progress),
+        };
+        match remover.step(a, rm.state, true, now).await? {
+            Step::Removed(after) => {
+                let note = match after {
+                    Some(d) => format!(
+                        "deleted ActionSet {} after delete action {d} completed ({})",
+                        rm.name, rm.reason
+                    ),
+                    None => format!("deleted ActionSet {}: {}", rm.name, rm.reason),
+                };
+                rotated(ctx, s, labels, rm.state, note).await;
+            }
+            Step::Started(dname) => {
+                let action = remover.delete_action.unwrap_or_default();
+                publish(ctx, s, false, "DeleteActionStarted", "Rotate", format!("rotating {} ({}): created ActionSet {dname} running action {action:?} with its artifacts", rm.name, rm.reason)).await;
+                waiting = true;
+                removing.push(entry("WaitingForDeleteAction".into()));
+            }
+            Step::Waiting(_) | Step::NotStarted => {
+                waiting = true;
+                removing.push(entry("WaitingForDeleteAction".into()));
+            }
+            Step::DeleteFailed(dname) => {
+                removing.push(entry(format!("DeleteActionFailed: ActionSet {dname} failed; the run is kept. Delete {dname} to retry.")));
+                if !delete_failed_before(old, &rm.name) {
+                    publish(ctx, s, true, "DeleteActionFailed", "Rotate", format!("delete action {dname} for {} failed; the run is kept. Delete {dname} to retry.", rm.name)).await;
+                }
+            }
+        }
+    }
+    remover.remove_orphan_deletes().await?;
+    let removed = selected
+        .remove
+        .iter()
+        .filter(|r| !removing.iter().any(|e| e.name == r.name))
+        .map(|r| r.name.clone())
+        .collect();
+    Ok(Rotation {
+        removing,
+        removed,
+        waiting,
+    })
+}

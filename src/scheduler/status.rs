@@ -1,0 +1,203 @@
+//! Pure: what the schedule's status says after a reconcile, from the plan,
+//! the rotation and the summary of its runs. [`apply`](super::apply) writes it.
+
+use chrono::{DateTime, Utc};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use serde_json::{Value, json};
+
+use super::plan::{Plan, RunRecord, Skip, Summary};
+use super::retention::{self, Policy};
+use crate::model::{ActionScheduleStatus, RotationEntry, RunReference, SkippedRun};
+
+/// Entries kept in `status.recentSkips`.
+const RECENT_SKIPS: usize = 10;
+
+pub(super) fn to_time(t: DateTime<Utc>) -> Option<Time> {
+    k8s_openapi::jiff::Timestamp::from_second(t.timestamp())
+        .ok()
+        .map(Time)
+}
+
+pub(super) fn from_time(t: &Time) -> Option<DateTime<Utc>> {
+    DateTime::from_timestamp(t.0.as_second(), t.0.subsec_nanosecond().max(0) as u32)
+}
+
+/// The `Ready` condition, keeping its transition time while it does not change.
+pub(super) fn condition(
+    ready: bool,
+    reason: &str,
+    message: String,
+    generation: Option<i64>,
+    old: &[Condition],
+) -> Condition {
+    let status = if ready { "True" } else { "False" };
+    let last = old
+        .iter()
+        .find(|c| c.type_ == "Ready" && c.status == status && c.reason == reason)
+        .map(|c| c.last_transition_time.clone());
+    Condition {
+        type_: "Ready".into(),
+        status: status.into(),
+        reason: reason.into(),
+        message,
+        observed_generation: generation,
+        last_transition_time: last.unwrap_or_else(|| {
+            to_time(Utc::now()).unwrap_or(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH))
+        }),
+    }
+}
+
+/// `Ready` of a schedule that is not being deleted: suspended, scheduled, or
+/// without a next tick.
+pub(super) fn ready(
+    suspend: bool,
+    next: Option<DateTime<Utc>>,
+    generation: Option<i64>,
+    old: &[Condition],
+) -> Condition {
+    let (reason, msg) = if suspend {
+        (
+            "Suspended",
+            "schedule is suspended; run-now requests still run".to_string(),
+        )
+    } else {
+        match next {
+            Some(n) => ("Scheduled", format!("next run at {}", n.to_rfc3339())),
+            None => (
+                "NoNextTick",
+                "the schedule has no activation in the next 5 years".to_string(),
+            ),
+        }
+    };
+    condition(reason != "NoNextTick", reason, msg, generation, old)
+}
+
+/// Status as a merge patch that also clears fields that became empty.
+pub(super) fn status_patch(status: &ActionScheduleStatus) -> Result<Value, serde_json::Error> {
+    let mut v = serde_json::to_value(status)?;
+    if let Value::Object(m) = &mut v {
+        for k in [
+            "observedGeneration",
+            "lastScheduleTime",
+            "lastSkippedTime",
+            "lastSuccessfulTime",
+            "nextScheduleTime",
+            "active",
+            "recentSkips",
+            "lastRunNowToken",
+            "conditions",
+        ] {
+            m.entry(k).or_insert(Value::Null);
+        }
+        if let Some(Value::Object(r)) = m.get_mut("retention") {
+            r.entry("removing").or_insert(Value::Null);
+            r.entry("nextRotation").or_insert(Value::Null);
+        }
+    }
+    Ok(json!({ "status": v }))
+}
+
+/// Count the plan's skipped and missed ticks and list them newest first.
+pub(super) fn record_skips(status: &mut ActionScheduleStatus, skips: &[Skip]) {
+    for skip in skips {
+        if skip.reason.is_missed() {
+            status.missed_runs += u64::from(skip.count);
+        } else {
+            status.skipped_runs += u64::from(skip.count);
+        }
+        status.recent_skips.insert(
+            0,
+            SkippedRun {
+                scheduled_time: skip.scheduled_time.to_rfc3339(),
+                reason: skip.reason.as_str().into(),
+                count: skip.count,
+            },
+        );
+    }
+    status.recent_skips.truncate(RECENT_SKIPS);
+}
+
+/// The plan's times and the run-now token it consumed.
+pub(super) fn record_plan(status: &mut ActionScheduleStatus, p: &Plan) {
+    record_skips(status, &p.skips);
+    if let Some(t) = p.last_schedule_time {
+        status.last_schedule_time = to_time(t);
+    }
+    if let Some(t) = p.last_skipped_time {
+        status.last_skipped_time = to_time(t);
+    }
+    if let Some(tok) = &p.run_now_token {
+        status.last_run_now_token = Some(tok.clone());
+    }
+    status.next_schedule_time = p.next.and_then(to_time);
+}
+
+/// Active runs, failures and the last success; `old` keeps the last success
+/// of a run that was rotated since.
+pub(super) fn record_summary(
+    status: &mut ActionScheduleStatus,
+    sum: &Summary,
+    old: &ActionScheduleStatus,
+) {
+    status.active = sum
+        .active
+        .iter()
+        .map(|r| RunReference {
+            name: r.name.clone(),
+            scheduled_time: r.scheduled_time.to_rfc3339(),
+            state: r.state.as_str().into(),
+        })
+        .collect();
+    status.active_count = status.active.len() as u32;
+    status.consecutive_failures = sum.consecutive_failures;
+    let prev_success = old.last_successful_time.as_ref().and_then(from_time);
+    status.last_successful_time = sum.last_successful.max(prev_success).and_then(to_time);
+}
+
+/// `status.retention.nextRotation`: what the next rotation would remove once
+/// the run at `next` completes, without the runs being removed already.
+/// `runs` are what is left after this reconcile's rotation.
+pub(super) fn next_rotation(
+    runs: &[RunRecord],
+    policy: &Policy,
+    next: DateTime<Utc>,
+    removing: &[RotationEntry],
+) -> Vec<RotationEntry> {
+    retention::preview_next(runs, policy, next)
+        .into_iter()
+        .filter(|r| !removing.iter().any(|e| e.name == r.name))
+        .map(|r| RotationEntry {
+            name: r.name,
+            reason: r.reason,
+            progress: None,
+        })
+        .collect()
+}
+
+/// True when the last status already reported the failed delete action of `run`.
+pub(super) fn delete_failed_before(old: &ActionScheduleStatus, run: &str) -> bool {
+    old.retention.removing.iter().any(|e| {
+        e.name == run
+            && e.progress
+                .as_deref()
+                .is_some_and(|p| p.starts_with("DeleteActionFailed"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_patch_clears_emptied_fields() {
+        let p = status_patch(&ActionScheduleStatus::default()).unwrap();
+        assert_eq!(p["status"]["nextScheduleTime"], Value::Null);
+        assert_eq!(p["status"]["active"], Value::Null);
+        assert!(
+            p["status"]["retention"]
+                .as_object()
+                .unwrap()
+                .contains_key("removing")
+        );
+    }
+}
