@@ -4,7 +4,6 @@
 //! Both work on the JSON value, not on typed structs, so unknown fields a
 //! user wrote survive normalization and are never silently dropped.
 
-pub mod catalog;
 mod normalize;
 mod report;
 mod validate;

@@ -8,10 +8,10 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{Map, Value};
 
-use super::catalog::{self, ArgType, Function};
 use super::report::{Problem, Report, Rule};
 use crate::executor::deadline::parse_go_duration;
 use crate::executor::resume::{self, Restart};
+use crate::functions::registry::{self as catalog, ArgType, Function};
 use crate::functions::weak;
 use crate::model::labels::{ANNOTATION_PHASE_TIMEOUTS, ANNOTATION_RERUN_ON_RESTART};
 use crate::template::Template;

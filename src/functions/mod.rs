@@ -43,6 +43,7 @@ pub mod objref;
 pub mod output;
 pub mod pod;
 pub mod prepare_data;
+pub mod registry;
 pub mod restic;
 pub mod restore_data;
 pub mod restore_data_all;
@@ -190,7 +191,7 @@ mod tests {
             );
         }
         // Proposed for Kanister, never released: unknown, as Kanister reports an unregistered name.
-        for (f, _) in crate::blueprint::catalog::NEVER_RELEASED {
+        for (f, _) in registry::NEVER_RELEASED {
             assert!(!KANISTER_FUNCTIONS.contains(f), "{f}");
             assert_eq!(
                 FunctionError::Unknown(f.to_string()).to_string(),
