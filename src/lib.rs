@@ -8,6 +8,7 @@
 pub mod app;
 pub mod blueprint;
 pub mod cli;
+pub mod ctl;
 pub mod documents;
 pub mod executor;
 pub mod functions;
@@ -15,6 +16,7 @@ pub mod kando;
 pub mod kanister_crd;
 pub mod kube_error;
 pub mod model;
+pub mod redact;
 pub mod scheduler;
 pub mod template;
 pub mod webhook;

@@ -38,14 +38,20 @@ enum Command {
         #[arg(allow_hyphen_values = true, num_args = 0.., trailing_var_arg = true)]
         args: Vec<std::ffi::OsString>,
     },
+    /// Day-2 commands against the current kubeconfig: create, restore (--from), run-now, runs,
+    /// describe, watch, render. Also run as `kubectl bpo ...` through a link named kubectl-bpo.
+    Ctl(blueprint_operator::ctl::CtlArgs),
 }
 
 fn main() -> ExitCode {
     let mut args = std::env::args_os();
-    if let Some(argv0) = args.next()
-        && blueprint_operator::kando::invoked_as_kando(&argv0)
-    {
-        return blueprint_operator::kando::main(std::iter::once(argv0).chain(args));
+    if let Some(argv0) = args.next() {
+        if blueprint_operator::kando::invoked_as_kando(&argv0) {
+            return blueprint_operator::kando::main(std::iter::once(argv0).chain(args));
+        }
+        if blueprint_operator::ctl::invoked_as_plugin(&argv0) {
+            return blueprint_operator::ctl::plugin_main(std::iter::once(argv0).chain(args));
+        }
     }
     let cli = Cli::parse();
     match cli.command {
@@ -54,6 +60,7 @@ fn main() -> ExitCode {
         Command::Kando { args } => {
             blueprint_operator::kando::main(std::iter::once("kando".into()).chain(args))
         }
+        Command::Ctl(args) => blueprint_operator::ctl::run(args),
         Command::Crds => {
             print!("{}", blueprint_operator::model::crd_yaml());
             ExitCode::SUCCESS
