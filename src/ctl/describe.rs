@@ -435,7 +435,8 @@ mod tests {
         );
         let words = |l: &str| l.split_whitespace().map(str::to_string).collect::<Vec<_>>();
         assert!(
-            t.lines().any(|l| words(l) == ["dump", "complete", "2026-01-01T00:00:10Z", "path=/x"]),
+            t.lines()
+                .any(|l| words(l) == ["dump", "complete", "2026-01-01T00:00:10Z", "path=/x"]),
             "{t}"
         );
         assert!(t.contains("path=/x"), "{t}");

@@ -430,7 +430,7 @@ fn merge_params(into: &mut Value, p: &Value) {
     if let (Some(into), Some(p)) = (into.as_object_mut(), p.as_object()) {
         for k in ["Phases", "CurrentPhase", "DeferPhase"] {
             if let Some(v) = p.get(k) {
-                let entry = into.entry(format!("{k}")).or_insert_with(|| json!({}));
+                let entry = into.entry(k.to_string()).or_insert_with(|| json!({}));
                 if let (Some(e), Some(v)) = (entry.as_object_mut(), v.as_object()) {
                     for (name, x) in v {
                         e.insert(name.clone(), x.clone());
