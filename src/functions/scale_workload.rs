@@ -3,7 +3,11 @@
 //! `waitForReady: false`, wait until it is ready by Kanister's rules
 //! (`pkg/kube/deployment.go` `DeploymentReady`, `pkg/kube/statefulset.go`
 //! `StatefulSetReady`), polling with exponential backoff 100 ms → 10 s and no
-//! own timeout (the executor bounds the phase). Output: `originalReplicaCount`.
+//! own timeout (the executor bounds the phase). Unlike Kanister, which waits
+//! until that deadline, the wait fails as soon as a pod of the workload will
+//! not become ready without a change ([`workload::stuck`]: CrashLoopBackOff,
+//! ErrImagePull, ...), naming the pod, container, reason and last exit.
+//! Output: `originalReplicaCount`.
 //!
 //! After a controller restart the phase is entered again: scaling to the same
 //! count is the same state, and `originalReplicaCount`, recorded in the
@@ -20,6 +24,7 @@ use serde_json::{Map, Value, json};
 
 use super::args::Args;
 use super::context::{StepEvent, note};
+use super::workload;
 use super::{Context, FunctionError, Output};
 
 /// The output key, also recorded early.
@@ -185,8 +190,19 @@ pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, Fun
                 Kind::StatefulSet => statefulset_ready(&client, ns, name).await,
             };
             match state {
-                Ok(None) => break,
-                Ok(Some(why)) => tracing::debug!(namespace = %ns, name = %name, "{why}"),
+                Ok(Readiness::Ready) => break,
+                Ok(Readiness::Waiting(why)) => {
+                    tracing::debug!(namespace = %ns, name = %name, "{why}")
+                }
+                Ok(Readiness::Stuck(stuck)) => {
+                    return Err(FunctionError::failed(
+                        NAME,
+                        format!(
+                            "{:?} {ns}/{name} will not become ready: {stuck} (the pod's Events and `kubectl logs --previous` tell why)",
+                            spec.kind
+                        ),
+                    ));
+                }
                 Err(kube::Error::Api(s)) if s.code == 404 => {}
                 Err(e) => return Err(kerr(format!("waiting for {ns}/{name} to be ready"), e)),
             }
@@ -203,38 +219,50 @@ fn kerr(action: String, e: kube::Error) -> FunctionError {
     FunctionError::kube(NAME, action, e)
 }
 
-/// Pods in `ns` owned by `owner_uid`, split into (running, not running).
+/// Pods in `ns` owned by `owner_uid`.
 async fn owned_pods(
     client: &kube::Client,
     ns: &str,
     owner_uid: &str,
-) -> Result<(usize, usize), kube::Error> {
+) -> Result<Vec<Pod>, kube::Error> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let list = pods.list(&ListParams::default()).await?;
-    let mut running = 0;
-    let mut other = 0;
-    for p in list.items.iter().filter(|p| {
-        p.metadata
-            .owner_references
-            .iter()
-            .flatten()
-            .any(|o| o.uid == owner_uid)
-    }) {
-        if p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running") {
-            running += 1;
-        } else {
-            other += 1;
-        }
-    }
-    Ok((running, other))
+    Ok(list
+        .items
+        .into_iter()
+        .filter(|p| {
+            p.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|o| o.uid == owner_uid)
+        })
+        .collect())
 }
 
-/// `None` when ready, else why not.
+/// How many of `pods` are in phase Running.
+fn running(pods: &[Pod]) -> usize {
+    pods.iter()
+        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+        .count()
+}
+
+/// Whether a workload is ready, by Kanister's rules.
+#[derive(Debug)]
+pub enum Readiness {
+    Ready,
+    /// Not yet: why (Kanister's status text).
+    Waiting(String),
+    /// A pod will not become ready without a change by the user: the wait fails now instead of
+    /// at the phase's deadline.
+    Stuck(workload::Stuck),
+}
+
 pub async fn deployment_ready(
     client: &kube::Client,
     ns: &str,
     name: &str,
-) -> Result<Option<String>, kube::Error> {
+) -> Result<Readiness, kube::Error> {
     let api: Api<Deployment> = Api::namespaced(client.clone(), ns);
     let d = api.get(name).await?;
     let want = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
@@ -244,16 +272,15 @@ pub async fn deployment_ready(
         st.updated_replicas.unwrap_or(0),
         st.available_replicas.unwrap_or(0),
     );
-    if replicas != want || updated != want || available != want {
-        return Ok(Some(format!(
+    let short = if replicas != want || updated != want || available != want {
+        Some(format!(
             "Specified {want} replicas and only {available} are available ({replicas} total, {updated} updated)"
-        )));
-    }
-    if st.observed_generation.unwrap_or(0) < d.metadata.generation.unwrap_or(0) {
-        return Ok(Some(
-            "the deployment controller has not observed the latest generation yet".into(),
-        ));
-    }
+        ))
+    } else if st.observed_generation.unwrap_or(0) < d.metadata.generation.unwrap_or(0) {
+        Some("the deployment controller has not observed the latest generation yet".into())
+    } else {
+        None
+    };
     let uid = d.metadata.uid.clone().unwrap_or_default();
     let revision = d
         .metadata
@@ -281,36 +308,45 @@ pub async fn deployment_ready(
                     == revision.as_ref()
         });
     let Some(rs) = current else {
-        return Ok(Some("the current ReplicaSet does not exist yet".into()));
+        return Ok(Readiness::Waiting(short.unwrap_or_else(|| {
+            "the current ReplicaSet does not exist yet".into()
+        })));
     };
+    // The pods before the counts: a pod that never gets ready keeps the counts short forever.
+    let pods = owned_pods(client, ns, rs.metadata.uid.as_deref().unwrap_or("")).await?;
+    if let Some(stuck) = workload::stuck(&pods) {
+        return Ok(Readiness::Stuck(stuck));
+    }
+    if let Some(why) = short {
+        return Ok(Readiness::Waiting(why));
+    }
     let rs_available = rs
         .status
         .as_ref()
         .and_then(|s| s.available_replicas)
         .unwrap_or(0);
-    let (running, not_running) =
-        owned_pods(client, ns, rs.metadata.uid.as_deref().unwrap_or("")).await?;
+    let running = running(&pods);
     if running as i64 != i64::from(rs_available) {
-        return Ok(Some(format!(
+        return Ok(Readiness::Waiting(format!(
             "Specified {want} replicas and only {running} are running"
         )));
     }
+    let not_running = pods.len() - running;
     if not_running > 0 {
-        return Ok(Some(format!(
+        return Ok(Readiness::Waiting(format!(
             "{not_running} pods of the deployment are not running"
         )));
     }
-    Ok(None)
+    Ok(Readiness::Ready)
 }
 
 const REVISION: &str = "deployment.kubernetes.io/revision";
 
-/// `None` when ready, else why not.
 pub async fn statefulset_ready(
     client: &kube::Client,
     ns: &str,
     name: &str,
-) -> Result<Option<String>, kube::Error> {
+) -> Result<Readiness, kube::Error> {
     let api: Api<StatefulSet> = Api::namespaced(client.clone(), ns);
     let s = api.get(name).await?;
     let want = s.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
@@ -319,18 +355,22 @@ pub async fn statefulset_ready(
         .as_ref()
         .and_then(|s| s.ready_replicas)
         .unwrap_or(0);
+    let pods = owned_pods(client, ns, s.metadata.uid.as_deref().unwrap_or("")).await?;
+    if let Some(stuck) = workload::stuck(&pods) {
+        return Ok(Readiness::Stuck(stuck));
+    }
     if ready != want {
-        return Ok(Some(format!(
+        return Ok(Readiness::Waiting(format!(
             "Specified {want} replicas and only {ready} are ready"
         )));
     }
-    let (running, _) = owned_pods(client, ns, s.metadata.uid.as_deref().unwrap_or("")).await?;
+    let running = running(&pods);
     if running as i64 != i64::from(want) {
-        return Ok(Some(format!(
+        return Ok(Readiness::Waiting(format!(
             "Specified {want} replicas and only {running} are running"
         )));
     }
-    Ok(None)
+    Ok(Readiness::Ready)
 }
 
 #[cfg(test)]

@@ -12,7 +12,8 @@
 //!   then the pods that one controls.
 //!
 //! A selector with `matchExpressions`, or another workload whose selector
-//! overlaps, makes no difference: ownership decides.
+//! overlaps, makes no difference: ownership decides. [`stuck`] tells which of
+//! a workload's pods will not become ready without a change by the user.
 
 use std::time::Duration;
 
@@ -21,6 +22,8 @@ use k8s_openapi::api::core::v1::{Pod, ReplicationController};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, ListParams};
 use serde_json::Value;
+
+use super::pod::FATAL_WAITING;
 
 /// Revision annotation of a Deployment and its ReplicaSets.
 pub const REVISION: &str = "deployment.kubernetes.io/revision";
@@ -83,6 +86,88 @@ pub async fn owned_pods(
     let api: Api<Pod> = Api::namespaced(client.clone(), ns);
     let list = api.list(&ListParams::default()).await?;
     Ok(split_owned(list.items, owner_uid))
+}
+
+/// Why a pod of a workload will not become ready without a change by the user: one of its
+/// containers waits for a reason the kubelet does not resolve by itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stuck {
+    pub pod: String,
+    pub container: String,
+    /// The waiting reason: ErrImagePull, ImagePullBackOff, CrashLoopBackOff, ...
+    pub reason: String,
+    pub message: String,
+    pub restarts: i32,
+    /// The container's last termination (exit code, reason such as OOMKilled or Error, message).
+    pub last_exit: Option<(i32, String, String)>,
+}
+
+impl std::fmt::Display for Stuck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "pod {}, container {:?}: {}",
+            self.pod, self.container, self.reason
+        )?;
+        if !self.message.is_empty() {
+            write!(f, " ({})", self.message)?;
+        }
+        if self.restarts > 0 {
+            write!(f, "; restarted {} times", self.restarts)?;
+        }
+        if let Some((code, reason, message)) = &self.last_exit {
+            write!(f, "; last exit code {code}")?;
+            if !reason.is_empty() {
+                write!(f, " ({reason})")?;
+            }
+            if !message.trim().is_empty() {
+                write!(f, ": {}", message.trim())?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The first container (init containers first) of `pods` that will not start without a change:
+/// waiting for one of the pod runner's fatal reasons ([`FATAL_WAITING`]: image pulls, container
+/// config) or in CrashLoopBackOff, the kubelet's back-off between restarts of a container that
+/// keeps exiting. Pods being deleted are left out.
+pub fn stuck(pods: &[Pod]) -> Option<Stuck> {
+    pods.iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .find_map(|p| {
+            let st = p.status.as_ref()?;
+            st.init_container_statuses
+                .iter()
+                .flatten()
+                .chain(st.container_statuses.iter().flatten())
+                .find_map(|cs| {
+                    let waiting = cs.state.as_ref()?.waiting.as_ref()?;
+                    let reason = waiting.reason.as_deref()?;
+                    if !(reason == "CrashLoopBackOff" || FATAL_WAITING.contains(&reason)) {
+                        return None;
+                    }
+                    let last_exit = cs
+                        .last_state
+                        .as_ref()
+                        .and_then(|l| l.terminated.as_ref())
+                        .map(|t| {
+                            (
+                                t.exit_code,
+                                t.reason.clone().unwrap_or_default(),
+                                t.message.clone().unwrap_or_default(),
+                            )
+                        });
+                    Some(Stuck {
+                        pod: p.metadata.name.clone().unwrap_or_default(),
+                        container: cs.name.clone(),
+                        reason: reason.to_string(),
+                        message: waiting.message.clone().unwrap_or_default(),
+                        restarts: cs.restart_count,
+                        last_exit,
+                    })
+                })
+        })
 }
 
 /// How long to wait for the current ReplicaSet of a Deployment that was
@@ -195,6 +280,132 @@ mod tests {
         assert_eq!(c.uid.as_deref(), Some("rs2"));
         assert!(current(rss.iter(), "dep", REVISION, "3").is_none());
         assert!(current(rss.iter(), "nobody", REVISION, "1").is_none());
+    }
+
+    fn pod_with(name: &str, status: Value) -> Pod {
+        serde_json::from_value(json!({"metadata": {"name": name}, "status": status})).unwrap()
+    }
+
+    fn container(name: &str, state: Value, last: Value, restarts: i32) -> Value {
+        json!({"name": name, "image": "x", "imageID": "", "ready": false,
+            "restartCount": restarts, "state": state, "lastState": last})
+    }
+
+    #[test]
+    fn a_container_in_crash_loop_back_off_is_stuck_with_its_last_exit() {
+        let crashing = container(
+            "app",
+            json!({"waiting": {"reason": "CrashLoopBackOff",
+                "message": "back-off 20s restarting failed container=app"}}),
+            json!({"terminated": {"exitCode": 3, "reason": "Error", "message": "no config\n"}}),
+            2,
+        );
+        let pods = [
+            pod_with(
+                "app-1",
+                json!({"phase": "Running", "containerStatuses": [
+                container("app", json!({"running": {}}), json!({}), 0)]}),
+            ),
+            pod_with(
+                "app-2",
+                json!({"phase": "Running", "containerStatuses": [crashing]}),
+            ),
+        ];
+        let s = stuck(&pods).unwrap();
+        assert_eq!(
+            s,
+            Stuck {
+                pod: "app-2".into(),
+                container: "app".into(),
+                reason: "CrashLoopBackOff".into(),
+                message: "back-off 20s restarting failed container=app".into(),
+                restarts: 2,
+                last_exit: Some((3, "Error".into(), "no config\n".into())),
+            }
+        );
+        assert_eq!(
+            s.to_string(),
+            "pod app-2, container \"app\": CrashLoopBackOff (back-off 20s restarting failed container=app); restarted 2 times; last exit code 3 (Error): no config"
+        );
+        // An OOM kill shows as the last exit's reason.
+        let oom = container(
+            "db",
+            json!({"waiting": {"reason": "CrashLoopBackOff"}}),
+            json!({"terminated": {"exitCode": 137, "reason": "OOMKilled"}}),
+            1,
+        );
+        let s = stuck(&[pod_with("db-0", json!({"containerStatuses": [oom]}))]).unwrap();
+        assert_eq!(
+            s.to_string(),
+            "pod db-0, container \"db\": CrashLoopBackOff; restarted 1 times; last exit code 137 (OOMKilled)"
+        );
+    }
+
+    #[test]
+    fn image_pulls_and_init_containers_are_stuck_too_but_not_pods_on_their_way() {
+        let pull = container(
+            "app",
+            json!({"waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image \"x\""}}),
+            json!({}),
+            0,
+        );
+        let s = stuck(&[pod_with(
+            "a",
+            json!({"phase": "Pending", "containerStatuses": [pull]}),
+        )])
+        .unwrap();
+        assert_eq!(
+            (s.reason.as_str(), &s.last_exit),
+            ("ImagePullBackOff", &None)
+        );
+        assert_eq!(
+            s.to_string(),
+            "pod a, container \"app\": ImagePullBackOff (Back-off pulling image \"x\")"
+        );
+        let init = container(
+            "init",
+            json!({"waiting": {"reason": "ErrImagePull"}}),
+            json!({}),
+            0,
+        );
+        let s = stuck(&[pod_with("b", json!({"phase": "Pending",
+            "initContainerStatuses": [init],
+            "containerStatuses": [container("app", json!({"waiting": {"reason": "PodInitializing"}}), json!({}), 0)]}))])
+        .unwrap();
+        assert_eq!(
+            (s.container.as_str(), s.reason.as_str()),
+            ("init", "ErrImagePull")
+        );
+        // Starting, running, or going away: not stuck.
+        let starting = container(
+            "app",
+            json!({"waiting": {"reason": "ContainerCreating"}}),
+            json!({}),
+            0,
+        );
+        let mut deleting = pod_with(
+            "d",
+            json!({"containerStatuses": [container(
+            "app", json!({"waiting": {"reason": "CrashLoopBackOff"}}), json!({}), 4)]}),
+        );
+        deleting.metadata.deletion_timestamp =
+            Some(serde_json::from_value(json!("2026-01-01T00:00:00Z")).unwrap());
+        assert_eq!(
+            stuck(&[
+                pod_with(
+                    "c",
+                    json!({"phase": "Pending", "containerStatuses": [starting]})
+                ),
+                pod_with(
+                    "r",
+                    json!({"phase": "Running", "containerStatuses": [
+                    container("app", json!({"running": {}}), json!({"terminated": {"exitCode": 1}}), 1)]})
+                ),
+                pod_with("n", json!({"phase": "Pending"})),
+                deleting,
+            ]),
+            None
+        );
     }
 
     #[test]
