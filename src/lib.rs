@@ -15,6 +15,7 @@ pub mod functions;
 pub mod kando;
 pub mod kanister_crd;
 pub mod kube_error;
+pub mod metrics;
 pub mod model;
 pub mod redact;
 pub mod scheduler;

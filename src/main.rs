@@ -26,7 +26,7 @@ enum Command {
     /// Print the ActionSchedule CRD generated from the Rust types (`manifests/crds/actionschedule.yaml`).
     Crds,
     /// Serve the admission webhook over HTTPS (/mutate/blueprint, /validate/blueprint, /validate/actionschedule).
-    Webhook(blueprint_operator::webhook::WebhookArgs),
+    Webhook(blueprint_operator::app::webhook::WebhookArgs),
     /// Write a development CA and webhook serving certificate and print the caBundle.
     Certs(blueprint_operator::webhook::CertsArgs),
     /// Run ActionSets from Blueprints (deferPhase guaranteed) and ActionSchedules.
@@ -66,7 +66,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Controller(args) => serve(blueprint_operator::app::controller::run(args)),
-        Command::Webhook(args) => serve(blueprint_operator::webhook::run(args)),
+        Command::Webhook(args) => serve(blueprint_operator::app::webhook::run(args)),
         Command::Certs(args) => match blueprint_operator::webhook::run_certs(args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

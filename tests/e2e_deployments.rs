@@ -595,14 +595,12 @@ async fn deployments_run_as_their_service_accounts_with_least_privilege() {
     .await
     .unwrap();
 
-    // Leases: held by one of the controller's pods, in the operator's namespace.
+    // The Lease: held by one of the controller's pods, in the operator's namespace; the
+    // scheduler runs under it too (no Lease of its own).
     let pod_names: Vec<String> = controller_pods.iter().map(|p| p.name_any()).collect();
     let leases: Api<Lease> = Api::namespaced(client.clone(), NS);
     let mut holders = BTreeMap::new();
-    for lease in [
-        "blueprint-operator-executor",
-        "blueprint-operator-scheduler",
-    ] {
+    for lease in ["blueprint-operator-executor"] {
         let l = support::wait_for(&leases, lease, LONG, |l| {
             l.spec
                 .as_ref()
@@ -613,6 +611,14 @@ async fn deployments_run_as_their_service_accounts_with_least_privilege() {
         .unwrap();
         holders.insert(lease, l.spec.unwrap().holder_identity.unwrap());
     }
+    assert!(
+        leases
+            .get_opt("blueprint-operator-scheduler")
+            .await
+            .unwrap()
+            .is_none(),
+        "a second Lease for the scheduler"
+    );
     // Events: the executor's (reportingInstance = the pod holding the executor Lease) and the
     // scheduler's.
     let events: Api<Event> = Api::namespaced(client.clone(), &ns);

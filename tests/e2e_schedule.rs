@@ -9,11 +9,12 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use blueprint_operator::app::leader::{self, LeaseConfig};
 use blueprint_operator::model::{
     ANNOTATION_RUN_NOW, ANNOTATION_SCHEDULE, ANNOTATION_SCHEDULED_TIME, ActionSchedule, ActionSet,
     FINALIZER_DELETE_RUNS, LABEL_EXECUTOR, LABEL_SCHEDULE, LABEL_TRIGGER,
 };
-use blueprint_operator::scheduler::{self, LeaderElection, SchedulerOptions, plan};
+use blueprint_operator::scheduler::{self, SchedulerOptions, plan};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -22,6 +23,8 @@ use serde_json::json;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+/// The controller's one Lease (`--lease-name`), under which the scheduler runs.
+const LEASE: &str = "blueprint-operator-executor";
 const LONG: Duration = Duration::from_secs(90);
 
 struct Running {
@@ -44,15 +47,34 @@ impl Running {
     }
 }
 
-fn start(client: &Client, ns: &str, le: Option<LeaderElection>) -> Running {
-    start_with(
-        client,
-        SchedulerOptions {
-            namespace: Some(ns.to_string()),
-            leader_election: le,
-            ..Default::default()
-        },
-    )
+fn start(client: &Client, ns: &str, le: Option<LeaseConfig>) -> Running {
+    let opts = SchedulerOptions {
+        namespace: Some(ns.to_string()),
+        ..Default::default()
+    };
+    let Some(lease) = le else {
+        return start_with(client, opts);
+    };
+    // As the controller runs it: only while this replica holds the Lease.
+    let (tx, rx) = oneshot::channel::<()>();
+    let client = client.clone();
+    let task = tokio::spawn(async move {
+        use futures::FutureExt as _;
+        let stop = rx.shared();
+        let Some(mut lead) = leader::acquire(&client, &lease, stop.clone()).await? else {
+            return Ok(());
+        };
+        tokio::select! {
+            r = scheduler::run(client.clone(), opts, stop) => r?,
+            _ = lead.lost() => {}
+        }
+        lead.release().await;
+        Ok(())
+    });
+    Running {
+        task,
+        stop: Some(tx),
+    }
 }
 
 fn start_with(client: &Client, opts: SchedulerOptions) -> Running {
@@ -458,7 +480,7 @@ async fn restarts_and_two_replicas_never_duplicate_a_tick() -> anyhow::Result<()
 
     // Two replicas with leader election: one leads; kill it, the other takes over.
     let le = |id: &str| {
-        let mut l = LeaderElection::new(ns.clone(), id);
+        let mut l = LeaseConfig::new(LEASE, ns.clone(), id);
         l.lease_seconds = 4;
         l.grace_seconds = 2;
         Some(l)
@@ -473,7 +495,7 @@ async fn restarts_and_two_replicas_never_duplicate_a_tick() -> anyhow::Result<()
     let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
         Api::namespaced(client.clone(), &ns);
     let holder = leases
-        .get("blueprint-operator-scheduler")
+        .get(LEASE)
         .await?
         .spec
         .and_then(|s| s.holder_identity)

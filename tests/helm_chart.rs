@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use blueprint_operator::app::controller::ControllerArgs;
-use blueprint_operator::webhook::WebhookArgs;
+use blueprint_operator::app::webhook::WebhookArgs;
 use clap::Parser as _;
 use serde::Deserialize as _;
 use serde_json::Value;

@@ -3,7 +3,8 @@
 
 use std::path::Path;
 
-use blueprint_operator::webhook::{Route, WebhookArgs};
+use blueprint_operator::app::webhook::WebhookArgs;
+use blueprint_operator::webhook::Route;
 use clap::Parser as _;
 use serde::Deserialize as _;
 use serde_json::Value;

@@ -1,8 +1,9 @@
 //! `blueprint-operator controller`: the ActionSet executor (and, unless
 //! `--no-scheduler`, the ActionSchedule scheduler) in one process, with
-//! Prometheus metrics on `--metrics-addr` and leader election through a
-//! `coordination.k8s.io` Lease (only the holder executes ActionSets; losing
-//! the Lease exits the process, so a restarted pod resumes cleanly).
+//! Prometheus metrics on `--metrics-addr` and leader election through one
+//! `coordination.k8s.io` Lease, `--lease-name` ([`super::leader`]): only the
+//! holder executes ActionSets and schedules; losing the Lease exits the
+//! process, so a restarted pod resumes cleanly.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -128,30 +129,8 @@ fn hostname() -> String {
         .unwrap_or_else(|| "blueprint-operator".into())
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(_) => {
-                    let _ = ctrl_c.await;
-                    return;
-                }
-            };
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = ctrl_c.await;
-    }
-}
-
-async fn serve_metrics(addr: &str, registry: Arc<Registry>) -> anyhow::Result<()> {
+/// Serves `/metrics`, `/healthz` and `/readyz` on `addr` ("off": nowhere).
+async fn serve_metrics(addr: &str, metrics: crate::metrics::Exported) -> anyhow::Result<()> {
     if addr == "off" {
         return Ok(());
     }
@@ -164,26 +143,7 @@ async fn serve_metrics(addr: &str, registry: Arc<Registry>) -> anyhow::Result<()
     info!(addr = %listener.local_addr()?, "metrics listening");
     // Liveness and readiness: this process answers (it starts serving once it has a client for
     // the API server); a replica waiting for the Lease is healthy too.
-    let app = axum::Router::new()
-        .route("/healthz", axum::routing::get(|| async { "ok" }))
-        .route("/readyz", axum::routing::get(|| async { "ok" }))
-        .route(
-            "/metrics",
-            axum::routing::get(move || {
-                let registry = registry.clone();
-                async move {
-                    let mut body = String::new();
-                    let _ = prometheus_client::encoding::text::encode(&mut body, &registry);
-                    (
-                        [(
-                            axum::http::header::CONTENT_TYPE,
-                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                        )],
-                        body,
-                    )
-                }
-            }),
-        );
+    let app = crate::metrics::routes(metrics, Arc::new(|| Ok(())));
     tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, app).await {
             warn!(error = %e, "metrics server stopped");
@@ -194,7 +154,7 @@ async fn serve_metrics(addr: &str, registry: Arc<Registry>) -> anyhow::Result<()
 
 /// Runs the controller until SIGTERM/SIGINT (or until the Lease is lost).
 pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
-    let _ = crate::app::logging::init(&args.log_level);
+    super::logging::init(&args.log_level)?;
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = kube::Client::try_default()
         .await
@@ -204,7 +164,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     if !args.no_scheduler {
         crate::scheduler::register(&mut registry);
     }
-    serve_metrics(&args.metrics_addr, Arc::new(registry)).await?;
+    serve_metrics(&args.metrics_addr, crate::metrics::Exported::new(registry)).await?;
     let instance = args.instance.clone().unwrap_or_else(hostname);
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -222,29 +182,18 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
             crate::kanister_crd::FLAG
         );
     }
-    let mut lease_rx = None;
+    // One Lease for everything that must run once: the executor and the scheduler.
+    let mut leadership = None;
     if !args.no_leader_election {
-        let ns = args
-            .lease_namespace
-            .clone()
-            .unwrap_or_else(|| "default".into());
-        let manager =
-            kube_lease_manager::LeaseManagerBuilder::new(client.clone(), &args.lease_name)
-                .with_namespace(&ns)
-                .with_identity(&instance)
-                .with_duration(15)
-                .with_grace(5)
-                .build()
-                .await
-                .with_context(|| format!("Lease {ns}/{}", args.lease_name))?;
-        let (mut rx, _task) = manager.watch().await;
-        info!(lease = %args.lease_name, namespace = %ns, identity = %instance, "waiting for leadership");
-        tokio::select! {
-            r = rx.wait_for(|l| *l) => { r.context("leader election stopped")?; }
-            _ = shutdown_signal() => return Ok(()),
+        let lease = super::leader::LeaseConfig::new(
+            &args.lease_name,
+            args.lease_namespace.as_deref().unwrap_or("default"),
+            &instance,
+        );
+        match super::leader::acquire(&client, &lease, super::shutdown::signal()).await? {
+            Some(l) => leadership = Some(l),
+            None => return Ok(()),
         }
-        info!("acquired leadership");
-        lease_rx = Some(rx);
     }
 
     let shutdown = {
@@ -258,14 +207,6 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     } else {
         let opts = crate::scheduler::SchedulerOptions {
             namespace: args.namespace.clone(),
-            leader_election: (!args.no_leader_election).then(|| {
-                crate::scheduler::LeaderElection::new(
-                    args.lease_namespace
-                        .clone()
-                        .unwrap_or_else(|| "default".into()),
-                    instance.clone(),
-                )
-            }),
             concurrency: args.schedule_concurrency,
             ..crate::scheduler::SchedulerOptions::default()
         };
@@ -315,16 +256,14 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     )
     .await;
     let executor = tokio::spawn(runtime::run(client.clone(), cfg, metrics, shutdown));
-    let lost = async move {
-        match lease_rx {
-            Some(mut rx) => {
-                let _ = rx.wait_for(|l| !*l).await;
-            }
+    let lost = async {
+        match leadership.as_mut() {
+            Some(l) => l.lost().await,
             None => std::future::pending::<()>().await,
         }
     };
     tokio::select! {
-        _ = shutdown_signal() => info!("shutting down"),
+        _ = super::shutdown::signal() => info!("shutting down"),
         _ = lost => warn!("lost leadership; exiting so that the new leader takes over"),
     }
     let _ = stop_tx.send(true);
@@ -339,6 +278,10 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
             Ok(Err(e)) => warn!(error = %e, "scheduler task failed"),
             _ => {}
         }
+    }
+    // Executor and scheduler have stopped: another replica may take over at once.
+    if let Some(l) = leadership {
+        l.release().await;
     }
     Ok(())
 }

@@ -17,7 +17,6 @@ use std::time::Duration;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::{Family, MetricConstructor};
-use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
@@ -30,11 +29,6 @@ struct OutcomeLabels {
 struct PhaseLabels {
     kind: String,
     outcome: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct VersionLabels {
-    version: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -93,16 +87,10 @@ impl Metrics {
             "Total number of action set resolutions",
             m.resolutions.clone(),
         );
-        let build = Family::<VersionLabels, Gauge>::default();
-        build
-            .get_or_create(&VersionLabels {
-                version: env!("CARGO_PKG_VERSION").into(),
-            })
-            .set(1);
-        registry.register(
+        crate::metrics::register_build_info(
+            registry,
             "blueprint_operator_controller_build_info",
             "1 while the controller runs, labelled with its version",
-            build,
         );
         for o in OUTCOMES {
             let _ = m

@@ -27,7 +27,7 @@ pub struct Metrics {
     pub consecutive_failures: Family<Labels, Gauge>,
     /// Reconcile failures by error kind.
     pub reconcile_errors: Family<Labels, Counter>,
-    /// 1 while this replica holds the scheduler Lease.
+    /// 1 while this replica holds the controller Lease and runs the scheduler.
     pub leader: Gauge,
 }
 
@@ -96,7 +96,7 @@ pub fn register(registry: &mut Registry) {
     );
     r.register(
         "leader",
-        "1 while this replica holds the scheduler Lease",
+        "1 while this replica holds the controller Lease and runs the scheduler",
         m.leader.clone(),
     );
 }

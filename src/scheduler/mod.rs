@@ -32,7 +32,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context as _;
 use futures::{StreamExt, TryStreamExt};
 use kube::api::{Patch, PatchParams};
 use kube::core::ObjectMeta;
@@ -52,9 +51,6 @@ pub use metrics::register;
 pub struct SchedulerOptions {
     /// Watch only this namespace (`None`: all namespaces).
     pub namespace: Option<String>,
-    /// Hold this Lease while scheduling (`None`: no leader election; run only
-    /// one replica then).
-    pub leader_election: Option<LeaderElection>,
     /// `reportingController` of Events.
     pub controller_name: String,
     /// Schedules reconciled in parallel.
@@ -64,21 +60,10 @@ pub struct SchedulerOptions {
     pub finalize_timeout: Duration,
 }
 
-#[derive(Clone, Debug)]
-pub struct LeaderElection {
-    pub lease_name: String,
-    pub lease_namespace: String,
-    /// This replica's identity (pod name).
-    pub identity: String,
-    pub lease_seconds: u64,
-    pub grace_seconds: u64,
-}
-
 impl Default for SchedulerOptions {
     fn default() -> Self {
         SchedulerOptions {
             namespace: None,
-            leader_election: None,
             controller_name: "blueprint-operator-scheduler".into(),
             concurrency: 16,
             finalize_timeout: reconcile::FINALIZE_TIMEOUT,
@@ -86,20 +71,8 @@ impl Default for SchedulerOptions {
     }
 }
 
-impl LeaderElection {
-    pub fn new(lease_namespace: impl Into<String>, identity: impl Into<String>) -> Self {
-        LeaderElection {
-            lease_name: "blueprint-operator-scheduler".into(),
-            lease_namespace: lease_namespace.into(),
-            identity: identity.into(),
-            lease_seconds: 15,
-            grace_seconds: 5,
-        }
-    }
-}
-
-/// Run the ActionSchedule controller until `shutdown` completes. With leader
-/// election, schedules are reconciled only while this replica holds the Lease.
+/// Run the ActionSchedule controller until `shutdown` completes. Only one replica may run it:
+/// the `controller` subcommand runs it under its Lease ([`crate::app::leader`]).
 pub async fn run(
     client: Client,
     opts: SchedulerOptions,
@@ -108,54 +81,13 @@ pub async fn run(
     let shutdown = async move {
         shutdown.await;
     };
-    tokio::pin!(shutdown);
-    let Some(le) = opts.leader_election.clone() else {
-        metrics::METRICS.leader.set(1);
-        run_controller(client, &opts, shutdown).await;
-        return Ok(());
-    };
-    if le.lease_seconds <= le.grace_seconds {
-        anyhow::bail!(
-            "leader election: lease_seconds ({}) must be greater than grace_seconds ({})",
-            le.lease_seconds,
-            le.grace_seconds
-        );
-    }
-    let manager = kube_lease_manager::LeaseManagerBuilder::new(client.clone(), &le.lease_name)
-        .with_namespace(&le.lease_namespace)
-        .with_identity(&le.identity)
-        .with_duration(le.lease_seconds)
-        .with_grace(le.grace_seconds)
-        .build()
-        .await
-        .with_context(|| format!("creating Lease {}/{}", le.lease_namespace, le.lease_name))?;
-    let (mut leader, task) = manager.watch().await;
-    loop {
-        // Wait to become leader (or shut down).
-        while !*leader.borrow_and_update() {
-            metrics::METRICS.leader.set(0);
-            tokio::select! {
-                _ = &mut shutdown => { drop(leader); let _ = task.await; return Ok(()); }
-                r = leader.changed() => if r.is_err() { anyhow::bail!("Lease manager stopped"); },
-            }
-        }
-        info!(identity = %le.identity, lease = %le.lease_name, "acquired scheduler Lease");
-        metrics::METRICS.leader.set(1);
-        let lost = async {
-            loop {
-                if leader.changed().await.is_err() || !*leader.borrow_and_update() {
-                    break;
-                }
-            }
-        };
-        tokio::select! {
-            _ = run_controller(client.clone(), &opts, &mut shutdown) => { drop(leader); let _ = task.await; return Ok(()); }
-            _ = lost => { warn!(identity = %le.identity, "lost scheduler Lease; pausing"); }
-        }
-    }
+    metrics::METRICS.leader.set(1);
+    run_controller(client, &opts, shutdown).await;
+    metrics::METRICS.leader.set(0);
+    Ok(())
 }
 
-/// The controller itself (no leader election); returns when `shutdown` completes.
+/// The controller itself; returns when `shutdown` completes.
 async fn run_controller(
     client: Client,
     opts: &SchedulerOptions,

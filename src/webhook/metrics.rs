@@ -10,12 +10,9 @@
 //! `verdict` is one of [`Verdict::label`]: allowed, patched, denied, bad_request, too_large,
 //! error. Every route × verdict pair is pre-created so zeros are exported.
 
-use std::sync::Arc;
-
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::{Family, MetricConstructor};
-use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
@@ -70,11 +67,6 @@ struct ReloadLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct VersionLabels {
-    version: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct CloseLabels {
     reason: String,
 }
@@ -89,10 +81,9 @@ impl MetricConstructor<Histogram> for Buckets {
     }
 }
 
-/// Cheap to clone; all clones share the same registry.
+/// Cheap to clone; all clones count into the same families.
 #[derive(Clone)]
 pub struct Metrics {
-    registry: Arc<Registry>,
     requests: Family<RequestLabels, Counter>,
     duration: Family<RequestLabels, Histogram, Buckets>,
     tls_reloads: Family<ReloadLabels, Counter>,
@@ -106,9 +97,10 @@ impl std::fmt::Debug for Metrics {
 }
 
 impl Metrics {
-    /// A fresh registry with every `route` × verdict pre-created.
-    pub fn new(routes: &[&str]) -> Self {
-        let mut registry = Registry::with_prefix("blueprint_operator_webhook");
+    /// Registers the families (prefix `blueprint_operator_webhook_`) in `registry`, with every
+    /// `route` × verdict pre-created.
+    pub fn new(registry: &mut Registry, routes: &[&str]) -> Self {
+        let registry = registry.sub_registry_with_prefix("blueprint_operator_webhook");
         let requests = Family::<RequestLabels, Counter>::default();
         let duration = Family::<RequestLabels, Histogram, Buckets>::new_with_constructor(Buckets);
         let tls_reloads = Family::<ReloadLabels, Counter>::default();
@@ -133,16 +125,10 @@ impl Metrics {
             "Connections refused (reason=limit) or closed by a timeout (header, idle)",
             connections_closed.clone(),
         );
-        let build = Family::<VersionLabels, Gauge>::default();
-        build
-            .get_or_create(&VersionLabels {
-                version: env!("CARGO_PKG_VERSION").into(),
-            })
-            .set(1);
-        registry.register(
+        crate::metrics::register_build_info(
+            registry,
             "build_info",
             "1 while the webhook runs, labelled with its version",
-            build,
         );
         for reason in ["limit", "header", "idle"] {
             let _ = connections_closed.get_or_create(&CloseLabels {
@@ -165,7 +151,6 @@ impl Metrics {
             });
         }
         Self {
-            registry: Arc::new(registry),
             requests,
             duration,
             tls_reloads,
@@ -198,17 +183,7 @@ impl Metrics {
             })
             .inc();
     }
-
-    /// OpenMetrics text; serve with [`CONTENT_TYPE`].
-    pub fn encode(&self) -> String {
-        let mut out = String::new();
-        // Writing into a String cannot fail.
-        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
-        out
-    }
 }
-
-pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 #[cfg(test)]
 mod tests {
@@ -216,10 +191,11 @@ mod tests {
 
     #[test]
     fn counts_by_route_and_verdict_with_zeros() {
-        let m = Metrics::new(&["/validate/blueprint"]);
+        let mut registry = Registry::default();
+        let m = Metrics::new(&mut registry, &["/validate/blueprint"]);
         m.observe("/validate/blueprint", Verdict::Denied, 0.001);
         m.observe("/validate/blueprint", Verdict::Denied, 0.002);
-        let text = m.encode();
+        let text = crate::metrics::Exported::new(registry).encode();
         assert!(
             text.contains(
                 r#"blueprint_operator_webhook_requests_total{route="/validate/blueprint",verdict="denied"} 2"#

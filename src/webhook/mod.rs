@@ -1,4 +1,5 @@
-//! The admission webhook: `blueprint-operator webhook` and `blueprint-operator certs`.
+//! The admission webhook (its subcommand is wired in [`crate::app::webhook`]) and
+//! `blueprint-operator certs`.
 //!
 //! * [`admission`]: pure handlers, an AdmissionReview in and an HTTP answer out
 //!   (`/mutate/blueprint`, `/validate/blueprint`, `/validate/actionschedule`);
@@ -19,4 +20,4 @@ pub mod tls;
 
 pub use admission::{MAX_BODY_BYTES, Route, handle_review};
 pub use certs::{CertsArgs, run_certs};
-pub use server::{ServerConfig, WebhookArgs, run, start};
+pub use server::{ServerConfig, start};

@@ -12,7 +12,6 @@
 //! up to `--shutdown-grace` for requests in flight.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -23,7 +22,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::post;
 use axum_server::Handle;
 use axum_server::accept::DefaultAcceptor;
 use axum_server::tls_rustls::RustlsAcceptor;
@@ -35,59 +34,11 @@ use tokio::sync::watch;
 
 use super::admission::{self, BlueprintRef, Lookup, MAX_BODY_BYTES, Outcome, Route};
 use super::limits::{GuardAcceptor, Limits};
-use super::metrics::{self, Metrics, Verdict};
-use super::tls::{CertFiles, Tls};
+use prometheus_client::registry::Registry;
 
-/// `blueprint-operator webhook`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct WebhookArgs {
-    /// HTTPS address for the admission routes (and probes/metrics).
-    #[arg(long, env = "BPO_WEBHOOK_LISTEN", default_value = "0.0.0.0:8443")]
-    pub listen: SocketAddr,
-    /// Plain-HTTP address for /healthz, /readyz and /metrics; empty to disable.
-    #[arg(long, env = "BPO_WEBHOOK_PROBE_LISTEN", default_value = "0.0.0.0:8080")]
-    pub probe_listen: String,
-    /// Serving certificate (PEM, leaf first). Reloaded when it changes.
-    #[arg(long, env = "BPO_TLS_CERT_FILE")]
-    pub tls_cert_file: PathBuf,
-    /// Private key of the serving certificate (PEM). Reloaded when it changes.
-    #[arg(long, env = "BPO_TLS_KEY_FILE")]
-    pub tls_key_file: PathBuf,
-    /// How often to check the certificate files for changes, in seconds.
-    #[arg(long, default_value_t = 5)]
-    pub tls_reload_interval: u64,
-    /// Log filter (tracing EnvFilter syntax); RUST_LOG wins when set.
-    #[arg(long, env = "BPO_LOG_LEVEL", default_value = "info")]
-    pub log_level: String,
-    /// Seconds to keep serving after SIGTERM while /readyz reports 503.
-    #[arg(long, default_value_t = 5)]
-    pub shutdown_delay: u64,
-    /// Seconds to wait for requests in flight once the server stops accepting.
-    #[arg(long, default_value_t = 20)]
-    pub shutdown_grace: u64,
-    /// Do not look Blueprints up for /validate/actionschedule (no API access needed).
-    #[arg(long)]
-    pub no_blueprint_lookup: bool,
-    /// Timeout of one Blueprint lookup, in milliseconds; on timeout the check is skipped.
-    #[arg(long, default_value_t = 2000)]
-    pub lookup_timeout_ms: u64,
-    /// Seconds a client may take to send a request's headers (from its first byte, or from the
-    /// TLS handshake for a connection's first request); slower connections are closed.
-    #[arg(long, default_value_t = 10)]
-    pub header_timeout: u64,
-    /// Seconds a client may take to send a request's body; slower requests get 408.
-    #[arg(long, default_value_t = 15)]
-    pub body_timeout: u64,
-    /// Seconds a keep-alive connection may stay idle (longer than the API server's 90 s).
-    #[arg(long, default_value_t = 120)]
-    pub idle_timeout: u64,
-    /// Seconds a client may take to complete the TLS handshake.
-    #[arg(long, default_value_t = 10)]
-    pub tls_handshake_timeout: u64,
-    /// Connections open at once per listener; further connections are closed at once.
-    #[arg(long, default_value_t = 512)]
-    pub max_connections: usize,
-}
+use super::metrics::{Metrics, Verdict};
+use super::tls::{CertFiles, Tls};
+use crate::metrics::Exported;
 
 /// What [`start`] needs; built from [`WebhookArgs`] by [`run`], or directly by tests.
 #[derive(Clone)]
@@ -119,6 +70,8 @@ impl std::fmt::Debug for ServerConfig {
 
 struct AppState {
     metrics: Metrics,
+    /// The process's registry, served on `/metrics`.
+    exported: Exported,
     tls_loaded: AtomicBool,
     shutting_down: AtomicBool,
     client: Option<Client>,
@@ -147,23 +100,23 @@ fn blueprint_resource() -> ApiResource {
     )
 }
 
-fn probe_routes() -> Router<Shared> {
-    Router::new()
-        .route("/healthz", get(|| async { "ok" }))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics_route))
+/// `/healthz`, `/readyz` (not ready before the certificate loads and once shutting down) and
+/// `/metrics`.
+fn probe_routes(state: &Shared) -> Router {
+    let st = state.clone();
+    crate::metrics::routes(state.exported.clone(), Arc::new(move || st.ready()))
 }
 
 /// The HTTPS router: admission routes with the body limit, plus the probe routes.
 fn router(state: Shared) -> Router {
-    let mut r = probe_routes();
+    let mut r = Router::new();
     for route in Route::ALL {
         r = r.route(
             route.path(),
             post(move |State(st): State<Shared>, body: Body| admit(st, route, body)),
         );
     }
-    r.with_state(state)
+    r.with_state(state.clone()).merge(probe_routes(&state))
 }
 
 /// Why a request body was not read.
@@ -182,21 +135,6 @@ async fn read_body(body: Body, timeout: Duration) -> Result<Bytes, BodyError> {
         Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => Err(BodyError::TooLarge),
         Ok(Err(e)) => Err(BodyError::Broken(e.to_string())),
     }
-}
-
-async fn readyz(State(st): State<Shared>) -> Response {
-    match st.ready() {
-        Ok(()) => (StatusCode::OK, "ok").into_response(),
-        Err(why) => (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {why}")).into_response(),
-    }
-}
-
-async fn metrics_route(State(st): State<Shared>) -> Response {
-    (
-        [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
-        st.metrics.encode(),
-    )
-        .into_response()
 }
 
 async fn admit(st: Shared, route: Route, body: Body) -> Response {
@@ -357,8 +295,8 @@ impl std::fmt::Debug for Running {
 
 impl Running {
     /// The metrics registry of this server (tests read it).
-    pub fn metrics(&self) -> Metrics {
-        self.state.metrics.clone()
+    pub fn metrics(&self) -> Exported {
+        self.state.exported.clone()
     }
 
     /// Graceful shutdown: not ready, keep serving for the delay, stop accepting, wait up to the
@@ -382,9 +320,11 @@ impl Running {
 /// Starts the servers: the probe listener at once, then (once the certificate files load) the
 /// HTTPS listener and the certificate reloader. Returns when both listen.
 pub async fn start(config: ServerConfig) -> anyhow::Result<Running> {
-    let metrics = Metrics::new(&Route::ALL.map(Route::path));
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry, &Route::ALL.map(Route::path));
     let state: Shared = Arc::new(AppState {
         metrics: metrics.clone(),
+        exported: Exported::new(registry),
         tls_loaded: AtomicBool::new(false),
         shutting_down: AtomicBool::new(false),
         client: config.client.clone(),
@@ -408,7 +348,7 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<Running> {
                 metrics.clone(),
             ))
             .handle(handle.clone());
-        let app = probe_routes().with_state(state.clone());
+        let app = probe_routes(&state);
         tasks.push(tokio::spawn(server.serve(app.into_make_service())));
         handles.push(handle);
     }
@@ -449,100 +389,4 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<Running> {
         shutdown_delay: config.shutdown_delay,
         shutdown_grace: config.shutdown_grace,
     })
-}
-
-/// Resolves on SIGTERM or SIGINT.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {}
-        _ = term => {}
-    }
-}
-
-/// The [`Limits`] of the flags; a zero timeout or limit would refuse every request.
-fn limits(args: &WebhookArgs) -> anyhow::Result<Limits> {
-    for (flag, v) in [
-        ("--header-timeout", args.header_timeout),
-        ("--body-timeout", args.body_timeout),
-        ("--idle-timeout", args.idle_timeout),
-        ("--tls-handshake-timeout", args.tls_handshake_timeout),
-        ("--max-connections", args.max_connections as u64),
-    ] {
-        anyhow::ensure!(v > 0, "{flag} must be at least 1");
-    }
-    Ok(Limits {
-        header_timeout: Duration::from_secs(args.header_timeout),
-        body_timeout: Duration::from_secs(args.body_timeout),
-        idle_timeout: Duration::from_secs(args.idle_timeout),
-        handshake_timeout: Duration::from_secs(args.tls_handshake_timeout),
-        max_connections: args.max_connections,
-    })
-}
-
-/// `blueprint-operator webhook`: serve until SIGTERM/SIGINT.
-pub async fn run(args: WebhookArgs) -> anyhow::Result<()> {
-    crate::app::logging::init(&args.log_level)?;
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let probe_listen = match args.probe_listen.trim() {
-        "" => None,
-        s => Some(s.parse::<SocketAddr>().with_context(|| {
-            format!("--probe-listen {s:?} is not an address like 0.0.0.0:8080")
-        })?),
-    };
-    anyhow::ensure!(
-        args.tls_reload_interval > 0,
-        "--tls-reload-interval must be at least 1 second"
-    );
-    let client = if args.no_blueprint_lookup {
-        None
-    } else {
-        match Client::try_default().await {
-            Ok(c) => Some(c),
-            Err(e) => {
-                tracing::warn!(error = %e, "no Kubernetes API access: ActionSchedule checks will not look Blueprints up");
-                None
-            }
-        }
-    };
-    let limits = limits(&args)?;
-    let config = ServerConfig {
-        listen: args.listen,
-        probe_listen,
-        tls: CertFiles {
-            cert: args.tls_cert_file,
-            key: args.tls_key_file,
-        },
-        tls_reload_interval: Duration::from_secs(args.tls_reload_interval),
-        shutdown_delay: Duration::from_secs(args.shutdown_delay),
-        shutdown_grace: Duration::from_secs(args.shutdown_grace),
-        client,
-        lookup_timeout: Duration::from_millis(args.lookup_timeout_ms),
-        limits,
-    };
-    let running = tokio::select! {
-        r = start(config) => r?,
-        _ = shutdown_signal() => {
-            tracing::info!("signal received before the server started");
-            return Ok(());
-        }
-    };
-    shutdown_signal().await;
-    tracing::info!("shutting down");
-    running.shutdown().await?;
-    tracing::info!("stopped");
-    Ok(())
 }
