@@ -40,7 +40,7 @@ use super::metrics::{Metrics, Verdict};
 use super::tls::{CertFiles, Tls};
 use crate::metrics::Exported;
 
-/// What [`start`] needs; built from [`WebhookArgs`] by [`run`], or directly by tests.
+/// What [`start`] needs; built from the flags by [`crate::app::webhook::run`], or directly by tests.
 #[derive(Clone)]
 pub struct ServerConfig {
     pub listen: SocketAddr,
