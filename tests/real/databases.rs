@@ -15,17 +15,17 @@ use crate::install::{apply_yaml, install};
 use crate::real::{self, kubectl};
 use crate::support;
 
-const PG_BLUEPRINT: &str = "kanister-examples/postgresql/postgres-blueprint.yaml";
+pub const PG_BLUEPRINT: &str = "kanister-examples/postgresql/postgres-blueprint.yaml";
 const MARIA_BLUEPRINT: &str = "kanister-examples/maria/maria-blueprint.yaml";
 
 /// A corpus Blueprint's text, unmodified.
-fn corpus_blueprint(rel: &str) -> String {
+pub fn corpus_blueprint(rel: &str) -> String {
     let dir = support::corpus::dir().expect("the Kanister corpus (KANISTER_CORPUS)");
     std::fs::read_to_string(dir.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
 }
 
 /// `kubectl apply -n ns` of a manifest (the corpus Blueprints name no namespace).
-fn apply_in(ns: &str, text: &str) {
+pub fn apply_in(ns: &str, text: &str) {
     let path = std::env::temp_dir().join(format!("bpo-real-db-{}.yaml", std::process::id()));
     std::fs::write(&path, text).unwrap();
     let r = kubectl(&["apply", "-n", ns, "-f", path.to_str().unwrap()]);
@@ -33,7 +33,7 @@ fn apply_in(ns: &str, text: &str) {
     r.unwrap_or_else(|e| panic!("applying in {ns}: {e}\n{text}"));
 }
 
-fn store_client() -> S3Client {
+pub fn store_client() -> S3Client {
     let store = support::data_plane::object_store();
     S3Client::new(&Config {
         endpoint: store.endpoint.clone(),
@@ -48,7 +48,7 @@ fn store_client() -> S3Client {
     .expect("S3 client")
 }
 
-async fn keys(bucket: &str, prefix: &str) -> Vec<String> {
+pub async fn keys(bucket: &str, prefix: &str) -> Vec<String> {
     let mut k = store_client()
         .list_all(bucket, prefix, None)
         .await
@@ -73,7 +73,7 @@ const PG_STS: &str = "shop-postgresql";
 /// StatefulSet `shop-postgresql` labelled `app.kubernetes.io/instance: shop` with a
 /// PersistentVolume, the Secret `shop-postgresql` (key `postgres-password`) and the Service
 /// `shop-postgresql`; and an s3 Profile `s3` on the bucket `bucket`.
-async fn postgres(prefix: &str, bucket: &str) -> String {
+pub async fn postgres(prefix: &str, bucket: &str) -> String {
     install().await;
     let client = real::client().await;
     let ns = support::namespace(&client, prefix).await;
@@ -155,7 +155,7 @@ const PG_ROWS: &str = "CREATE TABLE items (id int PRIMARY KEY, name text, price 
      INSERT INTO items SELECT g, 'item ' || g, g * 1.25, md5(g::text) FROM generate_series(3, 502) g;";
 const PG_SELECT: &str = "SELECT id, name, price, coalesce(note, '<null>') FROM items ORDER BY id";
 
-fn pg_action(ns: &str, name: &str, blueprint: &str, extra: Value) -> Value {
+pub fn pg_action(ns: &str, name: &str, blueprint: &str, extra: Value) -> Value {
     let mut a = json!({
         "name": name, "blueprint": blueprint,
         "object": {"kind": "StatefulSet", "name": PG_STS, "namespace": ns},
@@ -393,116 +393,4 @@ spec:
         Vec::<String>::new(),
         "the dump is gone"
     );
-}
-
-// ---- bad input ----------------------------------------------------------------------------------
-
-/// The corpus PostgreSQL Blueprint with a deferPhase added (the corpus one has none): when the
-/// action did not complete, it deletes what the failed push may have left at the backup's
-/// location (the same `.Time`, so the same path), and records that it ran.
-fn pg_blueprint_with_cleanup() -> String {
-    let mut bp: Value = serde_yaml::from_str(&corpus_blueprint(PG_BLUEPRINT)).unwrap();
-    bp["metadata"]["name"] = json!("postgres-bp-cleanup");
-    bp["actions"]["backup"]["deferPhase"] = json!({
-        "func": "KubeTask", "name": "cleanup",
-        "args": {
-            "image": "ghcr.io/kanisterio/postgres-kanister-tools:0.117.0",
-            "namespace": "{{ .StatefulSet.Namespace }}",
-            "command": ["bash", "-o", "pipefail", "-c", concat!(
-                "BACKUP_LOCATION=pg_backups/{{ .StatefulSet.Namespace }}/{{ .StatefulSet.Name }}/",
-                "{{ toDate \"2006-01-02T15:04:05.999999999Z07:00\" .Time | date \"2006-01-02T15:04:05Z07:00\" }}/backup.sql.gz\n",
-                "if [ '{{ .Outcome.State }}' != complete ]; then\n",
-                "  kando location delete --profile '{{ toJson .Profile }}' --path \"${BACKUP_LOCATION}\" ",
-                "|| echo 'cleanup: the store refused the delete as well'\n",
-                "fi\n",
-                "kando output cleaned \"${BACKUP_LOCATION}\"\n",
-            )],
-        },
-    });
-    serde_json::to_string(&bp).unwrap()
-}
-
-/// A Profile `name` like the test one but on `endpoint`/`bucket` (the bucket is not created).
-fn profile_on(ns: &str, name: &str, endpoint: &str, bucket: &str) {
-    apply_yaml(
-        &json!({
-            "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Profile",
-            "metadata": {"name": name, "namespace": ns},
-            "location": {"type": "s3Compliant", "bucket": bucket, "endpoint": endpoint,
-                         "region": support::data_plane::object_store().region},
-            "credential": {"type": "keyPair", "keyPair": {
-                "idField": "aws_access_key_id", "secretField": "aws_secret_access_key",
-                "secret": {"apiVersion": "v1", "kind": "Secret", "name": "s3-creds", "namespace": ns}}},
-            "skipSSLVerify": false,
-        })
-        .to_string(),
-    )
-    .unwrap();
-}
-
-/// A backup whose push fails: the phase fails with `reason` (the store's or the network's own
-/// words) in the ActionSet's status, the deferPhase ran, and `bucket` holds no object under the
-/// namespace's backups that a restore could take.
-async fn push_fails(ns: &str, profile: &str, reason: &str, bucket: &str) {
-    let backup = run_spec(
-        ns,
-        pg_action(
-            ns,
-            "backup",
-            "postgres-bp-cleanup",
-            json!({"profile": {"name": profile, "namespace": ns}}),
-        ),
-    )
-    .await;
-    assert_eq!(backup["status"]["state"], "failed", "{backup:#}");
-    let error = backup["status"]["error"]["message"]
-        .as_str()
-        .unwrap_or_default();
-    assert!(
-        error.contains(reason),
-        "no {reason:?} in the status error: {backup:#}"
-    );
-    assert!(
-        error.contains("failed to write contents to bucket"),
-        "kando's message: {error}"
-    );
-    let defer = &backup["status"]["actions"][0]["deferPhase"];
-    assert_eq!(defer["state"], "complete", "{backup:#}");
-    // A failed action's artifacts stay the Blueprint's unrendered templates (as in Kanister):
-    // nothing names a backup that a restore could take.
-    let location =
-        &backup["status"]["actions"][0]["artifacts"]["cloudObject"]["keyValue"]["backupLocation"];
-    assert!(
-        location.as_str().is_none_or(|l| l.contains("{{")),
-        "no artifact names a backup: {backup:#}"
-    );
-    assert_eq!(
-        keys(bucket, &format!("pg_backups/{ns}/")).await,
-        Vec::<String>::new()
-    );
-}
-
-#[tokio::test]
-#[ignore = "real tier: tools/test.sh --real"]
-async fn a_push_to_a_missing_bucket_or_a_closed_port_fails_with_the_reason_and_leaves_no_object() {
-    let bucket = "bpo-real-pg-bad";
-    let ns = postgres("pgbad", bucket).await;
-    apply_in(&ns, &pg_blueprint_with_cleanup());
-    let store = support::data_plane::object_store();
-
-    // A bucket that does not exist: the store's own answer, NoSuchBucket.
-    profile_on(&ns, "nobucket", &store.endpoint, "bpo-real-no-such-bucket");
-    push_fails(&ns, "nobucket", "NoSuchBucket", bucket).await;
-
-    // Nothing listens on the port: the connection is refused (a store gone mid-stream).
-    let closed = std::net::TcpListener::bind((real::NODE_IP, 0)).unwrap();
-    let port = closed.local_addr().unwrap().port();
-    drop(closed);
-    profile_on(
-        &ns,
-        "closed",
-        &format!("http://{}:{port}", real::NODE_IP),
-        bucket,
-    );
-    push_fails(&ns, "closed", "Connection refused", bucket).await;
 }

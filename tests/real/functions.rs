@@ -23,6 +23,12 @@ pub async fn run_action(ns: &str, blueprint: &str, action: &str, extra: Value) -
 /// An ActionSet of one action (`spec`: name, blueprint, object, ...), run by the installed
 /// controller to its end.
 pub async fn run_spec(ns: &str, spec: Value) -> Value {
+    let created = start_spec(ns, spec);
+    wait_end(ns, &created).await
+}
+
+/// Creates the ActionSet of one action (`spec`) for the installed controller; its name.
+pub fn start_spec(ns: &str, spec: Value) -> String {
     let action = spec["name"]
         .as_str()
         .expect("the action's name")
@@ -33,7 +39,11 @@ pub async fn run_spec(ns: &str, spec: Value) -> Value {
                      "labels": {"blueprint-operator.io/executor": "blueprint-operator"}},
         "spec": {"actions": [spec]},
     });
-    let created = apply_create(&actionset);
+    apply_create(&actionset)
+}
+
+/// The ActionSet `ns/name` once it is complete or failed.
+pub async fn wait_end(ns: &str, name: &str) -> Value {
     support::poll(real::WAIT * 3, || async {
         let a: Value = serde_json::from_str(
             &kubectl(&[
@@ -41,7 +51,7 @@ pub async fn run_spec(ns: &str, spec: Value) -> Value {
                 "actionsets.cr.kanister.io",
                 "-n",
                 ns,
-                &created,
+                name,
                 "-o",
                 "json",
             ])
@@ -51,7 +61,7 @@ pub async fn run_spec(ns: &str, spec: Value) -> Value {
         matches!(a["status"]["state"].as_str(), Some("complete" | "failed")).then_some(a)
     })
     .await
-    .unwrap_or_else(|e| panic!("ActionSet {ns}/{created} did not end: {e}"))
+    .unwrap_or_else(|e| panic!("ActionSet {ns}/{name} did not end: {e}"))
 }
 
 fn apply_create(obj: &Value) -> String {

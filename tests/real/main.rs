@@ -14,6 +14,7 @@ mod failures;
 mod functions;
 mod helm;
 mod install;
+mod kando_failures;
 mod node;
 mod real;
 mod restart;

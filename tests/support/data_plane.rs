@@ -88,6 +88,14 @@ pub fn restic() -> PathBuf {
     }
 }
 
+/// The gofakes3 binary, for tests that start (and stop) an object store of their own.
+pub fn gofakes3() -> PathBuf {
+    match paths() {
+        Ok(p) => p.gofakes3.clone(),
+        Err(e) => panic!("test data plane unavailable: {e}"),
+    }
+}
+
 /// The object store of this test binary; the first call starts it.
 pub fn object_store() -> &'static ObjectStore {
     static STORE: OnceLock<ObjectStore> = OnceLock::new();
