@@ -1,4 +1,4 @@
-//! `tools/demo.sh`, run as a user runs it (README "Set-up"), checked against what it promises:
+//! `tools/demo.sh --kwok` (the demo on kwok's fake node), run as a user runs it, checked against what it promises:
 //! the ActionSchedules of `examples/` create ActionSets, a backup runs with its deferPhase (the
 //! status and the demo's table show it), old complete backups are rotated through the
 //! Blueprint's delete action (keepLast 3), failed runs of `examples/actionschedule-verify.yaml`
@@ -62,6 +62,7 @@ impl Demo {
             Command::new("bash")
         };
         cmd.arg(root.join("tools/demo.sh"))
+            .arg("--kwok")
             .current_dir(root)
             .env("BPO_CLUSTER_DIR", &base)
             .env("BPO_DEMO_BIN", env!("CARGO_BIN_EXE_blueprint-operator"))

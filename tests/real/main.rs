@@ -10,6 +10,7 @@
 mod support;
 
 mod databases;
+mod demo;
 mod failures;
 mod functions;
 mod helm;
