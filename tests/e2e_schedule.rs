@@ -1057,3 +1057,92 @@ async fn on_delete_delete_lets_the_schedule_go_at_the_time_limit() -> anyhow::Re
     ctl.stop().await;
     Ok(())
 }
+
+/// Rotation's delete action runs where a Kanister user runs it: the corpus' PostgreSQL delete
+/// action renders `{{ .Namespace.Name }}` and declares no kind, so `deleteActionKind: Namespace`
+/// runs it on the namespace of the runs' StatefulSet (as `kanctl --namespacetargets`); a
+/// Blueprint whose delete action declares `kind: Namespace` gets the same without it; with
+/// neither, the run's own object, as before.
+#[tokio::test]
+async fn delete_action_runs_on_the_kind_the_schedule_or_blueprint_names() -> anyhow::Result<()> {
+    use blueprint_operator::model::Blueprint;
+    let (client, ns) = setup("sched-delkind").await?;
+    let blueprints: Api<Blueprint> = Api::namespaced(client.clone(), &ns);
+    let corpus = support::corpus::dir().expect("the Kanister corpus (KANISTER_CORPUS)");
+    let text = std::fs::read_to_string(
+        corpus.join("kanister-examples/postgresql/postgres-blueprint.yaml"),
+    )?;
+    let mut pg: Blueprint = serde_yaml::from_str(&text)?;
+    assert!(
+        pg.actions["delete"].kind.is_empty(),
+        "unmodified corpus Blueprint"
+    );
+    pg.metadata.namespace = Some(ns.clone());
+    blueprints.create(&PostParams::default(), &pg).await?;
+    let declared: Blueprint = serde_json::from_value(json!({
+        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Blueprint",
+        "metadata": {"name": "declares-namespace", "namespace": ns},
+        "actions": {"backup": {"kind": "StatefulSet", "phases": []},
+                    "delete": {"kind": "Namespace", "phases": []}},
+    }))?;
+    blueprints.create(&PostParams::default(), &declared).await?;
+    let ctl = start(&client, &ns, None);
+    let schedules: Api<ActionSchedule> = Api::namespaced(client.clone(), &ns);
+    let sets: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
+    let sts = json!({"kind": "StatefulSet", "name": "shop-postgresql", "namespace": ns});
+    let namespace = json!({"kind": "Namespace", "name": ns, "namespace": ns});
+    for (name, bp, kind, want) in [
+        ("ovr", "postgres-bp", Some("Namespace"), &namespace),
+        ("decl", "declares-namespace", None, &namespace),
+        ("own", "postgres-bp", None, &sts),
+    ] {
+        let mut retention = json!({"keepLast": 1, "deleteAction": "delete"});
+        if let Some(k) = kind {
+            retention["deleteActionKind"] = json!(k);
+        }
+        let s: ActionSchedule = serde_json::from_value(json!({
+            "apiVersion": "blueprint-operator.io/v1alpha1", "kind": "ActionSchedule",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"schedule": "@every 1h", "retention": retention,
+                "actionSetTemplate": {"actions": [{"name": "backup", "blueprint": bp,
+                    "object": sts, "profile": {"name": "s3", "namespace": ns}}]}},
+        }))?;
+        schedules.create(&PostParams::default(), &s).await?;
+        // Two complete runs (run-now): keepLast 1 rotates the older through the delete action.
+        let mut made = Vec::new();
+        for token in ["t1", "t2"] {
+            patch_schedule(
+                &client,
+                &ns,
+                name,
+                json!({"metadata": {"annotations": {ANNOTATION_RUN_NOW: token}}}),
+            )
+            .await?;
+            let run = plan::run_now_name(name, token);
+            let a = support::wait_for(&sets, &run, LONG, |_| true).await?;
+            set_state(&client, &ns, &run, "complete").await?;
+            made.push((a.annotations()[ANNOTATION_SCHEDULED_TIME].clone(), run));
+        }
+        made.sort();
+        let older = &made[0].1;
+        let del = support::wait_for(&sets, &plan::delete_name(older), LONG, |_| true).await?;
+        let action = &del.spec.as_ref().unwrap().actions[0];
+        assert_eq!(
+            (action.name.as_str(), action.blueprint.as_str()),
+            ("delete", bp)
+        );
+        let o = &action.object;
+        assert_eq!(
+            json!({"kind": o.kind, "name": o.name, "namespace": o.namespace}),
+            *want,
+            "schedule {name}"
+        );
+        assert_eq!(
+            action.artifacts["snap"].key_value["id"],
+            format!("id-{older}")
+        );
+        assert_eq!(action.profile.as_ref().unwrap().name, "s3");
+    }
+    ctl.stop().await;
+    Ok(())
+}

@@ -127,6 +127,13 @@ pub struct Retention {
     /// ActionSet is `complete`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delete_action: Option<String>,
+    /// The kind of object `deleteAction` runs on. `Namespace`: the namespace
+    /// of the run's object, as `kanctl create actionset --namespacetargets`
+    /// gives it (the corpus' delete actions render `{{ .Namespace.Name }}`);
+    /// the kind of the run's object: that object. Unset: the `kind` the
+    /// Blueprint's delete action declares, else the run's object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delete_action_kind: Option<String>,
     /// What deleting the schedule does to its runs: `Retain` (default) keeps
     /// them; `Delete` runs `deleteAction` for each complete run and removes
     /// the runs whose delete succeeded before the schedule goes.
@@ -167,6 +174,7 @@ impl Default for Retention {
             keep_monthly: None,
             keep_yearly: None,
             delete_action: None,
+            delete_action_kind: None,
             on_delete: OnDelete::Retain,
         }
     }

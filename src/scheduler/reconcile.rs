@@ -166,7 +166,14 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
     // Select what to rotate, then rotate it.
     let policy = Policy::from_spec(&s.spec.retention, schedule.time_zone());
     let selected = retention::select(&runs, &policy);
-    let remover = Remover::new(&s, &actionsets, &labels, &by_name, &runs);
+    let remover = Remover::new(
+        ctx.client.clone(),
+        &s,
+        &actionsets,
+        &labels,
+        &by_name,
+        &runs,
+    );
     let rotation = rotate::rotate(&ctx, &remover, &selected, &old, now).await?;
     runs.retain(|r| !rotation.removed.contains(&r.name));
     status.retention.next_rotation = match p.next {

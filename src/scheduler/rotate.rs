@@ -6,17 +6,17 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use kube::ResourceExt;
 use kube::api::{Api, PostParams};
+use kube::{Client, ResourceExt};
 
 use super::apply::{delete_owned, new_action_set, publish, rotated};
-use super::delete_action::delete_spec;
+use super::delete_action::{delete_spec, effective_kind};
 use super::metrics::{Labels, METRICS, with};
 use super::plan::{self, NewRun, RunRecord, RunState, Trigger};
 use super::reconcile::{Ctx, Error};
 use super::retention::RetentionPlan;
 use super::status::delete_failed_before;
-use crate::model::{ActionSchedule, ActionScheduleStatus, ActionSet, RotationEntry};
+use crate::model::{ActionSchedule, ActionScheduleStatus, ActionSet, Blueprint, RotationEntry};
 
 /// How far removing one run got.
 #[derive(Debug)]
@@ -43,19 +43,27 @@ pub(super) struct Remover<'a> {
     labels: &'a Labels,
     by_name: &'a BTreeMap<String, &'a ActionSet>,
     pub delete_action: Option<&'a str>,
+    /// `retention.deleteActionKind`.
+    delete_kind: Option<&'a str>,
+    /// Where the template's Blueprints are (the schedule's namespace).
+    blueprints: Api<Blueprint>,
     /// Delete-action ActionSets of this schedule, by the run they are for.
     deletes: BTreeMap<&'a str, &'a RunRecord>,
 }
 
 impl<'a> Remover<'a> {
     pub fn new(
+        client: Client,
         s: &'a ActionSchedule,
         api: &'a Api<ActionSet>,
         labels: &'a Labels,
         by_name: &'a BTreeMap<String, &'a ActionSet>,
         runs: &'a [RunRecord],
     ) -> Self {
+        let namespace = s.namespace().unwrap_or_default();
         Remover {
+            blueprints: Api::namespaced(client, &namespace),
+            delete_kind: s.spec.retention.delete_action_kind.as_deref(),
             s,
             api,
             labels,
@@ -98,7 +106,10 @@ impl<'a> Remover<'a> {
                 scheduled_time: now,
                 trigger: Trigger::Delete,
             };
-            let spec = delete_spec(&self.s.spec.action_set_template, action, run);
+            let kinds = self.kinds(action).await?;
+            let namespace = self.s.namespace().unwrap_or_default();
+            let template = &self.s.spec.action_set_template;
+            let spec = delete_spec(template, action, run, &kinds, &namespace);
             let da = new_action_set(self.s, &new, spec, Some(&name));
             match self.api.create(&PostParams::default(), &da).await {
                 Ok(_) => {}
@@ -122,6 +133,36 @@ impl<'a> Remover<'a> {
             RunState::Failed => Step::DeleteFailed(d.name.clone()),
             _ => Step::Waiting(d.name.clone()),
         })
+    }
+
+    /// For each Blueprint of the template, the kind its delete action runs on
+    /// (see [`effective_kind`]); absent: the run's object.
+    async fn kinds(&self, action: &str) -> Result<BTreeMap<String, String>, Error> {
+        let mut kinds = BTreeMap::new();
+        for a in &self.s.spec.action_set_template.actions {
+            if kinds.contains_key(&a.blueprint) {
+                continue;
+            }
+            let declared = match self.delete_kind {
+                Some(_) => None,
+                None => self.declared_kind(&a.blueprint, action).await?,
+            };
+            if let Some(k) = effective_kind(self.delete_kind, declared.as_deref()) {
+                kinds.insert(a.blueprint.clone(), k.to_string());
+            }
+        }
+        Ok(kinds)
+    }
+
+    /// The `kind` the Blueprint `blueprint` declares for `action`.
+    async fn declared_kind(&self, blueprint: &str, action: &str) -> Result<Option<String>, Error> {
+        match self.blueprints.get_opt(blueprint).await {
+            Ok(bp) => Ok(bp.and_then(|b| b.actions.get(action).map(|a| a.kind.clone()))),
+            // Missing or unreadable: it declares nothing; the delete action
+            // itself then fails and says why.
+            Err(kube::Error::SerdeError(_)) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Delete actions whose run is gone and that have finished.

@@ -5,7 +5,10 @@
 //! * `spec.startingDeadlineSeconds` ≥ 1, `concurrencyPolicy`/`missedRunPolicy` known values;
 //! * `spec.retention`: counts are non-negative integers; warns when nothing but the newest
 //!   complete run would be kept; `onDelete` is `Retain` or `Delete` (warns when `Delete`
-//!   has no `deleteAction`: the backups' data would stay behind);
+//!   has no `deleteAction`: the backups' data would stay behind); `deleteActionKind` is
+//!   `Namespace` or the kind of the runs' object; without it, a visible Blueprint's delete
+//!   action that renders `.Namespace` and declares no kind is an error (it would fail on the
+//!   runs' object every time);
 //! * `spec.actionSetTemplate.actions[*]` name an action and a Blueprint; when the Blueprint is
 //!   visible to the webhook, the action (and `retention.deleteAction`) must exist in it. A
 //!   Blueprint that does not exist yet is only a warning: GitOps tools apply in any order.
@@ -18,6 +21,7 @@ use super::admission::{BlueprintRef, Lookup, deny_kind, limit_warnings};
 use super::metrics::Verdict;
 use crate::blueprint::{Problem, Rule};
 use crate::scheduler::cron::{Schedule, parse_time_zone};
+use crate::scheduler::delete_action::is_namespace;
 
 /// Blueprints referenced by `spec.actionSetTemplate.actions[*].blueprint`, in the schedule's
 /// namespace (where its ActionSets are created and Kanister looks Blueprints up).
@@ -156,6 +160,8 @@ pub fn check(obj: &Value, lookups: &[(BlueprintRef, Lookup)]) -> (Vec<Problem>, 
 
     // Retention.
     let mut delete_action = None;
+    let mut delete_kind = None;
+    let mut delete_kind_given = false;
     match spec.get("retention") {
         None | Some(Value::Null) => {}
         Some(Value::Object(r)) => {
@@ -200,6 +206,23 @@ pub fn check(obj: &Value, lookups: &[(BlueprintRef, Lookup)]) -> (Vec<Problem>, 
                 Some(v) => errors.push(problem(
                     "spec.retention.deleteAction",
                     format!("must be the name of a Blueprint action, got {v}"),
+                )),
+            }
+            delete_kind_given = r.get("deleteActionKind").is_some_and(|v| !v.is_null());
+            match r.get("deleteActionKind") {
+                None | Some(Value::Null) => {}
+                Some(Value::String(k)) if !k.is_empty() => {
+                    delete_kind = Some(k.as_str());
+                    if delete_action.is_none() {
+                        warnings.push(problem(
+                            "spec.retention.deleteActionKind",
+                            "deleteActionKind has no effect without deleteAction".into(),
+                        ));
+                    }
+                }
+                Some(v) => errors.push(problem(
+                    "spec.retention.deleteActionKind",
+                    format!("must be Namespace or the kind of the runs' object, got {v}"),
                 )),
             }
             enum_field(
@@ -263,6 +286,21 @@ pub fn check(obj: &Value, lookups: &[(BlueprintRef, Lookup)]) -> (Vec<Problem>, 
                     ));
                     continue;
                 }
+                let kind = action
+                    .pointer("/object/kind")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                if let Some(k) = delete_kind
+                    && !is_namespace(k)
+                    && !k.eq_ignore_ascii_case(kind)
+                {
+                    errors.push(problem(
+                        "spec.retention.deleteActionKind",
+                        format!(
+                            "{k:?} is neither Namespace nor the kind of the runs' object ({path}.object.kind: {kind:?}); the delete action runs on the namespace of that object (Namespace, as kanctl --namespacetargets) or on the object itself ({kind:?})"
+                        ),
+                    ));
+                }
                 let found = lookups.iter().find(|((_, b), _)| b == bp).map(|(_, l)| l);
                 match found {
                     Some(Lookup::Found(doc)) => {
@@ -277,6 +315,11 @@ pub fn check(obj: &Value, lookups: &[(BlueprintRef, Lookup)]) -> (Vec<Problem>, 
                             if let Some(msg) = missing_action(doc, bp, wanted_action) {
                                 errors.push(problem(&at, msg));
                             }
+                        }
+                        if let Some(d) = delete_action
+                            && !delete_kind_given
+                        {
+                            delete_object_problems(doc, bp, d, kind, &mut errors, &mut warnings);
                         }
                     }
                     Some(Lookup::Missing) => warnings.push(problem(
@@ -293,6 +336,59 @@ pub fn check(obj: &Value, lookups: &[(BlueprintRef, Lookup)]) -> (Vec<Problem>, 
     // The same deleteAction error may be found through several actions: report it once.
     errors.dedup_by(|a, b| a.path == b.path && a.message == b.message);
     (errors, warnings)
+}
+
+/// Without `deleteActionKind`, the delete action `d` of Blueprint `bp` (`doc`)
+/// runs on the kind it declares, else on the runs' object of kind `kind`.
+/// Error: it declares nothing and renders `.Namespace`, which only a
+/// Namespace object sets, so on the runs' object it would fail every time.
+/// Warning: it declares a kind that is neither Namespace nor the runs'
+/// (Kanister ignores a declared kind; so does the scheduler then).
+fn delete_object_problems(
+    doc: &Value,
+    bp: &str,
+    d: &str,
+    kind: &str,
+    errors: &mut Vec<Problem>,
+    warnings: &mut Vec<Problem>,
+) {
+    let Some(action) = doc.pointer(&format!(
+        "/actions/{}",
+        d.replace('~', "~0").replace('/', "~1")
+    )) else {
+        return;
+    };
+    let declared = action.get("kind").and_then(Value::as_str).unwrap_or("");
+    if is_namespace(kind) || declared.eq_ignore_ascii_case(kind) || is_namespace(declared) {
+        return;
+    }
+    if !declared.is_empty() {
+        warnings.push(problem(
+            "spec.retention.deleteAction",
+            format!(
+                "Blueprint {bp:?} declares kind {declared:?} for action {d:?}, but the runs' object is a {kind}; the delete action runs on that object. Set spec.retention.deleteActionKind to Namespace or {kind} to say so"
+            ),
+        ));
+    } else if renders_namespace(action) {
+        errors.push(problem(
+            "spec.retention.deleteActionKind",
+            format!(
+                "action {d:?} of Blueprint {bp:?} renders .Namespace, which is set only when it runs on a Namespace, and declares no kind: on the runs' {kind} it would fail. Set deleteActionKind: Namespace (it then runs on the namespace of the runs' object, as kanctl --namespacetargets)"
+            ),
+        ));
+    }
+}
+
+/// True when a template in the Blueprint action uses the top-level
+/// `.Namespace` (not a field such as `.StatefulSet.Namespace`).
+fn renders_namespace(action: &Value) -> bool {
+    let text = action.to_string();
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    text.match_indices(".Namespace").any(|(i, m)| {
+        let before = text[..i].chars().next_back();
+        let after = text[i + m.len()..].chars().next();
+        !before.is_some_and(|c| ident(c) || c == ')' || c == ']') && !after.is_some_and(ident)
+    })
 }
 
 /// `Some(message)` when `action` is not an action of the Blueprint `doc`.
@@ -451,5 +547,108 @@ mod tests {
         assert!(e.is_empty(), "{e:?}");
         assert_eq!(paths(&w), vec!["spec.retention.onDelete"]);
         assert!(w[0].message.contains("data stays"), "{w:?}");
+    }
+
+    /// The corpus' PostgreSQL Blueprint in short: backup declares StatefulSet, delete declares
+    /// nothing and renders `.Namespace.Name`.
+    fn pg_blueprint(delete_kind: Option<&str>) -> Value {
+        let mut delete = json!({"inputArtifactNames": ["cloudObject"], "phases": [{
+            "func": "KubeTask", "name": "deleteDump",
+            "args": {"namespace": "{{ .Namespace.Name }}", "command": ["kando", "location", "delete"]}}]});
+        if let Some(k) = delete_kind {
+            delete["kind"] = json!(k);
+        }
+        json!({"actions": {"backup": {"kind": "StatefulSet", "phases": [{"func": "KubeTask", "name": "b",
+            "args": {"namespace": "{{ .StatefulSet.Namespace }}"}}]}, "delete": delete}})
+    }
+
+    fn pg_schedule(retention: Value) -> Value {
+        sched(json!({
+            "schedule": "@daily",
+            "actionSetTemplate": {"actions": [{"name": "backup", "blueprint": "pg",
+                "object": {"kind": "StatefulSet", "name": "db", "namespace": "ns"}}]},
+            "retention": retention
+        }))
+    }
+
+    fn check_pg(retention: Value, bp: Value) -> (Vec<Problem>, Vec<Problem>) {
+        let obj = pg_schedule(retention);
+        let refs = blueprint_refs(&obj, None);
+        check(&obj, &[(refs[0].clone(), Lookup::Found(bp))])
+    }
+
+    #[test]
+    fn a_namespace_delete_action_on_a_workload_needs_delete_action_kind() {
+        // As the corpus writes it: refused, naming the field that fixes it.
+        let (e, _) = check_pg(
+            json!({"keepLast": 1, "deleteAction": "delete"}),
+            pg_blueprint(None),
+        );
+        assert_eq!(paths(&e), vec!["spec.retention.deleteActionKind"], "{e:?}");
+        assert!(
+            e[0].message.contains("renders .Namespace")
+                && e[0].message.contains("deleteActionKind: Namespace"),
+            "{e:?}"
+        );
+        // With the override, or with a Blueprint that declares it: admitted.
+        for (retention, bp) in [
+            (
+                json!({"deleteAction": "delete", "deleteActionKind": "Namespace"}),
+                pg_blueprint(None),
+            ),
+            (
+                json!({"deleteAction": "delete", "deleteActionKind": "namespace"}),
+                pg_blueprint(None),
+            ),
+            (
+                json!({"deleteAction": "delete"}),
+                pg_blueprint(Some("Namespace")),
+            ),
+            (
+                json!({"deleteAction": "delete", "deleteActionKind": "statefulset"}),
+                pg_blueprint(None),
+            ),
+        ] {
+            let (e, w) = check_pg(retention.clone(), bp);
+            assert!(e.is_empty() && w.is_empty(), "{retention}: {e:?} {w:?}");
+        }
+        // `.StatefulSet.Namespace` is a field of the object, not `.Namespace`.
+        let bp = json!({"actions": {"backup": {}, "delete": {"phases": [{"func": "KubeTask",
+            "args": {"namespace": "{{ .StatefulSet.Namespace }}", "x": "{{ $.Namespacex }}"}}]}}});
+        let (e, w) = check_pg(json!({"deleteAction": "delete"}), bp);
+        assert!(e.is_empty() && w.is_empty(), "{e:?} {w:?}");
+        assert!(renders_namespace(&json!("{{ $.Namespace.Name }}")));
+        assert!(renders_namespace(&json!("{{.Namespace.Name}}")));
+        assert!(!renders_namespace(&json!("{{ .Object.Namespace }}")));
+    }
+
+    #[test]
+    fn delete_action_kind_is_namespace_or_the_runs_kind() {
+        let (e, _) = check_pg(
+            json!({"deleteAction": "delete", "deleteActionKind": "Deployment"}),
+            pg_blueprint(None),
+        );
+        assert_eq!(paths(&e), vec!["spec.retention.deleteActionKind"], "{e:?}");
+        assert!(
+            e[0].message
+                .contains("actions[0].object.kind: \"StatefulSet\""),
+            "{e:?}"
+        );
+        let (e, _) = check_pg(
+            json!({"deleteAction": "delete", "deleteActionKind": 3}),
+            pg_blueprint(None),
+        );
+        assert_eq!(paths(&e), vec!["spec.retention.deleteActionKind"], "{e:?}");
+        // Without deleteAction it does nothing: a warning.
+        let (e, w) = check_pg(json!({"deleteActionKind": "Namespace"}), pg_blueprint(None));
+        assert!(e.is_empty(), "{e:?}");
+        assert_eq!(paths(&w), vec!["spec.retention.deleteActionKind"]);
+        // A declared kind that is neither: Kanister ignores it, so do we, with a warning.
+        let (e, w) = check_pg(
+            json!({"deleteAction": "delete"}),
+            pg_blueprint(Some("Deployment")),
+        );
+        assert!(e.is_empty(), "{e:?}");
+        assert_eq!(paths(&w), vec!["spec.retention.deleteAction"]);
     }
 }
