@@ -1,6 +1,6 @@
 //! The README's reference names only flags the binary has: every `--flag` in a row of the
 //! "Commands" table or of a "Configuration" table must appear in that subcommand's `--help`.
-//! (Metric names are checked against live scrapes by e2e_monitoring.)
+//! (Metric names are checked against live scrapes by tests/e2e/monitoring.rs.)
 
 use std::collections::BTreeMap;
 use std::process::Command;

@@ -2,9 +2,10 @@
 # The project's test command (README "Set-up").
 #
 #   tools/test.sh [CARGO TEST ARGS]   the fast tier: builds or reuses the test control plane, then runs
-#                                     every test; test binaries that need a cluster start their own on
-#                                     127.0.0.1 with a kwok node (tests/support) and stop it on exit.
-#                                     e.g. `tools/test.sh --test e2e_executor`
+#                                     every test; the e2e binary (tests/e2e/) starts one cluster on
+#                                     127.0.0.1 with a kwok node for all its tests (tests/support), the
+#                                     few tests that own a cluster start theirs (docs/testing.md).
+#                                     e.g. `tools/test.sh --test e2e executor::`
 #   tools/test.sh --real [FILTER]     the real tier (root): installs the Debian packages the real node
 #                                     needs, builds the images, starts ONE cluster with a real kubelet
 #                                     node, and runs the tests of tests/real (everything a pod does)

@@ -6,7 +6,7 @@
 //! Test cluster: kwok serves `pods/exec` only for pods matched by a
 //! `ClusterExec`/`Exec` resource; without one (the current
 //! tools/control-plane config) the exec reaches kwok and fails with
-//! "no exec found for container", which `tests/e2e_functions.rs` accepts.
+//! "no exec found for container", which `tests/e2e/functions.rs` accepts.
 //! Adding a `ClusterExec` with `execs: [{local: {}}]` to the kwok config
 //! would run the command on the test machine and exercise the output path.
 

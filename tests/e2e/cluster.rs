@@ -1,7 +1,7 @@
 //! End-to-end checks of the test control plane itself: Kanister CRDs, Deployments made Ready by
 //! kwok, plain pods that finish with a chosen exit code and log.
 
-mod support;
+use crate::support;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;

@@ -5,11 +5,12 @@
 //! status (readyToUse, creationTime, restoreSize, boundVolumeSnapshotContentName,
 //! error) the way the external-snapshotter does.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::support::controller::Controller;
 use blueprint_operator::functions::csi_snapshot::volume_snapshot_resource;
 use blueprint_operator::functions::{self, Context, FunctionError, Output};
 use blueprint_operator::model::{ActionSet, Blueprint, ObjectReference, State};
@@ -19,7 +20,6 @@ use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::core::DynamicObject;
 use serde_json::{Map, Value, json};
-use support::controller::Controller;
 
 const CALL: Duration = Duration::from_secs(120);
 

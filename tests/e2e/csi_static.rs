@@ -6,11 +6,12 @@
 //! error) the way the external-snapshotter does once it has bound a
 //! pre-provisioned VolumeSnapshotContent to its VolumeSnapshot.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::support::controller::Controller;
 use blueprint_operator::functions::csi_snapshot::volume_snapshot_resource;
 use blueprint_operator::functions::csi_snapshot_static::{
     volume_snapshot_class_resource, volume_snapshot_content_resource,
@@ -21,7 +22,6 @@ use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::core::DynamicObject;
 use serde_json::{Map, Value, json};
-use support::controller::Controller;
 
 const CALL: Duration = Duration::from_secs(120);
 const DRIVER: &str = "hostpath.csi.k8s.io";

@@ -5,13 +5,14 @@
 //! Every test writes its files under its own temporary directory and checks
 //! the restored bytes file by file.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use crate::support::controller::Controller;
 use anyhow::Context as _;
 use blueprint_operator::executor::params;
 use blueprint_operator::functions::{self, Context, FunctionError, Output};
@@ -20,7 +21,6 @@ use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, PersistentVolumeCl
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::{Map, Value, json};
-use support::controller::Controller;
 
 /// Bound for one function call.
 const CALL: Duration = Duration::from_secs(300);
@@ -762,7 +762,7 @@ async fn data_functions_fail_clearly() -> anyhow::Result<()> {
 }
 
 // ---------------------------------------------------------------------------
-// Through the executor (the controller binary, as tests/e2e_executor.rs runs it).
+// Through the executor (the controller binary, as tests/e2e/executor.rs runs it).
 
 async fn create_blueprint(
     client: &Client,

@@ -6,13 +6,14 @@
 //! (in its own repository `<prefix>/<pod>`) holds the same bytes, and each is
 //! restored on its own and compared file by file.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use crate::support::controller::Controller;
 use anyhow::Context as _;
 use blueprint_operator::executor::params;
 use blueprint_operator::functions::{self, Context, FunctionError, Output};
@@ -21,7 +22,6 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::{Map, Value, json};
-use support::controller::Controller;
 
 const CALL: Duration = Duration::from_secs(300);
 const FINISH: Duration = Duration::from_secs(300);

@@ -4,13 +4,14 @@
 //! with BackupData first; the stats are compared with `restic stats` run
 //! directly (not through a pod) on the same repository.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use crate::support::controller::Controller;
 use anyhow::Context as _;
 use blueprint_operator::executor::params;
 use blueprint_operator::functions::restic::{DEFAULT_ENCRYPTION_KEY, parse_restic_size_bytes};
@@ -20,7 +21,6 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::{Map, Value, json};
-use support::controller::Controller;
 
 /// Bound for one function call.
 const CALL: Duration = Duration::from_secs(300);
@@ -606,7 +606,7 @@ async fn check_repository_outputs() -> anyhow::Result<()> {
 }
 
 // ---------------------------------------------------------------------------
-// Through the executor (the controller binary, as tests/e2e_data.rs runs it).
+// Through the executor (the controller binary, as tests/e2e/data.rs runs it).
 
 /// A Blueprint whose backup action runs BackupData, then BackupDataStats of
 /// the new snapshot (its ID from the phase output) and CheckRepository; the

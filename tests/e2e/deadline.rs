@@ -3,17 +3,17 @@
 //! the test control plane, where kwok runs the pods. A KubeTask pod without
 //! an exit annotation stays Running forever: a hung phase.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
+use crate::support::controller::Controller;
 use blueprint_operator::model::{ActionSet, Blueprint, State};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::api::events::v1::Event;
 use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::{Value, json};
-use support::controller::Controller;
 
 /// Bound for an ActionSet to finish (pods on kwok take a few seconds each).
 const FINISH: Duration = Duration::from_secs(180);

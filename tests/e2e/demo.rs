@@ -10,7 +10,7 @@
 //! two to three minutes. The demo gets its own `BPO_CLUSTER_DIR` (ports are picked free), so it
 //! does not touch the control planes other test binaries start. Deadlines only bound a hang.
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;

@@ -4,10 +4,11 @@
 //! annotations from `support::kwok_annotations` choose exit code and log.
 //! The controller runs as its ServiceAccount of manifests/ (support::rbac).
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
+use crate::support::controller::{Controller, setup};
 use blueprint_operator::model::{ActionSet, Blueprint, State};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
@@ -17,7 +18,6 @@ use kube::api::{
 };
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
-use support::controller::{Controller, setup};
 
 /// Bound for an ActionSet to finish (pods on kwok take a few seconds each).
 const FINISH: Duration = Duration::from_secs(180);

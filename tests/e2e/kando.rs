@@ -7,20 +7,20 @@
 //! Objects are checked with the executor's own S3 client at the keys
 //! written out literally (Kanister's rule: `<location.prefix>/<--path>`).
 
-mod support;
+use crate::support;
 
 use std::io::{Read as _, Write as _};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
+use crate::support::s3_stub::{self, GOOD_KEY, GOOD_SECRET, STUB_REGION, Stub};
 use blueprint_operator::functions::output;
 use blueprint_operator::functions::s3::transfer::PART_SIZE;
 use blueprint_operator::functions::s3::{Config, Credentials, S3Client};
 use bytes::Bytes;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use support::s3_stub::{self, GOOD_KEY, GOOD_SECRET, STUB_REGION, Stub};
 
 const BIN: &str = env!("CARGO_BIN_EXE_blueprint-operator");
 const MIB: usize = 1 << 20;

@@ -8,12 +8,13 @@
 //! what arrives on the wire (`support::s3_stub`; the known-answer tests of
 //! the signer are in `src/functions/s3.rs`).
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;
 use std::time::Duration;
 
+use crate::support::s3_stub::{self, GOOD_KEY, GOOD_SECRET, STUB_REGION};
 use blueprint_operator::executor::params;
 use blueprint_operator::functions::s3::{Config, Credentials, S3Client};
 use blueprint_operator::functions::{self, Context, FunctionError, Output};
@@ -21,7 +22,6 @@ use blueprint_operator::model::{ActionSpec, ObjectReference};
 use bytes::Bytes;
 use kube::Client;
 use serde_json::{Map, Value, json};
-use support::s3_stub::{self, GOOD_KEY, GOOD_SECRET, STUB_REGION};
 
 const CALL: Duration = Duration::from_secs(120);
 const PROFILE: &str = "s3";

@@ -1,5 +1,6 @@
 //! The alerts and the dashboard use only metrics that exist: the controller (with its
-//! scheduler, as the manifests run it, as the controller's ServiceAccount) and the webhook run
+//! scheduler, as the manifests run it, as the controller's ServiceAccount, watching the test's
+//! namespace) and the webhook run
 //! as processes, their /metrics are scraped, and every metric name in the PrometheusRule
 //! (charts/blueprint-operator/files/prometheus-rules.yaml) and the Grafana dashboard
 //! (charts/blueprint-operator/dashboards/) must be in one of the scrapes, with the labels its
@@ -11,7 +12,7 @@
 //! only appears after a failed reconcile: it is the one name also accepted from the scheduler's
 //! registration (src/scheduler/metrics.rs, whose unit test encodes it).
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read as _, Write as _};
@@ -297,14 +298,18 @@ fn promql_parser_finds_metrics_and_labels() {
 #[tokio::test]
 async fn alerts_dashboard_and_readme_name_only_exported_metrics() {
     let repo = support::repo_root();
-    let _client = support::client().await;
+    let client = support::client().await;
+    support::install_crds(&client).await.unwrap();
+    let ns = support::namespace(&client, "monitoring").await;
     let bin = env!("CARGO_BIN_EXE_blueprint-operator");
 
-    // The controller as the manifests run it (scheduler and leader election on).
+    // The controller as the manifests run it (scheduler and leader election on), watching only
+    // this test's namespace: the other tests of the binary share the cluster.
     let controller_port = free_port();
     let controller = Killed(
         Command::new(bin)
-            .args(["controller", "--log-level", "warn", "--lease-namespace"])
+            .args(["controller", "--log-level", "warn", "--namespace", &ns])
+            .arg("--lease-namespace")
             .arg(support::rbac::NAMESPACE)
             .arg(format!("--metrics-addr=127.0.0.1:{controller_port}"))
             .env("KUBECONFIG", support::rbac::controller_kubeconfig())
@@ -341,9 +346,6 @@ async fn alerts_dashboard_and_readme_name_only_exported_metrics() {
     );
 
     // Series for the per-schedule families.
-    let client = support::client().await;
-    support::install_crds(&client).await.unwrap();
-    let ns = support::namespace(&client, "monitoring").await;
     let schedules: Api<ActionSchedule> = Api::namespaced(client.clone(), &ns);
     for (name, suspend) in [("failing", false), ("suspended", true)] {
         let s: ActionSchedule = serde_json::from_value(json!({

@@ -4,12 +4,13 @@
 //! what its log says. A watch records every pod the functions create, so the
 //! tests check the pod spec that was sent although the pods are deleted.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::support::controller::Controller;
 use blueprint_operator::functions::{self, Context, FunctionError, Output};
 use blueprint_operator::model::{ActionSet, Blueprint, ObjectReference, State};
 use futures::StreamExt;
@@ -19,7 +20,6 @@ use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::runtime::watcher;
 use serde_json::{Map, Value, json};
-use support::controller::Controller;
 
 /// Bound for one function call, so that a broken function fails the test instead of hanging it.
 const CALL: Duration = Duration::from_secs(180);

@@ -4,7 +4,7 @@
 //! CRD has no status subresource). Waits are bounded by generous deadlines;
 //! nothing asserts on durations.
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;

@@ -4,16 +4,16 @@
 //! control plane (kwok runs the pods; the ActionSet's podAnnotations tell
 //! every pod to exit 0 with a phase-output log).
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
+use crate::support::controller::{Controller, setup};
 use blueprint_operator::model::{ActionSet, Blueprint, State};
 use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
-use support::controller::{Controller, setup};
 
 const FINISH: Duration = Duration::from_secs(180);
 

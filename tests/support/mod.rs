@@ -14,7 +14,7 @@
 //! ```
 //!
 //! The cluster is started once per test binary (see [`cluster`]) and torn down when the binary
-//! exits. Set `BPO_KUBECONFIG` (or `KUBECONFIG` + `BPO_USE_EXISTING_CLUSTER=1`) to use an
+//! exits; all e2e tests that can share it are modules of the one binary `tests/e2e/main.rs`. Set `BPO_KUBECONFIG` (or `KUBECONFIG` + `BPO_USE_EXISTING_CLUSTER=1`) to use an
 //! existing cluster instead. Every test gets its own namespace; do not rely on cluster-wide
 //! state that another test of the same binary could change.
 #![allow(dead_code)]

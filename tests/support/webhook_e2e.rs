@@ -1,8 +1,9 @@
-//! The admission webhook through a real kube-apiserver (tools/control-plane), under either
+//! The admission webhook through a real kube-apiserver, under either
 //! Blueprint CRD a cluster may have ([`Crds`]): the cases are written once here and instantiated
-//! by `tests/e2e_webhook.rs` (our manifests' CRDs) and `tests/e2e_webhook_kanister.rs` (Kanister's
-//! own CRDs, relaxed by the controller) with [`admission_cases!`]. Included with
-//! `#[path = "support/webhook_e2e.rs"] mod webhook_e2e;` next to `mod support;`.
+//! by `tests/e2e/webhook.rs` (our manifests' CRDs) and `tests/e2e_webhook_kanister.rs` (Kanister's
+//! own CRDs, relaxed by the controller; a binary and cluster of its own, since it replaces the
+//! Blueprint CRD every other test uses) with [`admission_cases!`]. Included at the crate root with
+//! `#[path = ".../support/webhook_e2e.rs"] mod webhook_e2e;` next to `mod support;`.
 //!
 //! One webhook server per test binary runs in-process on 127.0.0.1:<free port> (its own thread
 //! and runtime, so it outlives each test's runtime), with certificates from the `certs` code.
