@@ -161,9 +161,8 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         .context("connecting to the Kubernetes API (in-cluster config or $KUBECONFIG)")?;
     let mut registry = Registry::default();
     let metrics = Metrics::new(&mut registry);
-    if !args.no_scheduler {
-        crate::scheduler::register(&mut registry);
-    }
+    let schedule_metrics =
+        (!args.no_scheduler).then(|| crate::scheduler::Metrics::new(&mut registry));
     serve_metrics(&args.metrics_addr, crate::metrics::Exported::new(registry)).await?;
     let instance = args.instance.clone().unwrap_or_else(hostname);
 
@@ -208,6 +207,9 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         let opts = crate::scheduler::SchedulerOptions {
             namespace: args.namespace.clone(),
             concurrency: args.schedule_concurrency,
+            metrics: schedule_metrics
+                .clone()
+                .unwrap_or_else(crate::scheduler::Metrics::unregistered),
             ..crate::scheduler::SchedulerOptions::default()
         };
         let mut stop_rx = stop_rx.clone();

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use tracing::{info, warn};
 
 use super::identity;
-use super::metrics::{Labels, METRICS, with};
+use super::metrics::{Labels, with};
 use super::plan::{self, NewRun, RunRecord, RunState, Skip, SkipReason, Trigger};
 use super::reconcile::{Ctx, Error};
 use super::status::status_patch;
@@ -204,12 +204,12 @@ pub(super) async fn create_runs(
         match actionsets.create(&PostParams::default(), &a).await {
             Ok(_) => {
                 info!(schedule = %name, namespace = %ns, actionset = %run.name, tick = %run.scheduled_time, "created ActionSet");
-                METRICS
+                ctx.metrics
                     .runs_created
                     .get_or_create(&with(labels.clone(), "trigger", run.trigger.as_str()))
                     .inc();
                 if run.trigger == Trigger::Scheduled {
-                    METRICS
+                    ctx.metrics
                         .creation_lag
                         .observe((Utc::now() - run.scheduled_time).as_seconds_f64().max(0.0));
                 }
@@ -283,7 +283,7 @@ pub(super) async fn create_runs(
 /// Count and announce the ticks the plan did not start.
 pub(super) async fn announce_skips(ctx: &Ctx, s: &ActionSchedule, labels: &Labels, skips: &[Skip]) {
     for skip in skips {
-        METRICS
+        ctx.metrics
             .runs_skipped
             .get_or_create(&with(labels.clone(), "reason", skip.reason.as_str()))
             .inc_by(u64::from(skip.count));
@@ -314,7 +314,7 @@ pub(super) async fn rotated(
     state: RunState,
     note: String,
 ) {
-    METRICS
+    ctx.metrics
         .runs_rotated
         .get_or_create(&with(labels.clone(), "state", state.as_str()))
         .inc();

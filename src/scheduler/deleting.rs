@@ -45,7 +45,15 @@ pub(super) async fn finalize_runs(
         .find(|c| c.type_ == "Ready" && c.reason == "Deleting")
         .and_then(|c| from_time(&c.last_transition_time));
     let pass = finalize::select(runs, first_pass.unwrap_or(now), now, ctx.finalize_timeout);
-    let remover = Remover::new(ctx.client.clone(), s, actionsets, labels, &by_name, runs);
+    let remover = Remover::new(
+        ctx.client.clone(),
+        s,
+        actionsets,
+        labels,
+        &ctx.metrics,
+        &by_name,
+        runs,
+    );
     if first_pass.is_none() {
         let how = match remover.delete_action {
             Some(d) => format!("through delete action {d:?}"),

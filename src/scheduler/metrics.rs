@@ -1,7 +1,7 @@
-//! Prometheus metrics of the scheduler. The families live in one process-wide
-//! [`Metrics`]; the binary adds them to its registry with [`register`].
+//! Prometheus metrics of the scheduler (prometheus-client, no global state): [`Metrics::new`]
+//! registers them (prefix `blueprint_operator_actionschedule_`) in the process's registry and
+//! the reconciler counts through [`super::reconcile::Ctx::metrics`].
 
-use std::sync::LazyLock;
 use std::sync::atomic::AtomicU64;
 
 use prometheus_client::metrics::counter::Counter;
@@ -12,6 +12,8 @@ use prometheus_client::registry::Registry;
 
 pub type Labels = Vec<(String, String)>;
 
+/// Cheap to clone; all clones count into the same families.
+#[derive(Clone)]
 pub struct Metrics {
     /// ActionSets created, by trigger (`scheduled`, `run-now`, `delete`).
     pub runs_created: Family<Labels, Counter>,
@@ -31,17 +33,6 @@ pub struct Metrics {
     pub leader: Gauge,
 }
 
-pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| Metrics {
-    runs_created: Family::default(),
-    runs_skipped: Family::default(),
-    runs_rotated: Family::default(),
-    creation_lag: Histogram::new(exponential_buckets(0.05, 2.0, 14)),
-    overdue: Family::default(),
-    consecutive_failures: Family::default(),
-    reconcile_errors: Family::default(),
-    leader: Gauge::default(),
-});
-
 /// Labels identifying one ActionSchedule.
 pub fn schedule_labels(namespace: &str, name: &str) -> Labels {
     vec![
@@ -55,50 +46,73 @@ pub fn with(mut labels: Labels, key: &str, value: &str) -> Labels {
     labels
 }
 
-/// Add the scheduler's metrics (prefix `blueprint_operator_actionschedule_`) to `registry`.
-pub fn register(registry: &mut Registry) {
-    let m = &*METRICS;
-    let r = registry.sub_registry_with_prefix("blueprint_operator_actionschedule");
-    r.register(
-        "runs_created",
-        "ActionSets created by ActionSchedules",
-        m.runs_created.clone(),
-    );
-    r.register(
-        "runs_skipped",
-        "Scheduled ticks not started, by reason",
-        m.runs_skipped.clone(),
-    );
-    r.register(
-        "runs_rotated",
-        "ActionSets removed by retention",
-        m.runs_rotated.clone(),
-    );
-    r.register(
-        "creation_lag_seconds",
-        "Seconds from a tick's nominal time to the creation of its ActionSet",
-        m.creation_lag.clone(),
-    );
-    r.register(
-        "overdue_seconds",
-        "Seconds status.nextScheduleTime lies in the past (0 = on track)",
-        m.overdue.clone(),
-    );
-    r.register(
-        "consecutive_failures",
-        "Failed runs since the newest complete one",
-        m.consecutive_failures.clone(),
-    );
-    r.register(
-        "reconcile_errors",
-        "Failed reconciles by error kind",
-        m.reconcile_errors.clone(),
-    );
-    r.register(
-        "leader",
-        "1 while this replica holds the controller Lease and runs the scheduler",
-        m.leader.clone(),
-    );
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Metrics")
+    }
+}
+
+impl Metrics {
+    /// Families not registered anywhere (tests, benches): counted, never exported.
+    pub fn unregistered() -> Self {
+        Metrics {
+            runs_created: Family::default(),
+            runs_skipped: Family::default(),
+            runs_rotated: Family::default(),
+            creation_lag: Histogram::new(exponential_buckets(0.05, 2.0, 14)),
+            overdue: Family::default(),
+            consecutive_failures: Family::default(),
+            reconcile_errors: Family::default(),
+            leader: Gauge::default(),
+        }
+    }
+
+    /// Registers the scheduler's families in `registry`.
+    pub fn new(registry: &mut Registry) -> Self {
+        let m = Self::unregistered();
+        let r = registry.sub_registry_with_prefix("blueprint_operator_actionschedule");
+        r.register(
+            "runs_created",
+            "ActionSets created by ActionSchedules",
+            m.runs_created.clone(),
+        );
+        r.register(
+            "runs_skipped",
+            "Scheduled ticks not started, by reason",
+            m.runs_skipped.clone(),
+        );
+        r.register(
+            "runs_rotated",
+            "ActionSets removed by retention",
+            m.runs_rotated.clone(),
+        );
+        r.register(
+            "creation_lag_seconds",
+            "Seconds from a tick's nominal time to the creation of its ActionSet",
+            m.creation_lag.clone(),
+        );
+        r.register(
+            "overdue_seconds",
+            "Seconds status.nextScheduleTime lies in the past (0 = on track)",
+            m.overdue.clone(),
+        );
+        r.register(
+            "consecutive_failures",
+            "Failed runs since the newest complete one",
+            m.consecutive_failures.clone(),
+        );
+        r.register(
+            "reconcile_errors",
+            "Failed reconciles by error kind",
+            m.reconcile_errors.clone(),
+        );
+        r.register(
+            "leader",
+            "1 while this replica holds the controller Lease and runs the scheduler",
+            m.leader.clone(),
+        );
+        m
+    }
 }
 
 #[cfg(test)]
@@ -108,13 +122,11 @@ mod tests {
     #[test]
     fn registers_and_encodes() {
         let mut reg = Registry::default();
-        register(&mut reg);
-        METRICS
-            .runs_created
+        let m = Metrics::new(&mut reg);
+        m.runs_created
             .get_or_create(&with(schedule_labels("ns", "s"), "trigger", "scheduled"))
             .inc();
-        METRICS
-            .overdue
+        m.overdue
             .get_or_create(&schedule_labels("ns", "s"))
             .set(1.5);
         let mut out = String::new();

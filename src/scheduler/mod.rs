@@ -11,7 +11,7 @@
 //! - [`reconcile`]: one reconcile: [`read`], plan (the pure modules above and
 //!   `status`), apply (`apply`, `rotate`, `deleting`).
 //! - [`runs`]: each schedule's ActionSets, kept from the controller's watch.
-//! - [`metrics`]: Prometheus families; the binary calls [`metrics::register`].
+//! - [`metrics`]: Prometheus families, registered by the caller ([`SchedulerOptions::metrics`]).
 
 mod apply;
 pub mod cron;
@@ -44,7 +44,7 @@ use tracing::{info, warn};
 
 use crate::model::{ActionSchedule, LABEL_SCHEDULE, WatchedActionSet};
 
-pub use metrics::register;
+pub use metrics::Metrics;
 
 /// How the scheduler runs.
 #[derive(Clone, Debug)]
@@ -58,6 +58,8 @@ pub struct SchedulerOptions {
     /// How long a deleted schedule with `retention.onDelete: Delete` waits for
     /// its runs and delete actions to end; then what is left is kept.
     pub finalize_timeout: Duration,
+    /// Where it counts: [`Metrics::new`] on the process's registry.
+    pub metrics: Metrics,
 }
 
 impl Default for SchedulerOptions {
@@ -67,6 +69,7 @@ impl Default for SchedulerOptions {
             controller_name: "blueprint-operator-scheduler".into(),
             concurrency: 16,
             finalize_timeout: reconcile::FINALIZE_TIMEOUT,
+            metrics: Metrics::unregistered(),
         }
     }
 }
@@ -81,9 +84,9 @@ pub async fn run(
     let shutdown = async move {
         shutdown.await;
     };
-    metrics::METRICS.leader.set(1);
+    opts.metrics.leader.set(1);
     run_controller(client, &opts, shutdown).await;
-    metrics::METRICS.leader.set(0);
+    opts.metrics.leader.set(0);
     Ok(())
 }
 
@@ -114,6 +117,7 @@ async fn run_controller(
         runs.clone(),
     );
     ctx.finalize_timeout = opts.finalize_timeout;
+    ctx.metrics = opts.metrics.clone();
     let ctx = Arc::new(ctx);
     // Runs of an earlier version that still carry an ownerReference to their
     // schedule, as the watch delivers them (all of them at start).

@@ -28,7 +28,7 @@ use tracing::warn;
 
 use super::apply::{self, publish, set_finalizer, write_status};
 use super::cron::Schedule;
-use super::metrics::{METRICS, schedule_labels, with};
+use super::metrics::{Metrics, schedule_labels, with};
 use super::plan;
 use super::retention::{self, Policy};
 use super::rotate::{self, Remover};
@@ -77,6 +77,8 @@ pub struct Ctx {
     /// How long a deleted schedule with `onDelete: Delete` waits for its runs
     /// and delete actions to end before it goes anyway.
     pub finalize_timeout: Duration,
+    /// Where the reconciler counts (registered by the caller, or unregistered).
+    pub metrics: Metrics,
 }
 
 impl Ctx {
@@ -87,6 +89,7 @@ impl Ctx {
             runs,
             known: Mutex::default(),
             finalize_timeout: FINALIZE_TIMEOUT,
+            metrics: Metrics::unregistered(),
         }
     }
 
@@ -171,6 +174,7 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
         &s,
         &actionsets,
         &labels,
+        &ctx.metrics,
         &by_name,
         &runs,
     );
@@ -195,7 +199,7 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
         )
         .await;
     }
-    METRICS
+    ctx.metrics
         .consecutive_failures
         .get_or_create(&labels)
         .set(i64::from(sum.consecutive_failures));
@@ -244,13 +248,13 @@ async fn invalid_schedule(
     Ok(Action::await_change())
 }
 
-pub fn error_policy(obj: Arc<ActionSchedule>, err: &Error, _ctx: Arc<Ctx>) -> Action {
+pub fn error_policy(obj: Arc<ActionSchedule>, err: &Error, ctx: Arc<Ctx>) -> Action {
     let labels = with(
         schedule_labels(&obj.namespace().unwrap_or_default(), &obj.name_any()),
         "kind",
         err.metric_label(),
     );
-    METRICS.reconcile_errors.get_or_create(&labels).inc();
+    ctx.metrics.reconcile_errors.get_or_create(&labels).inc();
     warn!(schedule = %obj.name_any(), error = %err, "reconcile failed; retrying");
     Action::requeue(Duration::from_secs(5))
 }
@@ -278,7 +282,7 @@ pub fn housekeeping(
                 .unwrap_or(0.0),
             _ => 0.0,
         };
-        METRICS
+        ctx.metrics
             .overdue
             .get_or_create(&schedule_labels(&key.0, &key.1))
             .set(overdue);
@@ -286,8 +290,8 @@ pub fn housekeeping(
     }
     for (ns, name) in tracked.difference(&present) {
         let labels = schedule_labels(ns, name);
-        METRICS.overdue.remove(&labels);
-        METRICS.consecutive_failures.remove(&labels);
+        ctx.metrics.overdue.remove(&labels);
+        ctx.metrics.consecutive_failures.remove(&labels);
     }
     ctx.known().retain(|k, _| present.contains(k));
     *tracked = present;
@@ -330,7 +334,7 @@ mod tests {
         for (ns, n) in [a, b] {
             ctx.known().insert((ns.into(), n.into()), "1".into());
         }
-        METRICS
+        ctx.metrics
             .consecutive_failures
             .get_or_create(&schedule_labels("hk", "b"))
             .set(3);
@@ -341,7 +345,7 @@ mod tests {
         ];
         housekeeping(&ctx, &both, now, &mut tracked);
         let overdue = |n: &str| {
-            METRICS
+            ctx.metrics
                 .overdue
                 .get(&schedule_labels("hk", n))
                 .map(|g| g.get())
@@ -352,7 +356,7 @@ mod tests {
         housekeeping(&ctx, &both[..1], now, &mut tracked);
         assert_eq!(overdue("b"), None);
         assert!(
-            METRICS
+            ctx.metrics
                 .consecutive_failures
                 .get(&schedule_labels("hk", "b"))
                 .is_none()

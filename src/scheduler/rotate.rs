@@ -11,7 +11,7 @@ use kube::{Client, ResourceExt};
 
 use super::apply::{delete_owned, new_action_set, publish, rotated};
 use super::delete_action::{delete_spec, effective_kind};
-use super::metrics::{Labels, METRICS, with};
+use super::metrics::{Labels, Metrics, with};
 use super::plan::{self, NewRun, RunRecord, RunState, Trigger};
 use super::reconcile::{Ctx, Error};
 use super::retention::RetentionPlan;
@@ -41,6 +41,7 @@ pub(super) struct Remover<'a> {
     s: &'a ActionSchedule,
     api: &'a Api<ActionSet>,
     labels: &'a Labels,
+    metrics: &'a Metrics,
     by_name: &'a BTreeMap<String, &'a ActionSet>,
     pub delete_action: Option<&'a str>,
     /// `retention.deleteActionKind`.
@@ -57,6 +58,7 @@ impl<'a> Remover<'a> {
         s: &'a ActionSchedule,
         api: &'a Api<ActionSet>,
         labels: &'a Labels,
+        metrics: &'a Metrics,
         by_name: &'a BTreeMap<String, &'a ActionSet>,
         runs: &'a [RunRecord],
     ) -> Self {
@@ -67,6 +69,7 @@ impl<'a> Remover<'a> {
             s,
             api,
             labels,
+            metrics,
             by_name,
             delete_action: s
                 .spec
@@ -116,7 +119,7 @@ impl<'a> Remover<'a> {
                 Err(kube::Error::Api(e)) if e.code == 409 => {}
                 Err(e) => return Err(e.into()),
             }
-            METRICS
+            self.metrics
                 .runs_created
                 .get_or_create(&with(self.labels.clone(), "trigger", "delete"))
                 .inc();
