@@ -19,10 +19,14 @@ impl fmt::Display for Describe<'_> {
         match self.0 {
             kube::Error::Api(s) => f.write_str(&describe_status(s)),
             kube::Error::HyperError(e) => {
-                write!(f, "cannot reach the API server: {}", chain(e))
+                write!(f, "cannot reach the API server: {}", describe_chain(e))
             }
             kube::Error::Service(e) => {
-                write!(f, "cannot reach the API server: {}", chain(e.as_ref()))
+                write!(
+                    f,
+                    "cannot reach the API server: {}",
+                    describe_chain(e.as_ref())
+                )
             }
             kube::Error::SerdeError(e) => write!(
                 f,
@@ -31,14 +35,14 @@ impl fmt::Display for Describe<'_> {
             kube::Error::Auth(e) => write!(
                 f,
                 "cannot authenticate to the API server: {}; check the kubeconfig or the ServiceAccount token",
-                chain(e)
+                describe_chain(e)
             ),
             kube::Error::InferConfig(e) => write!(
                 f,
                 "no Kubernetes configuration: {}; run in a pod or set KUBECONFIG",
-                chain(e)
+                describe_chain(e)
             ),
-            other => f.write_str(&chain(other)),
+            other => f.write_str(&chain(other, false)),
         }
     }
 }
@@ -48,10 +52,18 @@ pub fn describe(e: &kube::Error) -> String {
     Describe(e).to_string()
 }
 
-/// An error and its causes as `context: cause: ...` (the CLI's last words), with a kube error
-/// anywhere in the chain described as [`describe`] does, also where a wrapper pasted kube's text
+/// The one chain formatter: an error and its causes as `context: cause: ...` (the CLI's last
+/// words, Events, status messages), leaving out a cause whose text is already there (hyper and
+/// std errors often repeat their source), with a kube error anywhere in the chain described as
+/// [`describe`] does, also where a wrapper pasted kube's text
 /// into its own (kube-lease-manager does).
 pub fn describe_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    chain(e, true)
+}
+
+/// [`describe_chain`]; `describe_kube: false` for the text of a kube error itself (whose
+/// description is what calls this).
+fn chain(e: &(dyn std::error::Error + 'static), describe_kube: bool) -> String {
     let mut causes = Vec::new();
     let mut cur = Some(e);
     while let Some(c) = cur {
@@ -60,6 +72,7 @@ pub fn describe_chain(e: &(dyn std::error::Error + 'static)) -> String {
     }
     let kube = causes
         .iter()
+        .filter(|_| describe_kube)
         .find_map(|c| c.downcast_ref::<kube::Error>())
         .map(|k| (k.to_string(), describe(k)));
     let mut out: Vec<String> = Vec::new();
@@ -109,22 +122,6 @@ pub fn describe_status(s: &Status) -> String {
         "the API server refused the request: {message} ({reason}{}){hint}",
         s.code
     )
-}
-
-/// An error and its sources, `a: b: c`, leaving out a source whose text the previous one
-/// already contains (hyper and std errors often repeat their cause).
-fn chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = e.to_string();
-    let mut cur = e.source();
-    while let Some(s) = cur {
-        let text = s.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        cur = s.source();
-    }
-    out
 }
 
 #[cfg(test)]
