@@ -550,3 +550,123 @@ async fn connections_over_the_limit_are_refused_and_the_server_stays_healthy() {
     .await;
     srv.stop().await;
 }
+
+#[tokio::test]
+async fn a_client_that_never_finishes_the_tls_handshake_is_cut_off() {
+    // Every other timeout far away: only --tls-handshake-timeout can close this connection.
+    let limits = Limits {
+        handshake_timeout: Duration::from_secs(1),
+        header_timeout: Duration::from_secs(600),
+        body_timeout: Duration::from_secs(600),
+        idle_timeout: Duration::from_secs(600),
+        ..short_limits()
+    };
+    let srv = LimitedServer::start("handshake", limits).await;
+    let mut tcp = tokio::net::TcpStream::connect(srv.running.addr)
+        .await
+        .unwrap();
+    // The header of a 512-byte handshake record, and nothing after it: the server waits for
+    // the ClientHello that never comes.
+    tcp.write_all(&[0x16, 0x03, 0x01, 0x02, 0x00])
+        .await
+        .unwrap();
+    tcp.flush().await.unwrap();
+    let mut buf = [0u8; 64];
+    let read = tokio::time::timeout(DEADLINE, tcp.read(&mut buf))
+        .await
+        .expect("the server kept a connection without a TLS handshake open");
+    assert!(
+        matches!(read, Ok(0) | Err(_)),
+        "expected the connection to close, got {read:?}"
+    );
+    // A real client is served meanwhile.
+    let mut ok = srv.connect().await;
+    let r = ok
+        .request(
+            "POST",
+            "/validate/blueprint",
+            &blueprint_review("u", &valid_blueprint()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    srv.stop().await;
+}
+
+/// The README's drain on SIGTERM, through the binary: `/readyz` answers 503 at once, the HTTPS
+/// listener stops accepting after `--shutdown-delay`, and a request in flight then still gets
+/// its answer before the process exits 0.
+#[tokio::test]
+async fn sigterm_turns_readyz_503_and_the_request_in_flight_is_answered() {
+    let dir = temp_dir("sigterm");
+    let c = dev_certs();
+    write_secret_volume(&dir, 1, c.cert_pem.as_bytes(), c.key_pem.as_bytes());
+    let (https, probe) = (free_port(), free_port());
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
+        .arg("webhook")
+        .args(["--listen", &https.to_string()])
+        .args(["--probe-listen", &probe.to_string()])
+        .arg("--tls-cert-file")
+        .arg(dir.join("tls.crt"))
+        .arg("--tls-key-file")
+        .arg(dir.join("tls.key"))
+        .args(["--no-blueprint-lookup", "--log-level", "warn"])
+        .args(["--shutdown-delay", "3", "--shutdown-grace", "60"])
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    eventually("the webhook is ready", || async {
+        matches!(http_get(probe, "/readyz").await, Ok((200, _)))
+    })
+    .await;
+
+    // A request in flight: its headers and half its body.
+    let body = blueprint_review("in-flight", &valid_blueprint());
+    let (first, rest) = body.split_at(body.len() / 2);
+    let conn = Conn::connect(https, client_config(&c.ca_cert_pem), "localhost")
+        .await
+        .unwrap();
+    let mut stream = conn.into_stream();
+    let head = format!(
+        "POST /validate/blueprint HTTP/1.1\r\nhost: webhook\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(first).await.unwrap();
+    stream.flush().await.unwrap();
+
+    let pid = child.id().unwrap().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    eventually("/readyz answers 503", || async {
+        matches!(http_get(probe, "/readyz").await, Ok((503, body)) if body.contains("shutting down"))
+    })
+    .await;
+    eventually("the HTTPS listener stops accepting", || async {
+        tokio::net::TcpStream::connect(https).await.is_err()
+    })
+    .await;
+
+    // The request in flight finishes and is answered.
+    stream.write_all(rest).await.unwrap();
+    stream.flush().await.unwrap();
+    let mut answer = Vec::new();
+    // Bytes read before the close stay in `answer`, also when the close is not a clean TLS one.
+    let _ = tokio::time::timeout(DEADLINE, stream.read_to_end(&mut answer))
+        .await
+        .expect("the connection of the request in flight was not closed after its answer");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains(r#""uid":"in-flight""#), "{answer}");
+    assert!(answer.contains(r#""allowed":true"#), "{answer}");
+
+    let status = tokio::time::timeout(DEADLINE, child.wait())
+        .await
+        .expect("the webhook did not exit after the drain")
+        .unwrap();
+    assert!(status.success(), "{status}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
