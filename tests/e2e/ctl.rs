@@ -2,7 +2,7 @@
 //! user runs it, with the test cluster's kubeconfig, against the real controller (executor
 //! and scheduler, one namespace) with kwok running the pods. Issue 26, points 2 and 5.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::{Value, json};
-use support::controller::{Controller, setup};
+use crate::support::controller::{Controller, setup};
 
 /// `blueprint-operator ctl -n NS ARGS...` as the cluster's admin, through `$KUBECONFIG`.
 fn ctl(ns: &str, args: &[&str]) -> Output {

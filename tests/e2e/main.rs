@@ -13,6 +13,7 @@ mod support;
 mod webhook_e2e;
 
 mod cluster;
+mod ctl;
 mod csi_snapshot;
 mod csi_static;
 mod data;
