@@ -7,12 +7,12 @@ use crate::support;
 use std::path::Path;
 use std::process::{Command, Output};
 
+use crate::support::controller::{Controller, setup};
 use blueprint_operator::model::{ActionSchedule, ActionSet, Blueprint, Profile};
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::{Value, json};
-use crate::support::controller::{Controller, setup};
 
 /// `blueprint-operator ctl -n NS ARGS...` as the cluster's admin, through `$KUBECONFIG`.
 fn ctl(ns: &str, args: &[&str]) -> Output {

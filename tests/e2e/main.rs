@@ -13,9 +13,9 @@ mod support;
 mod webhook_e2e;
 
 mod cluster;
-mod ctl;
 mod csi_snapshot;
 mod csi_static;
+mod ctl;
 mod data;
 mod data_all;
 mod data_stats;
