@@ -205,7 +205,7 @@ fn corpus_blueprints_are_runnable_except_cloud_only_functions() {
     let Some(docs) = corpus_documents() else {
         return;
     };
-    let supported = blueprint_operator::functions::SUPPORTED;
+    let supported: Vec<&str> = blueprint_operator::functions::registry::supported().collect();
     let (mut runnable, mut total) = (0, 0);
     for doc in docs.iter().filter(|d| d.is_blueprint()) {
         total += 1;

@@ -10,8 +10,7 @@ use serde_json::{Map, Value};
 
 use super::report::{Problem, Report, Rule};
 use crate::executor::deadline::parse_go_duration;
-use crate::executor::resume::{self, Restart};
-use crate::functions::registry::{self as catalog, ArgType, Function};
+use crate::functions::registry::{self, ArgType, Function, Restart};
 use crate::functions::weak;
 use crate::model::labels::{ANNOTATION_PHASE_TIMEOUTS, ANNOTATION_RERUN_ON_RESTART};
 use crate::template::Template;
@@ -274,7 +273,7 @@ impl Validator {
                 _ => {}
             }
         }
-        for name in resume::parse_rerun(text) {
+        for name in crate::model::labels::parse_rerun_on_restart(text) {
             let mut pctx = ctx.clone();
             pctx.phase = Some(name.clone());
             let found: Vec<&(String, &Value)> = phases
@@ -297,7 +296,7 @@ impl Validator {
             for (action, p) in found {
                 let func = p.get("func").and_then(Value::as_str).unwrap_or_default();
                 let args = p.get("args").and_then(Value::as_object);
-                let what = match resume::after_restart(func, args) {
+                let what = match registry::after_restart(func, args) {
                     Restart::AtMostOnce => continue,
                     Restart::Reattach => "its pod is re-attached after a restart",
                     Restart::Reenter => "it is entered again after a restart anyway",
@@ -443,7 +442,7 @@ impl Validator {
         }
         let func =
             match phase.get("func") {
-                Some(Value::String(f)) => catalog::function(f).ok_or(f.as_str()),
+                Some(Value::String(f)) => registry::function(f).ok_or(f.as_str()),
                 Some(_) => {
                     return self.error(
                         ctx.at("func"),
@@ -461,7 +460,7 @@ impl Validator {
         let func = match func {
             Ok(f) => f,
             Err(name) => {
-                let unreleased = catalog::NEVER_RELEASED.iter().find(|(f, _)| *f == name);
+                let unreleased = registry::NEVER_RELEASED.iter().find(|(f, _)| *f == name);
                 let hint = match (unreleased, closest_function(name)) {
                     (Some((_, pr)), _) => format!(
                         " (proposed in {pr} but never merged: no Kanister release registers it)"
@@ -479,14 +478,14 @@ impl Validator {
                 );
             }
         };
-        if !crate::functions::SUPPORTED.contains(&func.name) {
+        if !func.runs() {
             self.warn(
                 ctx.at("func"),
                 format!(
                     "{} is a Kanister function that blueprint-operator's executor does not run{} (it runs {}): use Kanister's controller for this Blueprint, or fail at run time",
                     func.name,
-                    crate::functions::unsupported_hint(func.name),
-                    crate::functions::SUPPORTED.join(", ")
+                    func.not_run_hint(),
+                    registry::supported().collect::<Vec<_>>().join(", ")
                 ),
             );
         }
@@ -834,17 +833,16 @@ fn is_identifier(s: &str) -> bool {
         && chars.all(|c| c.is_alphanumeric() || c == '_')
 }
 
+/// Every function name, sorted.
 fn function_list() -> String {
-    catalog::FUNCTIONS
-        .iter()
-        .map(|f| f.name)
-        .collect::<Vec<_>>()
-        .join(", ")
+    let mut names: Vec<&str> = registry::FUNCTIONS.iter().map(|f| f.name).collect();
+    names.sort_unstable();
+    names.join(", ")
 }
 
-/// A catalog function whose name differs from `name` only in case.
+/// A registered function whose name differs from `name` only in case.
 fn closest_function(name: &str) -> Option<&'static str> {
-    catalog::FUNCTIONS
+    registry::FUNCTIONS
         .iter()
         .find(|f| f.name.eq_ignore_ascii_case(name))
         .map(|f| f.name)

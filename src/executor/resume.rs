@@ -1,5 +1,5 @@
 //! What a restarted controller (or a new leader) does with a phase it finds
-//! recorded `running`, by the phase's function ([`after_restart`]):
+//! recorded `running`, by the phase's function (the function registry's [`after_restart`]):
 //!
 //! - **re-attach**: the work runs in a pod the phase created; the pod is the
 //!   phase. The phase runs again with its pod found, not created
@@ -23,64 +23,15 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use crate::model::labels::ANNOTATION_RERUN_ON_RESTART;
-
-/// What happens to a function's phase found running after a restart.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Restart {
-    Reattach,
-    Reenter,
-    AtMostOnce,
-}
-
-/// Functions whose work is the pod they create (the shared pod runner,
-/// `functions::pod::run_pod`).
-const REATTACH: &[&str] = &["KubeTask", "MultiContainerRun", "PrepareData"];
-/// Functions whose second run reaches the same state as the first.
-const REENTER: &[&str] = &[
-    "ScaleWorkload",
-    "Wait",
-    "WaitV2",
-    "CreateCSISnapshot",
-    "RestoreCSISnapshot",
-    "DeleteCSISnapshot",
-    "DeleteCSISnapshotContent",
-];
-
-/// The restart behaviour of function `func` with its (unrendered) `args`.
-pub fn after_restart(func: &str, args: Option<&Map<String, Value>>) -> Restart {
-    if REATTACH.contains(&func) {
-        return Restart::Reattach;
-    }
-    if REENTER.contains(&func) {
-        return Restart::Reenter;
-    }
-    // A merge patch applied twice is the patch applied once; create and
-    // delete fail the second time (AlreadyExists, NotFound) as in Kanister.
-    let op = args
-        .and_then(|a| a.get("operation"))
-        .and_then(Value::as_str);
-    if func == "KubeOps" && op.is_some_and(|o| o.eq_ignore_ascii_case("patch")) {
-        return Restart::Reenter;
-    }
-    Restart::AtMostOnce
-}
+use crate::functions::registry::{Restart, after_restart};
+use crate::model::labels::{ANNOTATION_RERUN_ON_RESTART, parse_rerun_on_restart};
 
 /// The phase names of [`ANNOTATION_RERUN_ON_RESTART`] (empty without it).
 pub fn rerun_phases(annotations: Option<&BTreeMap<String, String>>) -> Vec<String> {
     annotations
         .and_then(|a| a.get(ANNOTATION_RERUN_ON_RESTART))
-        .map(|v| parse_rerun(v))
+        .map(|v| parse_rerun_on_restart(v))
         .unwrap_or_default()
-}
-
-/// `a, b,,c` → `[a, b, c]`.
-pub fn parse_rerun(text: &str) -> Vec<String> {
-    text.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect()
 }
 
 /// How a running phase is resumed, or `None`: it is failed.
@@ -113,45 +64,6 @@ pub fn decide(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn functions_by_restart_behaviour() {
-        for f in ["KubeTask", "MultiContainerRun", "PrepareData"] {
-            assert_eq!(after_restart(f, None), Restart::Reattach, "{f}");
-        }
-        for f in [
-            "ScaleWorkload",
-            "Wait",
-            "WaitV2",
-            "CreateCSISnapshot",
-            "RestoreCSISnapshot",
-            "DeleteCSISnapshot",
-        ] {
-            assert_eq!(after_restart(f, None), Restart::Reenter, "{f}");
-        }
-        for f in [
-            "KubeExec",
-            "KubeExecAll",
-            "BackupData",
-            "CreateCSISnapshotStatic",
-        ] {
-            assert_eq!(after_restart(f, None), Restart::AtMostOnce, "{f}");
-        }
-        let ops = |op: &str| json!({"operation": op}).as_object().cloned();
-        assert_eq!(
-            after_restart("KubeOps", ops("Patch").as_ref()),
-            Restart::Reenter
-        );
-        assert_eq!(
-            after_restart("KubeOps", ops("create").as_ref()),
-            Restart::AtMostOnce
-        );
-        assert_eq!(
-            after_restart("KubeOps", ops("{{ .Options.op }}").as_ref()),
-            Restart::AtMostOnce
-        );
-    }
 
     #[test]
     fn rerun_is_declared_per_phase_and_happens_once() {

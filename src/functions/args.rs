@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::{FunctionError, weak};
+use super::{FunctionError, registry, weak};
 
 /// The phase's arguments, with the function name for error messages.
 pub struct Args<'a> {
@@ -19,17 +19,21 @@ impl<'a> Args<'a> {
         Args { function, args }
     }
 
-    /// Kanister's `Validate`: every argument must be one the function knows.
-    pub fn check_supported(&self, supported: &[&str]) -> Result<(), FunctionError> {
+    /// Kanister's `Validate`: every argument must be one the function takes in the
+    /// [`registry`].
+    pub fn check_supported(&self) -> Result<(), FunctionError> {
+        let Some(f) = registry::function(self.function) else {
+            return Err(FunctionError::Unknown(self.function.to_string()));
+        };
         for k in self.args.keys() {
-            if !supported.contains(&k.as_str()) {
+            if f.arg(k).is_none() {
                 return Err(FunctionError::arg(
                     self.function,
                     k,
                     format!(
                         "argument {k} is not supported; {} accepts: {}",
                         self.function,
-                        supported.join(", ")
+                        f.arg_names().collect::<Vec<_>>().join(", ")
                     ),
                 ));
             }
@@ -254,7 +258,7 @@ mod tests {
     fn unsupported_arguments_are_named() {
         let m = args(json!({"image": "x", "comand": ["a"]}));
         let e = Args::new("KubeTask", &m)
-            .check_supported(&["image", "command"])
+            .check_supported()
             .unwrap_err()
             .to_string();
         assert!(e.contains("argument comand is not supported"), "{e}");

@@ -19,15 +19,6 @@ use super::restic::{self, Profile, Repository, Target};
 use super::{Context, FunctionError, Output};
 
 const NAME: &str = "BackupData";
-const ARGS: &[&str] = &[
-    "namespace",
-    "pod",
-    "container",
-    "includePath",
-    "backupArtifactPrefix",
-    "encryptionKey",
-    "insecureTLS",
-];
 
 /// Kanister's `FunctionOutputVersion` value (`kanister.DefaultVersion`).
 pub const OUTPUT_VERSION: &str = "v0.0.0";
@@ -60,7 +51,7 @@ pub async fn run(
     params: &Value,
 ) -> Result<Output, FunctionError> {
     let a = Args::new(NAME, args);
-    a.check_supported(ARGS)?;
+    a.check_supported()?;
     let namespace = non_empty(&a, "namespace")?;
     let pod = non_empty(&a, "pod")?;
     let container = non_empty(&a, "container")?;

@@ -28,15 +28,6 @@ use super::restic::{self, Profile, Repository, Target};
 use super::{Context, FunctionError, Output};
 
 const NAME: &str = "BackupDataAll";
-const ARGS: &[&str] = &[
-    "namespace",
-    "pods",
-    "container",
-    "includePath",
-    "backupArtifactPrefix",
-    "encryptionKey",
-    "insecureTLS",
-];
 /// Kanister's `BackupDataAllOutput`.
 pub const OUTPUT_KEY: &str = "BackupAllInfo";
 
@@ -154,7 +145,7 @@ pub async fn run(
     params: &Value,
 ) -> Result<Output, FunctionError> {
     let a = Args::new(NAME, args);
-    a.check_supported(ARGS)?;
+    a.check_supported()?;
     let namespace = non_empty(&a, "namespace")?;
     let container = non_empty(&a, "container")?;
     let include_path = non_empty(&a, "includePath")?;

@@ -30,17 +30,6 @@ use super::restic::{self, Profile, Repository};
 use super::{Context, FunctionError, Output};
 
 const NAME: &str = "BackupDataStats";
-const ARGS: &[&str] = &[
-    "namespace",
-    "backupArtifactPrefix",
-    "backupID",
-    "statsMode",
-    "encryptionKey",
-    "image",
-    "podOverride",
-    "podAnnotations",
-    "podLabels",
-];
 /// Kanister's `backupDataStatsJobPrefix`.
 pub const JOB_PREFIX: &str = "backup-data-stats-";
 /// Kanister's `defaultStatsMode`.
@@ -102,7 +91,7 @@ pub async fn run(
     params: &Value,
 ) -> Result<Output, FunctionError> {
     let a = Args::new(NAME, args);
-    a.check_supported(ARGS)?;
+    a.check_supported()?;
     let namespace = non_empty(&a, "namespace")?;
     let prefix = non_empty(&a, "backupArtifactPrefix")?;
     let id = non_empty(&a, "backupID")?;

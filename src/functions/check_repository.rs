@@ -25,15 +25,6 @@ use super::restic::{self, Profile, RepoCheck, Repository};
 use super::{Context, FunctionError, Output};
 
 const NAME: &str = "CheckRepository";
-const ARGS: &[&str] = &[
-    "backupArtifactPrefix",
-    "encryptionKey",
-    "insecureTLS",
-    "image",
-    "podOverride",
-    "podAnnotations",
-    "podLabels",
-];
 /// Kanister's `CheckRepositoryJobPrefix`.
 pub const JOB_PREFIX: &str = "check-repository-";
 
@@ -63,7 +54,7 @@ pub async fn run(
     params: &Value,
 ) -> Result<Output, FunctionError> {
     let a = Args::new(NAME, args);
-    a.check_supported(ARGS)?;
+    a.check_supported()?;
     let prefix = non_empty(&a, "backupArtifactPrefix")?;
     let key = encryption_key(&a)?;
     let insecure_tls = a.opt_bool("insecureTLS")?.unwrap_or(false);

@@ -24,18 +24,6 @@ use super::restic::{self, Profile, Repository};
 use super::{Context, FunctionError, Output};
 
 const NAME: &str = "CopyVolumeData";
-const ARGS: &[&str] = &[
-    "namespace",
-    "volume",
-    "dataArtifactPrefix",
-    "image",
-    "encryptionKey",
-    "mountPath",
-    "insecureTLS",
-    "podOverride",
-    "podAnnotations",
-    "podLabels",
-];
 /// Kanister's `CopyVolumeDataJobPrefix`.
 pub const JOB_PREFIX: &str = "copy-vol-data-";
 
@@ -50,7 +38,7 @@ pub async fn run(
     params: &Value,
 ) -> Result<Output, FunctionError> {
     let a = Args::new(NAME, args);
-    a.check_supported(ARGS)?;
+    a.check_supported()?;
     let namespace = non_empty(&a, "namespace")?;
     let pvc = non_empty(&a, "volume")?;
     let prefix = non_empty(&a, "dataArtifactPrefix")?;

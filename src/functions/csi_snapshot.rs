@@ -56,20 +56,8 @@ pub const VERSION: &str = "v1";
 pub const KIND: &str = "VolumeSnapshot";
 
 const CREATE: &str = "CreateCSISnapshot";
-const CREATE_ARGS: &[&str] = &["pvc", "namespace", "snapshotClass", "name", "labels"];
 const RESTORE: &str = "RestoreCSISnapshot";
-const RESTORE_ARGS: &[&str] = &[
-    "name",
-    "pvc",
-    "namespace",
-    "storageClass",
-    "restoreSize",
-    "accessModes",
-    "volumeMode",
-    "labels",
-];
 const DELETE: &str = "DeleteCSISnapshot";
-const DELETE_ARGS: &[&str] = &["name", "namespace"];
 
 /// Status errors of this text are retried (Kanister's `isTransientError`).
 const TRANSIENT: &str =
@@ -131,7 +119,7 @@ pub(crate) async fn snapshot_api(
 
 pub async fn create(ctx: &Context, args: &Map<String, Value>) -> Result<Output, FunctionError> {
     let a = Args::new(CREATE, args);
-    a.check_supported(CREATE_ARGS)?;
+    a.check_supported()?;
     let pvc = a.string("pvc")?;
     let namespace = namespace_arg(&a, ctx)?;
     let class = a.string("snapshotClass")?;
@@ -433,7 +421,7 @@ pub fn restored_pvc(r: &Restore) -> Value {
 
 pub async fn restore(ctx: &Context, args: &Map<String, Value>) -> Result<Output, FunctionError> {
     let a = Args::new(RESTORE, args);
-    a.check_supported(RESTORE_ARGS)?;
+    a.check_supported()?;
     let r = decode_restore(&a, &ctx.namespace)?;
     let pvc: PersistentVolumeClaim = serde_json::from_value(restored_pvc(&r))
         .map_err(|e| FunctionError::failed(RESTORE, format!("PVC manifest: {e}")))?;
@@ -503,7 +491,7 @@ async fn wait_pvc_deleted(
 
 pub async fn delete(ctx: &Context, args: &Map<String, Value>) -> Result<Output, FunctionError> {
     let a = Args::new(DELETE, args);
-    a.check_supported(DELETE_ARGS)?;
+    a.check_supported()?;
     let name = a.string("name")?;
     let namespace = namespace_arg(&a, ctx)?;
     let api = snapshot_api(ctx, DELETE, &namespace).await?;

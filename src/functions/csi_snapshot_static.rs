@@ -43,13 +43,6 @@ use super::csi_snapshot::{self, GROUP, KIND, VERSION};
 use super::{Context, FunctionError, Output};
 
 const FUNC: &str = "CreateCSISnapshotStatic";
-const ARGS: &[&str] = &[
-    "name",
-    "namespace",
-    "driver",
-    "snapshotHandle",
-    "snapshotClass",
-];
 
 pub const CONTENT_KIND: &str = "VolumeSnapshotContent";
 pub const CLASS_KIND: &str = "VolumeSnapshotClass";
@@ -86,7 +79,7 @@ pub struct Static {
 
 /// Decodes and checks the arguments; an empty `namespace` is `default_namespace`.
 pub fn decode(a: &Args, default_namespace: &str) -> Result<Static, FunctionError> {
-    a.check_supported(ARGS)?;
+    a.check_supported()?;
     let non_empty = |arg: &str, what: &str| -> Result<String, FunctionError> {
         let v = a.string(arg)?;
         if v.is_empty() {
@@ -378,9 +371,12 @@ mod tests {
         let mut m = full.clone();
         m["namespace"] = json!("");
         assert_eq!(decoded(m).unwrap().namespace, "as-ns");
-        for arg in ARGS {
+        for arg in crate::functions::registry::function(FUNC)
+            .unwrap()
+            .arg_names()
+        {
             let mut m = full.clone();
-            m.as_object_mut().unwrap().remove(*arg);
+            m.as_object_mut().unwrap().remove(arg);
             let e = decoded(m).unwrap_err().to_string();
             assert_eq!(
                 e,

@@ -25,11 +25,10 @@ use super::csi_snapshot_static::volume_snapshot_content_resource;
 use super::{Context, FunctionError, Output};
 
 const FUNC: &str = "DeleteCSISnapshotContent";
-const ARGS: &[&str] = &["name"];
 
 /// The decoded `name`.
 pub fn decode(a: &Args) -> Result<String, FunctionError> {
-    a.check_supported(ARGS)?;
+    a.check_supported()?;
     let name = a.string("name")?;
     if name.is_empty() {
         return Err(FunctionError::arg(

@@ -23,19 +23,6 @@ use super::restore_data::snapshot_arg;
 use super::{Context, FunctionError, Output};
 
 const NAME: &str = "DeleteData";
-const ARGS: &[&str] = &[
-    "namespace",
-    "backupArtifactPrefix",
-    "image",
-    "backupID",
-    "backupTag",
-    "encryptionKey",
-    "reclaimSpace",
-    "insecureTLS",
-    "podOverride",
-    "podAnnotations",
-    "podLabels",
-];
 /// Kanister's `deleteDataJobPrefix`.
 pub const JOB_PREFIX: &str = "delete-data-";
 
@@ -72,7 +59,7 @@ pub async fn run(
     params: &Value,
 ) -> Result<Output, FunctionError> {
     let a = Args::new(NAME, args);
-    a.check_supported(ARGS)?;
+    a.check_supported()?;
     let namespace = non_empty(&a, "namespace")?;
     let prefix = non_empty(&a, "backupArtifactPrefix")?;
     let snapshot = snapshot(&a)?;

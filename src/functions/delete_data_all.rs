@@ -23,18 +23,6 @@ use super::restic::{self, Profile, Repository};
 use super::{Context, FunctionError, Output};
 
 const NAME: &str = "DeleteDataAll";
-const ARGS: &[&str] = &[
-    "namespace",
-    "backupArtifactPrefix",
-    "backupInfo",
-    "image",
-    "encryptionKey",
-    "reclaimSpace",
-    "insecureTLS",
-    "podOverride",
-    "podAnnotations",
-    "podLabels",
-];
 /// Kanister's `deleteDataAllJobPrefix`.
 pub const JOB_PREFIX: &str = "delete-data-all-";
 
@@ -44,7 +32,7 @@ pub async fn run(
     params: &Value,
 ) -> Result<Output, FunctionError> {
     let a = Args::new(NAME, args);
-    a.check_supported(ARGS)?;
+    a.check_supported()?;
     let namespace = non_empty(&a, "namespace")?;
     let prefix = non_empty(&a, "backupArtifactPrefix")?;
     let infos = parse_backup_info(NAME, &a.string("backupInfo")?)?;

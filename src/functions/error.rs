@@ -1,17 +1,17 @@
 //! The one error type of a function call ([`FunctionError`]); its Display reads like
 //! Kanister's phase errors, naming the function and the argument.
 
-use super::{SUPPORTED, unsupported_hint};
-
 /// A function failure; the Display reads like Kanister's phase errors.
 #[derive(Debug, thiserror::Error)]
 pub enum FunctionError {
-    #[error(
-        "function {0} is not supported by this executor{hint} (supported: {list})",
-        hint = unsupported_hint(.0),
-        list = SUPPORTED.join(", ")
-    )]
-    Unsupported(String),
+    /// A Kanister function this executor does not run ([`super::registry::unsupported`]).
+    #[error("function {function} is not supported by this executor{hint} (supported: {supported})")]
+    Unsupported {
+        function: &'static str,
+        /// Why, when the supported list does not say enough.
+        hint: &'static str,
+        supported: String,
+    },
     #[error("Requested function {{{0}}} has not been registered")]
     Unknown(String),
     /// A missing or ill-typed argument.

@@ -17,11 +17,10 @@ use super::pod::exec;
 use super::{Context, FunctionError, Output};
 
 const NAME: &str = "KubeExec";
-const ARGS: &[&str] = &["namespace", "pod", "container", "command"];
 
 pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, FunctionError> {
     let a = Args::new(NAME, args);
-    a.check_supported(ARGS)?;
+    a.check_supported()?;
     let namespace = a.string("namespace")?;
     let pod = a.string("pod")?;
     let container = a.opt_string("container")?.filter(|c| !c.is_empty());

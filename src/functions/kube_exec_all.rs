@@ -13,7 +13,6 @@ use super::pod::exec;
 use super::{Context, FunctionError, Output};
 
 const NAME: &str = "KubeExecAll";
-const ARGS: &[&str] = &["namespace", "pods", "containers", "command"];
 
 /// `a b  c` or `[a, b, c]` → `[a, b, c]`.
 pub fn fields(a: &Args, name: &str) -> Result<Vec<String>, FunctionError> {
@@ -30,7 +29,7 @@ pub fn fields(a: &Args, name: &str) -> Result<Vec<String>, FunctionError> {
 
 pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, FunctionError> {
     let a = Args::new(NAME, args);
-    a.check_supported(ARGS)?;
+    a.check_supported()?;
     let namespace = a.string("namespace")?;
     let pods = fields(&a, "pods")?;
     let containers = fields(&a, "containers")?;

@@ -18,11 +18,11 @@ use serde_json::{Map, Value};
 
 use super::args::Args;
 use super::objref::{self, Resolved};
+use super::registry::Restart;
 use super::{Context, FunctionError, Output};
 use crate::model::ObjectReference;
 
 const NAME: &str = "KubeOps";
-const ARGS: &[&str] = &["operation", "spec", "namespace", "objectReference"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Operation {
@@ -66,9 +66,23 @@ pub fn object_reference(a: &Args) -> Result<Option<ObjectReference>, FunctionErr
     Ok(Some(r))
 }
 
+/// A merge patch applied twice is the patch applied once: a KubeOps patch found running after
+/// a restart is entered again; create and delete fail the second time (AlreadyExists,
+/// NotFound) as in Kanister, so they run at most once.
+pub fn after_restart(args: Option<&Map<String, Value>>) -> Restart {
+    let op = args
+        .and_then(|a| a.get("operation"))
+        .and_then(Value::as_str);
+    if op.is_some_and(|o| o.eq_ignore_ascii_case("patch")) {
+        Restart::Reenter
+    } else {
+        Restart::AtMostOnce
+    }
+}
+
 pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, FunctionError> {
     let a = Args::new(NAME, args);
-    a.check_supported(ARGS)?;
+    a.check_supported()?;
     let op = parse_operation(&a.string("operation")?)?;
     let ns_arg = a.opt_string("namespace")?.filter(|s| !s.is_empty());
     let client = &ctx.client;

@@ -18,18 +18,10 @@ use super::pod::{CONTAINER, build_pod, merge_labels, merge_overrides, run_pod};
 use super::{Context, FunctionError, Output};
 
 const NAME: &str = "KubeTask";
-const ARGS: &[&str] = &[
-    "image",
-    "command",
-    "namespace",
-    "podOverride",
-    "podAnnotations",
-    "podLabels",
-];
 
 pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, FunctionError> {
     let a = Args::new(NAME, args);
-    a.check_supported(ARGS)?;
+    a.check_supported()?;
     let image = a.string("image")?;
     let command = a.string_list("command")?;
     let namespace = a

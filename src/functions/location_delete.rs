@@ -32,7 +32,6 @@ use super::s3::{self, S3Client};
 use super::{Context, FunctionError, Output};
 
 const NAME: &str = "LocationDelete";
-const ARGS: &[&str] = &["artifact"];
 
 pub async fn run(
     _ctx: &Context,
@@ -40,7 +39,7 @@ pub async fn run(
     params: &Value,
 ) -> Result<Output, FunctionError> {
     let a = Args::new(NAME, args);
-    a.check_supported(ARGS)?;
+    a.check_supported()?;
     let artifact = a.string("artifact")?;
     let profile = s3::profile_from_params(params)
         .map_err(|m| FunctionError::failed(NAME, format!("Failed to validate Profile: {m}")))?;

@@ -27,21 +27,6 @@ use super::pod::{self, CONTAINER, merge_labels, merge_overrides};
 use super::{Context, FunctionError, Output};
 
 const NAME: &str = "MultiContainerRun";
-const ARGS: &[&str] = &[
-    "namespace",
-    "initImage",
-    "initCommand",
-    "backgroundImage",
-    "backgroundCommand",
-    "outputImage",
-    "outputCommand",
-    "sharedVolumeMedium",
-    "sharedVolumeSizeLimit",
-    "sharedVolumeDir",
-    "podOverride",
-    "podLabels",
-    "podAnnotations",
-];
 
 /// Container names and the shared volume, as in Kanister.
 pub const BACKGROUND: &str = "background";
@@ -69,7 +54,7 @@ pub struct Spec {
 
 pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, FunctionError> {
     let a = Args::new(NAME, args);
-    a.check_supported(ARGS)?;
+    a.check_supported()?;
     let spec = decode(&a, &ctx.namespace)?;
     let labels = merge_labels(a.opt_string_map("podLabels")?, &ctx.pod_labels);
     let annotations = merge_labels(a.opt_string_map("podAnnotations")?, &ctx.pod_annotations);
@@ -368,7 +353,7 @@ mod tests {
         );
         let m = obj(json!({"backgroundImage": "x", "image": "y"}));
         let e = Args::new(NAME, &m)
-            .check_supported(ARGS)
+            .check_supported()
             .unwrap_err()
             .to_string();
         assert!(e.contains("argument image is not supported"), "{e}");

@@ -28,17 +28,6 @@ use super::pod::{self, CONTAINER, merge_labels, merge_overrides};
 use super::{Context, FunctionError, Output};
 
 const NAME: &str = "PrepareData";
-const ARGS: &[&str] = &[
-    "namespace",
-    "image",
-    "command",
-    "volumes",
-    "serviceaccount",
-    "podOverride",
-    "podAnnotations",
-    "podLabels",
-    "failOnError",
-];
 /// `generateName` of the pod.
 pub const JOB_PREFIX: &str = "prepare-data-job-";
 /// Mount point of a workload's PVC when `volumes` is not given (`%s`: the PVC name).
@@ -58,7 +47,7 @@ pub async fn run(
     params: &Value,
 ) -> Result<Output, FunctionError> {
     let a = Args::new(NAME, args);
-    a.check_supported(ARGS)?;
+    a.check_supported()?;
     let namespace = a.string("namespace")?;
     let namespace = if namespace.is_empty() {
         ctx.namespace.clone()

@@ -23,22 +23,6 @@ use super::restic::{self, Profile, Repository, Snapshot};
 use super::{Context, FunctionError, Output};
 
 const NAME: &str = "RestoreData";
-const ARGS: &[&str] = &[
-    "namespace",
-    "image",
-    "backupArtifactPrefix",
-    "restorePath",
-    "encryptionKey",
-    "pod",
-    "volumes",
-    "backupTag",
-    "backupIdentifier",
-    "backupPath",
-    "podOverride",
-    "insecureTLS",
-    "podAnnotations",
-    "podLabels",
-];
 /// Kanister's `restoreDataJobPrefix`.
 pub const JOB_PREFIX: &str = "restore-data-";
 
@@ -82,7 +66,7 @@ pub async fn run(
     params: &Value,
 ) -> Result<Output, FunctionError> {
     let a = Args::new(NAME, args);
-    a.check_supported(ARGS)?;
+    a.check_supported()?;
     let namespace = non_empty(&a, "namespace")?;
     let image = non_empty(&a, "image")?;
     let prefix = non_empty(&a, "backupArtifactPrefix")?;

@@ -29,19 +29,6 @@ use super::restore_data::fetch_pod_volumes;
 use super::{Context, FunctionError, Output};
 
 const NAME: &str = "RestoreDataAll";
-const ARGS: &[&str] = &[
-    "namespace",
-    "image",
-    "backupArtifactPrefix",
-    "backupInfo",
-    "restorePath",
-    "encryptionKey",
-    "pods",
-    "podOverride",
-    "insecureTLS",
-    "podAnnotations",
-    "podLabels",
-];
 /// Kanister's `restoreDataAllJobPrefix`.
 pub const JOB_PREFIX: &str = "restore-data-all-";
 
@@ -112,7 +99,7 @@ pub async fn run(
     params: &Value,
 ) -> Result<Output, FunctionError> {
     let a = Args::new(NAME, args);
-    a.check_supported(ARGS)?;
+    a.check_supported()?;
     let namespace = non_empty(&a, "namespace")?;
     let image = non_empty(&a, "image")?;
     let prefix = non_empty(&a, "backupArtifactPrefix")?;

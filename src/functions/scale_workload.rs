@@ -31,7 +31,6 @@ use super::{Context, FunctionError, Output};
 const ORIGINAL: &str = "originalReplicaCount";
 
 const NAME: &str = "ScaleWorkload";
-const ARGS: &[&str] = &["replicas", "namespace", "name", "kind", "waitForReady"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -72,7 +71,7 @@ pub fn decode(
     args: &Map<String, Value>,
 ) -> Result<Spec, FunctionError> {
     let a = Args::new(NAME, args);
-    a.check_supported(ARGS)?;
+    a.check_supported()?;
     let replicas = a.int("replicas")?;
     let replicas = i32::try_from(replicas)
         .ok()

@@ -31,8 +31,6 @@ use super::objref;
 use super::{Context, FunctionError, Output};
 use crate::model::ObjectReference;
 
-const ARGS: &[&str] = &["timeout", "conditions"];
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flavor {
     /// `Wait`: JSONPath placeholders, then a Go template with no data.
@@ -79,7 +77,7 @@ pub async fn run_flavor(
 ) -> Result<Output, FunctionError> {
     let f = flavor.name();
     let a = Args::new(f, args);
-    a.check_supported(ARGS)?;
+    a.check_supported()?;
     let timeout_text = a.string("timeout")?;
     let timeout =
         parse_go_duration(&timeout_text).map_err(|m| FunctionError::arg(f, "timeout", m))?;

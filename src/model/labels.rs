@@ -25,6 +25,15 @@ pub const ANNOTATION_EXECUTOR_RECORD: &str = "blueprint-operator.io/executor";
 /// are safe to run again after a controller restart.
 pub const ANNOTATION_RERUN_ON_RESTART: &str = "blueprint-operator.io/rerun-on-restart";
 
+/// The phase names of an [`ANNOTATION_RERUN_ON_RESTART`] value: `a, b,,c` → `[a, b, c]`.
+pub fn parse_rerun_on_restart(text: &str) -> Vec<String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
 /// Blueprint annotation with per-phase timeouts:
 /// `{"<action>": {"<phase or deferPhase name>": "<Go duration>"}}`.
 pub const ANNOTATION_PHASE_TIMEOUTS: &str = "blueprint-operator.io/phase-timeouts";

@@ -435,7 +435,7 @@ async fn unsupported_functions_fail_clearly() -> anyhow::Result<()> {
         ),
         "{msg}"
     );
-    for f in functions::SUPPORTED {
+    for f in functions::registry::supported() {
         assert!(msg.contains(f), "{msg} lacks {f}");
     }
     // Released Kanister's Kopia RepositoryServer functions: known, refused with the reason.
