@@ -2031,3 +2031,219 @@ async fn kubeops_patch_found_running_after_a_restart_is_entered_again() -> anyho
     );
     Ok(())
 }
+
+/// `--deletion-timeout` running out: a deleted ActionSet whose deferPhase outlasts it is let go
+/// (the finalizer removed) with the deferPhase failed for the timeout; without the timeout the
+/// ActionSet would wait for its 600 s deferPhase pod.
+#[tokio::test]
+async fn a_deferphase_past_the_deletion_timeout_is_cut_and_the_actionset_goes() -> anyhow::Result<()>
+{
+    let Some((client, ns)) = setup("exec-deltimeout").await else {
+        return Ok(());
+    };
+    create_blueprint(
+        &client,
+        &ns,
+        "bp",
+        json!({"backup": {
+            "phases": [task("slow", 0, "done", Some("600s"))],
+            "deferPhase": task("cleanup", 0, "cleaned", Some("600s")),
+        }}),
+    )
+    .await?;
+    let _ctl = Controller::start(&ns, &["--deletion-timeout", "5"]);
+    let api = start_backup_until_phase_runs(&client, &ns, 0).await?;
+    api.delete("as", &DeleteParams::default()).await?;
+    support::poll(FINISH, || async {
+        api.get_opt("as")
+            .await
+            .ok()
+            .flatten()
+            .is_none()
+            .then_some(())
+    })
+    .await?;
+    // The deferPhase was cut (or, had the timeout passed before it could start, not started).
+    let evs = support::poll(support::WAIT, || async {
+        let evs = list_events(&client, &ns, "as").await.ok()?;
+        evs.iter()
+            .any(|e| {
+                e.starts_with("ActionSetFailed Action: backup|")
+                    && e.contains("the ActionSet was deleted and the deletion timeout (5s) elapsed")
+            })
+            .then_some(evs)
+    })
+    .await;
+    assert!(
+        evs.is_ok(),
+        "no deferPhase failure for the deletion timeout: {:?}",
+        list_events(&client, &ns, "as").await?
+    );
+    Ok(())
+}
+
+/// Plain-HTTP GET of `path` on 127.0.0.1:`port`: the body, or `None` while nothing answers.
+async fn http_body(port: u16, path: &str) -> Option<String> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .ok()?;
+    s.write_all(format!("GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").as_bytes())
+        .await
+        .ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.ok()?;
+    out.starts_with("HTTP/1.1 200").then_some(out)
+}
+
+/// A replica without the Lease runs nothing. While a holder that is not this process keeps the
+/// Lease, a controller (executor and scheduler) waiting for it starts no ActionSet, creates no
+/// run of a due schedule and writes no status, while an executor without leader election,
+/// watching the same namespace, runs an ActionSet to its end (so the waiting one saw the same
+/// changes and had the time to act). Once the Lease is free it takes it and schedules.
+#[tokio::test]
+async fn a_controller_without_the_lease_runs_nothing() -> anyhow::Result<()> {
+    use blueprint_operator::model::ActionSchedule;
+    use k8s_openapi::api::coordination::v1::Lease;
+    let Some((client, ns)) = setup("exec-standby").await else {
+        return Ok(());
+    };
+    // The Lease, held by a leader that is not a controller: this test renews it every second
+    // (a 5 s Lease) until `release` is dropped.
+    let now = || {
+        chrono::Utc::now()
+            .format("%Y-%m-%dT%H:%M:%S%.6fZ")
+            .to_string()
+    };
+    let leases: Api<Lease> = Api::namespaced(client.clone(), &ns);
+    let lease: Lease = serde_json::from_value(json!({
+        "metadata": {"name": "held"},
+        "spec": {"holderIdentity": "elsewhere", "leaseDurationSeconds": 5,
+                 "acquireTime": now(), "renewTime": now()},
+    }))?;
+    leases.create(&PostParams::default(), &lease).await?;
+    let (release, mut released) = tokio::sync::oneshot::channel::<()>();
+    let renewer = {
+        let leases = leases.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                tokio::select! {
+                    _ = &mut released => return,
+                    _ = tick.tick() => {}
+                }
+                let renew = json!({"spec": {"renewTime": now()}});
+                let _ = leases
+                    .patch("held", &PatchParams::default(), &Patch::Merge(&renew))
+                    .await;
+            }
+        })
+    };
+    create_blueprint(
+        &client,
+        &ns,
+        "bp",
+        json!({"backup": {"phases": [output("one", "v")]}}),
+    )
+    .await?;
+
+    // The standby: executor and scheduler, leader election on that Lease (admin credentials:
+    // the shipped Role grants Leases in the operator's namespace only).
+    let metrics_port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let mut standby = tokio::process::Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
+        .args(["controller", "--namespace", &ns, "--lease-name", "held"])
+        .args(["--lease-namespace", &ns, "--instance", "standby"])
+        .args(["--metrics-addr", &format!("127.0.0.1:{metrics_port}")])
+        .args(["--log-level", "warn"])
+        .env("KUBECONFIG", &support::cluster().kubeconfig)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()?;
+    let metrics = support::poll(support::WAIT, || http_body(metrics_port, "/metrics")).await?;
+    assert!(
+        metrics.contains("blueprint_operator_actionschedule_leader 0"),
+        "{metrics}"
+    );
+
+    // A schedule due every second, and an ActionSet that the other executor runs.
+    let schedules: Api<ActionSchedule> = Api::namespaced(client.clone(), &ns);
+    let s: ActionSchedule = serde_json::from_value(json!({
+        "apiVersion": "blueprint-operator.io/v1alpha1", "kind": "ActionSchedule",
+        "metadata": {"name": "every-second", "namespace": ns},
+        "spec": {"schedule": "@every 1s", "actionSetTemplate": {"actions": [{
+            "name": "backup", "blueprint": "bp", "object": ns_object(&ns)}]}},
+    }))?;
+    schedules.create(&PostParams::default(), &s).await?;
+    let ctl = Controller::start(&ns, &[]);
+    create_actionset(
+        &client,
+        &ns,
+        "as",
+        "bp",
+        "backup",
+        ns_object(&ns),
+        json!({}),
+    )
+    .await?;
+    let done = wait_terminal(&client, &ns, "as").await?;
+    assert_eq!(done.state(), Some(State::Complete));
+
+    // Nothing of the standby's: no Event, no run, no schedule status, nothing counted.
+    let events: Api<Event> = Api::namespaced(client.clone(), &ns);
+    let from_standby: Vec<String> = events
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|e| e.reporting_instance.as_deref() == Some("standby"))
+        .map(|e| format!("{:?}: {:?}", e.reason, e.note))
+        .collect();
+    assert!(from_standby.is_empty(), "{from_standby:?}");
+    let actionsets: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
+    let names: Vec<String> = actionsets
+        .list(&ListParams::default())
+        .await?
+        .items
+        .iter()
+        .map(|a| a.name_any())
+        .collect();
+    assert_eq!(names, ["as"], "runs created without the Lease");
+    let s = schedules.get("every-second").await?;
+    assert!(
+        s.status.is_none(),
+        "status written without the Lease: {:?}",
+        s.status
+    );
+    let metrics = http_body(metrics_port, "/metrics")
+        .await
+        .expect("the standby's /metrics");
+    assert!(
+        metrics.contains("blueprint_operator_actionschedule_leader 0"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("blueprint_operator_actionsets_total{outcome=\"complete\"} 0"),
+        "{metrics}"
+    );
+
+    // Its holder stops renewing the Lease: the standby takes it once it runs out, and schedules
+    // (it was able to all along).
+    ctl.kill().await;
+    drop(release);
+    renewer.await?;
+    support::poll(FINISH, || async {
+        let l = leases.get_opt("held").await.ok().flatten()?;
+        (l.spec?.holder_identity.as_deref() == Some("standby")).then_some(())
+    })
+    .await?;
+    support::poll(FINISH, || async {
+        let list = actionsets.list(&ListParams::default()).await.ok()?;
+        (list.items.len() > 1).then_some(())
+    })
+    .await?;
+    standby.start_kill()?;
+    let _ = standby.wait().await;
+    Ok(())
+}
