@@ -10,6 +10,7 @@ pub mod blueprint;
 pub mod cli;
 pub mod ctl;
 pub mod documents;
+pub mod duration;
 pub mod executor;
 pub mod functions;
 pub mod kando;

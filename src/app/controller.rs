@@ -117,7 +117,7 @@ pub struct ControllerArgs {
 }
 
 fn parse_timeout(s: &str) -> Result<Duration, String> {
-    crate::executor::deadline::parse_go_duration(s)
+    crate::duration::parse_timeout(s)
         .map_err(|e| format!("{e}: write a Go duration such as 30m, 4h or 1h30m (0 = none)"))
 }
 

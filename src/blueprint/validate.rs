@@ -9,7 +9,6 @@ use std::collections::{BTreeSet, HashMap};
 use serde_json::{Map, Value};
 
 use super::report::{Problem, Report, Rule};
-use crate::executor::deadline::parse_go_duration;
 use crate::functions::registry::{self, ArgType, Function, Restart};
 use crate::functions::weak;
 use crate::model::labels::{ANNOTATION_PHASE_TIMEOUTS, ANNOTATION_RERUN_ON_RESTART};
@@ -203,7 +202,7 @@ impl Validator {
             for (phase, value) in phases {
                 let mut pctx = actx.clone();
                 pctx.phase = Some(phase.clone());
-                match value.as_str().map(parse_go_duration) {
+                match value.as_str().map(crate::duration::parse_timeout) {
                     Some(Ok(_)) => {}
                     Some(Err(e)) => self.error(
                         pctx.clone(),

@@ -29,6 +29,7 @@ use chrono::{DateTime, Utc};
 pub const PHASE_OPTION: &str = "phaseTimeout";
 /// ActionSet option overriding the action timeout.
 pub const ACTION_OPTION: &str = "actionTimeout";
+use crate::duration;
 use crate::model::labels::ANNOTATION_PHASE_TIMEOUTS;
 /// Controller flag giving the default phase timeout.
 pub const PHASE_FLAG: &str = "--phase-timeout";
@@ -112,7 +113,7 @@ pub fn resolve(
         let Some(text) = options.get(option) else {
             return from_flag;
         };
-        match parse_go_duration(text) {
+        match duration::parse_timeout(text) {
             Ok(d) if d.is_zero() => None,
             Ok(d) => Some(Limit {
                 after: d,
@@ -159,7 +160,7 @@ fn blueprint_phases(text: &str, action: &str) -> Result<BTreeMap<String, Option<
         let text = v
             .as_str()
             .ok_or_else(|| format!("{action}.{phase} is not a string"))?;
-        let d = parse_go_duration(text)
+        let d = duration::parse_timeout(text)
             .map_err(|e| format!("{action}.{phase} {text:?} is not a duration ({e})"))?;
         let limit = (!d.is_zero()).then_some(Limit {
             after: d,
@@ -168,82 +169,6 @@ fn blueprint_phases(text: &str, action: &str) -> Result<BTreeMap<String, Option<
         out.insert(phase.clone(), limit);
     }
     Ok(out)
-}
-
-/// Parses Go's `time.ParseDuration` syntax (`300ms`, `1.5h`, `2h45m`, `0`),
-/// refusing negative values.
-pub fn parse_go_duration(text: &str) -> Result<Duration, String> {
-    let s = text.trim();
-    if s.is_empty() {
-        return Err("empty".into());
-    }
-    let s = match s.strip_prefix('+') {
-        Some(rest) => rest,
-        None if s.starts_with('-') => return Err("negative".into()),
-        None => s,
-    };
-    if s == "0" {
-        return Ok(Duration::ZERO);
-    }
-    let mut total = 0f64;
-    let mut rest = s;
-    while !rest.is_empty() {
-        let num_end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(|| format!("missing unit after {rest:?}"))?;
-        let (num, tail) = rest.split_at(num_end);
-        if num.is_empty() || num == "." || num.matches('.').count() > 1 {
-            return Err(format!("invalid number in {s:?}"));
-        }
-        let value: f64 = num.parse().map_err(|_| format!("invalid number {num:?}"))?;
-        let unit_end = tail
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(tail.len());
-        let (unit, next) = tail.split_at(unit_end);
-        let scale = match unit {
-            "ns" => 1e-9,
-            "us" | "µs" | "μs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            other => {
-                return Err(format!(
-                    "unknown unit {other:?} (use ns, us, ms, s, m or h)"
-                ));
-            }
-        };
-        total += value * scale;
-        rest = next;
-    }
-    // More than a century is certainly a typo and would overflow deadlines.
-    if !total.is_finite() || total > 100.0 * 365.0 * 86400.0 {
-        return Err("too large".into());
-    }
-    Ok(Duration::from_secs_f64(total))
-}
-
-/// A duration the way a person reads it: `30m`, `1h30m`, `5s`, `1.5s`.
-pub fn format_duration(d: Duration) -> String {
-    let secs = d.as_secs();
-    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
-    let ms = d.subsec_millis();
-    let mut out = String::new();
-    if h > 0 {
-        out.push_str(&format!("{h}h"));
-    }
-    if m > 0 {
-        out.push_str(&format!("{m}m"));
-    }
-    if s > 0 || ms > 0 || out.is_empty() {
-        if ms > 0 {
-            let frac = format!("{ms:03}");
-            out.push_str(&format!("{s}.{}s", frac.trim_end_matches('0')));
-        } else {
-            out.push_str(&format!("{s}s"));
-        }
-    }
-    out
 }
 
 /// When something must have ended, and what to record if it did not.
@@ -292,7 +217,7 @@ fn phase_deadline(limit: &Limit, what: &str, name: &str, start: DateTime<Utc>) -
         at: add(start, limit.after),
         message: format!(
             "{what} {name} exceeded its {} timeout ({}) and was cancelled; {}",
-            format_duration(limit.after),
+            duration::format(limit.after),
             set_by(limit, PHASE_OPTION, PHASE_FLAG),
             raise_with(limit, PHASE_OPTION, PHASE_FLAG)
         ),
@@ -310,7 +235,7 @@ fn action_deadline(
         at: add(action_start, limit.after),
         message: format!(
             "action {action} exceeded its {} timeout ({}) {what}; {}",
-            format_duration(limit.after),
+            duration::format(limit.after),
             set_by(limit, ACTION_OPTION, ACTION_FLAG),
             raise_with(limit, ACTION_OPTION, ACTION_FLAG)
         ),
@@ -390,52 +315,6 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
-    }
-
-    #[test]
-    fn go_durations() {
-        let ok = [
-            ("0", 0.0),
-            ("30m", 1800.0),
-            ("1h30m", 5400.0),
-            ("1.5h", 5400.0),
-            ("90s", 90.0),
-            ("300ms", 0.3),
-            ("2h45m10s", 9910.0),
-            ("+5s", 5.0),
-            ("1m0.5s", 60.5),
-            ("10us", 0.00001),
-        ];
-        for (text, secs) in ok {
-            let d = parse_go_duration(text).unwrap_or_else(|e| panic!("{text}: {e}"));
-            assert!((d.as_secs_f64() - secs).abs() < 1e-9, "{text}: {d:?}");
-        }
-        for bad in [
-            "",
-            "5",
-            "-5m",
-            "1d",
-            "h",
-            "1.2.3s",
-            "5 m",
-            "abc",
-            "1e3s",
-            "999999999h",
-        ] {
-            assert!(parse_go_duration(bad).is_err(), "{bad:?} accepted");
-        }
-    }
-
-    #[test]
-    fn durations_print_compactly() {
-        let f = |s: u64| format_duration(Duration::from_secs(s));
-        assert_eq!(f(1800), "30m");
-        assert_eq!(f(5400), "1h30m");
-        assert_eq!(f(3600), "1h");
-        assert_eq!(f(5), "5s");
-        assert_eq!(f(3605), "1h5s");
-        assert_eq!(f(0), "0s");
-        assert_eq!(format_duration(Duration::from_millis(1500)), "1.5s");
     }
 
     #[test]

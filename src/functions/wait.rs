@@ -79,8 +79,15 @@ pub async fn run_flavor(
     let a = Args::new(f, args);
     a.check_supported()?;
     let timeout_text = a.string("timeout")?;
-    let timeout =
-        parse_go_duration(&timeout_text).map_err(|m| FunctionError::arg(f, "timeout", m))?;
+    let timeout = crate::duration::parse_std(&timeout_text).map_err(|e| {
+        FunctionError::arg(
+            f,
+            "timeout",
+            format!(
+                "{timeout_text:?} is not a duration ({e}); use Go syntax such as 30s, 10m or 1h30m"
+            ),
+        )
+    })?;
     let conds = decode_conditions(f, a.get("conditions"), params)?;
     // Fail fast on syntax errors.
     for (i, c) in conds.list.iter().enumerate() {
@@ -508,49 +515,6 @@ fn literal_eq(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// Go's `time.ParseDuration` (units ns, us, µs, ms, s, m, h; decimals; sign).
-pub fn parse_go_duration(s: &str) -> Result<Duration, String> {
-    let bad = || format!("{s:?} is not a duration; use Go syntax such as 30s, 10m or 1h30m");
-    let t = s.trim();
-    let t = t.strip_prefix('+').unwrap_or(t);
-    if t.starts_with('-') {
-        return Err(format!("{s:?} is negative"));
-    }
-    if t == "0" {
-        return Ok(Duration::ZERO);
-    }
-    if t.is_empty() {
-        return Err(bad());
-    }
-    let mut rest = t;
-    let mut total = 0f64;
-    while !rest.is_empty() {
-        let num_end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(bad)?;
-        if num_end == 0 {
-            return Err(bad());
-        }
-        let n: f64 = rest[..num_end].parse().map_err(|_| bad())?;
-        rest = &rest[num_end..];
-        let unit_end = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let factor = match &rest[..unit_end] {
-            "ns" => 1e-9,
-            "us" | "µs" | "μs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return Err(bad()),
-        };
-        total += n * factor;
-        rest = &rest[unit_end..];
-    }
-    Duration::try_from_secs_f64(total).map_err(|_| bad())
-}
-
 fn decode_conditions(
     f: &'static str,
     v: Option<&Value>,
@@ -683,27 +647,6 @@ mod tests {
                 "finished": ["a", "b"]
             }
         })
-    }
-
-    #[test]
-    fn go_durations() {
-        assert_eq!(parse_go_duration("10m").unwrap(), Duration::from_secs(600));
-        assert_eq!(parse_go_duration("240s").unwrap(), Duration::from_secs(240));
-        assert_eq!(
-            parse_go_duration("1h30m").unwrap(),
-            Duration::from_secs(5400)
-        );
-        assert_eq!(
-            parse_go_duration("1.5s").unwrap(),
-            Duration::from_millis(1500)
-        );
-        assert_eq!(
-            parse_go_duration("300ms").unwrap(),
-            Duration::from_millis(300)
-        );
-        for bad in ["10", "", "m", "10x", "-1s", "1h-2m"] {
-            assert!(parse_go_duration(bad).is_err(), "{bad}");
-        }
     }
 
     #[test]

@@ -313,7 +313,9 @@ fn parse_descriptor(spec: &str) -> Result<Kind, String> {
         "@hourly" => k(one(MINUTES), all(HOURS), all(DOM), all(MONTHS), all(DOW)),
         _ => {
             if let Some(d) = spec.strip_prefix("@every ") {
-                let nanos = parse_go_duration(d).map_err(|e| format!("@every: {e}"))?;
+                let nanos = crate::duration::parse(d).map_err(|e| {
+                    format!("@every: invalid duration {d:?} ({e}); examples: 30s, 5m, 1h30m")
+                })?;
                 let nanos = nanos.max(1_000_000_000);
                 Kind::Every(nanos / 1_000_000_000)
             } else {
@@ -427,120 +429,6 @@ fn get_bits(min: u64, max: u64, step: u64) -> u64 {
         };
     }
     bits
-}
-
-/// Go's `time.ParseDuration`, in nanoseconds.
-fn parse_go_duration(s: &str) -> Result<i64, String> {
-    let orig = s;
-    let bad = || format!("invalid duration {orig:?}; examples: 30s, 5m, 1h30m");
-    let mut s = s;
-    let mut neg = false;
-    if let Some(c) = s.chars().next()
-        && (c == '-' || c == '+')
-    {
-        neg = c == '-';
-        s = &s[1..];
-    }
-    if s == "0" {
-        return Ok(0);
-    }
-    if s.is_empty() {
-        return Err(bad());
-    }
-    let mut d: u64 = 0;
-    while !s.is_empty() {
-        let first = s.as_bytes()[0];
-        if !(first == b'.' || first.is_ascii_digit()) {
-            return Err(bad());
-        }
-        // integer part
-        let pl = s.len();
-        let n = s.bytes().take_while(|c| c.is_ascii_digit()).count();
-        let mut v: u64 = 0;
-        for c in s[..n].bytes() {
-            if v > (1u64 << 63) / 10 {
-                return Err(bad());
-            }
-            v = v * 10 + u64::from(c - b'0');
-            if v > 1u64 << 63 {
-                return Err(bad());
-            }
-        }
-        s = &s[n..];
-        let pre = pl != s.len();
-        let mut post = false;
-        let (mut f, mut scale) = (0u64, 1f64);
-        if let Some(rest) = s.strip_prefix('.') {
-            s = rest;
-            let pl = s.len();
-            let n = s.bytes().take_while(|c| c.is_ascii_digit()).count();
-            let mut overflow = false;
-            for c in s[..n].bytes() {
-                if overflow {
-                    continue;
-                }
-                if f > (1u64 << 63) / 10 {
-                    overflow = true;
-                    continue;
-                }
-                let y = f * 10 + u64::from(c - b'0');
-                if y > 1u64 << 63 {
-                    overflow = true;
-                    continue;
-                }
-                f = y;
-                scale *= 10.0;
-            }
-            s = &s[n..];
-            post = pl != s.len();
-        }
-        if !pre && !post {
-            return Err(bad());
-        }
-        let ul = s
-            .find(|c: char| c == '.' || c.is_ascii_digit())
-            .unwrap_or(s.len());
-        if ul == 0 {
-            return Err(format!(
-                "missing unit in duration {orig:?}; use ns, us, ms, s, m or h"
-            ));
-        }
-        let unit: u64 = match &s[..ul] {
-            "ns" => 1,
-            "us" | "\u{b5}s" | "\u{3bc}s" => 1_000,
-            "ms" => 1_000_000,
-            "s" => 1_000_000_000,
-            "m" => 60_000_000_000,
-            "h" => 3_600_000_000_000,
-            u => {
-                return Err(format!(
-                    "unknown unit {u:?} in duration {orig:?}; use ns, us, ms, s, m or h"
-                ));
-            }
-        };
-        s = &s[ul..];
-        if v > (1u64 << 63) / unit {
-            return Err(bad());
-        }
-        v *= unit;
-        if f > 0 {
-            v += (f as f64 * (unit as f64 / scale)) as u64;
-            if v > 1u64 << 63 {
-                return Err(bad());
-            }
-        }
-        d += v;
-        if d > 1u64 << 63 {
-            return Err(bad());
-        }
-    }
-    if neg {
-        return Ok((d as i64).wrapping_neg());
-    }
-    if d > (1u64 << 63) - 1 {
-        return Err(bad());
-    }
-    Ok(d as i64)
 }
 
 // ---- robfig SpecSchedule.Next on unix seconds, with Go's time semantics ----
@@ -914,19 +802,5 @@ mod tests {
             100,
         );
         assert_eq!((last, n), (None, 0));
-    }
-
-    #[test]
-    fn go_duration_parser() {
-        assert_eq!(parse_go_duration("1h30m").unwrap(), 5_400_000_000_000);
-        assert_eq!(parse_go_duration("1.5h").unwrap(), 5_400_000_000_000);
-        assert_eq!(parse_go_duration("-2s").unwrap(), -2_000_000_000);
-        assert_eq!(parse_go_duration("0").unwrap(), 0);
-        assert_eq!(parse_go_duration(".5s").unwrap(), 500_000_000);
-        assert!(parse_go_duration("").is_err());
-        assert!(parse_go_duration(" 1h").is_err());
-        assert!(parse_go_duration("1").is_err());
-        assert!(parse_go_duration(".s").is_err());
-        assert!(parse_go_duration("9999999999h").is_err());
     }
 }

@@ -109,49 +109,9 @@ fn regex(re: &str) -> Result<regex::Regex, String> {
         .map_err(|e| format!("regexp: Compile({re:?}): {e}"))
 }
 
-/// Go `time.ParseDuration` in nanoseconds.
+/// Go `time.ParseDuration` in nanoseconds ([`crate::duration::parse`]).
 fn parse_duration(x: &str) -> Option<i128> {
-    let (neg, mut rest) = match x.as_bytes().first() {
-        Some(b'-') => (true, &x[1..]),
-        Some(b'+') => (false, &x[1..]),
-        _ => (false, x),
-    };
-    if rest == "0" {
-        return Some(0);
-    }
-    if rest.is_empty() {
-        return None;
-    }
-    let mut total: f64 = 0.0;
-    while !rest.is_empty() {
-        let n = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let num = &rest[..n];
-        if num.is_empty() || num == "." {
-            return None;
-        }
-        let v: f64 = num.parse().ok()?;
-        rest = &rest[n..];
-        let u = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let unit = match &rest[..u] {
-            "ns" => 1.0,
-            "us" | "µs" | "μs" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            "m" => 60e9,
-            "h" => 3600e9,
-            _ => return None,
-        };
-        rest = &rest[u..];
-        total += v * unit;
-    }
-    if total > i64::MAX as f64 {
-        return None;
-    }
-    Some(if neg { -(total as i128) } else { total as i128 })
+    crate::duration::parse(x).ok().map(i128::from)
 }
 
 /// Go `Duration.String()` for whole seconds.
