@@ -85,6 +85,9 @@ async fn list_runs(ctx: &Ctx, ns: &str, name: &str) -> Result<Vec<Arc<ActionSet>
     })
 }
 
+/// Anything not running, complete or failed (no status yet, pending, or a
+/// run waiting for its turn) is `Pending`: active, so never rotated (see
+/// [`retention`](super::retention)).
 fn run_state(s: Option<State>) -> RunState {
     match s {
         Some(State::Running) => RunState::Running,

@@ -180,10 +180,10 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
     );
     let rotation = rotate::rotate(&ctx, &remover, &selected, &old, now).await?;
     runs.retain(|r| !rotation.removed.contains(&r.name));
-    status.retention.next_rotation = match p.next {
-        Some(n) if !s.spec.suspend => status::next_rotation(&runs, &policy, n, &rotation.removing),
-        _ => Vec::new(),
-    };
+    // A suspended schedule starts no tick, but its active runs still complete.
+    let next_tick = p.next.filter(|_| !s.spec.suspend);
+    status.retention.next_rotation =
+        status::next_rotation(&runs, &policy, next_tick, &rotation.removing);
     status.retention.removing = rotation.removing;
 
     // Summary.

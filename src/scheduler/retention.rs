@@ -8,9 +8,13 @@
 //! bucket keeps it. Period keys are computed on the wall clock of the
 //! schedule's time zone. Failed runs are kept by count only.
 //!
-//! Never removed: runs that are active (pending/running, or their deferPhase
-//! is), the newest complete run, ActionSets this schedule did not create, and
-//! delete-action ActionSets (the reconciler handles those with their run).
+//! Never removed: runs that are active ([`RunRecord::is_active`]: pending,
+//! running, or their deferPhase is), the newest complete run, ActionSets this
+//! schedule did not create, and delete-action ActionSets (the reconciler
+//! handles those with their run). A run that waits for its turn (an exclusive
+//! run, issue 26.4) is pending until it runs, so it is active here: whatever
+//! marks a run as waiting must keep [`RunRecord::is_active`] true for it (the
+//! one predicate rotation, its preview and the deleted schedule's path use).
 
 use chrono::{DateTime, Datelike, Timelike, Utc};
 use chrono_tz::Tz;
@@ -199,11 +203,17 @@ pub fn select(runs: &[RunRecord], policy: &Policy) -> RetentionPlan {
     plan
 }
 
-/// What would be removed once one more run (at `next`) completes: the
-/// preview shown in status. Runs active now are counted as if they complete
-/// too (so the count is not optimistic) but are never listed: rotation does
-/// not remove a run while it is active.
-pub fn preview_next(runs: &[RunRecord], policy: &Policy, next: DateTime<Utc>) -> Vec<Removal> {
+/// What the next rotation would remove: the one that runs when the active
+/// runs complete and, with `next`, the run of the next tick too (`None`: no
+/// tick comes, e.g. the schedule is suspended). The preview shown in status.
+/// Runs active now are counted as if they complete (so the count is not
+/// optimistic) but are never listed: rotation does not remove a run while it
+/// is active. With no active run and no next tick nothing would rotate.
+pub fn preview_next(
+    runs: &[RunRecord],
+    policy: &Policy,
+    next: Option<DateTime<Utc>>,
+) -> Vec<Removal> {
     let now_removed: Vec<String> = select(runs, policy)
         .remove
         .into_iter()
@@ -211,19 +221,24 @@ pub fn preview_next(runs: &[RunRecord], policy: &Policy, next: DateTime<Utc>) ->
         .collect();
     let active: Vec<&str> = runs
         .iter()
-        .filter(|r| r.is_active())
+        .filter(|r| r.ours && r.trigger != Trigger::Delete && r.is_active())
         .map(|r| r.name.as_str())
         .collect();
+    if active.is_empty() && next.is_none() {
+        return Vec::new();
+    }
     let mut with_next = runs.to_vec();
-    with_next.push(RunRecord {
-        name: "\u{0}next".into(),
-        scheduled_time: next,
-        state: RunState::Complete,
-        defer_state: None,
-        trigger: Trigger::Scheduled,
-        ours: true,
-        delete_for: None,
-    });
+    if let Some(next) = next {
+        with_next.push(RunRecord {
+            name: "\u{0}next".into(),
+            scheduled_time: next,
+            state: RunState::Complete,
+            defer_state: None,
+            trigger: Trigger::Scheduled,
+            ours: true,
+            delete_for: None,
+        });
+    }
     // Active runs are assumed to complete too.
     for r in with_next.iter_mut() {
         if r.ours && r.trigger != Trigger::Delete && r.is_active() {
@@ -454,7 +469,7 @@ mod tests {
             .collect();
         let p = policy(3);
         assert!(select(&runs, &p).remove.is_empty());
-        let next = preview_next(&runs, &p, start + Duration::hours(3));
+        let next = preview_next(&runs, &p, Some(start + Duration::hours(3)));
         assert_eq!(
             next.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
             vec!["r0000"]
@@ -473,10 +488,79 @@ mod tests {
         runs[0].state = RunState::Running;
         let p = policy(0);
         assert_eq!(removed(&select(&runs, &p)), vec!["r0001"]);
-        let next = preview_next(&runs, &p, start + Duration::hours(3));
+        let next = preview_next(&runs, &p, Some(start + Duration::hours(3)));
         assert_eq!(
             next.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
             vec!["r0002"]
         );
+    }
+
+    #[test]
+    fn without_a_next_tick_the_preview_is_what_the_active_runs_completion_rotates() {
+        // Suspended: no tick comes, but the running run still completes and
+        // rotates (keepLast=0: r0001 is then no longer the newest).
+        let start = t("2026-06-01T00:00:00Z");
+        let mut runs: Vec<RunRecord> = (0..3)
+            .map(|i| rec(i, start + Duration::hours(i as i64), RunState::Complete))
+            .collect();
+        runs[2].state = RunState::Running;
+        let p = policy(0);
+        assert_eq!(removed(&select(&runs, &p)), vec!["r0000"]);
+        let names = |v: Vec<Removal>| v.into_iter().map(|r| r.name).collect::<Vec<_>>();
+        assert_eq!(names(preview_next(&runs, &p, None)), vec!["r0001"]);
+        // Nothing active and no tick: nothing would rotate.
+        runs[2].state = RunState::Failed;
+        assert!(preview_next(&runs, &p, None).is_empty());
+    }
+
+    #[test]
+    fn no_arrangement_rotates_an_active_run_or_the_newest_complete_one() {
+        // Every assignment of 5 states to 5 runs (pending stands for a run
+        // waiting for its turn, as an exclusive run does), every keepLast and
+        // keepFailed up to 2, with and without a next tick.
+        let start = t("2026-06-01T00:00:00Z");
+        let states = [
+            (RunState::Pending, None),
+            (RunState::Running, None),
+            (RunState::Complete, None),
+            (RunState::Complete, Some(RunState::Running)),
+            (RunState::Failed, None),
+        ];
+        for code in 0..states.len().pow(5) {
+            let runs: Vec<RunRecord> = (0..5)
+                .map(|i| {
+                    let (state, defer) = states[code / states.len().pow(i as u32) % states.len()];
+                    let mut r = rec(i, start + Duration::hours(i as i64), state);
+                    r.defer_state = defer;
+                    r
+                })
+                .collect();
+            let newest_complete = runs
+                .iter()
+                .filter(|r| r.state == RunState::Complete && !r.is_active())
+                .map(|r| r.name.clone())
+                .next_back();
+            for keep in 0..3 {
+                let mut p = policy(keep);
+                p.keep_failed = keep;
+                let now = select(&runs, &p);
+                for next in [None, Some(start + Duration::hours(6))] {
+                    let preview = preview_next(&runs, &p, next);
+                    for r in now.remove.iter().chain(&preview) {
+                        let run = runs.iter().find(|x| x.name == r.name).unwrap();
+                        assert!(!run.is_active(), "active {run:?} listed ({code}, {keep})");
+                    }
+                    assert!(
+                        !now.remove
+                            .iter()
+                            .any(|r| Some(&r.name) == newest_complete.as_ref()),
+                        "newest complete rotated ({code}, {keep})"
+                    );
+                    if next.is_none() && runs.iter().all(|r| !r.is_active()) {
+                        assert!(preview.is_empty(), "nothing would rotate ({code}, {keep})");
+                    }
+                }
+            }
+        }
     }
 }

@@ -155,12 +155,13 @@ pub(super) fn record_summary(
 }
 
 /// `status.retention.nextRotation`: what the next rotation would remove once
-/// the run at `next` completes, without the runs being removed already.
-/// `runs` are what is left after this reconcile's rotation.
+/// the active runs and the run at `next` (if a tick comes) complete, without
+/// the runs being removed already. `runs` are what is left after this
+/// reconcile's rotation.
 pub(super) fn next_rotation(
     runs: &[RunRecord],
     policy: &Policy,
-    next: DateTime<Utc>,
+    next: Option<DateTime<Utc>>,
     removing: &[RotationEntry],
 ) -> Vec<RotationEntry> {
     retention::preview_next(runs, policy, next)

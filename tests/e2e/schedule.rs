@@ -1146,3 +1146,68 @@ async fn delete_action_runs_on_the_kind_the_schedule_or_blueprint_names() -> any
     ctl.stop().await;
     Ok(())
 }
+
+/// While suspended no tick comes, but an active run still completes and rotates: the preview
+/// says what that rotation removes. A run that has not started (pending: how a run waiting for
+/// its turn looks), a running one and the newest complete one are never rotated.
+#[tokio::test]
+async fn a_suspended_schedules_preview_lists_what_its_active_runs_rotate() -> anyhow::Result<()> {
+    let (client, ns) = setup("sched-preview-susp").await?;
+    let ctl = start(&client, &ns, None);
+    create_schedule(
+        &client,
+        &ns,
+        "ps",
+        json!({"schedule": "@every 1h", "suspend": true,
+               "retention": {"keepLast": 0, "keepFailed": 0}}),
+    )
+    .await?;
+    let sets: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
+    // Four runs (run-now works while suspended), then states by their order in time.
+    let mut made = Vec::new();
+    for token in ["t1", "t2", "t3", "t4"] {
+        patch_schedule(
+            &client,
+            &ns,
+            "ps",
+            json!({"metadata": {"annotations": {ANNOTATION_RUN_NOW: token}}}),
+        )
+        .await?;
+        let name = plan::run_now_name("ps", token);
+        let a = support::wait_for(&sets, &name, LONG, |_| true).await?;
+        made.push((a.annotations()[ANNOTATION_SCHEDULED_TIME].clone(), name));
+    }
+    made.sort();
+    let [oldest, newest_complete, running, pending] =
+        <[String; 4]>::try_from(made.into_iter().map(|(_, n)| n).collect::<Vec<_>>()).unwrap();
+    set_state(&client, &ns, &running, "running").await?;
+    set_state(&client, &ns, &oldest, "complete").await?;
+    set_state(&client, &ns, &newest_complete, "complete").await?;
+    // keepLast 0: the older complete run goes now. Once the running and the pending run
+    // complete, the newest complete one is no longer newest: the preview lists it, and never
+    // the two active runs.
+    let st = support::poll(LONG, || async {
+        let present = names(&runs(&client, &ns, "ps").await.ok()?);
+        let st = get_schedule(&client, &ns, "ps").await.ok()?.status?;
+        let preview: Vec<&str> = st
+            .retention
+            .next_rotation
+            .iter()
+            .map(|e| e.name.as_str())
+            .collect();
+        (!present.contains(&oldest) && preview == [newest_complete.as_str()]).then_some(st)
+    })
+    .await
+    .map_err(|e| {
+        anyhow::anyhow!("{e}; expected preview [{newest_complete}] and {oldest} rotated")
+    })?;
+    let present = names(&runs(&client, &ns, "ps").await?);
+    assert_eq!(
+        present,
+        BTreeSet::from([newest_complete.clone(), running.clone(), pending.clone()])
+    );
+    let active: BTreeSet<&str> = st.active.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(active, BTreeSet::from([running.as_str(), pending.as_str()]));
+    ctl.stop().await;
+    Ok(())
+}
