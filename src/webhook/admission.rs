@@ -20,12 +20,14 @@ use std::collections::BTreeSet;
 
 use base64::Engine as _;
 use json_patch::Patch;
+use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
-use kube::core::response::{StatusCause, StatusDetails};
-use kube::core::{DynamicObject, Status};
 use serde_json::Value;
 
 use super::metrics::Verdict;
+pub use super::response::{
+    BlueprintRef, Lookup, MAX_WARNING_CHARS, MAX_WARNINGS_TOTAL_CHARS, deny, limit_warnings,
+};
 use crate::blueprint::{self, Problem, Rule};
 
 /// Largest request body accepted: 7 MiB.
@@ -36,14 +38,6 @@ use crate::blueprint::{self, Problem, Rule};
 /// stays under 2 × 3 MiB + headroom. Anything larger cannot come from the API server and is
 /// refused with 413 before it is parsed.
 pub const MAX_BODY_BYTES: usize = 7 * 1024 * 1024;
-
-/// Longest warning we send, in characters. The API server cuts warnings to 256 runes once the
-/// total passes 4096; the type docs recommend 120. We keep each one whole up to 256 so that
-/// nothing is cut by the server, and shorten longer ones ourselves with a marker.
-pub const MAX_WARNING_CHARS: usize = 256;
-/// Budget for all warnings of one response, in characters (the API server's 4096-rune total,
-/// shared with other webhooks, so we stay well below it).
-pub const MAX_WARNINGS_TOTAL_CHARS: usize = 3072;
 
 const ADMISSION_API_VERSION: &str = "admission.k8s.io/v1";
 const ADMISSION_KIND: &str = "AdmissionReview";
@@ -128,20 +122,6 @@ pub struct Parsed {
     /// `request.object` as received (never re-serialized from a typed struct, so the patch is
     /// computed against exactly what the API server holds, unknown fields included).
     pub object: Option<Value>,
-}
-
-/// `(namespace, name)` of a Blueprint.
-pub type BlueprintRef = (String, String);
-
-/// What the server found when looking up the Blueprint an ActionSchedule refers to.
-#[derive(Debug, Clone)]
-pub enum Lookup {
-    /// Not looked up (no API access, or not needed); the check is skipped with a warning.
-    NotChecked(String),
-    /// The Blueprint does not exist (or is not visible to the webhook).
-    Missing,
-    /// The Blueprint document.
-    Found(Value),
 }
 
 /// Parses and checks a review for `route`; `Err` is the 400 answer.
@@ -449,107 +429,6 @@ fn validate_blueprint(
     let n = report.warnings.len();
     resp.warnings = warnings;
     (resp, Verdict::Allowed, format!("valid, {n} warning(s)"))
-}
-
-/// A denial with code 422 (reason `Invalid`), a message listing every problem, one per line,
-/// and the same problems as `details.causes` with their field paths.
-pub fn deny(
-    base: AdmissionResponse,
-    name: &str,
-    what: &str,
-    problems: &[Problem],
-) -> AdmissionResponse {
-    deny_kind(base, "Blueprint", name, what, problems)
-}
-
-pub(crate) fn deny_kind(
-    base: AdmissionResponse,
-    kind: &str,
-    name: &str,
-    what: &str,
-    problems: &[Problem],
-) -> AdmissionResponse {
-    let subject = if name.is_empty() {
-        kind.to_owned()
-    } else {
-        format!("{kind} {name:?}")
-    };
-    let count = match problems.len() {
-        1 => "1 error".to_owned(),
-        n => format!("{n} errors"),
-    };
-    let mut message = format!("{subject} {what} ({count}):");
-    for p in problems {
-        message.push_str("\n- ");
-        message.push_str(&p.to_string());
-    }
-    let mut resp = base.deny(message);
-    resp.result = Status {
-        code: 422,
-        reason: "Invalid".into(),
-        details: Some(StatusDetails {
-            name: name.to_owned(),
-            kind: kind.to_owned(),
-            causes: problems
-                .iter()
-                .map(|p| StatusCause {
-                    reason: "FieldValueInvalid".into(),
-                    message: p.message.clone(),
-                    field: p.path.clone(),
-                })
-                .collect(),
-            group: String::new(),
-            uid: String::new(),
-            retry_after_seconds: 0,
-        }),
-        ..resp.result
-    };
-    resp
-}
-
-/// Fits warnings into what the API server passes on unchanged: no control characters (a
-/// warning that is not a valid header value is dropped silently by the API server), each at
-/// most [`MAX_WARNING_CHARS`] characters, identical texts once, and at most
-/// [`MAX_WARNINGS_TOTAL_CHARS`] in total; the last line then says how many were left out.
-pub fn limit_warnings(items: impl IntoIterator<Item = String>) -> Option<Vec<String>> {
-    let mut out: Vec<String> = Vec::new();
-    let mut total = 0usize;
-    let mut omitted = 0usize;
-    // Room for the "... more" line.
-    let budget = MAX_WARNINGS_TOTAL_CHARS - 100;
-    for item in items {
-        let text = clean_warning(&item);
-        if text.is_empty() || out.contains(&text) {
-            continue;
-        }
-        let len = text.chars().count();
-        if omitted > 0 || total + len > budget {
-            omitted += 1;
-            continue;
-        }
-        total += len;
-        out.push(text);
-    }
-    if omitted > 0 {
-        out.push(format!(
-            "{omitted} more warning(s) not shown; run `blueprint-operator validate` on the manifest to see all"
-        ));
-    }
-    (!out.is_empty()).then_some(out)
-}
-
-fn clean_warning(text: &str) -> String {
-    let flat: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    let flat = flat.trim();
-    if flat.chars().count() <= MAX_WARNING_CHARS {
-        return flat.to_owned();
-    }
-    let mut cut: String = flat.chars().take(MAX_WARNING_CHARS - 3).collect();
-    cut.push_str("...");
-    cut
 }
 
 fn json_type(v: &Value) -> &'static str {

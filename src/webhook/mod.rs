@@ -4,6 +4,7 @@
 //! * [`admission`]: pure handlers, an AdmissionReview in and an HTTP answer out
 //!   (`/mutate/blueprint`, `/validate/blueprint`, `/validate/actionschedule`);
 //! * [`schedule`]: the ActionSchedule checks;
+//! * [`response`]: what the handlers share: denials, warnings, the Blueprint lookup;
 //! * [`server`]: axum + rustls server, body limit, probes, metrics, graceful shutdown;
 //! * [`tls`]: certificate loading and reload on change;
 //! * [`limits`]: connection limit and header/idle timeouts of the listeners;
@@ -14,6 +15,7 @@ pub mod admission;
 pub mod certs;
 pub mod limits;
 pub mod metrics;
+pub mod response;
 pub mod schedule;
 pub mod server;
 pub mod tls;

@@ -17,8 +17,8 @@ use chrono::{DateTime, Utc};
 use kube::core::admission::AdmissionResponse;
 use serde_json::Value;
 
-use super::admission::{BlueprintRef, Lookup, deny_kind, limit_warnings};
 use super::metrics::Verdict;
+use super::response::{BlueprintRef, Lookup, deny_kind, limit_warnings};
 use crate::blueprint::{Problem, Rule};
 use crate::scheduler::cron::{Schedule, parse_time_zone};
 use crate::scheduler::delete_action::is_namespace;
