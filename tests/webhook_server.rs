@@ -552,7 +552,7 @@ async fn connections_over_the_limit_are_refused_and_the_server_stays_healthy() {
 }
 
 #[tokio::test]
-async fn a_client_that_never_finishes_the_tls_handshake_is_cut_off() {
+async fn the_tls_handshake_timeout_flag_decides_how_long_a_handshake_may_take() {
     // Every other timeout far away: only --tls-handshake-timeout can close this connection.
     let limits = Limits {
         handshake_timeout: Duration::from_secs(1),
@@ -590,6 +590,32 @@ async fn a_client_that_never_finishes_the_tls_handshake_is_cut_off() {
         .await
         .unwrap();
     assert_eq!(r.status, 200, "{}", r.text());
+    srv.stop().await;
+
+    // The other way round: a handshake slower than the TLS acceptor's own default (10 s) is
+    // served when --tls-handshake-timeout allows it, so the flag, not a default, decides.
+    let limits = Limits {
+        handshake_timeout: Duration::from_secs(40),
+        header_timeout: Duration::from_secs(600),
+        body_timeout: Duration::from_secs(600),
+        idle_timeout: Duration::from_secs(600),
+        ..short_limits()
+    };
+    let srv = LimitedServer::start("handshake-slow", limits).await;
+    let tcp = tokio::net::TcpStream::connect(srv.running.addr)
+        .await
+        .unwrap();
+    // The client's own pace (the stimulus, not a wait for the server).
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let handshake = tokio_rustls::TlsConnector::from(srv.tls.clone())
+        .connect(name, tcp)
+        .await;
+    assert!(
+        handshake.is_ok(),
+        "a 12 s handshake was cut although --tls-handshake-timeout is 40 s: {:?}",
+        handshake.err()
+    );
     srv.stop().await;
 }
 
