@@ -18,6 +18,7 @@ use super::output::{self, Format};
 use super::runs::{self, time_cell};
 use super::{CtlError, Done};
 use crate::executor::machine::{ActionRecord, outcome};
+use crate::executor::pod_logs::OUTPUT_KEY as POD_LOGS;
 use crate::model::{
     ANNOTATION_SCHEDULE, ActionSet, ActionStatus, Artifact, LABEL_TRIGGER, ObjectReference, Phase,
     State,
@@ -75,6 +76,10 @@ pub struct PhaseView {
     pub state: String,
     pub changed: Option<String>,
     pub output: Map<String, Value>,
+    /// Last log lines of a failed step's pods, by pod and container (kept
+    /// by the executor before it deleted them).
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    pub pod_logs: Map<String, Value>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -119,7 +124,13 @@ pub fn object_text(o: &ObjectReference) -> String {
 }
 
 fn phase_view(p: &Phase) -> PhaseView {
+    let mut output = p.output.clone();
+    let pod_logs = match output.remove(POD_LOGS) {
+        Some(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
     PhaseView {
+        pod_logs,
         name: p.name.clone(),
         state: if p.state == State::Unset {
             "pending".into()
@@ -127,7 +138,7 @@ fn phase_view(p: &Phase) -> PhaseView {
             p.state.as_str().into()
         },
         changed: p.progress.last_transition_time.clone(),
-        output: p.output.clone(),
+        output,
     }
 }
 
@@ -218,6 +229,10 @@ fn kv_cell(m: &Map<String, Value>) -> String {
         .join(",")
 }
 
+fn indent(text: &str) -> String {
+    text.lines().map(|l| format!("    {l}\n")).collect()
+}
+
 fn artifacts_text(arts: &BTreeMap<String, Artifact>) -> String {
     runs::artifacts_cell(&BTreeMap::from([(String::new(), arts.clone())]))
 }
@@ -282,6 +297,21 @@ pub fn text(d: &Description) -> String {
         if !a.error.is_empty() {
             out.push_str(&format!("  Error: {}\n", a.error));
         }
+        let steps = a
+            .phases
+            .iter()
+            .chain(a.defer_phase.iter().map(|d| &d.phase));
+        for p in steps {
+            for (pod, containers) in &p.pod_logs {
+                for (c, text) in containers.as_object().into_iter().flatten() {
+                    out.push_str(&format!(
+                        "  Last log lines of {} (pod {pod}, container {c}):\n",
+                        p.name
+                    ));
+                    out.push_str(&indent(text.as_str().unwrap_or_default()));
+                }
+            }
+        }
         if let Some(dp) = &a.defer_phase {
             out.push_str(&format!("  deferPhase {}: {}\n", dp.phase.name, dp.outcome));
             if !dp.error.is_empty() {
@@ -330,11 +360,15 @@ pub async fn events(conn: &Conn, name: &str, uid: Option<&str>) -> Result<Vec<Ev
         .items
         .into_iter()
         .filter(|e| {
-            e.regarding.as_ref().is_some_and(|r| {
-                r.kind.as_deref() == Some("ActionSet")
-                    && r.name.as_deref() == Some(name)
-                    && (uid.is_none() || r.uid.is_none() || r.uid.as_deref() == uid)
-            })
+            // About the ActionSet, or about a pod of one of its phases (kept log lines).
+            [e.regarding.as_ref(), e.related.as_ref()]
+                .into_iter()
+                .flatten()
+                .any(|r| {
+                    r.kind.as_deref() == Some("ActionSet")
+                        && r.name.as_deref() == Some(name)
+                        && (uid.is_none() || r.uid.is_none() || r.uid.as_deref() == uid)
+                })
         })
         .map(|e| {
             let time = e
@@ -408,7 +442,8 @@ mod tests {
                     "phases": [
                         {"name": "dump", "state": "complete", "output": {"path": "/x"},
                          "progress": {"lastTransitionTime": "2026-01-01T00:00:10Z"}},
-                        {"name": "upload", "state": "failed", "progress": {}},
+                        {"name": "upload", "state": "failed", "progress": {},
+                         "output": {POD_LOGS: {"prod/upload-x": {"main": "no space left\nexit 1"}}}},
                         {"name": "verify", "state": "pending", "progress": {}}],
                     "deferPhase": {"name": "scaleUp", "state": "complete", "progress": {}}}]}
         }))
@@ -446,6 +481,15 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("Error:         exit 1"), "{t}");
+        assert_eq!(
+            a.phases[1].pod_logs["prod/upload-x"]["main"],
+            "no space left\nexit 1"
+        );
+        assert!(a.phases[1].output.is_empty());
+        assert!(
+            t.contains("  Last log lines of upload (pod prod/upload-x, container main):\n    no space left\n    exit 1\n"),
+            "{t}"
+        );
     }
 
     #[test]

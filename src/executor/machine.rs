@@ -367,6 +367,10 @@ pub enum Transition {
     DeferStarted,
     DeferSucceeded(Map<String, Value>),
     DeferFailed(String),
+    /// The last log lines of the pods of failed main phase `Some(i)` or the
+    /// failed deferPhase (`None`), kept before the pods are deleted
+    /// ([`super::pod_logs`]).
+    PodLogs(Option<usize>, Map<String, Value>),
     /// The action is over; `Some` artifacts (or the render error) only when
     /// it succeeded, `None` otherwise (artifacts stay as templates).
     Finished(Option<Result<BTreeMap<String, Artifact>, String>>),
@@ -562,6 +566,20 @@ pub fn apply(
             if !rec.pods.contains(&pod) {
                 rec.pods.push(pod);
             }
+            // Not a transition of the action: the aggregate fields stay.
+            return Ok(evs);
+        }
+        Transition::PodLogs(step, logs) => {
+            // The Event is about the pod, published by the driver.
+            let p = match step {
+                Some(i) => st.phases.get_mut(i),
+                None => Some(&mut st.defer_phase),
+            };
+            let Some(p) = p.filter(|p| p.state == State::Failed) else {
+                return Err(stale("the step has not failed"));
+            };
+            p.output
+                .insert(super::pod_logs::OUTPUT_KEY.into(), Value::Object(logs));
             // Not a transition of the action: the aggregate fields stay.
             return Ok(evs);
         }

@@ -9,6 +9,8 @@
 //! - [`params`]: template parameters (`.Object`, `.Phases`, `.Outcome`, ...);
 //! - [`metrics`]: Prometheus metrics;
 //! - [`pod_sweep`]: deletes pods a killed controller left behind;
+//! - [`pod_logs`]: the last log lines of a failed step's pods, kept on the
+//!   ActionSet before the pods are deleted;
 //! - [`resume`]: what happens to a phase found running after a restart;
 //! - [`tenancy`]: which namespaces an ActionSet may reach; [`endpoints`]:
 //!   Profile endpoints refused in metadata ranges;
@@ -25,6 +27,7 @@ pub mod machine;
 pub mod metrics;
 pub mod ownership;
 pub mod params;
+pub mod pod_logs;
 pub mod pod_sweep;
 pub mod resume;
 pub mod runtime;

@@ -543,3 +543,122 @@ async fn render_shows_what_an_actionset_would_run_and_creates_nothing() -> anyho
     );
     Ok(())
 }
+
+/// Issue 26.3: the pod of a failed phase is deleted, and its last log lines stay on the
+/// ActionSet (the failed phase's output and a Warning Event), with the Profile's credentials
+/// redacted; `ctl describe` shows them.
+#[tokio::test]
+async fn a_failed_phase_keeps_its_pods_last_log_lines_with_credentials_redacted()
+-> anyhow::Result<()> {
+    let Some((client, ns)) = setup("podlog").await else {
+        return Ok(());
+    };
+    let _controller = Controller::start(&ns, &[]);
+    let secret: Secret = serde_json::from_value(json!({"metadata": {"name": "s3-creds"},
+        "stringData": {"id": "AKIDPODLOG", "key": "pod-l0g-s3cret"}}))?;
+    Api::<Secret>::namespaced(client.clone(), &ns)
+        .create(&PostParams::default(), &secret)
+        .await?;
+    let profile: Profile = serde_json::from_value(json!({
+        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Profile", "metadata": {"name": "s3"},
+        "location": {"type": "s3Compliant", "bucket": "b", "endpoint": "http://127.0.0.1:9"},
+        "credential": {"type": "keyPair", "keyPair": {"idField": "id", "secretField": "key",
+            "secret": {"name": "s3-creds", "namespace": ns}}}}))?;
+    Api::<Profile>::namespaced(client.clone(), &ns)
+        .create(&PostParams::default(), &profile)
+        .await?;
+    let log: String = (1..=30)
+        .map(|i| format!("step {i}"))
+        .chain([
+            "uploading with key pod-l0g-s3cret".to_string(),
+            "error: bucket b: access denied".to_string(),
+        ])
+        .collect::<Vec<_>>()
+        .join("\n");
+    create_blueprint(
+        &client,
+        &ns,
+        "bp",
+        json!({"backup": {
+        "phases": [task("upload", 2, &log)],
+        "deferPhase": task("cleanup", 0, "done")}}),
+    )
+    .await?;
+    let o = ctl(
+        &ns,
+        &[
+            "create",
+            "--blueprint",
+            "bp",
+            "--action",
+            "backup",
+            "--object",
+            &format!("namespace/{ns}"),
+            "--profile",
+            "s3",
+            "--watch",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let name = created_name(&o);
+
+    // The phase's pod is gone; its last lines are on the ActionSet.
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
+    let a = api.get(&name).await?;
+    let st = &a.status.as_ref().expect("status").actions[0];
+    let kept = &st.phases[0].output["blueprint-operator.io/podLogs"];
+    let (pod, containers) = kept
+        .as_object()
+        .and_then(|m| m.iter().next())
+        .expect("a pod's lines");
+    let lines = containers
+        .as_object()
+        .and_then(|c| c.values().next())
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    assert!(
+        lines.ends_with("uploading with key <redacted>\nerror: bucket b: access denied"),
+        "{lines}"
+    );
+    assert_eq!(lines.lines().count(), 20, "{lines}");
+    assert!(
+        !serde_json::to_string(&a)?.contains("pod-l0g-s3cret"),
+        "a credential is in {a:?}"
+    );
+    let pods = Api::<Pod>::namespaced(client.clone(), &ns);
+    let pod_name = pod.split_once('/').map(|(_, n)| n).unwrap_or_default();
+    support::poll(support::WAIT, || async {
+        pods.get_opt(pod_name)
+            .await
+            .ok()
+            .flatten()
+            .is_none()
+            .then_some(())
+    })
+    .await?;
+    // A Warning Event says it, and describe shows it.
+    let d = json_of(&ctl(&ns, &["describe", &name, "-o", "json"]));
+    let ev = d["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["reason"] == "PodLogKept")
+        .cloned();
+    let ev = ev.unwrap_or_else(|| panic!("no PodLogKept Event: {d:#}"));
+    assert_eq!(ev["type"], "Warning");
+    assert!(
+        ev["note"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("access denied"),
+        "{ev}"
+    );
+    let t = ctl(&ns, &["describe", &name]);
+    let t = String::from_utf8_lossy(&t.stdout);
+    assert!(
+        t.contains(&format!("Last log lines of upload (pod {pod}, container ")),
+        "{t}"
+    );
+    assert!(t.contains("    error: bucket b: access denied"), "{t}");
+    Ok(())
+}

@@ -2,6 +2,7 @@
 //! finish) through the pure [`machine`], within its deadlines and the deletion timeout.
 
 use super::*;
+use crate::executor::pod_logs;
 
 pub(super) async fn get_blueprint(
     client: &Client,
@@ -414,10 +415,23 @@ pub(super) async fn drive_action(
                 _ => None,
             }
         };
+        // A failed step: its message without credentials, and its pods'
+        // last log lines kept before they are deleted.
+        let redactor = pod_logs::redactor(
+            &env.base,
+            &env.objects.lock().unwrap_or_else(|e| e.into_inner()),
+        );
+        let (t, failed_step) = match t {
+            Transition::PhaseFailed(p, e) => (
+                Transition::PhaseFailed(p, redactor.redact(&e)),
+                Some(Some(p)),
+            ),
+            Transition::DeferFailed(e) => {
+                (Transition::DeferFailed(redactor.redact(&e)), Some(None))
+            }
+            t => (t, None),
+        };
         let written = run.write_chain(i, t, &obj, chain).await;
-        if written.is_ok() {
-            delete_pods(&run.inner.client, &ended_pods).await;
-        }
         (obj, started_step) = match written {
             Ok(o) => o,
             Err(WriteError::Stale(e)) => {
@@ -426,6 +440,38 @@ pub(super) async fn drive_action(
             }
             Err(e) => return Err(e),
         };
+        if let Some(step) = failed_step.filter(|_| !ended_pods.is_empty()) {
+            let kept = pod_logs::capture(&run.inner.client, &ended_pods, &redactor).await;
+            if !kept.is_empty() {
+                let logs = pod_logs::output_value(&kept);
+                match run.write(i, Transition::PodLogs(step, logs), &obj).await {
+                    Ok(o) => obj = o,
+                    Err(WriteError::Gone) => return Err(WriteError::Gone),
+                    Err(e) => warn!(error = %e, "could not keep the log lines of a failed step"),
+                }
+                let st = action_status(&obj, i);
+                let what = match step {
+                    Some(p) => format!(
+                        "phase {}",
+                        st.phases.get(p).map(|x| x.name.as_str()).unwrap_or("?")
+                    ),
+                    None => format!("deferPhase {}", st.defer_phase.name),
+                };
+                let related = obj.object_ref(&());
+                for k in &kept {
+                    let ev = pod_logs::event(&what, k);
+                    publish_related(
+                        &run.inner.client,
+                        &run.inner.cfg.instance,
+                        &k.pod,
+                        Some(&related),
+                        &ev,
+                    )
+                    .await;
+                }
+            }
+        }
+        delete_pods(&run.inner.client, &ended_pods).await;
     }
 }
 

@@ -49,6 +49,18 @@ pub(super) fn event_name(object: &str) -> String {
 /// Recorder merges Events with the same reason into a series and would
 /// drop the second "Executing phase <name>" note).
 pub async fn publish(client: &Client, instance: &str, regarding: &CoreRef, ev: &EventSpec) {
+    publish_related(client, instance, regarding, None, ev).await
+}
+
+/// [`publish`] with the Event's `related` object (an Event about a pod,
+/// related to the ActionSet whose phase made it).
+pub async fn publish_related(
+    client: &Client,
+    instance: &str,
+    regarding: &CoreRef,
+    related: Option<&CoreRef>,
+    ev: &EventSpec,
+) {
     let ns = regarding
         .namespace
         .clone()
@@ -64,6 +76,7 @@ pub async fn publish(client: &Client, instance: &str, regarding: &CoreRef, ev: &
         reason: Some(ev.reason.chars().take(128).collect()),
         note: Some(truncate_note(&ev.message)),
         regarding: Some(regarding.clone()),
+        related: related.cloned(),
         reporting_controller: Some(REPORTING_CONTROLLER.into()),
         reporting_instance: Some(instance.chars().take(128).collect()),
         type_: Some(
