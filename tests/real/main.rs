@@ -17,5 +17,6 @@ mod helm;
 mod install;
 mod kando_failures;
 mod node;
+mod pod_logs;
 mod real;
 mod restart;
