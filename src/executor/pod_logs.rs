@@ -199,7 +199,10 @@ mod tests {
             key: "ns/p".into(),
             containers: json!({"main": "boom"}).as_object().cloned().unwrap(),
         };
-        assert_eq!(output_value(std::slice::from_ref(&kept))["ns/p"]["main"], "boom");
+        assert_eq!(
+            output_value(std::slice::from_ref(&kept))["ns/p"]["main"],
+            "boom"
+        );
         let e = event("phase dump", &kept);
         assert_eq!(e.reason, REASON);
         assert!(
