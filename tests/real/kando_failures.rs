@@ -108,6 +108,7 @@ async fn failed_push(backup: &Value, reason: &str, artifact: &str) {
             "no {text:?} in the status error: {backup:#}"
         );
     }
+    eprintln!("{ns}/{name} failed: {error}");
     let event = warning_with(ns, name, reason).await;
     assert!(
         event.starts_with("Failed to execute phase: "),
