@@ -43,6 +43,7 @@ pub mod objref;
 pub mod output;
 pub mod pod;
 pub mod prepare_data;
+pub mod profile;
 pub mod registry;
 pub mod restic;
 pub mod restore_data;

@@ -1,16 +1,14 @@
 //! The restic data mover behind BackupData, RestoreData, DeleteData,
 //! CopyVolumeData (and the `*All` variants): a Rust port of Kanister's
-//! `pkg/restic` plus the Profile helpers of `pkg/function/utils.go`
-//! (`ValidateProfile`, `ResolveArtifactPrefix`).
+//! `pkg/restic`.
 //!
-//! Three layers, each usable on its own:
-//! 1. [`Profile::from_params`]: the rendered `.Profile` template parameter,
-//!    checked as Kanister's `ValidateProfile` does (same error texts).
-//! 2. [`Repository`]: one restic repository (Profile location + artifact
+//! The Profile (`ValidateProfile`, `ResolveArtifactPrefix`) is read by
+//! [`super::profile`]. Two layers, each usable on its own:
+//! 1. [`Repository`]: one restic repository (Profile location + artifact
 //!    prefix + encryption key) and the shell command lines Kanister runs:
 //!    `bash -o errexit -o pipefail -c "… restic <subcommand> …"`, the
 //!    environment on stdin ([`ResticCommand`]).
-//! 3. `async` helpers that exec those commands in a pod's container through
+//! 2. `async` helpers that exec those commands in a pod's container through
 //!    [`super::pod::exec`] and parse restic's output
 //!    ([`get_or_create_repository`], [`backup`], [`restore`],
 //!    [`snapshot_id_by_tag`], [`forget`], [`prune`], [`check_repository`]).
@@ -43,11 +41,16 @@
 //!   credential type `keyPair` or `secret` (`secrets.kanister.io/aws` without
 //!   an assumed `role`, or `secrets.kanister.io/azure`).
 
-use std::collections::BTreeMap;
-
 use serde_json::Value;
 
 use super::pod::{self, ExecResult};
+use super::profile::{
+    AWS_ACCESS_KEY_ID_KEY, AWS_ROLE_KEY, AWS_SECRET_ACCESS_KEY_KEY, AWS_SECRET_TYPE,
+    AWS_SESSION_TOKEN_KEY, AZURE_ACCOUNT_ID_KEY, AZURE_ACCOUNT_KEY_KEY, Credential, LOCATION_AZURE,
+    LOCATION_GCS, LOCATION_S3,
+};
+// The restic functions take the Profile from here with the repository.
+pub use super::profile::{Profile, resolve_artifact_prefix};
 use super::{Context, FunctionError};
 
 /// Kanister's `restic.GeneratePassword()`: the encryption key used when a
@@ -63,231 +66,6 @@ pub const REPO_DOES_NOT_EXIST: &str = "Repo does not exist";
 
 /// Kanister's default endpoint for s3Compliant locations without one.
 pub const AWS_S3_ENDPOINT: &str = "s3.amazonaws.com";
-
-/// Kanister location types (`crv1alpha1.LocationType*`).
-pub const LOCATION_S3: &str = "s3Compliant";
-pub const LOCATION_GCS: &str = "gcs";
-pub const LOCATION_AZURE: &str = "azure";
-pub const LOCATION_KOPIA: &str = "kopia";
-
-/// A Profile location (`param.Location`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Location {
-    pub type_: String,
-    pub bucket: String,
-    pub endpoint: String,
-    pub prefix: String,
-    pub region: String,
-}
-
-/// A Profile credential (`param.Credential`).
-#[derive(Clone, PartialEq, Eq)]
-pub enum Credential {
-    /// `keyPair`: ID and secret read from the referenced Secret.
-    KeyPair { id: String, secret: String },
-    /// `secret`: the whole Secret; `data` is base64-decoded.
-    Secret {
-        type_: String,
-        data: BTreeMap<String, String>,
-    },
-    /// `kopia` (accepted by ValidateProfile, unusable by restic).
-    Kopia,
-}
-
-impl std::fmt::Debug for Credential {
-    /// Never prints secret values.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Credential::KeyPair { id, .. } => write!(f, "KeyPair {{ id: {id:?}, secret: *** }}"),
-            Credential::Secret { type_, data } => write!(
-                f,
-                "Secret {{ type: {type_:?}, keys: {:?} }}",
-                data.keys().collect::<Vec<_>>()
-            ),
-            Credential::Kopia => write!(f, "Kopia"),
-        }
-    }
-}
-
-/// Kanister's `secrets.kanister.io/aws` Secret keys.
-pub const AWS_SECRET_TYPE: &str = "secrets.kanister.io/aws";
-pub const AWS_ACCESS_KEY_ID_KEY: &str = "aws_access_key_id";
-pub const AWS_SECRET_ACCESS_KEY_KEY: &str = "aws_secret_access_key";
-pub const AWS_SESSION_TOKEN_KEY: &str = "aws_session_token";
-pub const AWS_ROLE_KEY: &str = "role";
-/// Kanister's `secrets.kanister.io/azure` Secret keys.
-pub const AZURE_SECRET_TYPE: &str = "secrets.kanister.io/azure";
-pub const AZURE_ACCOUNT_ID_KEY: &str = "azure_storage_account_id";
-pub const AZURE_ACCOUNT_KEY_KEY: &str = "azure_storage_key";
-
-/// The `.Profile` template parameter (`param.Profile`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Profile {
-    pub location: Location,
-    pub credential: Credential,
-    pub skip_ssl_verify: bool,
-}
-
-fn str_at<'a>(v: &'a Value, path: &str) -> &'a str {
-    v.pointer(path).and_then(Value::as_str).unwrap_or("")
-}
-
-impl Profile {
-    /// `params["Profile"]` checked as Kanister's `ValidateProfile`: errors
-    /// "Profile must be non-nil", "Empty KeyPair field", "Access key ID is
-    /// not set", "Secret access key is not set", "Unsupported type '…' for
-    /// credentials", "Location type not supported" (callers prefix them as
-    /// their Kanister function does, e.g. "Failed to validate Profile: ").
-    pub fn from_params(params: &Value) -> Result<Profile, String> {
-        let p = match params.get("Profile") {
-            Some(p) if p.is_object() => p,
-            _ => {
-                return Err("Profile must be non-nil (the ActionSet's action names no \
-                            `profile`, or it could not be read: set actions[].profile to a \
-                            Kanister Profile in the ActionSet's namespace)"
-                    .into());
-            }
-        };
-        let cred_type = str_at(p, "/Credential/Type");
-        let credential = match cred_type {
-            "keyPair" => {
-                let kp = p
-                    .pointer("/Credential/KeyPair")
-                    .filter(|v| v.is_object())
-                    .ok_or("Empty KeyPair field")?;
-                let id = str_at(kp, "/ID");
-                let secret = str_at(kp, "/Secret");
-                if id.is_empty() {
-                    return Err("Access key ID is not set".into());
-                }
-                if secret.is_empty() {
-                    return Err("Secret access key is not set".into());
-                }
-                Credential::KeyPair {
-                    id: id.into(),
-                    secret: secret.into(),
-                }
-            }
-            "secret" => {
-                let s = p
-                    .pointer("/Credential/Secret")
-                    .filter(|v| v.is_object())
-                    .ok_or("Secret for AWS credentials is nil")?;
-                let data = decode_secret_data(s)?;
-                let type_ = str_at(s, "/type").to_string();
-                validate_secret(&type_, &data)?;
-                Credential::Secret { type_, data }
-            }
-            "kopia" => Credential::Kopia,
-            other => return Err(format!("Unsupported type '{other}' for credentials")),
-        };
-        let l = p.get("Location").cloned().unwrap_or(Value::Null);
-        let location = Location {
-            type_: str_at(&l, "/Type").into(),
-            bucket: str_at(&l, "/Bucket").into(),
-            endpoint: str_at(&l, "/Endpoint").into(),
-            prefix: str_at(&l, "/Prefix").into(),
-            region: str_at(&l, "/Region").into(),
-        };
-        match location.type_.as_str() {
-            LOCATION_S3 | LOCATION_GCS | LOCATION_AZURE | LOCATION_KOPIA => {}
-            _ => return Err("Location type not supported".into()),
-        }
-        Ok(Profile {
-            location,
-            credential,
-            skip_ssl_verify: p
-                .get("SkipSSLVerify")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
-        })
-    }
-}
-
-fn decode_secret_data(secret: &Value) -> Result<BTreeMap<String, String>, String> {
-    use base64::Engine;
-    let mut out = BTreeMap::new();
-    if let Some(m) = secret.get("data").and_then(Value::as_object) {
-        for (k, v) in m {
-            let b64 = v.as_str().unwrap_or("");
-            let bytes = base64::engine::general_purpose::STANDARD
-                .decode(b64)
-                .map_err(|e| format!("Secret key {k} is not valid base64: {e}"))?;
-            out.insert(k.clone(), String::from_utf8_lossy(&bytes).into_owned());
-        }
-    }
-    if let Some(m) = secret.get("stringData").and_then(Value::as_object) {
-        for (k, v) in m {
-            out.insert(k.clone(), v.as_str().unwrap_or("").to_string());
-        }
-    }
-    Ok(out)
-}
-
-/// Kanister's `secrets.ValidateCredentials` for the two Secret types restic can use.
-fn validate_secret(type_: &str, data: &BTreeMap<String, String>) -> Result<(), String> {
-    let has = |k: &str| data.get(k).is_some_and(|v| !v.is_empty());
-    match type_ {
-        AWS_SECRET_TYPE => {
-            if !has(AWS_ACCESS_KEY_ID_KEY) || !has(AWS_SECRET_ACCESS_KEY_KEY) {
-                return Err(format!(
-                    "AWS Secret is missing {AWS_ACCESS_KEY_ID_KEY} or {AWS_SECRET_ACCESS_KEY_KEY}"
-                ));
-            }
-            Ok(())
-        }
-        AZURE_SECRET_TYPE => {
-            if !has(AZURE_ACCOUNT_ID_KEY) || !has(AZURE_ACCOUNT_KEY_KEY) {
-                return Err(format!(
-                    "Azure Secret is missing {AZURE_ACCOUNT_ID_KEY} or {AZURE_ACCOUNT_KEY_KEY}"
-                ));
-            }
-            Ok(())
-        }
-        other => Err(format!("Unsupported type '{other}' for secret")),
-    }
-}
-
-/// Kanister's `ResolveArtifactPrefix`: prepend the Profile's bucket unless
-/// the prefix already starts with it (`bucket/x` stays, `x` → `bucket/x`).
-/// Like Go's `path.Join`, the result is cleaned (no doubled or trailing `/`).
-pub fn resolve_artifact_prefix(artifact_prefix: &str, profile: &Profile) -> String {
-    if artifact_prefix.split('/').next() == Some(profile.location.bucket.as_str()) {
-        return artifact_prefix.to_string();
-    }
-    path_join(&[&profile.location.bucket, artifact_prefix])
-}
-
-/// Go's `path.Join` for relative parts: non-empty elements joined by `/`,
-/// `.` dropped, `..` applied.
-fn path_join(parts: &[&str]) -> String {
-    let mut out: Vec<&str> = Vec::new();
-    let absolute = parts
-        .iter()
-        .find(|p| !p.is_empty())
-        .is_some_and(|p| p.starts_with('/'));
-    for p in parts {
-        for seg in p.split('/') {
-            match seg {
-                "" | "." => {}
-                ".." => {
-                    if out.last().is_some_and(|l| *l != "..") {
-                        out.pop();
-                    } else if !absolute {
-                        out.push("..");
-                    }
-                }
-                s => out.push(s),
-            }
-        }
-    }
-    let joined = out.join("/");
-    if absolute {
-        format!("/{joined}")
-    } else {
-        joined
-    }
-}
 
 /// Quote for `bash -c` unless the value is made of characters that are safe unquoted.
 pub fn sh_quote(s: &str) -> String {
@@ -553,32 +331,25 @@ impl std::fmt::Debug for ResticCommand {
 
 /// Kanister's `rand.String(10)` (k8s apimachinery alphabet): the `backupTag`.
 pub fn random_tag() -> String {
+    use ring::rand::SecureRandom as _;
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    let mut out = String::with_capacity(10);
-    let mut bits = random_u64();
-    for i in 0..10 {
-        if i == 5 {
-            bits = random_u64();
-        }
-        out.push(ALPHABET[(bits % ALPHABET.len() as u64) as usize] as char);
-        bits /= ALPHABET.len() as u64;
+    let mut bytes = [0u8; 20];
+    // The system's random source failing is not recoverable here; the
+    // clock still makes a tag that differs from run to run.
+    if ring::rand::SystemRandom::new().fill(&mut bytes).is_err() {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        bytes[..16].copy_from_slice(&nanos.to_le_bytes());
     }
-    out
-}
-
-/// 64 random bits from std's randomly keyed SipHash (no RNG crate needed).
-fn random_u64() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or_default();
-    h.write_u128(nanos);
-    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    h.finish()
+    bytes
+        .chunks(2)
+        .map(|c| {
+            let n = u16::from_be_bytes([c[0], c[1]]) as usize;
+            ALPHABET[n % ALPHABET.len()] as char
+        })
+        .collect()
 }
 
 // ---------------------------------------------------------------------------
@@ -1047,61 +818,6 @@ mod tests {
             "Credential": {"Type": "keyPair", "KeyPair": {"ID": "AKID", "Secret": "s3cr$t'x"}},
             "SkipSSLVerify": false,
         }})
-    }
-
-    #[test]
-    fn profile_validation_uses_kanisters_texts() {
-        assert!(
-            Profile::from_params(&json!({}))
-                .unwrap_err()
-                .starts_with("Profile must be non-nil")
-        );
-        let mut p = s3_params();
-        p["Profile"]["Credential"]["KeyPair"]["ID"] = json!("");
-        assert_eq!(
-            Profile::from_params(&p).unwrap_err(),
-            "Access key ID is not set"
-        );
-        let mut p = s3_params();
-        p["Profile"]["Credential"]["KeyPair"]["Secret"] = json!("");
-        assert_eq!(
-            Profile::from_params(&p).unwrap_err(),
-            "Secret access key is not set"
-        );
-        let mut p = s3_params();
-        p["Profile"]["Credential"] = json!({"Type": "keyPair"});
-        assert_eq!(Profile::from_params(&p).unwrap_err(), "Empty KeyPair field");
-        let mut p = s3_params();
-        p["Profile"]["Credential"]["Type"] = json!("token");
-        assert_eq!(
-            Profile::from_params(&p).unwrap_err(),
-            "Unsupported type 'token' for credentials"
-        );
-        let mut p = s3_params();
-        p["Profile"]["Location"]["Type"] = json!("ftp");
-        assert_eq!(
-            Profile::from_params(&p).unwrap_err(),
-            "Location type not supported"
-        );
-        let prof = Profile::from_params(&s3_params()).unwrap();
-        assert_eq!(prof.location.bucket, "bkt");
-        assert!(!format!("{prof:?}").contains("s3cr"), "secret in Debug");
-    }
-
-    #[test]
-    fn artifact_prefix_gets_the_bucket_once() {
-        let prof = Profile::from_params(&s3_params()).unwrap();
-        assert_eq!(
-            resolve_artifact_prefix("bkt/time-log", &prof),
-            "bkt/time-log"
-        );
-        assert_eq!(
-            resolve_artifact_prefix("s3-bucket/path/artifactPrefix", &prof),
-            "bkt/s3-bucket/path/artifactPrefix"
-        );
-        assert_eq!(resolve_artifact_prefix("a//b/", &prof), "bkt/a/b");
-        assert_eq!(resolve_artifact_prefix("bkt", &prof), "bkt");
-        assert_eq!(path_join(&["", "/x/../y"]), "/y");
     }
 
     #[test]

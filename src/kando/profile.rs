@@ -11,7 +11,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::functions::restic;
+use crate::functions::profile;
 use crate::functions::s3::{self, S3Profile};
 
 /// A field of a Go struct as JSON.
@@ -69,8 +69,8 @@ pub fn parse(json: &str) -> Result<S3Profile, String> {
         .and_then(Value::as_str)
         .unwrap_or("");
     match location_type {
-        restic::LOCATION_S3 => {}
-        restic::LOCATION_KOPIA => {
+        profile::LOCATION_S3 => {}
+        profile::LOCATION_KOPIA => {
             return Err(
                 "the Profile's location type is kopia: Kanister's Kopia repository server data path \
                  (kando location push/pull/delete through a Kopia server, --output-name, \
@@ -78,7 +78,7 @@ pub fn parse(json: &str) -> Result<S3Profile, String> {
                     .into(),
             );
         }
-        restic::LOCATION_GCS | restic::LOCATION_AZURE => {
+        profile::LOCATION_GCS | profile::LOCATION_AZURE => {
             return Err(format!(
                 "the Profile's location type is {location_type}: this kando reads and writes \
                  s3Compliant locations only (Kanister's kando also supports gcs and azure)"

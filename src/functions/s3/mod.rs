@@ -36,7 +36,7 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::restic;
+use super::profile::{self, Credential, Profile, ProfileError};
 
 pub mod transfer;
 
@@ -1234,58 +1234,42 @@ pub struct S3Profile {
 }
 
 /// The Profile from the template parameters (`params["Profile"]`), checked
-/// by [`restic::Profile::from_params`] (Kanister's `ValidateProfile`, same
-/// texts), then made an S3 connection (Kanister's `getAWSSecret`): credential
+/// by [`Profile::from_params`] (Kanister's `ValidateProfile`, same texts),
+/// then made an S3 connection (Kanister's `getAWSSecret`): credential
 /// `keyPair`, or `secret` of type `secrets.kanister.io/aws` without a `role`.
-pub fn profile_from_params(params: &Value) -> Result<S3Profile, String> {
-    from_profile(&restic::Profile::from_params(params)?)
+pub fn profile_from_params(params: &Value) -> Result<S3Profile, ProfileError> {
+    from_profile(&Profile::from_params(params)?)
 }
 
-/// An s3Compliant [`restic::Profile`] as an S3 connection.
-pub fn from_profile(p: &restic::Profile) -> Result<S3Profile, String> {
+/// An s3Compliant [`Profile`] as an S3 connection.
+pub fn from_profile(p: &Profile) -> Result<S3Profile, ProfileError> {
     let l = &p.location;
-    if l.type_ != restic::LOCATION_S3 {
-        return Err(format!(
-            "location type {} is not supported here (only {})",
-            l.type_,
-            restic::LOCATION_S3
-        ));
+    if l.type_ != profile::LOCATION_S3 {
+        return Err(ProfileError::NotS3(l.type_.clone()));
     }
     let credentials = match &p.credential {
-        restic::Credential::KeyPair { id, secret } => Credentials {
+        Credential::KeyPair { id, secret } => Credentials {
             access_key_id: id.clone(),
             secret_access_key: secret.clone(),
             session_token: None,
         },
-        restic::Credential::Secret { type_, data } if type_ == restic::AWS_SECRET_TYPE => {
+        Credential::Secret { type_, data } if type_ == profile::AWS_SECRET_TYPE => {
             let get = |k: &str| data.get(k).cloned().unwrap_or_default();
-            if !get(restic::AWS_ROLE_KEY).is_empty() {
-                return Err(format!(
-                    "the credential's Secret sets `{}` (assume an IAM role), which this executor does not do; put the role's keys in the Secret instead",
-                    restic::AWS_ROLE_KEY
-                ));
+            if !get(profile::AWS_ROLE_KEY).is_empty() {
+                return Err(ProfileError::AssumeRole);
             }
-            let token = get(restic::AWS_SESSION_TOKEN_KEY);
+            let token = get(profile::AWS_SESSION_TOKEN_KEY);
             Credentials {
-                access_key_id: get(restic::AWS_ACCESS_KEY_ID_KEY),
-                secret_access_key: get(restic::AWS_SECRET_ACCESS_KEY_KEY),
+                access_key_id: get(profile::AWS_ACCESS_KEY_ID_KEY),
+                secret_access_key: get(profile::AWS_SECRET_ACCESS_KEY_KEY),
                 session_token: (!token.is_empty()).then_some(token),
             }
         }
-        restic::Credential::Secret { type_, .. } => {
-            return Err(format!(
-                "Unsupported type '{type_}' for an s3Compliant location's credential Secret (expected {})",
-                restic::AWS_SECRET_TYPE
-            ));
-        }
-        restic::Credential::Kopia => {
-            return Err(
-                "Unsupported type 'kopia' for credentials of an s3Compliant location".into(),
-            );
-        }
+        Credential::Secret { type_, .. } => return Err(ProfileError::S3SecretType(type_.clone())),
+        Credential::Kopia => return Err(ProfileError::S3Kopia),
     };
     if l.bucket.is_empty() {
-        return Err("Bucket not specified (set the Profile's location.bucket)".into());
+        return Err(ProfileError::NoBucket);
     }
     Ok(S3Profile {
         bucket: l.bucket.clone(),
@@ -1718,7 +1702,7 @@ mod tests {
         assert!(p.config.skip_ssl_verify);
         assert_eq!(p.config.credentials.access_key_id, "id");
 
-        let err = |v: Value| profile_from_params(&v).unwrap_err();
+        let err = |v: Value| profile_from_params(&v).unwrap_err().to_string();
         assert!(err(json!({})).starts_with("Profile must be non-nil"));
         assert_eq!(
             err(profile(
