@@ -165,4 +165,30 @@ mod tests {
             assert!(check(ep, "ns/p").await.is_ok(), "{ep}");
         }
     }
+
+    /// The resolver branch, through the system's real resolver: these hosts
+    /// are no IP address to Rust's parser and no metadata name, but
+    /// getaddrinfo reads them (inet_aton's forms) as 169.254.169.254, as
+    /// any name whose DNS record points there resolves. Without the lookup
+    /// they would pass.
+    #[tokio::test]
+    async fn names_resolving_to_a_metadata_address_are_refused() {
+        for ep in [
+            "http://2852039166/",
+            "http://0xa9.0xfe.0xa9.0xfe:8080",
+            "169.254.43518",
+        ] {
+            let (host, _) = host_port(ep).unwrap();
+            assert!(
+                host.parse::<IpAddr>().is_err(),
+                "{host} is a literal address"
+            );
+            let e = check(ep, "ns/p").await.unwrap_err();
+            assert!(
+                e.contains("resolves to 169.254.169.254, in the link-local range 169.254.0.0/16"),
+                "{ep}: {e}"
+            );
+            assert!(e.contains("--allow-metadata-endpoints"), "{e}");
+        }
+    }
 }
