@@ -1,5 +1,7 @@
 //! A small S3 stand-in on 127.0.0.1 that checks AWS Signature V4 of what
-//! arrives on the wire (gofakes3 checks none): every request must be signed
+//! arrives on the wire (gofakes3 checks none), with its own verifier written
+//! from AWS's specification ([`expected_signature`], not the client's signer,
+//! which is the `aws-sigv4` crate): every request must be signed
 //! with [`GOOD_KEY`]/[`GOOD_SECRET`] for region [`STUB_REGION`], or gets the
 //! error S3 sends (InvalidAccessKeyId, SignatureDoesNotMatch,
 //! AuthorizationHeaderMalformed naming the region).
@@ -14,7 +16,6 @@ use std::sync::{Arc, Mutex};
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::Response;
-use blueprint_operator::functions::s3::{self, Credentials};
 use tokio::sync::Notify;
 
 pub const GOOD_KEY: &str = "AKIDSIGCHECK";
@@ -204,7 +205,7 @@ fn check_signature(parts: &http::request::Parts, body: &[u8]) -> Option<Response
         ));
     }
     let payload_hash = hdr("x-amz-content-sha256");
-    if payload_hash != s3::sha256_hex(body) {
+    if payload_hash != hex(ring::digest::digest(&ring::digest::SHA256, body).as_ref()) {
         return Some(s3_error(
             400,
             "XAmzContentSHA256Mismatch",
@@ -240,27 +241,19 @@ fn check_signature(parts: &http::request::Parts, body: &[u8]) -> Option<Response
             )))
             .expect("response"));
     }
-    let creds = Credentials {
-        access_key_id: GOOD_KEY.into(),
-        secret_access_key: GOOD_SECRET.into(),
-        session_token: None,
-    };
-    let query = s3::canonical_query(&refs);
-    let expected = s3::authorization(
-        &creds,
-        region,
-        "s3",
+    let expected = expected_signature(
+        GOOD_SECRET,
         &amz_date,
-        &s3::SignInput {
+        scope,
+        &SignedRequest {
             method: parts.method.as_str(),
             path: parts.uri.path(),
-            query: &query,
+            query: &refs,
             headers: &headers,
             payload_hash: &payload_hash,
         },
     );
-    let want = expected.rsplit("Signature=").next().unwrap_or("");
-    if want != signature || !signed_headers.contains("host") {
+    if expected != signature || !signed_headers.contains("host") {
         return Some(s3_error(
             403,
             "SignatureDoesNotMatch",
@@ -268,4 +261,141 @@ fn check_signature(parts: &http::request::Parts, body: &[u8]) -> Option<Response
         ));
     }
     None
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// RFC 3986 encoding of SigV4: all but `A-Za-z0-9-._~` as `%XX`.
+fn sigv4_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// What a signature covers, as received.
+pub struct SignedRequest<'a> {
+    pub method: &'a str,
+    /// The path as sent (S3: encoded once, not normalized).
+    pub path: &'a str,
+    /// Decoded query parameters.
+    pub query: &'a [(&'a str, &'a str)],
+    /// The signed headers (name as listed in SignedHeaders, value as received).
+    pub headers: &'a [(String, String)],
+    pub payload_hash: &'a str,
+}
+
+/// The hex signature AWS would compute for `req` (Signature Version 4,
+/// "Create a signed AWS API request" in the IAM user guide), with `scope`
+/// `<date>/<region>/<service>/aws4_request`.
+pub fn expected_signature(
+    secret: &str,
+    amz_date: &str,
+    scope: &str,
+    req: &SignedRequest,
+) -> String {
+    let mut query: Vec<(String, String)> = req
+        .query
+        .iter()
+        .map(|(k, v)| (sigv4_encode(k), sigv4_encode(v)))
+        .collect();
+    query.sort();
+    let query: Vec<String> = query.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let mut headers: Vec<(String, String)> = req
+        .headers
+        .iter()
+        .map(|(k, v)| {
+            let v = v.split_whitespace().collect::<Vec<_>>().join(" ");
+            (k.to_ascii_lowercase(), v)
+        })
+        .collect();
+    headers.sort();
+    let canonical_headers: String = headers.iter().map(|(k, v)| format!("{k}:{v}\n")).collect();
+    let signed: Vec<&str> = headers.iter().map(|(k, _)| k.as_str()).collect();
+    let canonical_request = format!(
+        "{}\n{}\n{}\n{}\n{}\n{}",
+        req.method,
+        req.path,
+        query.join("&"),
+        canonical_headers,
+        signed.join(";"),
+        req.payload_hash
+    );
+    let string_to_sign = format!(
+        "AWS4-HMAC-SHA256\n{amz_date}\n{scope}\n{}",
+        hex(ring::digest::digest(&ring::digest::SHA256, canonical_request.as_bytes()).as_ref())
+    );
+    let hmac = |key: &[u8], data: &str| {
+        ring::hmac::sign(
+            &ring::hmac::Key::new(ring::hmac::HMAC_SHA256, key),
+            data.as_bytes(),
+        )
+    };
+    let mut key = hmac(
+        format!("AWS4{secret}").as_bytes(),
+        scope.split('/').next().unwrap_or(""),
+    );
+    for part in scope.split('/').skip(1) {
+        key = hmac(key.as_ref(), part);
+    }
+    hex(hmac(key.as_ref(), &string_to_sign).as_ref())
+}
+
+/// The verifier itself gives AWS's published signatures.
+#[test]
+fn the_stubs_verifier_matches_aws_published_signatures() {
+    // AWS SigV4 test suite, get-vanilla-query-order-key-case.
+    let headers = [
+        ("host".to_string(), "example.amazonaws.com".to_string()),
+        ("x-amz-date".to_string(), "20150830T123600Z".to_string()),
+    ];
+    let sig = expected_signature(
+        "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+        "20150830T123600Z",
+        "20150830/us-east-1/service/aws4_request",
+        &SignedRequest {
+            method: "GET",
+            path: "/",
+            query: &[("Param2", "value2"), ("Param1", "value1")],
+            headers: &headers,
+            payload_hash: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        },
+    );
+    assert_eq!(
+        sig,
+        "b97d918cfa904a5beff61c982a1b6f458b799221646efd99d3219ec94cdf2500"
+    );
+    // S3 documentation, GET Object with a Range header (examplebucket).
+    let empty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+    let headers = [
+        (
+            "host".to_string(),
+            "examplebucket.s3.amazonaws.com".to_string(),
+        ),
+        ("range".to_string(), "bytes=0-9".to_string()),
+        ("x-amz-content-sha256".to_string(), empty.to_string()),
+        ("x-amz-date".to_string(), "20130524T000000Z".to_string()),
+    ];
+    let sig = expected_signature(
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "20130524T000000Z",
+        "20130524/us-east-1/s3/aws4_request",
+        &SignedRequest {
+            method: "GET",
+            path: "/test.txt",
+            query: &[],
+            headers: &headers,
+            payload_hash: empty,
+        },
+    );
+    assert_eq!(
+        sig,
+        "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"
+    );
 }

@@ -19,7 +19,8 @@ use http::Method;
 use http_body_util::BodyExt;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use super::{self as s3, Exchange, Reply, S3Client, S3Error};
+use super::xml::{self, complete_request_body, parse_upload_id};
+use super::{Exchange, Reply, S3Client, S3Error};
 
 /// Part size of parts 1..=5000.
 pub const PART_SIZE: usize = 8 << 20;
@@ -242,7 +243,7 @@ impl S3Client {
                 op,
                 url: format!("{}{}", self.endpoint(), self.path(bucket, Some(key))),
                 status: http::StatusCode::OK,
-                error: Box::new(s3::parse_error(http::StatusCode::OK, &text)),
+                error: Box::new(xml::parse_error(http::StatusCode::OK, &text)),
                 bucket: bucket.to_string(),
                 endpoint: self.endpoint(),
             });
@@ -385,32 +386,6 @@ pub async fn read_part<R: AsyncRead + Unpin>(src: &mut R, size: usize) -> std::i
         }
     }
     Ok(Bytes::from(buf))
-}
-
-/// The `UploadId` of an `InitiateMultipartUploadResult`.
-pub fn parse_upload_id(xml: &str) -> Result<String, String> {
-    if !xml.contains("<InitiateMultipartUploadResult") {
-        return Err(format!(
-            "expected an InitiateMultipartUploadResult document, got: {}",
-            xml.chars().take(300).collect::<String>()
-        ));
-    }
-    s3::element(xml, "UploadId")
-        .filter(|id| !id.is_empty())
-        .ok_or_else(|| "the InitiateMultipartUploadResult has no UploadId".to_string())
-}
-
-/// The CompleteMultipartUpload request body.
-pub fn complete_request_body(parts: &[(u32, String)]) -> String {
-    let mut s = String::from(r#"<?xml version="1.0" encoding="UTF-8"?><CompleteMultipartUpload>"#);
-    for (n, etag) in parts {
-        s.push_str(&format!(
-            "<Part><PartNumber>{n}</PartNumber><ETag>{}</ETag></Part>",
-            s3::xml_escape(etag)
-        ));
-    }
-    s.push_str("</CompleteMultipartUpload>");
-    s
 }
 
 #[cfg(test)]
