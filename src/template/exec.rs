@@ -1,13 +1,15 @@
 //! Evaluator for parsed templates, after Go's `exec.go` (missingkey=error).
 
 use super::TemplateError;
-use super::funcs::{self, Ctx};
+use super::args::Ctx;
+use super::funcs;
 use super::limits::{
     self, MAX_EXEC_DEPTH, MAX_LIST, MAX_OUTPUT, MAX_STEPS, MAX_STRING, MAX_VALUE_DEPTH, MAX_WORK,
 };
 use super::parse::{Arg, Call, Cmd, Control, Node, Pipe, ROOT_NAME, Tree};
 use super::print::fmt_v;
-use super::sprig_semver::{self, MethodError, Version};
+use super::semver::Version;
+use super::sprig_semver::{self, MethodError};
 use super::value::{GoTime, Value};
 
 enum Flow {

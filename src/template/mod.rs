@@ -25,6 +25,9 @@
 //! UTF-8 (invalid bytes from `b64dec` become U+FFFD); values are immutable
 //! (see `exec::MUTATORS`); hostile input is bounded by [`limits`].
 
+mod args;
+mod builtins;
+mod encoding;
 mod exec;
 mod funcs;
 mod gotime;
@@ -33,7 +36,9 @@ pub mod limits;
 mod params;
 mod parse;
 mod print;
+mod semver;
 mod sprig_certs;
+mod sprig_core;
 mod sprig_crypto;
 mod sprig_lists;
 mod sprig_other;

@@ -3,7 +3,7 @@
 
 use super::gotime;
 use super::limits::MAX_STRING;
-use super::sprig_semver::Version;
+use super::semver::Version;
 use super::value::Value;
 use std::fmt::Write;
 

@@ -3,11 +3,12 @@
 //! extensions Go's `x509.CreateCertificate` writes from sprig's template,
 //! returned as sprig's `certificate` struct (`.Cert`, `.Key`: PEM).
 
-use super::funcs::{Ctx, FnResult, arity, go_b64_decode, s};
+use super::args::int;
+use super::args::{Ctx, FnResult, arity, s};
+use super::encoding::go_b64_decode;
 use super::print::{fmt_v, go_quote};
 use super::sprig_crypto::{new_rsa_key, pem_decode, pem_encode, rsa_key_pem};
 use super::sprig_other::random_bytes;
-use super::sprig_strings::int;
 use super::value::{Field, GoStruct, GoTime, Value};
 use rcgen::{
     BasicConstraints, CertificateParams, CustomExtension, DistinguishedName, DnType, DnValue,

@@ -2,7 +2,8 @@
 //! Kanister's FIPS filter), the PEM and RSA helpers they share with the
 //! certificate functions of [`super::sprig_certs`].
 
-use super::funcs::{Ctx, FnResult, arity, go_b64_decode, s};
+use super::args::{Ctx, FnResult, arity, s};
+use super::encoding::go_b64_decode;
 use super::limits::check_len;
 use super::sprig_other::random_bytes;
 use super::value::Value;

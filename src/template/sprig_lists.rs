@@ -3,9 +3,8 @@
 //! Values are immutable: `set`, `unset`, `merge` and `mergeOverwrite`
 //! return the changed map (exec writes it back to the variable passed).
 
-use super::funcs::{FnResult, arity, at_least, empty, s, strslice, strval, to_i64};
+use super::args::{FnResult, arity, at_least, empty, int, s, strslice, strval, to_i64};
 use super::limits::check_count;
-use super::sprig_strings::int;
 use super::value::Value;
 use std::collections::BTreeMap;
 

@@ -1,11 +1,10 @@
 //! sprig v2.22.0 number, path, regex, date, URL, environment, network,
 //! random and version functions, and Go's `call` builtin (issue 18.4).
 
-use super::funcs::{Ctx, FnResult, arity, at_least, s, to_f64, to_i64};
+use super::args::{Ctx, FnResult, arity, at_least, int, s, to_f64, to_i64};
 use super::gotime;
 use super::limits::check_count;
 use super::print::sprint;
-use super::sprig_strings::int;
 use super::value::{GoTime, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -395,7 +394,7 @@ fn call_inner(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
         }
         "htmlDate" => {
             arity(name, args, 1)?;
-            Value::str(super::funcs::date_in_zone(
+            Value::str(super::sprig_core::date_in_zone(
                 "2006-01-02",
                 &args[0],
                 "Local",
@@ -405,7 +404,7 @@ fn call_inner(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
         "htmlDateInZone" => {
             arity(name, args, 2)?;
             let zone = s(&args[1])?;
-            Value::str(super::funcs::date_in_zone(
+            Value::str(super::sprig_core::date_in_zone(
                 "2006-01-02",
                 &args[0],
                 zone,

@@ -1,7 +1,7 @@
 //! sprig v2.22.0 string functions beyond the original subset (issue 18.4),
 //! after `strings.go` and Masterminds/goutils.
 
-use super::funcs::{FnResult, arity, s};
+use super::args::{FnResult, arity, int, s};
 use super::limits::check_len;
 use super::value::Value;
 use super::xstrings;
@@ -29,18 +29,6 @@ pub const NAMES: &[&str] = &[
     "camelcase",
     "kebabcase",
 ];
-
-/// An `int` parameter (Go does not convert other types).
-pub fn int(v: &Value) -> Result<i64, String> {
-    match v {
-        Value::Int(i) => Ok(*i),
-        Value::Nil => Err("invalid value; expected int".into()),
-        other => Err(format!(
-            "wrong type for value; expected int; got {}",
-            other.type_name()
-        )),
-    }
-}
 
 /// Go slices strings by byte; ours are UTF-8, so a cut inside a character
 /// becomes U+FFFD as invalid bytes do elsewhere.
@@ -428,7 +416,7 @@ fn go_splitn(x: &str, sep: &str, n: i64) -> Result<Vec<String>, String> {
         return Ok(Vec::new());
     }
     if n < 0 {
-        return super::funcs::go_split(x, sep);
+        return super::sprig_core::go_split(x, sep);
     }
     let n = n as usize;
     if sep.is_empty() {

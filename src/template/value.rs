@@ -118,7 +118,7 @@ pub enum Value {
     Time(Arc<GoTime>),
     /// A Masterminds/semver `*Version` (`true`: what `semver` returns) or a
     /// `Version` value (what its `IncPatch`... methods return).
-    Semver(Arc<super::sprig_semver::Version>, bool),
+    Semver(Arc<super::semver::Version>, bool),
 }
 
 impl Value {
