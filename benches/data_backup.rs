@@ -157,7 +157,7 @@ async fn bench(dir: &Path) -> anyhow::Result<()> {
     );
     let client = support::client().await;
     anyhow::ensure!(
-        support::kwok_available(&client).await,
+        support::require_kwok(&client).await,
         "the cluster has no kwok node (start it with tools/control-plane/cluster.sh)"
     );
     support::install_crds(&client).await?;

@@ -5,6 +5,13 @@
 
 #[path = "../tests/support/template_cases.rs"]
 mod support;
+// What tests/support/template_cases.rs uses.
+#[path = "../tests/support/corpus.rs"]
+mod corpus;
+#[path = "../tests/support/go_oracle.rs"]
+mod go_oracle;
+#[path = "../tests/support/prerequisite.rs"]
+mod prerequisite;
 
 use blueprint_operator::template::{Params, Template};
 use serde_json::json;

@@ -8,6 +8,8 @@ use proptest::prelude::*;
 
 #[path = "support/corpus.rs"]
 mod corpus;
+#[path = "support/prerequisite.rs"]
+mod prerequisite;
 
 fn corpus_documents() -> Option<Vec<Document>> {
     let dir = corpus::dir()?;
@@ -150,7 +152,10 @@ proptest! {
         edits in prop::collection::vec((any::<u8>(), any::<usize>(), 0usize..40, "[-:\\[\\]{}\"' \n\t#&*!|>a-z0-9]{0,12}"), 1..4),
     ) {
         let texts = corpus_texts();
-        prop_assume!(!texts.is_empty());
+        if texts.is_empty() {
+            // No corpus: skipped (corpus::dir recorded it; under CI=true it failed).
+            return Ok(());
+        }
         let mut text = texts[file.index(texts.len())].clone();
         for (op, at, len, junk) in &edits {
             text = mutate(&text, *op, *at, *len, junk);

@@ -5,8 +5,10 @@
 //! its sources change. Without `go`: skipped with a message, or failed when
 //! `CI=true`.
 
+mod support;
+
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use blueprint_operator::scheduler::cron::Schedule;
@@ -197,53 +199,8 @@ fn instant(r: &mut Rng) -> (i64, u32) {
 }
 
 fn oracle_binary() -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let src = root.join("tools/cron-oracle");
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
-    let out_dir = target.join("cron-oracle");
-    let bin = out_dir.join("cron-oracle");
-    let newest_src = ["main.go", "go.mod", "go.sum"]
-        .iter()
-        .filter_map(|f| {
-            std::fs::metadata(src.join(f))
-                .and_then(|m| m.modified())
-                .ok()
-        })
-        .max();
-    if let (Ok(meta), Some(src_time)) = (std::fs::metadata(&bin), newest_src)
-        && meta.modified().map(|t| t >= src_time).unwrap_or(false)
-    {
-        return Some(bin);
-    }
-    let go = Command::new("go").arg("version").output();
-    if go.is_err() || !go.as_ref().unwrap().status.success() {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!(
-                "`go` is not installed but CI=true: install Go >= 1.22 to run the cron differential test"
-            );
-        }
-        eprintln!(
-            "SKIPPED cron_oracle: `go` not found; install Go to compare against robfig/cron v3"
-        );
-        return None;
-    }
-    std::fs::create_dir_all(&out_dir).expect("create target/cron-oracle");
-    let tmp = out_dir.join(format!("cron-oracle.tmp{}", std::process::id()));
-    let status = Command::new("go")
-        .args(["build", "-mod=mod", "-o"])
-        .arg(&tmp)
-        .arg(".")
-        .current_dir(&src)
-        .status()
-        .expect("run go build");
-    assert!(
-        status.success(),
-        "go build of tools/cron-oracle failed (needs github.com/robfig/cron/v3 from the Go module proxy)"
-    );
-    std::fs::rename(&tmp, &bin).expect("move oracle binary into place");
-    Some(bin)
+    // -mod=mod: github.com/robfig/cron/v3 comes from the Go module proxy.
+    support::go_oracle::binary("cron-oracle", "robfig/cron v3", &["-mod=mod"])
 }
 
 #[test]

@@ -304,12 +304,10 @@ fn example(file: &str, ns: &str) -> Value {
 #[tokio::test]
 async fn deployments_run_as_their_service_accounts_with_least_privilege() {
     let client = support::client().await;
-    let Some(kubectl) = support::cluster().kubectl.clone() else {
-        eprintln!("skipping: no kubectl for an existing cluster");
+    let Some(kubectl) = support::require_kubectl() else {
         return;
     };
-    if !support::kwok_available(&client).await {
-        eprintln!("skipping: needs the kwok node of a cluster the tests started");
+    if !support::require_kwok(&client).await {
         return;
     }
     let nanos = SystemTime::now()

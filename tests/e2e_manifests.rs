@@ -9,15 +9,10 @@ use std::process::Command;
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use kube::Api;
 
-fn kubectl() -> Option<std::path::PathBuf> {
-    support::cluster::cluster().kubectl.clone()
-}
-
 #[tokio::test]
 async fn overlays_build_and_apply_on_a_real_api_server() {
     let client = support::client().await;
-    let Some(kubectl) = kubectl() else {
-        eprintln!("skipping: no kubectl for an existing cluster");
+    let Some(kubectl) = support::require_kubectl() else {
         return;
     };
     let root = support::cluster::repo_root();

@@ -5,6 +5,8 @@
 
 #[path = "support/corpus.rs"]
 mod corpus;
+#[path = "support/prerequisite.rs"]
+mod prerequisite;
 
 use std::path::Path;
 

@@ -4,6 +4,13 @@
 
 #[path = "support/template_cases.rs"]
 mod support;
+// What support/template_cases.rs uses.
+#[path = "support/corpus.rs"]
+mod corpus;
+#[path = "support/go_oracle.rs"]
+mod go_oracle;
+#[path = "support/prerequisite.rs"]
+mod prerequisite;
 
 use blueprint_operator::template::{Template, TemplateError};
 use serde_json::{Value, json};

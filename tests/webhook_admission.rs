@@ -10,6 +10,8 @@ use serde_json::{Value, json};
 
 #[path = "support/corpus.rs"]
 mod corpus;
+#[path = "support/prerequisite.rs"]
+mod prerequisite;
 #[path = "support/webhook_client.rs"]
 mod webhook_client;
 use webhook_client::{blueprint_review, review};

@@ -14,14 +14,38 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export KANISTER_CORPUS="${KANISTER_CORPUS:-$PWD/../shared/kanister-corpus}"
 
+loud() { printf '\n!!!!!!!!!! %s\n' "$@" >&2; }
+
 if [[ "${1:-}" != --real ]]; then
+  # The Kanister corpus (Kanister's own Blueprints, examples and CRDs; docs/testing.md says where
+  # it comes from): without it the tests that read it are skipped, listed at the end; under
+  # CI=true that is a failure, before anything is built.
+  if [[ ! -d $KANISTER_CORPUS ]]; then
+    loud "The Kanister corpus is not at KANISTER_CORPUS=$KANISTER_CORPUS" \
+      "The tests that read it are SKIPPED (listed at the end of the run)." \
+      "Get it as docs/testing.md (\"The Kanister corpus\") says and set KANISTER_CORPUS to it."
+    if [[ ${CI:-} == true ]]; then
+      echo "CI=true: a missing prerequisite fails the run" >&2
+      exit 1
+    fi
+  fi
   tools/control-plane/build.sh >/dev/null
   # restic + an S3-compatible object store + the VolumeSnapshot CRDs (data-mover and CSI tests).
   tools/data-plane/build.sh >/dev/null
   # helm for the chart tests (tests/helm_chart.rs).
   tools/helm/build.sh >/dev/null
+  # Tests whose prerequisite is missing record themselves here (tests/support/prerequisite.rs).
+  BPO_SKIPPED_LOG="$(mktemp "${TMPDIR:-/tmp}/bpo-skipped.XXXXXX")"
+  export BPO_SKIPPED_LOG
+  trap 'rm -f "$BPO_SKIPPED_LOG"' EXIT
+  rc=0
   # --no-fail-fast: one failing test binary must not hide the results of the others.
-  exec cargo test --no-fail-fast "$@"
+  cargo test --no-fail-fast "$@" || rc=$?
+  if [[ -s $BPO_SKIPPED_LOG ]]; then
+    loud "$(sort -u "$BPO_SKIPPED_LOG" | wc -l) tests were SKIPPED (they passed without testing):"
+    sort -u "$BPO_SKIPPED_LOG" >&2
+  fi
+  exit $rc
 fi
 shift
 

@@ -109,8 +109,7 @@ async fn kanister_crds_store_blueprints_and_actionsets() -> anyhow::Result<()> {
 #[tokio::test]
 async fn deployment_pod_becomes_ready_on_the_kwok_node() -> anyhow::Result<()> {
     let client = support::client().await;
-    if !support::kwok_available(&client).await {
-        eprintln!("skipped: the cluster has no kwok node");
+    if !support::require_kwok(&client).await {
         return Ok(());
     }
     let ns = support::namespace(&client, "e2e-deploy").await;
@@ -179,8 +178,7 @@ async fn run_pod(prefix: &str, exit_code: i32, log: &str) -> anyhow::Result<(Str
 
 #[tokio::test]
 async fn plain_pod_succeeds_and_serves_its_log() -> anyhow::Result<()> {
-    if !support::kwok_available(&support::client().await).await {
-        eprintln!("skipped: the cluster has no kwok node");
+    if !support::require_kwok(&support::client().await).await {
         return Ok(());
     }
     let log = "phase output follows\n###Phase-output###: {\"key\":\"version\",\"value\":\"0.1.0\"}";
@@ -193,8 +191,7 @@ async fn plain_pod_succeeds_and_serves_its_log() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn plain_pod_fails_with_the_chosen_exit_code() -> anyhow::Result<()> {
-    if !support::kwok_available(&support::client().await).await {
-        eprintln!("skipped: the cluster has no kwok node");
+    if !support::require_kwok(&support::client().await).await {
         return Ok(());
     }
     let (phase, code, text) = run_pod("e2e-fail", 3, "boom").await?;
@@ -207,8 +204,7 @@ async fn plain_pod_fails_with_the_chosen_exit_code() -> anyhow::Result<()> {
 #[tokio::test]
 async fn pod_without_log_annotation_has_an_empty_log() -> anyhow::Result<()> {
     let client = support::client().await;
-    if !support::kwok_available(&client).await {
-        eprintln!("skipped: the cluster has no kwok node");
+    if !support::require_kwok(&client).await {
         return Ok(());
     }
     let ns = support::namespace(&client, "e2e-nolog").await;
@@ -232,8 +228,7 @@ async fn pod_without_log_annotation_has_an_empty_log() -> anyhow::Result<()> {
 #[tokio::test]
 async fn two_container_pod_serves_a_log_file_for_each_container() -> anyhow::Result<()> {
     let client = support::client().await;
-    if !support::kwok_available(&client).await {
-        eprintln!("skipped: the cluster has no kwok node");
+    if !support::require_kwok(&client).await {
         return Ok(());
     }
     let ns = support::namespace(&client, "e2e-logfile").await;

@@ -7,13 +7,13 @@
 
 use crate::support;
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::support::call::{self, call, polling, spawn_call};
 use crate::support::controller::Controller;
-use blueprint_operator::functions::csi_snapshot::volume_snapshot_resource;
-use blueprint_operator::functions::{self, Context, FunctionError, Output};
-use blueprint_operator::model::{ActionSet, Blueprint, ObjectReference, State};
+use crate::support::csi::{created_snapshot, set_status, snapshots};
+use blueprint_operator::functions::{self, Context};
+use blueprint_operator::model::{ActionSet, Blueprint};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use kube::Client;
@@ -21,56 +21,15 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::core::DynamicObject;
 use serde_json::{Map, Value, json};
 
-const CALL: Duration = Duration::from_secs(120);
-
-/// A function call as the controller makes it: with its ServiceAccount (support::rbac).
+/// A function call on the test's namespace, as the controller makes it.
 fn ctx(ns: &str) -> Context {
-    Context {
-        client: support::rbac::controller_client(),
-        namespace: ns.to_string(),
-        object: ObjectReference {
-            api_version: "v1".into(),
-            resource: "namespaces".into(),
-            kind: "Namespace".into(),
-            name: ns.into(),
-            ..Default::default()
-        },
-        pod_override: None,
-        pod_labels: BTreeMap::new(),
-        pod_annotations: BTreeMap::new(),
-        actionset: None,
-        controller: None,
-    }
-}
-
-fn args(v: Value) -> Map<String, Value> {
-    v.as_object().expect("args object").clone()
-}
-
-async fn call(ctx: &Context, func: &str, a: Value) -> Result<Output, FunctionError> {
-    tokio::time::timeout(CALL, functions::execute(ctx, func, &args(a), &json!({})))
-        .await
-        .unwrap_or_else(|_| panic!("{func} did not return within {CALL:?}"))
-}
-
-/// Runs the function in the background (it waits for the snapshot controller, played by the test).
-fn spawn_call(
-    ctx: &Context,
-    func: &'static str,
-    a: Value,
-) -> tokio::task::JoinHandle<Result<Output, FunctionError>> {
-    let ctx = ctx.clone();
-    tokio::spawn(async move { call(&ctx, func, a).await })
+    call::ctx(ns, call::namespace_object(ns))
 }
 
 async fn setup(prefix: &str) -> (Client, String) {
     let client = support::client().await;
     let ns = support::namespace(&client, prefix).await;
     (client, ns)
-}
-
-fn snapshots(client: &Client, ns: &str) -> Api<DynamicObject> {
-    Api::namespaced_with(client.clone(), ns, &volume_snapshot_resource())
 }
 
 /// A PVC (it stays Pending: the cluster has no provisioner; the functions only need it to exist).
@@ -88,38 +47,13 @@ async fn pvc(client: &Client, ns: &str, name: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Waits for the VolumeSnapshot the function creates.
-async fn created_snapshot(api: &Api<DynamicObject>, name: &str) -> anyhow::Result<DynamicObject> {
-    support::poll(support::WAIT, || async { api.get(name).await.ok() }).await
-}
-
-/// The snapshot controller's status update.
-async fn set_status(api: &Api<DynamicObject>, name: &str, status: Value) -> anyhow::Result<()> {
-    api.patch_status(
-        name,
-        &PatchParams::default(),
-        &Patch::Merge(json!({"status": status})),
-    )
-    .await?;
-    Ok(())
-}
-
-/// Gives a running function time to (wrongly) return, then checks that it is still waiting.
-async fn still_waiting<T>(h: &tokio::task::JoinHandle<T>) {
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert!(
-        !h.is_finished(),
-        "the function returned before the snapshot was ready"
-    );
-}
-
 #[tokio::test]
 async fn create_csi_snapshot_waits_for_ready_to_use_and_outputs_kanisters_keys()
 -> anyhow::Result<()> {
     let (client, ns) = setup("csi-create").await;
     pvc(&client, &ns, "data").await?;
     let api = snapshots(&client, &ns);
-    let c = ctx(&ns);
+    let (c, polls) = polling(ctx(&ns));
     let h = spawn_call(
         &c,
         "CreateCSISnapshot",
@@ -150,9 +84,9 @@ async fn create_csi_snapshot_waits_for_ready_to_use_and_outputs_kanisters_keys()
         json!({"readyToUse": false, "boundVolumeSnapshotContentName": "snapcontent-1234"}),
     )
     .await?;
-    still_waiting(&h).await;
+    polls.still_waiting(&h, "/volumesnapshots/data-snap").await;
     set_status(&api, "data-snap", json!({"readyToUse": true})).await?;
-    still_waiting(&h).await;
+    polls.still_waiting(&h, "/volumesnapshots/data-snap").await;
     set_status(
         &api,
         "data-snap",
@@ -178,7 +112,7 @@ async fn create_csi_snapshot_default_name_error_status_and_missing_pvc() -> anyh
     let (client, ns) = setup("csi-create-err").await;
     pvc(&client, &ns, "logs").await?;
     let api = snapshots(&client, &ns);
-    let c = ctx(&ns);
+    let (c, polls) = polling(ctx(&ns));
 
     // Without `name`: <pvc>-snapshot-<5 chars>. The controller reports an error: the phase fails.
     let h = spawn_call(
@@ -200,7 +134,9 @@ async fn create_csi_snapshot_default_name_error_status_and_missing_pvc() -> anyh
         .strip_prefix("logs-snapshot-")
         .unwrap_or_else(|| panic!("default name: {name}"));
     assert_eq!(suffix.len(), 5, "{name}");
-    still_waiting(&h).await;
+    polls
+        .still_waiting(&h, &format!("/volumesnapshots/{name}"))
+        .await;
     set_status(
         &api,
         &name,
@@ -252,7 +188,7 @@ async fn create_csi_snapshot_default_name_error_status_and_missing_pvc() -> anyh
 #[tokio::test]
 async fn restore_csi_snapshot_creates_the_pvc_from_the_snapshot() -> anyhow::Result<()> {
     let (client, ns) = setup("csi-restore").await;
-    let c = ctx(&ns);
+    let (c, polls) = polling(ctx(&ns));
     let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &ns);
 
     let out = call(
@@ -340,7 +276,9 @@ async fn restore_csi_snapshot_creates_the_pvc_from_the_snapshot() -> anyhow::Res
         json!({"name": "s2", "pvc": "busy", "namespace": ns, "storageClass": "sc",
                "restoreSize": "1Gi"}),
     );
-    still_waiting(&h).await;
+    polls
+        .still_waiting(&h, "/persistentvolumeclaims/busy")
+        .await;
     pvcs.patch(
         "busy",
         &PatchParams::default(),
@@ -451,21 +389,6 @@ async fn run_action(
     Ok(())
 }
 
-async fn finished(client: &Client, ns: &str, name: &str) -> anyhow::Result<Value> {
-    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
-    let a = support::wait_for(&api, name, Duration::from_secs(180), |a| {
-        a.state().is_some_and(State::is_terminal)
-    })
-    .await?;
-    let v = serde_json::to_value(&a)?;
-    assert_eq!(
-        v["status"]["state"], "complete",
-        "{name}: {:#}",
-        v["status"]
-    );
-    Ok(v)
-}
-
 /// The corpus csi-snapshot Blueprint (backup, restore, delete) run by the controller, with the
 /// test as snapshot controller and volume provisioner.
 #[tokio::test]
@@ -474,8 +397,7 @@ async fn corpus_csi_snapshot_blueprint_backs_up_restores_and_deletes() -> anyhow
         return Ok(());
     };
     let client = support::client().await;
-    if !support::kwok_available(&client).await {
-        eprintln!("skipped: the cluster has no kwok node");
+    if !support::require_kwok(&client).await {
         return Ok(());
     }
     support::install_crds(&client).await?;
@@ -559,7 +481,7 @@ async fn corpus_csi_snapshot_blueprint_backs_up_restores_and_deletes() -> anyhow
                "restoreSize": "1Gi", "boundVolumeSnapshotContentName": "snapcontent-corpus"}),
     )
     .await?;
-    let backup = finished(&client, &ns, "backup-1").await?;
+    let backup = support::wait_actionset_complete(&client, &ns, "backup-1").await?;
     let info = &backup["status"]["actions"][0]["artifacts"]["snapshotInfo"];
     assert_eq!(
         info["keyValue"],
@@ -604,7 +526,7 @@ async fn corpus_csi_snapshot_blueprint_backs_up_restores_and_deletes() -> anyhow
         "do-block-storage",
     )
     .await?;
-    finished(&client, &ns, "restore-1").await?;
+    support::wait_actionset_complete(&client, &ns, "restore-1").await?;
     support::wait_for(&deployments, "app", support::WAIT, ready).await?;
 
     // delete: DeleteCSISnapshot.
@@ -616,7 +538,7 @@ async fn corpus_csi_snapshot_blueprint_backs_up_restores_and_deletes() -> anyhow
         json!({"snapshotInfo": info}),
     )
     .await?;
-    finished(&client, &ns, "delete-1").await?;
+    support::wait_actionset_complete(&client, &ns, "delete-1").await?;
     assert!(api.get_opt(&snap_name).await?.is_none(), "snapshot deleted");
 
     let pvs: Api<PersistentVolume> = Api::all(client.clone());
@@ -692,8 +614,11 @@ async fn csi_snapshot_functions_are_reentered_after_a_restart() -> anyhow::Resul
         .cloned()
         .unwrap_or_default();
     let (c, seen) = step_ctx(&ns, true, recorded);
+    let (c, polls) = polling(c);
     let h = spawn_call(&c, "CreateCSISnapshot", create.clone());
-    still_waiting(&h).await;
+    polls
+        .still_waiting(&h, &format!("/volumesnapshots/{name}"))
+        .await;
     set_status(
         &api,
         &name,

@@ -8,73 +8,33 @@
 
 use crate::support;
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::support::call::{self, call, polling, spawn_call};
 use crate::support::controller::Controller;
-use blueprint_operator::functions::csi_snapshot::volume_snapshot_resource;
+use crate::support::csi::{created_snapshot, set_status, snapshots};
+use blueprint_operator::functions::Context;
 use blueprint_operator::functions::csi_snapshot_static::{
     volume_snapshot_class_resource, volume_snapshot_content_resource,
 };
-use blueprint_operator::functions::{self, Context, FunctionError, Output};
-use blueprint_operator::model::{ActionSet, Blueprint, ObjectReference, State};
+use blueprint_operator::model::{ActionSet, Blueprint};
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::core::DynamicObject;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-const CALL: Duration = Duration::from_secs(120);
 const DRIVER: &str = "hostpath.csi.k8s.io";
 const HANDLE: &str = "7bdd0de3-aaeb-11e8-9aae-0242ac110002";
 
-/// A function call as the controller makes it: with its ServiceAccount (support::rbac).
+/// A function call on the test's namespace, as the controller makes it.
 fn ctx(ns: &str) -> Context {
-    Context {
-        client: support::rbac::controller_client(),
-        namespace: ns.to_string(),
-        object: ObjectReference {
-            api_version: "v1".into(),
-            resource: "namespaces".into(),
-            kind: "Namespace".into(),
-            name: ns.into(),
-            ..Default::default()
-        },
-        pod_override: None,
-        pod_labels: BTreeMap::new(),
-        pod_annotations: BTreeMap::new(),
-        actionset: None,
-        controller: None,
-    }
-}
-
-fn args(v: Value) -> Map<String, Value> {
-    v.as_object().expect("args object").clone()
-}
-
-async fn call(ctx: &Context, func: &str, a: Value) -> Result<Output, FunctionError> {
-    tokio::time::timeout(CALL, functions::execute(ctx, func, &args(a), &json!({})))
-        .await
-        .unwrap_or_else(|_| panic!("{func} did not return within {CALL:?}"))
-}
-
-/// Runs the function in the background (it waits for the snapshot controller, played by the test).
-fn spawn_call(
-    ctx: &Context,
-    func: &'static str,
-    a: Value,
-) -> tokio::task::JoinHandle<Result<Output, FunctionError>> {
-    let ctx = ctx.clone();
-    tokio::spawn(async move { call(&ctx, func, a).await })
+    call::ctx(ns, call::namespace_object(ns))
 }
 
 async fn setup(prefix: &str) -> (Client, String) {
     let client = support::client().await;
     let ns = support::namespace(&client, prefix).await;
     (client, ns)
-}
-
-fn snapshots(client: &Client, ns: &str) -> Api<DynamicObject> {
-    Api::namespaced_with(client.clone(), ns, &volume_snapshot_resource())
 }
 
 fn contents(client: &Client) -> Api<DynamicObject> {
@@ -106,31 +66,6 @@ async fn contents_for(client: &Client, ns: &str) -> anyhow::Result<Vec<DynamicOb
         .collect())
 }
 
-/// Waits for the VolumeSnapshot the function creates.
-async fn created_snapshot(api: &Api<DynamicObject>, name: &str) -> anyhow::Result<DynamicObject> {
-    support::poll(support::WAIT, || async { api.get(name).await.ok() }).await
-}
-
-/// The snapshot controller's status update.
-async fn set_status(api: &Api<DynamicObject>, name: &str, status: Value) -> anyhow::Result<()> {
-    api.patch_status(
-        name,
-        &PatchParams::default(),
-        &Patch::Merge(json!({"status": status})),
-    )
-    .await?;
-    Ok(())
-}
-
-/// Gives a running function time to (wrongly) return, then checks that it is still waiting.
-async fn still_waiting<T>(h: &tokio::task::JoinHandle<T>) {
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert!(
-        !h.is_finished(),
-        "the function returned before the snapshot was ready"
-    );
-}
-
 fn static_args(ns: &str, name: &str, class: &str) -> Value {
     json!({
         "name": name,
@@ -148,7 +83,7 @@ async fn create_csi_snapshot_static_binds_content_and_snapshot_and_waits_for_rea
     let class = format!("{ns}-retain");
     snapshot_class(&client, &class, "Retain").await?;
     let api = snapshots(&client, &ns);
-    let c = ctx(&ns);
+    let (c, polls) = polling(ctx(&ns));
     let h = spawn_call(
         &c,
         "CreateCSISnapshotStatic",
@@ -185,16 +120,16 @@ async fn create_csi_snapshot_static_binds_content_and_snapshot_and_waits_for_rea
     assert_eq!(contents_for(&client, &ns).await?.len(), 1);
 
     // Bound but not ready; then ready without a creation time: still waiting.
-    still_waiting(&h).await;
+    polls.still_waiting(&h, "/volumesnapshots/imported").await;
     set_status(
         &api,
         "imported",
         json!({"readyToUse": false, "boundVolumeSnapshotContentName": content_name}),
     )
     .await?;
-    still_waiting(&h).await;
+    polls.still_waiting(&h, "/volumesnapshots/imported").await;
     set_status(&api, "imported", json!({"readyToUse": true})).await?;
-    still_waiting(&h).await;
+    polls.still_waiting(&h, "/volumesnapshots/imported").await;
     set_status(
         &api,
         "imported",
@@ -234,7 +169,7 @@ async fn create_csi_snapshot_static_errors_are_clear_and_leave_nothing_behind() 
     let class = format!("{ns}-delete");
     snapshot_class(&client, &class, "Delete").await?;
     let api = snapshots(&client, &ns);
-    let c = ctx(&ns);
+    let (c, polls) = polling(ctx(&ns));
 
     // Missing or empty arguments: named, and nothing is created.
     for arg in [
@@ -331,7 +266,7 @@ async fn create_csi_snapshot_static_errors_are_clear_and_leave_nothing_behind() 
         .to_string();
     let content = contents(&client).get(&content_name).await?;
     assert_eq!(content.data["spec"]["deletionPolicy"], "Delete");
-    still_waiting(&h).await;
+    polls.still_waiting(&h, "/volumesnapshots/broken").await;
     set_status(
         &api,
         "broken",
@@ -493,21 +428,6 @@ async fn run_action(
     Ok(())
 }
 
-async fn finished(client: &Client, ns: &str, name: &str) -> anyhow::Result<Value> {
-    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
-    let a = support::wait_for(&api, name, Duration::from_secs(180), |a| {
-        a.state().is_some_and(State::is_terminal)
-    })
-    .await?;
-    let v = serde_json::to_value(&a)?;
-    assert_eq!(
-        v["status"]["state"], "complete",
-        "{name}: {:#}",
-        v["status"]
-    );
-    Ok(v)
-}
-
 /// A Blueprint that imports a backend snapshot (CreateCSISnapshotStatic, outputs as an artifact)
 /// and deletes it again (DeleteCSISnapshot, DeleteCSISnapshotContent from the artifact), run by
 /// the controller with the test as snapshot controller.
@@ -600,7 +520,7 @@ async fn blueprint_imports_a_snapshot_and_deletes_snapshot_and_content() -> anyh
                "restoreSize": "3Gi", "boundVolumeSnapshotContentName": content_name}),
     )
     .await?;
-    let backup = finished(&client, &ns, "import-1").await?;
+    let backup = support::wait_actionset_complete(&client, &ns, "import-1").await?;
     let info = &backup["status"]["actions"][0]["artifacts"]["snapshotInfo"];
     assert_eq!(
         info["keyValue"],
@@ -617,7 +537,7 @@ async fn blueprint_imports_a_snapshot_and_deletes_snapshot_and_content() -> anyh
         json!({"snapshotInfo": info}),
     )
     .await?;
-    finished(&client, &ns, "delete-1").await?;
+    support::wait_actionset_complete(&client, &ns, "delete-1").await?;
     assert!(
         api.get_opt("imported-snap-0042").await?.is_none(),
         "snapshot deleted"

@@ -7,70 +7,35 @@
 
 use crate::support;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use crate::support::call::call_with;
 use crate::support::controller::Controller;
+use crate::support::files::{TempDir, assert_same_tree, noise, read_tree, restored_root};
 use anyhow::Context as _;
 use blueprint_operator::executor::params;
-use blueprint_operator::functions::{self, Context, FunctionError, Output};
+use blueprint_operator::functions::{Context, Output};
 use blueprint_operator::model::{ActionSet, ActionSpec, Blueprint, ObjectReference, State};
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, PersistentVolumeClaim, Pod};
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-/// Bound for one function call.
-const CALL: Duration = Duration::from_secs(300);
 /// Bound for an ActionSet to finish.
 const FINISH: Duration = Duration::from_secs(300);
 const BUCKET: &str = "bpo-data";
 const PROFILE: &str = "s3";
 
-/// A function call as the controller makes it: with its ServiceAccount (support::rbac).
+/// A function call as the controller makes it, on no object (the functions here take none).
 fn ctx(ns: &str) -> Context {
-    Context {
-        client: support::rbac::controller_client(),
-        namespace: ns.to_string(),
-        object: ObjectReference::default(),
-        pod_override: None,
-        pod_labels: BTreeMap::new(),
-        pod_annotations: BTreeMap::new(),
-        actionset: None,
-        controller: None,
-    }
+    support::call::ctx(ns, ObjectReference::default())
 }
 
-fn obj(v: Value) -> Map<String, Value> {
-    v.as_object().expect("args object").clone()
-}
-
-async fn call(ctx: &Context, func: &str, a: Value, p: &Value) -> Result<Output, FunctionError> {
-    tokio::time::timeout(CALL, functions::execute(ctx, func, &obj(a), p))
-        .await
-        .unwrap_or_else(|_| panic!("{func} did not return within {CALL:?}"))
-}
-
-/// Client, fresh namespace with the Kanister CRDs and an s3Compliant Profile
-/// on the test object store. Fails (never skips silently) without the data plane.
+/// Client and a fresh namespace with an s3Compliant Profile `PROFILE` on the test object store.
 async fn setup(prefix: &str) -> Option<(Client, String)> {
-    let client = support::client().await;
-    if !support::kwok_available(&client).await {
-        eprintln!("skipped: the cluster has no kwok node");
-        return None;
-    }
-    assert!(
-        support::data_plane::available(),
-        "the test data plane (restic, gofakes3) is not available: run tools/data-plane/build.sh"
-    );
-    support::install_crds(&client).await.expect("install CRDs");
-    let ns = support::namespace(&client, prefix).await;
-    support::data_plane::s3_profile(&client, &ns, PROFILE, BUCKET)
-        .await
-        .expect("create the Profile");
-    Some((client, ns))
+    support::data_plane::setup(prefix, PROFILE, BUCKET).await
 }
 
 /// The template parameters the executor would render with: fetched by the
@@ -111,44 +76,6 @@ async fn app_pod(client: &Client, ns: &str) -> anyhow::Result<String> {
     Ok(pod.metadata.name.unwrap_or_default())
 }
 
-/// A temporary directory of this machine, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let p = std::env::temp_dir().join(format!(
-            "bpo-e2e-data-{tag}-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or_default()
-        ));
-        std::fs::create_dir_all(&p).expect("create temp dir");
-        TempDir(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// Deterministic pseudo-random bytes (xorshift64*).
-fn noise(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed | 1;
-    let mut out = Vec::with_capacity(len + 8);
-    while out.len() < len {
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        out.extend_from_slice(&x.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes());
-    }
-    out.truncate(len);
-    out
-}
-
 /// Writes a tree of a few MB (binary, text, empty, nested, a name with a
 /// space) under `root`; returns the number of regular files.
 fn write_tree(root: &Path, seed: u64) -> usize {
@@ -172,57 +99,6 @@ fn write_tree(root: &Path, seed: u64) -> usize {
         std::fs::write(&p, data).expect("write file");
     }
     files.len()
-}
-
-/// Every regular file under `root` (relative path → bytes).
-fn read_tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
-    fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
-        let Ok(rd) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            let ft = e.file_type().expect("file type");
-            if ft.is_dir() {
-                walk(base, &p, out);
-            } else if ft.is_file() {
-                let rel = p.strip_prefix(base).unwrap().to_string_lossy().into_owned();
-                out.insert(rel, std::fs::read(&p).expect("read file"));
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(root, root, &mut out);
-    out
-}
-
-/// Asserts that `restored` holds exactly the files of `original`, byte for byte.
-fn assert_same_tree(original: &Path, restored: &Path) {
-    let a = read_tree(original);
-    let b = read_tree(restored);
-    assert!(!a.is_empty(), "no files under {}", original.display());
-    let names_a: Vec<&String> = a.keys().collect();
-    let names_b: Vec<&String> = b.keys().collect();
-    assert_eq!(
-        names_a,
-        names_b,
-        "files of {} vs {}",
-        original.display(),
-        restored.display()
-    );
-    for (name, bytes) in &a {
-        assert!(
-            b[name] == *bytes,
-            "{name} differs after restore ({} vs {} bytes)",
-            bytes.len(),
-            b[name].len()
-        );
-    }
-}
-
-/// Where restic restores the absolute path `src` under `target`.
-fn restored_root(target: &Path, src: &Path) -> PathBuf {
-    target.join(src.strip_prefix("/").unwrap_or(src))
 }
 
 /// `restic snapshots --json` of `<bucket>/<path>`, run directly (not through a pod).
@@ -298,20 +174,6 @@ async fn delete_pv(client: &Client, name: &str) {
     let _ = pvs.delete(name, &DeleteParams::default()).await;
 }
 
-/// Waits until no helper pod (label createdBy=kanister) is left in `ns`.
-async fn helper_pods_gone(client: &Client, ns: &str) -> anyhow::Result<()> {
-    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
-    support::poll(support::WAIT, || async {
-        let l = pods
-            .list(&ListParams::default().labels("createdBy=kanister"))
-            .await
-            .ok()?;
-        l.items.is_empty().then_some(())
-    })
-    .await
-    .context("helper pods deleted")
-}
-
 fn s(out: &Output, key: &str) -> String {
     out.get(key)
         .and_then(Value::as_str)
@@ -340,7 +202,7 @@ async fn backup_restore_delete_round_trip() -> anyhow::Result<()> {
     let prefix = format!("{ns}/backup");
     let key = "correct horse battery staple";
 
-    let out = call(
+    let out = call_with(
         &c,
         "BackupData",
         json!({"namespace": ns, "pod": pod, "container": "app",
@@ -374,7 +236,7 @@ async fn backup_restore_delete_round_trip() -> anyhow::Result<()> {
 
     // A second backup into the same repository (exists now: no init).
     std::fs::write(src.join("a.txt"), b"changed after the first backup\n")?;
-    let out2 = call(
+    let out2 = call_with(
         &c,
         "BackupData",
         json!({"namespace": ns, "pod": pod, "container": "app",
@@ -392,7 +254,7 @@ async fn backup_restore_delete_round_trip() -> anyhow::Result<()> {
     let pv = bound_pvc(&client, &ns, "restore-target").await?;
     // By tag (the second backup) …
     let by_tag = dir.0.join("by-tag");
-    let r = call(
+    let r = call_with(
         &c,
         "RestoreData",
         json!({"namespace": ns, "image": "ghcr.io/kanisterio/kanister-tools:0.116.0",
@@ -407,7 +269,7 @@ async fn backup_restore_delete_round_trip() -> anyhow::Result<()> {
     assert_same_tree(&src, &restored_root(&by_tag, &src));
     // … and by ID (the first one: a.txt as it was then).
     let by_id = dir.0.join("by-id");
-    call(
+    call_with(
         &c,
         "RestoreData",
         json!({"namespace": ns, "image": "busybox:stable",
@@ -419,10 +281,10 @@ async fn backup_restore_delete_round_trip() -> anyhow::Result<()> {
     .await?;
     std::fs::write(src.join("a.txt"), b"hello from BackupData\n")?;
     assert_same_tree(&src, &restored_root(&by_id, &src));
-    helper_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(&client, &ns).await?;
 
     // DeleteData by ID, then by tag with reclaimSpace.
-    let d = call(
+    let d = call_with(
         &c,
         "DeleteData",
         json!({"namespace": ns, "backupArtifactPrefix": prefix, "backupID": id,
@@ -432,7 +294,7 @@ async fn backup_restore_delete_round_trip() -> anyhow::Result<()> {
     .await?;
     assert_eq!(Value::Object(d), json!({"spaceFreed": "0 B"}));
     assert_eq!(snapshot_ids(&snapshots(&prefix, key)?), vec![id2.clone()]);
-    let d = call(
+    let d = call_with(
         &c,
         "DeleteData",
         json!({"namespace": ns, "backupArtifactPrefix": prefix, "backupTag": tag2,
@@ -450,7 +312,7 @@ async fn backup_restore_delete_round_trip() -> anyhow::Result<()> {
         "prune of the last snapshot freed only {freed}"
     );
     assert!(snapshots(&prefix, key)?.is_empty());
-    helper_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(&client, &ns).await?;
     delete_pv(&client, &pv).await;
     Ok(())
 }
@@ -477,7 +339,7 @@ async fn copy_volume_data_then_restore_from_its_outputs() -> anyhow::Result<()> 
     let _cleanup = Cleanup(mount.clone());
     let n_files = write_tree(&mount, 11);
 
-    let out = call(
+    let out = call_with(
         &c,
         "CopyVolumeData",
         json!({"namespace": ns, "volume": pvc, "dataArtifactPrefix": "s3-bucket/path/artifactPrefix",
@@ -515,7 +377,7 @@ async fn copy_volume_data_then_restore_from_its_outputs() -> anyhow::Result<()> 
 
     let dir = TempDir::new("cvd");
     let target = dir.0.join("restored");
-    call(
+    call_with(
         &c,
         "RestoreData",
         json!({"namespace": ns, "image": "ghcr.io/kanisterio/kanister-tools:0.116.0",
@@ -534,7 +396,7 @@ async fn copy_volume_data_then_restore_from_its_outputs() -> anyhow::Result<()> 
     std::fs::remove_dir_all(&mount)?;
     std::fs::create_dir_all(&mount)?;
     std::fs::write(mount.join("a.txt"), b"overwritten by the application\n")?;
-    call(
+    call_with(
         &c,
         "RestoreData",
         json!({"namespace": ns, "image": "ghcr.io/kanisterio/kanister-tools:0.116.0",
@@ -549,7 +411,7 @@ async fn copy_volume_data_then_restore_from_its_outputs() -> anyhow::Result<()> 
         "in-place restore did not bring back the files of {}",
         mount.display()
     );
-    helper_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(&client, &ns).await?;
     delete_pv(&client, &pv).await;
     Ok(())
 }
@@ -576,7 +438,7 @@ async fn data_functions_fail_clearly() -> anyhow::Result<()> {
         json!({"namespace": ns, "pod": pod, "container": "app", "includePath": include,
                "backupArtifactPrefix": prefix, "encryptionKey": key})
     };
-    let out = call(
+    let out = call_with(
         &c,
         "BackupData",
         backup("key-one", src.to_str().unwrap()),
@@ -586,7 +448,7 @@ async fn data_functions_fail_clearly() -> anyhow::Result<()> {
     let id = s(&out, "backupID");
 
     // Wrong key on an existing repository.
-    let e = call(
+    let e = call_with(
         &c,
         "BackupData",
         backup("key-two", src.to_str().unwrap()),
@@ -602,7 +464,7 @@ async fn data_functions_fail_clearly() -> anyhow::Result<()> {
     assert!(e.contains("wrong password"), "{e}");
     assert_eq!(snapshots(&prefix, "key-one")?.len(), 1, "nothing was added");
     let pv = bound_pvc(&client, &ns, "r").await?;
-    let e = call(
+    let e = call_with(
         &c,
         "RestoreData",
         json!({"namespace": ns, "image": "busybox", "backupArtifactPrefix": prefix,
@@ -618,11 +480,11 @@ async fn data_functions_fail_clearly() -> anyhow::Result<()> {
         "{e}"
     );
     assert!(e.contains("wrong password"), "{e}");
-    helper_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(&client, &ns).await?;
 
     // includePath that does not exist.
     let missing = dir.0.join("no-such-dir");
-    let e = call(
+    let e = call_with(
         &c,
         "BackupData",
         backup("key-one", missing.to_str().unwrap()),
@@ -639,7 +501,7 @@ async fn data_functions_fail_clearly() -> anyhow::Result<()> {
 
     // No Profile.
     let no_profile = json!({});
-    let e = call(
+    let e = call_with(
         &c,
         "BackupData",
         backup("k", src.to_str().unwrap()),
@@ -652,7 +514,7 @@ async fn data_functions_fail_clearly() -> anyhow::Result<()> {
         e.starts_with("BackupData: Failed to validate Profile: Profile must be non-nil"),
         "{e}"
     );
-    let e = call(
+    let e = call_with(
         &c,
         "DeleteData",
         json!({"namespace": ns, "backupArtifactPrefix": prefix, "backupID": id}),
@@ -664,7 +526,7 @@ async fn data_functions_fail_clearly() -> anyhow::Result<()> {
     assert!(e.starts_with("DeleteData: Profile must be non-nil"), "{e}");
 
     // Argument mistakes, before any pod is made.
-    let e = call(
+    let e = call_with(
         &c,
         "RestoreData",
         json!({"namespace": ns, "image": "busybox", "backupArtifactPrefix": prefix,
@@ -675,7 +537,7 @@ async fn data_functions_fail_clearly() -> anyhow::Result<()> {
     .expect_err("neither pod nor volumes")
     .to_string();
     assert_eq!(e, "RestoreData: Require one argument: pod or volumes");
-    let e = call(
+    let e = call_with(
         &c,
         "RestoreData",
         json!({"namespace": ns, "image": "busybox", "backupArtifactPrefix": prefix,
@@ -689,7 +551,7 @@ async fn data_functions_fail_clearly() -> anyhow::Result<()> {
         e,
         "RestoreData: Require one argument: backupTag or backupIdentifier"
     );
-    let e = call(
+    let e = call_with(
         &c,
         "RestoreData",
         json!({"namespace": ns, "image": "busybox", "backupArtifactPrefix": prefix,
@@ -703,7 +565,7 @@ async fn data_functions_fail_clearly() -> anyhow::Result<()> {
         e,
         format!("RestoreData: Failed to find volumes for the Pod: {pod}")
     );
-    let e = call(
+    let e = call_with(
         &c,
         "DeleteData",
         json!({"namespace": ns, "backupArtifactPrefix": prefix}),
@@ -713,7 +575,7 @@ async fn data_functions_fail_clearly() -> anyhow::Result<()> {
     .expect_err("neither id nor tag")
     .to_string();
     assert_eq!(e, "DeleteData: Require one argument: backupID or backupTag");
-    let e = call(
+    let e = call_with(
         &c,
         "CopyVolumeData",
         json!({"namespace": ns, "volume": "no-such-pvc", "dataArtifactPrefix": prefix}),
@@ -728,7 +590,7 @@ async fn data_functions_fail_clearly() -> anyhow::Result<()> {
         )),
         "{e}"
     );
-    let e = call(
+    let e = call_with(
         &c,
         "BackupData",
         json!({"namespace": ns, "pod": pod, "container": "app", "includePath": "/x",
@@ -740,7 +602,7 @@ async fn data_functions_fail_clearly() -> anyhow::Result<()> {
     .to_string();
     assert!(e.contains("argument encryptionkey is not supported"), "{e}");
     // DeleteData with a tag no snapshot has.
-    let e = call(
+    let e = call_with(
         &c,
         "DeleteData",
         json!({"namespace": ns, "backupArtifactPrefix": prefix, "backupTag": "nosuchtag1",
@@ -756,7 +618,7 @@ async fn data_functions_fail_clearly() -> anyhow::Result<()> {
         ),
         "{e}"
     );
-    helper_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(&client, &ns).await?;
     delete_pv(&client, &pv).await;
     Ok(())
 }
@@ -802,14 +664,6 @@ async fn create_actionset(
     Ok(())
 }
 
-async fn wait_terminal(client: &Client, ns: &str, name: &str) -> anyhow::Result<ActionSet> {
-    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
-    support::wait_for(&api, name, FINISH, |a| {
-        a.state().is_some_and(State::is_terminal)
-    })
-    .await
-}
-
 /// A backup action whose BackupData fails (includePath does not exist):
 /// the deferPhase (KubeOps creating a ConfigMap) still runs, and the
 /// ActionSet says main failed, defer ok.
@@ -849,7 +703,7 @@ async fn failing_backup_data_still_runs_the_defer_phase() -> anyhow::Result<()> 
     .await?;
     let ctl = Controller::start(&ns, &[]);
     create_actionset(&client, &ns, "run", "bp", "backup", json!({})).await?;
-    let a = wait_terminal(&client, &ns, "run").await?;
+    let a = support::wait_actionset_done(&client, &ns, "run", FINISH).await?;
     ctl.kill().await;
     let st = a.status.as_ref().expect("status");
     assert_eq!(st.state, State::Failed, "{st:?}");
@@ -957,7 +811,7 @@ async fn blueprint_backup_restore_delete_through_the_executor() -> anyhow::Resul
     .await?;
     let ctl = Controller::start(&ns, &[]);
     create_actionset(&client, &ns, "backup", "time-log", "backup", json!({})).await?;
-    let a = wait_terminal(&client, &ns, "backup").await?;
+    let a = support::wait_actionset_done(&client, &ns, "backup", FINISH).await?;
     let st = a.status.as_ref().expect("status");
     assert_eq!(st.state, State::Complete, "{st:?}");
     let arts = serde_json::to_value(&st.actions[0].artifacts)?;
@@ -975,7 +829,7 @@ async fn blueprint_backup_restore_delete_through_the_executor() -> anyhow::Resul
     );
 
     create_actionset(&client, &ns, "restore", "time-log", "restore", arts.clone()).await?;
-    let a = wait_terminal(&client, &ns, "restore").await?;
+    let a = support::wait_actionset_done(&client, &ns, "restore", FINISH).await?;
     let st = a.status.as_ref().expect("status");
     assert_eq!(st.state, State::Complete, "{st:?}");
     assert_same_tree(&src, &restored_root(&target, &src));
@@ -995,7 +849,7 @@ async fn blueprint_backup_restore_delete_through_the_executor() -> anyhow::Resul
         }]},
     }))?;
     api.create(&PostParams::default(), &del).await?;
-    let a = wait_terminal(&client, &ns, "delete").await?;
+    let a = support::wait_actionset_done(&client, &ns, "delete", FINISH).await?;
     ctl.kill().await;
     let st = a.status.as_ref().expect("status");
     assert_eq!(st.state, State::Complete, "{st:?}");
@@ -1003,7 +857,7 @@ async fn blueprint_backup_restore_delete_through_the_executor() -> anyhow::Resul
         !snapshot_ids(&snapshots("time-log", DEFAULT_KEY)?).contains(&id),
         "snapshot {id} still there"
     );
-    helper_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(&client, &ns).await?;
     delete_pv(&client, &pv).await;
     Ok(())
 }

@@ -9,47 +9,28 @@
 use crate::support;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use crate::support::call::call_with;
 use crate::support::controller::Controller;
+use crate::support::files::{TempDir, assert_same_tree, noise, restored_root};
+use crate::support::pod_watch::PodWatch;
 use anyhow::Context as _;
 use blueprint_operator::executor::params;
-use blueprint_operator::functions::{self, Context, FunctionError, Output};
+use blueprint_operator::functions::{Context, FunctionError, Output};
 use blueprint_operator::model::{ActionSet, ActionSpec, Blueprint, ObjectReference, State};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-const CALL: Duration = Duration::from_secs(300);
 const FINISH: Duration = Duration::from_secs(300);
 const BUCKET: &str = "bpo-data-all";
 const PROFILE: &str = "s3";
 const IMAGE: &str = "ghcr.io/kanisterio/kanister-tools:0.116.0";
 const KEY: &str = "an all-pods key";
-
-/// A function call as the controller makes it: with its ServiceAccount (support::rbac).
-fn ctx(ns: &str) -> Context {
-    Context {
-        client: support::rbac::controller_client(),
-        namespace: ns.to_string(),
-        object: ObjectReference::default(),
-        pod_override: None,
-        pod_labels: BTreeMap::new(),
-        pod_annotations: BTreeMap::new(),
-        actionset: None,
-        controller: None,
-    }
-}
-
-async fn call(ctx: &Context, func: &str, a: Value, p: &Value) -> Result<Output, FunctionError> {
-    let args: Map<String, Value> = a.as_object().expect("args object").clone();
-    tokio::time::timeout(CALL, functions::execute(ctx, func, &args, p))
-        .await
-        .unwrap_or_else(|_| panic!("{func} did not return within {CALL:?}"))
-}
 
 fn s(out: &Output, key: &str) -> String {
     out.get(key)
@@ -58,24 +39,14 @@ fn s(out: &Output, key: &str) -> String {
         .to_string()
 }
 
-/// Client and a fresh namespace with an s3Compliant Profile; `None` (skip)
-/// only when the cluster has no kwok node; fails without the data plane.
+/// A function call as the controller makes it, on no object (the functions here take none).
+fn ctx(ns: &str) -> Context {
+    support::call::ctx(ns, ObjectReference::default())
+}
+
+/// Client and a fresh namespace with an s3Compliant Profile `PROFILE` on the test object store.
 async fn setup(prefix: &str) -> Option<(Client, String)> {
-    let client = support::client().await;
-    if !support::kwok_available(&client).await {
-        eprintln!("skipped: the cluster has no kwok node");
-        return None;
-    }
-    assert!(
-        support::data_plane::available(),
-        "the test data plane (restic, gofakes3) is not available: run tools/data-plane/build.sh"
-    );
-    support::install_crds(&client).await.expect("install CRDs");
-    let ns = support::namespace(&client, prefix).await;
-    support::data_plane::s3_profile(&client, &ns, PROFILE, BUCKET)
-        .await
-        .expect("create the Profile");
-    Some((client, ns))
+    support::data_plane::setup(prefix, PROFILE, BUCKET).await
 }
 
 /// The executor's template parameters for an action on Deployment `app`.
@@ -172,44 +143,6 @@ async fn app_with_two_pods(client: &Client, ns: &str) -> anyhow::Result<Vec<Stri
     .context("two Running pods of Deployment app")
 }
 
-/// A temporary directory of this machine, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default();
-        let p = std::env::temp_dir().join(format!(
-            "bpo-e2e-data-all-{tag}-{}-{nanos}",
-            std::process::id()
-        ));
-        std::fs::create_dir_all(&p).expect("create temp dir");
-        TempDir(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// Deterministic incompressible bytes (xorshift64*).
-fn noise(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed | 1;
-    let mut out = Vec::with_capacity(len + 8);
-    while out.len() < len {
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        out.extend_from_slice(&x.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes());
-    }
-    out.truncate(len);
-    out
-}
-
 fn write_tree(root: &Path, seed: u64) {
     let files: Vec<(&str, Vec<u8>)> = vec![
         ("db/collection-0.wt", noise(seed, 1_200_000)),
@@ -227,49 +160,6 @@ fn write_tree(root: &Path, seed: u64) {
         std::fs::create_dir_all(p.parent().unwrap()).expect("mkdir");
         std::fs::write(&p, data).expect("write file");
     }
-}
-
-fn read_tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
-    fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
-        let Ok(rd) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            let ft = e.file_type().expect("file type");
-            if ft.is_dir() {
-                walk(base, &p, out);
-            } else if ft.is_file() {
-                let rel = p.strip_prefix(base).unwrap().to_string_lossy().into_owned();
-                out.insert(rel, std::fs::read(&p).expect("read file"));
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(root, root, &mut out);
-    out
-}
-
-/// `restored` holds exactly the files of `original`, byte for byte.
-fn assert_same_tree(original: &Path, restored: &Path) {
-    let a = read_tree(original);
-    let b = read_tree(restored);
-    assert!(!a.is_empty(), "no files under {}", original.display());
-    assert_eq!(
-        a.keys().collect::<Vec<_>>(),
-        b.keys().collect::<Vec<_>>(),
-        "files of {} vs {}",
-        original.display(),
-        restored.display()
-    );
-    for (name, bytes) in &a {
-        assert!(b[name] == *bytes, "{name} differs after restore");
-    }
-}
-
-/// Where restic restores the absolute path `src` under `target`.
-fn restored_root(target: &Path, src: &Path) -> PathBuf {
-    target.join(src.strip_prefix("/").unwrap_or(src))
 }
 
 /// `restic snapshots --json` of `<bucket>/<path>`, run directly.
@@ -307,19 +197,6 @@ fn id_and_tags(snaps: &[Value]) -> Vec<(String, Value)> {
         .collect()
 }
 
-async fn helper_pods_gone(client: &Client, ns: &str) -> anyhow::Result<()> {
-    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
-    support::poll(support::WAIT, || async {
-        let l = pods
-            .list(&ListParams::default().labels("createdBy=kanister"))
-            .await
-            .ok()?;
-        l.items.is_empty().then_some(())
-    })
-    .await
-    .context("helper pods deleted")
-}
-
 /// BackupDataAll of both pods (from the Deployment), two snapshots with their
 /// tags in two repositories; RestoreDataAll of both and of each alone,
 /// byte-compared; DeleteDataAll forgets both and prunes.
@@ -338,7 +215,7 @@ async fn backup_restore_delete_all_pods() -> anyhow::Result<()> {
     write_tree(&src, 11);
     let prefix = format!("{BUCKET}/mongodb-backups/app/rs_backup");
 
-    let out = call(
+    let out = call_with(
         &c,
         "BackupDataAll",
         json!({"namespace": ns, "container": "app", "includePath": src.to_str().unwrap(),
@@ -382,7 +259,7 @@ async fn backup_restore_delete_all_pods() -> anyhow::Result<()> {
 
     // Every pod's snapshot restored (both at once, then each on its own).
     let all = dir.0.join("restored-all");
-    let r = call(
+    let r = call_with(
         &c,
         "RestoreDataAll",
         json!({"namespace": ns, "image": IMAGE, "backupArtifactPrefix": prefix,
@@ -395,7 +272,7 @@ async fn backup_restore_delete_all_pods() -> anyhow::Result<()> {
     assert_same_tree(&src, &restored_root(&all, &src));
     for pod in &pods {
         let target = dir.0.join(format!("restored-{pod}"));
-        call(
+        call_with(
             &c,
             "RestoreDataAll",
             json!({"namespace": ns, "image": IMAGE, "backupArtifactPrefix": prefix,
@@ -406,10 +283,10 @@ async fn backup_restore_delete_all_pods() -> anyhow::Result<()> {
         .await?;
         assert_same_tree(&src, &restored_root(&target, &src));
     }
-    helper_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(&client, &ns).await?;
 
     // DeleteDataAll: both snapshots forgotten, the data pruned away.
-    let d = call(
+    let d = call_with(
         &c,
         "DeleteDataAll",
         json!({"namespace": ns, "backupArtifactPrefix": prefix, "backupInfo": info_text,
@@ -430,7 +307,7 @@ async fn backup_restore_delete_all_pods() -> anyhow::Result<()> {
         let snaps = snapshots(&format!("mongodb-backups/app/rs_backup/{pod}"), KEY)?;
         assert!(snaps.is_empty(), "{pod}: {snaps:?}");
     }
-    helper_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(&client, &ns).await?;
     delete_pv(&client, &pv).await;
     Ok(())
 }
@@ -444,38 +321,11 @@ async fn restore_pods_during<F, T>(
 where
     F: std::future::Future<Output = T>,
 {
-    use futures::StreamExt as _;
-    use kube::runtime::watcher;
-    let api: Api<Pod> = Api::namespaced(client.clone(), ns);
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(BTreeMap::<String, Pod>::new()));
-    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
-    let s = seen.clone();
-    let task = tokio::spawn(async move {
-        let mut ready = Some(ready_tx);
-        let mut stream =
-            watcher(api, watcher::Config::default().labels("createdBy=kanister")).boxed();
-        while let Some(ev) = stream.next().await {
-            match ev {
-                Ok(watcher::Event::InitDone) => {
-                    if let Some(tx) = ready.take() {
-                        let _ = tx.send(());
-                    }
-                }
-                Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => {
-                    let name = p.metadata.name.clone().unwrap_or_default();
-                    s.lock().unwrap().entry(name).or_insert(p);
-                }
-                _ => {}
-            }
-        }
-    });
-    tokio::time::timeout(support::WAIT, ready_rx)
-        .await
-        .context("pod watch established")??;
+    let watch = PodWatch::start(client, ns).await;
     let out = f.await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    task.abort();
-    let pods = seen.lock().unwrap().values().cloned().collect::<Vec<_>>();
+    // Every pod made while `f` ran has been seen.
+    watch.settle().await;
+    let pods = watch.pods();
     let summary = pods
         .iter()
         .map(|p| {
@@ -573,7 +423,7 @@ async fn statefulset_pods_restore_with_their_own_volumes() -> anyhow::Result<()>
     let src = dir.0.join("bitnami");
     write_tree(&src, 17);
     let prefix = format!("{ns}/rs_backup");
-    let out = call(
+    let out = call_with(
         &c,
         "BackupDataAll",
         json!({"namespace": ns, "container": "mongodb", "includePath": src.to_str().unwrap(),
@@ -593,7 +443,7 @@ async fn statefulset_pods_restore_with_their_own_volumes() -> anyhow::Result<()>
     let (r, helpers) = restore_pods_during(
         &client,
         &ns,
-        call(
+        call_with(
             &c,
             "RestoreDataAll",
             json!({"namespace": ns, "image": IMAGE, "backupArtifactPrefix": prefix,
@@ -620,7 +470,7 @@ async fn statefulset_pods_restore_with_their_own_volumes() -> anyhow::Result<()>
         ],
         "{helpers:?}"
     );
-    helper_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(&client, &ns).await?;
     for pv in pvs {
         delete_pv(&client, &pv).await;
     }
@@ -644,7 +494,7 @@ async fn all_pods_functions_fail_clearly() -> anyhow::Result<()> {
     let err = |r: Result<Output, FunctionError>| r.expect_err("must fail").to_string();
 
     // One of the `pods` does not exist: its error is named, the other's backup is made.
-    let e = err(call(
+    let e = err(call_with(
         &c,
         "BackupDataAll",
         json!({"namespace": ns, "pods": format!("{} no-such-pod", pods[0]), "container": "app",
@@ -663,7 +513,7 @@ async fn all_pods_functions_fail_clearly() -> anyhow::Result<()> {
         1
     );
     // No workload and no pods.
-    let e = err(call(
+    let e = err(call_with(
         &c,
         "BackupDataAll",
         json!({"namespace": ns, "container": "app", "includePath": "/x",
@@ -676,7 +526,7 @@ async fn all_pods_functions_fail_clearly() -> anyhow::Result<()> {
         "{e}"
     );
     // backupInfo that is not BackupAllInfo, or lacks a pod.
-    let e = err(call(
+    let e = err(call_with(
         &c,
         "RestoreDataAll",
         json!({"namespace": ns, "image": IMAGE, "backupArtifactPrefix": prefix,
@@ -692,7 +542,7 @@ async fn all_pods_functions_fail_clearly() -> anyhow::Result<()> {
         r#"{{"{0}":{{"PodName":"{0}","BackupID":"deadbeef","BackupTag":"x"}}}}"#,
         pods[0]
     );
-    let e = err(call(
+    let e = err(call_with(
         &c,
         "RestoreDataAll",
         json!({"namespace": ns, "image": IMAGE, "backupArtifactPrefix": prefix,
@@ -715,7 +565,7 @@ async fn all_pods_functions_fail_clearly() -> anyhow::Result<()> {
         )),
         "{e}"
     );
-    let e = err(call(
+    let e = err(call_with(
         &c,
         "DeleteDataAll",
         json!({"namespace": ns, "backupArtifactPrefix": prefix, "backupInfo": "{}"}),
@@ -725,7 +575,7 @@ async fn all_pods_functions_fail_clearly() -> anyhow::Result<()> {
     assert!(e.contains("`backupInfo`: lists no backups"), "{e}");
     // An ID the repository does not have: restic forget ignores it (as under
     // Kanister), the snapshot that is there stays.
-    let d = call(
+    let d = call_with(
         &c,
         "DeleteDataAll",
         json!({"namespace": ns, "backupArtifactPrefix": prefix, "backupInfo": only_first,
@@ -738,7 +588,7 @@ async fn all_pods_functions_fail_clearly() -> anyhow::Result<()> {
         snapshots(&format!("{ns}/all/{}", pods[0]), defaults)?.len(),
         1
     );
-    helper_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(&client, &ns).await?;
     delete_pv(&client, &pv).await;
     Ok(())
 }
@@ -852,7 +702,7 @@ async fn mongodb_restic_blueprint_through_the_executor() -> anyhow::Result<()> {
         assert!(snapshots(&format!("mongodb-backups/app/rs_backup/{pod}"), defaults)?.is_empty());
     }
     ctl.kill().await;
-    helper_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(&client, &ns).await?;
     delete_pv(&client, &pv).await;
     Ok(())
 }

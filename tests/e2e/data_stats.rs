@@ -7,70 +7,36 @@
 use crate::support;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use crate::support::call::call_with;
 use crate::support::controller::Controller;
+use crate::support::files::{TempDir, noise};
 use anyhow::Context as _;
 use blueprint_operator::executor::params;
 use blueprint_operator::functions::restic::{DEFAULT_ENCRYPTION_KEY, parse_restic_size_bytes};
-use blueprint_operator::functions::{self, Context, FunctionError, Output};
+use blueprint_operator::functions::{Context, Output};
 use blueprint_operator::model::{ActionSet, ActionSpec, Blueprint, ObjectReference, State};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-/// Bound for one function call.
-const CALL: Duration = Duration::from_secs(300);
 /// Bound for an ActionSet to finish.
 const FINISH: Duration = Duration::from_secs(300);
 const BUCKET: &str = "bpo-stats";
 const PROFILE: &str = "s3";
 
-/// A function call as the controller makes it: with its ServiceAccount (support::rbac).
+/// A function call as the controller makes it, on no object (the functions here take none).
 fn ctx(ns: &str) -> Context {
-    Context {
-        client: support::rbac::controller_client(),
-        namespace: ns.to_string(),
-        object: ObjectReference::default(),
-        pod_override: None,
-        pod_labels: BTreeMap::new(),
-        pod_annotations: BTreeMap::new(),
-        actionset: None,
-        controller: None,
-    }
+    support::call::ctx(ns, ObjectReference::default())
 }
 
-fn obj(v: Value) -> Map<String, Value> {
-    v.as_object().expect("args object").clone()
-}
-
-async fn call(ctx: &Context, func: &str, a: Value, p: &Value) -> Result<Output, FunctionError> {
-    tokio::time::timeout(CALL, functions::execute(ctx, func, &obj(a), p))
-        .await
-        .unwrap_or_else(|_| panic!("{func} did not return within {CALL:?}"))
-}
-
-/// Client, fresh namespace with the Kanister CRDs and an s3Compliant Profile
-/// on the test object store. Fails (never skips silently) without the data plane.
+/// Client and a fresh namespace with an s3Compliant Profile `PROFILE` on the test object store.
 async fn setup(prefix: &str) -> Option<(Client, String)> {
-    let client = support::client().await;
-    if !support::kwok_available(&client).await {
-        eprintln!("skipped: the cluster has no kwok node");
-        return None;
-    }
-    assert!(
-        support::data_plane::available(),
-        "the test data plane (restic, gofakes3) is not available: run tools/data-plane/build.sh"
-    );
-    support::install_crds(&client).await.expect("install CRDs");
-    let ns = support::namespace(&client, prefix).await;
-    support::data_plane::s3_profile(&client, &ns, PROFILE, BUCKET)
-        .await
-        .expect("create the Profile");
-    Some((client, ns))
+    support::data_plane::setup(prefix, PROFILE, BUCKET).await
 }
 
 /// The template parameters the executor would render with (its own code,
@@ -110,44 +76,6 @@ async fn app_pod(client: &Client, ns: &str) -> anyhow::Result<String> {
     .await
     .context("Running pod of Deployment app")?;
     Ok(pod.metadata.name.unwrap_or_default())
-}
-
-/// A temporary directory of this machine, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let p = std::env::temp_dir().join(format!(
-            "bpo-e2e-stats-{tag}-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or_default()
-        ));
-        std::fs::create_dir_all(&p).expect("create temp dir");
-        TempDir(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// Deterministic pseudo-random bytes (xorshift64*).
-fn noise(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed | 1;
-    let mut out = Vec::with_capacity(len + 8);
-    while out.len() < len {
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        out.extend_from_slice(&x.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes());
-    }
-    out.truncate(len);
-    out
 }
 
 /// A tree where the modes differ: two files with the same contents
@@ -201,20 +129,6 @@ fn text_value(text: &str, label: &str) -> Option<String> {
     })
 }
 
-/// Waits until no helper pod (label createdBy=kanister) is left in `ns`.
-async fn helper_pods_gone(client: &Client, ns: &str) -> anyhow::Result<()> {
-    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
-    support::poll(support::WAIT, || async {
-        let l = pods
-            .list(&ListParams::default().labels("createdBy=kanister"))
-            .await
-            .ok()?;
-        l.items.is_empty().then_some(())
-    })
-    .await
-    .context("helper pods deleted")
-}
-
 fn s(out: &Output, key: &str) -> String {
     out.get(key)
         .and_then(Value::as_str)
@@ -238,7 +152,7 @@ async fn stats_of_a_real_backup_match_restic() -> anyhow::Result<()> {
     write_tree(&src, 11);
     let path = format!("{ns}/stats");
     let key = "stats key with spaces";
-    let out = call(
+    let out = call_with(
         &c,
         "BackupData",
         json!({"namespace": ns, "pod": pod, "container": "app",
@@ -262,7 +176,7 @@ async fn stats_of_a_real_backup_match_restic() -> anyhow::Result<()> {
         if let Some(m) = mode {
             args["statsMode"] = json!(m);
         }
-        let st = call(&c, "BackupDataStats", args, &p).await?;
+        let st = call_with(&c, "BackupDataStats", args, &p).await?;
         let keys: Vec<&str> = st.keys().map(String::as_str).collect();
         assert_eq!(keys, ["mode", "fileCount", "size", "version"], "{st:?}");
         let m = mode.unwrap_or("restore-size");
@@ -311,7 +225,7 @@ async fn stats_of_a_real_backup_match_restic() -> anyhow::Result<()> {
         counts["files-by-contents"] < counts["restore-size"],
         "{counts:?}"
     );
-    helper_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(&client, &ns).await?;
     Ok(())
 }
 
@@ -329,7 +243,7 @@ async fn stats_fail_clearly() -> anyhow::Result<()> {
     write_tree(&src, 5);
     let path = format!("{ns}/default-key");
     // No encryptionKey: Kanister's default key, for BackupData and BackupDataStats alike.
-    let out = call(
+    let out = call_with(
         &c,
         "BackupData",
         json!({"namespace": ns, "pod": pod, "container": "app",
@@ -338,7 +252,7 @@ async fn stats_fail_clearly() -> anyhow::Result<()> {
     )
     .await?;
     let id = s(&out, "backupID");
-    let st = call(
+    let st = call_with(
         &c,
         "BackupDataStats",
         json!({"namespace": ns, "backupArtifactPrefix": format!("{BUCKET}/{path}"),
@@ -353,7 +267,7 @@ async fn stats_fail_clearly() -> anyhow::Result<()> {
     );
 
     // A snapshot ID the repository does not have: restic counts nothing.
-    let e = call(
+    let e = call_with(
         &c,
         "BackupDataStats",
         json!({"namespace": ns, "backupArtifactPrefix": path, "backupID": "deadbeef"}),
@@ -369,7 +283,7 @@ async fn stats_fail_clearly() -> anyhow::Result<()> {
     assert!(e.contains("deadbeef"), "{e}");
 
     // The wrong key.
-    let e = call(
+    let e = call_with(
         &c,
         "BackupDataStats",
         json!({"namespace": ns, "backupArtifactPrefix": path, "backupID": id,
@@ -386,7 +300,7 @@ async fn stats_fail_clearly() -> anyhow::Result<()> {
     assert!(e.contains("wrong password"), "{e}");
 
     // No repository there.
-    let e = call(
+    let e = call_with(
         &c,
         "BackupDataStats",
         json!({"namespace": ns, "backupArtifactPrefix": format!("{ns}/nothing"), "backupID": id}),
@@ -416,13 +330,13 @@ async fn stats_fail_clearly() -> anyhow::Result<()> {
             "BackupDataStats: argument `insecureTLS`: argument insecureTLS is not supported",
         ),
     ] {
-        let e = call(&c, "BackupDataStats", args.clone(), &p)
+        let e = call_with(&c, "BackupDataStats", args.clone(), &p)
             .await
             .expect_err("bad args")
             .to_string();
         assert!(e.starts_with(want), "{args}: {e}");
     }
-    let e = call(
+    let e = call_with(
         &c,
         "BackupDataStats",
         json!({"namespace": ns, "backupArtifactPrefix": path, "backupID": id}),
@@ -435,7 +349,7 @@ async fn stats_fail_clearly() -> anyhow::Result<()> {
         e.starts_with("BackupDataStats: Failed to validate Profile: Profile must be non-nil"),
         "{e}"
     );
-    helper_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(&client, &ns).await?;
     Ok(())
 }
 
@@ -466,7 +380,7 @@ async fn check_repository_outputs() -> anyhow::Result<()> {
     write_tree(&src, 3);
     let path = format!("{ns}/repo");
     let key = "the right key";
-    call(
+    call_with(
         &c,
         "BackupData",
         json!({"namespace": ns, "pod": pod, "container": "app",
@@ -478,7 +392,7 @@ async fn check_repository_outputs() -> anyhow::Result<()> {
     let f = || "false".to_string();
     let t = || "true".to_string();
 
-    let out = call(
+    let out = call_with(
         &c,
         "CheckRepository",
         json!({"backupArtifactPrefix": path, "encryptionKey": key,
@@ -488,7 +402,7 @@ async fn check_repository_outputs() -> anyhow::Result<()> {
     .await?;
     assert_eq!(check(&out), (f(), f()));
     // The bucket given explicitly is the same repository.
-    let out = call(
+    let out = call_with(
         &c,
         "CheckRepository",
         json!({"backupArtifactPrefix": format!("{BUCKET}/{path}"), "encryptionKey": key,
@@ -498,7 +412,7 @@ async fn check_repository_outputs() -> anyhow::Result<()> {
     .await?;
     assert_eq!(check(&out), (f(), f()));
 
-    let out = call(
+    let out = call_with(
         &c,
         "CheckRepository",
         json!({"backupArtifactPrefix": path, "encryptionKey": "a wrong key"}),
@@ -507,7 +421,7 @@ async fn check_repository_outputs() -> anyhow::Result<()> {
     .await?;
     assert_eq!(check(&out), (t(), f()));
     // Without encryptionKey: Kanister's default key, which this repository does not have.
-    let out = call(
+    let out = call_with(
         &c,
         "CheckRepository",
         json!({"backupArtifactPrefix": path}),
@@ -517,7 +431,7 @@ async fn check_repository_outputs() -> anyhow::Result<()> {
     assert_eq!(check(&out), (t(), f()));
 
     let missing = format!("{ns}/no-repo-here");
-    let out = call(
+    let out = call_with(
         &c,
         "CheckRepository",
         json!({"backupArtifactPrefix": missing, "encryptionKey": key}),
@@ -531,7 +445,7 @@ async fn check_repository_outputs() -> anyhow::Result<()> {
 
     // A repository created with the default key.
     let dpath = format!("{ns}/default");
-    call(
+    call_with(
         &c,
         "BackupData",
         json!({"namespace": ns, "pod": pod, "container": "app",
@@ -539,7 +453,7 @@ async fn check_repository_outputs() -> anyhow::Result<()> {
         &p,
     )
     .await?;
-    let out = call(
+    let out = call_with(
         &c,
         "CheckRepository",
         json!({"backupArtifactPrefix": dpath}),
@@ -551,7 +465,7 @@ async fn check_repository_outputs() -> anyhow::Result<()> {
     // An endpoint restic cannot parse: neither a wrong key nor a missing repository.
     let mut bad = p.clone();
     bad["Profile"]["Location"]["Endpoint"] = json!("http://127.0.0.1:9/%zz");
-    let e = call(
+    let e = call_with(
         &c,
         "CheckRepository",
         json!({"backupArtifactPrefix": path}),
@@ -567,7 +481,7 @@ async fn check_repository_outputs() -> anyhow::Result<()> {
     assert!(e.contains("invalid URL escape"), "{e}");
 
     // Argument and Profile errors.
-    let e = call(&c, "CheckRepository", json!({}), &p)
+    let e = call_with(&c, "CheckRepository", json!({}), &p)
         .await
         .expect_err("no prefix")
         .to_string();
@@ -575,7 +489,7 @@ async fn check_repository_outputs() -> anyhow::Result<()> {
         e.starts_with("CheckRepository: argument `backupArtifactPrefix`"),
         "{e}"
     );
-    let e = call(
+    let e = call_with(
         &c,
         "CheckRepository",
         json!({"backupArtifactPrefix": path, "namespace": ns}),
@@ -588,7 +502,7 @@ async fn check_repository_outputs() -> anyhow::Result<()> {
         e.starts_with("CheckRepository: argument `namespace`: argument namespace is not supported"),
         "{e}"
     );
-    let e = call(
+    let e = call_with(
         &c,
         "CheckRepository",
         json!({"backupArtifactPrefix": path}),
@@ -601,7 +515,7 @@ async fn check_repository_outputs() -> anyhow::Result<()> {
         e.starts_with("CheckRepository: Profile must be non-nil"),
         "{e}"
     );
-    helper_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(&client, &ns).await?;
     Ok(())
 }
 
@@ -695,6 +609,6 @@ async fn stats_and_check_through_the_executor() -> anyhow::Result<()> {
     );
     assert_eq!(kv["passwordIncorrect"], "false", "{arts}");
     assert_eq!(kv["repoUnavailable"], "false", "{arts}");
-    helper_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(&client, &ns).await?;
     Ok(())
 }

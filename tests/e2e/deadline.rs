@@ -87,14 +87,6 @@ async fn create_actionset(client: &Client, ns: &str, name: &str, blueprint: &str
         .expect("create ActionSet");
 }
 
-async fn wait_terminal(client: &Client, ns: &str, name: &str) -> anyhow::Result<ActionSet> {
-    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
-    support::wait_for(&api, name, FINISH, |a| {
-        a.state().is_some_and(State::is_terminal)
-    })
-    .await
-}
-
 /// Our Events about ActionSet `name` as "reason|message", oldest first,
 /// once there are at least `n`.
 async fn events(client: &Client, ns: &str, name: &str, n: usize) -> Vec<String> {
@@ -208,7 +200,7 @@ async fn hung_phases_time_out_and_the_defer_phase_runs() -> anyhow::Result<()> {
     )
     .await;
 
-    let a = wait_terminal(&client, &ns, "by-option").await?;
+    let a = support::wait_actionset_done(&client, &ns, "by-option", FINISH).await?;
     let s = a.status.as_ref().unwrap();
     assert_eq!(s.state, State::Failed);
     assert_eq!(states(&a), (vec![State::Failed], State::Complete));
@@ -236,7 +228,7 @@ async fn hung_phases_time_out_and_the_defer_phase_runs() -> anyhow::Result<()> {
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
     cms.delete("cleaned", &Default::default()).await?;
     create_actionset(&client, &ns, "by-flag", "hangs", json!({})).await;
-    let a = wait_terminal(&client, &ns, "by-flag").await?;
+    let a = support::wait_actionset_done(&client, &ns, "by-flag", FINISH).await?;
     let s = a.status.as_ref().unwrap();
     assert_eq!(states(&a), (vec![State::Failed], State::Complete));
     assert!(
@@ -258,7 +250,7 @@ async fn hung_phases_time_out_and_the_defer_phase_runs() -> anyhow::Result<()> {
         json!({"phaseTimeout": "8s", "actionTimeout": "0"}),
     )
     .await;
-    let a = wait_terminal(&client, &ns, "defer-hangs").await?;
+    let a = support::wait_actionset_done(&client, &ns, "defer-hangs", FINISH).await?;
     let s = a.status.as_ref().unwrap();
     assert_eq!(s.state, State::Failed);
     assert_eq!(states(&a), (vec![State::Complete], State::Failed));
@@ -293,7 +285,7 @@ async fn hung_phases_time_out_and_the_defer_phase_runs() -> anyhow::Result<()> {
         json!({"phaseTimeout": "ten minutes"}),
     )
     .await;
-    let a = wait_terminal(&client, &ns, "bad-option").await?;
+    let a = support::wait_actionset_done(&client, &ns, "bad-option", FINISH).await?;
     let s = a.status.as_ref().unwrap();
     assert_eq!(states(&a), (vec![State::Failed], State::Complete));
     assert!(
@@ -324,7 +316,7 @@ async fn hung_phases_time_out_and_the_defer_phase_runs() -> anyhow::Result<()> {
         json!({"phaseTimeout": "1h", "actionTimeout": "0"}),
     )
     .await;
-    let a = wait_terminal(&client, &ns, "by-blueprint").await?;
+    let a = support::wait_actionset_done(&client, &ns, "by-blueprint", FINISH).await?;
     let s = a.status.as_ref().unwrap();
     assert_eq!(states(&a), (vec![State::Failed], State::Complete));
     assert!(
@@ -390,7 +382,7 @@ async fn huge_errors_and_outputs_still_end_with_the_defer_phase() -> anyhow::Res
     create_actionset(&client, &ns, "big-error", "big-error", json!({})).await;
     create_actionset(&client, &ns, "big-output", "big-output", json!({})).await;
 
-    let a = wait_terminal(&client, &ns, "big-error").await?;
+    let a = support::wait_actionset_done(&client, &ns, "big-error", FINISH).await?;
     let s = a.status.as_ref().unwrap();
     assert_eq!(states(&a), (vec![State::Failed], State::Complete));
     assert!(
@@ -407,7 +399,7 @@ async fn huge_errors_and_outputs_still_end_with_the_defer_phase() -> anyhow::Res
     assert_defer_ran(&client, &ns, "cleaned-error").await;
     failed_then_deferred_events(&client, &ns, "big-error").await;
 
-    let a = wait_terminal(&client, &ns, "big-output").await?;
+    let a = support::wait_actionset_done(&client, &ns, "big-output", FINISH).await?;
     let s = a.status.as_ref().unwrap();
     assert_eq!(states(&a), (vec![State::Failed], State::Complete));
     assert!(

@@ -137,14 +137,6 @@ async fn start_backup_until_phase_runs(
     Ok(api)
 }
 
-async fn wait_terminal(client: &Client, ns: &str, name: &str) -> anyhow::Result<ActionSet> {
-    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
-    support::wait_for(&api, name, FINISH, |a| {
-        a.state().is_some_and(State::is_terminal)
-    })
-    .await
-}
-
 /// Our Events about `name`, oldest first, as "reason|message", once there
 /// are at least `n` (Events are published right after the status write
 /// that caused them, so they may trail the status a little).
@@ -277,7 +269,7 @@ async fn defer_scenarios_status_and_events() -> anyhow::Result<()> {
     .await?;
 
     // main ok, defer ok
-    let a = wait_terminal(&client, &ns, "ok-ok").await?;
+    let a = support::wait_actionset_done(&client, &ns, "ok-ok", FINISH).await?;
     let s = a.status.as_ref().unwrap();
     assert_eq!(s.state, State::Complete, "{s:?}");
     assert_eq!(s.error.message, "");
@@ -314,7 +306,7 @@ async fn defer_scenarios_status_and_events() -> anyhow::Result<()> {
     );
 
     // main fails, defer ok
-    let a = wait_terminal(&client, &ns, "err-ok").await?;
+    let a = support::wait_actionset_done(&client, &ns, "err-ok", FINISH).await?;
     let s = a.status.as_ref().unwrap();
     assert_eq!(s.state, State::Failed);
     assert_eq!(
@@ -348,7 +340,7 @@ async fn defer_scenarios_status_and_events() -> anyhow::Result<()> {
     assert!(evs[4].contains("|Failed to execute phase: "), "{}", evs[4]);
 
     // main ok, defer fails
-    let a = wait_terminal(&client, &ns, "ok-err").await?;
+    let a = support::wait_actionset_done(&client, &ns, "ok-err", FINISH).await?;
     let s = a.status.as_ref().unwrap();
     assert_eq!(s.state, State::Failed);
     assert_eq!(states(&a), (vec![State::Complete; 2], State::Failed));
@@ -372,7 +364,7 @@ async fn defer_scenarios_status_and_events() -> anyhow::Result<()> {
     );
 
     // both fail: the message keeps the main error and the defer error.
-    let a = wait_terminal(&client, &ns, "err-err").await?;
+    let a = support::wait_actionset_done(&client, &ns, "err-err", FINISH).await?;
     let s = a.status.as_ref().unwrap();
     assert_eq!(s.state, State::Failed);
     assert_eq!(
@@ -453,7 +445,7 @@ async fn defer_output_artifact_consumed_by_restore() -> anyhow::Result<()> {
         json!({}),
     )
     .await?;
-    let backup = wait_terminal(&client, &ns, "backup").await?;
+    let backup = support::wait_actionset_done(&client, &ns, "backup", FINISH).await?;
     let s = backup.status.as_ref().unwrap();
     assert_eq!(s.state, State::Complete, "{:?}", s.error);
     let arts = s.actions[0].artifacts.clone();
@@ -471,7 +463,7 @@ async fn defer_output_artifact_consumed_by_restore() -> anyhow::Result<()> {
         json!(arts),
     )
     .await?;
-    let restore = wait_terminal(&client, &ns, "restore").await?;
+    let restore = support::wait_actionset_done(&client, &ns, "restore", FINISH).await?;
     let s = restore.status.as_ref().unwrap();
     assert_eq!(s.state, State::Complete, "{:?}", s.error);
     let out = &s.actions[0].phases[0].output;
@@ -515,7 +507,7 @@ async fn failed_restore_scales_the_deployment_back() -> anyhow::Result<()> {
         json!({}),
     )
     .await?;
-    let a = wait_terminal(&client, &ns, "restore").await?;
+    let a = support::wait_actionset_done(&client, &ns, "restore", FINISH).await?;
     let s = a.status.as_ref().unwrap();
     assert_eq!(s.state, State::Failed);
     assert_eq!(
@@ -619,7 +611,7 @@ async fn controller_killed_mid_phase_reattaches_to_its_pod() -> anyhow::Result<(
     let a = api.get("as").await?;
     assert_eq!(a.state(), Some(State::Running));
     let _ctl2 = controller(&ns, &[], &[]);
-    let a = wait_terminal(&client, &ns, "as").await?;
+    let a = support::wait_actionset_done(&client, &ns, "as", FINISH).await?;
     let s = a.status.as_ref().unwrap();
     assert_eq!(s.state, State::Complete, "{s:?}");
     assert_eq!(states(&a), (vec![State::Complete; 3], State::Complete));
@@ -703,7 +695,7 @@ async fn controller_killed_mid_defer_phase_reattaches_to_its_pod() -> anyhow::Re
     .await?;
     ctl.kill().await;
     let _ctl2 = controller(&ns, &[], &[]);
-    let a = wait_terminal(&client, &ns, "as").await?;
+    let a = support::wait_actionset_done(&client, &ns, "as", FINISH).await?;
     let s = a.status.as_ref().unwrap();
     assert_eq!(s.state, State::Complete, "{s:?}");
     assert_eq!(s.actions[0].defer_phase.output["value"], json!("cleaned"));
@@ -884,17 +876,7 @@ async fn deleted_while_the_controller_was_down_still_runs_defer() -> anyhow::Res
     let Some((client, ns)) = setup("exec-kill-delete").await else {
         return Ok(());
     };
-    support::rbac::grant_configmap_create(&client).await?;
-    create_blueprint(
-        &client,
-        &ns,
-        "bp",
-        json!({"backup": {
-            "phases": [task("slow", 0, "done", Some("600s"))],
-            "deferPhase": create_cm_defer(&ns, "cleaned", ""),
-        }}),
-    )
-    .await?;
+    slow_backup_with_cleanup(&client, &ns, "600s").await?;
     let ctl = controller(&ns, &[], &[]);
     let api = start_backup_until_phase_runs(&client, &ns, 0).await?;
     let uid = api.get("as").await?.metadata.uid.unwrap_or_default();
@@ -905,20 +887,7 @@ async fn deleted_while_the_controller_was_down_still_runs_defer() -> anyhow::Res
     ctl.kill().await;
     api.delete("as", &DeleteParams::default()).await?;
     let _ctl2 = controller(&ns, &[], &[]);
-    support::poll(FINISH, || async {
-        api.get_opt("as")
-            .await
-            .ok()
-            .flatten()
-            .is_none()
-            .then_some(())
-    })
-    .await?;
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
-    assert!(
-        cms.get_opt("cleaned").await?.is_some(),
-        "deferPhase did not run"
-    );
+    gone_after_cleanup(&client, &ns, &api).await?;
     support::poll(support::WAIT, || async {
         actionset_pods(&client, &ns, &uid)
             .await
@@ -983,7 +952,7 @@ async fn pod_deleted_while_the_controller_was_down_fails_the_phase() -> anyhow::
     })
     .await?;
     let _ctl2 = controller(&ns, &[], &[]);
-    let a = wait_terminal(&client, &ns, "as").await?;
+    let a = support::wait_actionset_done(&client, &ns, "as", FINISH).await?;
     let s = a.status.as_ref().unwrap();
     assert_eq!(s.state, State::Failed);
     assert_eq!(
@@ -1069,14 +1038,14 @@ async fn controller_killed_mid_exec_fails_it_or_reruns_it_as_declared() -> anyho
     .await?;
     ctl.kill().await;
     let _ctl2 = controller(&ns, &[], &[]);
-    let plain = wait_terminal(&client, &ns, "plain").await?;
+    let plain = support::wait_actionset_done(&client, &ns, "plain", FINISH).await?;
     let s = plain.status.as_ref().unwrap();
     assert_eq!(s.state, State::Failed);
     assert_eq!(
         s.error.message,
         "controller restarted while phase dump was running; it was not re-run because it may not be idempotent"
     );
-    let declared = wait_terminal(&client, &ns, "declared").await?;
+    let declared = support::wait_actionset_done(&client, &ns, "declared", FINISH).await?;
     let s = declared.status.as_ref().unwrap();
     assert_eq!(s.state, State::Complete, "{s:?}");
     assert_eq!(s.actions[0].phases[0].output["value"], json!("dumped"));
@@ -1110,35 +1079,11 @@ async fn deleting_a_running_actionset_still_runs_defer() -> anyhow::Result<()> {
     let Some((client, ns)) = setup("exec-delete").await else {
         return Ok(());
     };
-    // KubeOps creates what the shipped RBAC does not grant: granted as the README says.
-    support::rbac::grant_configmap_create(&client).await?;
-    create_blueprint(
-        &client,
-        &ns,
-        "bp",
-        json!({"backup": {
-            "phases": [task("slow", 0, "done", Some("120s"))],
-            "deferPhase": create_cm_defer(&ns, "cleaned", ""),
-        }}),
-    )
-    .await?;
+    slow_backup_with_cleanup(&client, &ns, "120s").await?;
     let _ctl = controller(&ns, &[], &[]);
     let api = start_backup_until_phase_runs(&client, &ns, 0).await?;
     api.delete("as", &DeleteParams::default()).await?;
-    support::poll(FINISH, || async {
-        api.get_opt("as")
-            .await
-            .ok()
-            .flatten()
-            .is_none()
-            .then_some(())
-    })
-    .await?;
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
-    assert!(
-        cms.get_opt("cleaned").await?.is_some(),
-        "deferPhase did not run"
-    );
+    gone_after_cleanup(&client, &ns, &api).await?;
     let evs = events(&client, &ns, "as", 5).await?;
     let r = reasons(&evs);
     assert_eq!(
@@ -1153,6 +1098,41 @@ async fn deleting_a_running_actionset_still_runs_defer() -> anyhow::Result<()> {
         "{evs:?}"
     );
     assert!(evs[2].contains("being deleted"), "{}", evs[2]);
+    Ok(())
+}
+
+/// Blueprint `bp`: its backup phase is a KubeTask pod running for `duration`, its deferPhase
+/// creates ConfigMap `cleaned` (KubeOps: granted as the README says, the shipped RBAC does not).
+async fn slow_backup_with_cleanup(client: &Client, ns: &str, duration: &str) -> anyhow::Result<()> {
+    support::rbac::grant_configmap_create(client).await?;
+    create_blueprint(
+        client,
+        ns,
+        "bp",
+        json!({"backup": {
+            "phases": [task("slow", 0, "done", Some(duration))],
+            "deferPhase": create_cm_defer(ns, "cleaned", ""),
+        }}),
+    )
+    .await
+}
+
+/// Waits until the deleted ActionSet `as` is gone; asserts its deferPhase ran (ConfigMap `cleaned`).
+async fn gone_after_cleanup(client: &Client, ns: &str, api: &Api<ActionSet>) -> anyhow::Result<()> {
+    support::poll(FINISH, || async {
+        api.get_opt("as")
+            .await
+            .ok()
+            .flatten()
+            .is_none()
+            .then_some(())
+    })
+    .await?;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    assert!(
+        cms.get_opt("cleaned").await?.is_some(),
+        "deferPhase did not run"
+    );
     Ok(())
 }
 
@@ -1364,7 +1344,7 @@ async fn deployment_pods_come_from_the_current_replica_set() -> anyhow::Result<(
         json!({}),
     )
     .await?;
-    let a = wait_terminal(&client, &ns, "as").await?;
+    let a = support::wait_actionset_done(&client, &ns, "as", FINISH).await?;
     assert_eq!(a.state(), Some(State::Complete), "{:?}", a.status);
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
     let data = cms.get("pods").await?.data.unwrap_or_default();
@@ -1457,7 +1437,7 @@ async fn task_pods_in_the_controller_namespace_run_as_its_service_account() -> a
         ],
     );
     create_actionset(&client, &ns, "as1", "bp", "run", ns_object(&ns), json!({})).await?;
-    let a = wait_terminal(&client, &ns, "as1").await?;
+    let a = support::wait_actionset_done(&client, &ns, "as1", FINISH).await?;
     assert_eq!(a.state(), Some(State::Complete), "{:?}", a.status);
     assert_eq!(sa_of_run(1).await?, "env-sa");
     ctl.kill().await;
@@ -1468,7 +1448,7 @@ async fn task_pods_in_the_controller_namespace_run_as_its_service_account() -> a
         &[("POD_NAMESPACE", ns.as_str()), ("POD_NAME", "controller-0")],
     );
     create_actionset(&client, &ns, "as2", "bp", "run", ns_object(&ns), json!({})).await?;
-    let a = wait_terminal(&client, &ns, "as2").await?;
+    let a = support::wait_actionset_done(&client, &ns, "as2", FINISH).await?;
     assert_eq!(a.state(), Some(State::Complete), "{:?}", a.status);
     assert_eq!(sa_of_run(2).await?, "pod-sa");
     rec.abort();
@@ -1529,7 +1509,7 @@ async fn unreadable_actionset_is_reported_and_others_still_run() -> anyhow::Resu
         json!({}),
     )
     .await?;
-    let good = wait_terminal(&client, &ns, "good").await?;
+    let good = support::wait_actionset_done(&client, &ns, "good", FINISH).await?;
     assert_eq!(good.state(), Some(State::Complete));
     let evs = events(&client, &ns, "bad", 1).await?;
     assert_eq!(
@@ -1567,7 +1547,7 @@ async fn unreadable_actionset_is_reported_and_others_still_run() -> anyhow::Resu
         json!([{"op": "remove", "path": "/status"}]),
     )
     .await?;
-    let fixed = wait_terminal(&client, &ns, "bad").await?;
+    let fixed = support::wait_actionset_done(&client, &ns, "bad", FINISH).await?;
     assert_eq!(fixed.state(), Some(State::Complete));
     Ok(())
 }
@@ -1651,7 +1631,7 @@ async fn action_removed_from_spec_while_running_stops_and_runs_defer() -> anyhow
     let api = create_two_action_set(&client, &ns, ["backup", "check"]).await?;
     wait_phase_running(&api, 0).await?;
     remove_first_action(&client, &ns, "backup").await?;
-    let a = wait_terminal(&client, &ns, "as").await?;
+    let a = support::wait_actionset_done(&client, &ns, "as", FINISH).await?;
     let s = a.status.as_ref().unwrap();
     assert_eq!(s.state, State::Failed);
     let backup = &s.actions[0];
@@ -1709,7 +1689,7 @@ async fn resume_after_an_action_was_removed_from_spec_settles_every_action() -> 
     ctl.kill().await;
     remove_first_action(&client, &ns, "check").await?;
     let _ctl2 = controller(&ns, &[], &[]);
-    let a = wait_terminal(&client, &ns, "as").await?;
+    let a = support::wait_actionset_done(&client, &ns, "as", FINISH).await?;
     let s = a.status.as_ref().unwrap();
     // The removed action had no phase left after its running one.
     assert_eq!(s.state, State::Complete, "{s:?}");
@@ -1753,7 +1733,7 @@ async fn status_fields_our_model_lacks_survive_the_run() -> anyhow::Result<()> {
         ]),
     )
     .await?;
-    let a = wait_terminal(&client, &ns, "as").await?;
+    let a = support::wait_actionset_done(&client, &ns, "as", FINISH).await?;
     assert_eq!(a.state(), Some(State::Complete));
     let raw = raw_actionset(&client, &ns, "as").await?;
     let st = &raw["status"];
@@ -1839,7 +1819,7 @@ async fn controller_killed_during_multicontainerrun_and_preparedata_reattaches_t
     let prep_pod = recorded_phase_pod(&client, &ns, 1).await?;
     second.kill().await;
     let _third = controller(&ns, &[], &[]);
-    let a = wait_terminal(&client, &ns, "as").await?;
+    let a = support::wait_actionset_done(&client, &ns, "as", FINISH).await?;
     let s = a.status.as_ref().unwrap();
     assert_eq!(s.state, State::Complete, "{s:?}");
     assert_eq!(s.actions[0].phases[0].output["value"], json!("mcr-out"));
@@ -1947,7 +1927,7 @@ async fn controller_killed_during_scaleworkload_enters_it_again_with_the_recorde
         )
         .await?;
     let _second = controller(&ns, &[], &[]);
-    let a = wait_terminal(&client, &ns, "as").await?;
+    let a = support::wait_actionset_done(&client, &ns, "as", FINISH).await?;
     let s = a.status.as_ref().unwrap();
     assert_eq!(s.state, State::Complete, "{s:?}");
     assert_eq!(
@@ -2016,7 +1996,7 @@ async fn kubeops_patch_found_running_after_a_restart_is_entered_again() -> anyho
     )
     .await?;
     let _second = controller(&ns, &[], &[]);
-    let a = wait_terminal(&client, &ns, "as").await?;
+    let a = support::wait_actionset_done(&client, &ns, "as", FINISH).await?;
     let s = a.status.as_ref().unwrap();
     assert_eq!(s.state, State::Complete, "{s:?}");
     assert_eq!(s.actions[0].phases[0].output["name"], json!("target"));
@@ -2187,7 +2167,7 @@ async fn a_controller_without_the_lease_runs_nothing() -> anyhow::Result<()> {
         json!({}),
     )
     .await?;
-    let done = wait_terminal(&client, &ns, "as").await?;
+    let done = support::wait_actionset_done(&client, &ns, "as", FINISH).await?;
     assert_eq!(done.state(), Some(State::Complete));
 
     // Nothing of the standby's: no Event, no run, no schedule status, nothing counted.

@@ -3,77 +3,24 @@
 //! `support::kwok_annotations` choose each pod's exit code and log.
 
 use crate::support;
+use crate::support::call::{args, call, ctx, namespace_object};
 
-use std::collections::BTreeMap;
-use std::time::Duration;
-
-use blueprint_operator::functions::{self, Context, FunctionError, Output};
+use blueprint_operator::functions::{self};
 use blueprint_operator::model::ObjectReference;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::authentication::v1::SelfSubjectReview;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
-use serde_json::{Map, Value, json};
-
-/// Bound for one function call, so that a broken function fails the test instead of hanging it.
-const CALL: Duration = Duration::from_secs(180);
-
-/// A function call as the controller makes it: with its ServiceAccount (support::rbac).
-fn ctx(ns: &str, object: ObjectReference) -> Context {
-    Context {
-        client: support::rbac::controller_client(),
-        namespace: ns.to_string(),
-        object,
-        pod_override: None,
-        pod_labels: BTreeMap::new(),
-        pod_annotations: BTreeMap::new(),
-        actionset: None,
-        controller: None,
-    }
-}
-
-fn namespace_object(ns: &str) -> ObjectReference {
-    ObjectReference {
-        api_version: "v1".into(),
-        resource: "namespaces".into(),
-        kind: "Namespace".into(),
-        name: ns.into(),
-        ..Default::default()
-    }
-}
-
-fn args(v: Value) -> Map<String, Value> {
-    v.as_object().expect("args object").clone()
-}
-
-async fn call(ctx: &Context, func: &str, a: Value) -> Result<Output, FunctionError> {
-    tokio::time::timeout(CALL, functions::execute(ctx, func, &args(a), &json!({})))
-        .await
-        .unwrap_or_else(|_| panic!("{func} did not return within {CALL:?}"))
-}
+use serde_json::{Value, json};
 
 async fn setup(prefix: &str) -> Option<(Client, String)> {
     let client = support::client().await;
-    if !support::kwok_available(&client).await {
-        eprintln!("skipped: the cluster has no kwok node");
+    if !support::require_kwok(&client).await {
         return None;
     }
     let ns = support::namespace(&client, prefix).await;
     Some((client, ns))
-}
-
-/// Waits until no task pod (label createdBy=kanister) is left in `ns`.
-async fn task_pods_gone(client: &Client, ns: &str) -> anyhow::Result<()> {
-    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
-    support::poll(support::WAIT, || async {
-        let l = pods
-            .list(&ListParams::default().labels("createdBy=kanister"))
-            .await
-            .ok()?;
-        l.items.is_empty().then_some(())
-    })
-    .await
 }
 
 /// Issue 17.9: the function tests call the functions as the controller's ServiceAccount of
@@ -128,7 +75,7 @@ async fn kube_task_runs_a_pod_and_returns_its_phase_output() -> anyhow::Result<(
         Value::Object(out),
         json!({"greeting": "hello world", "count": "2"})
     );
-    task_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(&client, &ns).await?;
     Ok(())
 }
 
@@ -157,7 +104,7 @@ async fn kube_task_failure_reports_the_exit_code_and_deletes_the_pod() -> anyhow
     );
     assert!(msg.contains("exited with code 3"), "{msg}");
     assert!(msg.contains("something broke"), "{msg}");
-    task_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(&client, &ns).await?;
     Ok(())
 }
 
@@ -179,7 +126,7 @@ async fn kube_task_invalid_phase_output_fails() -> anyhow::Result<()> {
     .await
     .expect_err("invalid phase output fails the phase");
     assert!(err.to_string().contains("invalid JSON"), "{err}");
-    task_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(&client, &ns).await?;
     Ok(())
 }
 
@@ -492,7 +439,7 @@ async fn wait_v2_returns_once_a_deployment_is_ready() -> anyhow::Result<()> {
         async move { functions::execute(&c, "WaitV2", &wait_args, &params).await }
     });
     support::create_deployment(&client, &ns, "slow", 2).await?;
-    let out = tokio::time::timeout(CALL, waiting).await??;
+    let out = tokio::time::timeout(support::call::CALL, waiting).await??;
     assert!(out?.is_empty());
     let deploys: Api<Deployment> = Api::namespaced(client.clone(), &ns);
     let d = deploys.get("slow").await?;
@@ -641,7 +588,7 @@ async fn kube_task_pod_is_deleted_when_the_phase_is_cancelled() -> anyhow::Resul
     assert!(!task.is_finished(), "the pod runs for an hour");
     task.abort();
     assert!(task.await.unwrap_err().is_cancelled());
-    task_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(&client, &ns).await?;
     Ok(())
 }
 
@@ -706,7 +653,7 @@ async fn kube_task_pod_carries_overrides_labels_and_annotations() -> anyhow::Res
     let env = container.env.clone().unwrap_or_default();
     assert_eq!(env.len(), 1);
     assert_eq!(env[0].value.as_deref(), Some("actionset"));
-    task_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(&client, &ns).await?;
     Ok(())
 }
 
@@ -764,7 +711,7 @@ async fn kube_task_reads_a_large_log_as_a_stream() -> anyhow::Result<()> {
         "the message carries only the log's tail: {} bytes",
         e.len()
     );
-    task_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(&client, &ns).await?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }

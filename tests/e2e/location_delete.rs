@@ -11,9 +11,7 @@
 
 use crate::support;
 
-use std::collections::BTreeMap;
 use std::net::TcpListener;
-use std::time::Duration;
 
 use crate::support::s3_stub::{self, GOOD_KEY, GOOD_SECRET, STUB_REGION};
 use blueprint_operator::executor::params;
@@ -22,34 +20,21 @@ use blueprint_operator::functions::{self, Context, FunctionError, Output};
 use blueprint_operator::model::{ActionSpec, ObjectReference};
 use bytes::Bytes;
 use kube::Client;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-const CALL: Duration = Duration::from_secs(120);
 const PROFILE: &str = "s3";
-
-/// A function call as the controller makes it: with its ServiceAccount (support::rbac).
-fn ctx(ns: &str) -> Context {
-    Context {
-        client: support::rbac::controller_client(),
-        namespace: ns.to_string(),
-        object: ObjectReference::default(),
-        pod_override: None,
-        pod_labels: BTreeMap::new(),
-        pod_annotations: BTreeMap::new(),
-        actionset: None,
-        controller: None,
-    }
-}
-
-async fn call(ctx: &Context, a: Value, p: &Value) -> Result<Output, FunctionError> {
-    let args: Map<String, Value> = a.as_object().expect("args object").clone();
-    tokio::time::timeout(CALL, functions::execute(ctx, "LocationDelete", &args, p))
-        .await
-        .unwrap_or_else(|_| panic!("LocationDelete did not return within {CALL:?}"))
-}
 
 /// A fresh namespace with a Profile on bucket `bucket` of the test object
 /// store, and the template parameters the executor renders with.
+/// A LocationDelete call as the controller makes it (it takes no object).
+fn ctx(ns: &str) -> Context {
+    support::call::ctx(ns, ObjectReference::default())
+}
+
+async fn call(ctx: &Context, a: Value, p: &Value) -> Result<Output, FunctionError> {
+    support::call::call_with(ctx, "LocationDelete", a, p).await
+}
+
 async fn setup(prefix: &str, bucket: &str) -> anyhow::Result<(Client, String, Value)> {
     assert!(
         support::data_plane::available(),
@@ -237,8 +222,7 @@ async fn profile_prefix_and_artifact_spellings() -> anyhow::Result<()> {
 async fn location_delete_removes_a_backup_data_repository() -> anyhow::Result<()> {
     let bucket = "bpo-ld-timelog";
     let (client, ns, _) = setup("ld-timelog", bucket).await?;
-    if !support::kwok_available(&client).await {
-        eprintln!("skipped: the cluster has no kwok node");
+    if !support::require_kwok(&client).await {
         return Ok(());
     }
     support::create_deployment(&client, &ns, "app", 1).await?;

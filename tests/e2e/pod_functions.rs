@@ -6,162 +6,29 @@
 
 use crate::support;
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-
+use crate::support::call::{args, call, call_with};
 use crate::support::controller::Controller;
-use blueprint_operator::functions::{self, Context, FunctionError, Output};
-use blueprint_operator::model::{ActionSet, Blueprint, ObjectReference, State};
-use futures::StreamExt;
+use crate::support::pod_watch::PodWatch;
+use blueprint_operator::functions::{self, Context};
+use blueprint_operator::model::{ActionSet, Blueprint};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolume, Pod, Secret, ServiceAccount};
 use kube::Client;
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
-use kube::runtime::watcher;
-use serde_json::{Map, Value, json};
+use kube::api::{Api, DeleteParams, PostParams};
+use serde_json::{Value, json};
 
-/// Bound for one function call, so that a broken function fails the test instead of hanging it.
-const CALL: Duration = Duration::from_secs(180);
-
-/// A function call as the controller makes it: with its ServiceAccount (support::rbac).
+/// A function call on the test's namespace, as the controller makes it.
 fn ctx(ns: &str) -> Context {
-    Context {
-        client: support::rbac::controller_client(),
-        namespace: ns.to_string(),
-        object: ObjectReference {
-            api_version: "v1".into(),
-            resource: "namespaces".into(),
-            kind: "Namespace".into(),
-            name: ns.into(),
-            ..Default::default()
-        },
-        pod_override: None,
-        pod_labels: BTreeMap::new(),
-        pod_annotations: BTreeMap::new(),
-        actionset: None,
-        controller: None,
-    }
-}
-
-fn args(v: Value) -> Map<String, Value> {
-    v.as_object().expect("args object").clone()
-}
-
-async fn call_with(
-    ctx: &Context,
-    func: &str,
-    a: Value,
-    params: Value,
-) -> Result<Output, FunctionError> {
-    tokio::time::timeout(CALL, functions::execute(ctx, func, &args(a), &params))
-        .await
-        .unwrap_or_else(|_| panic!("{func} did not return within {CALL:?}"))
-}
-
-async fn call(ctx: &Context, func: &str, a: Value) -> Result<Output, FunctionError> {
-    call_with(ctx, func, a, json!({})).await
+    support::call::ctx(ns, support::call::namespace_object(ns))
 }
 
 async fn setup(prefix: &str) -> Option<(Client, String)> {
     let client = support::client().await;
-    if !support::kwok_available(&client).await {
-        eprintln!("skipped: the cluster has no kwok node");
+    if !support::require_kwok(&client).await {
         return None;
     }
     let ns = support::namespace(&client, prefix).await;
     Some((client, ns))
-}
-
-/// Every pod labelled createdBy=kanister that appears in a namespace, as first seen.
-struct PodRecorder {
-    seen: Arc<Mutex<Vec<Pod>>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl PodRecorder {
-    /// Starts watching; returns once the watch is established.
-    async fn start(client: &Client, ns: &str) -> Self {
-        let api: Api<Pod> = Api::namespaced(client.clone(), ns);
-        let seen = Arc::new(Mutex::new(Vec::<Pod>::new()));
-        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
-        let s = seen.clone();
-        let task = tokio::spawn(async move {
-            let mut ready = Some(ready_tx);
-            let cfg = watcher::Config::default().labels("createdBy=kanister");
-            let mut stream = watcher(api, cfg).boxed();
-            while let Some(ev) = stream.next().await {
-                let pod = match ev {
-                    Ok(watcher::Event::InitDone) => {
-                        if let Some(tx) = ready.take() {
-                            let _ = tx.send(());
-                        }
-                        continue;
-                    }
-                    Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => p,
-                    _ => continue,
-                };
-                let mut s = s.lock().unwrap();
-                if !s.iter().any(|q| q.metadata.name == pod.metadata.name) {
-                    s.push(pod);
-                }
-            }
-        });
-        tokio::time::timeout(support::WAIT, ready_rx)
-            .await
-            .expect("pod watch established in time")
-            .expect("pod watch task alive");
-        PodRecorder { seen, task }
-    }
-
-    /// The single pod created so far (waits a little for the watch event).
-    async fn only_pod(&self) -> Pod {
-        let seen = self.seen.clone();
-        support::poll(support::WAIT, || {
-            let seen = seen.clone();
-            async move { seen.lock().unwrap().first().cloned() }
-        })
-        .await
-        .expect("the function created a pod");
-        let s = self.seen.lock().unwrap();
-        assert_eq!(s.len(), 1, "exactly one pod: {s:?}");
-        s[0].clone()
-    }
-
-    fn count(&self) -> usize {
-        self.seen.lock().unwrap().len()
-    }
-
-    /// Waits until `n` pods were seen (the watch may trail the API a little).
-    async fn wait_count(&self, n: usize) {
-        let seen = self.seen.clone();
-        let r = support::poll(support::WAIT, || {
-            let seen = seen.clone();
-            async move { (seen.lock().unwrap().len() >= n).then_some(()) }
-        })
-        .await;
-        assert!(r.is_ok(), "{} pods seen, expected {n}", self.count());
-        assert_eq!(self.count(), n);
-    }
-}
-
-impl Drop for PodRecorder {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-/// Waits until no task pod (label createdBy=kanister) is left in `ns`.
-async fn task_pods_gone(client: &Client, ns: &str) -> anyhow::Result<()> {
-    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
-    support::poll(support::WAIT, || async {
-        let l = pods
-            .list(&ListParams::default().labels("createdBy=kanister"))
-            .await
-            .ok()?;
-        l.items.is_empty().then_some(())
-    })
-    .await
 }
 
 fn pod_json(p: &Pod) -> Value {
@@ -203,7 +70,7 @@ async fn multi_container_run_builds_the_shared_volume_pod_and_parses_the_output_
     let Some((client, ns)) = setup("fn-mcr").await else {
         return Ok(());
     };
-    let rec = PodRecorder::start(&client, &ns).await;
+    let rec = PodWatch::start(&client, &ns).await;
     let mut c = ctx(&ns);
     c.pod_labels.insert("team".into(), "db".into());
     let out = call(
@@ -284,7 +151,7 @@ async fn multi_container_run_builds_the_shared_volume_pod_and_parses_the_output_
         shared["emptyDir"],
         json!({"medium": "Memory", "sizeLimit": "128Mi"})
     );
-    task_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(&client, &ns).await?;
     Ok(())
 }
 
@@ -293,7 +160,7 @@ async fn multi_container_run_defaults_and_actionset_container_override() -> anyh
     let Some((client, ns)) = setup("fn-mcr-ovr").await else {
         return Ok(());
     };
-    let rec = PodRecorder::start(&client, &ns).await;
+    let rec = PodWatch::start(&client, &ns).await;
     let mut c = ctx(&ns);
     // An ActionSet podOverride written for KubeTask's "container" reaches both workers.
     c.pod_override = Some(args(json!({
@@ -348,7 +215,7 @@ async fn multi_container_run_defaults_and_actionset_container_override() -> anyh
         .find(|v| v["name"] == "shared")
         .expect("shared volume")["emptyDir"];
     assert_eq!(shared, &json!({}));
-    task_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(&client, &ns).await?;
     Ok(())
 }
 
@@ -357,7 +224,7 @@ async fn multi_container_run_failures() -> anyhow::Result<()> {
     let Some((client, ns)) = setup("fn-mcr-fail").await else {
         return Ok(());
     };
-    let rec = PodRecorder::start(&client, &ns).await;
+    let rec = PodWatch::start(&client, &ns).await;
     let c = ctx(&ns);
     let base = json!({
         "backgroundImage": "busybox:stable",
@@ -380,7 +247,7 @@ async fn multi_container_run_failures() -> anyhow::Result<()> {
     );
     assert!(msg.contains("exited with code 4"), "{msg}");
     assert!(msg.contains("disk full"), "{msg}");
-    task_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(&client, &ns).await?;
 
     // Invalid phase output from the output container.
     let mut a = base.clone();
@@ -392,7 +259,7 @@ async fn multi_container_run_failures() -> anyhow::Result<()> {
         err.to_string().contains("failed to parse phase output"),
         "{err}"
     );
-    task_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(&client, &ns).await?;
     rec.wait_count(2).await;
 
     // Bad arguments fail before any pod is created.
@@ -412,7 +279,8 @@ async fn multi_container_run_failures() -> anyhow::Result<()> {
         .await
         .expect_err("missing arg");
     assert!(err.to_string().contains("`backgroundImage`"), "{err}");
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Every pod made so far has been seen: no pod for these calls.
+    rec.settle().await;
     assert_eq!(rec.count(), 2, "no pod for bad arguments");
     Ok(())
 }
@@ -427,8 +295,11 @@ async fn delete_pvs(client: &Client, ns: &str, names: &[&str]) {
     }
 }
 
+/// The pod PrepareData makes (kwok does not run its command: the log it parses is the pod's
+/// kwok-log annotation; the real tier runs it).
 #[tokio::test]
-async fn prepare_data_mounts_the_pvcs_runs_the_command_and_parses_its_log() -> anyhow::Result<()> {
+async fn prepare_data_makes_a_pod_with_the_pvcs_mounted_and_the_command_and_parses_its_log()
+-> anyhow::Result<()> {
     let Some((client, ns)) = setup("fn-prep").await else {
         return Ok(());
     };
@@ -440,7 +311,7 @@ async fn prepare_data_mounts_the_pvcs_runs_the_command_and_parses_its_log() -> a
         &serde_json::from_value(json!({"metadata": {"name": "preparer"}}))?,
     )
     .await?;
-    let rec = PodRecorder::start(&client, &ns).await;
+    let rec = PodWatch::start(&client, &ns).await;
     let c = ctx(&ns);
     let out = call(
         &c,
@@ -497,7 +368,7 @@ async fn prepare_data_mounts_the_pvcs_runs_the_command_and_parses_its_log() -> a
             ro
         );
     }
-    task_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(&client, &ns).await?;
     delete_pvs(&client, &ns, &["data", "seed"]).await;
     Ok(())
 }
@@ -508,7 +379,7 @@ async fn prepare_data_defaults_to_the_workload_pvcs_and_fail_on_error() -> anyho
         return Ok(());
     };
     support::bound_pvc(&client, &ns, "data-db-0", "ReadWriteOnce").await?;
-    let rec = PodRecorder::start(&client, &ns).await;
+    let rec = PodWatch::start(&client, &ns).await;
     let c = ctx(&ns);
     // `.StatefulSet.PersistentVolumeClaims` as the executor builds it.
     let params = json!({"StatefulSet": {
@@ -527,7 +398,7 @@ async fn prepare_data_defaults_to_the_workload_pvcs_and_fail_on_error() -> anyho
         2,
         "###Phase-output###: {\"key\":\"partial\",\"value\":\"yes\"}\nboom"
     ));
-    let out = call_with(&c, "PrepareData", a.clone(), params.clone()).await?;
+    let out = call_with(&c, "PrepareData", a.clone(), &params).await?;
     assert_eq!(out["partial"], "yes");
     let pod = pod_json(&rec.only_pod().await);
     let main = container(&pod, "containers", "container");
@@ -545,11 +416,11 @@ async fn prepare_data_defaults_to_the_workload_pvcs_and_fail_on_error() -> anyho
         pod["spec"].get("serviceAccountName").is_none()
             || pod["spec"]["serviceAccountName"] == "default"
     );
-    task_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(&client, &ns).await?;
 
     // failOnError true: the same pod fails the phase.
     a["failOnError"] = json!("true");
-    let err = call_with(&c, "PrepareData", a, params.clone())
+    let err = call_with(&c, "PrepareData", a, &params)
         .await
         .expect_err("failOnError makes a failed pod fail the phase");
     let msg = err.to_string();
@@ -561,7 +432,7 @@ async fn prepare_data_defaults_to_the_workload_pvcs_and_fail_on_error() -> anyho
         msg.contains("exited with code 2") && msg.contains("boom"),
         "{msg}"
     );
-    task_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(&client, &ns).await?;
     rec.wait_count(2).await;
 
     // A missing PVC fails before any pod is made.
@@ -580,25 +451,11 @@ async fn prepare_data_defaults_to_the_workload_pvcs_and_fail_on_error() -> anyho
         .await
         .expect_err("no volumes");
     assert!(err.to_string().contains("Failed to get volumes"), "{err}");
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Every pod made so far has been seen: no pod for these calls.
+    rec.settle().await;
     assert_eq!(rec.count(), 2, "no pod without its PVCs");
     delete_pvs(&client, &ns, &["data-db-0"]).await;
     Ok(())
-}
-
-async fn finished(client: &Client, ns: &str, name: &str) -> anyhow::Result<Value> {
-    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
-    let a = support::wait_for(&api, name, Duration::from_secs(180), |a| {
-        a.state().is_some_and(State::is_terminal)
-    })
-    .await?;
-    let v = serde_json::to_value(&a)?;
-    assert_eq!(
-        v["status"]["state"], "complete",
-        "{name}: {:#}",
-        v["status"]
-    );
-    Ok(v)
 }
 
 /// The corpus PostgreSQL Blueprint (blueprint-v2: MultiContainerRun for backup and restore)
@@ -640,7 +497,7 @@ async fn corpus_postgres_blueprint_backup_and_restore_with_multi_container_run()
     Api::<Secret>::namespaced(client.clone(), &ns)
         .create(&PostParams::default(), &secret)
         .await?;
-    let rec = PodRecorder::start(&client, &ns).await;
+    let rec = PodWatch::start(&client, &ns).await;
     let _controller = Controller::start(&ns, &[]);
     let actionsets: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
     let actionset = |name: &str, action: &str, log: &str, artifacts: Value| {
@@ -663,7 +520,7 @@ async fn corpus_postgres_blueprint_backup_and_restore_with_multi_container_run()
             &actionset("backup-1", "backup", log, json!({}))?,
         )
         .await?;
-    let backup = finished(&client, &ns, "backup-1").await?;
+    let backup = support::wait_actionset_complete(&client, &ns, "backup-1").await?;
     let artifact = &backup["status"]["actions"][0]["artifacts"]["pgBackup"];
     assert_eq!(artifact["kopiaSnapshot"], "kopia-snap-7", "{backup:#}");
     let pod = pod_json(&rec.only_pod().await);
@@ -696,7 +553,7 @@ async fn corpus_postgres_blueprint_backup_and_restore_with_multi_container_run()
         .cloned()
         .expect("shared volume");
     assert_eq!(shared["emptyDir"]["medium"], "Memory");
-    task_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(&client, &ns).await?;
 
     // restore: the artifact reaches the background container's command.
     actionsets
@@ -710,9 +567,9 @@ async fn corpus_postgres_blueprint_backup_and_restore_with_multi_container_run()
             )?,
         )
         .await?;
-    finished(&client, &ns, "restore-1").await?;
+    support::wait_actionset_complete(&client, &ns, "restore-1").await?;
     rec.wait_count(2).await;
-    let seen = rec.seen.lock().unwrap().clone();
+    let seen = rec.pods();
     let pod = pod_json(&seen[1]);
     let background = container(&pod, "containers", "background");
     let script = background["command"][6].as_str().unwrap_or_default();
@@ -725,7 +582,7 @@ async fn corpus_postgres_blueprint_backup_and_restore_with_multi_container_run()
             .contains("psql"),
         "{output}"
     );
-    task_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(&client, &ns).await?;
     Ok(())
 }
 
@@ -745,8 +602,8 @@ async fn pods_in_the_controller_namespace_use_its_service_account_and_link_the_a
         let sa: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": sa}}))?;
         sas.create(&PostParams::default(), &sa).await?;
     }
-    let rec = PodRecorder::start(&client, &ns).await;
-    let rec_other = PodRecorder::start(&client, &other).await;
+    let rec = PodWatch::start(&client, &ns).await;
+    let rec_other = PodWatch::start(&client, &other).await;
     let mut c = ctx(&ns);
     c.controller = Some(functions::context::ControllerIdentity {
         namespace: ns.clone(),
@@ -774,7 +631,7 @@ async fn pods_in_the_controller_namespace_use_its_service_account_and_link_the_a
 
     call(&c, "KubeTask", task(json!({}))).await?;
     rec.wait_count(1).await;
-    let pod = rec.seen.lock().unwrap()[0].clone();
+    let pod = rec.pods()[0].clone();
     assert_eq!(sa_of(&pod).as_deref(), Some("controller-sa"));
     let labels = pod.metadata.labels.clone().unwrap_or_default();
     assert_eq!(labels["blueprint-operator.io/actionset-uid"], "as-uid-1");
@@ -791,7 +648,7 @@ async fn pods_in_the_controller_namespace_use_its_service_account_and_link_the_a
     )
     .await?;
     rec.wait_count(2).await;
-    let pod = rec.seen.lock().unwrap()[1].clone();
+    let pod = rec.pods()[1].clone();
     assert_eq!(sa_of(&pod).as_deref(), Some("own-sa"), "podOverride wins");
 
     call(
@@ -805,7 +662,7 @@ async fn pods_in_the_controller_namespace_use_its_service_account_and_link_the_a
     )
     .await?;
     rec.wait_count(3).await;
-    let pod = rec.seen.lock().unwrap()[2].clone();
+    let pod = rec.pods()[2].clone();
     assert_eq!(sa_of(&pod).as_deref(), Some("controller-sa"));
     assert!(
         pod.metadata
@@ -816,12 +673,12 @@ async fn pods_in_the_controller_namespace_use_its_service_account_and_link_the_a
 
     call(&c, "KubeTask", task(json!({"namespace": other}))).await?;
     rec_other.wait_count(1).await;
-    let pod = rec_other.seen.lock().unwrap()[0].clone();
+    let pod = rec_other.pods()[0].clone();
     assert_eq!(
         sa_of(&pod).as_deref(),
         Some("default"),
         "another namespace keeps its default ServiceAccount"
     );
-    task_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(&client, &ns).await?;
     Ok(())
 }

@@ -414,7 +414,9 @@ async fn runs_on_time_and_rotation_keeps_n_complete_and_last_2_failed() -> anyho
         .map(|a| a.name_any())
         .collect();
     assert_eq!(kept_failed, newest("failed"));
-    // Runs were created for consecutive ticks 2 s apart (nominal times; names derive from them).
+    // Runs were created for ticks of the 2 s grid (nominal times; names derive from them), and a
+    // tick without a run was counted missed (a scheduler late by more than a tick runs only the
+    // latest one: on a busy machine that happens, and is no failure).
     let mut ticks: Vec<chrono::DateTime<chrono::Utc>> = decided
         .keys()
         .map(|n| {
@@ -424,13 +426,21 @@ async fn runs_on_time_and_rotation_keeps_n_complete_and_last_2_failed() -> anyho
         })
         .collect();
     ticks.sort();
+    let mut without_run = 0;
     for w in ticks.windows(2) {
-        assert_eq!((w[1] - w[0]).num_seconds(), 2, "ticks {ticks:?}");
+        let gap = (w[1] - w[0]).num_seconds();
+        assert!(gap > 0 && gap % 2 == 0, "ticks {ticks:?}");
+        without_run += gap / 2 - 1;
     }
     let st = get_schedule(&client, &ns, "rot")
         .await?
         .status
         .unwrap_or_default();
+    assert!(
+        without_run.unsigned_abs() <= st.missed_runs,
+        "{without_run} ticks without a run, {} counted missed: {ticks:?}",
+        st.missed_runs
+    );
     assert!(st.last_schedule_time.is_some() && st.last_successful_time.is_some());
     let reasons = event_reasons(&client, &ns).await?;
     assert!(

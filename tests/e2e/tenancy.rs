@@ -101,15 +101,6 @@ async fn create_actionset(
     Ok(())
 }
 
-/// The ActionSet once it and its deferPhase ended.
-async fn wait_terminal(client: &Client, ns: &str, name: &str) -> anyhow::Result<ActionSet> {
-    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
-    support::wait_for(&api, name, FINISH, |a| {
-        a.state().is_some_and(State::is_terminal)
-    })
-    .await
-}
-
 fn summary(a: &ActionSet) -> (State, String, State) {
     let st = a.status.as_ref().expect("status");
     (
@@ -158,7 +149,7 @@ async fn cross_namespace_secret_is_refused_unless_trusted() -> anyhow::Result<()
         )
         .await?;
     }
-    let a = wait_terminal(&client, &ns, "as").await?;
+    let a = support::wait_actionset_done(&client, &ns, "as", FINISH).await?;
     let (state, msg, defer) = summary(&a);
     assert_eq!(state, State::Failed, "{msg}");
     assert!(
@@ -171,7 +162,7 @@ async fn cross_namespace_secret_is_refused_unless_trusted() -> anyhow::Result<()
     assert!(msg.contains("--trusted-namespace"), "{msg}");
     assert!(!msg.contains("their-value"), "{msg}");
     assert_eq!(defer, State::Complete, "the deferPhase still runs");
-    let a = wait_terminal(&client, &trusted, "as").await?;
+    let a = support::wait_actionset_done(&client, &trusted, "as", FINISH).await?;
     let (state, msg, defer) = summary(&a);
     assert_eq!(
         (state, defer),
@@ -205,7 +196,7 @@ async fn functions_stay_in_the_actionset_namespace() -> anyhow::Result<()> {
         create_blueprint(&client, n, "bp", bp.clone()).await?;
         create_actionset(&client, n, "as", "bp", "backup", json!({})).await?;
     }
-    let a = wait_terminal(&client, &ns, "as").await?;
+    let a = support::wait_actionset_done(&client, &ns, "as", FINISH).await?;
     let (state, msg, defer) = summary(&a);
     assert_eq!(state, State::Failed, "{msg}");
     assert!(
@@ -215,7 +206,7 @@ async fn functions_stay_in_the_actionset_namespace() -> anyhow::Result<()> {
         "{msg}"
     );
     assert_eq!(defer, State::Complete);
-    let a = wait_terminal(&client, &trusted, "as").await?;
+    let a = support::wait_actionset_done(&client, &trusted, "as", FINISH).await?;
     let (state, msg, _) = summary(&a);
     assert_eq!(state, State::Complete, "trusted: {msg}");
     Ok(())
@@ -267,7 +258,8 @@ async fn profile_endpoint_and_credential_keys_are_checked() -> anyhow::Result<()
         )
         .await?;
     }
-    let (state, msg, defer) = summary(&wait_terminal(&client, &ns, "metadata").await?);
+    let (state, msg, defer) =
+        summary(&support::wait_actionset_done(&client, &ns, "metadata", FINISH).await?);
     assert_eq!((state, defer), (State::Failed, State::Complete), "{msg}");
     assert!(
         msg.contains(&format!(
@@ -275,7 +267,8 @@ async fn profile_endpoint_and_credential_keys_are_checked() -> anyhow::Result<()
         )) && msg.contains("refused before connecting"),
         "{msg}"
     );
-    let (state, msg, defer) = summary(&wait_terminal(&client, &ns, "halfkeys").await?);
+    let (state, msg, defer) =
+        summary(&support::wait_actionset_done(&client, &ns, "halfkeys", FINISH).await?);
     assert_eq!((state, defer), (State::Failed, State::Complete), "{msg}");
     assert!(
         msg.contains(&format!(
@@ -283,7 +276,8 @@ async fn profile_endpoint_and_credential_keys_are_checked() -> anyhow::Result<()
         )),
         "{msg}"
     );
-    let (state, msg, _) = summary(&wait_terminal(&client, &ns, "good").await?);
+    let (state, msg, _) =
+        summary(&support::wait_actionset_done(&client, &ns, "good", FINISH).await?);
     assert_eq!(state, State::Complete, "{msg}");
     Ok(())
 }
@@ -361,7 +355,8 @@ async fn corpus_blueprints_read_earlier_phase_secrets() -> anyhow::Result<()> {
     )
     .await?;
     for name in ["atlas-restore", "es-delete"] {
-        let (state, msg, _) = summary(&wait_terminal(&client, &ns, name).await?);
+        let (state, msg, _) =
+            summary(&support::wait_actionset_done(&client, &ns, name, FINISH).await?);
         assert_eq!(state, State::Complete, "{name}: {msg}");
     }
     Ok(())

@@ -24,7 +24,7 @@ pub struct Cluster {
 
 impl Cluster {
     /// True when the tests started this cluster themselves (it then has the kwok node, see
-    /// `super::kwok_available`, and is torn down when the test binary exits).
+    /// `super::require_kwok`, and is torn down when the test binary exits).
     pub fn is_own(&self) -> bool {
         self.dir.is_some()
     }

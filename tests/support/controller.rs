@@ -55,11 +55,10 @@ impl Controller {
 }
 
 /// The cluster's client and a fresh namespace `<prefix>-<random>`, with the CRDs installed;
-/// `None` (the test skips itself) when the cluster has no kwok node to run pods.
+/// `None`: skipped, an existing cluster without the kwok node ([`super::require_kwok`]).
 pub async fn setup(prefix: &str) -> Option<(Client, String)> {
     let client = super::client().await;
-    if !super::kwok_available(&client).await {
-        eprintln!("skipped: the cluster has no kwok node");
+    if !super::require_kwok(&client).await {
         return None;
     }
     super::install_crds(&client).await.expect("install CRDs");

@@ -1,28 +1,35 @@
 //! The Kanister corpus (env `KANISTER_CORPUS`, default `../shared/kanister-corpus`), for the
-//! tests that read it. Missing corpus: the caller skips, except under `CI=true`, where it fails.
-//! Included with `mod support;` or `#[path = "support/corpus.rs"] mod corpus;`.
+//! tests that read it: Kanister's own Blueprints, examples and CRDs (docs/testing.md says where it
+//! comes from). Missing corpus: the test is skipped loudly, or fails under `CI=true`
+//! ([`super::prerequisite`]). Included with `mod support;`, or with
+//! `#[path = "support/corpus.rs"] mod corpus;` beside
+//! `#[path = "support/prerequisite.rs"] mod prerequisite;`.
 #![allow(dead_code)]
 
 use std::path::PathBuf;
 
 use serde_json::Value;
 
-/// The corpus directory; `None` (skip) only outside CI.
-pub fn dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("KANISTER_CORPUS")
+/// Where the corpus is looked for.
+pub fn path() -> PathBuf {
+    std::env::var_os("KANISTER_CORPUS")
+        .filter(|p| !p.is_empty())
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/kanister-corpus")
-        });
+        })
+}
+
+/// The corpus directory; `None`: the test skips (recorded; under CI=true it fails).
+pub fn dir() -> Option<PathBuf> {
+    let dir = path();
     if dir.is_dir() {
         return Some(dir);
     }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "Kanister corpus not found at {} (set KANISTER_CORPUS)",
-        dir.display()
+    super::prerequisite::missing(
+        &format!("the Kanister corpus at {}", dir.display()),
+        "set KANISTER_CORPUS to a copy of it (docs/testing.md, \"The Kanister corpus\")",
     );
-    eprintln!("SKIP: Kanister corpus not found at {}", dir.display());
     None
 }
 

@@ -220,3 +220,23 @@ pub async fn s3_profile(client: &Client, ns: &str, name: &str, bucket: &str) -> 
         .with_context(|| format!("creating Profile {ns}/{name} (Kanister CRDs installed?)"))?;
     Ok(())
 }
+
+/// Client and a fresh namespace `<prefix>-<random>` with the CRDs and an s3Compliant Profile
+/// `profile` for `bucket` of [`object_store`]. Fails without the data plane; `None`: skipped, an
+/// existing cluster without the kwok node ([`super::require_kwok`]).
+pub async fn setup(prefix: &str, profile: &str, bucket: &str) -> Option<(kube::Client, String)> {
+    let client = super::client().await;
+    if !super::require_kwok(&client).await {
+        return None;
+    }
+    assert!(
+        available(),
+        "the test data plane (restic, gofakes3) is not available: run tools/data-plane/build.sh"
+    );
+    super::install_crds(&client).await.expect("install CRDs");
+    let ns = super::namespace(&client, prefix).await;
+    s3_profile(&client, &ns, profile, bucket)
+        .await
+        .expect("create the Profile");
+    Some((client, ns))
+}

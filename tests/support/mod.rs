@@ -19,10 +19,16 @@
 //! state that another test of the same binary could change.
 #![allow(dead_code)]
 
+pub mod call;
 pub mod cluster;
 pub mod controller;
 pub mod corpus;
+pub mod csi;
 pub mod data_plane;
+pub mod files;
+pub mod go_oracle;
+pub mod pod_watch;
+pub mod prerequisite;
 pub mod rbac;
 pub mod s3_stub;
 
@@ -265,17 +271,51 @@ pub mod kwok {
 /// Name of the fake node that kwok manages in clusters made by tools/control-plane/cluster.sh.
 pub const KWOK_NODE: &str = "kwok-node-0";
 
-/// True when the cluster has the kwok node of tools/control-plane/cluster.sh (always for a
-/// cluster the tests started; for an existing cluster only if cluster.sh made it). Tests that
-/// need pods to run skip themselves otherwise.
-pub async fn kwok_available(client: &Client) -> bool {
+/// Whether the cluster has the kwok node of tools/control-plane/cluster.sh, which tests that need
+/// pods to run require. A cluster the tests started always has it: without it (or when the API
+/// server cannot say) the test fails. An existing cluster (`BPO_KUBECONFIG`) may lack it: then
+/// the test is skipped loudly, or fails under CI=true ([`prerequisite::missing`]). `false`: skip.
+pub async fn require_kwok(client: &Client) -> bool {
     let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
-    match nodes.get_opt(KWOK_NODE).await {
-        Ok(Some(node)) => node
-            .metadata
+    let node = nodes
+        .get_opt(KWOK_NODE)
+        .await
+        .unwrap_or_else(|e| prerequisite::broken("reading the kwok node", &format!("{e}")));
+    let fake = node.is_some_and(|n| {
+        n.metadata
             .annotations
-            .is_some_and(|a| a.get("kwok.x-k8s.io/node").is_some_and(|v| v == "fake")),
-        _ => false,
+            .is_some_and(|a| a.get("kwok.x-k8s.io/node").is_some_and(|v| v == "fake"))
+    });
+    if fake {
+        return true;
+    }
+    if cluster().is_own() {
+        prerequisite::broken(
+            &format!("the kwok node {KWOK_NODE}"),
+            "missing from the cluster the tests started (see its logs under the cluster's directory)",
+        );
+    }
+    prerequisite::missing(
+        &format!("the kwok node {KWOK_NODE} (made by tools/control-plane/cluster.sh)"),
+        "run against a cluster the tests start (unset BPO_KUBECONFIG)",
+    );
+    false
+}
+
+/// The kubectl built with the control plane. A cluster the tests started has it; for an existing
+/// cluster the test is skipped loudly, or fails under CI=true. `None`: skip.
+pub fn require_kubectl() -> Option<std::path::PathBuf> {
+    let c = cluster();
+    match &c.kubectl {
+        Some(k) => Some(k.clone()),
+        None if c.is_own() => prerequisite::broken("kubectl", "cluster.sh printed no BPO_KUBECTL"),
+        None => {
+            prerequisite::missing(
+                "kubectl of the test control plane",
+                "run against a cluster the tests start (unset BPO_KUBECONFIG)",
+            );
+            None
+        }
     }
 }
 
@@ -401,4 +441,49 @@ pub async fn bound_pvc(client: &Client, ns: &str, name: &str, mode: &str) -> any
     })
     .await?;
     Ok(())
+}
+
+/// Waits until no function pod (label `createdBy=kanister`) is left in `ns`.
+pub async fn function_pods_gone(client: &Client, ns: &str) -> anyhow::Result<()> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    poll(WAIT, || async {
+        let l = pods
+            .list(&ListParams::default().labels("createdBy=kanister"))
+            .await
+            .ok()?;
+        l.items.is_empty().then_some(())
+    })
+    .await
+    .context("function pods deleted")
+}
+
+/// Waits (at most `timeout`) until ActionSet `ns/name` is complete or failed; returns it.
+pub async fn wait_actionset_done(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    timeout: Duration,
+) -> anyhow::Result<blueprint_operator::model::ActionSet> {
+    let api: Api<blueprint_operator::model::ActionSet> = Api::namespaced(client.clone(), ns);
+    wait_for(&api, name, timeout, |a| {
+        a.state()
+            .is_some_and(blueprint_operator::model::State::is_terminal)
+    })
+    .await
+}
+
+/// Waits until ActionSet `ns/name` is done and asserts that it completed; returns it as JSON.
+pub async fn wait_actionset_complete(
+    client: &Client,
+    ns: &str,
+    name: &str,
+) -> anyhow::Result<serde_json::Value> {
+    let a = wait_actionset_done(client, ns, name, Duration::from_secs(180)).await?;
+    let v = serde_json::to_value(&a)?;
+    assert_eq!(
+        v["status"]["state"], "complete",
+        "{name}: {:#}",
+        v["status"]
+    );
+    Ok(v)
 }

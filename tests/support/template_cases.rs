@@ -1,5 +1,6 @@
 //! Shared by `tests/template_oracle.rs` and `benches/template.rs`: the
-//! corpus templates, realistic parameters, and the Go oracle build.
+//! corpus templates, realistic parameters, and the Go oracle. Uses its siblings `corpus`,
+//! `go_oracle` and `prerequisite` (through `mod support;`, or included beside them by path).
 #![allow(dead_code)]
 
 use blueprint_operator::template::Template;
@@ -9,27 +10,13 @@ use std::process::{Command, Stdio};
 
 pub const NOW: &str = "2024-03-05T07:08:09.123456789Z";
 
-pub fn is_ci() -> bool {
-    std::env::var("CI").map(|v| v == "true").unwrap_or(false)
-}
-
 pub fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The Kanister corpus; `None` when absent (panics under CI=true).
+/// The Kanister corpus; `None` when absent (the test skips loudly; fails under CI=true).
 pub fn corpus_dir() -> Option<PathBuf> {
-    let dir = std::env::var("KANISTER_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| manifest_dir().join("../shared/kanister-corpus"));
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    if is_ci() {
-        panic!("Kanister corpus not found at {} (CI=true)", dir.display());
-    }
-    eprintln!("skipping: Kanister corpus not found at {}", dir.display());
-    None
+    super::corpus::dir()
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -223,48 +210,9 @@ pub fn params(kind: &str, templates: &[String]) -> Value {
     p
 }
 
-/// Build (or reuse) the Go oracle; `None` when Go is unavailable (panics under CI=true).
+/// Build (or reuse) the Go oracle; `None` when Go is unavailable (fails under CI=true).
 pub fn oracle_binary() -> Option<PathBuf> {
-    let src = manifest_dir().join("tools/template-oracle");
-    let target = std::env::var("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| manifest_dir().join("target"));
-    let out_dir = target.join("template-oracle");
-    let bin = out_dir.join("template-oracle");
-    let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    let newest_src = ["main.go", "go.mod", "go.sum"]
-        .iter()
-        .filter_map(|f| mtime(&src.join(f)))
-        .max();
-    if let (Some(b), Some(s)) = (mtime(&bin), newest_src)
-        && b >= s
-    {
-        return Some(bin);
-    }
-    let go_ok = Command::new("go")
-        .arg("version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    if !go_ok {
-        if is_ci() {
-            panic!("`go` is not on PATH (CI=true): cannot build tools/template-oracle");
-        }
-        eprintln!("skipping: `go` is not on PATH, cannot build the template oracle");
-        return None;
-    }
-    std::fs::create_dir_all(&out_dir).ok()?;
-    let status = Command::new("go")
-        .args(["build", "-o"])
-        .arg(&bin)
-        .arg(".")
-        .current_dir(&src)
-        .status()
-        .expect("run go build");
-    assert!(status.success(), "go build of tools/template-oracle failed");
-    Some(bin)
+    super::go_oracle::binary("template-oracle", "Go's text/template with sprig", &[])
 }
 
 /// Run the oracle on `cases` (`{"template","params"}` objects).

@@ -369,6 +369,24 @@ pub fn kubectl_path() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("kubectl"))
 }
 
+/// `kubectl apply` of `m` in `ns`, plainly and with `--dry-run=server`: both must be refused;
+/// kubectl's error text of each.
+fn kubectl_apply_refused(ns: &str, m: &Value) -> [String; 2] {
+    [&[][..], &["--dry-run=server"][..]].map(|extra| {
+        let args: Vec<&str> = ["apply", "-f", "-", "-n", ns]
+            .into_iter()
+            .chain(extra.iter().copied())
+            .collect();
+        let out = kubectl(&args, m);
+        assert!(
+            !out.status.success(),
+            "{extra:?}: accepted: {}",
+            text(&out.stdout)
+        );
+        text(&out.stderr)
+    })
+}
+
 /// Runs kubectl with the test kubeconfig and `stdin` as the manifest.
 pub fn kubectl(args: &[&str], stdin: &Value) -> Output {
     use std::io::Write as _;
@@ -475,18 +493,7 @@ pub async fn defer_phase_list_of_two_is_denied_with_our_message(crds: Crds) -> a
     // (ours as shipped, Kanister's once the controller relaxed it), so the list reaches the
     // webhook, which denies it with our explanation rather than the API server's
     // "strict decoding error: unknown field".
-    for extra in [&[][..], &["--dry-run=server"][..]] {
-        let args: Vec<&str> = ["apply", "-f", "-", "-n", &ns]
-            .into_iter()
-            .chain(extra.iter().copied())
-            .collect();
-        let out = kubectl(&args, &m);
-        let err = text(&out.stderr);
-        assert!(
-            !out.status.success(),
-            "{extra:?}: accepted: {}",
-            text(&out.stdout)
-        );
+    for err in kubectl_apply_refused(&ns, &m) {
         assert!(err.contains("actions.backup.deferPhase"), "{err}");
         assert!(
             err.contains("deferPhase takes exactly one phase, found a list of 2"),
@@ -533,14 +540,7 @@ pub async fn missing_required_argument_is_denied_with_its_location(
             "backup": {"phases": [{"name": "dump", "func": "KubeTask", "args": {"image": "busybox"}}]},
         }),
     );
-    for extra in [&[][..], &["--dry-run=server"][..]] {
-        let args: Vec<&str> = ["apply", "-f", "-", "-n", &ns]
-            .into_iter()
-            .chain(extra.iter().copied())
-            .collect();
-        let out = kubectl(&args, &m);
-        let err = text(&out.stderr);
-        assert!(!out.status.success(), "accepted: {}", text(&out.stdout));
+    for err in kubectl_apply_refused(&ns, &m) {
         assert!(
             err.contains("The Blueprint \"no-command\" is invalid"),
             "{err}"
