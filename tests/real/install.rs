@@ -91,10 +91,15 @@ fn copy_dir(from: &Path, to: &Path) {
 
 /// kubectl apply of a YAML text; stdout or the error (stderr) text.
 pub fn apply_yaml(yaml: &str) -> Result<String, String> {
+    kubectl_stdin(&["apply", "-f", "-"], yaml)
+}
+
+/// kubectl `args` with `yaml` on stdin; stdout or the error (stderr) text.
+fn kubectl_stdin(args: &[&str], yaml: &str) -> Result<String, String> {
     let mut child = Command::new(real::kubectl_path())
         .arg("--kubeconfig")
         .arg(&support::cluster().kubeconfig)
-        .args(["apply", "-f", "-"])
+        .args(args)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -277,4 +282,73 @@ async fn readme_example_actionset_and_actionschedule_run_to_completion() {
         "{schedule:#}"
     );
     let _ = client;
+}
+
+/// Sets a Deployment of the operator back to its replica count when dropped, whatever the test
+/// that scaled it does (later tests need the operator; `install` waits for its rollout).
+struct RestoreReplicas {
+    deploy: &'static str,
+    replicas: String,
+}
+
+impl Drop for RestoreReplicas {
+    fn drop(&mut self) {
+        let to = format!("--replicas={}", self.replicas);
+        if let Err(e) = kubectl(&["scale", "-n", NS, self.deploy, &to]) {
+            eprintln!(
+                "could not scale {} back to {}: {e:#}",
+                self.deploy, self.replicas
+            );
+        }
+    }
+}
+
+#[tokio::test]
+#[ignore = "real tier: tools/test.sh --real"]
+async fn with_no_webhook_pod_ready_blueprints_are_refused_naming_the_webhook_until_it_is_back() {
+    install().await;
+    let client = real::client().await;
+    let ns = support::namespace(&client, "nowebhook").await;
+    let blueprint = format!(
+        "apiVersion: cr.kanister.io/v1alpha1\nkind: Blueprint\nmetadata: {{name: waits, namespace: {ns}}}\n\
+         actions:\n  backup:\n    phases:\n    - {{func: KubeTask, name: a, args: {{image: x, command: [sh]}}}}\n"
+    );
+    let webhook = "deployment/blueprint-operator-webhook";
+    let replicas = kubectl(&["get", "-n", NS, webhook, "-o", "jsonpath={.spec.replicas}"]).unwrap();
+    let restore = RestoreReplicas {
+        deploy: webhook,
+        replicas: replicas.trim().to_string(),
+    };
+    kubectl(&["scale", "-n", NS, webhook, "--replicas=0"]).unwrap();
+    // failurePolicy Fail: once no webhook pod is ready (its endpoints gone), the API server
+    // refuses, saying which webhook. Each try is a server-side dry run, which calls the webhooks
+    // (sideEffects: None) and stores nothing: a `kubectl apply` would send nothing at all once
+    // an early try had stored the Blueprint (it skips an unchanged object), and never be refused.
+    let dry_run = ["create", "--dry-run=server", "-f", "-"];
+    let err = support::poll(real::WAIT, || async {
+        kubectl_stdin(&dry_run, &blueprint).err()
+    })
+    .await
+    .unwrap_or_else(|e| {
+        let pods = kubectl(&["get", "pods", "-n", NS, "-o", "wide"]).unwrap_or_default();
+        let endpoints = kubectl(&["get", "endpointslices", "-n", NS]).unwrap_or_default();
+        panic!("a Blueprint with no webhook pod ready was not refused: {e}\n{pods}\n{endpoints}")
+    });
+    assert!(err.contains("failed calling webhook"), "{err}");
+    assert!(err.contains("blueprint-operator-webhook"), "{err}");
+    let err = kubectl_stdin(&["create", "-f", "-"], &blueprint)
+        .expect_err("a Blueprint created with no webhook pod ready is refused");
+    assert!(err.contains("blueprint-operator-webhook"), "{err}");
+    assert!(
+        kubectl(&["get", "blueprints.cr.kanister.io", "-n", &ns, "waits"]).is_err(),
+        "nothing was stored without admission"
+    );
+
+    drop(restore);
+    kubectl(&["rollout", "status", "-n", NS, webhook, "--timeout=180s"]).unwrap();
+    support::poll(real::WAIT, || async { apply_yaml(&blueprint).ok() })
+        .await
+        .expect("admitted once the webhook is back");
+    let stored = get_json(&["get", "blueprints.cr.kanister.io", "-n", &ns, "waits"]);
+    assert_eq!(stored["actions"]["backup"]["phases"][0]["name"], "a");
 }
