@@ -301,6 +301,48 @@ fn scale_to_zero_without_defer_is_a_warning_not_an_error() {
     assert!(r.warnings[0].message.contains("add a deferPhase"));
 }
 
+/// Values Kanister's decoding admits that only fail when the phase runs: admitted as Kanister
+/// admits them, each with a warning at its own path saying what will happen and what to write.
+#[test]
+fn values_that_fail_only_at_run_time_are_admitted_with_located_warnings() {
+    let r = check(bp(json!({"backup": {"phases": [
+        {"func": "KubeTask", "name": "dump", "args": {
+            "image": "busybox", "command": "pg_dumpall -U postgres", "podLabels": {"backup": true}}},
+        {"func": "Wait", "name": "ready", "args": {"timeout": "10", "conditions": {}}},
+        {"func": "ScaleWorkload", "name": "up", "args": {"replicas": -1, "kind": "DaemonSet"}},
+        {"func": "KubeExec", "name": "run", "args": {"namespace": "", "pod": "p", "command": ["true"]}}
+    ]}})));
+    assert!(r.is_valid(), "{r}");
+    let paths: Vec<&str> = r.warnings.iter().map(|w| w.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "actions.backup.phases[0].args.command",
+            "actions.backup.phases[0].args.podLabels.backup",
+            "actions.backup.phases[1].args.timeout",
+            "actions.backup.phases[2].args.replicas",
+            "actions.backup.phases[2].args.kind",
+            "actions.backup.phases[3].args.namespace",
+        ],
+        "{:#?}",
+        r.warnings
+    );
+    for (w, text) in r.warnings.iter().zip([
+        "[sh, -c,",
+        "quote it (\"true\")",
+        "write e.g. 30s",
+        "use 0 or more",
+        "use Deployment or StatefulSet",
+        "give it a value",
+    ]) {
+        assert!(w.message.contains(text), "{w:?} lacks {text:?}");
+    }
+    // A template is rendered first: nothing to say about it before the run.
+    let r = check(bp(json!({"backup": {"phases": [
+        {"func": "Wait", "name": "w", "args": {"timeout": "{{ .Options.t }}", "conditions": {}}}]}})));
+    assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+}
+
 // ------------------------------------------------------------------ CLI
 
 fn bin() -> Command {
@@ -344,6 +386,33 @@ fn cli_validate_exit_codes_and_lines() {
     assert!(
         stdout.contains("1 blueprints checked"),
         "ConfigMap must be skipped: {stdout}"
+    );
+
+    // A value that only fails at run time: valid, with a warning; `--strict` fails on it.
+    let late = write(
+        &tempdir("validate-late"),
+        "late.yaml",
+        &GOOD.replace(
+            "command: [echo]}\n    deferPhase",
+            "command: \"echo hi\"}\n    deferPhase",
+        ),
+    );
+    let out = bin().args(["validate", &late]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("warning: actions.backup.phases[0].args.command: command is one string"),
+        "{stdout}"
+    );
+    let out = bin()
+        .args(["validate", "--strict", &late])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
     );
 
     let out = bin().args(["validate", &broken]).output().unwrap();

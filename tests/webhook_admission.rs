@@ -177,6 +177,26 @@ fn validate_lists_every_error_with_its_location() {
     );
 }
 
+/// A value Kanister admits but that fails when the phase runs is admitted here too, and the
+/// API server passes the warning on to kubectl with its location.
+#[test]
+fn values_that_fail_only_at_run_time_are_admitted_with_a_warning() {
+    let mut task = kubetask(Some("dump"));
+    task["args"]["command"] = json!("pg_dumpall -U postgres");
+    let (status, resp) = call(
+        Route::ValidateBlueprint,
+        &bp(json!({"backup": {"phases": [task]}})),
+    );
+    assert_eq!(status, 200);
+    assert_eq!(resp["response"]["allowed"], true, "{resp}");
+    let warning = resp["response"]["warnings"][0].as_str().unwrap_or_default();
+    assert!(
+        warning.contains("actions.backup.phases[0].args.command")
+            && warning.contains("single program named"),
+        "{resp}"
+    );
+}
+
 #[test]
 fn dry_run_gets_the_same_answer() {
     let good = bp(json!({"backup": {"phases": [kubetask(None)]}}));

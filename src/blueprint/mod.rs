@@ -4,6 +4,7 @@
 //! Both work on the JSON value, not on typed structs, so unknown fields a
 //! user wrote survive normalization and are never silently dropped.
 
+mod late_failures;
 mod normalize;
 mod report;
 mod validate;

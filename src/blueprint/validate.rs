@@ -8,6 +8,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{Map, Value};
 
+use super::late_failures;
 use super::report::{Problem, Report, Rule};
 use crate::functions::registry::{self, ArgType, Function, Restart};
 use crate::functions::weak;
@@ -100,6 +101,12 @@ impl Ctx {
         } else {
             c.path = format!("{}.{suffix}", c.path);
         }
+        c
+    }
+    /// Deeper inside a value, `inner` as weak decoding spells it (`".key"`, `"[1]"`).
+    fn inside(&self, inner: &str) -> Ctx {
+        let mut c = self.clone();
+        c.path.push_str(inner);
         c
     }
 }
@@ -547,6 +554,10 @@ impl Validator {
                                 weak::describe(value)
                             ),
                         );
+                    } else {
+                        for late in late_failures::check(func, name, ty, value) {
+                            self.warn(ctx.at(name).inside(&late.at), late.message);
+                        }
                     }
                     self.templates_in(
                         &ctx.at(name),
