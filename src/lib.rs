@@ -11,6 +11,7 @@ pub mod cli;
 pub mod ctl;
 pub mod documents;
 pub mod duration;
+pub mod events;
 pub mod executor;
 pub mod functions;
 pub mod kando;

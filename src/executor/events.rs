@@ -2,14 +2,8 @@
 //! as values the pure state machine returns and the runtime publishes in
 //! order.
 
+use crate::events::Kind;
 use crate::model::State;
-
-/// Event type, as in `core/v1` Events.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    Normal,
-    Warning,
-}
 
 /// One Event to publish about the ActionSet (and, for failures, the
 /// Blueprint too, as Kanister does).
@@ -38,6 +32,18 @@ impl EventSpec {
             reason: reason.into(),
             message: message.into(),
             blueprint: bp.filter(|b| !b.is_empty()).map(str::to_string),
+        }
+    }
+}
+
+impl EventSpec {
+    /// The Event as the one publisher takes it (the executor's action is always "Execute").
+    pub fn note(&self) -> crate::events::Note<'_> {
+        crate::events::Note {
+            kind: self.kind,
+            reason: &self.reason,
+            action: "Execute",
+            note: &self.message,
         }
     }
 }
@@ -173,21 +179,6 @@ pub fn action_not_found(action: &str, kind: &str, blueprint: &str) -> EventSpec 
     )
 }
 
-/// events.k8s.io/v1 limits `note` to 1 KiB; longer messages are cut on a
-/// character boundary and marked.
-pub fn truncate_note(note: &str) -> String {
-    const LIMIT: usize = 1024;
-    if note.len() <= LIMIT {
-        return note.to_string();
-    }
-    let marker = " [truncated]";
-    let mut end = LIMIT - marker.len();
-    while !note.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}{marker}", &note[..end])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,14 +203,5 @@ mod tests {
                 .message
                 .starts_with("Failed to execute defer phase: ")
         );
-    }
-
-    #[test]
-    fn long_notes_are_cut_on_char_boundary() {
-        let s = "é".repeat(1000);
-        let t = truncate_note(&s);
-        assert!(t.len() <= 1024);
-        assert!(t.ends_with("[truncated]"));
-        assert_eq!(truncate_note("short"), "short");
     }
 }

@@ -610,7 +610,7 @@ pub fn apply(
         }
         Transition::Stopped(err) => {
             evs.push(EventSpec {
-                kind: events::Kind::Warning,
+                kind: crate::events::Kind::Warning,
                 reason: events::failed_reason(&name),
                 message: err.clone(),
                 blueprint: None,

@@ -1,5 +1,5 @@
 use super::*;
-use crate::executor::events::Kind;
+use crate::events::Kind;
 use crate::executor::resume::How;
 use crate::model::{ActionSpec, BlueprintPhase, ObjectReference};
 use serde_json::json;

@@ -14,8 +14,9 @@ use std::collections::BTreeSet;
 
 use kube::core::ObjectMeta;
 
-use super::events::{EventSpec, Kind};
+use super::events::EventSpec;
 use super::machine::{FINALIZER, RECORD_ANNOTATION};
+use crate::events::Kind;
 use crate::model::{EXECUTOR_LABEL_VALUE, LABEL_EXECUTOR, State};
 
 /// The namespaces whose every ActionSet is opted in.

@@ -127,7 +127,7 @@ pub fn event(step: &str, kept: &Kept) -> EventSpec {
         note.push_str(&format!("\n[{c}]\n{}", text.as_str().unwrap_or_default()));
     }
     EventSpec {
-        kind: super::events::Kind::Warning,
+        kind: crate::events::Kind::Warning,
         reason: REASON.into(),
         message: note,
         blueprint: None,

@@ -7,24 +7,24 @@ use std::collections::BTreeMap;
 
 use chrono::Utc;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
-use kube::runtime::events::{Event, EventType};
 use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
-use tracing::{info, warn};
+use tracing::info;
 
 use super::identity;
 use super::metrics::{Labels, with};
 use super::plan::{self, NewRun, RunRecord, RunState, Skip, SkipReason, Trigger};
 use super::reconcile::{Ctx, Error};
 use super::status::status_patch;
+use crate::events::{Kind, Note};
 use crate::model::{
     ANNOTATION_SCHEDULE, ANNOTATION_SCHEDULED_TIME, ActionSchedule, ActionScheduleStatus,
     ActionSet, ActionSetSpec, EXECUTOR_LABEL_VALUE, FINALIZER_DELETE_RUNS, LABEL_DELETE_FOR,
     LABEL_EXECUTOR, LABEL_SCHEDULE, LABEL_TRIGGER,
 };
 
-/// Publish an Event about the schedule (a failure is logged, not returned:
-/// Events are best effort).
+/// Publish an Event about the schedule; repeats of the same reason merge into a series (Events
+/// are best effort: a failure is logged, not returned).
 pub(super) async fn publish(
     ctx: &Ctx,
     s: &ActionSchedule,
@@ -33,20 +33,13 @@ pub(super) async fn publish(
     action: &str,
     note: String,
 ) {
-    let ev = Event {
-        type_: if warning {
-            EventType::Warning
-        } else {
-            EventType::Normal
-        },
-        reason: reason.into(),
-        note: Some(note.chars().take(1000).collect()),
-        action: action.into(),
-        secondary: None,
+    let ev = Note {
+        kind: if warning { Kind::Warning } else { Kind::Normal },
+        reason,
+        action,
+        note: &note,
     };
-    if let Err(e) = ctx.recorder.publish(&ev, &s.object_ref(&())).await {
-        warn!(error = %e, reason, "cannot publish Event");
-    }
+    ctx.events.publish_series(&s.object_ref(&()), ev).await;
 }
 
 /// Write `status` unless unchanged, and remember the schedule's version

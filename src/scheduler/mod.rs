@@ -36,12 +36,12 @@ use futures::{StreamExt, TryStreamExt};
 use kube::api::{Patch, PatchParams};
 use kube::core::ObjectMeta;
 use kube::runtime::controller::{self, Controller};
-use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Predicate, WatchStreamExt, predicates, reflector, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use tracing::{info, warn};
 
+use crate::events::Publisher;
 use crate::model::{ActionSchedule, LABEL_SCHEDULE, WatchedActionSet};
 
 pub use metrics::Metrics;
@@ -106,14 +106,11 @@ async fn run_controller(
             ),
             None => (Api::all(client.clone()), Api::all(client.clone())),
         };
-    let reporter = Reporter {
-        controller: opts.controller_name.clone(),
-        instance: None,
-    };
     let runs = Arc::new(runs::RunIndex::default());
     let mut ctx = reconcile::Ctx::new(
         client.clone(),
-        Recorder::new(client.clone(), reporter),
+        // kube's Recorder used the controller's name as instance when given none.
+        Publisher::new(client.clone(), &opts.controller_name, &opts.controller_name),
         runs.clone(),
     );
     ctx.finalize_timeout = opts.finalize_timeout;

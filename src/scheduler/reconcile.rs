@@ -22,7 +22,6 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use kube::api::Api;
 use kube::runtime::controller::Action;
-use kube::runtime::events::Recorder;
 use kube::{Client, ResourceExt};
 use tracing::warn;
 
@@ -35,6 +34,7 @@ use super::rotate::{self, Remover};
 use super::runs::RunIndex;
 use super::status::{self, condition, from_time};
 use super::{deleting, read};
+use crate::events::Publisher;
 use crate::model::{
     ActionSchedule, ActionScheduleStatus, ActionSet, FINALIZER_DELETE_RUNS, OnDelete,
 };
@@ -68,7 +68,8 @@ impl Error {
 
 pub struct Ctx {
     pub client: Client,
-    pub recorder: Recorder,
+    /// Its Events, repeats merged into series.
+    pub events: Publisher,
     /// ActionSets of every schedule, from the controller's watch.
     pub runs: Arc<RunIndex>,
     /// resourceVersion of each schedule as this controller last read or
@@ -82,10 +83,10 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    pub fn new(client: Client, recorder: Recorder, runs: Arc<RunIndex>) -> Self {
+    pub fn new(client: Client, events: Publisher, runs: Arc<RunIndex>) -> Self {
         Ctx {
             client,
-            recorder,
+            events,
             runs,
             known: Mutex::default(),
             finalize_timeout: FINALIZE_TIMEOUT,
@@ -319,14 +320,8 @@ mod tests {
         // A client that is never called: housekeeping touches no API.
         let client =
             Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap())).unwrap();
-        let recorder = Recorder::new(
-            client.clone(),
-            kube::runtime::events::Reporter {
-                controller: "test".into(),
-                instance: None,
-            },
-        );
-        let ctx = Ctx::new(client, recorder, Arc::default());
+        let events = Publisher::new(client.clone(), "test", "test");
+        let ctx = Ctx::new(client, events, Arc::default());
         let now = DateTime::parse_from_rfc3339("2026-01-01T00:01:30Z")
             .unwrap()
             .to_utc();

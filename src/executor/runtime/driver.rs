@@ -55,11 +55,7 @@ pub(super) async fn run_actionset(
     rx: watch::Receiver<bool>,
 ) -> Result<(), WriteError> {
     let (events, queue) = tokio::sync::mpsc::unbounded_channel();
-    let publisher = tokio::spawn(event_publisher(
-        inner.client.clone(),
-        inner.cfg.instance.clone(),
-        queue,
-    ));
+    let publisher = tokio::spawn(event_publisher(inner.events.clone(), queue));
     let run = Run {
         inner,
         api: Api::namespaced(inner.client.clone(), ns),
@@ -460,14 +456,10 @@ pub(super) async fn drive_action(
                 let related = obj.object_ref(&());
                 for k in &kept {
                     let ev = pod_logs::event(&what, k);
-                    publish_related(
-                        &run.inner.client,
-                        &run.inner.cfg.instance,
-                        &k.pod,
-                        Some(&related),
-                        &ev,
-                    )
-                    .await;
+                    run.inner
+                        .events
+                        .publish(&k.pod, Some(&related), ev.note())
+                        .await;
                 }
             }
         }

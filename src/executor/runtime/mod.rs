@@ -39,8 +39,6 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use futures::future::join_all;
 use k8s_openapi::api::core::v1::ObjectReference as CoreRef;
-use k8s_openapi::api::events::v1::Event as K8sEvent;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{Api, ApiResource, DynamicObject, ObjectMeta, PostParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
@@ -50,7 +48,7 @@ use tokio::sync::watch;
 use tracing::{debug, error, info, warn};
 
 use super::deadline::{self, Deadline};
-use super::events::{EventSpec, Kind, truncate_note};
+use super::events::EventSpec;
 use super::machine::{self, Ctx, InitError, Record, Step, Transition};
 use super::metrics::Metrics;
 use super::ownership::{self, Decision, Ownership};
@@ -70,8 +68,6 @@ use driver::*;
 use env::*;
 use events::*;
 use write::*;
-
-pub use events::publish;
 
 /// Runtime settings.
 #[derive(Clone, Debug)]
@@ -100,6 +96,8 @@ pub const REPORTING_CONTROLLER: &str = "blueprint-operator.io/executor";
 
 struct Inner {
     client: Client,
+    /// Each Event its own object (Kanister's texts; see [`crate::events`]).
+    events: crate::events::Publisher,
     cfg: Config,
     metrics: Metrics,
     ownership: Ownership,
@@ -134,6 +132,7 @@ pub async fn run(
     };
     let ownership = Ownership::new(cfg.namespace.as_deref(), &cfg.run_namespaces);
     let inner = Arc::new(Inner {
+        events: crate::events::Publisher::new(client.clone(), REPORTING_CONTROLLER, &cfg.instance),
         client,
         cfg,
         metrics,
@@ -291,7 +290,7 @@ async fn report_once(inner: &Inner, uid: &str, meta: &ObjectMeta, ev: EventSpec)
         resource_version: meta.resource_version.clone(),
         ..CoreRef::default()
     };
-    publish(&inner.client, &inner.cfg.instance, &r, &ev).await;
+    inner.events.publish(&r, None, ev.note()).await;
 }
 
 /// Removes our finalizer. The ActionSet is read and written back as raw
