@@ -1,6 +1,7 @@
 //! Deletes pods that functions started and nobody will delete any more.
 //!
-//! Functions delete their pods themselves (also when a phase is cancelled),
+//! Functions and the executor delete their pods themselves (a cancelled phase's pods once
+//! their last log lines are kept),
 //! but a controller that is killed (SIGKILL, OOM, node loss) leaves them
 //! running. Every such pod carries its ActionSet's UID and namespace as
 //! labels ([`crate::model::labels`], set by [`crate::functions::pod`]), so:

@@ -330,6 +330,109 @@ async fn hung_phases_time_out_and_the_defer_phase_runs() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Issue 26.3 for a phase its timeout cancels: its pod's last log lines stay on the ActionSet
+/// (the failed phase's output and a PodLogKept Event about the pod) and the pod is deleted
+/// after. Before, the cancelled phase's pod guard deleted the pod before they were read.
+#[tokio::test]
+async fn a_phase_cancelled_by_its_timeout_keeps_its_pods_last_log_lines() -> anyhow::Result<()> {
+    let Some((client, ns)) = setup("exec-tolog").await else {
+        return Ok(());
+    };
+    let log: String = (1..=25)
+        .map(|i| format!("waiting for the table lock ({i})"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    // No exit annotation: the pod runs until it is deleted; kwok serves `log` as its log.
+    create_blueprint(
+        &client,
+        &ns,
+        "hangs-logging",
+        json!({"phases": [task("stuck", json!({support::kwok::LOG: log}))]}),
+    )
+    .await;
+    let _ctl = Controller::start(&ns, &[]);
+    create_actionset(
+        &client,
+        &ns,
+        "timed-out",
+        "hangs-logging",
+        json!({"phaseTimeout": "20s", "actionTimeout": "0"}),
+    )
+    .await;
+    // The pod's log is served (the cluster's log agent marks it) before the timeout.
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let pod = support::poll(FINISH, || async {
+        let items = pods.list(&ListParams::default()).await.ok()?.items;
+        items.into_iter().find(|p| {
+            p.metadata
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.contains_key(support::kwok::LOG_READY))
+        })
+    })
+    .await?;
+    let pod_name = pod.metadata.name.clone().unwrap_or_default();
+    let sets: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
+    let running = sets.get("timed-out").await?;
+    assert_eq!(
+        running.state(),
+        Some(State::Running),
+        "the phase timed out before kwok served the pod's log; this test needs a less loaded machine"
+    );
+
+    let a = support::wait_actionset_done(&client, &ns, "timed-out", FINISH).await?;
+    let s = a.status.as_ref().unwrap();
+    assert_eq!(s.state, State::Failed);
+    assert!(
+        s.error
+            .message
+            .starts_with("phase stuck exceeded its 20s timeout"),
+        "{}",
+        s.error.message
+    );
+    let key = format!("{ns}/{pod_name}");
+    let kept = &s.actions[0].phases[0].output["blueprint-operator.io/podLogs"][&key];
+    let lines = kept
+        .as_object()
+        .and_then(|c| c.values().next())
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| panic!("no log lines kept for {key}: {:#?}", s.actions[0].phases[0]));
+    assert_eq!(lines.lines().count(), 20, "{lines}");
+    assert!(
+        lines.starts_with("waiting for the table lock (6)")
+            && lines.ends_with("waiting for the table lock (25)"),
+        "{lines}"
+    );
+    // A Warning Event about the pod says the same; the pod is then deleted.
+    let evs: Api<Event> = Api::namespaced(client.clone(), &ns);
+    let note = support::poll(support::WAIT, || async {
+        evs.list(&ListParams::default())
+            .await
+            .ok()?
+            .items
+            .into_iter()
+            .find(|e| {
+                e.reason.as_deref() == Some("PodLogKept")
+                    && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(&pod_name)
+            })
+            .and_then(|e| e.note)
+    })
+    .await?;
+    assert!(
+        note.starts_with(&format!("phase stuck failed; last log lines of pod {key}")),
+        "{note}"
+    );
+    support::poll(FINISH, || async {
+        pods.get_opt(&pod_name)
+            .await
+            .ok()?
+            .is_none_or(|p| p.metadata.deletion_timestamp.is_some())
+            .then_some(())
+    })
+    .await?;
+    Ok(())
+}
+
 /// A phase whose error or output is megabytes long: the status write still
 /// succeeds (the error is cut, the output refused with its size), the
 /// deferPhase runs and the ActionSet ends failed.

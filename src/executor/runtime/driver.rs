@@ -430,11 +430,15 @@ pub(super) async fn drive_action(
         let written = run.write_chain(i, t, &obj, chain).await;
         (obj, started_step) = match written {
             Ok(o) => o,
-            Err(WriteError::Stale(e)) => {
-                error!(error = %e, "status changed under the executor; this action stops here");
-                return Err(WriteError::Stale(e));
+            Err(e) => {
+                // The step's pods are this task's to delete (a cancelled step's guards left
+                // them for their log lines), also when its result cannot be recorded.
+                delete_pods(&run.inner.client, &ended_pods).await;
+                if let WriteError::Stale(e) = &e {
+                    error!(error = %e, "status changed under the executor; this action stops here");
+                }
+                return Err(e);
             }
-            Err(e) => return Err(e),
         };
         if let Some(step) = failed_step.filter(|_| !ended_pods.is_empty()) {
             let kept = pod_logs::capture(&run.inner.client, &ended_pods, &redactor).await;
@@ -442,7 +446,10 @@ pub(super) async fn drive_action(
                 let logs = pod_logs::output_value(&kept);
                 match run.write(i, Transition::PodLogs(step, logs), &obj).await {
                     Ok(o) => obj = o,
-                    Err(WriteError::Gone) => return Err(WriteError::Gone),
+                    Err(WriteError::Gone) => {
+                        delete_pods(&run.inner.client, &ended_pods).await;
+                        return Err(WriteError::Gone);
+                    }
                     Err(e) => warn!(error = %e, "could not keep the log lines of a failed step"),
                 }
                 let st = action_status(&obj, i);

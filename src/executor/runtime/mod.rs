@@ -22,8 +22,8 @@
 //! - **Deadlines** ([`deadline`]): a main phase running past its phase
 //!   timeout or its action's timeout, or a deferPhase past its phase
 //!   timeout, is cancelled (its future dropped: pods it created are deleted
-//!   by their guards) and recorded failed; the deferPhase then runs. The
-//!   deadlines come from start times recorded in the ActionSet, so they hold
+//!   once its failure and their last log lines are recorded) and recorded
+//!   failed; the deferPhase then runs. The deadlines come from start times recorded in the ActionSet, so they hold
 //!   across restarts.
 //! - **Shutdown**: tasks are dropped with the process; what was running is
 //!   handled by the restart rule.

@@ -17,7 +17,11 @@
 //!   namespace and neither the function nor `podOverride` chose one, as
 //!   Kanister's `GetPodObjectFromPodOptions` / MultiContainerRun's
 //!   `setPodSpecServiceAccount` do (Blueprints run `kubectl` in such pods);
-//! - a guard ([`PodGuard`]) that deletes it when the phase ends or is dropped.
+//! - a guard ([`PodGuard`]) that deletes it when the phase ends or is dropped; in an
+//!   executor's step, where the pod is recorded as it is created, a dropped guard (the phase
+//!   was cancelled, by its timeout or a deletion) leaves the pod to the executor, which keeps
+//!   its last log lines once the failure is recorded and then deletes it
+//!   (`executor::pod_logs`).
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, PostParams};
@@ -88,7 +92,7 @@ pub async fn create(
             )
         })?;
     let name = created.metadata.name.clone().unwrap_or_default();
-    let guard = PodGuard::new(api.clone(), name.clone());
+    let guard = PodGuard::for_step(ctx, api.clone(), name.clone());
     note(ctx, StepEvent::PodCreated(format!("{namespace}/{name}"))).await;
     Ok((api, name, guard))
 }
@@ -130,7 +134,7 @@ pub async fn find_resumed(
     if let Some(p) = live.next() {
         let name = p.metadata.name.clone().unwrap_or_default();
         tracing::info!(pod = %name, namespace, "re-attached to the pod of a phase that ran across a controller restart");
-        let guard = PodGuard::new(api.clone(), name.clone());
+        let guard = PodGuard::for_step(ctx, api.clone(), name.clone());
         let full = format!("{namespace}/{name}");
         // Created but not recorded (the restart came in between): record it.
         if !recorded.contains(&full) {
@@ -157,9 +161,14 @@ pub async fn find_resumed(
 /// Deletes the pod when dropped unless [`PodGuard::delete`] ran: the executor
 /// may drop the phase future at any await point. The delete runs as a task
 /// on the current Tokio runtime (best effort; nothing runs if there is none).
+/// A guard made [`PodGuard::for_step`] in an executor's step leaves a dropped pod to the
+/// executor instead: deleting it here would race the capture of its last log lines.
 pub struct PodGuard {
     api: Api<Pod>,
     name: Option<String>,
+    /// Delete on drop (false: the executor recorded the pod and deletes it once the step's
+    /// result and the pod's log lines are recorded).
+    on_drop: bool,
 }
 
 impl PodGuard {
@@ -167,6 +176,22 @@ impl PodGuard {
         PodGuard {
             api,
             name: Some(name),
+            on_drop: true,
+        }
+    }
+
+    /// The guard of a pod `ctx`'s step created: outside an executor's step (no step hook
+    /// records the pod) as [`PodGuard::new`]; inside, dropping it leaves the pod to the
+    /// executor.
+    pub fn for_step(ctx: &Context, api: Api<Pod>, name: String) -> Self {
+        let recorded = ctx
+            .actionset
+            .as_ref()
+            .is_some_and(|a| !a.phase.is_empty() && a.on_step.is_some());
+        PodGuard {
+            api,
+            name: Some(name),
+            on_drop: !recorded,
         }
     }
 
@@ -185,7 +210,7 @@ impl PodGuard {
 
 impl Drop for PodGuard {
     fn drop(&mut self) {
-        if let Some(name) = self.name.take()
+        if let Some(name) = self.name.take().filter(|_| self.on_drop)
             && let Ok(handle) = tokio::runtime::Handle::try_current()
         {
             let api = self.api.clone();
