@@ -322,7 +322,7 @@ pub async fn plan_action(
                 Err(e) => {
                     step.error = Some(Located {
                         path: "objects".into(),
-                        message: e,
+                        message: e.to_string(),
                     })
                 }
                 Ok(refs) => {
@@ -333,7 +333,7 @@ pub async fn plan_action(
                         Err(e) => {
                             step.error = Some(Located {
                                 path: "objects".into(),
-                                message: e,
+                                message: e.to_string(),
                             })
                         }
                     }
@@ -371,7 +371,7 @@ pub async fn plan_action(
                 Err(e) => {
                     step.error = Some(Located {
                         path: "objects".into(),
-                        message: e,
+                        message: e.to_string(),
                     })
                 }
                 Ok(own) => {
@@ -394,7 +394,7 @@ pub async fn plan_action(
         let p = params::for_artifacts(&base, &after, &rec, &objects);
         match params::render_artifacts(&bp.output_artifacts, &p) {
             Ok(a) => (Some(json!(a)), None),
-            Err(e) => (None, Some(e)),
+            Err(e) => (None, Some(e.to_string())),
         }
     };
     let mut plan = ActionPlan {

@@ -66,7 +66,7 @@ pub async fn fetch_base_with(
     }
     match fetch_object(client, namespace, &spec.object, &scope).await {
         Ok(extra) => p.extend(extra),
-        Err(e) => errors.push(e),
+        Err(e) => errors.push(e.to_string()),
     }
     let mut cms = Map::new();
     for (name, r) in &spec.config_maps {
@@ -80,12 +80,8 @@ pub async fn fetch_base_with(
             Ok(cm) => {
                 cms.insert(name.clone(), json!(cm));
             }
-            Err(e) => errors.push(format!(
-                "Failed to get ConfigMap {}/{} (configMaps.{name}): {}",
-                or_ns(&r.namespace, namespace),
-                r.name,
-                crate::kube_error::Describe(&e)
-            )),
+            Err(e) => errors
+                .push(get(format!("ConfigMap {ns}/{} (configMaps.{name})", r.name))(e).to_string()),
         }
     }
     p.insert("ConfigMaps".into(), Value::Object(cms));
@@ -108,31 +104,86 @@ pub async fn fetch_base_with(
         let ns = or_ns(&r.namespace, namespace);
         let fetched = match scope.check("Profile", ns, &r.name, "profile") {
             Ok(()) => fetch_profile(client, ns, &r.name, &scope, policy).await,
-            Err(e) => Err(e),
+            Err(e) => Err(ParamError::Refused(e)),
         };
         match fetched {
             Ok(v) => {
                 p.insert("Profile".into(), v);
             }
-            Err(e) => errors.push(e),
+            Err(e) => errors.push(e.to_string()),
         }
     }
     let err = (!errors.is_empty()).then(|| errors.join("; "));
     (p, err)
 }
 
+/// Why an action's parameters (its object, ConfigMaps, Secrets, Profile, phase objects, output
+/// artifacts) could not be gathered; each says which object and which field of the ActionSet or
+/// Blueprint named it.
+#[derive(Debug, thiserror::Error)]
+pub enum ParamError {
+    #[error(
+        "Not a known object Kind {kind}. Action must specify Resource name and API version (object {ns}/{name})"
+    )]
+    UnknownKind {
+        kind: String,
+        ns: String,
+        name: String,
+    },
+    /// `what`: the kind, the object and, where known, the field naming it.
+    #[error("Failed to get {what}: {}", crate::kube_error::Describe(.source))]
+    Get {
+        what: String,
+        #[source]
+        source: kube::Error,
+    },
+    /// Outside what the ActionSet may reach ([`Scope`]) or a refused Profile endpoint.
+    #[error("{0}")]
+    Refused(String),
+    #[error("Key '{field}' not found in secret '{ns}:{name}'")]
+    KeyMissing {
+        field: String,
+        ns: String,
+        name: String,
+    },
+    #[error("Value '{field}' not found in secret '{ns}:{name}'")]
+    ValueMissing {
+        field: String,
+        ns: String,
+        name: String,
+    },
+    /// A template in the Blueprint; `at` is where (`objects.<key>`, `outputArtifacts.<name>...`).
+    #[error("{source} ({at})")]
+    Render {
+        at: String,
+        #[source]
+        source: template::TemplateError,
+    },
+    #[error("{source} ({at})")]
+    Json {
+        at: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The workload's pods could not be listed.
+    #[error("{0}")]
+    Workload(String),
+}
+
+fn get(what: String) -> impl FnOnce(kube::Error) -> ParamError {
+    move |source| ParamError::Get { what, source }
+}
+
 fn or_ns<'a>(ns: &'a str, default: &'a str) -> &'a str {
     if ns.is_empty() { default } else { ns }
 }
 
-async fn get_secret(client: &kube::Client, ns: &str, name: &str) -> Result<Value, String> {
+async fn get_secret(client: &kube::Client, ns: &str, name: &str) -> Result<Value, ParamError> {
     let api: Api<Secret> = Api::namespaced(client.clone(), ns);
-    api.get(name).await.map(|s| json!(s)).map_err(|e| {
-        format!(
-            "Failed to get Secret {ns}/{name}: {}",
-            crate::kube_error::Describe(&e)
-        )
-    })
+    api.get(name)
+        .await
+        .map(|s| json!(s))
+        .map_err(get(format!("Secret {ns}/{name}")))
 }
 
 /// `.Object` and the kind-specific values (`.Deployment`, `.StatefulSet`,
@@ -142,7 +193,7 @@ async fn fetch_object(
     namespace: &str,
     obj: &ObjectReference,
     scope: &Scope,
-) -> Result<Map<String, Value>, String> {
+) -> Result<Map<String, Value>, ParamError> {
     let ns = or_ns(&obj.namespace, namespace);
     let kind = obj.kind.to_ascii_lowercase();
     let (gvk, plural, namespaced) = match kind.as_str() {
@@ -173,10 +224,11 @@ async fn fetch_object(
         ),
         _ => {
             if obj.api_version.is_empty() || obj.resource.is_empty() {
-                return Err(format!(
-                    "Not a known object Kind {}. Action must specify Resource name and API version (object {}/{})",
-                    obj.kind, ns, obj.name
-                ));
+                return Err(ParamError::UnknownKind {
+                    kind: obj.kind.clone(),
+                    ns: ns.to_string(),
+                    name: obj.name.clone(),
+                });
             }
             let (group, version) = match obj.api_version.split_once('/') {
                 Some((g, v)) => (g.to_string(), v.to_string()),
@@ -190,12 +242,18 @@ async fn fetch_object(
         }
     };
     if namespaced {
-        scope.check(&obj.kind, ns, &obj.name, "object")?;
+        scope
+            .check(&obj.kind, ns, &obj.name, "object")
+            .map_err(ParamError::Refused)?;
     } else {
-        scope.check_cluster_scoped(&obj.kind, &obj.name, "object")?;
+        scope
+            .check_cluster_scoped(&obj.kind, &obj.name, "object")
+            .map_err(ParamError::Refused)?;
         // Kanister's `.Namespace` params come from object.namespace.
         if !obj.namespace.is_empty() {
-            scope.check(&obj.kind, &obj.namespace, &obj.name, "object.namespace")?;
+            scope
+                .check(&obj.kind, &obj.namespace, &obj.name, "object.namespace")
+                .map_err(ParamError::Refused)?;
         }
     }
     let ar = ApiResource::from_gvk_with_plural(&gvk, plural);
@@ -204,20 +262,19 @@ async fn fetch_object(
     } else {
         Api::all_with(client.clone(), &ar)
     };
-    let fetched = api.get(&obj.name).await.map_err(|e| {
-        format!(
-            "Failed to get object {} {}{}: {}",
-            obj.kind,
-            if namespaced {
-                format!("{ns}/")
-            } else {
-                String::new()
-            },
-            obj.name,
-            crate::kube_error::Describe(&e)
-        )
+    let place = if namespaced {
+        format!("{ns}/")
+    } else {
+        String::new()
+    };
+    let fetched = api
+        .get(&obj.name)
+        .await
+        .map_err(get(format!("object {} {place}{}", obj.kind, obj.name)))?;
+    let object = serde_json::to_value(&fetched).map_err(|source| ParamError::Json {
+        at: "object".into(),
+        source,
     })?;
-    let object = serde_json::to_value(&fetched).map_err(|e| e.to_string())?;
     let mut p = Map::new();
     match kind.as_str() {
         "deployment" | "statefulset" | "deploymentconfig" => {
@@ -255,8 +312,10 @@ async fn workload_params(
     ns: &str,
     name: &str,
     object: &Value,
-) -> Result<Value, String> {
-    let pods = functions::workload::running_pods(client, kind, ns, name, object).await?;
+) -> Result<Value, ParamError> {
+    let pods = functions::workload::running_pods(client, kind, ns, name, object)
+        .await
+        .map_err(ParamError::Workload)?;
     Ok(workload_value(name, ns, &pods))
 }
 
@@ -311,38 +370,42 @@ async fn fetch_profile(
     name: &str,
     scope: &Scope,
     policy: &Policy,
-) -> Result<Value, String> {
+) -> Result<Value, ParamError> {
     let api: Api<Profile> = Api::namespaced(client.clone(), ns);
-    let prof = api.get(name).await.map_err(|e| {
-        format!(
-            "Failed to get Profile {ns}/{name}: {}",
-            crate::kube_error::Describe(&e)
-        )
-    })?;
+    let prof = api
+        .get(name)
+        .await
+        .map_err(get(format!("Profile {ns}/{name}")))?;
     let l = &prof.location;
     if !policy.allow_metadata_endpoints {
-        endpoints::check(&l.endpoint, &format!("{ns}/{name}")).await?;
+        endpoints::check(&l.endpoint, &format!("{ns}/{name}"))
+            .await
+            .map_err(ParamError::Refused)?;
     }
     let mut cred = json!({"Type": prof.credential.type_});
     if let Some(kp) = &prof.credential.key_pair {
         let sns = or_ns(&kp.secret.namespace, ns);
-        scope.check(
-            "Secret",
-            sns,
-            &kp.secret.name,
-            &format!("credential.keyPair.secret of Profile {ns}/{name}"),
-        )?;
+        scope
+            .check(
+                "Secret",
+                sns,
+                &kp.secret.name,
+                &format!("credential.keyPair.secret of Profile {ns}/{name}"),
+            )
+            .map_err(ParamError::Refused)?;
         let s = get_secret(client, sns, &kp.secret.name).await?;
         cred["KeyPair"] = key_pair(&s, &kp.id_field, &kp.secret_field)?;
     }
     if let Some(r) = &prof.credential.secret {
         let sns = or_ns(&r.namespace, ns);
-        scope.check(
-            "Secret",
-            sns,
-            &r.name,
-            &format!("credential.secret of Profile {ns}/{name}"),
-        )?;
+        scope
+            .check(
+                "Secret",
+                sns,
+                &r.name,
+                &format!("credential.secret of Profile {ns}/{name}"),
+            )
+            .map_err(ParamError::Refused)?;
         cred["Secret"] = get_secret(client, sns, &r.name).await?;
     }
     if let Some(k) = &prof.credential.kopia_server_secret {
@@ -361,7 +424,7 @@ async fn fetch_profile(
 /// `{ID, Secret}` from a keyPair credential's Secret, as Kanister's
 /// `fetchKeyPairCredential`: a missing key is an error (an empty value is
 /// not; ValidateProfile reports that later).
-pub fn key_pair(secret: &Value, id_field: &str, secret_field: &str) -> Result<Value, String> {
+pub fn key_pair(secret: &Value, id_field: &str, secret_field: &str) -> Result<Value, ParamError> {
     let ns = secret
         .pointer("/metadata/namespace")
         .and_then(Value::as_str)
@@ -378,10 +441,16 @@ pub fn key_pair(secret: &Value, id_field: &str, secret_field: &str) -> Result<Va
             .ok()
             .map(|b| String::from_utf8_lossy(&b).into_owned())
     };
-    let id = field(id_field)
-        .ok_or_else(|| format!("Key '{id_field}' not found in secret '{ns}:{name}'"))?;
-    let sec = field(secret_field)
-        .ok_or_else(|| format!("Value '{secret_field}' not found in secret '{ns}:{name}'"))?;
+    let id = field(id_field).ok_or_else(|| ParamError::KeyMissing {
+        field: id_field.into(),
+        ns: ns.into(),
+        name: name.into(),
+    })?;
+    let sec = field(secret_field).ok_or_else(|| ParamError::ValueMissing {
+        field: secret_field.into(),
+        ns: ns.into(),
+        name: name.into(),
+    })?;
     Ok(json!({"ID": id, "Secret": sec}))
 }
 
@@ -472,13 +541,16 @@ pub fn for_artifacts(
 pub fn render_artifacts(
     artifacts: &BTreeMap<String, Artifact>,
     params: &Value,
-) -> Result<BTreeMap<String, Artifact>, String> {
+) -> Result<BTreeMap<String, Artifact>, ParamError> {
     let prepared = template::Params::new(params);
     let now = chrono::Utc::now();
-    let render = |s: &str, what: &str| -> Result<String, String> {
+    let render = |s: &str, what: &str| -> Result<String, ParamError> {
         template::Template::parse(s)
             .and_then(|t| t.render_params(&prepared, now))
-            .map_err(|e| format!("{e} (outputArtifacts.{what})"))
+            .map_err(|source| ParamError::Render {
+                at: format!("outputArtifacts.{what}"),
+                source,
+            })
     };
     let mut out = BTreeMap::new();
     for (name, a) in artifacts {
@@ -504,13 +576,15 @@ pub fn render_artifacts(
 pub fn render_objects(
     objects: &BTreeMap<String, ObjectReference>,
     params: &Value,
-) -> Result<BTreeMap<String, ObjectReference>, String> {
+) -> Result<BTreeMap<String, ObjectReference>, ParamError> {
     let mut out = BTreeMap::new();
     for (k, r) in objects {
-        let v = serde_json::to_value(r).map_err(|e| e.to_string())?;
-        let rendered =
-            template::render_args(&v, params, "").map_err(|e| format!("{e} (objects.{k})"))?;
-        let r: ObjectReference = serde_json::from_value(rendered).map_err(|e| e.to_string())?;
+        let at = || format!("objects.{k}");
+        let json = |source| ParamError::Json { at: at(), source };
+        let v = serde_json::to_value(r).map_err(json)?;
+        let rendered = template::render_args(&v, params, "")
+            .map_err(|source| ParamError::Render { at: at(), source })?;
+        let r: ObjectReference = serde_json::from_value(rendered).map_err(json)?;
         out.insert(k.clone(), r);
     }
     Ok(out)
@@ -524,14 +598,16 @@ pub async fn fetch_phase_objects(
     namespace: &str,
     objects: &BTreeMap<String, ObjectReference>,
     scope: &Scope,
-) -> Result<Map<String, Value>, String> {
+) -> Result<Map<String, Value>, ParamError> {
     let mut secrets = Map::new();
     let mut cms = Map::new();
     for (k, r) in objects {
         let ns = or_ns(&r.namespace, namespace);
         let kind = r.kind.to_ascii_lowercase();
         if kind == "secret" || kind == "configmap" {
-            scope.check(&r.kind, ns, &r.name, &format!("objects.{k}"))?;
+            scope
+                .check(&r.kind, ns, &r.name, &format!("objects.{k}"))
+                .map_err(ParamError::Refused)?;
         }
         match kind.as_str() {
             "secret" => {
@@ -539,13 +615,10 @@ pub async fn fetch_phase_objects(
             }
             "configmap" => {
                 let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
-                let cm = api.get(&r.name).await.map_err(|e| {
-                    format!(
-                        "Failed to get ConfigMap {ns}/{} (objects.{k}): {}",
-                        r.name,
-                        crate::kube_error::Describe(&e)
-                    )
-                })?;
+                let cm = api
+                    .get(&r.name)
+                    .await
+                    .map_err(get(format!("ConfigMap {ns}/{} (objects.{k})", r.name)))?;
                 cms.insert(k.clone(), json!(cm));
             }
             _ => {}
@@ -673,7 +746,7 @@ mod tests {
                 ..Artifact::default()
             },
         )]);
-        let e = render_artifacts(&bad, &p).unwrap_err();
+        let e = render_artifacts(&bad, &p).unwrap_err().to_string();
         assert!(
             e.contains("\"nope\" not found") && e.contains("outputArtifacts.b.keyValue.k"),
             "{e}"
@@ -747,11 +820,11 @@ mod tests {
             json!({"ID": "AKID", "Secret": "SK"})
         );
         assert_eq!(
-            key_pair(&secret, "nope", "key").unwrap_err(),
+            key_pair(&secret, "nope", "key").unwrap_err().to_string(),
             "Key 'nope' not found in secret 'ns:s3'"
         );
         assert_eq!(
-            key_pair(&secret, "id", "nope").unwrap_err(),
+            key_pair(&secret, "id", "nope").unwrap_err().to_string(),
             "Value 'nope' not found in secret 'ns:s3'"
         );
         // Present but empty is not this error (ValidateProfile says "... is not set").

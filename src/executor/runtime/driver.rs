@@ -8,11 +8,10 @@ pub(super) async fn get_blueprint(
     client: &Client,
     ns: &str,
     name: &str,
-) -> Result<Blueprint, String> {
-    let api: Api<Blueprint> = Api::namespaced(client.clone(), ns);
-    api.get(name)
+) -> Result<Blueprint, kube::Error> {
+    Api::<Blueprint>::namespaced(client.clone(), ns)
+        .get(name)
         .await
-        .map_err(|e| crate::kube_error::describe(&e))
 }
 
 /// Resolves the Blueprint action of every spec action (for init).
@@ -30,9 +29,9 @@ pub(super) async fn resolve(
             continue;
         }
         out.push(match get_blueprint(client, ns, &a.blueprint).await {
-            Err(error) => Err(InitError::BlueprintNotFound {
+            Err(e) => Err(InitError::BlueprintNotFound {
                 blueprint: a.blueprint.clone(),
-                error,
+                error: crate::kube_error::describe(&e),
             }),
             Ok(bp) => bp
                 .actions
@@ -76,7 +75,7 @@ pub(super) async fn run_actionset_with(
     let (inner, ns, name) = (run.inner, run.ns, run.name);
     let obj = run.api.get(name).await.map_err(|e| match e {
         kube::Error::Api(s) if s.code == 404 => WriteError::Gone,
-        e => WriteError::Other(crate::kube_error::describe(&e)),
+        e => WriteError::Read(e),
     })?;
     let started = matches!(obj.state(), None | Some(State::Unset | State::Pending));
     let obj = if started {
@@ -196,10 +195,16 @@ pub(super) async fn drive_action(
         let n = obj.status.as_ref().map(|s| s.actions.len()).unwrap_or(0);
         let (rec, _) = Record::from_meta(&obj.metadata, n, &now_rfc3339());
         let Some(st) = obj.status.as_ref().and_then(|s| s.actions.get(i)).cloned() else {
-            return Err(WriteError::Other("action missing from status".into()));
+            return Err(WriteError::Missing {
+                what: "action".into(),
+                place: "status",
+            });
         };
         let Some(rec) = rec.actions.get(i).cloned() else {
-            return Err(WriteError::Other("action missing from the record".into()));
+            return Err(WriteError::Missing {
+                what: "action".into(),
+                place: "the record",
+            });
         };
         // Its spec entry was removed while it ran: stop before the next
         // phase (the deferPhase still runs).
@@ -257,9 +262,10 @@ pub(super) async fn drive_action(
             }
             Step::RunPhase(p) => {
                 let Some(phase) = env.bp.as_ref().and_then(|b| b.phases.get(p)) else {
-                    return Err(WriteError::Other(format!(
-                        "phase #{p} missing from the Blueprint"
-                    )));
+                    return Err(WriteError::Missing {
+                        what: format!("phase #{p}"),
+                        place: "the Blueprint",
+                    });
                 };
                 if !pre_started {
                     obj = run.write(i, Transition::PhaseStarted(p), &obj).await?;
@@ -290,7 +296,7 @@ pub(super) async fn drive_action(
                     exec_phase(&fctx, phase, params).await
                 };
                 let res = tokio::select! {
-                    r = fut => r,
+                    r = fut => r.map_err(|e| e.to_string()),
                     Ok(_) = rx.wait_for(|d| *d) => Err(cancelled_msg.to_string()),
                     m = expire(dl.as_ref()) => Err(m),
                 };
@@ -304,9 +310,10 @@ pub(super) async fn drive_action(
             }
             Step::RunDefer if pre_started => {
                 let Some(defer) = env.bp.as_ref().and_then(|b| b.defer_phase.clone()) else {
-                    return Err(WriteError::Other(
-                        "deferPhase missing from the Blueprint".into(),
-                    ));
+                    return Err(WriteError::Missing {
+                        what: "deferPhase".into(),
+                        place: "the Blueprint",
+                    });
                 };
                 let fctx = step_context(run, &env, i, None, resume_pods.take(), &pods);
                 run_defer(run, &env, &fctx, &defer, &mut obj, i, &rec, &mut rx).await
@@ -357,7 +364,7 @@ pub(super) async fn drive_action(
                         .unwrap_or_else(|e| e.into_inner())
                         .clone();
                     let p = params::for_artifacts(&env.base, &st, &rec, &objs);
-                    Some(params::render_artifacts(&bp_arts, &p))
+                    Some(params::render_artifacts(&bp_arts, &p).map_err(|e| e.to_string()))
                 } else {
                     None
                 };
@@ -577,10 +584,10 @@ pub(super) async fn run_defer(
             tokio::time::Instant::now() + Duration::from_secs(100 * 365 * 86400)
         });
         tokio::select! {
-            r = &mut fut => break r,
+            r = &mut fut => break r.map_err(|e| e.to_string()),
             changed = rx.changed() => {
                 if changed.is_err() {
-                    break fut.await;
+                    break fut.await.map_err(|e| e.to_string());
                 }
                 // Deletion observed: refresh deletionTimestamp for the deadline.
                 if let Ok(o) = run.api.get(run.name).await {

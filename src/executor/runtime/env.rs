@@ -45,7 +45,11 @@ pub(super) async fn action_env(run: &Run<'_>, obj: &ActionSet, i: usize) -> Acti
     let (bp, broken) = match fetched {
         Err(e) => (
             None,
-            Some(format!("Failed to query blueprint {}: {e}", st.blueprint)),
+            Some(format!(
+                "Failed to query blueprint {}: {}",
+                st.blueprint,
+                crate::kube_error::describe(&e)
+            )),
         ),
         Ok(bp) => match bp.actions.get(&st.name) {
             None => (
@@ -119,7 +123,7 @@ pub(super) async fn phase_objects(
     ns: &str,
     st: &crate::model::ActionStatus,
     indexes: impl Iterator<Item = usize>,
-) -> Result<PhaseObjects, String> {
+) -> Result<PhaseObjects, PhaseError> {
     let cached = || {
         env.objects
             .lock()
@@ -158,17 +162,28 @@ pub(super) fn phases_shown(
     })
 }
 
+/// Why a phase failed before or in its function; the text is what the phase's status records.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum PhaseError {
+    /// The phase's (or an earlier phase's) `objects`.
+    #[error(transparent)]
+    Objects(#[from] params::ParamError),
+    /// The phase's `args` templates.
+    #[error(transparent)]
+    Args(#[from] template::TemplateError),
+    #[error(transparent)]
+    Function(#[from] functions::FunctionError),
+}
+
 pub(super) async fn exec_phase(
     fctx: &functions::Context,
     phase: &crate::model::BlueprintPhase,
     params: Value,
-) -> Result<Map<String, Value>, String> {
+) -> Result<Map<String, Value>, PhaseError> {
     let args = Value::Object(phase.args.clone().unwrap_or_default());
-    let rendered = template::render_args(&args, &params, &phase.func).map_err(|e| e.to_string())?;
+    let rendered = template::render_args(&args, &params, &phase.func)?;
     let args = rendered.as_object().cloned().unwrap_or_default();
-    functions::execute(fctx, &phase.func, &args, &params)
-        .await
-        .map_err(|e| e.to_string())
+    Ok(functions::execute(fctx, &phase.func, &args, &params).await?)
 }
 
 /// Pods one step of an action created in this process, and the ActionSet

@@ -11,8 +11,19 @@ pub(super) enum WriteError {
     Gone,
     #[error(transparent)]
     Stale(#[from] machine::Stale),
-    #[error("{0}")]
-    Other(String),
+    /// Someone wrote what our model cannot read; the watch reports it.
+    #[error("ActionSet cannot be read: {0}")]
+    Unreadable(#[source] serde_json::Error),
+    /// A 400 or 422 on the write: retrying would not help.
+    #[error("the API server rejected the ActionSet update: {0}")]
+    Rejected(String),
+    #[error("{}", crate::kube_error::describe(.0))]
+    Read(#[source] kube::Error),
+    /// The ActionSet no longer holds what its task drives (edited while it ran).
+    #[error("{what} missing from {place}")]
+    Missing { what: String, place: &'static str },
+    #[error("status disappeared")]
+    NoStatus,
 }
 
 pub(super) fn now_rfc3339() -> String {
@@ -45,7 +56,7 @@ pub(super) async fn update<T>(
             // Someone wrote what our model cannot read: stop; the watch
             // reports it and resumes the ActionSet once it is fixed.
             Err(kube::Error::SerdeError(e)) => {
-                return Err(WriteError::Other(format!("ActionSet cannot be read: {e}")));
+                return Err(WriteError::Unreadable(e));
             }
             Err(e) => {
                 warn!(actionset = name, error = %e, "reading ActionSet failed; retrying");
@@ -60,10 +71,7 @@ pub(super) async fn update<T>(
             Err(kube::Error::Api(s)) if s.code == 409 => continue,
             Err(kube::Error::Api(s)) if s.code == 404 => return Err(WriteError::Gone),
             Err(kube::Error::Api(s)) if s.code == 422 || s.code == 400 => {
-                return Err(WriteError::Other(format!(
-                    "the API server rejected the ActionSet update: {}",
-                    s.message
-                )));
+                return Err(WriteError::Rejected(s.message));
             }
             Err(e) => {
                 warn!(actionset = name, error = %e, "writing ActionSet failed; retrying");
@@ -115,10 +123,7 @@ impl Run<'_> {
                 let n = obj.status.as_ref().map(|s| s.actions.len()).unwrap_or(0);
                 let now = now_rfc3339();
                 let (mut rec, _) = Record::from_meta(&obj.metadata, n, &now);
-                let status = obj
-                    .status
-                    .as_mut()
-                    .ok_or_else(|| WriteError::Other("status disappeared".into()))?;
+                let status = obj.status.as_mut().ok_or_else(|| WriteError::NoStatus)?;
                 let ctx = Ctx {
                     actionset: self.name,
                     now: &now,
@@ -177,10 +182,7 @@ pub(super) async fn record_step(
         let n = obj.status.as_ref().map(|s| s.actions.len()).unwrap_or(0);
         let now = now_rfc3339();
         let (mut rec, _) = Record::from_meta(&obj.metadata, n, &now);
-        let status = obj
-            .status
-            .as_mut()
-            .ok_or_else(|| WriteError::Other("status disappeared".into()))?;
+        let status = obj.status.as_mut().ok_or_else(|| WriteError::NoStatus)?;
         let ctx = Ctx {
             actionset: name,
             now: &now,
