@@ -107,7 +107,7 @@ pub async fn run(
     let repo = Repository::new(&profile, &prefix, &key, false);
     let cmd = repo
         .stats_command(&id, &mode)
-        .map_err(|e| FunctionError::failed(NAME, e))?;
+        .map_err(|e| FunctionError::failed(NAME, e.to_string()))?;
     let opts = PodOptions {
         namespace,
         generate_name: JOB_PREFIX.into(),

@@ -66,7 +66,8 @@ pub async fn run(
     let profile = Profile::from_params(params).map_err(|e| FunctionError::failed(NAME, e))?;
     let repo = Repository::new(&profile, &prefix, &key, insecure_tls);
     // Fail on an unusable location before making a pod.
-    repo.env().map_err(|e| FunctionError::failed(NAME, e))?;
+    repo.env()
+        .map_err(|e| FunctionError::failed(NAME, e.to_string()))?;
     let opts = PodOptions {
         namespace: ctx.namespace.clone(),
         generate_name: JOB_PREFIX.into(),

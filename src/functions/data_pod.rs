@@ -88,7 +88,7 @@ fn volume_name(pvc: &str, i: usize) -> String {
 }
 
 /// The helper pod of `opts`.
-pub fn helper_pod(opts: &PodOptions) -> Result<Pod, String> {
+pub fn helper_pod(opts: &PodOptions) -> Result<Pod, pod::InvalidPod> {
     let mut volumes = Vec::new();
     let mut mounts = Vec::new();
     for (i, (pvc, m)) in opts.volumes.iter().enumerate() {
@@ -182,7 +182,8 @@ pub async fn start(
     function: &'static str,
     opts: &PodOptions,
 ) -> Result<HelperPod, FunctionError> {
-    let pod = helper_pod(opts).map_err(|m| FunctionError::arg(function, "podOverride", m))?;
+    let pod =
+        helper_pod(opts).map_err(|m| FunctionError::arg(function, "podOverride", m.to_string()))?;
     let (api, name, guard) = pod::create(ctx, function, &opts.namespace, pod).await?;
     let helper = HelperPod {
         namespace: opts.namespace.clone(),

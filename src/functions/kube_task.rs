@@ -41,7 +41,7 @@ pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, Fun
         annotations,
         pod_override.as_ref(),
     )
-    .map_err(|m| FunctionError::arg(NAME, "podOverride", m))?;
+    .map_err(|m| FunctionError::arg(NAME, "podOverride", m.to_string()))?;
     let (log, _) = run_pod(ctx, NAME, &namespace, pod).await?;
     log.output(NAME)
 }
@@ -54,7 +54,7 @@ pub fn task_pod(
     labels: BTreeMap<String, String>,
     annotations: BTreeMap<String, String>,
     pod_override: Option<&Map<String, Value>>,
-) -> Result<Pod, String> {
+) -> Result<Pod, super::pod::InvalidPod> {
     let spec = json!({
         "restartPolicy": "Never",
         "containers": [{
@@ -168,7 +168,8 @@ mod tests {
             BTreeMap::new(),
             Some(&o),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("not a valid Pod"), "{e}");
     }
 }

@@ -61,7 +61,7 @@ pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, Fun
     let actionset_override = ctx.pod_override.as_ref().map(actionset_override);
     let pod_override = merge_overrides(a.opt_json_map("podOverride")?, actionset_override.as_ref());
     let pod = pod(&spec, labels, annotations, pod_override.as_ref())
-        .map_err(|m| FunctionError::arg(NAME, "podOverride", m))?;
+        .map_err(|m| FunctionError::arg(NAME, "podOverride", m.to_string()))?;
     let (log, _) = pod::run_pod(ctx, NAME, &spec.namespace, pod).await?;
     log.output(NAME)
 }
@@ -152,7 +152,7 @@ pub fn pod(
     labels: BTreeMap<String, String>,
     mut annotations: BTreeMap<String, String>,
     pod_override: Option<&Map<String, Value>>,
-) -> Result<k8s_openapi::api::core::v1::Pod, String> {
+) -> Result<k8s_openapi::api::core::v1::Pod, pod::InvalidPod> {
     let mounts = json!([{"name": SHARED_VOLUME, "mountPath": spec.shared_dir}]);
     let container = |name: &str, image: &str, command: Option<&Vec<String>>| {
         let mut c = json!({"name": name, "image": image, "volumeMounts": mounts});

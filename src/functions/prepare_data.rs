@@ -98,7 +98,7 @@ pub async fn run(
         annotations,
         pod_override.as_ref(),
     )
-    .map_err(|m| FunctionError::arg(NAME, "podOverride", m))?;
+    .map_err(|m| FunctionError::arg(NAME, "podOverride", m.to_string()))?;
     let (log, _) = pod::run_pod_to_end(ctx, NAME, &namespace, pod, fail_on_error).await?;
     log.output(NAME)
 }
@@ -140,7 +140,7 @@ pub fn pod(
     labels: BTreeMap<String, String>,
     annotations: BTreeMap<String, String>,
     pod_override: Option<&Map<String, Value>>,
-) -> Result<Pod, String> {
+) -> Result<Pod, pod::InvalidPod> {
     let mut volume_mounts = Vec::new();
     let mut volumes = Vec::new();
     for (i, m) in mounts.iter().enumerate() {

@@ -82,6 +82,39 @@ pub fn sh_quote(s: &str) -> String {
 }
 
 /// Kanister's `shCommand`.
+/// Why a restic command line cannot be made for a Profile, or restic's output does not read;
+/// Kanister's texts where Kanister has one.
+#[derive(Debug, thiserror::Error)]
+pub enum ResticError {
+    #[error("Unsupported type '{0}' for the location")]
+    UnsupportedLocation(String),
+    #[error(
+        "Failed to create args from credential: the AWS Secret sets `{}`; assuming a role is not \
+         supported by this executor (give {}/{} of the role instead)",
+        AWS_ROLE_KEY,
+        AWS_ACCESS_KEY_ID_KEY,
+        AWS_SECRET_ACCESS_KEY_KEY
+    )]
+    AssumeRole,
+    #[error(
+        "Failed to create args from credential: Secret type '{type_}' cannot be used for an s3Compliant location (use {})",
+        AWS_SECRET_TYPE
+    )]
+    SecretType { type_: String },
+    #[error("Failed to create args from credential: Unsupported type 'kopia' for credentials")]
+    KopiaCredential,
+    #[error(
+        "Location type gcs is not supported by this executor's restic data mover (supported: s3Compliant, azure)"
+    )]
+    Gcs,
+    #[error("Failed to unmarshall output from snapshotCommand: {0}")]
+    SnapshotsJson(#[source] serde_json::Error),
+    #[error("Snapshot not found")]
+    NoSnapshot,
+    #[error("Snapshot not found: the snapshot has no short_id")]
+    NoShortId,
+}
+
 fn sh_command(command: String) -> Vec<String> {
     vec![
         "bash".into(),
@@ -132,7 +165,7 @@ impl Repository {
     /// `RESTIC_REPOSITORY`: `s3:<endpoint>/<path>` (endpoint default
     /// `s3.amazonaws.com`, trailing `/` removed), `azure:<container>:/<rest>/`,
     /// `gs:<bucket>:/<rest>/` (Kanister's formats).
-    pub fn url(&self) -> Result<String, String> {
+    pub fn url(&self) -> Result<String, ResticError> {
         let l = &self.profile.location;
         match l.type_.as_str() {
             LOCATION_S3 => {
@@ -145,13 +178,13 @@ impl Repository {
             }
             LOCATION_AZURE => Ok(format!("azure:{}/", self.path.replacen('/', ":/", 1))),
             LOCATION_GCS => Ok(format!("gs:{}/", self.path.replacen('/', ":/", 1))),
-            other => Err(format!("Unsupported type '{other}' for the location")),
+            other => Err(ResticError::UnsupportedLocation(other.to_string())),
         }
     }
 
     /// The exported environment, in Kanister's order: credentials,
     /// `RESTIC_REPOSITORY`, `RESTIC_PASSWORD`.
-    pub fn env(&self) -> Result<Vec<(String, String)>, String> {
+    pub fn env(&self) -> Result<Vec<(String, String)>, ResticError> {
         let mut env: Vec<(String, String)> = Vec::new();
         let l = &self.profile.location;
         let c = &self.profile.credential;
@@ -163,11 +196,7 @@ impl Repository {
                 }
                 Credential::Secret { type_, data } if type_ == AWS_SECRET_TYPE => {
                     if data.get(AWS_ROLE_KEY).is_some_and(|r| !r.is_empty()) {
-                        return Err(format!(
-                            "Failed to create args from credential: the AWS Secret sets `{AWS_ROLE_KEY}`; \
-                             assuming a role is not supported by this executor (give \
-                             {AWS_ACCESS_KEY_ID_KEY}/{AWS_SECRET_ACCESS_KEY_KEY} of the role instead)"
-                        ));
+                        return Err(ResticError::AssumeRole);
                     }
                     let get = |k: &str| data.get(k).cloned().unwrap_or_default();
                     env.push(("AWS_ACCESS_KEY_ID".into(), get(AWS_ACCESS_KEY_ID_KEY)));
@@ -181,15 +210,12 @@ impl Repository {
                     }
                 }
                 Credential::Secret { type_, .. } => {
-                    return Err(format!(
-                        "Failed to create args from credential: Secret type '{type_}' cannot be used for an s3Compliant location (use {AWS_SECRET_TYPE})"
-                    ));
+                    return Err(ResticError::SecretType {
+                        type_: type_.clone(),
+                    });
                 }
                 Credential::Kopia => {
-                    return Err(
-                        "Failed to create args from credential: Unsupported type 'kopia' for credentials"
-                            .into(),
-                    );
+                    return Err(ResticError::KopiaCredential);
                 }
             },
             LOCATION_AZURE => {
@@ -205,13 +231,9 @@ impl Repository {
                 env.push(("AZURE_ACCOUNT_KEY".into(), key));
             }
             LOCATION_GCS => {
-                return Err(
-                    "Location type gcs is not supported by this executor's restic data mover \
-                     (supported: s3Compliant, azure)"
-                        .into(),
-                );
+                return Err(ResticError::Gcs);
             }
-            other => return Err(format!("Unsupported type '{other}' for the location")),
+            other => return Err(ResticError::UnsupportedLocation(other.to_string())),
         }
         env.push(("RESTIC_REPOSITORY".into(), self.url()?));
         env.push(("RESTIC_PASSWORD".into(), self.encryption_key.clone()));
@@ -230,7 +252,7 @@ impl Repository {
         sub: &str,
         flags: &[String],
         positional: &[&str],
-    ) -> Result<ResticCommand, String> {
+    ) -> Result<ResticCommand, ResticError> {
         let mut stdin: String = self
             .env()?
             .into_iter()
@@ -254,12 +276,16 @@ impl Repository {
     }
 
     /// `restic init`.
-    pub fn init_command(&self) -> Result<ResticCommand, String> {
+    pub fn init_command(&self) -> Result<ResticCommand, ResticError> {
         self.command("init", &[], &[])
     }
 
     /// `restic backup --tag=<tag> -- <includePath>`.
-    pub fn backup_command(&self, tag: &str, include_path: &str) -> Result<ResticCommand, String> {
+    pub fn backup_command(
+        &self,
+        tag: &str,
+        include_path: &str,
+    ) -> Result<ResticCommand, ResticError> {
         self.command("backup", &[format!("--tag={tag}")], &[include_path])
     }
 
@@ -268,7 +294,7 @@ impl Repository {
         &self,
         snapshot: &Snapshot,
         restore_path: &str,
-    ) -> Result<ResticCommand, String> {
+    ) -> Result<ResticCommand, ResticError> {
         let target = format!("--target={restore_path}");
         match snapshot {
             Snapshot::Id(id) => self.command("restore", &[target], &[id]),
@@ -279,32 +305,32 @@ impl Repository {
     }
 
     /// `restic snapshots --json`.
-    pub fn snapshots_command(&self) -> Result<ResticCommand, String> {
+    pub fn snapshots_command(&self) -> Result<ResticCommand, ResticError> {
         self.command("snapshots", &["--json".into()], &[])
     }
 
     /// `restic snapshots --last --json` (Kanister's existence check).
-    pub fn latest_snapshots_command(&self) -> Result<ResticCommand, String> {
+    pub fn latest_snapshots_command(&self) -> Result<ResticCommand, ResticError> {
         self.command("snapshots", &["--last".into(), "--json".into()], &[])
     }
 
     /// `restic snapshots --tag=<tag> --json`.
-    pub fn snapshots_by_tag_command(&self, tag: &str) -> Result<ResticCommand, String> {
+    pub fn snapshots_by_tag_command(&self, tag: &str) -> Result<ResticCommand, ResticError> {
         self.command("snapshots", &[format!("--tag={tag}"), "--json".into()], &[])
     }
 
     /// `restic forget -- <id>`.
-    pub fn forget_command(&self, id: &str) -> Result<ResticCommand, String> {
+    pub fn forget_command(&self, id: &str) -> Result<ResticCommand, ResticError> {
         self.command("forget", &[], &[id])
     }
 
     /// `restic prune`.
-    pub fn prune_command(&self) -> Result<ResticCommand, String> {
+    pub fn prune_command(&self) -> Result<ResticCommand, ResticError> {
         self.command("prune", &[], &[])
     }
 
     /// `restic stats --mode=<mode> -- <id>`.
-    pub fn stats_command(&self, id: &str, mode: &str) -> Result<ResticCommand, String> {
+    pub fn stats_command(&self, id: &str, mode: &str) -> Result<ResticCommand, ResticError> {
         self.command("stats", &[format!("--mode={mode}")], &[id])
     }
 }
@@ -434,15 +460,14 @@ pub fn snapshot_stats_from_backup_log(output: &str) -> BackupStats {
 
 /// Kanister's `SnapshotIDFromSnapshotLog`: `short_id` of the first snapshot
 /// in `restic snapshots --json` output.
-pub fn snapshot_id_from_snapshot_log(output: &str) -> Result<String, String> {
-    let v: Vec<Value> = serde_json::from_str(output.trim())
-        .map_err(|e| format!("Failed to unmarshall output from snapshotCommand: {e}"))?;
-    let first = v.first().ok_or("Snapshot not found")?;
+pub fn snapshot_id_from_snapshot_log(output: &str) -> Result<String, ResticError> {
+    let v: Vec<Value> = serde_json::from_str(output.trim()).map_err(ResticError::SnapshotsJson)?;
+    let first = v.first().ok_or(ResticError::NoSnapshot)?;
     first
         .get("short_id")
         .and_then(Value::as_str)
         .map(str::to_string)
-        .ok_or_else(|| "Snapshot not found: the snapshot has no short_id".to_string())
+        .ok_or(ResticError::NoShortId)
 }
 
 /// Kanister's `SpaceFreedFromPruneLog`: the size of the last line "will
@@ -578,8 +603,8 @@ pub fn wrap(function: &'static str, context: &str, e: FunctionError) -> Function
     FunctionError::failed(function, format!("{context}: {inner}"))
 }
 
-fn command_error(function: &'static str, e: String) -> FunctionError {
-    FunctionError::failed(function, e)
+fn command_error(function: &'static str, e: ResticError) -> FunctionError {
+    FunctionError::failed(function, e.to_string())
 }
 
 /// Exec one restic command (from a [`Repository`] `*_command`) in `target`,
@@ -623,9 +648,9 @@ pub async fn get_or_create_repository(
     target: &Target<'_>,
     repo: &Repository,
 ) -> Result<(), FunctionError> {
-    let cmd = repo
-        .latest_snapshots_command()
-        .map_err(|e| command_error(function, format!("Failed to create snapshot command: {e}")))?;
+    let cmd = repo.latest_snapshots_command().map_err(|e| {
+        FunctionError::failed(function, format!("Failed to create snapshot command: {e}"))
+    })?;
     let err = match exec(ctx, function, target, &cmd).await {
         Ok(_) => return Ok(()),
         Err(e) => e,
@@ -642,9 +667,9 @@ pub async fn get_or_create_repository(
             err,
         ));
     }
-    let cmd = repo
-        .init_command()
-        .map_err(|e| command_error(function, format!("Failed to create init command: {e}")))?;
+    let cmd = repo.init_command().map_err(|e| {
+        FunctionError::failed(function, format!("Failed to create init command: {e}"))
+    })?;
     exec(ctx, function, target, &cmd)
         .await
         .map(|_| ())
@@ -989,7 +1014,10 @@ mod tests {
         assert_eq!(env[0].1, "ID2");
         p["Profile"]["Credential"]["Secret"]["data"]["role"] = json!(b("arn:aws:iam::1:role/x"));
         let prof = Profile::from_params(&p).unwrap();
-        let e = Repository::new(&prof, "x", "k", false).env().unwrap_err();
+        let e = Repository::new(&prof, "x", "k", false)
+            .env()
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("assuming a role is not supported"), "{e}");
 
         let mut p = s3_params();
@@ -1002,7 +1030,10 @@ mod tests {
 
         p["Profile"]["Location"]["Type"] = json!("gcs");
         let prof = Profile::from_params(&p).unwrap();
-        let e = Repository::new(&prof, "a", "k", false).env().unwrap_err();
+        let e = Repository::new(&prof, "a", "k", false)
+            .env()
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("gcs is not supported"), "{e}");
     }
 
@@ -1088,12 +1119,13 @@ mod tests {
         let js = r#"[{"time":"2026-01-01T00:00:00Z","tree":"t","paths":["/d"],"tags":["x"],"id":"0123456789abcdef","short_id":"01234567"}]"#;
         assert_eq!(snapshot_id_from_snapshot_log(js).unwrap(), "01234567");
         assert_eq!(
-            snapshot_id_from_snapshot_log("[]").unwrap_err(),
+            snapshot_id_from_snapshot_log("[]").unwrap_err().to_string(),
             "Snapshot not found"
         );
         assert!(
             snapshot_id_from_snapshot_log("oops")
                 .unwrap_err()
+                .to_string()
                 .starts_with("Failed to unmarshall output from snapshotCommand")
         );
         let old = "will delete 3 packs and rewrite 1 packs, this frees 1.500 KiB\n";

@@ -217,7 +217,7 @@ fn run_location(l: LocationArgs) -> Result<(), String> {
         } => return Err(kopia("--kopia-snapshot")),
         _ => {}
     }
-    let profile = profile::parse(&l.profile)?;
+    let profile = profile::parse(&l.profile).map_err(|e| e.to_string())?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

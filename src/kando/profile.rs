@@ -49,19 +49,48 @@ const PROFILE: &[(&str, Field)] = &[
     ("SkipSSLVerify", Field::Bool),
 ];
 
+/// Why `--profile` is no s3Compliant Profile kando can use.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileFlagError {
+    #[error("Please provide the --profile flag")]
+    Missing,
+    #[error(
+        "failed to unmarshal profile: {0} (pass the Profile as --profile '{{{{ toJson .Profile }}}}')"
+    )]
+    Json(#[source] serde_json::Error),
+    #[error("--profile is null: the ActionSet's action names no Profile (set actions[].profile)")]
+    Null,
+    #[error("failed to unmarshal profile: {at} must be {want}, not {got}")]
+    Type {
+        at: String,
+        want: &'static str,
+        got: &'static str,
+    },
+    #[error(
+        "the Profile's location type is kopia: Kanister's Kopia repository server data path \
+         (kando location push/pull/delete through a Kopia server, --output-name, \
+         --kopia-snapshot) is not supported by this kando; use an s3Compliant Profile"
+    )]
+    Kopia,
+    #[error(
+        "the Profile's location type is {0}: this kando reads and writes s3Compliant locations \
+         only (Kanister's kando also supports gcs and azure)"
+    )]
+    NotS3(String),
+    #[error("Unsupported Location type: {0}")]
+    UnsupportedLocation(String),
+    #[error("invalid --profile: {0}")]
+    Invalid(#[source] profile::ProfileError),
+}
+
 /// The Profile of `--profile`, ready to connect (s3Compliant only).
-pub fn parse(json: &str) -> Result<S3Profile, String> {
+pub fn parse(json: &str) -> Result<S3Profile, ProfileFlagError> {
     if json.is_empty() {
-        return Err("Please provide the --profile flag".into());
+        return Err(ProfileFlagError::Missing);
     }
-    let v: Value = serde_json::from_str(json).map_err(|e| {
-        format!("failed to unmarshal profile: {e} (pass the Profile as --profile '{{{{ toJson .Profile }}}}')")
-    })?;
+    let v: Value = serde_json::from_str(json).map_err(ProfileFlagError::Json)?;
     if v.is_null() {
-        return Err(
-            "--profile is null: the ActionSet's action names no Profile (set actions[].profile)"
-                .into(),
-        );
+        return Err(ProfileFlagError::Null);
     }
     let profile = canonical(&v, PROFILE, "Profile")?;
     let location_type = profile
@@ -70,29 +99,19 @@ pub fn parse(json: &str) -> Result<S3Profile, String> {
         .unwrap_or("");
     match location_type {
         profile::LOCATION_S3 => {}
-        profile::LOCATION_KOPIA => {
-            return Err(
-                "the Profile's location type is kopia: Kanister's Kopia repository server data path \
-                 (kando location push/pull/delete through a Kopia server, --output-name, \
-                 --kopia-snapshot) is not supported by this kando; use an s3Compliant Profile"
-                    .into(),
-            );
-        }
+        profile::LOCATION_KOPIA => return Err(ProfileFlagError::Kopia),
         profile::LOCATION_GCS | profile::LOCATION_AZURE => {
-            return Err(format!(
-                "the Profile's location type is {location_type}: this kando reads and writes \
-                 s3Compliant locations only (Kanister's kando also supports gcs and azure)"
-            ));
+            return Err(ProfileFlagError::NotS3(location_type.to_string()));
         }
-        other => return Err(format!("Unsupported Location type: {other}")),
+        other => return Err(ProfileFlagError::UnsupportedLocation(other.to_string())),
     }
     s3::profile_from_params(&serde_json::json!({ "Profile": profile }))
-        .map_err(|e| format!("invalid --profile: {e}"))
+        .map_err(ProfileFlagError::Invalid)
 }
 
 /// `v` with the keys of `fields` spelled as there (matched ignoring case,
 /// the last of several spellings winning, as Go does); other keys dropped.
-fn canonical(v: &Value, fields: &[(&str, Field)], at: &str) -> Result<Value, String> {
+fn canonical(v: &Value, fields: &[(&str, Field)], at: &str) -> Result<Value, ProfileFlagError> {
     let obj = match v {
         Value::Object(o) => o,
         Value::Null => return Ok(Value::Null),
@@ -118,7 +137,7 @@ fn canonical(v: &Value, fields: &[(&str, Field)], at: &str) -> Result<Value, Str
     Ok(Value::Object(out))
 }
 
-fn type_error(at: &str, want: &str, got: &Value) -> String {
+fn type_error(at: &str, want: &'static str, got: &Value) -> ProfileFlagError {
     let got = match got {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -127,7 +146,11 @@ fn type_error(at: &str, want: &str, got: &Value) -> String {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     };
-    format!("failed to unmarshal profile: {at} must be {want}, not {got}")
+    ProfileFlagError::Type {
+        at: at.to_string(),
+        want,
+        got,
+    }
 }
 
 #[cfg(test)]
@@ -166,33 +189,47 @@ mod tests {
 
     #[test]
     fn bad_profiles_are_named() {
-        assert_eq!(parse("").unwrap_err(), "Please provide the --profile flag");
+        assert_eq!(
+            parse("").unwrap_err().to_string(),
+            "Please provide the --profile flag"
+        );
         assert!(
             parse("{")
                 .unwrap_err()
+                .to_string()
                 .starts_with("failed to unmarshal profile: ")
         );
-        assert!(parse("null").unwrap_err().contains("names no Profile"));
-        let e = parse(r#"{"Location":{"type":"s3Compliant","bucket":5}}"#).unwrap_err();
+        assert!(
+            parse("null")
+                .unwrap_err()
+                .to_string()
+                .contains("names no Profile")
+        );
+        let e = parse(r#"{"Location":{"type":"s3Compliant","bucket":5}}"#)
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             e,
             "failed to unmarshal profile: Profile.Location.Bucket must be a string, not a number"
         );
-        let e = parse(r#"{"SkipSSLVerify":"yes"}"#).unwrap_err();
+        let e = parse(r#"{"SkipSSLVerify":"yes"}"#).unwrap_err().to_string();
         assert!(
             e.contains("Profile.SkipSSLVerify must be true or false"),
             "{e}"
         );
-        let e =
-            parse(r#"{"Location":{"type":"kopia"},"Credential":{"Type":"kopia"}}"#).unwrap_err();
+        let e = parse(r#"{"Location":{"type":"kopia"},"Credential":{"Type":"kopia"}}"#)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("Kopia repository server"), "{e}");
-        let e = parse(r#"{"Location":{"type":"gcs","bucket":"b"},"Credential":{"Type":"keyPair","KeyPair":{"ID":"p","Secret":"k"}}}"#).unwrap_err();
+        let e = parse(r#"{"Location":{"type":"gcs","bucket":"b"},"Credential":{"Type":"keyPair","KeyPair":{"ID":"p","Secret":"k"}}}"#).unwrap_err().to_string();
         assert!(e.contains("s3Compliant locations only"), "{e}");
-        let e = parse(r#"{"Location":{"type":"ftp"}}"#).unwrap_err();
+        let e = parse(r#"{"Location":{"type":"ftp"}}"#)
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "Unsupported Location type: ftp");
-        let e = parse(r#"{"Location":{"type":"s3Compliant","bucket":"b"},"Credential":{"Type":"keyPair","KeyPair":{"ID":"","Secret":"k"}}}"#).unwrap_err();
+        let e = parse(r#"{"Location":{"type":"s3Compliant","bucket":"b"},"Credential":{"Type":"keyPair","KeyPair":{"ID":"","Secret":"k"}}}"#).unwrap_err().to_string();
         assert_eq!(e, "invalid --profile: Access key ID is not set");
-        let e = parse(r#"{"Location":{"type":"s3Compliant"},"Credential":{"Type":"keyPair","KeyPair":{"ID":"a","Secret":"k"}}}"#).unwrap_err();
+        let e = parse(r#"{"Location":{"type":"s3Compliant"},"Credential":{"Type":"keyPair","KeyPair":{"ID":"a","Secret":"k"}}}"#).unwrap_err().to_string();
         assert!(e.contains("Bucket not specified"), "{e}");
     }
 }

@@ -14,5 +14,7 @@ mod wait;
 pub use create::{PodGuard, create, find_resumed, stamp};
 pub use exec::{ExecResult, exec, exec_with_stdin, failure_message, outcome};
 pub use run::{PodLog, run_pod, run_pod_to_end};
-pub use spec::{CONTAINER, build_pod, json_merge, merge_labels, merge_overrides, strategic_merge};
+pub use spec::{
+    CONTAINER, InvalidPod, build_pod, json_merge, merge_labels, merge_overrides, strategic_merge,
+};
 pub use wait::{FATAL_WAITING, NotReady, readiness, ready_timeout, wait_finished, wait_ready};

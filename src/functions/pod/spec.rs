@@ -103,6 +103,12 @@ fn named(list: &[Value]) -> bool {
         .all(|e| e.get("name").is_some_and(|n| n.is_string()))
 }
 
+/// The pod a function would create does not decode as a Pod, most often a `podOverride` field
+/// of the wrong type (the caller says which argument).
+#[derive(Debug, thiserror::Error)]
+#[error("the merged pod spec is not a valid Pod: {0}")]
+pub struct InvalidPod(#[source] serde_json::Error);
+
 /// A pod from a default `spec` with `podOverride` applied (see the module docs),
 /// named `<generate_name><random>`, with Kanister's `createdBy: kanister` label.
 pub fn build_pod(
@@ -112,7 +118,7 @@ pub fn build_pod(
     mut labels: BTreeMap<String, String>,
     annotations: BTreeMap<String, String>,
     pod_override: Option<&Map<String, Value>>,
-) -> Result<Pod, String> {
+) -> Result<Pod, InvalidPod> {
     labels.insert(LABEL_CREATED_BY.0.into(), LABEL_CREATED_BY.1.into());
     if let Some(o) = pod_override {
         strategic_merge(&mut spec, &Value::Object(o.clone()));
@@ -128,7 +134,7 @@ pub fn build_pod(
         },
         "spec": spec,
     });
-    serde_json::from_value(pod).map_err(|e| format!("the merged pod spec is not a valid Pod: {e}"))
+    serde_json::from_value(pod).map_err(InvalidPod)
 }
 
 #[cfg(test)]

@@ -420,10 +420,10 @@ impl S3Client {
                 Bytes::new(),
             )
             .await?;
-        xml::parse_list_page(&String::from_utf8_lossy(&body)).map_err(|message| S3Error::Response {
+        xml::parse_list_page(&String::from_utf8_lossy(&body)).map_err(|source| S3Error::Document {
             op: "ListObjectsV2",
             url: format!("{}{}", self.endpoint(), self.path(bucket, None)),
-            message,
+            source,
         })
     }
 
@@ -514,11 +514,11 @@ impl S3Client {
                 body,
             )
             .await?;
-        xml::parse_delete_result(&String::from_utf8_lossy(&out)).map_err(|message| {
-            S3Error::Response {
+        xml::parse_delete_result(&String::from_utf8_lossy(&out)).map_err(|source| {
+            S3Error::Document {
                 op: "DeleteObjects",
                 url: format!("{}{}?delete", self.endpoint(), self.path(bucket, None)),
-                message,
+                source,
             }
         })
     }
@@ -588,7 +588,7 @@ fn batch_unsupported(e: &S3Error) -> bool {
             ) || *status == StatusCode::NOT_IMPLEMENTED
                 || *status == StatusCode::METHOD_NOT_ALLOWED
         }
-        S3Error::Response { .. } => true,
+        S3Error::Response { .. } | S3Error::Document { .. } => true,
         _ => false,
     }
 }

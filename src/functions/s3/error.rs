@@ -37,6 +37,14 @@ pub enum S3Error {
         url: String,
         message: String,
     },
+    /// A 2xx answer whose document is not the one S3 sends.
+    #[error("{op} on {url}: unexpected response: {source}")]
+    Document {
+        op: &'static str,
+        url: String,
+        #[source]
+        source: super::xml::XmlError,
+    },
 }
 
 impl S3Error {

@@ -178,14 +178,14 @@ impl S3Client {
             )
             .await?
             .1;
-        parse_upload_id(&String::from_utf8_lossy(&body)).map_err(|message| S3Error::Response {
+        parse_upload_id(&String::from_utf8_lossy(&body)).map_err(|source| S3Error::Document {
             op,
             url: format!(
                 "{}{}?uploads",
                 self.endpoint(),
                 self.path(bucket, Some(key))
             ),
-            message,
+            source,
         })
     }
 
@@ -416,11 +416,13 @@ mod tests {
         assert!(
             parse_upload_id("<Error/>")
                 .unwrap_err()
+                .to_string()
                 .contains("InitiateMultipartUploadResult")
         );
         assert!(
             parse_upload_id("<InitiateMultipartUploadResult><UploadId></UploadId></InitiateMultipartUploadResult>")
                 .unwrap_err()
+                .to_string()
                 .contains("no UploadId")
         );
         let body = complete_request_body(&[(1, "\"a1\"".into()), (2, "\"b2\"".into())]);

@@ -9,6 +9,25 @@
 use http::StatusCode;
 use quick_xml::events::Event;
 
+/// Why an S3 answer is not the document expected; each quotes the start of what came.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum XmlError {
+    #[error("not an XML document ({reason} at byte {at}): {snippet}")]
+    NotXml {
+        reason: String,
+        at: u64,
+        snippet: String,
+    },
+    #[error("expected a {root} document, got: {snippet}")]
+    Unexpected { root: &'static str, snippet: String },
+    #[error("a <Contents> element has no <Key>")]
+    ContentsWithoutKey,
+    #[error("<IsTruncated> is {0:?}, not true/false")]
+    IsTruncated(String),
+    #[error("the InitiateMultipartUploadResult has no UploadId")]
+    NoUploadId,
+}
+
 /// One element: its local name, its text (entities decoded) and children.
 #[derive(Debug, Default)]
 pub struct Element {
@@ -33,7 +52,7 @@ impl Element {
 }
 
 /// The root element of `xml`, or why it is not an XML document.
-pub fn parse(xml: &str) -> Result<Element, String> {
+pub fn parse(xml: &str) -> Result<Element, XmlError> {
     let mut reader = quick_xml::Reader::from_str(xml);
     reader.config_mut().trim_text(false);
     let mut stack: Vec<Element> = Vec::new();
@@ -41,8 +60,10 @@ pub fn parse(xml: &str) -> Result<Element, String> {
         Some((_, l)) => l.to_string(),
         None => name.to_string(),
     };
-    let bad = |e: &dyn std::fmt::Display, at: u64| {
-        format!("not an XML document ({e} at byte {at}): {}", snippet(xml))
+    let bad = |e: &dyn std::fmt::Display, at: u64| XmlError::NotXml {
+        reason: e.to_string(),
+        at,
+        snippet: snippet(xml),
     };
     loop {
         let event = reader
@@ -121,10 +142,13 @@ pub fn snippet(s: &str) -> String {
 }
 
 /// `xml` parsed, with the root element named `root`.
-fn document(xml: &str, root: &str) -> Result<Element, String> {
+fn document(xml: &str, root: &'static str) -> Result<Element, XmlError> {
     match parse(xml) {
         Ok(e) if e.name == root => Ok(e),
-        _ => Err(format!("expected a {root} document, got: {}", snippet(xml))),
+        _ => Err(XmlError::Unexpected {
+            root,
+            snippet: snippet(xml),
+        }),
     }
 }
 
@@ -137,20 +161,20 @@ pub struct ListPage {
 }
 
 /// Parses a `ListBucketResult` document.
-pub fn parse_list_page(xml: &str) -> Result<ListPage, String> {
+pub fn parse_list_page(xml: &str) -> Result<ListPage, XmlError> {
     let doc = document(xml, "ListBucketResult")?;
     let keys = doc
         .children("Contents")
         .map(|c| {
             c.child("Key")
                 .map(|k| k.text.clone())
-                .ok_or_else(|| "a <Contents> element has no <Key>".to_string())
+                .ok_or(XmlError::ContentsWithoutKey)
         })
         .collect::<Result<Vec<_>, _>>()?;
     let is_truncated = match doc.child_text("IsTruncated").as_deref() {
         None | Some("false") | Some("") => false,
         Some("true") => true,
-        Some(other) => return Err(format!("<IsTruncated> is {other:?}, not true/false")),
+        Some(other) => return Err(XmlError::IsTruncated(other.to_string())),
     };
     let next_continuation_token = doc
         .child_text("NextContinuationToken")
@@ -171,7 +195,7 @@ pub struct DeleteFailure {
 }
 
 /// The `<Error>` entries of a `DeleteResult` document.
-pub fn parse_delete_result(xml: &str) -> Result<Vec<DeleteFailure>, String> {
+pub fn parse_delete_result(xml: &str) -> Result<Vec<DeleteFailure>, XmlError> {
     let doc = document(xml, "DeleteResult")?;
     Ok(doc
         .children("Error")
@@ -184,11 +208,11 @@ pub fn parse_delete_result(xml: &str) -> Result<Vec<DeleteFailure>, String> {
 }
 
 /// The `UploadId` of an `InitiateMultipartUploadResult`.
-pub fn parse_upload_id(xml: &str) -> Result<String, String> {
+pub fn parse_upload_id(xml: &str) -> Result<String, XmlError> {
     document(xml, "InitiateMultipartUploadResult")?
         .child_text("UploadId")
         .filter(|id| !id.is_empty())
-        .ok_or_else(|| "the InitiateMultipartUploadResult has no UploadId".to_string())
+        .ok_or(XmlError::NoUploadId)
 }
 
 /// An S3 `<Error>` response.
@@ -318,6 +342,7 @@ mod tests {
         assert!(
             parse_list_page("<html>proxy error</html>")
                 .unwrap_err()
+                .to_string()
                 .contains("ListBucketResult")
         );
         assert!(
@@ -325,6 +350,7 @@ mod tests {
                 "<ListBucketResult><Contents><Size>1</Size></Contents></ListBucketResult>"
             )
             .unwrap_err()
+            .to_string()
             .contains("no <Key>")
         );
         assert!(
