@@ -481,14 +481,14 @@ fn cli_normalize_prints_yaml_and_json() {
 #[test]
 fn functions_this_executor_does_not_run_are_warned_about() {
     let r = check(bp(
-        json!({"a": {"phases": [{"func": "CreateRDSSnapshot", "name": "p", "args": {
-        "instanceID": "db-1"}}]}}),
+        json!({"a": {"phases": [{"func": "BackupDataUsingKopiaServer", "name": "p", "args": {
+        "container": "c", "includePath": "/d", "namespace": "n", "pod": "p"}}]}}),
     ));
     assert!(r.is_valid(), "{r}");
     assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
     assert_eq!(r.warnings[0].path, "actions.a.phases[0].func");
     assert!(r.warnings[0].message.contains(
-        "CreateRDSSnapshot is a Kanister function that blueprint-operator's executor does not run"
+        "BackupDataUsingKopiaServer is a Kanister function that blueprint-operator's executor does not run"
     ));
     let r = check(bp(json!({"a": {"phases": [task("p", "x")]}})));
     assert!(r.warnings.is_empty(), "{:?}", r.warnings);

@@ -32,6 +32,8 @@ if [[ "${1:-}" != --real ]]; then
   tools/control-plane/build.sh >/dev/null
   # restic + an S3-compatible object store + the VolumeSnapshot CRDs (data-mover and CSI tests).
   tools/data-plane/build.sh >/dev/null
+  # moto's standalone server, the AWS API of the RDS function tests (tests/e2e/rds.rs).
+  tools/moto/build.sh >/dev/null
   # helm for the chart tests (tests/helm_chart.rs).
   tools/helm/build.sh >/dev/null
   # Tests whose prerequisite is missing record themselves here (tests/support/prerequisite.rs).
@@ -56,6 +58,7 @@ tools/control-plane/real-node-deps.sh
 step "control plane, data plane"
 tools/control-plane/build.sh >/dev/null
 tools/data-plane/build.sh >/dev/null
+tools/moto/build.sh >/dev/null
 tools/helm/build.sh >/dev/null
 step "images (operator, tools, pause, databases)"
 tools/images/build.sh >/dev/null

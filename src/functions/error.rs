@@ -35,6 +35,14 @@ pub enum FunctionError {
         #[source]
         source: kube::Error,
     },
+    /// An RDS call or wait failed; `context` says what the function was doing (Kanister's words).
+    #[error("{function}: {context}: {source}")]
+    Rds {
+        function: &'static str,
+        context: String,
+        #[source]
+        source: Box<super::rds::RdsError>,
+    },
     /// Any other failure, already worded for the user.
     #[error("{function}: {message}")]
     Failed {
@@ -56,6 +64,18 @@ impl FunctionError {
         FunctionError::Failed {
             function,
             message: message.into(),
+        }
+    }
+
+    pub(crate) fn rds(
+        function: &'static str,
+        context: impl Into<String>,
+        source: super::rds::RdsError,
+    ) -> Self {
+        FunctionError::Rds {
+            function,
+            context: context.into(),
+            source: Box::new(source),
         }
     }
 

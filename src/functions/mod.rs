@@ -1,8 +1,8 @@
 //! Kanister functions run by the executor, one file per function as in
-//! Kanister's `pkg/function`, each registered in [`registry`]: 24 run here (pods and exec, workloads,
+//! Kanister's `pkg/function`, each registered in [`registry`]: 26 run here (pods and exec, workloads,
 //! KubeOps, waits, the restic data movers on [`restic`], LocationDelete on
-//! [`s3`], CSI snapshots). The four RDS functions, which need the AWS API, fail
-//! the phase with a clear "not supported" error.
+//! [`s3`], CSI snapshots, RDS snapshots on [`rds`]). RestoreRDSSnapshot and
+//! ExportRDSSnapshotToLocation fail the phase with a clear "not supported" error.
 //!
 //! Contract with the executor: [`execute`] gets the phase's `args` already
 //! rendered by the template engine (except `Wait`/`WaitV2`, which get raw args
@@ -26,12 +26,14 @@ pub mod backup_data_stats;
 pub mod check_repository;
 pub mod context;
 pub mod copy_volume_data;
+pub mod create_rds_snapshot;
 pub mod csi_snapshot;
 pub mod csi_snapshot_static;
 pub mod data_pod;
 pub mod delete_csi_snapshot_content;
 pub mod delete_data;
 pub mod delete_data_all;
+pub mod delete_rds_snapshot;
 mod error;
 pub mod kube_exec;
 pub mod kube_exec_all;
@@ -44,6 +46,7 @@ pub mod output;
 pub mod pod;
 pub mod prepare_data;
 pub mod profile;
+pub mod rds;
 pub mod registry;
 pub mod restic;
 pub mod restore_data;
@@ -101,9 +104,12 @@ mod tests {
 
     #[test]
     fn unsupported_message_names_the_function_and_the_supported_list() {
-        let e = registry::unsupported(registry::function("CreateRDSSnapshot").unwrap()).to_string();
+        let e = registry::unsupported(registry::function("BackupDataUsingKopiaServer").unwrap())
+            .to_string();
         assert!(
-            e.starts_with("function CreateRDSSnapshot is not supported by this executor (supported: KubeTask, "),
+            e.starts_with(
+                "function BackupDataUsingKopiaServer is not supported by this executor: "
+            ) && e.contains(" (supported: KubeTask, "),
             "{e}"
         );
         for f in registry::supported() {

@@ -27,6 +27,7 @@ mod kando;
 mod location_delete;
 mod monitoring;
 mod pod_functions;
+mod rds;
 mod schedule;
 mod tenancy;
 mod webhook;

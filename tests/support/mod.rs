@@ -27,6 +27,7 @@ pub mod csi;
 pub mod data_plane;
 pub mod files;
 pub mod go_oracle;
+pub mod moto;
 pub mod pod_watch;
 pub mod prerequisite;
 pub mod rbac;

@@ -29,7 +29,7 @@ use super::profile::{self, Credential, Profile, ProfileError};
 pub mod client;
 pub mod error;
 pub mod sigv4;
-mod tls;
+pub(crate) mod tls;
 pub mod transfer;
 pub mod xml;
 

@@ -96,6 +96,19 @@ pub fn sign_s3(
     sign_for(creds, region, "s3", true, time, req)
 }
 
+/// The headers to add to a request of another AWS service (`service`: its signing name, e.g.
+/// `rds`): `x-amz-date`, `x-amz-security-token` (temporary credentials) and `authorization`;
+/// the payload's hash is signed, not sent (as AWS's SDKs do for the query protocol).
+pub fn sign_service(
+    creds: &Credentials,
+    region: &str,
+    service: &str,
+    time: SystemTime,
+    req: &Request,
+) -> Result<Vec<(&'static str, String)>, SignError> {
+    sign_for(creds, region, service, false, time, req)
+}
+
 /// [`sign_s3`] for any service; `content_sha256`: send and sign
 /// `x-amz-content-sha256` (S3 requires it; AWS's generic test suite has none).
 fn sign_for(

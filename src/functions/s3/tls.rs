@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::S3Error;
 
 /// Adds what to do when the server's certificate is not trusted.
-pub(super) fn tls_hint(msg: String) -> String {
+pub(crate) fn tls_hint(msg: String) -> String {
     if msg.contains("certificate") || msg.contains("UnknownIssuer") {
         format!(
             "{msg} (the server's TLS certificate is not trusted: install its CA on this machine, or set skipSSLVerify: true in the Profile)"
@@ -16,7 +16,7 @@ pub(super) fn tls_hint(msg: String) -> String {
     }
 }
 
-pub(super) fn tls_config(https: bool, skip_verify: bool) -> Result<rustls::ClientConfig, S3Error> {
+pub(crate) fn tls_config(https: bool, skip_verify: bool) -> Result<rustls::ClientConfig, S3Error> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()

@@ -1,0 +1,353 @@
+//! The RDS functions against moto's RDS API (tests/support/moto.rs: signatures checked), run by
+//! the controller (`AWS_ENDPOINT_URL_RDS` pointing at moto) from the corpus RDS Blueprints,
+//! unmodified: CreateRDSSnapshot and DeleteRDSSnapshot of a PostgreSQL instance and of an
+//! Aurora cluster, their outputs as Kanister writes them, and the errors of wrong credentials
+//! and of an instance that does not exist.
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use blueprint_operator::functions::rds::error::{
+    DB_CLUSTER_SNAPSHOT_NOT_FOUND, DB_SNAPSHOT_NOT_FOUND,
+};
+use blueprint_operator::model::{ActionSet, Blueprint};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::Client;
+use kube::api::{Api, DynamicObject, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use serde_json::{Value, json};
+
+use crate::support;
+use crate::support::controller::Controller;
+use crate::support::moto;
+
+const FINISH: Duration = Duration::from_secs(180);
+
+/// Cluster, namespace (CRDs installed) and the corpus; `None`: skipped.
+async fn setup(prefix: &str) -> Option<(Client, String, std::path::PathBuf)> {
+    let corpus = support::corpus::dir()?;
+    let client = support::client().await;
+    if !support::require_kwok(&client).await {
+        return None;
+    }
+    support::install_crds(&client).await.expect("install CRDs");
+    let ns = support::namespace(&client, prefix).await;
+    Some((client, ns, corpus))
+}
+
+/// Profile `name` whose credential is moto's key (`secret` replaces its secret key), region
+/// moto's, location the test object store.
+async fn rds_profile(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    secret: Option<&str>,
+) -> anyhow::Result<()> {
+    let m = moto::server();
+    let store = support::data_plane::object_store();
+    let secret_name = format!("{name}-aws");
+    Api::<Secret>::namespaced(client.clone(), ns)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": secret_name},
+                "type": "secrets.kanister.io/aws",
+                "stringData": {"aws_access_key_id": m.access_key,
+                               "aws_secret_access_key": secret.unwrap_or(&m.secret_key)},
+            }))?,
+        )
+        .await?;
+    let gvk = GroupVersionKind::gvk("cr.kanister.io", "v1alpha1", "Profile");
+    let ar = ApiResource::from_gvk_with_plural(&gvk, "profiles");
+    let profile = serde_json::from_value(json!({
+        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Profile",
+        "metadata": {"name": name, "namespace": ns},
+        "location": {"type": "s3Compliant", "bucket": "rds-dumps", "endpoint": store.endpoint,
+                     "region": moto::REGION},
+        "credential": {"type": "keyPair", "keyPair": {
+            "idField": "aws_access_key_id", "secretField": "aws_secret_access_key",
+            "secret": {"apiVersion": "v1", "kind": "Secret", "name": secret_name, "namespace": ns}}},
+        "skipSSLVerify": false,
+    }))?;
+    Api::<DynamicObject>::namespaced_with(client.clone(), ns, &ar)
+        .create(&PostParams::default(), &profile)
+        .await?;
+    Ok(())
+}
+
+/// The corpus Blueprint in `file`, created in `ns`; returns its name.
+async fn corpus_blueprint(
+    client: &Client,
+    ns: &str,
+    file: &std::path::Path,
+) -> anyhow::Result<String> {
+    let bp: Value = serde_yaml::from_str(
+        &std::fs::read_to_string(file).with_context(|| file.display().to_string())?,
+    )?;
+    let bp: Blueprint = serde_json::from_value(bp)?;
+    let name = bp.metadata.name.clone().unwrap_or_default();
+    Api::<Blueprint>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &bp)
+        .await?;
+    Ok(name)
+}
+
+async fn config_map(client: &Client, ns: &str, data: Value) -> anyhow::Result<()> {
+    Api::<ConfigMap>::namespaced(client.clone(), ns)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "dbconfig"}, "data": data}))?,
+        )
+        .await?;
+    Ok(())
+}
+
+/// Starts ActionSet `name`: `action` of `blueprint` on ConfigMap dbconfig with Profile `profile`.
+async fn run_action(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    blueprint: &str,
+    action: &str,
+    profile: &str,
+    artifacts: Value,
+) -> anyhow::Result<()> {
+    let a: ActionSet = serde_json::from_value(json!({
+        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
+        "metadata": {"name": name},
+        "spec": {"actions": [{
+            "name": action, "blueprint": blueprint,
+            "object": {"apiVersion": "v1", "resource": "configmaps", "name": "dbconfig", "namespace": ns},
+            "profile": {"name": profile, "namespace": ns},
+            "artifacts": artifacts,
+        }]},
+    }))?;
+    Api::<ActionSet>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &a)
+        .await?;
+    Ok(())
+}
+
+/// Waits for ActionSet `name` to fail; returns its error message.
+async fn failure(client: &Client, ns: &str, name: &str) -> anyhow::Result<String> {
+    let a = support::wait_actionset_done(client, ns, name, FINISH).await?;
+    let v = serde_json::to_value(&a)?;
+    assert_eq!(v["status"]["state"], "failed", "{name}: {:#}", v["status"]);
+    Ok(v["status"]["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string())
+}
+
+fn controller(ns: &str) -> Controller {
+    Controller::start_with(
+        ns,
+        &[],
+        &[("AWS_ENDPOINT_URL_RDS", &moto::server().endpoint)],
+    )
+}
+
+/// kanister-examples/aws-rds/postgresql/rds-postgres-snap-blueprint.yaml: backup makes a DB
+/// snapshot with Kanister's outputs, delete removes it; a second delete finds nothing and
+/// completes (as Kanister's).
+#[tokio::test]
+async fn corpus_postgres_snapshot_blueprint_creates_and_deletes_a_db_snapshot() -> anyhow::Result<()>
+{
+    let Some((client, ns, corpus)) = setup("rds-snap").await else {
+        return Ok(());
+    };
+    let (subnets, db) = (format!("{ns}-subnets"), format!("{ns}-pg"));
+    moto::subnet_group(&subnets).await?;
+    moto::postgres_instance(&db, "15.4", &subnets, &["sg-0a1", "sg-0b2"]).await?;
+    rds_profile(&client, &ns, "aws", None).await?;
+    config_map(&client, &ns, json!({"postgres.instanceid": db})).await?;
+    let bp = corpus_blueprint(
+        &client,
+        &ns,
+        &corpus.join("kanister-examples/aws-rds/postgresql/rds-postgres-snap-blueprint.yaml"),
+    )
+    .await?;
+    let _controller = controller(&ns);
+
+    run_action(&client, &ns, "backup", &bp, "backup", "aws", json!({})).await?;
+    let backup = support::wait_actionset_complete(&client, &ns, "backup").await?;
+    let info = backup["status"]["actions"][0]["artifacts"]["backupInfo"].clone();
+    let kv = &info["keyValue"];
+    let snapshot = kv["snapshotID"].as_str().unwrap_or_default().to_string();
+    assert!(
+        snapshot.starts_with(&format!("{db}-")) && snapshot.len() == db.len() + 11,
+        "{info}"
+    );
+    assert_eq!(kv["instanceID"], db.as_str());
+    assert_eq!(kv["securityGroupID"], "- sg-0a1\n- sg-0b2\n");
+    assert_eq!(kv["allocatedStorage"], "20GiB");
+    assert_eq!(kv["dbSubnetGroup"], subnets.as_str());
+    let rds = moto::server().client(None);
+    let snaps = rds.describe_db_snapshots(&snapshot).await?;
+    assert_eq!(snaps.len(), 1);
+    assert_eq!(snaps[0].status, "available");
+
+    run_action(
+        &client,
+        &ns,
+        "delete",
+        &bp,
+        "delete",
+        "aws",
+        json!({"backupInfo": info}),
+    )
+    .await?;
+    support::wait_actionset_complete(&client, &ns, "delete").await?;
+    let gone = rds.describe_db_snapshots(&snapshot).await.unwrap_err();
+    assert!(gone.is_not_found(DB_SNAPSHOT_NOT_FOUND), "{gone}");
+    // Deleting what is gone completes, as in Kanister.
+    run_action(
+        &client,
+        &ns,
+        "delete-again",
+        &bp,
+        "delete",
+        "aws",
+        json!({"backupInfo": info}),
+    )
+    .await?;
+    support::wait_actionset_complete(&client, &ns, "delete-again").await?;
+    Ok(())
+}
+
+/// kanister-examples/aws-rds/aurora-mysql/rds-aurora-snap-blueprint.yaml: backup makes a DB
+/// cluster snapshot of the Aurora cluster, delete removes it.
+#[tokio::test]
+async fn corpus_aurora_snapshot_blueprint_creates_and_deletes_a_cluster_snapshot()
+-> anyhow::Result<()> {
+    let Some((client, ns, corpus)) = setup("rds-aurora").await else {
+        return Ok(());
+    };
+    let (subnets, cluster) = (format!("{ns}-subnets"), format!("{ns}-au"));
+    moto::subnet_group(&subnets).await?;
+    moto::aurora_cluster(&cluster, &subnets, "sg-0c3").await?;
+    rds_profile(&client, &ns, "aws", None).await?;
+    config_map(&client, &ns, json!({"aurora.clusterID": cluster})).await?;
+    let bp = corpus_blueprint(
+        &client,
+        &ns,
+        &corpus.join("kanister-examples/aws-rds/aurora-mysql/rds-aurora-snap-blueprint.yaml"),
+    )
+    .await?;
+    let _controller = controller(&ns);
+
+    run_action(&client, &ns, "backup", &bp, "backup", "aws", json!({})).await?;
+    let backup = support::wait_actionset_complete(&client, &ns, "backup").await?;
+    let info = backup["status"]["actions"][0]["artifacts"]["backupInfo"].clone();
+    let kv = &info["keyValue"];
+    let snapshot = kv["snapshotID"].as_str().unwrap_or_default().to_string();
+    assert!(snapshot.starts_with(&format!("{cluster}-")), "{info}");
+    assert_eq!(kv["instanceID"], cluster.as_str());
+    assert_eq!(kv["securityGroupID"], "- sg-0c3\n");
+    assert_eq!(kv["allocatedStorage"], "0GiB");
+    assert_eq!(kv["dbSubnetGroup"], subnets.as_str());
+    let rds = moto::server().client(None);
+    assert_eq!(
+        rds.describe_db_cluster_snapshots(&snapshot).await?[0].status,
+        "available"
+    );
+    // An instance snapshot was not made.
+    assert!(rds.describe_db_snapshots(&snapshot).await.is_err());
+
+    run_action(
+        &client,
+        &ns,
+        "delete",
+        &bp,
+        "delete",
+        "aws",
+        json!({"backupInfo": info}),
+    )
+    .await?;
+    support::wait_actionset_complete(&client, &ns, "delete").await?;
+    let gone = rds
+        .describe_db_cluster_snapshots(&snapshot)
+        .await
+        .unwrap_err();
+    assert!(gone.is_not_found(DB_CLUSTER_SNAPSHOT_NOT_FOUND), "{gone}");
+    Ok(())
+}
+
+/// A wrong secret key: the phase fails with AWS's error for the call it made (no snapshot is
+/// made); an instance that does not exist: RDS's DBInstanceNotFound, named.
+#[tokio::test]
+async fn wrong_credentials_and_a_missing_instance_fail_naming_the_call_and_aws_message()
+-> anyhow::Result<()> {
+    let Some((client, ns, corpus)) = setup("rds-bad").await else {
+        return Ok(());
+    };
+    let (subnets, db) = (format!("{ns}-subnets"), format!("{ns}-pg"));
+    moto::subnet_group(&subnets).await?;
+    moto::postgres_instance(&db, "15.4", &subnets, &["sg-0a1"]).await?;
+    rds_profile(&client, &ns, "wrong", Some("not-the-secret-key")).await?;
+    rds_profile(&client, &ns, "aws", None).await?;
+    config_map(&client, &ns, json!({"postgres.instanceid": db})).await?;
+    let bp = corpus_blueprint(
+        &client,
+        &ns,
+        &corpus.join("kanister-examples/aws-rds/postgresql/rds-postgres-snap-blueprint.yaml"),
+    )
+    .await?;
+    let _controller = controller(&ns);
+
+    run_action(
+        &client,
+        &ns,
+        "backup-wrong",
+        &bp,
+        "backup",
+        "wrong",
+        json!({}),
+    )
+    .await?;
+    let msg = failure(&client, &ns, "backup-wrong").await?;
+    assert!(
+        msg.contains("CreateRDSSnapshot: Failed to create snapshot: RDS CreateDBSnapshot: SignatureDoesNotMatch: ")
+            && msg.contains("the secret access key does not match the access key ID"),
+        "{msg}"
+    );
+    let r = moto::server()
+        .client(None)
+        .call(
+            "DescribeDBSnapshots",
+            &[
+                ("DBInstanceIdentifier", db.as_str()),
+                ("SnapshotType", "manual"),
+            ],
+        )
+        .await?;
+    assert!(
+        r.child("DBSnapshots").is_none_or(|l| l.children.is_empty()),
+        "a snapshot was made: {r:?}"
+    );
+
+    // The ConfigMap names an instance that does not exist.
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    cms.patch(
+        "dbconfig",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(json!({"data": {"postgres.instanceid": format!("{ns}-nope")}})),
+    )
+    .await?;
+    run_action(
+        &client,
+        &ns,
+        "backup-missing",
+        &bp,
+        "backup",
+        "aws",
+        json!({}),
+    )
+    .await?;
+    let msg = failure(&client, &ns, "backup-missing").await?;
+    assert!(
+        msg.contains(&format!("CreateRDSSnapshot: Failed to create snapshot: RDS CreateDBSnapshot: DBInstanceNotFound: DBInstance {ns}-nope not found")),
+        "{msg}"
+    );
+    Ok(())
+}

@@ -1,0 +1,272 @@
+//! moto's standalone server (tools/moto/build.sh), the AWS API stand-in of the RDS function
+//! tests: started once per test binary on 127.0.0.1 (or `BPO_TEST_HOST_IP`), stopped when the
+//! binary exits (the same watchdog as the object store's). It checks signatures: at start an
+//! IAM user with an allow-all policy and its access key are made, then moto's IAM
+//! authentication is switched on, so every call must be signed with that key (SigV4 computed by
+//! botocore, an implementation independent of ours) and a wrong key or secret gets AWS's
+//! InvalidClientTokenId / SignatureDoesNotMatch. Each test makes DB instances and clusters of
+//! its own names; the server's state is shared by the binary's tests.
+#![allow(dead_code)]
+
+use std::io::{Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use blueprint_operator::functions::rds::client::{Config, RdsClient};
+use blueprint_operator::functions::s3::Credentials;
+
+use super::repo_root;
+
+pub const REGION: &str = "us-east-1";
+
+/// A running moto server and the key it accepts.
+#[derive(Debug)]
+pub struct Moto {
+    /// `http://HOST:PORT`.
+    pub endpoint: String,
+    pub access_key: String,
+    pub secret_key: String,
+    /// Subnets of moto's default VPC (for DB subnet groups).
+    pub subnets: Vec<String>,
+}
+
+impl Moto {
+    /// A client signing with the server's key (`secret` replaces the secret key when given).
+    pub fn client(&self, secret: Option<&str>) -> RdsClient {
+        RdsClient::new(&Config {
+            region: REGION.into(),
+            endpoint: Some(self.endpoint.clone()),
+            credentials: Credentials {
+                access_key_id: self.access_key.clone(),
+                secret_access_key: secret.unwrap_or(&self.secret_key).to_string(),
+                session_token: None,
+            },
+            credentials_source: "the test's moto key".into(),
+        })
+        .expect("RDS client for moto")
+    }
+}
+
+/// `tools/moto/build.sh` output: the moto_server script (built on first use: ~1 min).
+fn server_path() -> Result<&'static PathBuf, String> {
+    static PATH: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let script = repo_root().join("tools/moto/build.sh");
+        let out = Command::new("bash")
+            .arg(&script)
+            .stdin(Stdio::null())
+            .stderr(Stdio::inherit())
+            .output()
+            .map_err(|e| format!("running {}: {e}", script.display()))?;
+        if !out.status.success() {
+            return Err(format!("{} failed with {}", script.display(), out.status));
+        }
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find_map(|l| l.strip_prefix("moto_server="))
+            .map(PathBuf::from)
+            .ok_or_else(|| format!("{} printed no moto_server=", script.display()))
+    })
+    .as_ref()
+    .map_err(Clone::clone)
+}
+
+/// The moto server of this test binary; the first call starts it (and builds it if needed).
+pub fn server() -> &'static Moto {
+    static MOTO: OnceLock<Moto> = OnceLock::new();
+    MOTO.get_or_init(|| start().unwrap_or_else(|e| panic!("moto did not start: {e:#}")))
+}
+
+fn start() -> anyhow::Result<Moto> {
+    let bin = server_path().map_err(anyhow::Error::msg)?.clone();
+    let host = std::env::var("BPO_TEST_HOST_IP").unwrap_or_else(|_| "127.0.0.1".into());
+    let port = TcpListener::bind((host.as_str(), 0))?.local_addr()?.port();
+    let addr = format!("{host}:{port}");
+    let watchdog = r#"
+        "$0" "$@" & child=$!
+        trap 'kill $child 2>/dev/null' EXIT
+        while kill -0 "$BPO_WATCH_PID" 2>/dev/null && kill -0 $child 2>/dev/null; do sleep 1; done
+    "#;
+    let log = std::env::temp_dir().join(format!("bpo-moto-{}.log", std::process::id()));
+    Command::new("bash")
+        .arg("-c")
+        .arg(watchdog)
+        .arg(&bin)
+        .args(["-H", &host, "-p", &port.to_string()])
+        .env("BPO_WATCH_PID", std::process::id().to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log)?)
+        .spawn()
+        .with_context(|| format!("starting {}", bin.display()))?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while post(&addr, "/moto-api/reset", "", None).is_err() {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "moto did not answer on {addr} within 60 s (log: {})",
+            log.display()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Before authentication is on: the IAM user and key, the default VPC's subnets.
+    let iam = |body: &str| {
+        post(
+            &addr,
+            "/",
+            &format!("{body}&Version=2010-05-08"),
+            Some("iam"),
+        )
+        .with_context(|| format!("IAM {body}"))
+    };
+    iam("Action=CreateUser&UserName=bpo-test")?;
+    iam(&format!(
+        "Action=PutUserPolicy&UserName=bpo-test&PolicyName=all&PolicyDocument={}",
+        blueprint_operator::functions::s3::sigv4::uri_encode(
+            r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"*","Resource":"*"}]}"#,
+            false
+        )
+    ))?;
+    let key = iam("Action=CreateAccessKey&UserName=bpo-test")?;
+    let subnets = post(
+        &addr,
+        "/",
+        "Action=DescribeSubnets&Version=2016-11-15",
+        Some("ec2"),
+    )?;
+    let access_key = between(&key, "<AccessKeyId>", "</AccessKeyId>")
+        .first()
+        .cloned()
+        .context("CreateAccessKey: no AccessKeyId")?;
+    let secret_key = between(&key, "<SecretAccessKey>", "</SecretAccessKey>")
+        .first()
+        .cloned()
+        .context("CreateAccessKey: no SecretAccessKey")?;
+    post(&addr, "/moto-api/reset-auth", "0", None).context("switching IAM authentication on")?;
+    Ok(Moto {
+        endpoint: format!("http://{addr}"),
+        access_key,
+        secret_key,
+        subnets: between(&subnets, "<subnetId>", "</subnetId>"),
+    })
+}
+
+/// The texts between `open` and `close` in `s`.
+fn between(s: &str, open: &str, close: &str) -> Vec<String> {
+    s.split(open)
+        .skip(1)
+        .filter_map(|p| p.split(close).next())
+        .map(str::to_string)
+        .collect()
+}
+
+/// One unsigned POST (moto routes a form to a service by the Authorization header's scope);
+/// the 2xx body.
+fn post(addr: &str, path: &str, body: &str, service: Option<&str>) -> anyhow::Result<String> {
+    let mut s = TcpStream::connect(addr)?;
+    s.set_read_timeout(Some(Duration::from_secs(30)))?;
+    // moto's own API reads the raw body (no form content type).
+    let headers = service
+        .map(|svc| {
+            format!(
+                "Authorization: AWS4-HMAC-SHA256 Credential=setup/20260101/{REGION}/{svc}/aws4_request, SignedHeaders=host, Signature=0\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+            )
+        })
+        .unwrap_or_default();
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )?;
+    let mut answer = String::new();
+    s.read_to_string(&mut answer)?;
+    let status = answer.split_whitespace().nth(1).unwrap_or("");
+    anyhow::ensure!(status.starts_with('2'), "POST {path} {body}: {answer}");
+    Ok(answer)
+}
+
+/// Makes DB subnet group `name` over two of moto's default subnets.
+pub async fn subnet_group(name: &str) -> anyhow::Result<()> {
+    let m = server();
+    let mut params = vec![
+        ("DBSubnetGroupName", name.to_string()),
+        ("DBSubnetGroupDescription", "test".to_string()),
+    ];
+    for (i, s) in m.subnets.iter().take(2).enumerate() {
+        params.push((
+            [
+                "SubnetIds.SubnetIdentifier.1",
+                "SubnetIds.SubnetIdentifier.2",
+            ][i],
+            s.clone(),
+        ));
+    }
+    let p: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    m.client(None).call("CreateDBSubnetGroup", &p).await?;
+    Ok(())
+}
+
+/// A PostgreSQL DB instance `id` (version `version`) in subnet group `subnets`, with security
+/// groups `sgs`.
+pub async fn postgres_instance(
+    id: &str,
+    version: &str,
+    subnets: &str,
+    sgs: &[&str],
+) -> anyhow::Result<()> {
+    let mut p = vec![
+        ("DBInstanceIdentifier", id),
+        ("Engine", "postgres"),
+        ("EngineVersion", version),
+        ("DBInstanceClass", "db.t3.micro"),
+        ("MasterUsername", "postgres"),
+        ("MasterUserPassword", "password1"),
+        ("AllocatedStorage", "20"),
+        ("DBSubnetGroupName", subnets),
+    ];
+    let keys = [
+        "VpcSecurityGroupIds.VpcSecurityGroupId.1",
+        "VpcSecurityGroupIds.VpcSecurityGroupId.2",
+    ];
+    p.extend(keys.iter().copied().zip(sgs.iter().copied()));
+    server().client(None).call("CreateDBInstance", &p).await?;
+    Ok(())
+}
+
+/// An Aurora MySQL cluster `id` in subnet group `subnets`, with security group `sg`.
+pub async fn aurora_cluster(id: &str, subnets: &str, sg: &str) -> anyhow::Result<()> {
+    server()
+        .client(None)
+        .call(
+            "CreateDBCluster",
+            &[
+                ("DBClusterIdentifier", id),
+                ("Engine", "aurora-mysql"),
+                ("MasterUsername", "admin"),
+                ("MasterUserPassword", "password1"),
+                ("DBSubnetGroupName", subnets),
+                ("VpcSecurityGroupIds.VpcSecurityGroupId.1", sg),
+            ],
+        )
+        .await?;
+    Ok(())
+}
+
+/// The identifiers of every DB instance moto has.
+pub async fn instance_ids() -> anyhow::Result<Vec<String>> {
+    let r = server()
+        .client(None)
+        .call("DescribeDBInstances", &[])
+        .await?;
+    Ok(r.child("DBInstances")
+        .map(|l| {
+            l.children
+                .iter()
+                .filter_map(|i| i.child_text("DBInstanceIdentifier"))
+                .collect()
+        })
+        .unwrap_or_default())
+}
