@@ -700,3 +700,46 @@ async fn sigterm_turns_readyz_503_and_the_request_in_flight_is_answered() {
     assert!(status.success(), "{status}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Bounded work: 16 clients sending large Blueprints at once never get more reviews running
+/// than the pool sized to the cores (before, every review took a blocking thread of its own).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_large_reviews_never_exceed_the_pool() {
+    let dir = temp_dir("pool");
+    let c = dev_certs();
+    write_secret_volume(&dir, 1, c.cert_pem.as_bytes(), c.key_pem.as_bytes());
+    let running = server::start(config(&dir, None)).await.unwrap();
+    let tls = client_config(&c.ca_cert_pem);
+    // Over the inline limit, so each review goes to the pool.
+    let mut bp = valid_blueprint();
+    bp["metadata"]["annotations"] = json!({
+        "bench/padding": "x".repeat(blueprint_operator::webhook::workers::INLINE_MAX_BYTES)
+    });
+    let body = Arc::new(blueprint_review("big", &bp));
+    let addr = running.addr;
+    let clients: Vec<_> = (0..16)
+        .map(|_| {
+            let (tls, body) = (tls.clone(), body.clone());
+            tokio::spawn(async move {
+                let mut conn = Conn::connect(addr, tls, "localhost").await?;
+                for _ in 0..4 {
+                    let r = conn.request("POST", "/validate/blueprint", &body).await?;
+                    anyhow::ensure!(r.status == 200, "{}", r.text());
+                    anyhow::ensure!(r.json()["response"]["allowed"] == true, "{}", r.text());
+                }
+                anyhow::Ok(())
+            })
+        })
+        .collect();
+    for c in clients {
+        c.await.unwrap().unwrap();
+    }
+    let (peak, size) = running.review_workers();
+    assert!(peak >= 1, "no review went to the pool");
+    assert!(
+        peak <= size,
+        "{peak} reviews ran at once on a pool of {size}"
+    );
+    running.shutdown().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -9,7 +9,8 @@
 //! * [`tls`]: certificate loading and reload on change;
 //! * [`limits`]: connection limit and header/idle timeouts of the listeners;
 //! * [`certs`]: a development CA and serving certificate;
-//! * [`metrics`]: Prometheus metrics.
+//! * [`metrics`]: Prometheus metrics;
+//! * [`workers`]: where the review's CPU work runs (inline, or a pool sized to the cores).
 
 pub mod admission;
 pub mod certs;
@@ -19,6 +20,7 @@ pub mod response;
 pub mod schedule;
 pub mod server;
 pub mod tls;
+pub mod workers;
 
 pub use admission::{MAX_BODY_BYTES, Route, handle_review};
 pub use certs::{CertsArgs, run_certs};

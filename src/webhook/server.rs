@@ -38,6 +38,7 @@ use prometheus_client::registry::Registry;
 
 use super::metrics::{Metrics, Verdict};
 use super::tls::{CertFiles, Tls};
+use super::workers::{WorkerError, Workers};
 use crate::metrics::Exported;
 
 /// What [`start`] needs; built from the flags by [`crate::app::webhook::run`], or directly by tests.
@@ -77,6 +78,8 @@ struct AppState {
     client: Option<Client>,
     lookup_timeout: Duration,
     body_timeout: Duration,
+    /// Where the reviews' CPU work runs.
+    workers: Workers,
 }
 
 impl AppState {
@@ -218,24 +221,25 @@ async fn admit(st: Shared, route: Route, body: Body) -> Response {
 }
 
 async fn decide(st: &Shared, route: Route, bytes: Bytes) -> Outcome {
+    let len = bytes.len();
     if route != Route::ValidateActionSchedule {
-        // Parsing and validating a large Blueprint is CPU work: keep it off the I/O threads.
-        return tokio::task::spawn_blocking(move || {
-            admission::review(route, &bytes, |_| Lookup::NotChecked("not needed".into()))
-        })
-        .await
-        .unwrap_or_else(|e| Outcome {
-            status: 500,
-            body: format!("internal error: {e}").into_bytes(),
-            verdict: Verdict::Error,
-            uid: None,
-            dry_run: false,
-            summary: e.to_string(),
-        });
+        return st
+            .workers
+            .run(len, move || {
+                admission::review(route, &bytes, |_| Lookup::NotChecked("not needed".into()))
+            })
+            .await
+            .unwrap_or_else(internal_error);
     }
-    let parsed = match admission::parse(route, &bytes) {
-        Ok(p) => p,
-        Err(out) => return out,
+    // An ActionSchedule: parse, look its Blueprints up (async), decide.
+    let parsed = match st
+        .workers
+        .run(len, move || admission::parse(route, &bytes))
+        .await
+    {
+        Ok(Ok(p)) => p,
+        Ok(Err(out)) => return out,
+        Err(e) => return internal_error(e),
     };
     let mut lookups: Vec<(BlueprintRef, Lookup)> = Vec::new();
     for r in parsed.blueprint_refs() {
@@ -245,7 +249,21 @@ async fn decide(st: &Shared, route: Route, bytes: Bytes) -> Outcome {
         }
         lookups.push((r, found));
     }
-    admission::decide(parsed, &lookups)
+    st.workers
+        .run(len, move || admission::decide(parsed, &lookups))
+        .await
+        .unwrap_or_else(internal_error)
+}
+
+fn internal_error(e: WorkerError) -> Outcome {
+    Outcome {
+        status: 500,
+        body: format!("internal error: {e}").into_bytes(),
+        verdict: Verdict::Error,
+        uid: None,
+        dry_run: false,
+        summary: e.to_string(),
+    }
 }
 
 async fn lookup(st: &Shared, (ns, name): &BlueprintRef) -> Lookup {
@@ -294,6 +312,11 @@ impl std::fmt::Debug for Running {
 }
 
 impl Running {
+    /// The most large reviews that ran at once, and the bound (tests read them).
+    pub fn review_workers(&self) -> (usize, usize) {
+        (self.state.workers.peak(), self.state.workers.size())
+    }
+
     /// The metrics registry of this server (tests read it).
     pub fn metrics(&self) -> Exported {
         self.state.exported.clone()
@@ -330,6 +353,7 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<Running> {
         client: config.client.clone(),
         lookup_timeout: config.lookup_timeout,
         body_timeout: config.limits.body_timeout,
+        workers: Workers::per_core(),
     });
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut handles = Vec::new();
