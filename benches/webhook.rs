@@ -1,20 +1,30 @@
-//! Load benchmark of the webhook over TLS on loopback with keep-alive connections:
-//! requests per second and p50/p99 latency of `/validate/blueprint` and `/mutate/blueprint`.
+//! Load benchmark of the webhook over TLS on loopback with keep-alive connections.
 //!
 //! ```text
 //! cargo bench --bench webhook
-//! BENCH_REQUESTS=20000 BENCH_CONCURRENCY=8 BENCH_BLUEPRINT=path.yaml cargo bench --bench webhook
+//! BENCH_REQUESTS=20000 BENCH_CLIENTS=16,64 cargo bench --bench webhook
 //! ```
+//! The server runs in a child process (this binary again, started with `BENCH_WEBHOOK_SERVE`),
+//! so its CPU time (`/proc/<pid>/stat` utime + stime) and memory (VmRSS, sampled every 10 ms)
+//! are its own, not the clients'. For a small and a large corpus Blueprint (Kanister's MySQL
+//! and PostgreSQL WAL-E examples, `KANISTER_CORPUS`), at 16 and 64 concurrent clients, each
+//! route reports requests/s, p50/p99 latency, the server's CPU µs per request, its peak RSS
+//! and thread count. Before the load, each stage of a review is timed in-process (one core,
+//! no TLS): JSON decoding, the AdmissionReview, validation, normalization, the whole review.
+//!
 //! Without `--bench` (as `cargo test --all-targets` runs it) it only sends a few requests to
 //! check that everything works.
 //!
-//! The Blueprint is Kanister's MySQL example from the corpus (`KANISTER_CORPUS`, default
-//! `../shared/kanister-corpus`) with its phase names removed, so `/mutate/blueprint` returns a
-//! patch; `/validate/blueprint` gets the normalized version (allowed).
+//! `/mutate/blueprint` gets the Blueprint with the names of its unreferenced phases removed
+//! (so it returns a patch); `/validate/blueprint` gets the normalized version (allowed).
 
-use std::path::PathBuf;
+use std::io::{BufRead as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use blueprint_operator::webhook::admission::{self, Route};
 use blueprint_operator::webhook::certs;
 use blueprint_operator::webhook::server::{self, ServerConfig};
 use blueprint_operator::webhook::tls::CertFiles;
@@ -25,6 +35,8 @@ use serde_json::{Value, json};
 mod webhook_client;
 use webhook_client::{Conn, blueprint_review, client_config};
 
+const SERVE_ENV: &str = "BENCH_WEBHOOK_SERVE";
+
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
@@ -32,33 +44,28 @@ fn env_usize(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-fn load_blueprint() -> (String, Value) {
-    let path = std::env::var_os("BENCH_BLUEPRINT")
+fn corpus() -> PathBuf {
+    std::env::var_os("KANISTER_CORPUS")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
-            std::env::var_os("KANISTER_CORPUS")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| {
-                    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/kanister-corpus")
-                })
-                .join("kanister-examples/mysql/mysql-blueprint.yaml")
-        });
-    if let Ok(text) = std::fs::read_to_string(&path) {
-        for doc in serde_yaml::Deserializer::from_str(&text) {
-            if let Ok(v) = Value::deserialize(doc)
-                && v["kind"] == "Blueprint"
-            {
-                return (path.display().to_string(), v);
-            }
-        }
-    }
-    let fallback = json!({
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/kanister-corpus")
+        })
+}
+
+fn load_blueprint(path: &Path) -> Option<Value> {
+    let text = std::fs::read_to_string(path).ok()?;
+    serde_yaml::Deserializer::from_str(&text)
+        .filter_map(|doc| Value::deserialize(doc).ok())
+        .find(|v| v["kind"] == "Blueprint")
+}
+
+fn fallback() -> Value {
+    json!({
         "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Blueprint", "metadata": {"name": "bench"},
         "actions": {"backup": {"phases": [
             {"func": "KubeTask", "args": {"image": "busybox", "command": ["sh", "-c", "echo {{ .Deployment.Name }}"]}}
         ]}}
-    });
-    ("built-in Blueprint (corpus not found)".into(), fallback)
+    })
 }
 
 /// Removes the names of phases that no template refers to (as `.Phases.<name>`), so that
@@ -104,25 +111,94 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[i.min(sorted.len() - 1)]
 }
 
+/// The server process's CPU time (user + system, all threads, dead ones included).
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces) : utime is the 14th field overall.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .map(|v| v.parse().unwrap_or(0))
+        .collect();
+    let ticks = f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0);
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    Duration::from_nanos(ticks * 1_000_000_000 / hz)
+}
+
+/// `(VmRSS KiB, threads)` of a process.
+fn rss_threads(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmRSS:"), field("Threads:"))
+}
+
+/// Samples the server's RSS and threads every 10 ms until stopped; returns the peaks.
+struct Sampler {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<(u64, u64)>,
+}
+
+impl Sampler {
+    fn start(pid: u32) -> Sampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut peak = (0, 0);
+            while !s.load(Ordering::Relaxed) {
+                let (rss, threads) = rss_threads(pid);
+                peak = (peak.0.max(rss), peak.1.max(threads));
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            peak
+        });
+        Sampler { stop, thread }
+    }
+
+    fn stop(self) -> (u64, u64) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().unwrap_or((0, 0))
+    }
+}
+
+struct Run {
+    rps: f64,
+    p50: Duration,
+    p99: Duration,
+    n: usize,
+}
+
 async fn run_route(
     addr: std::net::SocketAddr,
-    tls: std::sync::Arc<rustls::ClientConfig>,
+    tls: Arc<rustls::ClientConfig>,
     route: &'static str,
-    body: Vec<u8>,
-    concurrency: usize,
+    body: Arc<Vec<u8>>,
+    clients: usize,
     requests: usize,
     expect_patch: bool,
-) -> (f64, Duration, Duration, usize) {
-    let per_conn = requests.div_ceil(concurrency);
+) -> Run {
+    let per_conn = requests.div_ceil(clients);
+    // Connect first, so the handshakes are not part of the figures.
+    let mut conns = Vec::new();
+    for _ in 0..clients {
+        conns.push(
+            Conn::connect(addr, tls.clone(), "localhost")
+                .await
+                .expect("connect"),
+        );
+    }
     let started = Instant::now();
     let mut tasks = Vec::new();
-    for _ in 0..concurrency {
-        let tls = tls.clone();
+    for mut conn in conns {
         let body = body.clone();
         tasks.push(tokio::spawn(async move {
-            let mut conn = Conn::connect(addr, tls, "localhost")
-                .await
-                .expect("connect");
             let mut lat = Vec::with_capacity(per_conn);
             for _ in 0..per_conn {
                 let t = Instant::now();
@@ -142,27 +218,57 @@ async fn run_route(
     }
     let wall = started.elapsed();
     all.sort();
-    let rps = all.len() as f64 / wall.as_secs_f64();
-    (
-        rps,
-        percentile(&all, 0.50),
-        percentile(&all, 0.99),
-        all.len(),
-    )
+    Run {
+        rps: all.len() as f64 / wall.as_secs_f64(),
+        p50: percentile(&all, 0.50),
+        p99: percentile(&all, 0.99),
+        n: all.len(),
+    }
 }
 
-fn main() {
-    let full = std::env::args().any(|a| a == "--bench");
+/// Mean time of `f` over `rounds` calls, in µs.
+fn time_us(rounds: usize, mut f: impl FnMut()) -> f64 {
+    let t = Instant::now();
+    for _ in 0..rounds {
+        f();
+    }
+    t.elapsed().as_secs_f64() * 1e6 / rounds as f64
+}
+
+/// Times each stage of a review in this process (one thread, no TLS, no HTTP).
+fn stages(name: &str, route: Route, body: &[u8], rounds: usize) {
+    let parsed = admission::parse(route, body).expect("review parses");
+    let obj = parsed.object.clone().expect("object");
+    let decode = time_us(rounds, || {
+        std::hint::black_box(serde_json::from_slice::<Value>(body).expect("JSON"));
+    });
+    let parse = time_us(rounds, || {
+        std::hint::black_box(admission::parse(route, body).expect("review"));
+    });
+    let validate = time_us(rounds, || {
+        std::hint::black_box(blueprint_operator::blueprint::validate(&obj));
+    });
+    let normalize = time_us(rounds, || {
+        std::hint::black_box(blueprint_operator::blueprint::normalize(&obj));
+    });
+    let whole = time_us(rounds, || {
+        std::hint::black_box(admission::handle_review(route, body));
+    });
+    println!(
+        "{name:<6} {:<20} {decode:>8.1} {parse:>8.1} {validate:>9.1} {normalize:>9.1} {whole:>8.1}",
+        route.path()
+    );
+}
+
+/// The child: serves with the certificate in `dir` until stdin closes.
+fn serve(dir: &Path) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("runtime");
     rt.block_on(async move {
-        let dir = std::env::temp_dir().join(format!("bpo-bench-webhook-{}", std::process::id()));
-        let dev = certs::generate(&["localhost".into()], 1).expect("certs");
-        certs::write(&dev, &dir, true).expect("write certs");
         let running = server::start(ServerConfig {
-            listen: "127.0.0.1:0".parse().unwrap(),
+            listen: "127.0.0.1:0".parse().expect("address"),
             probe_listen: None,
             tls: CertFiles {
                 cert: dir.join("tls.crt"),
@@ -177,42 +283,154 @@ fn main() {
         })
         .await
         .expect("server");
-        let tls = client_config(&dev.ca_cert_pem);
-        let (source, bp) = load_blueprint();
-        let unnamed = strip_names(bp);
-        let normalized = blueprint_operator::blueprint::normalize(&unnamed);
-        let mutate_body = blueprint_review("bench", &unnamed);
-        let validate_body = blueprint_review("bench", &normalized);
-        let (concurrency, requests, warmup) = if full {
-            (
-                env_usize("BENCH_CONCURRENCY", 4),
-                env_usize("BENCH_REQUESTS", 10_000),
-                500,
-            )
-        } else {
-            (2, 20, 0)
-        };
-        println!(
-            "webhook bench: {source} ({} bytes as AdmissionReview), {concurrency} keep-alive TLS connections, {requests} requests per route, server and client in one process on {} cores",
-            validate_body.len(),
-            std::thread::available_parallelism().map_or(1, |n| n.get())
-        );
-        println!(
-            "{:<22} {:>10} {:>10} {:>10} {:>8}",
-            "route", "req/s", "p50", "p99", "n"
-        );
-        for (route, body, patch) in [
-            ("/validate/blueprint", validate_body, false),
-            ("/mutate/blueprint", mutate_body, true),
-        ] {
-            if warmup > 0 {
-                run_route(running.addr, tls.clone(), route, body.clone(), concurrency, warmup, patch).await;
-            }
-            let (rps, p50, p99, n) =
-                run_route(running.addr, tls.clone(), route, body, concurrency, requests, patch).await;
-            println!("{route:<22} {rps:>10.0} {p50:>10.2?} {p99:>10.2?} {n:>8}");
-        }
+        println!("listening {}", running.addr);
+        std::io::stdout().flush().expect("stdout");
+        tokio::task::spawn_blocking(|| {
+            let mut sink = String::new();
+            while std::io::stdin().read_line(&mut sink).is_ok_and(|n| n > 0) {}
+        })
+        .await
+        .expect("stdin");
         running.shutdown().await.expect("shutdown");
-        let _ = std::fs::remove_dir_all(&dir);
     });
+}
+
+fn main() {
+    if let Some(dir) = std::env::var_os(SERVE_ENV) {
+        serve(Path::new(&dir));
+        return;
+    }
+    let full = std::env::args().any(|a| a == "--bench");
+    let dir = std::env::temp_dir().join(format!("bpo-bench-webhook-{}", std::process::id()));
+    let dev = certs::generate(&["localhost".into()], 1).expect("certs");
+    certs::write(&dev, &dir, true).expect("write certs");
+
+    let corpus = corpus();
+    let mut blueprints = Vec::new();
+    for (name, rel) in [
+        ("small", "kanister-examples/mysql/mysql-blueprint.yaml"),
+        (
+            "large",
+            "kanister-examples/postgresql-wale/postgresql-blueprint.yaml",
+        ),
+    ] {
+        let bp = load_blueprint(&corpus.join(rel));
+        let source = if bp.is_some() {
+            rel
+        } else {
+            "built-in (corpus not found)"
+        };
+        let unnamed = strip_names(bp.unwrap_or_else(fallback));
+        let normalized = blueprint_operator::blueprint::normalize(&unnamed);
+        let validate_body = blueprint_review("bench", &normalized);
+        let mutate_body = blueprint_review("bench", &unnamed);
+        blueprints.push((name, source, validate_body, mutate_body));
+    }
+    let clients: Vec<usize> = std::env::var("BENCH_CLIENTS")
+        .ok()
+        .map(|v| v.split(',').filter_map(|c| c.trim().parse().ok()).collect())
+        .filter(|v: &Vec<usize>| !v.is_empty())
+        .unwrap_or_else(|| if full { vec![16, 64] } else { vec![2] });
+    let (requests, warmup) = if full {
+        (env_usize("BENCH_REQUESTS", 10_000), 1_000)
+    } else {
+        (20, 0)
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "webhook bench: {cores} cores, load average {} at start",
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    for (name, source, v, _) in &blueprints {
+        println!("{name}: {source}, {} bytes as AdmissionReview", v.len());
+    }
+
+    if full {
+        println!("\nstages, µs per review in-process (one thread, no TLS):");
+        println!(
+            "{:<6} {:<20} {:>8} {:>8} {:>9} {:>9} {:>8}",
+            "", "route", "json", "parse", "validate", "normalize", "review"
+        );
+        for (name, _, v, m) in &blueprints {
+            stages(name, Route::ValidateBlueprint, v, 2_000);
+            stages(name, Route::MutateBlueprint, m, 2_000);
+        }
+    }
+
+    let mut child = std::process::Command::new(std::env::current_exe().expect("own path"))
+        .env(SERVE_ENV, &dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the server process");
+    let pid = child.id();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("server address");
+    let addr: std::net::SocketAddr = line
+        .trim()
+        .strip_prefix("listening ")
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("server said {line:?}"));
+    let (idle_rss, idle_threads) = rss_threads(pid);
+    println!(
+        "\nserver process idle: RSS {:.1} MiB, {idle_threads} threads; {requests} requests per row after {warmup} warm-up",
+        idle_rss as f64 / 1024.0
+    );
+    println!(
+        "{:<6} {:<20} {:>7} {:>8} {:>9} {:>9} {:>10} {:>9} {:>7}",
+        "", "route", "clients", "req/s", "p50", "p99", "CPU µs/req", "RSS MiB", "threads"
+    );
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let tls = client_config(&dev.ca_cert_pem);
+    rt.block_on(async {
+        for (name, _, validate_body, mutate_body) in &blueprints {
+            for (route, body, patch) in [
+                ("/validate/blueprint", validate_body, false),
+                ("/mutate/blueprint", mutate_body, true),
+            ] {
+                let body = Arc::new(body.clone());
+                for &c in &clients {
+                    if warmup > 0 {
+                        run_route(addr, tls.clone(), route, body.clone(), c, warmup, patch).await;
+                    }
+                    let sampler = Sampler::start(pid);
+                    let cpu0 = cpu_time(pid);
+                    let r = run_route(addr, tls.clone(), route, body.clone(), c, requests, patch)
+                        .await;
+                    let cpu = cpu_time(pid).saturating_sub(cpu0);
+                    let (rss, threads) = sampler.stop();
+                    println!(
+                        "{name:<6} {route:<20} {c:>7} {:>8.0} {:>9.2?} {:>9.2?} {:>10.1} {:>9.1} {threads:>7}",
+                        r.rps,
+                        r.p50,
+                        r.p99,
+                        cpu.as_secs_f64() * 1e6 / r.n as f64,
+                        rss as f64 / 1024.0
+                    );
+                }
+            }
+        }
+    });
+    drop(child.stdin.take());
+    let status = child.wait().expect("server exit");
+    assert!(status.success(), "server process: {status}");
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "load average {} at the end",
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
