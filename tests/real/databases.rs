@@ -243,6 +243,129 @@ async fn corpus_postgres_blueprint_backs_up_restores_and_deletes_a_real_postgres
     );
 }
 
+/// An ActionSchedule backs PostgreSQL up with the corpus Blueprint as written, keeps the newest
+/// complete run (`keepLast: 1`), and rotation runs the Blueprint's `delete` action on the
+/// namespace (`deleteActionKind: Namespace`, as `kanctl --namespacetargets`): the rotated runs'
+/// dumps leave the object store, the kept run's dump stays. Without `deleteActionKind` the
+/// webhook refuses the schedule (that delete action renders `.Namespace` and would fail on the
+/// StatefulSet at every rotation).
+#[tokio::test]
+#[ignore = "real tier: tools/test.sh --real"]
+async fn corpus_postgres_blueprint_on_a_schedule_rotation_deletes_the_rotated_dumps() {
+    use blueprint_operator::model::{
+        ActionSchedule, ActionSet, LABEL_SCHEDULE, LABEL_TRIGGER, State,
+    };
+    use kube::ResourceExt;
+    use kube::api::{Api, ListParams, Patch, PatchParams};
+
+    let bucket = "bpo-real-pg-sched";
+    let ns = postgres("pgsched", bucket).await;
+    apply_in(&ns, &corpus_blueprint(PG_BLUEPRINT));
+    exec(
+        &ns,
+        &format!("{PG_STS}-0"),
+        "psql -v ON_ERROR_STOP=1 -h /var/run/postgresql -U postgres -c 'CREATE DATABASE shop'",
+    );
+    psql(&ns, PG_ROWS);
+    let schedule = |kind: &str| {
+        format!(
+            r#"apiVersion: blueprint-operator.io/v1alpha1
+kind: ActionSchedule
+metadata: {{name: pg, namespace: {ns}}}
+spec:
+  schedule: "@every 20s"
+  concurrencyPolicy: Forbid
+  actionSetTemplate:
+    actions:
+    - name: backup
+      blueprint: postgres-bp
+      object: {{kind: StatefulSet, name: {PG_STS}, namespace: {ns}}}
+      profile: {{name: s3, namespace: {ns}}}
+  retention:
+    keepLast: 1
+    deleteAction: delete
+{kind}"#
+        )
+    };
+    let refused = apply_yaml(&schedule("")).expect_err("refused without deleteActionKind");
+    assert!(
+        refused.contains("spec.retention.deleteActionKind"),
+        "{refused}"
+    );
+    apply_yaml(&schedule("    deleteActionKind: Namespace\n")).unwrap();
+
+    let client = real::client().await;
+    let sets: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
+    let schedules: Api<ActionSchedule> = Api::namespaced(client.clone(), &ns);
+    let backups = || async {
+        sets.list(&ListParams::default().labels(&format!("{LABEL_SCHEDULE}=pg")))
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter(|a| a.labels().get(LABEL_TRIGGER).map(String::as_str) != Some("delete"))
+            .collect::<Vec<_>>()
+    };
+    let location = |a: &ActionSet| {
+        let st = a.status.as_ref()?;
+        let v = st.actions.first()?.artifacts.get("cloudObject")?;
+        v.key_value.get("backupLocation").cloned()
+    };
+    // Backups run until one complete run has been rotated away.
+    let mut seen: std::collections::BTreeMap<String, String> = Default::default();
+    let deadline = tokio::time::Instant::now() + real::WAIT * 5;
+    loop {
+        let now = backups().await;
+        for a in &now {
+            assert_ne!(a.state(), Some(State::Failed), "a backup failed: {a:#?}");
+            if let Some(l) = location(a) {
+                seen.insert(a.name_any(), l);
+            }
+        }
+        if seen.keys().any(|n| !now.iter().any(|a| a.name_any() == *n)) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no run rotated; complete runs seen: {seen:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    }
+    // Stop and let the last run and its rotation end.
+    schedules
+        .patch(
+            "pg",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"suspend": true}})),
+        )
+        .await
+        .unwrap();
+    let kept = support::poll(real::WAIT * 3, || async {
+        let st = schedules.get("pg").await.ok()?.status?;
+        let all = sets
+            .list(&ListParams::default().labels(&format!("{LABEL_SCHEDULE}=pg")))
+            .await
+            .ok()?
+            .items;
+        let done = st.active_count == 0
+            && st.retention.removing.is_empty()
+            && all.len() == 1
+            && all.iter().all(|a| location(a).is_some());
+        done.then(|| all[0].clone())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("rotation did not settle on one run: {e}"));
+    let kept_location = location(&kept).unwrap();
+    seen.insert(kept.name_any(), kept_location.clone());
+    assert!(seen.len() >= 2, "at least two backups ran: {seen:?}");
+    // The store holds exactly the kept run's dump: the delete actions removed the others.
+    assert_eq!(
+        keys(bucket, &format!("pg_backups/{ns}/")).await,
+        vec![kept_location],
+        "runs seen: {seen:?}"
+    );
+}
+
 // ---- MariaDB ----------------------------------------------------------------------------------
 
 const MARIA_PASSWORD: &str = "maria-secret-0815";
