@@ -53,6 +53,7 @@ pub mod restore_data;
 pub mod restore_data_all;
 pub mod s3;
 pub mod scale_workload;
+pub mod settle;
 pub mod wait;
 pub mod wait_v2;
 pub mod weak;

@@ -6,7 +6,11 @@
 //! own timeout (the executor bounds the phase). Unlike Kanister, which waits
 //! until that deadline, the wait fails as soon as a pod of the workload will
 //! not become ready without a change ([`workload::stuck`]: CrashLoopBackOff,
-//! ErrImagePull, ...), naming the pod, container, reason and last exit.
+//! ErrImagePull, ...), naming the pod, container, reason and last exit; and,
+//! unlike Kanister, which returns as soon as the pods are Ready, a ready
+//! workload's containers must then stay running without a restart for a short
+//! window ([`settle`]), so a container that exits at once fails the phase
+//! instead of being declared ready just before its crash loop.
 //! Output: `originalReplicaCount`.
 //!
 //! After a controller restart the phase is entered again: scaling to the same
@@ -24,6 +28,7 @@ use serde_json::{Map, Value, json};
 
 use super::args::Args;
 use super::context::{StepEvent, note};
+use super::settle::{self, Settle, Settling};
 use super::workload;
 use super::{Context, FunctionError, Output};
 
@@ -138,22 +143,27 @@ pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, Fun
         .as_ref()
         .and_then(|a| a.resume_output.get(ORIGINAL))
         .and_then(Value::as_i64);
-    let current = match spec.kind {
+    // (replicas, minReadySeconds)
+    let (current, min_ready) = match spec.kind {
         Kind::Deployment => {
             let api: Api<Deployment> = Api::namespaced(client.clone(), ns);
             let d = api
                 .get(name)
                 .await
-                .map_err(|e| kerr(format!("getting Deployment {ns}/{name}"), e))?;
-            d.spec.and_then(|s| s.replicas).unwrap_or(1)
+                .map_err(|e| kerr(format!("getting Deployment {ns}/{name}"), e))?
+                .spec
+                .unwrap_or_default();
+            (d.replicas.unwrap_or(1), d.min_ready_seconds)
         }
         Kind::StatefulSet => {
             let api: Api<StatefulSet> = Api::namespaced(client.clone(), ns);
             let s = api
                 .get(name)
                 .await
-                .map_err(|e| kerr(format!("getting StatefulSet {ns}/{name}"), e))?;
-            s.spec.and_then(|s| s.replicas).unwrap_or(1)
+                .map_err(|e| kerr(format!("getting StatefulSet {ns}/{name}"), e))?
+                .spec
+                .unwrap_or_default();
+            (s.replicas.unwrap_or(1), s.min_ready_seconds)
         }
     };
     let original = match recorded {
@@ -183,13 +193,27 @@ pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, Fun
     }
     if spec.wait_for_ready {
         let mut delay = Duration::from_millis(100);
+        let mut settling = Settling::new(settle::window(min_ready));
         loop {
             let state = match spec.kind {
                 Kind::Deployment => deployment_ready(&client, ns, name).await,
                 Kind::StatefulSet => statefulset_ready(&client, ns, name).await,
             };
             match state {
-                Ok(Readiness::Ready) => break,
+                Ok(Readiness::Ready(pods)) => {
+                    match settling.observe(&pods, std::time::Instant::now()) {
+                        Settle::Settled => break,
+                        Settle::Waiting { left, why } => {
+                            tracing::debug!(namespace = %ns, name = %name, "{why}");
+                            // Should it stop being ready, notice its crash loop early.
+                            delay = Duration::from_millis(100);
+                            // Look again within the window: a restart shows in the restart count
+                            // even when the container is running again by then.
+                            tokio::time::sleep(left.min(SETTLE_POLL)).await;
+                            continue;
+                        }
+                    }
+                }
                 Ok(Readiness::Waiting(why)) => {
                     tracing::debug!(namespace = %ns, name = %name, "{why}")
                 }
@@ -213,6 +237,9 @@ pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, Fun
     out.insert(ORIGINAL.into(), Value::from(original));
     Ok(out)
 }
+
+/// How often a ready workload is looked at during its settle window.
+const SETTLE_POLL: Duration = Duration::from_secs(1);
 
 fn kerr(action: String, e: kube::Error) -> FunctionError {
     FunctionError::kube(NAME, action, e)
@@ -249,7 +276,8 @@ fn running(pods: &[Pod]) -> usize {
 /// Whether a workload is ready, by Kanister's rules.
 #[derive(Debug)]
 pub enum Readiness {
-    Ready,
+    /// Ready, with the workload's pods (for the settle window).
+    Ready(Vec<Pod>),
     /// Not yet: why (Kanister's status text).
     Waiting(String),
     /// A pod will not become ready without a change by the user: the wait fails now instead of
@@ -336,7 +364,7 @@ pub async fn deployment_ready(
             "{not_running} pods of the deployment are not running"
         )));
     }
-    Ok(Readiness::Ready)
+    Ok(Readiness::Ready(pods))
 }
 
 const REVISION: &str = "deployment.kubernetes.io/revision";
@@ -369,7 +397,7 @@ pub async fn statefulset_ready(
             "Specified {want} replicas and only {running} are running"
         )));
     }
-    Ok(Readiness::Ready)
+    Ok(Readiness::Ready(pods))
 }
 
 #[cfg(test)]
