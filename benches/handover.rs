@@ -18,7 +18,7 @@ mod support;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use blueprint_operator::model::{ActionSet, Blueprint, State};
+use blueprint_operator::model::{ActionSet, Blueprint};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::events::v1::Event;
 use kube::Client;
@@ -96,24 +96,9 @@ async fn one_handover(client: &Client, ns: &str, signal: &str, run: usize) -> Sa
     }))
     .unwrap();
     sets.create(&PostParams::default(), &a).await.unwrap();
-    until(|| async {
-        let Ok(a) = sets.get(&name).await else {
-            return false;
-        };
-        let running = a
-            .status
-            .as_ref()
-            .is_some_and(|s| s.actions[0].phases[0].state == State::Running);
-        let recorded = a
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|m| m.get("blueprint-operator.io/executor"))
-            .is_some_and(|r| r.contains("\"pods\""));
-        running && recorded
-    })
-    .await
-    .expect("the phase runs and its pod is recorded");
+    support::recorded_phase_pod(client, ns, &name, 0)
+        .await
+        .expect("the phase runs and its pod is recorded");
 
     let pid = first.id().expect("first replica runs") as i32;
     let sig = if signal == "SIGTERM" {

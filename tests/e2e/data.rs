@@ -8,19 +8,17 @@
 use crate::support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::support::call::call_with;
 use crate::support::controller::Controller;
 use crate::support::files::{TempDir, assert_same_tree, noise, read_tree, restored_root};
 use anyhow::Context as _;
-use blueprint_operator::executor::params;
 use blueprint_operator::functions::{Context, Output};
-use blueprint_operator::model::{ActionSet, ActionSpec, Blueprint, ObjectReference, State};
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, PersistentVolumeClaim, Pod};
+use blueprint_operator::model::{ActionSet, Blueprint, ObjectReference, State};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, PersistentVolumeClaim};
 use kube::Client;
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::{Value, json};
 
 /// Bound for an ActionSet to finish.
@@ -38,42 +36,9 @@ async fn setup(prefix: &str) -> Option<(Client, String)> {
     support::data_plane::setup(prefix, PROFILE, BUCKET).await
 }
 
-/// The template parameters the executor would render with: fetched by the
-/// executor's own code from an action naming `object` and the Profile.
+/// The template parameters the executor would render with, for an action naming `object`.
 async fn template_params(ns: &str, object: Value) -> anyhow::Result<Value> {
-    let spec: ActionSpec = serde_json::from_value(json!({
-        "name": "backup", "object": object,
-        "profile": {"name": PROFILE, "namespace": ns},
-        "preferredVersion": "",
-    }))?;
-    let (p, err) = params::fetch_base(
-        &support::rbac::controller_client(),
-        ns,
-        &spec,
-        "2026-01-01T00:00:00Z",
-    )
-    .await;
-    anyhow::ensure!(err.is_none(), "fetching params: {err:?}");
-    anyhow::ensure!(p.contains_key("Profile"), "no Profile in {p:?}");
-    Ok(Value::Object(p))
-}
-
-/// A Deployment `app` with one Running pod; returns the pod's name.
-async fn app_pod(client: &Client, ns: &str) -> anyhow::Result<String> {
-    support::create_deployment(client, ns, "app", 1).await?;
-    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
-    let pod = support::poll(support::WAIT, || async {
-        let l = pods
-            .list(&ListParams::default().labels("app=app"))
-            .await
-            .ok()?;
-        l.items
-            .into_iter()
-            .find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-    })
-    .await
-    .context("Running pod of Deployment app")?;
-    Ok(pod.metadata.name.unwrap_or_default())
+    support::data_plane::template_params(ns, PROFILE, object).await
 }
 
 /// Writes a tree of a few MB (binary, text, empty, nested, a name with a
@@ -93,34 +58,13 @@ fn write_tree(root: &Path, seed: u64) -> usize {
         ),
         ("with space/name with space.txt", b"spaces\n".to_vec()),
     ];
-    for (rel, data) in &files {
-        let p = root.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).expect("mkdir");
-        std::fs::write(&p, data).expect("write file");
-    }
+    support::data_plane::write_files(root, &files);
     files.len()
 }
 
-/// `restic snapshots --json` of `<bucket>/<path>`, run directly (not through a pod).
+/// `restic snapshots --json` of `<BUCKET>/<path>`.
 fn snapshots(path: &str, key: &str) -> anyhow::Result<Vec<Value>> {
-    let store = support::data_plane::object_store();
-    let out = Command::new(support::data_plane::restic())
-        .args(["snapshots", "--json", "--no-cache"])
-        .env("AWS_ACCESS_KEY_ID", &store.access_key)
-        .env("AWS_SECRET_ACCESS_KEY", &store.secret_key)
-        .env(
-            "RESTIC_REPOSITORY",
-            format!("s3:{}/{BUCKET}/{path}", store.endpoint),
-        )
-        .env("RESTIC_PASSWORD", key)
-        .stdin(Stdio::null())
-        .output()?;
-    anyhow::ensure!(
-        out.status.success(),
-        "restic snapshots failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok(serde_json::from_slice(&out.stdout)?)
+    support::data_plane::snapshots(BUCKET, path, key)
 }
 
 fn snapshot_ids(snaps: &[Value]) -> Vec<String> {
@@ -189,7 +133,7 @@ async fn backup_restore_delete_round_trip() -> anyhow::Result<()> {
     let Some((client, ns)) = setup("data-rt").await else {
         return Ok(());
     };
-    let pod = app_pod(&client, &ns).await?;
+    let pod = support::data_plane::app_pod(&client, &ns).await?;
     let p = template_params(
         &ns,
         json!({"kind": "Deployment", "name": "app", "namespace": ns}),
@@ -423,7 +367,7 @@ async fn data_functions_fail_clearly() -> anyhow::Result<()> {
     let Some((client, ns)) = setup("data-err").await else {
         return Ok(());
     };
-    let pod = app_pod(&client, &ns).await?;
+    let pod = support::data_plane::app_pod(&client, &ns).await?;
     let p = template_params(
         &ns,
         json!({"kind": "Deployment", "name": "app", "namespace": ns}),
@@ -674,7 +618,7 @@ async fn failing_backup_data_still_runs_the_defer_phase() -> anyhow::Result<()> 
     };
     // KubeOps creates what the shipped RBAC does not grant: granted as the README says.
     support::rbac::grant_configmap_create(&client).await?;
-    app_pod(&client, &ns).await?;
+    support::data_plane::app_pod(&client, &ns).await?;
     create_blueprint(
         &client,
         &ns,
@@ -750,7 +694,7 @@ async fn blueprint_backup_restore_delete_through_the_executor() -> anyhow::Resul
     let Some((client, ns)) = setup("data-bp").await else {
         return Ok(());
     };
-    app_pod(&client, &ns).await?;
+    support::data_plane::app_pod(&client, &ns).await?;
     let pv = bound_pvc(&client, &ns, "logs").await?;
     let dir = TempDir::new("bp");
     let src = dir.0.join("var-log");

@@ -10,7 +10,6 @@ use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::support::call::call_with;
@@ -51,21 +50,8 @@ async fn setup(prefix: &str) -> Option<(Client, String)> {
 
 /// The executor's template parameters for an action on Deployment `app`.
 async fn template_params(ns: &str) -> anyhow::Result<Value> {
-    let spec: ActionSpec = serde_json::from_value(json!({
-        "name": "backup",
-        "object": {"kind": "Deployment", "name": "app", "namespace": ns},
-        "profile": {"name": PROFILE, "namespace": ns},
-        "preferredVersion": "",
-    }))?;
-    let (p, err) = params::fetch_base(
-        &support::rbac::controller_client(),
-        ns,
-        &spec,
-        "2026-01-01T00:00:00Z",
-    )
-    .await;
-    anyhow::ensure!(err.is_none(), "fetching params: {err:?}");
-    Ok(Value::Object(p))
+    let app = json!({"kind": "Deployment", "name": "app", "namespace": ns});
+    support::data_plane::template_params(ns, PROFILE, app).await
 }
 
 /// A PVC `name` bound to a hostPath PV; returns the PV's name.
@@ -155,33 +141,12 @@ fn write_tree(root: &Path, seed: u64) {
         ),
         ("a dir/with space.txt", b"spaces\n".to_vec()),
     ];
-    for (rel, data) in &files {
-        let p = root.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).expect("mkdir");
-        std::fs::write(&p, data).expect("write file");
-    }
+    support::data_plane::write_files(root, &files);
 }
 
-/// `restic snapshots --json` of `<bucket>/<path>`, run directly.
+/// `restic snapshots --json` of `<BUCKET>/<path>`.
 fn snapshots(path: &str, key: &str) -> anyhow::Result<Vec<Value>> {
-    let store = support::data_plane::object_store();
-    let out = Command::new(support::data_plane::restic())
-        .args(["snapshots", "--json", "--no-cache"])
-        .env("AWS_ACCESS_KEY_ID", &store.access_key)
-        .env("AWS_SECRET_ACCESS_KEY", &store.secret_key)
-        .env(
-            "RESTIC_REPOSITORY",
-            format!("s3:{}/{BUCKET}/{path}", store.endpoint),
-        )
-        .env("RESTIC_PASSWORD", key)
-        .stdin(Stdio::null())
-        .output()?;
-    anyhow::ensure!(
-        out.status.success(),
-        "restic snapshots of {path} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok(serde_json::from_slice(&out.stdout)?)
+    support::data_plane::snapshots(BUCKET, path, key)
 }
 
 /// (short id, tags) of every snapshot.

@@ -8,20 +8,16 @@ use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::support::call::call_with;
 use crate::support::controller::Controller;
 use crate::support::files::{TempDir, noise};
-use anyhow::Context as _;
-use blueprint_operator::executor::params;
 use blueprint_operator::functions::restic::{DEFAULT_ENCRYPTION_KEY, parse_restic_size_bytes};
 use blueprint_operator::functions::{Context, Output};
-use blueprint_operator::model::{ActionSet, ActionSpec, Blueprint, ObjectReference, State};
-use k8s_openapi::api::core::v1::Pod;
+use blueprint_operator::model::{ActionSet, Blueprint, ObjectReference, State};
 use kube::Client;
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 
 /// Bound for an ActionSet to finish.
@@ -39,43 +35,10 @@ async fn setup(prefix: &str) -> Option<(Client, String)> {
     support::data_plane::setup(prefix, PROFILE, BUCKET).await
 }
 
-/// The template parameters the executor would render with (its own code,
-/// from an action naming `object` and the Profile).
+/// The template parameters the executor would render with, for an action on Deployment `app`.
 async fn template_params(ns: &str) -> anyhow::Result<Value> {
-    let spec: ActionSpec = serde_json::from_value(json!({
-        "name": "backup",
-        "object": {"kind": "Deployment", "name": "app", "namespace": ns},
-        "profile": {"name": PROFILE, "namespace": ns},
-        "preferredVersion": "",
-    }))?;
-    let (p, err) = params::fetch_base(
-        &support::rbac::controller_client(),
-        ns,
-        &spec,
-        "2026-01-01T00:00:00Z",
-    )
-    .await;
-    anyhow::ensure!(err.is_none(), "fetching params: {err:?}");
-    anyhow::ensure!(p.contains_key("Profile"), "no Profile in {p:?}");
-    Ok(Value::Object(p))
-}
-
-/// A Deployment `app` with one Running pod; returns the pod's name.
-async fn app_pod(client: &Client, ns: &str) -> anyhow::Result<String> {
-    support::create_deployment(client, ns, "app", 1).await?;
-    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
-    let pod = support::poll(support::WAIT, || async {
-        let l = pods
-            .list(&ListParams::default().labels("app=app"))
-            .await
-            .ok()?;
-        l.items
-            .into_iter()
-            .find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-    })
-    .await
-    .context("Running pod of Deployment app")?;
-    Ok(pod.metadata.name.unwrap_or_default())
+    let app = json!({"kind": "Deployment", "name": "app", "namespace": ns});
+    support::data_plane::template_params(ns, PROFILE, app).await
 }
 
 /// A tree where the modes differ: two files with the same contents
@@ -91,34 +54,12 @@ fn write_tree(root: &Path, seed: u64) {
         ("dup/deep/two.bin", same),
         ("with space/x y.txt", b"spaces\n".to_vec()),
     ];
-    for (rel, data) in &files {
-        let p = root.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).expect("mkdir");
-        std::fs::write(&p, data).expect("write file");
-    }
+    support::data_plane::write_files(root, &files);
 }
 
-/// `restic <args>` on `<bucket>/<path>` run directly (not through a pod).
+/// `restic <args>` on `<BUCKET>/<path>` run directly (not through a pod).
 fn restic_direct(path: &str, key: &str, args: &[&str]) -> anyhow::Result<String> {
-    let store = support::data_plane::object_store();
-    let out = Command::new(support::data_plane::restic())
-        .args(args)
-        .arg("--no-cache")
-        .env("AWS_ACCESS_KEY_ID", &store.access_key)
-        .env("AWS_SECRET_ACCESS_KEY", &store.secret_key)
-        .env(
-            "RESTIC_REPOSITORY",
-            format!("s3:{}/{BUCKET}/{path}", store.endpoint),
-        )
-        .env("RESTIC_PASSWORD", key)
-        .stdin(Stdio::null())
-        .output()?;
-    anyhow::ensure!(
-        out.status.success(),
-        "restic {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    support::data_plane::restic_direct(BUCKET, path, key, args)
 }
 
 /// The value of the line "<label>: <value>" in restic's text output.
@@ -144,7 +85,7 @@ async fn stats_of_a_real_backup_match_restic() -> anyhow::Result<()> {
     let Some((client, ns)) = setup("stats").await else {
         return Ok(());
     };
-    let pod = app_pod(&client, &ns).await?;
+    let pod = support::data_plane::app_pod(&client, &ns).await?;
     let p = template_params(&ns).await?;
     let c = ctx(&ns);
     let dir = TempDir::new("modes");
@@ -235,7 +176,7 @@ async fn stats_fail_clearly() -> anyhow::Result<()> {
     let Some((client, ns)) = setup("stats-err").await else {
         return Ok(());
     };
-    let pod = app_pod(&client, &ns).await?;
+    let pod = support::data_plane::app_pod(&client, &ns).await?;
     let p = template_params(&ns).await?;
     let c = ctx(&ns);
     let dir = TempDir::new("err");
@@ -372,7 +313,7 @@ async fn check_repository_outputs() -> anyhow::Result<()> {
     let Some((client, ns)) = setup("check").await else {
         return Ok(());
     };
-    let pod = app_pod(&client, &ns).await?;
+    let pod = support::data_plane::app_pod(&client, &ns).await?;
     let p = template_params(&ns).await?;
     let c = ctx(&ns);
     let dir = TempDir::new("check");
@@ -530,7 +471,7 @@ async fn stats_and_check_through_the_executor() -> anyhow::Result<()> {
     let Some((client, ns)) = setup("stats-bp").await else {
         return Ok(());
     };
-    app_pod(&client, &ns).await?;
+    support::data_plane::app_pod(&client, &ns).await?;
     let dir = TempDir::new("bp");
     let src = dir.0.join("data");
     write_tree(&src, 17);

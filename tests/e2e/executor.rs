@@ -594,19 +594,8 @@ async fn controller_killed_mid_phase_reattaches_to_its_pod() -> anyhow::Result<(
     let ctl = controller(&ns, &[], &[]);
     let api = start_backup_until_phase_runs(&client, &ns, 1).await?;
     let uid = api.get("as").await?.metadata.uid.unwrap_or_default();
-    // The slow phase's pod, linked to its ActionSet and phase, recorded in the ActionSet.
-    let slow = support::poll(support::WAIT, || async {
-        let recorded = raw_actionset(&client, &ns, "as").await.ok()?["metadata"]["annotations"]
-            ["blueprint-operator.io/executor"]
-            .as_str()
-            .is_some_and(|r| r.contains("\"pods\""));
-        let pod = actionset_pods(&client, &ns, &uid)
-            .await
-            .into_iter()
-            .next()?;
-        recorded.then_some(pod)
-    })
-    .await?;
+    // The slow phase's pod, recorded in the ActionSet.
+    let slow = support::recorded_phase_pod(&client, &ns, "as", 1).await?;
     ctl.kill().await;
     let a = api.get("as").await?;
     assert_eq!(a.state(), Some(State::Running));
@@ -931,18 +920,7 @@ async fn pod_deleted_while_the_controller_was_down_fails_the_phase() -> anyhow::
     let ctl = controller(&ns, &[], &[]);
     let api = start_backup_until_phase_runs(&client, &ns, 0).await?;
     let uid = api.get("as").await?.metadata.uid.unwrap_or_default();
-    let slow = support::poll(support::WAIT, || async {
-        let recorded = raw_actionset(&client, &ns, "as").await.ok()?["metadata"]["annotations"]
-            ["blueprint-operator.io/executor"]
-            .as_str()
-            .is_some_and(|r| r.contains("\"pods\""));
-        let pod = actionset_pods(&client, &ns, &uid)
-            .await
-            .into_iter()
-            .next()?;
-        recorded.then_some(pod)
-    })
-    .await?;
+    let slow = support::recorded_phase_pod(&client, &ns, "as", 0).await?;
     ctl.kill().await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     pods.delete(&slow, &DeleteParams::default().grace_period(0))
@@ -984,19 +962,7 @@ async fn controller_killed_mid_exec_fails_it_or_reruns_it_as_declared() -> anyho
     let Some((client, ns)) = setup("exec-kill-exec").await else {
         return Ok(());
     };
-    support::create_deployment(&client, &ns, "target", 1).await?;
-    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
-    let target = support::poll(support::WAIT, || async {
-        let l = pods
-            .list(&ListParams::default().labels("app=target"))
-            .await
-            .ok()?;
-        l.items
-            .into_iter()
-            .find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-            .and_then(|p| p.metadata.name)
-    })
-    .await?;
+    let target = support::running_deployment_pod(&client, &ns, "target").await?;
     // kwok runs exec'd commands on this machine (kwok-config.yaml.in): each run appends a line.
     let runs = |bp: &str| std::env::temp_dir().join(format!("bpo-{ns}-{bp}.runs"));
     for (bp, annotations) in [
@@ -1747,28 +1713,6 @@ async fn status_fields_our_model_lacks_survive_the_run() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Waits until the pod of phase `phase` (label `blueprint-operator.io/phase=0.<phase>`) exists
-/// and the ActionSet `as` records it (what a restarted controller re-attaches to); its name.
-async fn recorded_phase_pod(client: &Client, ns: &str, phase: usize) -> anyhow::Result<String> {
-    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
-    let selector = format!("blueprint-operator.io/phase=0.{phase}");
-    support::poll(support::WAIT, || async {
-        let pod = pods
-            .list(&ListParams::default().labels(&selector))
-            .await
-            .ok()?
-            .items
-            .into_iter()
-            .next()?
-            .metadata
-            .name?;
-        let a = raw_actionset(client, ns, "as").await.ok()?;
-        let record = a["metadata"]["annotations"]["blueprint-operator.io/executor"].as_str()?;
-        record.contains(&pod).then_some(pod)
-    })
-    .await
-}
-
 /// MultiContainerRun and PrepareData run their work in a pod, like KubeTask: the controller is
 /// SIGKILLed during each of them in turn and every new controller re-attaches to the running
 /// pod (issue 29 point 1): each pod is created once, each phase's output is its pod's, and the
@@ -1812,11 +1756,11 @@ async fn controller_killed_during_multicontainerrun_and_preparedata_reattaches_t
         pods_created(&client, &ns, "blueprint-operator.io/actionset-namespace").await?;
     let first = controller(&ns, &[], &[]);
     let api = start_backup_until_phase_runs(&client, &ns, 0).await?;
-    let mcr_pod = recorded_phase_pod(&client, &ns, 0).await?;
+    let mcr_pod = support::recorded_phase_pod(&client, &ns, "as", 0).await?;
     first.kill().await;
     let second = controller(&ns, &[], &[]);
     wait_phase_running(&api, 1).await?;
-    let prep_pod = recorded_phase_pod(&client, &ns, 1).await?;
+    let prep_pod = support::recorded_phase_pod(&client, &ns, "as", 1).await?;
     second.kill().await;
     let _third = controller(&ns, &[], &[]);
     let a = support::wait_actionset_done(&client, &ns, "as", FINISH).await?;
@@ -1981,7 +1925,7 @@ async fn kubeops_patch_found_running_after_a_restart_is_entered_again() -> anyho
     .await?;
     let first = controller(&ns, &[], &[]);
     let api = start_backup_until_phase_runs(&client, &ns, 0).await?;
-    recorded_phase_pod(&client, &ns, 0).await?;
+    support::recorded_phase_pod(&client, &ns, "as", 0).await?;
     first.kill().await;
     let bps: Api<Blueprint> = Api::namespaced(client.clone(), &ns);
     bps.patch(

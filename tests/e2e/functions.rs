@@ -486,19 +486,7 @@ async fn kube_exec_and_kube_exec_all_reach_the_pod() -> anyhow::Result<()> {
     let Some((client, ns)) = setup("fn-exec").await else {
         return Ok(());
     };
-    support::create_deployment(&client, &ns, "target", 1).await?;
-    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
-    let pod = support::poll(support::WAIT, || async {
-        let l = pods
-            .list(&ListParams::default().labels("app=target"))
-            .await
-            .ok()?;
-        l.items
-            .into_iter()
-            .find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-    })
-    .await?;
-    let name = pod.metadata.name.clone().unwrap_or_default();
+    let name = support::running_deployment_pod(&client, &ns, "target").await?;
     let c = ctx(&ns, namespace_object(&ns));
     let command = json!([
         "sh",

@@ -225,35 +225,9 @@ async fn location_delete_removes_a_backup_data_repository() -> anyhow::Result<()
     if !support::require_kwok(&client).await {
         return Ok(());
     }
-    support::create_deployment(&client, &ns, "app", 1).await?;
-    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
-        kube::Api::namespaced(client.clone(), &ns);
-    let pod = support::poll(support::WAIT, || async {
-        let l = pods
-            .list(&kube::api::ListParams::default().labels("app=app"))
-            .await
-            .ok()?;
-        l.items
-            .into_iter()
-            .find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-            .and_then(|p| p.metadata.name)
-    })
-    .await?;
-    let spec: ActionSpec = serde_json::from_value(json!({
-        "name": "backup",
-        "object": {"kind": "Deployment", "name": "app", "namespace": ns},
-        "profile": {"name": PROFILE, "namespace": ns},
-        "preferredVersion": "",
-    }))?;
-    let (p, err) = params::fetch_base(
-        &support::rbac::controller_client(),
-        &ns,
-        &spec,
-        "2026-01-01T00:00:00Z",
-    )
-    .await;
-    anyhow::ensure!(err.is_none(), "fetching params: {err:?}");
-    let p = Value::Object(p);
+    let pod = support::data_plane::app_pod(&client, &ns).await?;
+    let app = json!({"kind": "Deployment", "name": "app", "namespace": ns});
+    let p = support::data_plane::template_params(&ns, PROFILE, app).await?;
     let src = std::env::temp_dir().join(format!("bpo-e2e-ld-{}-{ns}", std::process::id()));
     std::fs::create_dir_all(src.join("log"))?;
     std::fs::write(src.join("log/time.log"), "12:00:00\n12:00:01\n")?;

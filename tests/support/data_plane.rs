@@ -240,3 +240,71 @@ pub async fn setup(prefix: &str, profile: &str, bucket: &str) -> Option<(kube::C
         .expect("create the Profile");
     Some((client, ns))
 }
+
+/// The template parameters the executor would render with: fetched by the executor's own code
+/// from an action naming `object` and the Profile `profile` of `ns`.
+pub async fn template_params(
+    ns: &str,
+    profile: &str,
+    object: serde_json::Value,
+) -> anyhow::Result<serde_json::Value> {
+    let spec: blueprint_operator::model::ActionSpec = serde_json::from_value(json!({
+        "name": "backup", "object": object,
+        "profile": {"name": profile, "namespace": ns},
+        "preferredVersion": "",
+    }))?;
+    let (p, err) = blueprint_operator::executor::params::fetch_base(
+        &super::rbac::controller_client(),
+        ns,
+        &spec,
+        "2026-01-01T00:00:00Z",
+    )
+    .await;
+    anyhow::ensure!(err.is_none(), "fetching params: {err:?}");
+    anyhow::ensure!(p.contains_key("Profile"), "no Profile in {p:?}");
+    Ok(serde_json::Value::Object(p))
+}
+
+/// A Deployment `app` with one Running pod; returns the pod's name.
+pub async fn app_pod(client: &Client, ns: &str) -> anyhow::Result<String> {
+    super::running_deployment_pod(client, ns, "app").await
+}
+
+/// Writes `files` (path relative to `root`, contents) under `root`.
+pub fn write_files(root: &std::path::Path, files: &[(&str, Vec<u8>)]) {
+    for (rel, data) in files {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().expect("a file has a parent")).expect("mkdir");
+        std::fs::write(&p, data).expect("write file");
+    }
+}
+
+/// `restic <args> --no-cache` on `<bucket>/<path>` of the test object store, run directly (not
+/// through a pod); its standard output.
+pub fn restic_direct(bucket: &str, path: &str, key: &str, args: &[&str]) -> anyhow::Result<String> {
+    let store = object_store();
+    let out = Command::new(restic())
+        .args(args)
+        .arg("--no-cache")
+        .env("AWS_ACCESS_KEY_ID", &store.access_key)
+        .env("AWS_SECRET_ACCESS_KEY", &store.secret_key)
+        .env(
+            "RESTIC_REPOSITORY",
+            format!("s3:{}/{bucket}/{path}", store.endpoint),
+        )
+        .env("RESTIC_PASSWORD", key)
+        .stdin(Stdio::null())
+        .output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "restic {args:?} on {path} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// `restic snapshots --json` of `<bucket>/<path>` on the test object store.
+pub fn snapshots(bucket: &str, path: &str, key: &str) -> anyhow::Result<Vec<serde_json::Value>> {
+    let out = restic_direct(bucket, path, key, &["snapshots", "--json"])?;
+    Ok(serde_json::from_str(&out)?)
+}

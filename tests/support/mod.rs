@@ -488,3 +488,57 @@ pub async fn wait_actionset_complete(
     );
     Ok(v)
 }
+
+/// A Deployment `app` (label `app=<app>`) with one kwok pod; waits until it is Running
+/// and returns its name.
+pub async fn running_deployment_pod(
+    client: &Client,
+    ns: &str,
+    app: &str,
+) -> anyhow::Result<String> {
+    create_deployment(client, ns, app, 1).await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let selector = format!("app={app}");
+    poll(WAIT, || async {
+        let l = pods
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .ok()?;
+        l.items
+            .into_iter()
+            .find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+            .and_then(|p| p.metadata.name)
+    })
+    .await
+    .with_context(|| format!("Running pod of Deployment {app}"))
+}
+
+/// Waits until the pod of phase `phase` of ActionSet `ns/actionset`'s first action (label
+/// `blueprint-operator.io/phase=0.<phase>`) exists and the ActionSet records it (what a
+/// restarted controller re-attaches to); its name.
+pub async fn recorded_phase_pod(
+    client: &Client,
+    ns: &str,
+    actionset: &str,
+    phase: usize,
+) -> anyhow::Result<String> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let sets: Api<blueprint_operator::model::ActionSet> = Api::namespaced(client.clone(), ns);
+    let selector = format!("blueprint-operator.io/phase=0.{phase}");
+    poll(WAIT, || async {
+        let a = sets.get(actionset).await.ok()?;
+        let record = a
+            .metadata
+            .annotations?
+            .remove("blueprint-operator.io/executor")?;
+        // Other ActionSets of the namespace may have pods of the same phase.
+        pods.list(&ListParams::default().labels(&selector))
+            .await
+            .ok()?
+            .items
+            .into_iter()
+            .filter_map(|p| p.metadata.name)
+            .find(|pod| record.contains(pod.as_str()))
+    })
+    .await
+}
