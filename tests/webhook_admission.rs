@@ -2,9 +2,8 @@
 
 use base64::Engine as _;
 use blueprint_operator::blueprint;
-use blueprint_operator::webhook::admission::{
-    self, Lookup, MAX_BODY_BYTES, MAX_WARNING_CHARS, Route, handle_review, limit_warnings,
-};
+use blueprint_operator::webhook::admission::{self, MAX_BODY_BYTES, Route, handle_review};
+use blueprint_operator::webhook::response::{Lookup, MAX_WARNING_CHARS, limit_warnings};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

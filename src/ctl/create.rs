@@ -369,7 +369,7 @@ pub fn metadata(
     }
     if let Some(p) = parent {
         meta.annotations = Some(BTreeMap::from([(
-            super::ANNOTATION_FROM.to_string(),
+            crate::model::labels::ANNOTATION_RESTORED_FROM.to_string(),
             p.to_string(),
         )]));
     }
@@ -663,7 +663,7 @@ mod tests {
         assert_eq!(m.generate_name.as_deref(), Some("restore-backup-abc-"));
         assert_eq!(m.labels.unwrap()[LABEL_EXECUTOR], EXECUTOR_LABEL_VALUE);
         assert_eq!(
-            m.annotations.unwrap()[super::super::ANNOTATION_FROM],
+            m.annotations.unwrap()[crate::model::labels::ANNOTATION_RESTORED_FROM],
             "backup-abc"
         );
         let args = CreateArgs {

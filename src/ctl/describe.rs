@@ -208,7 +208,9 @@ pub fn describe(a: &ActionSet, events: Vec<EventRow>, now: DateTime<Utc>) -> Des
         duration_seconds: runs::duration_seconds(a, now),
         schedule: annotations.get(ANNOTATION_SCHEDULE).cloned(),
         trigger: labels.get(LABEL_TRIGGER).cloned().unwrap_or_default(),
-        restored_from: annotations.get(super::ANNOTATION_FROM).cloned(),
+        restored_from: annotations
+            .get(crate::model::labels::ANNOTATION_RESTORED_FROM)
+            .cloned(),
         error: a
             .status
             .as_ref()

@@ -27,10 +27,6 @@ use clap::{Args, Parser, Subcommand};
 
 pub use output::Format;
 
-/// Annotation on an ActionSet made by `ctl create --from`: the run it restores
-/// from (nothing acts on it; `describe` shows it).
-pub const ANNOTATION_FROM: &str = "blueprint-operator.io/restored-from";
-
 #[derive(Debug, Args)]
 pub struct CtlArgs {
     #[command(flatten)]

@@ -14,7 +14,8 @@ use serde_json::json;
 use super::connect::Conn;
 use super::output::{self, Format};
 use super::{CtlError, Done};
-use crate::executor::machine::{RECORD_ANNOTATION, Record};
+use crate::executor::machine::Record;
+use crate::model::labels::ANNOTATION_EXECUTOR_RECORD;
 use crate::model::{
     ANNOTATION_RUN_NOW, ANNOTATION_SCHEDULED_TIME, ActionSchedule, ActionSet, Artifact,
     LABEL_SCHEDULE, LABEL_TRIGGER,
@@ -93,7 +94,7 @@ pub fn record(a: &ActionSet) -> Record {
     a.metadata
         .annotations
         .as_ref()
-        .and_then(|m| m.get(RECORD_ANNOTATION))
+        .and_then(|m| m.get(ANNOTATION_EXECUTOR_RECORD))
         .and_then(|t| serde_json::from_str(t).ok())
         .unwrap_or_default()
 }

@@ -38,10 +38,7 @@ use crate::model::{
     State,
 };
 
-/// The finalizer and the [`Record`]'s annotation, by their names in this module.
-pub use crate::model::labels::{
-    ANNOTATION_EXECUTOR_RECORD as RECORD_ANNOTATION, FINALIZER_DEFER_PHASE as FINALIZER,
-};
+use crate::model::labels::{ANNOTATION_EXECUTOR_RECORD, FINALIZER_DEFER_PHASE};
 
 /// What the executor must remember across restarts and the status schema
 /// cannot hold: one entry per spec action, same order.
@@ -101,7 +98,7 @@ impl Record {
         let raw = meta
             .annotations
             .as_ref()
-            .and_then(|a| a.get(RECORD_ANNOTATION));
+            .and_then(|a| a.get(ANNOTATION_EXECUTOR_RECORD));
         let (mut rec, problem) = match raw {
             None => (Record::default(), None),
             Some(text) => match serde_json::from_str::<Record>(text) {
@@ -109,7 +106,7 @@ impl Record {
                 Err(e) => (
                     Record::default(),
                     Some(format!(
-                        "annotation {RECORD_ANNOTATION} is not valid JSON ({e}); it was reset"
+                        "annotation {ANNOTATION_EXECUTOR_RECORD} is not valid JSON ({e}); it was reset"
                     )),
                 ),
             },
@@ -129,7 +126,7 @@ impl Record {
         let text = serde_json::to_string(self).unwrap_or_default();
         meta.annotations
             .get_or_insert_with(BTreeMap::new)
-            .insert(RECORD_ANNOTATION.to_string(), text);
+            .insert(ANNOTATION_EXECUTOR_RECORD.to_string(), text);
     }
 }
 
@@ -872,13 +869,13 @@ pub fn removed_message(st: &ActionStatus) -> String {
 /// once it is terminal. Returns whether metadata changed.
 pub fn sync_finalizer(meta: &mut ObjectMeta, state: State) -> bool {
     let fins = meta.finalizers.get_or_insert_with(Vec::new);
-    let has = fins.iter().any(|f| f == FINALIZER);
+    let has = fins.iter().any(|f| f == FINALIZER_DEFER_PHASE);
     let want = state == State::Running;
     if want && !has {
-        fins.push(FINALIZER.to_string());
+        fins.push(FINALIZER_DEFER_PHASE.to_string());
         true
     } else if !want && has {
-        fins.retain(|f| f != FINALIZER);
+        fins.retain(|f| f != FINALIZER_DEFER_PHASE);
         true
     } else {
         false

@@ -794,11 +794,11 @@ fn record_round_trips_and_survives_garbage() {
     meta.annotations
         .as_mut()
         .unwrap()
-        .insert(RECORD_ANNOTATION.into(), "{not json".into());
+        .insert(ANNOTATION_EXECUTOR_RECORD.into(), "{not json".into());
     let (r, problem) = Record::from_meta(&meta, 2, "later");
     assert_eq!(r.actions.len(), 2);
     assert_eq!(r.actions[0].time, "later");
-    assert!(problem.unwrap().contains(RECORD_ANNOTATION));
+    assert!(problem.unwrap().contains(ANNOTATION_EXECUTOR_RECORD));
 }
 
 #[test]
@@ -806,7 +806,10 @@ fn finalizer_held_only_while_running() {
     let mut meta = ObjectMeta::default();
     assert!(sync_finalizer(&mut meta, State::Running));
     assert!(!sync_finalizer(&mut meta, State::Running));
-    assert_eq!(meta.finalizers.as_ref().unwrap(), &[FINALIZER.to_string()]);
+    assert_eq!(
+        meta.finalizers.as_ref().unwrap(),
+        &[FINALIZER_DEFER_PHASE.to_string()]
+    );
     assert!(sync_finalizer(&mut meta, State::Failed));
     assert!(meta.finalizers.as_ref().unwrap().is_empty());
 }
@@ -849,7 +852,7 @@ fn a_huge_phase_error_is_cut_and_the_defer_phase_still_runs() {
     // The record annotation stays far below the API server's 256 KiB.
     let mut meta = ObjectMeta::default();
     record.to_meta(&mut meta);
-    assert!(meta.annotations.unwrap()[RECORD_ANNOTATION].len() < 16 * 1024);
+    assert!(meta.annotations.unwrap()[ANNOTATION_EXECUTOR_RECORD].len() < 16 * 1024);
     assert_eq!(
         next_step(&status.actions[0], &record.actions[0], false),
         Step::RunDefer
@@ -971,7 +974,7 @@ fn many_actions_with_huge_errors_stay_within_the_object_budget() {
     assert_eq!(status.state, State::Failed);
     let mut meta = ObjectMeta::default();
     record.to_meta(&mut meta);
-    let record_len = meta.annotations.unwrap()[RECORD_ANNOTATION].len();
+    let record_len = meta.annotations.unwrap()[ANNOTATION_EXECUTOR_RECORD].len();
     let status_len = serde_json::to_string(&status).unwrap().len();
     assert!(
         record_len <= status_size::ERRORS_TOTAL + 8 * 1024,

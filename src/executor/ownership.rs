@@ -15,8 +15,8 @@ use std::collections::BTreeSet;
 use kube::core::ObjectMeta;
 
 use super::events::EventSpec;
-use super::machine::{FINALIZER, RECORD_ANNOTATION};
 use crate::events::Kind;
+use crate::model::labels::{ANNOTATION_EXECUTOR_RECORD, FINALIZER_DEFER_PHASE};
 use crate::model::{EXECUTOR_LABEL_VALUE, LABEL_EXECUTOR, State};
 
 /// The namespaces whose every ActionSet is opted in.
@@ -54,11 +54,11 @@ impl Ownership {
     pub fn started_here(meta: &ObjectMeta) -> bool {
         meta.annotations
             .as_ref()
-            .is_some_and(|a| a.contains_key(RECORD_ANNOTATION))
+            .is_some_and(|a| a.contains_key(ANNOTATION_EXECUTOR_RECORD))
             || meta
                 .finalizers
                 .as_ref()
-                .is_some_and(|f| f.iter().any(|f| f == FINALIZER))
+                .is_some_and(|f| f.iter().any(|f| f == FINALIZER_DEFER_PHASE))
     }
 
     /// The label or the namespace opts the ActionSet in.
@@ -101,7 +101,7 @@ pub fn started_elsewhere_event() -> EventSpec {
         kind: Kind::Warning,
         reason: "ActionSetNotResumed".into(),
         message: format!(
-            "ActionSet is running but blueprint-operator did not start it (no {RECORD_ANNOTATION} annotation or {FINALIZER} finalizer): another controller, such as Kanister, runs it, so this executor does not resume it; create a new ActionSet to run it here"
+            "ActionSet is running but blueprint-operator did not start it (no {ANNOTATION_EXECUTOR_RECORD} annotation or {FINALIZER_DEFER_PHASE} finalizer): another controller, such as Kanister, runs it, so this executor does not resume it; create a new ActionSet to run it here"
         ),
         blueprint: None,
     }
@@ -129,8 +129,9 @@ mod tests {
             name: Some("a".into()),
             namespace: Some(ns.into()),
             labels: label.map(|v| BTreeMap::from([(LABEL_EXECUTOR.to_string(), v.to_string())])),
-            annotations: ours
-                .then(|| BTreeMap::from([(RECORD_ANNOTATION.to_string(), "{}".to_string())])),
+            annotations: ours.then(|| {
+                BTreeMap::from([(ANNOTATION_EXECUTOR_RECORD.to_string(), "{}".to_string())])
+            }),
             ..ObjectMeta::default()
         }
     }
@@ -186,7 +187,7 @@ mod tests {
         // Ours stays ours, label or not: it is resumed and finished.
         assert_eq!(o.decide(&meta("other", None, true), running), Decision::Run);
         let mut m = meta("other", None, false);
-        m.finalizers = Some(vec![FINALIZER.into()]);
+        m.finalizers = Some(vec![FINALIZER_DEFER_PHASE.into()]);
         assert_eq!(o.decide(&m, running), Decision::Run);
         assert!(o.concerns(&m));
         assert!(!o.concerns(&meta("other", None, false)));

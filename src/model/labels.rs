@@ -19,6 +19,10 @@ pub const FINALIZER_DEFER_PHASE: &str = "blueprint-operator.io/defer-phase";
 /// unknown fields, so what the status cannot hold lives here.
 pub const ANNOTATION_EXECUTOR_RECORD: &str = "blueprint-operator.io/executor";
 
+/// Annotation on an ActionSet made by `ctl create --from`: the run it restores from (nothing
+/// acts on it; `ctl describe` shows it).
+pub const ANNOTATION_RESTORED_FROM: &str = "blueprint-operator.io/restored-from";
+
 // ---------------------------------------------------------------- Blueprints
 
 /// Blueprint annotation: comma-separated names of phases (main or defer, of any action) that

@@ -25,9 +25,7 @@ use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview
 use serde_json::Value;
 
 use super::metrics::Verdict;
-pub use super::response::{
-    BlueprintRef, Lookup, MAX_WARNING_CHARS, MAX_WARNINGS_TOTAL_CHARS, deny, limit_warnings,
-};
+use super::response::{BlueprintRef, Lookup, deny, limit_warnings};
 use crate::blueprint::{self, Problem, Rule};
 
 /// Largest request body accepted: 7 MiB.

@@ -32,8 +32,9 @@ use kube::api::Api;
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use tokio::sync::watch;
 
-use super::admission::{self, BlueprintRef, Lookup, MAX_BODY_BYTES, Outcome, Route};
+use super::admission::{self, MAX_BODY_BYTES, Outcome, Route};
 use super::limits::{GuardAcceptor, Limits};
+use super::response::{BlueprintRef, Lookup};
 use prometheus_client::registry::Registry;
 
 use super::metrics::{Metrics, Verdict};

@@ -12,7 +12,7 @@
 //!   deferPhase then runs). Pods a phase creates are recorded in the
 //!   ActionSet as they are created and deleted once the phase's result is
 //!   recorded, so a restart in between finds them.
-//! - **Deletion**: the finalizer [`machine::FINALIZER`] is held while the
+//! - **Deletion**: the finalizer [`crate::model::labels::FINALIZER_DEFER_PHASE`] is held while the
 //!   ActionSet runs. Deleting a running ActionSet cancels the running main
 //!   phase (dropping its future), skips later phases, runs the deferPhase,
 //!   and removes the finalizer once the ActionSet is terminal. The deferPhase
@@ -177,7 +177,10 @@ async fn reconcile(watched: Arc<WatchedActionSet>, inner: Arc<Inner>) -> Result<
             return Ok(Action::await_change());
         }
     }
-    let has_finalizer = watched.finalizers().iter().any(|f| f == machine::FINALIZER);
+    let has_finalizer = watched
+        .finalizers()
+        .iter()
+        .any(|f| f == crate::model::labels::FINALIZER_DEFER_PHASE);
     let obj = match watched.as_ref() {
         WatchedActionSet::Valid(a) => a,
         WatchedActionSet::Invalid { metadata, error } => {
@@ -309,10 +312,13 @@ async fn remove_finalizer(inner: &Inner, ns: &str, name: &str) -> Result<(), Err
     let Some(fins) = obj.metadata.finalizers.as_mut() else {
         return Ok(());
     };
-    if !fins.iter().any(|f| f == machine::FINALIZER) {
+    if !fins
+        .iter()
+        .any(|f| f == crate::model::labels::FINALIZER_DEFER_PHASE)
+    {
         return Ok(());
     }
-    fins.retain(|f| f != machine::FINALIZER);
+    fins.retain(|f| f != crate::model::labels::FINALIZER_DEFER_PHASE);
     match api.replace(name, &PostParams::default(), &obj).await {
         Ok(_) => Ok(()),
         // Gone, or changed meanwhile (the watch brings it back).
