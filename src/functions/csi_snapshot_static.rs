@@ -113,42 +113,28 @@ pub fn decode(a: &Args, default_namespace: &str) -> Result<Static, FunctionError
     })
 }
 
-/// `<name>-content-<uuid>`, as Kanister names the pre-provisioned content.
-pub fn content_name(snapshot: &str) -> String {
-    format!("{snapshot}-content-{}", random_uuid())
+/// `<name>-content-<uuid>`, as Kanister names the pre-provisioned content; `None` when the
+/// system's random source fails.
+pub fn content_name(snapshot: &str) -> Option<String> {
+    Some(format!("{snapshot}-content-{}", random_uuid()?))
 }
 
-/// A random (version 4 layout) UUID from the standard library's random hasher keys.
-fn random_uuid() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let word = |salt: u64| {
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u128(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or_default(),
-        );
-        h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-        h.write_u64(salt);
-        h.finish()
-    };
-    let mut b = [0u8; 16];
-    b[..8].copy_from_slice(&word(1).to_be_bytes());
-    b[8..].copy_from_slice(&word(2).to_be_bytes());
+/// A random (version 4) UUID from the system's random source (ring).
+fn random_uuid() -> Option<String> {
+    let mut b: [u8; 16] = ring::rand::generate(&ring::rand::SystemRandom::new())
+        .ok()?
+        .expose();
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
+    let hex = data_encoding::HEXLOWER.encode(&b);
+    Some(format!(
         "{}-{}-{}-{}-{}",
         &hex[..8],
         &hex[8..12],
         &hex[12..16],
         &hex[16..20],
         &hex[20..]
-    )
+    ))
 }
 
 /// The pre-provisioned VolumeSnapshotContent.
@@ -261,7 +247,12 @@ pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, Fun
         }
     }
 
-    let content = content_name(&s.name);
+    let content = content_name(&s.name).ok_or_else(|| {
+        FunctionError::failed(
+            FUNC,
+            "the system's random source failed: no name for the VolumeSnapshotContent",
+        )
+    })?;
     let vsc = dynamic(
         FUNC,
         content_manifest(&s, &content, &deletion_policy),
@@ -340,8 +331,8 @@ mod tests {
 
     #[test]
     fn content_names_are_name_content_uuid_and_differ() {
-        let a = content_name("snap");
-        let b = content_name("snap");
+        let a = content_name("snap").unwrap();
+        let b = content_name("snap").unwrap();
         assert_ne!(a, b);
         let uuid = a.strip_prefix("snap-content-").expect(&a);
         let parts: Vec<&str> = uuid.split('-').collect();
