@@ -195,7 +195,8 @@ pub struct ActionScheduleStatus {
     /// Nominal time of the newest run that reached `complete`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_successful_time: Option<Time>,
-    /// Next tick (absent when suspended or the schedule is invalid).
+    /// Next tick, also while suspended (that tick is then recorded as a skip); absent when the
+    /// schedule is invalid or has no further tick.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_schedule_time: Option<Time>,
     /// Runs of this schedule that are pending or running.

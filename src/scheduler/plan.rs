@@ -157,7 +157,7 @@ pub struct Plan {
     /// New `status.lastScheduleTime` / `lastSkippedTime` if they change.
     pub last_schedule_time: Option<DateTime<Utc>>,
     pub last_skipped_time: Option<DateTime<Utc>>,
-    /// The next tick after this plan (None: suspended schedules still get one).
+    /// The next tick after this plan, suspended or not (None: the schedule has no further tick).
     pub next: Option<DateTime<Utc>>,
     /// Run-now token consumed by this plan.
     pub run_now_token: Option<String>,
