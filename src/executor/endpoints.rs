@@ -69,19 +69,35 @@ pub fn host_port(endpoint: &str) -> Option<(String, u16)> {
     Some((host, port))
 }
 
+/// A Profile endpoint refused: `place` says what about it ("is in ", "names ", "resolves to
+/// <ip>, in "), `why` which metadata range or service.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "Profile {profile}: location.endpoint {endpoint:?} {place}{why}; refused before connecting \
+     (requests signed with the Profile's keys must not reach a metadata service). Use the object \
+     store's address, or start the controller with --allow-metadata-endpoints if this endpoint \
+     is intended"
+)]
+pub struct MetadataEndpoint {
+    pub profile: String,
+    pub endpoint: String,
+    pub place: String,
+    pub why: &'static str,
+}
+
 /// The refusal for a Profile endpoint, if any: names first (literal IPs and
 /// metadata host names), then every address the name resolves to.
-pub async fn check(endpoint: &str, profile: &str) -> Result<(), String> {
+pub async fn check(endpoint: &str, profile: &str) -> Result<(), MetadataEndpoint> {
     let Some((host, port)) = host_port(endpoint) else {
         return Ok(());
     };
-    let refuse = |addr: &str, why: &str| {
-        Err(format!(
-            "Profile {profile}: location.endpoint {endpoint:?} {addr}{why}; refused before \
-             connecting (requests signed with the Profile's keys must not reach a metadata \
-             service). Use the object store's address, or start the controller with \
-             --allow-metadata-endpoints if this endpoint is intended"
-        ))
+    let refuse = |place: &str, why: &'static str| {
+        Err(MetadataEndpoint {
+            profile: profile.into(),
+            endpoint: endpoint.into(),
+            place: place.into(),
+            why,
+        })
     };
     if let Ok(ip) = host.parse::<IpAddr>() {
         return match metadata_range(ip) {
@@ -152,14 +168,17 @@ mod tests {
             "https://metadata.google.internal",
             "http://100.100.100.200",
         ] {
-            let e = check(ep, "ns/p").await.unwrap_err();
+            let e = check(ep, "ns/p").await.unwrap_err().to_string();
             assert!(
                 e.starts_with(&format!("Profile ns/p: location.endpoint {ep:?}")),
                 "{e}"
             );
             assert!(e.contains("--allow-metadata-endpoints"), "{e}");
         }
-        let e = check("http://169.254.169.254", "ns/p").await.unwrap_err();
+        let e = check("http://169.254.169.254", "ns/p")
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("link-local range 169.254.0.0/16"), "{e}");
         for ep in ["", "http://127.0.0.1:9000", "localhost:9000"] {
             assert!(check(ep, "ns/p").await.is_ok(), "{ep}");
@@ -183,7 +202,7 @@ mod tests {
                 host.parse::<IpAddr>().is_err(),
                 "{host} is a literal address"
             );
-            let e = check(ep, "ns/p").await.unwrap_err();
+            let e = check(ep, "ns/p").await.unwrap_err().to_string();
             assert!(
                 e.contains("resolves to 169.254.169.254, in the link-local range 169.254.0.0/16"),
                 "{ep}: {e}"

@@ -72,7 +72,7 @@ pub async fn fetch_base_with(
     for (name, r) in &spec.config_maps {
         let ns = or_ns(&r.namespace, namespace);
         if let Err(e) = scope.check("ConfigMap", ns, &r.name, &format!("configMaps.{name}")) {
-            errors.push(e);
+            errors.push(e.to_string());
             continue;
         }
         let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
@@ -89,7 +89,7 @@ pub async fn fetch_base_with(
     for (name, r) in &spec.secrets {
         let ns = or_ns(&r.namespace, namespace);
         if let Err(e) = scope.check("Secret", ns, &r.name, &format!("secrets.{name}")) {
-            errors.push(e);
+            errors.push(e.to_string());
             continue;
         }
         match get_secret(client, ns, &r.name).await {
@@ -104,7 +104,7 @@ pub async fn fetch_base_with(
         let ns = or_ns(&r.namespace, namespace);
         let fetched = match scope.check("Profile", ns, &r.name, "profile") {
             Ok(()) => fetch_profile(client, ns, &r.name, &scope, policy).await,
-            Err(e) => Err(ParamError::Refused(e)),
+            Err(e) => Err(ParamError::from(e)),
         };
         match fetched {
             Ok(v) => {
@@ -137,9 +137,11 @@ pub enum ParamError {
         #[source]
         source: kube::Error,
     },
-    /// Outside what the ActionSet may reach ([`Scope`]) or a refused Profile endpoint.
-    #[error("{0}")]
-    Refused(String),
+    /// Outside what the ActionSet may reach ([`Scope`]).
+    #[error(transparent)]
+    OutsideScope(#[from] super::tenancy::OutsideScope),
+    #[error(transparent)]
+    Endpoint(#[from] endpoints::MetadataEndpoint),
     #[error("Key '{field}' not found in secret '{ns}:{name}'")]
     KeyMissing {
         field: String,
@@ -244,16 +246,16 @@ async fn fetch_object(
     if namespaced {
         scope
             .check(&obj.kind, ns, &obj.name, "object")
-            .map_err(ParamError::Refused)?;
+            .map_err(ParamError::from)?;
     } else {
         scope
             .check_cluster_scoped(&obj.kind, &obj.name, "object")
-            .map_err(ParamError::Refused)?;
+            .map_err(ParamError::from)?;
         // Kanister's `.Namespace` params come from object.namespace.
         if !obj.namespace.is_empty() {
             scope
                 .check(&obj.kind, &obj.namespace, &obj.name, "object.namespace")
-                .map_err(ParamError::Refused)?;
+                .map_err(ParamError::from)?;
         }
     }
     let ar = ApiResource::from_gvk_with_plural(&gvk, plural);
@@ -380,7 +382,7 @@ async fn fetch_profile(
     if !policy.allow_metadata_endpoints {
         endpoints::check(&l.endpoint, &format!("{ns}/{name}"))
             .await
-            .map_err(ParamError::Refused)?;
+            .map_err(ParamError::Endpoint)?;
     }
     let mut cred = json!({"Type": prof.credential.type_});
     if let Some(kp) = &prof.credential.key_pair {
@@ -392,7 +394,7 @@ async fn fetch_profile(
                 &kp.secret.name,
                 &format!("credential.keyPair.secret of Profile {ns}/{name}"),
             )
-            .map_err(ParamError::Refused)?;
+            .map_err(ParamError::from)?;
         let s = get_secret(client, sns, &kp.secret.name).await?;
         cred["KeyPair"] = key_pair(&s, &kp.id_field, &kp.secret_field)?;
     }
@@ -405,7 +407,7 @@ async fn fetch_profile(
                 &r.name,
                 &format!("credential.secret of Profile {ns}/{name}"),
             )
-            .map_err(ParamError::Refused)?;
+            .map_err(ParamError::from)?;
         cred["Secret"] = get_secret(client, sns, &r.name).await?;
     }
     if let Some(k) = &prof.credential.kopia_server_secret {
@@ -607,7 +609,7 @@ pub async fn fetch_phase_objects(
         if kind == "secret" || kind == "configmap" {
             scope
                 .check(&r.kind, ns, &r.name, &format!("objects.{k}"))
-                .map_err(ParamError::Refused)?;
+                .map_err(ParamError::from)?;
         }
         match kind.as_str() {
             "secret" => {

@@ -62,49 +62,85 @@ pub enum Scope {
     Confined(String),
 }
 
-/// A request of a confined client that left its namespace.
+/// A reference or request of a confined ActionSet that leaves its namespace `own`; each says
+/// how to allow it.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct OutsideScope(pub String);
+pub enum OutsideScope {
+    /// `kind ns/name`, named by ActionSet field `field`.
+    #[error(
+        "{kind} {ns}/{name} ({field}) is in another namespace than the ActionSet ({own}); {}",
+        how_to(own)
+    )]
+    OtherNamespace {
+        kind: String,
+        ns: String,
+        name: String,
+        field: String,
+        own: String,
+    },
+    #[error(
+        "{kind} {name} ({field}) is cluster-scoped; an ActionSet of namespace {own} may name only \
+         objects of its namespace (or the Namespace {own} itself); {}",
+        how_to(own)
+    )]
+    ClusterScoped {
+        kind: String,
+        name: String,
+        field: String,
+        own: String,
+    },
+    /// A function's API request (`what`: the method, path and why).
+    #[error("{what}; {}", how_to(own))]
+    Request { what: String, own: String },
+}
+
+fn how_to(own: &str) -> String {
+    format!(
+        "cross-namespace references are off: keep what the ActionSet uses in namespace {own}, \
+         or start the controller with --trusted-namespace {own} (for a namespace only \
+         administrators can write to) or --allow-cross-namespace-references (Kanister's behaviour)"
+    )
+}
 
 impl Scope {
-    fn how_to(own: &str) -> String {
-        format!(
-            "cross-namespace references are off: keep what the ActionSet uses in namespace {own}, \
-             or start the controller with --trusted-namespace {own} (for a namespace only \
-             administrators can write to) or --allow-cross-namespace-references (Kanister's behaviour)"
-        )
-    }
-
     /// `kind` `ns/name`, named by ActionSet field `field`, must be in the
     /// ActionSet's namespace.
-    pub fn check(&self, kind: &str, ns: &str, name: &str, field: &str) -> Result<(), String> {
+    pub fn check(&self, kind: &str, ns: &str, name: &str, field: &str) -> Result<(), OutsideScope> {
         match self {
-            Scope::Confined(own) if ns != own => Err(format!(
-                "{kind} {ns}/{name} ({field}) is in another namespace than the ActionSet ({own}); {}",
-                Scope::how_to(own)
-            )),
+            Scope::Confined(own) if ns != own => Err(OutsideScope::OtherNamespace {
+                kind: kind.into(),
+                ns: ns.into(),
+                name: name.into(),
+                field: field.into(),
+                own: own.clone(),
+            }),
             _ => Ok(()),
         }
     }
 
     /// A cluster-scoped object named by the ActionSet: only the ActionSet's
     /// own Namespace is allowed when confined.
-    pub fn check_cluster_scoped(&self, kind: &str, name: &str, field: &str) -> Result<(), String> {
+    pub fn check_cluster_scoped(
+        &self,
+        kind: &str,
+        name: &str,
+        field: &str,
+    ) -> Result<(), OutsideScope> {
         match self {
             Scope::Confined(own) if !(kind.eq_ignore_ascii_case("namespace") && name == own) => {
-                Err(format!(
-                    "{kind} {name} ({field}) is cluster-scoped; an ActionSet of namespace {own} may \
-                     name only objects of its namespace (or the Namespace {own} itself); {}",
-                    Scope::how_to(own)
-                ))
+                Err(OutsideScope::ClusterScoped {
+                    kind: kind.into(),
+                    name: name.into(),
+                    field: field.into(),
+                    own: own.clone(),
+                })
             }
             _ => Ok(()),
         }
     }
 
     /// Whether a confined client may send `method path`.
-    pub fn allows_request(&self, method: &Method, path: &str) -> Result<(), String> {
+    pub fn allows_request(&self, method: &Method, path: &str) -> Result<(), OutsideScope> {
         let Scope::Confined(own) = self else {
             return Ok(());
         };
@@ -117,13 +153,18 @@ impl Scope {
             ["apis", _, _, rest @ ..] => rest,
             _ if read => return Ok(()),
             _ => {
-                return Err(format!(
-                    "{method} {path} is not an API object request; {}",
-                    Scope::how_to(own)
-                ));
+                return Err(OutsideScope::Request {
+                    what: format!("{method} {path} is not an API object request"),
+                    own: own.clone(),
+                });
             }
         };
-        let refuse = |what: String| Err(format!("{what}; {}", Scope::how_to(own)));
+        let refuse = |what: String| {
+            Err(OutsideScope::Request {
+                what,
+                own: own.clone(),
+            })
+        };
         match rest {
             [] => {
                 if read {
@@ -189,7 +230,7 @@ impl tower_service::Service<Request<Body>> for Guard {
         let verdict = self.scope.allows_request(req.method(), req.uri().path());
         let inner = self.inner.clone();
         Box::pin(async move {
-            verdict.map_err(|why| Box::new(OutsideScope(why)) as BoxError)?;
+            verdict.map_err(|why| Box::new(why) as BoxError)?;
             // kube::Error goes through boxed; the outer client unboxes it, so
             // callers still see Api errors (404, 409) as such.
             inner.send(req).await.map_err(|e| Box::new(e) as BoxError)
@@ -222,7 +263,8 @@ mod tests {
         assert!(s.check("Secret", "team-a", "aws", "secrets.aws").is_ok());
         let e = s
             .check("Secret", "team-b", "aws", "secrets.aws")
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with(
                 "Secret team-b/aws (secrets.aws) is in another namespace than the ActionSet (team-a); \
@@ -287,7 +329,8 @@ mod tests {
         assert!(!ok(Method::POST, "/apis/x"));
         let e = s
             .allows_request(&Method::GET, "/api/v1/namespaces/team-b/secrets/aws")
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("namespace team-b is outside the ActionSet's namespace team-a"),
             "{e}"
