@@ -711,7 +711,7 @@ fn bound_sizes(status: &ActionSetStatus, action: usize, t: Transition) -> Transi
             let what = format!("phase {name}");
             match status_size::check_output(status, action, Some(i), &what, &out) {
                 Ok(()) => Transition::PhaseSucceeded(i, out),
-                Err(e) => Transition::PhaseFailed(i, cut(e)),
+                Err(e) => Transition::PhaseFailed(i, cut(e.to_string())),
             }
         }
         Transition::DeferSucceeded(out) => {
@@ -719,12 +719,12 @@ fn bound_sizes(status: &ActionSetStatus, action: usize, t: Transition) -> Transi
             let what = format!("deferPhase {name}");
             match status_size::check_output(status, action, None, &what, &out) {
                 Ok(()) => Transition::DeferSucceeded(out),
-                Err(e) => Transition::DeferFailed(cut(e)),
+                Err(e) => Transition::DeferFailed(cut(e.to_string())),
             }
         }
         Transition::Finished(Some(Ok(arts))) => match status_size::check_artifacts(&arts) {
             Ok(()) => Transition::Finished(Some(Ok(arts))),
-            Err(e) => Transition::Finished(Some(Err(cut(e)))),
+            Err(e) => Transition::Finished(Some(Err(cut(e.to_string())))),
         },
         Transition::Finished(Some(Err(e))) => Transition::Finished(Some(Err(cut(e)))),
         Transition::PhaseFailed(i, e) => Transition::PhaseFailed(i, cut(e)),
@@ -813,9 +813,23 @@ pub fn outcome(st: &ActionStatus, rec: &ActionRecord) -> Outcome {
     }
 }
 
+/// A Blueprint action edited while its ActionSet ran: its phases no longer match the status.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "Blueprint {blueprint} action {action} changed while ActionSet was running (phases now [{}], recorded [{}]); create a new ActionSet to run the new version",
+    now.join(", "),
+    recorded.join(", ")
+)]
+pub struct BlueprintChanged {
+    pub blueprint: String,
+    pub action: String,
+    pub now: Vec<String>,
+    pub recorded: Vec<String>,
+}
+
 /// Checks that the Blueprint action still matches the status written when
 /// the ActionSet started (it may have been edited or deleted since).
-pub fn check_blueprint(bp: &BlueprintAction, st: &ActionStatus) -> Result<(), String> {
+pub fn check_blueprint(bp: &BlueprintAction, st: &ActionStatus) -> Result<(), BlueprintChanged> {
     let names: Vec<&str> = bp.phases.iter().map(|p| p.name.as_str()).collect();
     let recorded: Vec<&str> = st.phases.iter().map(|p| p.name.as_str()).collect();
     let defer_ok = match &bp.defer_phase {
@@ -823,13 +837,13 @@ pub fn check_blueprint(bp: &BlueprintAction, st: &ActionStatus) -> Result<(), St
         None => !has_defer(st),
     };
     if names != recorded || !defer_ok {
-        return Err(format!(
-            "Blueprint {} action {} changed while ActionSet was running (phases now [{}], recorded [{}]); create a new ActionSet to run the new version",
-            st.blueprint,
-            st.name,
-            names.join(", "),
-            recorded.join(", ")
-        ));
+        let owned = |v: Vec<&str>| v.into_iter().map(str::to_string).collect();
+        return Err(BlueprintChanged {
+            blueprint: st.blueprint.clone(),
+            action: st.name.clone(),
+            now: owned(names),
+            recorded: owned(recorded),
+        });
     }
     Ok(())
 }

@@ -820,7 +820,9 @@ fn blueprint_changed_while_running_is_detected() {
     let (status, _, _) = start(&bp);
     assert!(check_blueprint(&bp, &status.actions[0]).is_ok());
     let changed = bp_action(&["one"], Some("cleanup"));
-    let err = check_blueprint(&changed, &status.actions[0]).unwrap_err();
+    let err = check_blueprint(&changed, &status.actions[0])
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("changed while ActionSet was running"), "{err}");
     let no_defer = bp_action(&["one", "two"], None);
     assert!(check_blueprint(&no_defer, &status.actions[0]).is_err());

@@ -101,6 +101,43 @@ fn kib(n: usize) -> String {
     }
 }
 
+/// What does not fit the ActionSet status: sizes in bytes, each message saying what to do instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TooLarge {
+    /// `largest`: " (key <k>: <size>)" for the largest key, or empty.
+    #[error(
+        "the output of {name} is {}{largest}, more than the {} a phase may record in the ActionSet status; it was not recorded: {OUTPUT_ADVICE}",
+        kib(*size),
+        kib(OUTPUT_PHASE_MAX)
+    )]
+    PhaseOutput {
+        name: String,
+        size: usize,
+        largest: String,
+    },
+    #[error(
+        "the output of {name} is {}{largest}; with the {} the other phases recorded it exceeds the {} all phases of an ActionSet may record in its status; it was not recorded: {OUTPUT_ADVICE}",
+        kib(*size),
+        kib(*others),
+        kib(OUTPUT_TOTAL_MAX)
+    )]
+    TotalOutput {
+        name: String,
+        size: usize,
+        largest: String,
+        others: usize,
+    },
+    #[error(
+        "the rendered output artifacts are {}, more than the {} an action may record in the ActionSet status; they were not recorded: keep large values out of outputArtifacts",
+        kib(*size),
+        kib(ARTIFACTS_MAX)
+    )]
+    Artifacts { size: usize },
+}
+
+const OUTPUT_ADVICE: &str =
+    "store large data in object storage (or a ConfigMap/Secret) and output its location instead";
+
 /// Checks that `output`, recorded for phase `phase` (`None`: the
 /// deferPhase) of action `action`, fits the output budgets; the error says
 /// how large it is and what to do instead.
@@ -110,7 +147,7 @@ pub fn check_output(
     phase: Option<usize>,
     name: &str,
     output: &Map<String, Value>,
-) -> Result<(), String> {
+) -> Result<(), TooLarge> {
     let size = json_len(output);
     if size == 0 {
         return Ok(());
@@ -121,13 +158,12 @@ pub fn check_output(
         .max_by_key(|(_, n)| *n)
         .map(|(k, n)| format!(" (key {k}: {})", kib(n)))
         .unwrap_or_default();
-    let advice = "store large data in object storage (or a ConfigMap/Secret) and output its location instead";
     if size > OUTPUT_PHASE_MAX {
-        return Err(format!(
-            "the output of {name} is {}{largest}, more than the {} a phase may record in the ActionSet status; it was not recorded: {advice}",
-            kib(size),
-            kib(OUTPUT_PHASE_MAX)
-        ));
+        return Err(TooLarge::PhaseOutput {
+            name: name.into(),
+            size,
+            largest,
+        });
     }
     let others: usize = status
         .actions
@@ -145,28 +181,24 @@ pub fn check_output(
         .map(|p| json_len(&p.output))
         .sum();
     if others + size > OUTPUT_TOTAL_MAX {
-        return Err(format!(
-            "the output of {name} is {}{largest}; with the {} the other phases recorded it exceeds the {} all phases of an ActionSet may record in its status; it was not recorded: {advice}",
-            kib(size),
-            kib(others),
-            kib(OUTPUT_TOTAL_MAX)
-        ));
+        return Err(TooLarge::TotalOutput {
+            name: name.into(),
+            size,
+            largest,
+            others,
+        });
     }
     Ok(())
 }
 
 /// Checks the rendered output artifacts of one action against
 /// [`ARTIFACTS_MAX`].
-pub fn check_artifacts<T: serde::Serialize>(artifacts: &T) -> Result<(), String> {
+pub fn check_artifacts<T: serde::Serialize>(artifacts: &T) -> Result<(), TooLarge> {
     let size = serde_json::to_string(artifacts)
         .map(|s| s.len())
         .unwrap_or(usize::MAX);
     if size > ARTIFACTS_MAX {
-        return Err(format!(
-            "the rendered output artifacts are {}, more than the {} an action may record in the ActionSet status; they were not recorded: keep large values out of outputArtifacts",
-            kib(size),
-            kib(ARTIFACTS_MAX)
-        ));
+        return Err(TooLarge::Artifacts { size });
     }
     Ok(())
 }
@@ -265,7 +297,9 @@ mod tests {
     #[test]
     fn a_phase_output_over_its_budget_fails_with_its_size() {
         let st = status_with(&[0]);
-        let e = check_output(&st, 0, Some(0), "phase p0", &out(2 * 1024 * 1024)).unwrap_err();
+        let e = check_output(&st, 0, Some(0), "phase p0", &out(2 * 1024 * 1024))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with(
                 "the output of phase p0 is 2.0 MiB (key big: 2.0 MiB), more than the 128.0 KiB"
@@ -279,7 +313,9 @@ mod tests {
     fn outputs_of_all_phases_share_a_total_budget() {
         // Four earlier phases of 120 KiB each: a fifth of 100 KiB does not fit.
         let st = status_with(&[120 * 1024; 5]);
-        let e = check_output(&st, 0, Some(4), "phase p4", &out(100 * 1024)).unwrap_err();
+        let e = check_output(&st, 0, Some(4), "phase p4", &out(100 * 1024))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("exceeds the 512.0 KiB all phases"), "{e}");
         // The phase's own previous output (not yet replaced) is not counted twice.
         let st = status_with(&[120 * 1024, 120 * 1024, 120 * 1024, 100 * 1024]);
@@ -292,8 +328,9 @@ mod tests {
     #[test]
     fn artifacts_over_budget_fail() {
         assert!(check_artifacts(&json!({"a": {"keyValue": {"k": "v"}}})).is_ok());
-        let e =
-            check_artifacts(&json!({"a": {"keyValue": {"k": "x".repeat(200_000)}}})).unwrap_err();
+        let e = check_artifacts(&json!({"a": {"keyValue": {"k": "x".repeat(200_000)}}}))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("more than the 128.0 KiB"), "{e}");
     }
 }

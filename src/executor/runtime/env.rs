@@ -61,7 +61,7 @@ pub(super) async fn action_env(run: &Run<'_>, obj: &ActionSet, i: usize) -> Acti
             ),
             Some(a) => match machine::check_blueprint(a, &st) {
                 Ok(()) => (Some(a.clone()), None),
-                Err(e) => (None, Some(e)),
+                Err(e) => (None, Some(e.to_string())),
             },
         },
     };
