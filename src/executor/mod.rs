@@ -15,6 +15,7 @@
 //! - [`tenancy`]: which namespaces an ActionSet may reach; [`endpoints`]:
 //!   Profile endpoints refused in metadata ranges;
 //! - [`ownership`]: which ActionSets this executor runs (label, namespaces);
+//! - [`exclusive`]: which ActionSet a not-started exclusive one waits for (pure);
 //! - [`runtime`]: the reconciler on ActionSets (kube Controller, finalizer,
 //!   status writes with conflict retry).
 //!
@@ -23,6 +24,7 @@
 pub mod deadline;
 pub mod endpoints;
 pub mod events;
+pub mod exclusive;
 pub mod machine;
 pub mod metrics;
 pub mod ownership;

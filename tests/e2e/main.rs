@@ -21,6 +21,7 @@ mod data_all;
 mod data_stats;
 mod deadline;
 mod demo;
+mod exclusive;
 mod executor;
 mod functions;
 mod kando;

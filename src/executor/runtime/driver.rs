@@ -70,7 +70,7 @@ pub(super) async fn run_actionset(
 
 pub(super) async fn run_actionset_with(
     run: &Run<'_>,
-    rx: watch::Receiver<bool>,
+    mut rx: watch::Receiver<bool>,
 ) -> Result<(), WriteError> {
     let (inner, ns, name) = (run.inner, run.ns, run.name);
     let obj = run.api.get(name).await.map_err(|e| match e {
@@ -78,6 +78,14 @@ pub(super) async fn run_actionset_with(
         e => WriteError::Read(e),
     })?;
     let started = matches!(obj.state(), None | Some(State::Unset | State::Pending));
+    if started {
+        // Exclusive runs (issue 26.4): its turn first.
+        match gate::wait_turn(run, &obj, &mut rx).await? {
+            gate::Turn::Go => {}
+            gate::Turn::Refuse(message) => return gate::refuse(run, &message).await,
+            gate::Turn::Deleted => return Ok(()),
+        }
+    }
     let obj = if started {
         let resolved = resolve(&inner.client, ns, &obj).await;
         let (obj, evs) = update(&run.api, name, None, |o| {
@@ -86,6 +94,9 @@ pub(super) async fn run_actionset_with(
             }
             let now = now_rfc3339();
             let init = machine::init(name, o.spec.as_ref(), &resolved, &now);
+            if let Some(a) = o.metadata.annotations.as_mut() {
+                a.remove(crate::model::labels::ANNOTATION_WAITING_FOR);
+            }
             init.record.to_meta(&mut o.metadata);
             machine::sync_finalizer(&mut o.metadata, init.status.state);
             o.status = Some(init.status);

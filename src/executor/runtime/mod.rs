@@ -62,6 +62,7 @@ use crate::template;
 mod driver;
 mod env;
 mod events;
+mod gate;
 mod write;
 
 use driver::*;
@@ -106,6 +107,8 @@ struct Inner {
     /// The last problem reported by Event per ActionSet uid (invalid, started
     /// elsewhere), so that each is reported once, not on every change.
     reported: Mutex<HashMap<String, String>>,
+    /// Exclusive runs: who waits for whom, on the controller's own store.
+    gate: gate::Gate,
 }
 
 /// Errors of the reconciler (the tasks log their own).
@@ -131,6 +134,7 @@ pub async fn run(
         None => Api::all(client.clone()),
     };
     let ownership = Ownership::new(cfg.namespace.as_deref(), &cfg.run_namespaces);
+    let (store, writer) = kube::runtime::reflector::store();
     let inner = Arc::new(Inner {
         events: crate::events::Publisher::new(client.clone(), REPORTING_CONTROLLER, &cfg.instance),
         client,
@@ -139,21 +143,30 @@ pub async fn run(
         ownership,
         tasks: Mutex::new(HashMap::new()),
         reported: Mutex::new(HashMap::new()),
+        gate: gate::Gate::new(store.clone()),
     });
     info!(
         namespace = ?inner.cfg.namespace,
         run_namespaces = ?inner.cfg.run_namespaces,
         "ActionSet executor started"
     );
-    Controller::new(api, watcher::Config::default())
-        .graceful_shutdown_on(shutdown)
-        .run(reconcile, error_policy, inner)
-        .for_each(|r| async move {
-            if let Err(e) = r {
-                debug!(error = %e, "reconcile error");
-            }
-        })
-        .await;
+    // Controller::new's own stream, plus a signal to the ActionSets waiting for their turn
+    // after each event (also deletions, which trigger no reconcile).
+    let signal = inner.clone();
+    let events = kube::runtime::reflector(writer, watcher(api, watcher::Config::default()))
+        .inspect(move |_| signal.gate.changed());
+    Controller::for_stream(
+        kube::runtime::WatchStreamExt::applied_objects(events),
+        store,
+    )
+    .graceful_shutdown_on(shutdown)
+    .run(reconcile, error_policy, inner)
+    .for_each(|r| async move {
+        if let Err(e) = r {
+            debug!(error = %e, "reconcile error");
+        }
+    })
+    .await;
     Ok(())
 }
 
@@ -272,6 +285,7 @@ impl Drop for TaskGuard {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(&self.uid);
+        self.inner.gate.release(&self.uid);
     }
 }
 
