@@ -62,6 +62,17 @@ pub struct ActionScheduleSpec {
     /// What to do with ticks that passed while the controller was not running.
     #[serde(default)]
     pub missed_run_policy: MissedRunPolicy,
+    /// Runs never overlap with another ActionSet on the same object (an action's
+    /// `kind/namespace/name`): a run waits (`pending`) while one runs, and ActionSets
+    /// created after it wait for it. Each run gets the annotation
+    /// `blueprint-operator.io/exclusive: "true"`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub exclusive: bool,
+    /// With `exclusive`: a run that has not started this long (Go duration, e.g. `2h`) after
+    /// its creation fails, naming the run it waited for. Default: it waits as long as it
+    /// takes. Runs get it as the annotation `blueprint-operator.io/exclusive-wait-timeout`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exclusive_wait_timeout: Option<String>,
     /// The `spec` of the ActionSets to create (Kanister's ActionSetSpec).
     #[schemars(schema_with = "preserve_unknown_object")]
     pub action_set_template: ActionSetSpec,

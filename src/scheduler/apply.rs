@@ -18,9 +18,10 @@ use super::reconcile::{Ctx, Error};
 use super::status::status_patch;
 use crate::events::{Kind, Note};
 use crate::model::{
-    ANNOTATION_SCHEDULE, ANNOTATION_SCHEDULED_TIME, ActionSchedule, ActionScheduleStatus,
-    ActionSet, ActionSetSpec, EXECUTOR_LABEL_VALUE, FINALIZER_DELETE_RUNS, LABEL_DELETE_FOR,
-    LABEL_EXECUTOR, LABEL_SCHEDULE, LABEL_TRIGGER,
+    ANNOTATION_EXCLUSIVE, ANNOTATION_EXCLUSIVE_WAIT_TIMEOUT, ANNOTATION_SCHEDULE,
+    ANNOTATION_SCHEDULED_TIME, ActionSchedule, ActionScheduleStatus, ActionSet, ActionSetSpec,
+    EXECUTOR_LABEL_VALUE, FINALIZER_DELETE_RUNS, LABEL_DELETE_FOR, LABEL_EXECUTOR, LABEL_SCHEDULE,
+    LABEL_TRIGGER,
 };
 
 /// Publish an Event about the schedule; repeats of the same reason merge into a series (Events
@@ -142,6 +143,13 @@ pub(super) fn new_action_set(
         run.scheduled_time.to_rfc3339(),
     );
     annotations.insert(ANNOTATION_SCHEDULE.to_string(), s.name_any());
+    // Exclusive runs (issue 26.4); a retention delete action does not wait.
+    if s.spec.exclusive && delete_for.is_none() {
+        annotations.insert(ANNOTATION_EXCLUSIVE.to_string(), "true".to_string());
+        if let Some(t) = &s.spec.exclusive_wait_timeout {
+            annotations.insert(ANNOTATION_EXCLUSIVE_WAIT_TIMEOUT.to_string(), t.clone());
+        }
+    }
     let meta = kube::core::ObjectMeta {
         name: Some(run.name.clone()),
         namespace: s.namespace(),

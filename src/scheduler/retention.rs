@@ -15,6 +15,8 @@
 //! run, issue 26.4) is pending until it runs, so it is active here: whatever
 //! marks a run as waiting must keep [`RunRecord::is_active`] true for it (the
 //! one predicate rotation, its preview and the deleted schedule's path use).
+//! The executor's gate (`executor/runtime/gate.rs`) keeps it `pending` and
+//! only annotates it; `tests/e2e/exclusive.rs` shows it is never rotated.
 
 use chrono::{DateTime, Datelike, Timelike, Utc};
 use chrono_tz::Tz;

@@ -135,6 +135,28 @@ pub fn check(obj: &Value, lookups: &[(BlueprintRef, Lookup)]) -> (Vec<Problem>, 
         )),
     }
 
+    // Exclusive runs (issue 26.4): the wait timeout is a Go duration, and means nothing alone.
+    match spec.get("exclusiveWaitTimeout") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(t)) => {
+            if let Err(e) = crate::duration::parse_timeout(t) {
+                errors.push(problem(
+                    "spec.exclusiveWaitTimeout",
+                    format!("{t:?} is not a wait timeout ({e}); write a Go duration such as \"2h\", or \"0\" to wait as long as it takes"),
+                ));
+            } else if spec.get("exclusive") != Some(&Value::Bool(true)) {
+                warnings.push(problem(
+                    "spec.exclusiveWaitTimeout",
+                    "exclusiveWaitTimeout has no effect without exclusive: true".into(),
+                ));
+            }
+        }
+        Some(_) => errors.push(problem(
+            "spec.exclusiveWaitTimeout",
+            "exclusiveWaitTimeout must be a string such as \"2h\"".into(),
+        )),
+    }
+
     if let Some(v) = spec.get("startingDeadlineSeconds").filter(|v| !v.is_null())
         && v.as_i64().is_none_or(|n| n < 1)
     {
@@ -476,6 +498,29 @@ mod tests {
         let bp = json!({"actions": {"backup": {}, "delete": {}}});
         let (e, w) = check(&obj, &[(refs[0].clone(), Lookup::Found(bp))]);
         assert!(e.is_empty() && w.is_empty(), "{e:?} {w:?}");
+    }
+
+    #[test]
+    fn exclusive_wait_timeout_is_a_duration_and_needs_exclusive() {
+        let check_spec = |extra: serde_json::Value| {
+            let mut spec = json!({"schedule": "0 3 * * *",
+                "actionSetTemplate": {"actions": [{"name": "backup", "blueprint": "bp"}]}});
+            for (k, v) in extra.as_object().unwrap() {
+                spec[k] = v.clone();
+            }
+            let obj = sched(spec);
+            let refs = blueprint_refs(&obj, None);
+            let bp = json!({"actions": {"backup": {}}});
+            check(&obj, &[(refs[0].clone(), Lookup::Found(bp))])
+        };
+        let (e, w) = check_spec(json!({"exclusive": true, "exclusiveWaitTimeout": "2h"}));
+        assert!(e.is_empty() && w.is_empty(), "{e:?} {w:?}");
+        let (e, _) = check_spec(json!({"exclusive": true, "exclusiveWaitTimeout": "two hours"}));
+        assert_eq!(paths(&e), vec!["spec.exclusiveWaitTimeout"]);
+        assert!(e[0].message.contains("Go duration"), "{e:?}");
+        let (e, w) = check_spec(json!({"exclusiveWaitTimeout": "2h"}));
+        assert!(e.is_empty(), "{e:?}");
+        assert!(w[0].message.contains("without exclusive: true"), "{w:?}");
     }
 
     #[test]
