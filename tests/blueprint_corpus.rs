@@ -176,9 +176,6 @@ proptest! {
     }
 }
 
-/// Functions of the corpus that do not run yet (issue 28).
-const CLOUD_ONLY: &[&str] = &["RestoreRDSSnapshot", "ExportRDSSnapshotToLocation"];
-
 /// The functions a Blueprint calls (phases and deferPhases of every action).
 fn functions_of(bp: &serde_json::Value) -> Vec<String> {
     let mut out = Vec::new();
@@ -197,10 +194,10 @@ fn functions_of(bp: &serde_json::Value) -> Vec<String> {
     out
 }
 
-/// At least 81 of the 87 corpus Blueprints use only functions this executor runs, and the validator
-/// warns about nothing else: what does not run is exactly what calls the cloud-only functions.
+/// All 87 corpus Blueprints use only functions this executor runs, and the validator
+/// warns about none of them (the RDS functions run since issue 28).
 #[test]
-fn corpus_blueprints_are_runnable_except_cloud_only_functions() {
+fn corpus_blueprints_are_all_runnable() {
     let Some(docs) = corpus_documents() else {
         return;
     };
@@ -212,14 +209,12 @@ fn corpus_blueprints_are_runnable_except_cloud_only_functions() {
             .into_iter()
             .filter(|f| !supported.contains(&f.as_str()))
             .collect();
-        for f in &missing {
-            assert!(
-                CLOUD_ONLY.contains(&f.as_str()),
-                "{} ({}) calls {f}, which the executor does not run",
-                doc.source,
-                doc.name()
-            );
-        }
+        assert!(
+            missing.is_empty(),
+            "{} ({}) calls {missing:?}, which the executor does not run",
+            doc.source,
+            doc.name()
+        );
         let warnings = validate(&normalize(&doc.value)).warnings;
         let unsupported_warnings = warnings
             .iter()
@@ -234,7 +229,7 @@ fn corpus_blueprints_are_runnable_except_cloud_only_functions() {
         runnable += usize::from(missing.is_empty());
     }
     assert!(
-        runnable >= 81,
+        runnable == total && total >= 87,
         "only {runnable} of {total} corpus Blueprints are runnable"
     );
 }

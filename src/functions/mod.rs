@@ -1,8 +1,8 @@
 //! Kanister functions run by the executor, one file per function as in
-//! Kanister's `pkg/function`, each registered in [`registry`]: 26 run here (pods and exec, workloads,
+//! Kanister's `pkg/function`, each registered in [`registry`]: 28 run here (pods and exec, workloads,
 //! KubeOps, waits, the restic data movers on [`restic`], LocationDelete on
-//! [`s3`], CSI snapshots, RDS snapshots on [`rds`]). RestoreRDSSnapshot and
-//! ExportRDSSnapshotToLocation fail the phase with a clear "not supported" error.
+//! [`s3`], CSI snapshots, the four RDS functions on [`rds`]). The three Kopia
+//! RepositoryServer functions of released Kanister are known but not run.
 //!
 //! Contract with the executor: [`execute`] gets the phase's `args` already
 //! rendered by the template engine (except `Wait`/`WaitV2`, which get raw args
@@ -35,6 +35,7 @@ pub mod delete_data;
 pub mod delete_data_all;
 pub mod delete_rds_snapshot;
 mod error;
+pub mod export_rds_snapshot_location;
 pub mod kube_exec;
 pub mod kube_exec_all;
 pub mod kube_ops;
@@ -51,6 +52,7 @@ pub mod registry;
 pub mod restic;
 pub mod restore_data;
 pub mod restore_data_all;
+pub mod restore_rds_snapshot;
 pub mod s3;
 pub mod scale_workload;
 pub mod settle;

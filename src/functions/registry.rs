@@ -19,9 +19,9 @@ use super::{Context, FunctionError, Output};
 use super::{
     backup_data, backup_data_all, backup_data_stats, check_repository, copy_volume_data,
     create_rds_snapshot, csi_snapshot, csi_snapshot_static, delete_csi_snapshot_content,
-    delete_data, delete_data_all, delete_rds_snapshot, kube_exec, kube_exec_all, kube_ops,
-    kube_task, location_delete, multi_container_run, prepare_data, restore_data, restore_data_all,
-    scale_workload, wait, wait_v2,
+    delete_data, delete_data_all, delete_rds_snapshot, export_rds_snapshot_location, kube_exec,
+    kube_exec_all, kube_ops, kube_task, location_delete, multi_container_run, prepare_data,
+    restore_data, restore_data_all, restore_rds_snapshot, scale_workload, wait, wait_v2,
 };
 
 /// The JSON type a function argument takes after Kanister's weak decoding.
@@ -288,27 +288,27 @@ pub static FUNCTIONS: &[Function] = &[
     func!("DeleteRDSSnapshot", ["snapshotID": Str],
           ["dbEngine": Str, "credentialsSource": Str, "credentialsSecret": Str, "region": Str],
           Head, run!(delete_rds_snapshot::run, params), reenter),
-    // Not run here: the Kopia ones need Kanister's repository server; the two RDS ones are to come.
+    func!("ExportRDSSnapshotToLocation", ["namespace": Str, "instanceID": Str, "snapshotID": Str, "dbEngine": Str],
+          ["username": Str, "password": Str, "backupArtifactPrefix": Str, "databases": Any, "securityGroupID": Any,
+           "dbSubnetGroup": Str, "podAnnotations": StrMap, "podLabels": StrMap, "credentialsSource": Str,
+           "credentialsSecret": Str, "region": Str],
+          Head, run!(export_rds_snapshot_location::run, params), at_most_once),
+    func!("RestoreRDSSnapshot", ["instanceID": Str],
+          ["snapshotID": Str, "dbEngine": Str, "backupArtifactPrefix": Str, "backupID": Str, "username": Str,
+           "password": Str, "namespace": Str, "securityGroupID": Any, "dbSubnetGroup": Str, "podAnnotations": StrMap,
+           "podLabels": StrMap, "credentialsSource": Str, "credentialsSecret": Str, "region": Str],
+          Head, run!(restore_rds_snapshot::run, params), at_most_once),
+    // Not run here: the Kopia ones need Kanister's repository server.
     func!("BackupDataUsingKopiaServer", ["container": Str, "includePath": Str, "namespace": Str, "pod": Str],
           ["snapshotTags": Str, "repositoryServerUserHostname": Str],
           ReleasedOnly, None, at_most_once),
     func!("DeleteDataUsingKopiaServer", ["backupID": Str, "namespace": Str, "image": Str],
           ["repositoryServerUserHostname": Str, "podAnnotations": StrMap, "podLabels": StrMap],
           ReleasedOnly, None, at_most_once),
-    func!("ExportRDSSnapshotToLocation", ["namespace": Str, "instanceID": Str, "snapshotID": Str, "dbEngine": Str],
-          ["username": Str, "password": Str, "backupArtifactPrefix": Str, "databases": Any, "securityGroupID": Any,
-           "dbSubnetGroup": Str, "podAnnotations": StrMap, "podLabels": StrMap, "credentialsSource": Str,
-           "credentialsSecret": Str, "region": Str],
-          Head, None, at_most_once),
     func!("RestoreDataUsingKopiaServer", ["backupIdentifier": Str, "namespace": Str, "restorePath": Str, "image": Str],
           ["pod": Str, "volumes": StrMap, "podOverride": Map, "repositoryServerUserHostname": Str,
            "podAnnotations": StrMap, "podLabels": StrMap],
           ReleasedOnly, None, at_most_once),
-    func!("RestoreRDSSnapshot", ["instanceID": Str],
-          ["snapshotID": Str, "dbEngine": Str, "backupArtifactPrefix": Str, "backupID": Str, "username": Str,
-           "password": Str, "namespace": Str, "securityGroupID": Any, "dbSubnetGroup": Str, "podAnnotations": StrMap,
-           "podLabels": StrMap, "credentialsSource": Str, "credentialsSecret": Str, "region": Str],
-          Head, None, at_most_once),
 ];
 
 /// `*UsingKopiaServer` functions that were proposed for Kanister but that no release registers
@@ -376,7 +376,7 @@ mod tests {
         assert_eq!(names.len(), 31);
         let first_not_run = FUNCTIONS.iter().position(|f| !f.runs()).unwrap();
         assert!(FUNCTIONS[first_not_run..].iter().all(|f| !f.runs()));
-        assert_eq!(supported().count(), 26);
+        assert_eq!(supported().count(), 28);
         assert_eq!(supported().next(), Some("KubeTask"));
         let released_only: Vec<&str> = FUNCTIONS
             .iter()

@@ -1,8 +1,11 @@
 //! The RDS functions against moto's RDS API (tests/support/moto.rs: signatures checked), run by
 //! the controller (`AWS_ENDPOINT_URL_RDS` pointing at moto) from the corpus RDS Blueprints,
-//! unmodified: CreateRDSSnapshot and DeleteRDSSnapshot of a PostgreSQL instance and of an
-//! Aurora cluster, their outputs as Kanister writes them, and the errors of wrong credentials
-//! and of an instance that does not exist.
+//! unmodified: CreateRDSSnapshot, RestoreRDSSnapshot and DeleteRDSSnapshot of a PostgreSQL
+//! instance and of an Aurora cluster, their outputs as Kanister writes them, and the errors of
+//! wrong credentials and of an instance that does not exist; ExportRDSSnapshotToLocation's
+//! failures (a snapshot that does not exist, wrong credentials, a dump that fails, an instance
+//! that never becomes available) leave no temporary instance behind. The dump itself, with
+//! real PostgreSQL rows, needs the real node (tests/real).
 
 use std::time::Duration;
 
@@ -139,6 +142,18 @@ async fn failure(client: &Client, ns: &str, name: &str) -> anyhow::Result<String
         .to_string())
 }
 
+/// `InstanceCreateTime` of DB instance `id` in moto.
+async fn instance_created(id: &str) -> anyhow::Result<String> {
+    let r = moto::server()
+        .client(None)
+        .call("DescribeDBInstances", &[("DBInstanceIdentifier", id)])
+        .await?;
+    r.child("DBInstances")
+        .and_then(|l| l.children.first())
+        .and_then(|i| i.child_text("InstanceCreateTime"))
+        .context("no InstanceCreateTime")
+}
+
 fn controller(ns: &str) -> Controller {
     Controller::start_with(
         ns,
@@ -148,8 +163,8 @@ fn controller(ns: &str) -> Controller {
 }
 
 /// kanister-examples/aws-rds/postgresql/rds-postgres-snap-blueprint.yaml: backup makes a DB
-/// snapshot with Kanister's outputs, delete removes it; a second delete finds nothing and
-/// completes (as Kanister's).
+/// snapshot with Kanister's outputs, restore replaces the instance by one restored from it,
+/// delete removes it; a second delete finds nothing and completes (as Kanister's).
 #[tokio::test]
 async fn corpus_postgres_snapshot_blueprint_creates_and_deletes_a_db_snapshot() -> anyhow::Result<()>
 {
@@ -187,6 +202,33 @@ async fn corpus_postgres_snapshot_blueprint_creates_and_deletes_a_db_snapshot() 
     assert_eq!(snaps.len(), 1);
     assert_eq!(snaps[0].status, "available");
 
+    // restore: the instance is deleted and restored from the snapshot (a new instance: a new
+    // creation time), with the snapshot's security groups.
+    let created_before = instance_created(&db).await?;
+    run_action(
+        &client,
+        &ns,
+        "restore",
+        &bp,
+        "restore",
+        "aws",
+        json!({"backupInfo": info}),
+    )
+    .await?;
+    support::wait_actionset_complete(&client, &ns, "restore").await?;
+    let restored = rds.describe_db_instances(&db).await?;
+    assert_eq!(restored[0].status, "available");
+    assert_eq!(restored[0].vpc_security_groups, ["sg-0a1", "sg-0b2"]);
+    assert_eq!(
+        restored[0].db_subnet_group.as_deref(),
+        Some(subnets.as_str())
+    );
+    assert_ne!(
+        instance_created(&db).await?,
+        created_before,
+        "the instance was not re-created"
+    );
+
     run_action(
         &client,
         &ns,
@@ -216,7 +258,8 @@ async fn corpus_postgres_snapshot_blueprint_creates_and_deletes_a_db_snapshot() 
 }
 
 /// kanister-examples/aws-rds/aurora-mysql/rds-aurora-snap-blueprint.yaml: backup makes a DB
-/// cluster snapshot of the Aurora cluster, delete removes it.
+/// cluster snapshot of the Aurora cluster, restore replaces the cluster by one restored from it
+/// (with Kanister's one instance), delete removes the snapshot.
 #[tokio::test]
 async fn corpus_aurora_snapshot_blueprint_creates_and_deletes_a_cluster_snapshot()
 -> anyhow::Result<()> {
@@ -253,6 +296,50 @@ async fn corpus_aurora_snapshot_blueprint_creates_and_deletes_a_cluster_snapshot
     );
     // An instance snapshot was not made.
     assert!(rds.describe_db_snapshots(&snapshot).await.is_err());
+
+    // restore: the cluster is deleted and restored from the snapshot, with one instance.
+    // moto names a cluster's automated snapshot by the minute and keeps it after the cluster is
+    // deleted, so a cluster re-created within the minute collides with it (AWS has no such
+    // name clash): remove it first.
+    let auto = rds
+        .call(
+            "DescribeDBClusterSnapshots",
+            &[
+                ("DBClusterIdentifier", cluster.as_str()),
+                ("SnapshotType", "automated"),
+            ],
+        )
+        .await?;
+    for s in auto
+        .child("DBClusterSnapshots")
+        .map(|l| l.children.iter().collect())
+        .unwrap_or_else(Vec::new)
+    {
+        if let Some(id) = s.child_text("DBClusterSnapshotIdentifier") {
+            rds.delete_db_cluster_snapshot(&id).await?;
+        }
+    }
+    run_action(
+        &client,
+        &ns,
+        "restore",
+        &bp,
+        "restore",
+        "aws",
+        json!({"backupInfo": info}),
+    )
+    .await?;
+    support::wait_actionset_complete(&client, &ns, "restore").await?;
+    let c = rds.describe_db_clusters(&cluster).await?;
+    assert_eq!(c[0].status, "available");
+    assert_eq!(c[0].vpc_security_groups, ["sg-0c3"]);
+    assert_eq!(c[0].members, [format!("{cluster}-instance-1")]);
+    assert_eq!(
+        rds.describe_db_instances(&format!("{cluster}-instance-1"))
+            .await?[0]
+            .status,
+        "available"
+    );
 
     run_action(
         &client,
@@ -349,5 +436,185 @@ async fn wrong_credentials_and_a_missing_instance_fail_naming_the_call_and_aws_m
         msg.contains(&format!("CreateRDSSnapshot: Failed to create snapshot: RDS CreateDBSnapshot: DBInstanceNotFound: DBInstance {ns}-nope not found")),
         "{msg}"
     );
+    Ok(())
+}
+
+/// A Blueprint of one ExportRDSSnapshotToLocation phase, its arguments from ConfigMap dbconfig.
+fn export_blueprint() -> Value {
+    json!({
+        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Blueprint",
+        "metadata": {"name": "rds-export"},
+        "actions": {"export": {"phases": [{
+            "func": "ExportRDSSnapshotToLocation", "name": "exportSnapshot",
+            "args": {
+                "namespace": "{{ .Object.metadata.namespace }}",
+                "instanceID": "{{ index .Object.data \"instance\" }}",
+                "snapshotID": "{{ index .Object.data \"snapshot\" }}",
+                "dbEngine": "PostgreSQL",
+                "username": "postgres", "password": "password1",
+                "databases": "- app\n",
+                "dbSubnetGroup": "{{ index .Object.data \"subnets\" }}",
+                "backupArtifactPrefix": "rds/dumps",
+            },
+        }]}},
+    })
+}
+
+/// Temporary instances (`<db>-<10 characters>`) moto still has.
+async fn temporary_instances(db: &str) -> anyhow::Result<Vec<String>> {
+    Ok(moto::instance_ids()
+        .await?
+        .into_iter()
+        .filter(|i| i.starts_with(&format!("{db}-")))
+        .collect())
+}
+
+/// ExportRDSSnapshotToLocation fails clearly and leaves no temporary instance: a snapshot that
+/// does not exist, wrong credentials, a dump that fails (the database host does not resolve
+/// here: the pod's exec runs on this machine), and, through a proxy on which instances never
+/// become available, a wait that times out (`BPO_RDS_WAIT_TIMEOUT`).
+#[tokio::test]
+async fn export_failures_name_the_call_and_leave_no_temporary_instance() -> anyhow::Result<()> {
+    let Some((client, ns, _)) = setup("rds-export").await else {
+        return Ok(());
+    };
+    support::data_plane::create_bucket("rds-dumps")?;
+    let (subnets, db) = (format!("{ns}-subnets"), format!("{ns}-pg"));
+    moto::subnet_group(&subnets).await?;
+    moto::postgres_instance(&db, "15.4", &subnets, &["sg-0a1"]).await?;
+    let snapshot = format!("{db}-snap");
+    moto::server()
+        .client(None)
+        .create_db_snapshot(&db, &snapshot)
+        .await?;
+    rds_profile(&client, &ns, "aws", None).await?;
+    rds_profile(&client, &ns, "wrong", Some("not-the-secret-key")).await?;
+    let bp: Blueprint = serde_json::from_value(export_blueprint())?;
+    Api::<Blueprint>::namespaced(client.clone(), &ns)
+        .create(&PostParams::default(), &bp)
+        .await?;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    let set = |snapshot: String| {
+        let cms = cms.clone();
+        let (db, subnets) = (db.clone(), subnets.clone());
+        async move {
+            let cm = json!({"data": {"instance": db, "snapshot": snapshot, "subnets": subnets}});
+            if cms.get_opt("dbconfig").await?.is_some() {
+                cms.patch(
+                    "dbconfig",
+                    &kube::api::PatchParams::default(),
+                    &kube::api::Patch::Merge(cm),
+                )
+                .await?;
+            } else {
+                let mut cm = cm;
+                cm["metadata"] = json!({"name": "dbconfig"});
+                cms.create(&PostParams::default(), &serde_json::from_value(cm)?)
+                    .await?;
+            }
+            anyhow::Ok(())
+        }
+    };
+    let controller = controller(&ns);
+
+    set(format!("{db}-nope")).await?;
+    run_action(
+        &client,
+        &ns,
+        "missing",
+        "rds-export",
+        "export",
+        "aws",
+        json!({}),
+    )
+    .await?;
+    let msg = failure(&client, &ns, "missing").await?;
+    assert!(
+        msg.contains(&format!("ExportRDSSnapshotToLocation: Failed to restore snapshot. SnapshotID={db}-nope: Error restoring RDS DB instance from snapshot: RDS RestoreDBInstanceFromDBSnapshot: DBSnapshotNotFound: ")),
+        "{msg}"
+    );
+    assert_eq!(temporary_instances(&db).await?, Vec::<String>::new());
+
+    set(snapshot.clone()).await?;
+    run_action(
+        &client,
+        &ns,
+        "wrong",
+        "rds-export",
+        "export",
+        "wrong",
+        json!({}),
+    )
+    .await?;
+    let msg = failure(&client, &ns, "wrong").await?;
+    assert!(
+        msg.contains(
+            "ExportRDSSnapshotToLocation: Failed to fetch security group ids. InstanceID="
+        ) && msg.contains("RDS DescribeDBInstances: SignatureDoesNotMatch: "),
+        "{msg}"
+    );
+    assert_eq!(temporary_instances(&db).await?, Vec::<String>::new());
+
+    run_action(
+        &client,
+        &ns,
+        "dump-fails",
+        "rds-export",
+        "export",
+        "aws",
+        json!({}),
+    )
+    .await?;
+    let msg = failure(&client, &ns, "dump-fails").await?;
+    assert!(
+        msg.contains("ExportRDSSnapshotToLocation: Unable to extract and push db dump to location: Failed to exec command in pod"),
+        "{msg}"
+    );
+    support::poll(support::WAIT, || async {
+        temporary_instances(&db)
+            .await
+            .ok()?
+            .is_empty()
+            .then_some(())
+    })
+    .await
+    .context("the temporary instance is deleted")?;
+    support::function_pods_gone(&client, &ns).await?;
+    controller.kill().await;
+
+    // Instances never become available: the wait times out, the instance is deleted.
+    let _controller = Controller::start_with(
+        &ns,
+        &[],
+        &[
+            ("AWS_ENDPOINT_URL_RDS", moto::never_available_proxy()),
+            ("BPO_RDS_WAIT_TIMEOUT", "3s"),
+        ],
+    );
+    run_action(
+        &client,
+        &ns,
+        "timeout",
+        "rds-export",
+        "export",
+        "aws",
+        json!({}),
+    )
+    .await?;
+    let msg = failure(&client, &ns, "timeout").await?;
+    assert!(
+        msg.contains("Error while waiting for new rds instance to be ready.: timed out after 3s waiting for DB instance ")
+            && msg.contains("to be available (last DescribeDBInstances: status \"modifying\")"),
+        "{msg}"
+    );
+    support::poll(support::WAIT, || async {
+        temporary_instances(&db)
+            .await
+            .ok()?
+            .is_empty()
+            .then_some(())
+    })
+    .await
+    .context("the temporary instance is deleted")?;
     Ok(())
 }

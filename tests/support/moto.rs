@@ -270,3 +270,80 @@ pub async fn instance_ids() -> anyhow::Result<Vec<String>> {
         })
         .unwrap_or_default())
 }
+
+/// A proxy in front of [`server`] on which every DB instance stays `modifying`: each answer's
+/// `<DBInstanceStatus>available</DBInstanceStatus>` reads `modifying` (same length, so the
+/// answer's Content-Length holds; requests, signatures included, pass unchanged). For waits
+/// that must time out. Started once per test binary; returns its endpoint.
+pub fn never_available_proxy() -> &'static str {
+    static PROXY: OnceLock<String> = OnceLock::new();
+    PROXY.get_or_init(|| {
+        let upstream = server().endpoint.trim_start_matches("http://").to_string();
+        let host = std::env::var("BPO_TEST_HOST_IP").unwrap_or_else(|_| "127.0.0.1".into());
+        let listener = TcpListener::bind((host.as_str(), 0)).expect("bind the proxy");
+        let endpoint = format!("http://{}", listener.local_addr().expect("proxy address"));
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                let upstream = upstream.clone();
+                std::thread::spawn(move || {
+                    let _ = relay(conn, &upstream);
+                });
+            }
+        });
+        endpoint
+    })
+}
+
+/// Relays the requests of one client connection, one upstream connection each.
+fn relay(client: TcpStream, upstream: &str) -> std::io::Result<()> {
+    use std::io::BufRead as _;
+    let mut reader = std::io::BufReader::new(client.try_clone()?);
+    let mut client = client;
+    loop {
+        let mut head = Vec::new();
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line)? == 0 {
+                return Ok(());
+            }
+            let end = line == "\r\n";
+            head.push(line);
+            if end {
+                break;
+            }
+        }
+        let len = head
+            .iter()
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.eq_ignore_ascii_case("content-length")
+                    .then(|| v.trim().parse().unwrap_or(0))
+            })
+            .unwrap_or(0usize);
+        let mut body = vec![0; len];
+        reader.read_exact(&mut body)?;
+        let mut up = TcpStream::connect(upstream)?;
+        let mut req: String = head[..head.len() - 1]
+            .iter()
+            .filter(|l| !l.to_ascii_lowercase().starts_with("connection:"))
+            .map(String::as_str)
+            .collect();
+        req.push_str("Connection: close\r\n\r\n");
+        up.write_all(req.as_bytes())?;
+        up.write_all(&body)?;
+        let mut answer = Vec::new();
+        up.read_to_end(&mut answer)?;
+        let answer = String::from_utf8_lossy(&answer).replace(
+            "<DBInstanceStatus>available</DBInstanceStatus>",
+            "<DBInstanceStatus>modifying</DBInstanceStatus>",
+        );
+        client.write_all(answer.as_bytes())?;
+        if answer
+            .split("\r\n\r\n")
+            .next()
+            .is_some_and(|h| h.to_ascii_lowercase().contains("connection: close"))
+        {
+            return Ok(());
+        }
+    }
+}

@@ -43,7 +43,8 @@ pub struct Config {
 
 type HttpClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
 
-/// An RDS client for one region and endpoint.
+/// An RDS client for one region and endpoint (cheap to clone: the connection pool is shared).
+#[derive(Clone)]
 pub struct RdsClient {
     http: HttpClient,
     /// `scheme://authority`, no trailing `/`.

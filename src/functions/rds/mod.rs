@@ -24,7 +24,9 @@ use super::profile::{self, Credential, Profile};
 use super::s3::Credentials;
 
 pub mod client;
+pub mod dump;
 pub mod error;
+pub mod instance;
 pub mod wait;
 
 pub use client::RdsClient;
