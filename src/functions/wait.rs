@@ -211,10 +211,10 @@ fn check_syntax(flavor: Flavor, cond: &str) -> Result<(), String> {
     match flavor {
         Flavor::JsonPath => {
             for (_, path) in find_placeholders(cond) {
-                parse_jsonpath(&path)?;
+                parse_jsonpath(&path).map_err(|e| e.to_string())?;
             }
             // Placeholders replaced by empty strings must leave a valid template.
-            let text = substitute(cond, &Value::Null)?;
+            let text = substitute(cond, &Value::Null).map_err(|e| e.to_string())?;
             crate::template::Template::parse(&text)
                 .map(|_| ())
                 .map_err(|e| e.to_string())
@@ -227,7 +227,7 @@ fn check_syntax(flavor: Flavor, cond: &str) -> Result<(), String> {
 
 /// Wait: substitute the JSONPath placeholders, render the rest with no data.
 pub fn evaluate_jsonpath_condition(cond: &str, obj: &Value) -> Result<String, String> {
-    let text = substitute(cond, obj)?;
+    let text = substitute(cond, obj).map_err(|e| e.to_string())?;
     crate::template::render_str(&text, &Value::Object(Map::new())).map_err(|e| e.to_string())
 }
 
@@ -331,7 +331,7 @@ fn find_placeholders(text: &str) -> Vec<(std::ops::Range<usize>, String)> {
     found
 }
 
-fn substitute(cond: &str, obj: &Value) -> Result<String, String> {
+fn substitute(cond: &str, obj: &Value) -> Result<String, JsonPathError> {
     let mut out = String::new();
     let mut last = 0;
     for (range, path) in find_placeholders(cond) {
@@ -366,18 +366,34 @@ pub enum Seg {
     },
 }
 
+/// A JSONPath of a Wait condition that this subset does not read; `why` says which part.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JsonPathError {
+    #[error("JSONPath {0:?} must start with $")]
+    NoRoot(String),
+    #[error("unsupported JSONPath {path:?}: {why}")]
+    Unsupported { path: String, why: String },
+}
+
 /// Parse `$.a.b[0]['c'][*][?(@.x == "y")]`.
-pub fn parse_jsonpath(path: &str) -> Result<Vec<Seg>, String> {
+pub fn parse_jsonpath(path: &str) -> Result<Vec<Seg>, JsonPathError> {
     let p = path.trim();
     let rest = p
         .strip_prefix('$')
-        .ok_or_else(|| format!("JSONPath {p:?} must start with $"))?;
+        .ok_or_else(|| JsonPathError::NoRoot(p.to_string()))?;
     parse_segments(rest, p)
 }
 
-fn parse_segments(mut s: &str, whole: &str) -> Result<Vec<Seg>, String> {
+fn unsupported(whole: &str, why: &str) -> JsonPathError {
+    JsonPathError::Unsupported {
+        path: whole.to_string(),
+        why: why.to_string(),
+    }
+}
+
+fn parse_segments(mut s: &str, whole: &str) -> Result<Vec<Seg>, JsonPathError> {
     let mut segs = Vec::new();
-    let bad = |why: &str| format!("unsupported JSONPath {whole:?}: {why}");
+    let bad = |why: &str| unsupported(whole, why);
     while !s.is_empty() {
         if let Some(r) = s.strip_prefix("..") {
             let _ = r;
@@ -441,26 +457,24 @@ fn strip_quotes(s: &str) -> Option<&str> {
         .or_else(|| s.strip_prefix('"').and_then(|x| x.strip_suffix('"')))
 }
 
-fn parse_filter(f: &str, whole: &str) -> Result<Seg, String> {
+fn parse_filter(f: &str, whole: &str) -> Result<Seg, JsonPathError> {
     let (lhs, rhs, equal) = if let Some((l, r)) = f.split_once("==") {
         (l, r, true)
     } else if let Some((l, r)) = f.split_once("!=") {
         (l, r, false)
     } else {
-        return Err(format!(
-            "unsupported JSONPath {whole:?}: filters need == or !="
-        ));
+        return Err(unsupported(whole, "filters need == or !="));
     };
     let lhs = lhs.trim();
     let path = lhs
         .strip_prefix('@')
-        .ok_or_else(|| format!("unsupported JSONPath {whole:?}: filter must start with @"))?;
+        .ok_or_else(|| unsupported(whole, "filter must start with @"))?;
     let rhs = rhs.trim();
     let literal = if let Some(q) = strip_quotes(rhs) {
         Value::String(q.to_string())
     } else {
         serde_json::from_str::<Value>(rhs)
-            .map_err(|_| format!("unsupported JSONPath {whole:?}: bad literal {rhs}"))?
+            .map_err(|_| unsupported(whole, &format!("bad literal {rhs}")))?
     };
     Ok(Seg::Filter {
         path: parse_segments(path, whole)?,
