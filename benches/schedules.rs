@@ -38,6 +38,66 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// This process's CPU time (user + system, all threads).
+fn cpu_secs() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .map(|v| v.parse().unwrap_or(0))
+        .collect();
+    let ticks = f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0);
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    ticks as f64 / hz
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The API server's create limit: `n` ActionSets shaped like the scheduler's, sent by 16
+/// concurrent clients as fast as they are answered. Returns each create's completion time
+/// from the start, in ms, sorted.
+async fn create_limit(client: &Client, n: usize) -> anyhow::Result<Vec<f64>> {
+    let ns = support::namespace(client, &format!("bench-limit-{n}")).await;
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
+    let t0 = Instant::now();
+    let mut done = futures::stream::iter(0..n)
+        .map(|i| {
+            let api = api.clone();
+            let ns = ns.clone();
+            async move {
+                let a: ActionSet = serde_json::from_value(json!({
+                    "apiVersion": "cr.kanister.io/v1alpha1",
+                    "kind": "ActionSet",
+                    "metadata": {
+                        "name": format!("s{i:05}-29000000"),
+                        "namespace": ns,
+                        "labels": {LABEL_SCHEDULE: format!("s{i:05}"), LABEL_TRIGGER: "limit"},
+                        "annotations": {ANNOTATION_SCHEDULED_TIME: "2026-01-01T00:00:00Z"},
+                    },
+                    "spec": {"actions": [{"name": "backup", "blueprint": "bp",
+                        "object": {"kind": "Deployment", "name": "app", "namespace": ns}}]}
+                }))?;
+                api.create(&PostParams::default(), &a).await?;
+                anyhow::Ok(t0.elapsed().as_secs_f64() * 1000.0)
+            }
+        })
+        .buffer_unordered(16)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<anyhow::Result<Vec<f64>>>()?;
+    done.sort_by(|a, b| a.total_cmp(b));
+    Ok(done)
+}
+
 fn pct(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
@@ -47,6 +107,14 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
 }
 
 async fn run_size(client: &Client, n: usize) -> anyhow::Result<()> {
+    let load_start = loadavg();
+    let limit = create_limit(client, n).await?;
+    eprintln!(
+        "[{n}] API server: {n} ActionSet creates by 16 clients in {:.2}s (p50 {:.0} ms, p99 {:.0} ms)",
+        limit.last().copied().unwrap_or(0.0) / 1000.0,
+        pct(&limit, 0.5),
+        pct(&limit, 0.99)
+    );
     let ns = support::namespace(client, &format!("bench-{n}")).await;
     let api: Api<ActionSchedule> = Api::namespaced(client.clone(), &ns);
     // The tick: a whole minute at least 90 s + 30 ms per schedule from now.
@@ -104,11 +172,14 @@ async fn run_size(client: &Client, n: usize) -> anyhow::Result<()> {
         let _ = rx.await;
     }));
     let deadline = Instant::now() + Duration::from_secs(1800);
+    let tick_instant =
+        tokio::time::Instant::now() + (tick - Utc::now()).to_std().unwrap_or(Duration::ZERO);
     let mut peak_rss = rss_kib();
     let mut taken_up = BTreeSet::new();
     let mut take_up_time = None;
-    // Creation time (whole seconds) of each schedule's run for `tick`.
-    let mut created: BTreeMap<String, i64> = BTreeMap::new();
+    // When the watch delivered each schedule's run for `tick`: ms after the tick.
+    let mut created: BTreeMap<String, f64> = BTreeMap::new();
+    let mut cpu_at_tick = None;
     let mut report = tokio::time::interval(Duration::from_secs(10));
     while created.len() < n && Instant::now() < deadline {
         tokio::select! {
@@ -133,17 +204,17 @@ async fn run_size(client: &Client, n: usize) -> anyhow::Result<()> {
                         .get(ANNOTATION_SCHEDULED_TIME)
                         .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
                         .is_some_and(|t| t == tick);
-                    if let (true, Some(c), Some(owner)) = (
-                        for_tick,
-                        a.metadata.creation_timestamp.as_ref().map(|c| c.0.as_second()),
-                        a.labels().get(LABEL_SCHEDULE),
-                    ) {
-                        created.entry(owner.clone()).or_insert(c);
+                    if let (true, Some(owner)) = (for_tick, a.labels().get(LABEL_SCHEDULE)) {
+                        let lag = (Utc::now() - tick).num_microseconds().unwrap_or(0) as f64 / 1000.0;
+                        created.entry(owner.clone()).or_insert(lag);
                     }
                 }
                 Some(Err(e)) => eprintln!("[{n}] run watch: {e}"),
                 None => break,
             },
+            _ = tokio::time::sleep_until(tick_instant), if cpu_at_tick.is_none() => {
+                cpu_at_tick = Some(cpu_secs());
+            }
             _ = report.tick() => {
                 peak_rss = peak_rss.max(rss_kib());
                 eprintln!("[{n}] {} taken up, {} of {n} runs for tick {tick} created", taken_up.len(), created.len());
@@ -151,21 +222,28 @@ async fn run_size(client: &Client, n: usize) -> anyhow::Result<()> {
         }
     }
     peak_rss = peak_rss.max(rss_kib());
-    let mut lags: Vec<f64> = created
-        .values()
-        .map(|c| (c - tick.timestamp()) as f64)
-        .collect();
+    let cpu = cpu_secs() - cpu_at_tick.unwrap_or_else(cpu_secs);
+    let mut lags: Vec<f64> = created.values().copied().collect();
     lags.sort_by(|a, b| a.total_cmp(b));
     let _ = tx.send(());
     let _ = tokio::time::timeout(Duration::from_secs(30), ctl).await;
-    let take_up = take_up_time.map_or("not all".into(), |d| format!("{:.0}s", d.as_secs_f64()));
+    let take_up = take_up_time.map_or("not all".into(), |d| format!("{:.1}s", d.as_secs_f64()));
+    let rss_delta = peak_rss.saturating_sub(rss_before);
+    let lag_p99 = pct(&lags, 0.99);
     println!(
-        "schedules={n} take_up={take_up} runs={} lag_p50={:.0}s lag_p99={:.0}s lag_max={:.0}s controller_rss_delta={:.1}MiB (peak process RSS {:.1}MiB)",
+        "schedules={n} load_avg=[{load_start}]..[{}] api_create_limit: {n} creates in {:.2}s (p50 {:.0} ms, p99 {:.0} ms); scheduler: take_up={take_up} runs={} lag_p50={:.0}ms lag_p99={lag_p99:.0}ms lag_max={:.0}ms ratio_p99={:.2}; process CPU from the tick to the last run {:.2}s ({:.0} us per run, controller and bench watches); controller_rss_delta={:.1}MiB ({:.0} bytes per schedule, peak process RSS {:.1}MiB)",
+        loadavg(),
+        limit.last().copied().unwrap_or(f64::NAN) / 1000.0,
+        pct(&limit, 0.5),
+        pct(&limit, 0.99),
         created.len(),
         pct(&lags, 0.5),
-        pct(&lags, 0.99),
         lags.last().copied().unwrap_or(f64::NAN),
-        (peak_rss.saturating_sub(rss_before)) as f64 / 1024.0,
+        lag_p99 / pct(&limit, 0.99),
+        cpu,
+        cpu * 1e6 / created.len().max(1) as f64,
+        rss_delta as f64 / 1024.0,
+        rss_delta as f64 * 1024.0 / n as f64,
         peak_rss as f64 / 1024.0
     );
     Ok(())
