@@ -366,6 +366,184 @@ spec:
     );
 }
 
+/// The corpus PostgreSQL Blueprint's `backup` with a deferPhase added (the corpus Blueprint has
+/// none): when the backup failed (`.Outcome.State`, this operator's deferPhase parameter), it
+/// deletes the dump the run would have written (the Blueprint pipes `pg_dumpall | gzip | kando
+/// location push`, so a failed dump can still leave gzip's few bytes under the run's path) and
+/// says which with `kando output removed <path>`; after a complete run it outputs `removed none`.
+fn pg_blueprint_with_cleanup() -> String {
+    let corpus = corpus_blueprint(PG_BLUEPRINT);
+    let defer = r#"    deferPhase:
+      func: KubeTask
+      name: removePartialDump
+      args:
+        image: ghcr.io/kanisterio/postgres-kanister-tools:0.117.0
+        namespace: '{{ .StatefulSet.Namespace }}'
+        command:
+        - bash
+        - -o
+        - errexit
+        - -c
+        - |
+          {{- if eq .Outcome.State "failed" }}
+          BACKUP_LOCATION=pg_backups/{{ .StatefulSet.Namespace }}/{{ .StatefulSet.Name }}/{{ toDate "2006-01-02T15:04:05.999999999Z07:00" .Time | date "2006-01-02T15:04:05Z07:00" }}/backup.sql.gz
+          kando location delete --profile '{{ toJson .Profile }}' --path "${BACKUP_LOCATION}"
+          kando output removed "${BACKUP_LOCATION}"
+          {{- else }}
+          kando output removed none
+          {{- end }}
+"#;
+    let (head, tail) = corpus
+        .split_once("\n  restore:\n")
+        .expect("the corpus Blueprint's restore action");
+    format!("{head}\n{defer}  restore:\n{tail}")
+}
+
+/// A scheduled backup whose database is stopped (the StatefulSet scaled to 0) fails, and the
+/// schedule keeps the newest failed run (`keepFailed: 1`) and removes the older ones; each run's
+/// deferPhase ran its cleanup (the Blueprint of [`pg_blueprint_with_cleanup`], as the corpus one
+/// has no deferPhase): the kept run shows it complete with the path it removed, and the store
+/// holds no dump of any failed run. The schedule's ActionSets set `PGCONNECT_TIMEOUT` in the
+/// backup pod (podOverride), so each run fails within seconds.
+#[tokio::test]
+#[ignore = "real tier: tools/test.sh --real"]
+async fn corpus_postgres_backup_on_a_schedule_with_the_database_stopped_keeps_the_failed_run_and_cleans_up()
+ {
+    use blueprint_operator::model::{ActionSchedule, ActionSet, LABEL_SCHEDULE, State};
+    use kube::ResourceExt;
+    use kube::api::{Api, ListParams, Patch, PatchParams};
+
+    let bucket = "bpo-real-pg-fail";
+    let ns = postgres("pgfail", bucket).await;
+    apply_in(&ns, &pg_blueprint_with_cleanup());
+    // The database stops: its Service has no endpoint. kube-proxy rejects a connection to it, but
+    // the node's kernel rate-limits the ICMP replies (IcmpOutRateLimitHost), so pg_dumpall can
+    // wait for TCP's SYN timeout (4.5 minutes on the real node); the runs bound it with libpq's
+    // PGCONNECT_TIMEOUT through the ActionSet's podOverride, which KubeTask's pod takes.
+    kubectl(&[
+        "scale",
+        "-n",
+        &ns,
+        &format!("statefulset/{PG_STS}"),
+        "--replicas=0",
+    ])
+    .unwrap();
+    kubectl(&[
+        "wait",
+        "-n",
+        &ns,
+        "--for=delete",
+        &format!("pod/{PG_STS}-0"),
+        "--timeout=120s",
+    ])
+    .unwrap();
+    apply_yaml(&format!(
+        r#"apiVersion: blueprint-operator.io/v1alpha1
+kind: ActionSchedule
+metadata: {{name: pg, namespace: {ns}}}
+spec:
+  schedule: "@every 20s"
+  concurrencyPolicy: Forbid
+  actionSetTemplate:
+    actions:
+    - name: backup
+      blueprint: postgres-bp
+      object: {{kind: StatefulSet, name: {PG_STS}, namespace: {ns}}}
+      profile: {{name: s3, namespace: {ns}}}
+      podOverride:
+        containers:
+        - name: container
+          env: [{{name: PGCONNECT_TIMEOUT, value: "5"}}]
+  retention:
+    keepLast: 1
+    keepFailed: 1
+    deleteAction: delete
+    deleteActionKind: Namespace
+"#
+    ))
+    .unwrap();
+
+    let client = real::client().await;
+    let sets: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
+    let schedules: Api<ActionSchedule> = Api::namespaced(client.clone(), &ns);
+    let runs = || async {
+        sets.list(&ListParams::default().labels(&format!("{LABEL_SCHEDULE}=pg")))
+            .await
+            .unwrap()
+            .items
+    };
+    let prefix = format!("pg_backups/{ns}/{PG_STS}/");
+    // Runs fail until a failed one has been rotated away.
+    let mut failed = std::collections::BTreeSet::new();
+    let deadline = tokio::time::Instant::now() + real::WAIT * 5;
+    loop {
+        let now = runs().await;
+        for a in &now {
+            assert_ne!(
+                a.state(),
+                Some(State::Complete),
+                "a run completed with the database stopped: {a:#?}"
+            );
+            if a.state() == Some(State::Failed) {
+                failed.insert(a.name_any());
+            }
+        }
+        if failed
+            .iter()
+            .any(|n| !now.iter().any(|a| a.name_any() == *n))
+        {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no failed run rotated; failed runs seen: {failed:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    }
+    schedules
+        .patch(
+            "pg",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"suspend": true}})),
+        )
+        .await
+        .unwrap();
+    let (kept, status) = support::poll(real::WAIT * 3, || async {
+        let st = schedules.get("pg").await.ok()?.status?;
+        let all = runs().await;
+        let done = st.active_count == 0
+            && st.retention.removing.is_empty()
+            && all.len() == 1
+            && all[0].state() == Some(State::Failed);
+        done.then(|| (all[0].clone(), st))
+    })
+    .await
+    .unwrap_or_else(|e| panic!("rotation did not settle on one failed run: {e}"));
+    assert!(failed.len() >= 2, "at least two runs failed: {failed:?}");
+    // Counted from the runs still there: the kept failed run (rotation removed the others).
+    assert!(
+        status.consecutive_failures >= 1,
+        "the failure shows in the schedule: {status:#?}"
+    );
+    let kept = serde_json::to_value(&kept).unwrap();
+    let action = &kept["status"]["actions"][0];
+    assert_eq!(action["phases"][0]["state"], "failed", "{kept:#}");
+    let defer = &action["deferPhase"];
+    assert_eq!(defer["name"], "removePartialDump", "{kept:#}");
+    assert_eq!(defer["state"], "complete", "the cleanup ran: {kept:#}");
+    let removed = defer["output"]["removed"].as_str().unwrap_or_default();
+    assert!(
+        removed.starts_with(&prefix) && removed.ends_with("/backup.sql.gz"),
+        "the cleanup removed the run's dump path: {kept:#}"
+    );
+    // No failed run left a dump a restore could take for a backup.
+    assert_eq!(
+        keys(bucket, &format!("pg_backups/{ns}/")).await,
+        Vec::<String>::new(),
+        "failed runs seen: {failed:?}"
+    );
+}
+
 // ---- MariaDB ----------------------------------------------------------------------------------
 
 const MARIA_PASSWORD: &str = "maria-secret-0815";
