@@ -467,9 +467,9 @@ EOF
   say "Blueprint postgres-bp: $KANISTER_CORPUS/kanister-examples/postgresql/postgres-blueprint.yaml, unmodified"
   k apply -n "$demo_ns" -f "$KANISTER_CORPUS/kanister-examples/postgresql/postgres-blueprint.yaml" >&2
   # The Profile on the object store, as Kanister users write it (gofakes3 takes any key).
-  # The schedule keeps its runs: rotation would run the Blueprint's delete action on the
-  # schedule's object (the StatefulSet), and that action renders .Namespace.Name, which Kanister
-  # sets only for a Namespace object, so it would fail.
+  # Rotation runs the Blueprint's delete action on the namespace (deleteActionKind: Namespace,
+  # as `kanctl --namespacetargets`): that action renders .Namespace.Name, which Kanister sets
+  # only for a Namespace object, and would fail on the schedule's object (the StatefulSet).
   k apply -n "$demo_ns" -f - >&2 <<EOF
 apiVersion: v1
 kind: Secret
@@ -501,9 +501,10 @@ spec:
       blueprint: postgres-bp
       object: {kind: StatefulSet, name: $PG, namespace: $demo_ns}
       profile: {name: s3, namespace: $demo_ns}
-  retention: {keepLast: 60, keepFailed: 5}
+  retention: {keepLast: 3, keepFailed: 5, deleteAction: delete, deleteActionKind: Namespace}
 EOF
   say "a backup every minute; the first one now (annotation blueprint-operator.io/run-now)"
+  say "the newest 3 complete runs are kept; older ones are rotated: the Blueprint's delete action removes their dumps from the store"
   k annotate actionschedule -n "$demo_ns" pg-backup --overwrite blueprint-operator.io/run-now=demo >/dev/null
   local run="" t0=$SECONDS
   until [[ -n $run ]]; do
