@@ -252,12 +252,6 @@ async fn corpus_postgres_blueprint_backs_up_restores_and_deletes_a_real_postgres
 #[tokio::test]
 #[ignore = "real tier: tools/test.sh --real"]
 async fn corpus_postgres_blueprint_on_a_schedule_rotation_deletes_the_rotated_dumps() {
-    use blueprint_operator::model::{
-        ActionSchedule, ActionSet, LABEL_SCHEDULE, LABEL_TRIGGER, State,
-    };
-    use kube::ResourceExt;
-    use kube::api::{Api, ListParams, Patch, PatchParams};
-
     let bucket = "bpo-real-pg-sched";
     let ns = postgres("pgsched", bucket).await;
     apply_in(&ns, &corpus_blueprint(PG_BLUEPRINT));
@@ -268,23 +262,11 @@ async fn corpus_postgres_blueprint_on_a_schedule_rotation_deletes_the_rotated_du
     );
     psql(&ns, PG_ROWS);
     let schedule = |kind: &str| {
-        format!(
-            r#"apiVersion: blueprint-operator.io/v1alpha1
-kind: ActionSchedule
-metadata: {{name: pg, namespace: {ns}}}
-spec:
-  schedule: "@every 20s"
-  concurrencyPolicy: Forbid
-  actionSetTemplate:
-    actions:
-    - name: backup
-      blueprint: postgres-bp
-      object: {{kind: StatefulSet, name: {PG_STS}, namespace: {ns}}}
-      profile: {{name: s3, namespace: {ns}}}
-  retention:
-    keepLast: 1
-    deleteAction: delete
-{kind}"#
+        schedule_yaml(
+            &ns,
+            "postgres-bp",
+            PG_STS,
+            &format!("    keepLast: 1\n    deleteAction: delete\n{kind}"),
         )
     };
     let refused = apply_yaml(&schedule("")).expect_err("refused without deleteActionKind");
@@ -293,10 +275,55 @@ spec:
         "{refused}"
     );
     apply_yaml(&schedule("    deleteActionKind: Namespace\n")).unwrap();
+    rotation_leaves_the_kept_runs_dump(
+        &ns,
+        bucket,
+        ("cloudObject", "backupLocation"),
+        &format!("pg_backups/{ns}/"),
+    )
+    .await;
+}
+
+/// The ActionSchedule `pg` of [`rotation_leaves_the_kept_runs_dump`]: a backup of `sts` with
+/// `blueprint` every 20 s, Forbid, and `retention` (the lines under `retention:`).
+fn schedule_yaml(ns: &str, blueprint: &str, sts: &str, retention: &str) -> String {
+    format!(
+        r#"apiVersion: blueprint-operator.io/v1alpha1
+kind: ActionSchedule
+metadata: {{name: pg, namespace: {ns}}}
+spec:
+  schedule: "@every 20s"
+  concurrencyPolicy: Forbid
+  actionSetTemplate:
+    actions:
+    - name: backup
+      blueprint: {blueprint}
+      object: {{kind: StatefulSet, name: {sts}, namespace: {ns}}}
+      profile: {{name: s3, namespace: {ns}}}
+  retention:
+{retention}"#
+    )
+}
+
+/// With the schedule `pg` applied in `ns` (keepLast 1 and a delete action): backups run until one
+/// complete run has been rotated away, then the schedule is suspended; once the last run and its
+/// rotation ended, one run is left and the store under `store_prefix` holds exactly its dump (the
+/// artifact's `key`, without a leading `/`): the delete actions removed the others'.
+async fn rotation_leaves_the_kept_runs_dump(
+    ns: &str,
+    bucket: &str,
+    (artifact, key): (&str, &str),
+    store_prefix: &str,
+) {
+    use blueprint_operator::model::{
+        ActionSchedule, ActionSet, LABEL_SCHEDULE, LABEL_TRIGGER, State,
+    };
+    use kube::ResourceExt;
+    use kube::api::{Api, ListParams, Patch, PatchParams};
 
     let client = real::client().await;
-    let sets: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
-    let schedules: Api<ActionSchedule> = Api::namespaced(client.clone(), &ns);
+    let sets: Api<ActionSet> = Api::namespaced(client.clone(), ns);
+    let schedules: Api<ActionSchedule> = Api::namespaced(client.clone(), ns);
     let backups = || async {
         sets.list(&ListParams::default().labels(&format!("{LABEL_SCHEDULE}=pg")))
             .await
@@ -308,8 +335,9 @@ spec:
     };
     let location = |a: &ActionSet| {
         let st = a.status.as_ref()?;
-        let v = st.actions.first()?.artifacts.get("cloudObject")?;
-        v.key_value.get("backupLocation").cloned()
+        let v = st.actions.first()?.artifacts.get(artifact)?;
+        let l = v.key_value.get(key)?;
+        Some(l.trim_start_matches('/').to_string())
     };
     // Backups run until one complete run has been rotated away.
     let mut seen: std::collections::BTreeMap<String, String> = Default::default();
@@ -360,7 +388,7 @@ spec:
     assert!(seen.len() >= 2, "at least two backups ran: {seen:?}");
     // The store holds exactly the kept run's dump: the delete actions removed the others.
     assert_eq!(
-        keys(bucket, &format!("pg_backups/{ns}/")).await,
+        keys(bucket, store_prefix).await,
         vec![kept_location],
         "runs seen: {seen:?}"
     );
@@ -561,13 +589,13 @@ fn mariadb(ns: &str, sql: &str) -> String {
     )
 }
 
-#[tokio::test]
-#[ignore = "real tier: tools/test.sh --real"]
-async fn corpus_maria_blueprint_backs_up_restores_and_deletes_a_real_mariadb() {
+/// A namespace with MariaDB as the corpus Blueprint expects it: the StatefulSet `maria` with a
+/// PersistentVolume, the Secret `maria` (key `mariadb-root-password`) and the Service `maria`;
+/// and an s3 Profile `s3` on `bucket`.
+async fn mariadb_app(prefix: &str, bucket: &str) -> String {
     install().await;
     let client = real::client().await;
-    let ns = support::namespace(&client, "maria").await;
-    let bucket = "bpo-real-maria";
+    let ns = support::namespace(&client, prefix).await;
     support::data_plane::s3_profile(&client, &ns, "s3", bucket)
         .await
         .unwrap();
@@ -624,14 +652,22 @@ spec:
         "--timeout=180s",
     ])
     .unwrap();
+    ns
+}
+
+/// The rows of the MariaDB tests, in database `shop`.
+const MARIA_ROWS: &str = "CREATE DATABASE shop; USE shop; \
+     CREATE TABLE items (id int PRIMARY KEY, name text, price decimal(10,2), note text) CHARACTER SET utf8mb4; \
+     INSERT INTO items VALUES (1, 'it''s', 9.99, NULL), (2, 'tab\\there', 0.01, 'Grüße'); \
+     INSERT INTO items SELECT seq, CONCAT('item ', seq), seq * 1.25, MD5(seq) FROM seq_3_to_502;";
+
+#[tokio::test]
+#[ignore = "real tier: tools/test.sh --real"]
+async fn corpus_maria_blueprint_backs_up_restores_and_deletes_a_real_mariadb() {
+    let bucket = "bpo-real-maria";
+    let ns = mariadb_app("maria", bucket).await;
     apply_in(&ns, &corpus_blueprint(MARIA_BLUEPRINT));
-    mariadb(
-        &ns,
-        "CREATE DATABASE shop; USE shop; \
-         CREATE TABLE items (id int PRIMARY KEY, name text, price decimal(10,2), note text) CHARACTER SET utf8mb4; \
-         INSERT INTO items VALUES (1, 'it''s', 9.99, NULL), (2, 'tab\\there', 0.01, 'Grüße'); \
-         INSERT INTO items SELECT seq, CONCAT('item ', seq), seq * 1.25, MD5(seq) FROM seq_3_to_502;",
-    );
+    mariadb(&ns, MARIA_ROWS);
     let select = "SELECT id, name, price, IFNULL(note, '<null>') FROM shop.items ORDER BY id";
     let rows = mariadb(&ns, select);
     assert_eq!(rows.lines().count(), 502, "{rows}");
@@ -694,4 +730,30 @@ spec:
         Vec::<String>::new(),
         "the dump is gone"
     );
+}
+
+/// The MariaDB case of the schedule: the corpus Blueprint as written on a schedule keeping the
+/// newest complete run (`keepLast: 1`), rotation running its `delete` action on the namespace
+/// (`deleteActionKind: Namespace`): the store keeps exactly the kept run's dump.
+#[tokio::test]
+#[ignore = "real tier: tools/test.sh --real"]
+async fn corpus_maria_blueprint_on_a_schedule_rotation_deletes_the_rotated_dumps() {
+    let bucket = "bpo-real-maria-sched";
+    let ns = mariadb_app("mariasched", bucket).await;
+    apply_in(&ns, &corpus_blueprint(MARIA_BLUEPRINT));
+    mariadb(&ns, MARIA_ROWS);
+    apply_yaml(&schedule_yaml(
+        &ns,
+        "maria-blueprint",
+        MARIA_STS,
+        "    keepLast: 1\n    deleteAction: delete\n    deleteActionKind: Namespace\n",
+    ))
+    .unwrap();
+    rotation_leaves_the_kept_runs_dump(
+        &ns,
+        bucket,
+        ("mariaCloudDump", "s3path"),
+        &format!("maria-backups/{ns}/"),
+    )
+    .await;
 }
