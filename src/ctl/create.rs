@@ -71,6 +71,14 @@ pub struct CreateArgs {
     /// ActionSet in to this executor (for a namespace the controller runs whole, or Kanister's).
     #[arg(long)]
     pub no_executor_label: bool,
+    /// Never run beside another run on the same object: wait for it (the annotation
+    /// `blueprint-operator.io/exclusive`; README "Use").
+    #[arg(long)]
+    pub exclusive: bool,
+    /// With --exclusive: fail, naming the run waited for, if not started this long (a Go
+    /// duration such as `2h`) after creation.
+    #[arg(long, value_name = "DURATION", requires = "exclusive")]
+    pub exclusive_wait_timeout: Option<String>,
 }
 
 impl CreateArgs {
@@ -367,11 +375,27 @@ pub fn metadata(
             EXECUTOR_LABEL_VALUE.to_string(),
         )]));
     }
+    let mut annotations = BTreeMap::new();
     if let Some(p) = parent {
-        meta.annotations = Some(BTreeMap::from([(
+        annotations.insert(
             crate::model::labels::ANNOTATION_RESTORED_FROM.to_string(),
             p.to_string(),
-        )]));
+        );
+    }
+    if args.exclusive {
+        annotations.insert(
+            crate::model::labels::ANNOTATION_EXCLUSIVE.to_string(),
+            "true".to_string(),
+        );
+        if let Some(t) = &args.exclusive_wait_timeout {
+            annotations.insert(
+                crate::model::labels::ANNOTATION_EXCLUSIVE_WAIT_TIMEOUT.to_string(),
+                t.clone(),
+            );
+        }
+    }
+    if !annotations.is_empty() {
+        meta.annotations = Some(annotations);
     }
     meta
 }
@@ -396,6 +420,13 @@ pub fn newest_complete<'a>(runs: &'a [ActionSet], schedule: &str) -> Option<&'a 
 pub async fn build(conn: &Conn, args: &CreateArgs) -> Result<ActionSet, CtlError> {
     let ns = &conn.namespace;
     let req = request(args, ns)?;
+    if let Some(t) = &args.exclusive_wait_timeout
+        && let Err(e) = crate::duration::parse_timeout(t)
+    {
+        return Err(CtlError::Input(format!(
+            "--exclusive-wait-timeout {t:?} is not a wait timeout ({e}): write a Go duration such as 2h"
+        )));
+    }
     let api: Api<ActionSet> = Api::namespaced(conn.client.clone(), ns);
     let (spec, parent) = match (&args.from, &args.from_schedule) {
         (Some(from), _) => {
@@ -674,5 +705,17 @@ mod tests {
         let m = metadata(&args, "prod", &spec, None);
         assert_eq!(m.name.as_deref(), Some("mine"));
         assert!(m.labels.is_none());
+        assert!(m.annotations.is_none());
+        let args = CreateArgs {
+            exclusive: true,
+            exclusive_wait_timeout: Some("2h".into()),
+            ..CreateArgs::default()
+        };
+        let a = metadata(&args, "prod", &spec, None).annotations.unwrap();
+        assert_eq!(a[crate::model::labels::ANNOTATION_EXCLUSIVE], "true");
+        assert_eq!(
+            a[crate::model::labels::ANNOTATION_EXCLUSIVE_WAIT_TIMEOUT],
+            "2h"
+        );
     }
 }

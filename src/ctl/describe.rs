@@ -47,6 +47,9 @@ pub struct Description {
     pub trigger: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub restored_from: Option<String>,
+    /// A pending exclusive run: `<namespace>/<name>` of the run it waits for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiting_for: Option<String>,
     pub error: String,
     pub actions: Vec<ActionView>,
     pub events: Vec<EventRow>,
@@ -211,6 +214,10 @@ pub fn describe(a: &ActionSet, events: Vec<EventRow>, now: DateTime<Utc>) -> Des
         restored_from: annotations
             .get(crate::model::labels::ANNOTATION_RESTORED_FROM)
             .cloned(),
+        waiting_for: annotations
+            .get(crate::model::labels::ANNOTATION_WAITING_FOR)
+            .filter(|_| !a.state().is_some_and(|s| s.is_terminal()))
+            .cloned(),
         error: a
             .status
             .as_ref()
@@ -258,6 +265,12 @@ pub fn text(d: &Description) -> String {
     }
     if let Some(f) = &d.restored_from {
         field("Restored from", f);
+    }
+    if let Some(w) = &d.waiting_for {
+        field(
+            "Waiting for",
+            &format!("{w} (exclusive run on the same object)"),
+        );
     }
     if !d.error.is_empty() {
         field("Error", &d.error);

@@ -15,7 +15,7 @@ use kube::api::{Api, ListParams, PostParams};
 use serde_json::{Value, json};
 
 /// `blueprint-operator ctl -n NS ARGS...` as the cluster's admin, through `$KUBECONFIG`.
-fn ctl(ns: &str, args: &[&str]) -> Output {
+pub(crate) fn ctl(ns: &str, args: &[&str]) -> Output {
     run(
         Path::new(env!("CARGO_BIN_EXE_blueprint-operator")),
         &[&["ctl", "-n", ns], args].concat(),
@@ -31,7 +31,7 @@ fn run(bin: &Path, args: &[&str]) -> Output {
         .expect("run blueprint-operator")
 }
 
-fn text(o: &Output) -> String {
+pub(crate) fn text(o: &Output) -> String {
     format!(
         "exit {:?}\n--- stdout\n{}--- stderr\n{}",
         o.status.code(),
@@ -40,7 +40,7 @@ fn text(o: &Output) -> String {
     )
 }
 
-fn json_of(o: &Output) -> Value {
+pub(crate) fn json_of(o: &Output) -> Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(o)))
 }
 

@@ -18,6 +18,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
+use crate::ctl::{ctl, json_of, text};
 use crate::support;
 use crate::support::controller::Controller;
 
@@ -186,17 +187,28 @@ async fn runs_on_one_object_wait_in_creation_order_and_a_wait_timeout_names_the_
     .await;
     wait_state(&client, &ns, "first", State::Running).await;
     actionset(&client, &ns, "restore", "held", object.clone(), json!({})).await;
-    actionset(
-        &client,
+    // The second exclusive backup from the command line.
+    let o = ctl(
         &ns,
-        "second",
-        "held",
-        object.clone(),
-        exclusive.clone(),
-    )
-    .await;
+        &[
+            "create",
+            "--blueprint",
+            "held",
+            "--action",
+            "backup",
+            "--object",
+            &format!("namespace/{ns}"),
+            "--name",
+            "second",
+            "--exclusive",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     wait_waiting_for(&client, &ns, "restore", "first").await;
     wait_waiting_for(&client, &ns, "second", "first").await;
+    let d = json_of(&ctl(&ns, &["describe", "second", "-o", "json"]));
+    assert_eq!(d["waitingFor"], format!("{ns}/first"), "{d:#}");
+    assert_eq!(d["state"], "pending", "{d:#}");
     // Said in an Event: the run, the object, why.
     let key = format!("namespace/{ns}/{ns}");
     let notes = support::poll(support::WAIT, || async {
