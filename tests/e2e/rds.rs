@@ -618,3 +618,69 @@ async fn export_failures_name_the_call_and_leave_no_temporary_instance() -> anyh
     .context("the temporary instance is deleted")?;
     Ok(())
 }
+
+/// An ActionSet deleted while its export waits for the temporary instance: the phase is
+/// cancelled and the temporary instance is deleted all the same (instances never become
+/// available through the proxy; the wait would last 10 minutes).
+#[tokio::test]
+async fn export_cancelled_by_deleting_the_actionset_deletes_the_temporary_instance()
+-> anyhow::Result<()> {
+    let Some((client, ns, _)) = setup("rds-cancel").await else {
+        return Ok(());
+    };
+    let (subnets, db) = (format!("{ns}-subnets"), format!("{ns}-pg"));
+    moto::subnet_group(&subnets).await?;
+    moto::postgres_instance(&db, "15.4", &subnets, &["sg-0a1"]).await?;
+    let snapshot = format!("{db}-snap");
+    moto::server()
+        .client(None)
+        .create_db_snapshot(&db, &snapshot)
+        .await?;
+    rds_profile(&client, &ns, "aws", None).await?;
+    let bp: Blueprint = serde_json::from_value(export_blueprint())?;
+    Api::<Blueprint>::namespaced(client.clone(), &ns)
+        .create(&PostParams::default(), &bp)
+        .await?;
+    config_map(
+        &client,
+        &ns,
+        json!({"instance": db, "snapshot": snapshot, "subnets": subnets}),
+    )
+    .await?;
+    let _controller = Controller::start_with(
+        &ns,
+        &[],
+        &[
+            ("AWS_ENDPOINT_URL_RDS", moto::never_available_proxy()),
+            ("BPO_RDS_WAIT_TIMEOUT", "10m"),
+        ],
+    );
+    run_action(
+        &client,
+        &ns,
+        "export",
+        "rds-export",
+        "export",
+        "aws",
+        json!({}),
+    )
+    .await?;
+    let tmp = support::poll(FINISH, || async {
+        temporary_instances(&db).await.ok()?.into_iter().next()
+    })
+    .await
+    .context("the temporary instance is made")?;
+    Api::<ActionSet>::namespaced(client.clone(), &ns)
+        .delete("export", &Default::default())
+        .await?;
+    support::poll(FINISH, || async {
+        temporary_instances(&db)
+            .await
+            .ok()?
+            .is_empty()
+            .then_some(())
+    })
+    .await
+    .with_context(|| format!("the temporary instance {tmp} is deleted"))?;
+    Ok(())
+}
