@@ -60,11 +60,26 @@ impl Gate {
 
     /// What `me` waits for; none: its start is claimed.
     fn decide(&self, ownership: &Ownership, me: &Entry) -> Option<Blocker> {
+        // Only ActionSets naming an object of the same name can conflict: a cheap filter
+        // before the annotations and keys are read (every start scans the whole store).
+        let names: HashSet<&str> = me
+            .keys
+            .iter()
+            .filter_map(|k| k.rsplit('/').next())
+            .collect();
         let mut claimed = self.claimed.lock().unwrap_or_else(|e| e.into_inner());
         let entries: Vec<Entry> = self
             .store
             .state()
             .iter()
+            .filter(|w| match w.as_ref() {
+                WatchedActionSet::Valid(a) => a
+                    .spec
+                    .iter()
+                    .flat_map(|s| &s.actions)
+                    .any(|x| names.contains(x.object.name.as_str())),
+                WatchedActionSet::Invalid { .. } => false,
+            })
             .filter_map(|w| entry(ownership, w, &claimed))
             .collect();
         let b = excl::blocker(me, &entries);
