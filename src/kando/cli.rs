@@ -188,7 +188,7 @@ fn run_output(args: &[OsString]) -> Result<(), String> {
         ));
     };
     let key = key.to_string_lossy();
-    output::validate_key(&key)?;
+    output::validate_key(&key).map_err(|e| e.to_string())?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "{}", output::line(&key, value.as_bytes()))
         .and_then(|()| out.flush())
@@ -225,15 +225,21 @@ fn run_location(l: LocationArgs) -> Result<(), String> {
     rt.block_on(async {
         match &l.command {
             LocationCommand::Push { source, .. } => {
-                let (key, n) = location::push(&profile, &l.path, source, signal()).await?;
+                let (key, n) = location::push(&profile, &l.path, source, signal())
+                    .await
+                    .map_err(|e| e.to_string())?;
                 tracing::info!(bucket = %profile.bucket, %key, bytes = n, "pushed");
             }
             LocationCommand::Pull { target, .. } => {
-                let (key, n) = location::pull(&profile, &l.path, target).await?;
+                let (key, n) = location::pull(&profile, &l.path, target)
+                    .await
+                    .map_err(|e| e.to_string())?;
                 tracing::info!(bucket = %profile.bucket, %key, bytes = n, "pulled");
             }
             LocationCommand::Delete { .. } => {
-                let (key, n) = location::delete(&profile, &l.path).await?;
+                let (key, n) = location::delete(&profile, &l.path)
+                    .await
+                    .map_err(|e| e.to_string())?;
                 tracing::info!(bucket = %profile.bucket, %key, objects = n, "deleted");
             }
         }

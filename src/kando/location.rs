@@ -31,40 +31,97 @@ use std::os::fd::AsFd as _;
 
 use crate::functions::location_delete::{self, clean_path, clean_relative};
 use crate::functions::s3::transfer::{DownloadError, UploadError};
-use crate::functions::s3::{S3Client, S3Profile};
+use crate::functions::s3::{S3Client, S3Error, S3Profile};
 
 /// The source or target that means stdin/stdout.
 pub const PIPE: &str = "-";
 
+/// Why `kando location push/pull/delete` failed: which object, which bucket or file.
+#[derive(Debug, thiserror::Error)]
+pub enum LocationError {
+    #[error("the Profile's location.prefix {0:?} climbs with `..`; name a path in the bucket")]
+    PrefixClimbs(String),
+    #[error(
+        "--path {path:?} climbs with `..` above the Profile's location.prefix {prefix:?}; name the \
+         object's path without `..`"
+    )]
+    PathClimbs { path: String, prefix: String },
+    #[error(
+        "--path names no object (it is empty and the Profile has no location.prefix): pass --path \
+         <path of the object in the bucket>"
+    )]
+    NoObject,
+    #[error(transparent)]
+    Client(Box<S3Error>),
+    #[error("Stdin must be piped when the source parameter is \"-\" (stdin is a terminal)")]
+    StdinIsTerminal,
+    #[error("cannot use {name}: {source}")]
+    StdStream {
+        name: &'static str,
+        source: std::io::Error,
+    },
+    #[error("cannot open {path}: {source}")]
+    Open {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("cannot create {path}: {source}")]
+    Create {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("writing {path}: {source}")]
+    Write {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("failed to write contents to bucket '{bucket}' (key {key:?}): {source}")]
+    Upload {
+        bucket: String,
+        key: String,
+        source: Box<UploadError>,
+    },
+    #[error("failed to read key {key:?} from bucket '{bucket}': {source}")]
+    Download {
+        bucket: String,
+        key: String,
+        source: Box<DownloadError>,
+    },
+    #[error("read {read} bytes of key {key:?} in bucket '{bucket}', which has {len}")]
+    Short {
+        bucket: String,
+        key: String,
+        read: u64,
+        len: u64,
+    },
+    #[error("Failed to delete item {key} in bucket '{bucket}': {source}")]
+    Delete {
+        bucket: String,
+        key: String,
+        source: Box<S3Error>,
+    },
+}
+
 /// The object key for `--path` under the Profile's `location.prefix` (see
 /// the module docs).
-pub fn object_key(prefix: &str, path: &str) -> Result<String, String> {
-    let prefix = clean_relative(prefix).ok_or_else(|| {
-        format!(
-            "the Profile's location.prefix {prefix:?} climbs with `..`; name a path in the bucket"
-        )
-    })?;
-    let suffix = clean_relative(path).ok_or_else(|| {
-        format!(
-            "--path {path:?} climbs with `..` above the Profile's location.prefix {prefix:?}; \
-             name the object's path without `..`"
-        )
+pub fn object_key(prefix: &str, path: &str) -> Result<String, LocationError> {
+    let prefix =
+        clean_relative(prefix).ok_or_else(|| LocationError::PrefixClimbs(prefix.to_string()))?;
+    let suffix = clean_relative(path).ok_or_else(|| LocationError::PathClimbs {
+        path: path.to_string(),
+        prefix: prefix.clone(),
     })?;
     let key = clean_path(&format!("/{prefix}/{suffix}"))
         .trim_start_matches('/')
         .to_string();
     if key.is_empty() {
-        return Err(
-            "--path names no object (it is empty and the Profile has no location.prefix): \
-             pass --path <path of the object in the bucket>"
-                .into(),
-        );
+        return Err(LocationError::NoObject);
     }
     Ok(key)
 }
 
-fn client(profile: &S3Profile) -> Result<S3Client, String> {
-    S3Client::new(&profile.config).map_err(|e| e.to_string())
+fn client(profile: &S3Profile) -> Result<S3Client, LocationError> {
+    S3Client::new(&profile.config).map_err(|e| LocationError::Client(Box::new(e)))
 }
 
 /// Uploads `source` (a file, or stdin for `-`) to `path`; returns the key
@@ -74,21 +131,17 @@ pub async fn push(
     path: &str,
     source: &str,
     cancel: impl Future<Output = String>,
-) -> Result<(String, u64), String> {
+) -> Result<(String, u64), LocationError> {
     let key = object_key(&profile.prefix, path)?;
     let client = client(profile)?;
-    let fail = |e: UploadError| {
-        format!(
-            "failed to write contents to bucket '{}' (key {key:?}): {e}",
-            profile.bucket
-        )
+    let fail = |source: UploadError| LocationError::Upload {
+        bucket: profile.bucket.clone(),
+        key: key.clone(),
+        source: Box::new(source),
     };
     let n = if source == PIPE {
         if std::io::stdin().is_terminal() {
-            return Err(
-                "Stdin must be piped when the source parameter is \"-\" (stdin is a terminal)"
-                    .into(),
-            );
+            return Err(LocationError::StdinIsTerminal);
         }
         let mut stdin = std_stream(std::io::stdin().as_fd(), "stdin")?;
         client
@@ -98,7 +151,10 @@ pub async fn push(
     } else {
         let mut file = tokio::fs::File::open(source)
             .await
-            .map_err(|e| format!("cannot open {source}: {e}"))?;
+            .map_err(|e| LocationError::Open {
+                path: source.to_string(),
+                source: e,
+            })?;
         client
             .upload(&profile.bucket, &key, &mut file, cancel)
             .await
@@ -109,14 +165,17 @@ pub async fn push(
 
 /// Downloads `path` to `target` (a file, or stdout for `-`); returns the
 /// key and the bytes written.
-pub async fn pull(profile: &S3Profile, path: &str, target: &str) -> Result<(String, u64), String> {
+pub async fn pull(
+    profile: &S3Profile,
+    path: &str,
+    target: &str,
+) -> Result<(String, u64), LocationError> {
     let key = object_key(&profile.prefix, path)?;
     let client = client(profile)?;
-    let fail = |e: DownloadError| {
-        format!(
-            "failed to read key {key:?} from bucket '{}': {e}",
-            profile.bucket
-        )
+    let fail = |source: DownloadError| LocationError::Download {
+        bucket: profile.bucket.clone(),
+        key: key.clone(),
+        source: Box::new(source),
     };
     // The object first: a missing one leaves an existing target file alone.
     let mut obj = client
@@ -127,14 +186,21 @@ pub async fn pull(profile: &S3Profile, path: &str, target: &str) -> Result<(Stri
         obj.copy_to(&mut std_stream(std::io::stdout().as_fd(), "stdout")?)
             .await
     } else {
-        let mut file = tokio::fs::File::create(target)
-            .await
-            .map_err(|e| format!("cannot create {target}: {e}"))?;
+        let mut file =
+            tokio::fs::File::create(target)
+                .await
+                .map_err(|source| LocationError::Create {
+                    path: target.to_string(),
+                    source,
+                })?;
         let n = obj.copy_to(&mut file).await;
         if n.is_ok() {
             file.sync_all()
                 .await
-                .map_err(|e| format!("writing {target}: {e}"))?;
+                .map_err(|source| LocationError::Write {
+                    path: target.to_string(),
+                    source,
+                })?;
         }
         n
     }
@@ -142,35 +208,39 @@ pub async fn pull(profile: &S3Profile, path: &str, target: &str) -> Result<(Stri
     if let Some(len) = obj.len
         && len != n
     {
-        return Err(format!(
-            "read {n} bytes of key {key:?} in bucket '{}', which has {len}",
-            profile.bucket
-        ));
+        return Err(LocationError::Short {
+            bucket: profile.bucket.clone(),
+            key,
+            read: n,
+            len,
+        });
     }
     Ok((key, n))
 }
 
 /// stdin or stdout as an async file (tokio's `fs` reads and writes it on
 /// its blocking threads, as its `io-std` would).
-fn std_stream(fd: std::os::fd::BorrowedFd<'_>, name: &str) -> Result<tokio::fs::File, String> {
+fn std_stream(
+    fd: std::os::fd::BorrowedFd<'_>,
+    name: &'static str,
+) -> Result<tokio::fs::File, LocationError> {
     let fd = fd
         .try_clone_to_owned()
-        .map_err(|e| format!("cannot use {name}: {e}"))?;
+        .map_err(|source| LocationError::StdStream { name, source })?;
     Ok(tokio::fs::File::from_std(std::fs::File::from(fd)))
 }
 
 /// Deletes the object at `path` and every object below it; returns the key
 /// and how many objects went.
-pub async fn delete(profile: &S3Profile, path: &str) -> Result<(String, usize), String> {
+pub async fn delete(profile: &S3Profile, path: &str) -> Result<(String, usize), LocationError> {
     let key = object_key(&profile.prefix, path)?;
     let client = client(profile)?;
     let n = location_delete::delete_path(&client, &profile.bucket, &key)
         .await
-        .map_err(|e| {
-            format!(
-                "Failed to delete item {key} in bucket '{}': {e}",
-                profile.bucket
-            )
+        .map_err(|source| LocationError::Delete {
+            bucket: profile.bucket.clone(),
+            key: key.clone(),
+            source: Box::new(source),
         })?;
     Ok((key, n))
 }
@@ -199,13 +269,19 @@ mod tests {
 
     #[test]
     fn keys_that_are_refused() {
-        assert!(object_key("", "").unwrap_err().contains("names no object"));
+        assert!(
+            object_key("", "")
+                .unwrap_err()
+                .to_string()
+                .contains("names no object")
+        );
         assert!(
             object_key("", "/./")
                 .unwrap_err()
+                .to_string()
                 .contains("names no object")
         );
-        let e = object_key("team-a", "../team-b/x").unwrap_err();
+        let e = object_key("team-a", "../team-b/x").unwrap_err().to_string();
         assert!(
             e.contains("climbs with `..` above the Profile's location.prefix \"team-a\""),
             "{e}"
@@ -214,6 +290,7 @@ mod tests {
         assert!(
             object_key("../x", "a")
                 .unwrap_err()
+                .to_string()
                 .contains("location.prefix")
         );
     }

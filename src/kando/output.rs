@@ -10,14 +10,21 @@
 use crate::functions::output::MARKER;
 
 /// Kanister's `output.ValidateKey` (same texts).
-pub fn validate_key(key: &str) -> Result<(), String> {
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    #[error("Key should not be empty")]
+    Empty,
+    #[error("Key should contain only alphanumeric characters and underscore (got {0:?})")]
+    Characters(String),
+}
+
+/// Kanister's `output.ValidateKey`.
+pub fn validate_key(key: &str) -> Result<(), KeyError> {
     if key.is_empty() {
-        return Err("Key should not be empty".into());
+        return Err(KeyError::Empty);
     }
     if !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-        return Err(format!(
-            "Key should contain only alphanumeric characters and underscore (got {key:?})"
-        ));
+        return Err(KeyError::Characters(key.to_string()));
     }
     Ok(())
 }
@@ -74,11 +81,15 @@ mod tests {
     #[test]
     fn keys_as_kanister_validates_them() {
         assert!(validate_key("backup_Location9").is_ok());
-        assert_eq!(validate_key("").unwrap_err(), "Key should not be empty");
+        assert_eq!(
+            validate_key("").unwrap_err().to_string(),
+            "Key should not be empty"
+        );
         for k in ["a-b", "a.b", "a b", "ä"] {
             assert!(
                 validate_key(k)
                     .unwrap_err()
+                    .to_string()
                     .starts_with("Key should contain only alphanumeric characters and underscore"),
                 "{k}"
             );
