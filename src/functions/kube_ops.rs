@@ -193,7 +193,7 @@ fn describe(obj: &DynamicObject) -> String {
 async fn resolve(client: &kube::Client, r: &ObjectReference) -> Result<Resolved, FunctionError> {
     objref::resolve(client, r)
         .await
-        .map_err(|m| FunctionError::failed(NAME, m))
+        .map_err(|e| FunctionError::failed(NAME, e.to_string()))
 }
 
 fn kerr(action: String, e: kube::Error) -> FunctionError {

@@ -28,13 +28,15 @@ impl Resolved {
 }
 
 /// Group and version from `apiVersion` (`v1`, `apps/v1`) and `group`.
-pub fn group_version(api_version: &str, group: &str) -> Result<(String, String), String> {
+pub fn group_version(api_version: &str, group: &str) -> Result<(String, String), ObjRefError> {
     match api_version.split_once('/') {
         Some((g, v)) => {
             if !group.is_empty() && group != g {
-                return Err(format!(
-                    "apiVersion {api_version:?} names group {g:?} but group is {group:?}"
-                ));
+                return Err(ObjRefError::GroupMismatch {
+                    api_version: api_version.into(),
+                    in_version: g.into(),
+                    group: group.into(),
+                });
             }
             Ok((g.to_string(), v.to_string()))
         }
@@ -42,31 +44,48 @@ pub fn group_version(api_version: &str, group: &str) -> Result<(String, String),
     }
 }
 
+/// Why an object reference does not name an API resource this cluster serves.
+#[derive(Debug, thiserror::Error)]
+pub enum ObjRefError {
+    #[error("apiVersion {api_version:?} names group {in_version:?} but group is {group:?}")]
+    GroupMismatch {
+        api_version: String,
+        in_version: String,
+        group: String,
+    },
+    #[error("objectReference needs `resource` (e.g. deployments) or `kind`")]
+    NoResourceOrKind,
+    #[error("discovering {what}: {}", crate::kube_error::Describe(.source))]
+    Discovery {
+        what: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error(
+        "the API server does not serve {what} in {api_version} (check apiVersion/group/resource)"
+    )]
+    NotServed { what: String, api_version: String },
+}
+
 /// Resolve via discovery: by `resource` (plural, singular or lowercase kind)
 /// when given, else by `kind`. An empty version means the group's preferred one.
-pub async fn resolve(client: &Client, r: &ObjectReference) -> Result<Resolved, String> {
+pub async fn resolve(client: &Client, r: &ObjectReference) -> Result<Resolved, ObjRefError> {
     let (group, mut version) = group_version(&r.api_version, &r.group)?;
     if r.resource.is_empty() && r.kind.is_empty() {
-        return Err("objectReference needs `resource` (e.g. deployments) or `kind`".into());
+        return Err(ObjRefError::NoResourceOrKind);
     }
+    let discovering = |what: String| move |source| ObjRefError::Discovery { what, source };
     if version.is_empty() {
-        let g = discovery::group(client, &group).await.map_err(|e| {
-            format!(
-                "discovering API group {group:?}: {}",
-                crate::kube_error::Describe(&e)
-            )
-        })?;
+        let g = discovery::group(client, &group)
+            .await
+            .map_err(discovering(format!("API group {group:?}")))?;
         version = g.preferred_version_or_latest().to_string();
     }
     let gv = GroupVersion::gv(&group, &version);
     let found: Option<(ApiResource, ApiCapabilities)> = if !r.resource.is_empty() {
-        let g = discovery::pinned_group(client, &gv).await.map_err(|e| {
-            format!(
-                "discovering API {}: {}",
-                gv.api_version(),
-                crate::kube_error::Describe(&e)
-            )
-        })?;
+        let g = discovery::pinned_group(client, &gv)
+            .await
+            .map_err(discovering(format!("API {}", gv.api_version())))?;
         let want = r.resource.to_ascii_lowercase();
         g.versioned_resources(&version)
             .into_iter()
@@ -77,12 +96,7 @@ pub async fn resolve(client: &Client, r: &ObjectReference) -> Result<Resolved, S
             Ok(x) => Some(x),
             Err(kube::Error::Discovery(_)) => None,
             Err(e) => {
-                return Err(format!(
-                    "discovering {} {}: {}",
-                    gv.api_version(),
-                    r.kind,
-                    crate::kube_error::Describe(&e)
-                ));
+                return Err(discovering(format!("{} {}", gv.api_version(), r.kind))(e));
             }
         }
     };
@@ -92,10 +106,10 @@ pub async fn resolve(client: &Client, r: &ObjectReference) -> Result<Resolved, S
         } else {
             format!("resource {}", r.resource)
         };
-        format!(
-            "the API server does not serve {what} in {} (check apiVersion/group/resource)",
-            gv.api_version()
-        )
+        ObjRefError::NotServed {
+            what,
+            api_version: gv.api_version(),
+        }
     })?;
     Ok(Resolved {
         resource,

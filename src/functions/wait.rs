@@ -175,7 +175,7 @@ async fn evaluate(
         *resolved = Some(
             objref::resolve(&ctx.client, &c.object)
                 .await
-                .map_err(Eval::NotYet)?,
+                .map_err(|e| Eval::NotYet(e.to_string()))?,
         );
     }
     let res = resolved
