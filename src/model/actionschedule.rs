@@ -215,9 +215,12 @@ pub struct ActionScheduleStatus {
     pub active: Vec<RunReference>,
     #[serde(default)]
     pub active_count: u32,
-    /// Failed runs since the newest complete one.
+    /// Failed runs since the newest complete one, those rotated away included.
     #[serde(default)]
     pub consecutive_failures: u32,
+    /// Nominal time of the newest run that failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_failed_time: Option<Time>,
     /// Ticks not started because they were missed (controller down, deadline).
     #[serde(default)]
     pub missed_runs: u64,

@@ -333,12 +333,24 @@ pub fn schedule_label_value(schedule: &str) -> String {
 pub struct Summary {
     /// Active runs, oldest first.
     pub active: Vec<RunRecord>,
-    /// Failed runs newer than the newest complete one.
+    /// Failed runs since the newest complete one, removed ones included.
     pub consecutive_failures: u32,
+    /// Nominal time of the newest failed run counted.
+    pub last_failed: Option<DateTime<Utc>>,
     pub last_successful: Option<DateTime<Utc>>,
 }
 
-pub fn summarize(runs: &[RunRecord]) -> Summary {
+/// What the status recorded at the previous reconcile. Rotation removes failed runs beyond
+/// `keepFailed`, so failures are counted on from here, never recounted from the runs left (with
+/// the default keepFailed of 2 a recount could never reach 3).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Counted {
+    pub consecutive_failures: u32,
+    pub last_failed: Option<DateTime<Utc>>,
+    pub last_successful: Option<DateTime<Utc>>,
+}
+
+pub fn summarize(runs: &[RunRecord], counted: &Counted) -> Summary {
     let mut mine: Vec<&RunRecord> = runs
         .iter()
         .filter(|r| r.ours && r.trigger != Trigger::Delete)
@@ -353,16 +365,24 @@ pub fn summarize(runs: &[RunRecord]) -> Summary {
         .iter()
         .filter(|r| r.state == RunState::Complete)
         .map(|r| r.scheduled_time)
-        .max();
-    let consecutive_failures = mine
+        .max()
+        .max(counted.last_successful);
+    // The failures counted before still stand unless a run succeeded after them.
+    let carried = match (counted.last_failed, last_successful) {
+        (Some(failed), Some(ok)) if ok > failed => 0,
+        (Some(_), _) => counted.consecutive_failures,
+        (None, _) => 0,
+    };
+    let since = last_successful.max(counted.last_failed);
+    let new_failures: Vec<DateTime<Utc>> = mine
         .iter()
-        .rev()
-        .filter(|r| r.state.is_terminal())
-        .take_while(|r| r.state == RunState::Failed)
-        .count() as u32;
+        .filter(|r| r.state == RunState::Failed && Some(r.scheduled_time) > since)
+        .map(|r| r.scheduled_time)
+        .collect();
     Summary {
         active,
-        consecutive_failures,
+        consecutive_failures: carried + new_failures.len() as u32,
+        last_failed: new_failures.last().copied().or(counted.last_failed),
         last_successful,
     }
 }
@@ -674,9 +694,45 @@ mod tests {
             run("c", "2026-06-01T02:00:00Z", RunState::Failed),
             run("d", "2026-06-01T03:00:00Z", RunState::Running),
         ];
-        let s = summarize(&runs);
+        let s = summarize(&runs, &Counted::default());
         assert_eq!(s.consecutive_failures, 2);
+        assert_eq!(s.last_failed, Some(t("2026-06-01T02:00:00Z")));
         assert_eq!(s.last_successful, Some(t("2026-06-01T00:00:00Z")));
         assert_eq!(s.active.len(), 1);
+    }
+
+    /// keepFailed 1: each reconcile sees only the newest failed run, yet the count goes on.
+    #[test]
+    fn failures_rotated_away_still_count_until_a_run_succeeds() {
+        let ok = run("a", "2026-06-01T00:00:00Z", RunState::Complete);
+        let mut counted = Counted::default();
+        let mut seen = Vec::new();
+        for (name, at, state) in [
+            ("b", "2026-06-01T01:00:00Z", RunState::Failed),
+            ("c", "2026-06-01T02:00:00Z", RunState::Failed),
+            ("c", "2026-06-01T02:00:00Z", RunState::Failed), // a reconcile with nothing new
+            ("d", "2026-06-01T03:00:00Z", RunState::Failed),
+            ("e", "2026-06-01T04:00:00Z", RunState::Complete),
+            ("f", "2026-06-01T05:00:00Z", RunState::Failed),
+        ] {
+            let newest_ok = if state == RunState::Complete {
+                run(name, at, state)
+            } else {
+                ok.clone()
+            };
+            let runs = [newest_ok, run(name, at, state)];
+            let s = summarize(&runs, &counted);
+            counted = Counted {
+                consecutive_failures: s.consecutive_failures,
+                last_failed: s.last_failed,
+                last_successful: s.last_successful,
+            };
+            seen.push(s.consecutive_failures);
+        }
+        assert_eq!(seen, [1, 2, 2, 3, 0, 1]);
+        // The count stays when the failed runs are deleted and nothing runs.
+        let s = summarize(&[], &counted);
+        assert_eq!(s.consecutive_failures, 1);
+        assert_eq!(s.last_successful, Some(t("2026-06-01T04:00:00Z")));
     }
 }

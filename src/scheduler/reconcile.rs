@@ -166,6 +166,8 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
     apply::create_runs(&ctx, &s, &actionsets, &labels, &p.create, &mut runs).await?;
     apply::announce_skips(&ctx, &s, &labels, &p.skips).await;
     status::record_plan(&mut status, &p);
+    // Summarized before rotation, so a run that failed is counted before it is rotated away.
+    let sum = plan::summarize(&runs, &status::counted(&old));
 
     // Select what to rotate, then rotate it.
     let policy = Policy::from_spec(&s.spec.retention, schedule.time_zone());
@@ -188,7 +190,6 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
     status.retention.removing = rotation.removing;
 
     // Summary.
-    let sum = plan::summarize(&runs);
     if sum.consecutive_failures > old.consecutive_failures {
         publish(
             &ctx,
@@ -204,7 +205,7 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
         .consecutive_failures
         .get_or_create(&labels)
         .set(i64::from(sum.consecutive_failures));
-    status::record_summary(&mut status, &sum, &old);
+    status::record_summary(&mut status, &sum);
     status.conditions = vec![status::ready(
         s.spec.suspend,
         p.next,

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use serde_json::{Value, json};
 
-use super::plan::{Plan, RunRecord, Skip, Summary};
+use super::plan::{self, Plan, RunRecord, Skip, Summary};
 use super::retention::{self, Policy};
 use crate::model::{ActionScheduleStatus, RotationEntry, RunReference, SkippedRun};
 
@@ -132,13 +132,8 @@ pub(super) fn record_plan(status: &mut ActionScheduleStatus, p: &Plan) {
     status.next_schedule_time = p.next.and_then(to_time);
 }
 
-/// Active runs, failures and the last success; `old` keeps the last success
-/// of a run that was rotated since.
-pub(super) fn record_summary(
-    status: &mut ActionScheduleStatus,
-    sum: &Summary,
-    old: &ActionScheduleStatus,
-) {
+/// Active runs, failures and the last success.
+pub(super) fn record_summary(status: &mut ActionScheduleStatus, sum: &Summary) {
     status.active = sum
         .active
         .iter()
@@ -150,8 +145,17 @@ pub(super) fn record_summary(
         .collect();
     status.active_count = status.active.len() as u32;
     status.consecutive_failures = sum.consecutive_failures;
-    let prev_success = old.last_successful_time.as_ref().and_then(from_time);
-    status.last_successful_time = sum.last_successful.max(prev_success).and_then(to_time);
+    status.last_failed_time = sum.last_failed.and_then(to_time);
+    status.last_successful_time = sum.last_successful.and_then(to_time);
+}
+
+/// What the previous status counted, for [`plan::summarize`].
+pub(super) fn counted(old: &ActionScheduleStatus) -> plan::Counted {
+    plan::Counted {
+        consecutive_failures: old.consecutive_failures,
+        last_failed: old.last_failed_time.as_ref().and_then(from_time),
+        last_successful: old.last_successful_time.as_ref().and_then(from_time),
+    }
 }
 
 /// `status.retention.nextRotation`: what the next rotation would remove once
