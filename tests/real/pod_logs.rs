@@ -17,6 +17,9 @@ const PASSWORD: &str = "r3al-pa55word";
 #[tokio::test]
 #[ignore = "real tier: tools/test.sh --real"]
 async fn a_failed_phase_leaves_its_last_log_lines_redacted_after_its_pod_is_deleted() {
+    // The script writes stderr into stdout's pipe (`exec 2>&1`): containerd copies the two
+    // streams into the log by separate goroutines, so under load an stderr line can land before
+    // stdout lines written earlier, and "the last 20 lines" would not be the last ones written.
     let ns = app_with_volume("podlog").await;
     apply_yaml(&format!(
         r#"apiVersion: v1
@@ -38,6 +41,7 @@ actions:
         - bash
         - -c
         - |
+          exec 2>&1
           for i in $(seq 1 40); do echo "line $i"; done
           echo 'connecting with {{{{ index .Secrets.db.Data "password" | toString }}}}'
           echo "fatal: disk full" >&2
