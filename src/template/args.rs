@@ -1,6 +1,7 @@
 //! Argument checks and conversions shared by every template function
 //! (Go's and sprig's conversion rules), and the context a call may need.
 
+use super::error::FuncError;
 use super::limits::check_len;
 use super::print::fmt_v;
 use super::value::{GoTime, Value};
@@ -10,37 +11,35 @@ pub struct Ctx<'a> {
     pub now: &'a GoTime,
 }
 
-pub type FnResult = Result<Value, String>;
+pub type FnResult = Result<Value, FuncError>;
 
-pub fn arity(name: &str, args: &[Value], n: usize) -> Result<(), String> {
+pub fn arity(name: &str, args: &[Value], n: usize) -> Result<(), FuncError> {
     if args.len() != n {
-        return Err(format!(
-            "wrong number of args for {name}: want {n} got {}",
-            args.len()
-        ));
+        return Err(FuncError::Arity {
+            name: name.to_string(),
+            want: n,
+            got: args.len(),
+        });
     }
     Ok(())
 }
 
-pub fn at_least(name: &str, args: &[Value], n: usize) -> Result<(), String> {
+pub fn at_least(name: &str, args: &[Value], n: usize) -> Result<(), FuncError> {
     if args.len() < n {
-        return Err(format!(
-            "wrong number of args for {name}: want at least {n} got {}",
-            args.len()
-        ));
+        return Err(FuncError::ArityAtLeast {
+            name: name.to_string(),
+            want: n,
+            got: args.len(),
+        });
     }
     Ok(())
 }
 
 /// A `string` parameter (Go does not convert other types).
-pub fn s(v: &Value) -> Result<&str, String> {
+pub fn s(v: &Value) -> Result<&str, FuncError> {
     match v {
         Value::Str(x) => Ok(x),
-        Value::Nil => Err("invalid value; expected string".into()),
-        other => Err(format!(
-            "wrong type for value; expected string; got {}",
-            other.type_name()
-        )),
+        other => Err(FuncError::wrong_type("string", other)),
     }
 }
 
@@ -86,12 +85,12 @@ pub fn empty(v: &Value) -> bool {
 }
 
 /// sprig `strslice`, refused when the strings together exceed `MAX_STRING`.
-pub fn strslice(v: &Value) -> Result<Vec<String>, String> {
+pub fn strslice(v: &Value) -> Result<Vec<String>, FuncError> {
     let mut total = 0usize;
     let mut add = |s: String| {
         total += s.len();
         check_len(total, "the list of strings")?;
-        Ok::<_, String>(s)
+        Ok::<_, FuncError>(s)
     };
     match v {
         Value::List(l, _) => l
@@ -106,7 +105,7 @@ pub fn strslice(v: &Value) -> Result<Vec<String>, String> {
 }
 
 /// Join with `sep`, refusing a result longer than `MAX_STRING`.
-pub fn join_bounded(parts: impl Iterator<Item = String>, sep: &str) -> Result<String, String> {
+pub fn join_bounded(parts: impl Iterator<Item = String>, sep: &str) -> Result<String, FuncError> {
     let mut out = String::new();
     for (i, p) in parts.enumerate() {
         if i > 0 {
@@ -119,13 +118,9 @@ pub fn join_bounded(parts: impl Iterator<Item = String>, sep: &str) -> Result<St
 }
 
 /// An `int` parameter (Go does not convert other types).
-pub fn int(v: &Value) -> Result<i64, String> {
+pub fn int(v: &Value) -> Result<i64, FuncError> {
     match v {
         Value::Int(i) => Ok(*i),
-        Value::Nil => Err("invalid value; expected int".into()),
-        other => Err(format!(
-            "wrong type for value; expected int; got {}",
-            other.type_name()
-        )),
+        other => Err(FuncError::wrong_type("int", other)),
     }
 }

@@ -2,6 +2,7 @@
 //! `not`, `len`, `index`, `print`, `printf`, `println` and the comparisons.
 
 use super::args::{FnResult, arity, at_least, s};
+use super::error::FuncError;
 use super::print::{fmt_v, sprint, sprintf, sprintln};
 use super::value::Value;
 use std::sync::Arc;
@@ -36,17 +37,21 @@ fn kind(v: &Value) -> Kind {
 
 pub fn eq(args: &[Value]) -> FnResult {
     let Some((a, rest)) = args.split_first() else {
-        return Err("wrong number of args for eq: want at least 1 got 0".into());
+        return Err(FuncError::ArityAtLeast {
+            name: "eq".into(),
+            want: 1,
+            got: 0,
+        });
     };
     if rest.is_empty() {
-        return Err("missing argument for comparison".into());
+        return Err(FuncError::MissingComparand);
     }
     let ka = kind(a);
     for b in rest {
         let kb = kind(b);
         let truth = if ka != kb {
             if ka != Kind::Invalid && kb != Kind::Invalid {
-                return Err("incompatible types for comparison".into());
+                return Err(FuncError::IncompatibleTypes);
             }
             false
         } else {
@@ -59,12 +64,11 @@ pub fn eq(args: &[Value]) -> FnResult {
                 (Value::NilPtr(x), Value::NilPtr(y)) => x == y,
                 (Value::Struct(x), Value::Struct(y)) => {
                     if x.ty != y.ty {
-                        return Err(format!(
-                            "non-comparable types {}: {}, {}: {}",
+                        return Err(FuncError::NonComparableTypes(
                             fmt_v(a),
                             a.type_name(),
                             b.type_name(),
-                            fmt_v(b)
+                            fmt_v(b),
                         ));
                     }
                     x == y
@@ -74,21 +78,16 @@ pub fn eq(args: &[Value]) -> FnResult {
                 (Value::Semver(x, true), Value::Semver(y, true)) => Arc::ptr_eq(x, y),
                 (Value::Semver(x, false), Value::Semver(y, false)) => x == y,
                 (Value::Semver(..), Value::Semver(..)) => {
-                    return Err(format!(
-                        "incompatible types for comparison: {} and {}",
-                        a.type_name(),
-                        b.type_name()
-                    ));
+                    return Err(FuncError::IncompatibleTypesOf(a.type_name(), b.type_name()));
                 }
                 (Value::NilPtr(_), Value::Struct(_)) | (Value::Struct(_), Value::NilPtr(_)) => {
                     false
                 }
                 _ => {
-                    return Err(format!(
-                        "non-comparable type {}: {}",
-                        fmt_v(a),
-                        a.type_name()
-                    ));
+                    return Err(FuncError::NonComparable {
+                        value: fmt_v(a),
+                        ty: a.type_name(),
+                    });
                 }
             }
         };
@@ -99,48 +98,49 @@ pub fn eq(args: &[Value]) -> FnResult {
     Ok(Value::Bool(false))
 }
 
-fn lt(a: &Value, b: &Value) -> Result<bool, String> {
+fn lt(a: &Value, b: &Value) -> Result<bool, FuncError> {
     let (ka, kb) = (kind(a), kind(b));
     if ka != kb {
-        return Err("incompatible types for comparison".into());
+        return Err(FuncError::IncompatibleTypes);
     }
     match (a, b) {
         (Value::Int(x), Value::Int(y)) => Ok(x < y),
         (Value::Float(x), Value::Float(y)) => Ok(x < y),
         (Value::Str(x), Value::Str(y)) => Ok(x < y),
-        _ => Err("invalid type for comparison".into()),
+        _ => Err(FuncError::BadComparisonType),
     }
 }
 
 fn index(args: &[Value]) -> FnResult {
     let Some((item, idx)) = args.split_first() else {
-        return Err("wrong number of args for index: want at least 1 got 0".into());
+        return Err(FuncError::ArityAtLeast {
+            name: "index".into(),
+            want: 1,
+            got: 0,
+        });
     };
     let mut cur = item.clone();
     for i in idx {
         cur = match (&cur, i) {
-            (Value::Nil, _) => return Err("index of untyped nil".into()),
-            (Value::NilPtr(_), _) => return Err("index of nil pointer".into()),
+            (Value::Nil, _) => return Err(FuncError::IndexOfNil("untyped nil")),
+            (Value::NilPtr(_), _) => return Err(FuncError::IndexOfNil("nil pointer")),
             (Value::List(l, _), Value::Int(n)) => usize::try_from(*n)
                 .ok()
                 .and_then(|n| l.get(n).cloned())
-                .ok_or_else(|| format!("index out of range: {n}"))?,
+                .ok_or(FuncError::IndexOutOfRange(*n))?,
             (Value::Bytes(b), Value::Int(n)) => usize::try_from(*n)
                 .ok()
                 .and_then(|n| b.get(n).map(|x| Value::Int(*x as i64)))
-                .ok_or_else(|| format!("index out of range: {n}"))?,
+                .ok_or(FuncError::IndexOutOfRange(*n))?,
             (Value::Str(x), Value::Int(n)) => usize::try_from(*n)
                 .ok()
                 .and_then(|n| x.as_bytes().get(n).map(|x| Value::Int(*x as i64)))
-                .ok_or_else(|| format!("index out of range: {n}"))?,
+                .ok_or(FuncError::IndexOutOfRange(*n))?,
             (Value::List(..) | Value::Bytes(_) | Value::Str(_), Value::Nil) => {
-                return Err("cannot index slice/array with nil".into());
+                return Err(FuncError::IndexWithNil);
             }
             (Value::List(..) | Value::Bytes(_) | Value::Str(_), other) => {
-                return Err(format!(
-                    "cannot index slice/array with type {}",
-                    other.type_name()
-                ));
+                return Err(FuncError::IndexWithType(other.type_name()));
             }
             (Value::Map(m), Value::Str(k)) => m
                 .entries
@@ -148,15 +148,12 @@ fn index(args: &[Value]) -> FnResult {
                 .cloned()
                 .unwrap_or_else(|| m.zero.clone()),
             (Value::Map(_), Value::Nil) => {
-                return Err("value is nil; should be of type string".into());
+                return Err(FuncError::NilKey);
             }
             (Value::Map(_), other) => {
-                return Err(format!(
-                    "value has type {}; should be string",
-                    other.type_name()
-                ));
+                return Err(FuncError::KeyType(other.type_name()));
             }
-            (other, _) => return Err(format!("can't index item of type {}", other.type_name())),
+            (other, _) => return Err(FuncError::CannotIndex(other.type_name())),
         };
     }
     Ok(cur)
@@ -169,8 +166,8 @@ fn len(args: &[Value]) -> FnResult {
         Value::Bytes(b) => b.len(),
         Value::List(l, _) => l.len(),
         Value::Map(m) => m.entries.len(),
-        Value::Nil => return Err("len of nil pointer".into()),
-        other => return Err(format!("len of type {}", other.type_name())),
+        Value::Nil => return Err(FuncError::LenOfNil),
+        other => return Err(FuncError::LenOfType(other.type_name())),
     } as i64))
 }
 
@@ -179,7 +176,7 @@ pub fn call(name: &str, args: &[Value]) -> Option<FnResult> {
     call_known(name, args).transpose()
 }
 
-fn call_known(name: &str, args: &[Value]) -> Result<Option<Value>, String> {
+fn call_known(name: &str, args: &[Value]) -> Result<Option<Value>, FuncError> {
     let r = match name {
         "not" => {
             arity(name, args, 1)?;

@@ -99,20 +99,20 @@ impl State<'_> {
         let size = match v {
             Value::Str(s) => {
                 if s.len() > MAX_STRING {
-                    return self.err(limits::string_too_long(&what()));
+                    return self.err(limits::string_too_long(&what()).to_string());
                 }
                 s.len()
             }
             Value::Bytes(b) => b.len(),
             Value::List(l, _) => {
                 if l.len() > MAX_LIST {
-                    return self.err(limits::list_too_long(&what()));
+                    return self.err(limits::list_too_long(&what()).to_string());
                 }
                 l.len()
             }
             Value::Map(m) => {
                 if m.entries.len() > MAX_LIST {
-                    return self.err(limits::list_too_long(&what()));
+                    return self.err(limits::list_too_long(&what()).to_string());
                 }
                 m.entries.len()
             }
@@ -459,7 +459,8 @@ impl State<'_> {
 
     fn method_err<T>(&self, name: &str, e: MethodError) -> R<T> {
         match e {
-            MethodError::NoField(m) | MethodError::Args(m) => self.err(m),
+            MethodError::NoField(m) => self.err(m),
+            MethodError::Args(e) => self.err(e.to_string()),
             MethodError::Call(m) => self.err(format!("error calling {name}: {m}")),
         }
     }

@@ -3,6 +3,7 @@
 //! the module that implements it.
 
 use super::args::{Ctx, FnResult};
+use super::error::FuncError;
 use super::value::Value;
 use super::{
     builtins, sprig_core, sprig_crypto, sprig_lists, sprig_other, sprig_semver, sprig_strings,
@@ -146,7 +147,7 @@ pub fn call(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
         .or_else(|| sprig_crypto::call(name, args, ctx))
         // Last: it answers every name (with "not defined").
         .or_else(|| sprig_strings::call(name, args))
-        .unwrap_or_else(|| Err(format!("function {name:?} not defined")))
+        .unwrap_or_else(|| Err(FuncError::NotDefined(name.to_string())))
 }
 
 #[cfg(test)]

@@ -218,7 +218,7 @@ fn lex_action(
                 pos += 1;
             }
             '"' => {
-                let (s, n) = lex_quote(rest).map_err(|e| (line, e))?;
+                let (s, n) = lex_quote(rest).map_err(|e| (line, e.to_string()))?;
                 push(toks, Tok::Str(s));
                 pos += n;
             }
@@ -232,7 +232,7 @@ fn lex_action(
                 pos += end + 2;
             }
             '\'' => {
-                let (s, n) = lex_char(rest).map_err(|e| (line, e))?;
+                let (s, n) = lex_char(rest).map_err(|e| (line, e.to_string()))?;
                 push(toks, Tok::Char(s));
                 pos += n;
             }
@@ -364,15 +364,26 @@ fn scan_number(s: &str) -> usize {
     i
 }
 
-fn lex_quote(s: &str) -> Result<(String, usize), String> {
+/// Why a quoted string or character constant does not lex (Go's texts).
+#[derive(Debug, thiserror::Error)]
+enum QuoteError {
+    #[error("unterminated quoted string")]
+    UnterminatedString,
+    #[error("unterminated character constant")]
+    UnterminatedChar,
+    #[error("invalid syntax")]
+    Syntax,
+}
+
+fn lex_quote(s: &str) -> Result<(String, usize), QuoteError> {
     let mut out = String::new();
     let mut it = s.char_indices().skip(1).peekable();
     while let Some((i, c)) = it.next() {
         match c {
             '"' => return Ok((out, i + 1)),
-            '\n' => return Err("unterminated quoted string".into()),
+            '\n' => return Err(QuoteError::UnterminatedString),
             '\\' => {
-                let (_, e) = it.next().ok_or("unterminated quoted string")?;
+                let (_, e) = it.next().ok_or(QuoteError::UnterminatedString)?;
                 match e {
                     'n' => out.push('\n'),
                     't' => out.push('\t'),
@@ -391,37 +402,37 @@ fn lex_quote(s: &str) -> Result<(String, usize), String> {
                         };
                         let mut v = 0u32;
                         for _ in 0..n {
-                            let (_, h) = it.next().ok_or("unterminated quoted string")?;
-                            v = v * 16 + h.to_digit(16).ok_or("invalid syntax")?;
+                            let (_, h) = it.next().ok_or(QuoteError::UnterminatedString)?;
+                            v = v * 16 + h.to_digit(16).ok_or(QuoteError::Syntax)?;
                         }
                         if e == 'x' {
                             // A raw byte; only ASCII is representable here.
-                            out.push(char::from_u32(v).ok_or("invalid syntax")?);
+                            out.push(char::from_u32(v).ok_or(QuoteError::Syntax)?);
                         } else {
-                            out.push(char::from_u32(v).ok_or("invalid syntax")?);
+                            out.push(char::from_u32(v).ok_or(QuoteError::Syntax)?);
                         }
                     }
                     '0'..='7' => {
                         let mut v = e.to_digit(8).unwrap_or(0);
                         for _ in 0..2 {
-                            let (_, h) = it.next().ok_or("unterminated quoted string")?;
-                            v = v * 8 + h.to_digit(8).ok_or("invalid syntax")?;
+                            let (_, h) = it.next().ok_or(QuoteError::UnterminatedString)?;
+                            v = v * 8 + h.to_digit(8).ok_or(QuoteError::Syntax)?;
                         }
                         if v > 255 {
-                            return Err("invalid syntax".into());
+                            return Err(QuoteError::Syntax);
                         }
-                        out.push(char::from_u32(v).ok_or("invalid syntax")?);
+                        out.push(char::from_u32(v).ok_or(QuoteError::Syntax)?);
                     }
-                    _ => return Err("invalid syntax".into()),
+                    _ => return Err(QuoteError::Syntax),
                 }
             }
             c => out.push(c),
         }
     }
-    Err("unterminated quoted string".into())
+    Err(QuoteError::UnterminatedString)
 }
 
-fn lex_char(s: &str) -> Result<(String, usize), String> {
+fn lex_char(s: &str) -> Result<(String, usize), QuoteError> {
     let mut escaped = false;
     for (i, c) in s.char_indices().skip(1) {
         if escaped {
@@ -435,5 +446,5 @@ fn lex_char(s: &str) -> Result<(String, usize), String> {
             _ => {}
         }
     }
-    Err("unterminated character constant".into())
+    Err(QuoteError::UnterminatedChar)
 }

@@ -28,6 +28,7 @@
 mod args;
 mod builtins;
 mod encoding;
+mod error;
 mod exec;
 mod funcs;
 mod gotime;

@@ -17,6 +17,31 @@ static VERSION_RE: LazyLock<Regex> = LazyLock::new(|| {
 static PART_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(&format!("^({PART})$")).expect("semver part regex"));
 
+/// Why a version or a constraint does not parse, or a method cannot run; the texts are
+/// Masterminds/semver's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SemverError {
+    #[error("Invalid Semantic Version")]
+    InvalidVersion,
+    /// A number beyond int64 (Go `strconv.ParseInt`).
+    #[error("Error parsing version segment: strconv.ParseInt: parsing {0:?}: value out of range")]
+    Segment(String),
+    #[error("Invalid Prerelease string")]
+    InvalidPrerelease,
+    #[error("Invalid Metadata string")]
+    InvalidMetadata,
+    #[error("improper constraint: {0}")]
+    ImproperConstraint(String),
+    /// Go words every failure to parse a constraint's version the same way.
+    #[error("constraint Parser Error")]
+    ConstraintVersion,
+    /// A method that changes the version in place; our values are immutable.
+    #[error(
+        "{0} is not supported here (it changes the version in place); use semver to parse a new version"
+    )]
+    InPlace(String),
+}
+
 /// A semantic version (`*semver.Version` in Go).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Version {
@@ -30,19 +55,15 @@ pub struct Version {
 }
 
 /// Go `strconv.ParseInt(x, 10, 64)` on ASCII digits, with its error text.
-fn parse_segment(x: &str) -> Result<i64, String> {
-    x.parse().map_err(|_| {
-        format!(
-            "Error parsing version segment: strconv.ParseInt: parsing {x:?}: value out of range"
-        )
-    })
+fn parse_segment(x: &str) -> Result<i64, SemverError> {
+    x.parse().map_err(|_| SemverError::Segment(x.to_string()))
 }
 
 impl Version {
     /// Go `NewVersion`.
-    pub fn parse(v: &str) -> Result<Version, String> {
+    pub fn parse(v: &str) -> Result<Version, SemverError> {
         let Some(m) = VERSION_RE.captures(v) else {
-            return Err("Invalid Semantic Version".into());
+            return Err(SemverError::InvalidVersion);
         };
         let group = |i: usize| m.get(i).map_or("", |g| g.as_str());
         let dotted = |i: usize| match group(i) {
@@ -100,18 +121,18 @@ impl Version {
         n.derived(self.v_prefix())
     }
 
-    pub fn set_prerelease(&self, pre: &str) -> Result<Version, String> {
+    pub fn set_prerelease(&self, pre: &str) -> Result<Version, SemverError> {
         if !pre.is_empty() && !PART_RE.is_match(pre) {
-            return Err("Invalid Prerelease string".into());
+            return Err(SemverError::InvalidPrerelease);
         }
         let mut n = self.clone();
         n.pre = pre.to_string();
         Ok(n.derived(self.v_prefix()))
     }
 
-    pub fn set_metadata(&self, meta: &str) -> Result<Version, String> {
+    pub fn set_metadata(&self, meta: &str) -> Result<Version, SemverError> {
         if !meta.is_empty() && !PART_RE.is_match(meta) {
-            return Err("Invalid Metadata string".into());
+            return Err(SemverError::InvalidMetadata);
         }
         let mut n = self.clone();
         n.metadata = meta.to_string();

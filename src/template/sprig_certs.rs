@@ -6,6 +6,7 @@
 use super::args::int;
 use super::args::{Ctx, FnResult, arity, s};
 use super::encoding::go_b64_decode;
+use super::error::FuncError;
 use super::print::{fmt_v, go_quote};
 use super::sprig_crypto::{new_rsa_key, pem_decode, pem_encode, rsa_key_pem};
 use super::sprig_other::random_bytes;
@@ -54,7 +55,7 @@ pub fn call(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
             arity(name, args, 2)?;
             build_custom_cert(s(&args[0])?, s(&args[1])?)
         }
-        other => Err(format!("function {other:?} not defined")),
+        other => Err(FuncError::NotDefined(other.to_string())),
     }
 }
 
@@ -73,32 +74,27 @@ fn certificate_value(cert: String, key: String) -> Value {
 }
 
 /// A `certificate` parameter: only sprig's own results have that type.
-fn certificate_arg(v: &Value) -> Result<(&str, &str), String> {
-    fn text<'a>(st: &'a GoStruct, name: &str) -> Result<&'a str, String> {
+fn certificate_arg(v: &Value) -> Result<(&str, &str), FuncError> {
+    fn text<'a>(st: &'a GoStruct, name: &str) -> Result<&'a str, FuncError> {
         match st.get(name) {
             Some(Value::Str(x)) => Ok(x),
-            _ => Err(format!("invalid value; expected {CERT_TYPE}")),
+            _ => Err(FuncError::Nil {
+                expected: CERT_TYPE,
+            }),
         }
     }
     match v {
         Value::Struct(st) if st.ty == CERT_TYPE => Ok((text(st, "Cert")?, text(st, "Key")?)),
-        Value::Nil => Err(format!("invalid value; expected {CERT_TYPE}")),
-        other => Err(format!(
-            "wrong type for value; expected {CERT_TYPE}; got {}",
-            other.type_name()
-        )),
+        other => Err(FuncError::wrong_type(CERT_TYPE, other)),
     }
 }
 
 /// A `[]interface{}` parameter (nil is an empty slice; `[]string` is refused).
-fn iface_list(v: &Value) -> Result<&[Value], String> {
+fn iface_list(v: &Value) -> Result<&[Value], FuncError> {
     match v {
         Value::Nil => Ok(&[]),
         Value::List(items, ty) if &*ty.name == "[]interface {}" => Ok(items),
-        other => Err(format!(
-            "wrong type for value; expected []interface {{}}; got {}",
-            other.type_name()
-        )),
+        other => Err(FuncError::wrong_type_of("[]interface {}", other)),
     }
 }
 
@@ -110,31 +106,26 @@ fn base_template(
     days: i64,
     now: &GoTime,
     is_ca: bool,
-) -> Result<CertificateParams, String> {
+) -> Result<CertificateParams, FuncError> {
     let mut sans = Vec::with_capacity(ips.len() + dns.len());
     // Go writes DNS names before IP addresses.
     for d in dns {
         let Value::Str(d) = d else {
-            return Err(format!(
-                "error processing alternate dns name: {} is not a string",
-                fmt_v(d)
-            ));
+            return Err(FuncError::DnsNameType(fmt_v(d)));
         };
         let name = d.as_ref().try_into().map_err(|_| {
-            format!(
-                "error creating certificate: x509: {} cannot be encoded as an IA5String",
+            FuncError::CertCreate(format!(
+                "x509: {} cannot be encoded as an IA5String",
                 go_quote(d)
-            )
+            ))
         })?;
         sans.push(SanType::DnsName(name));
     }
     for ip in ips {
         let Value::Str(text) = ip else {
-            return Err(format!("error parsing ip: {} is not a string", fmt_v(ip)));
+            return Err(FuncError::IpType(fmt_v(ip)));
         };
-        let addr: IpAddr = text
-            .parse()
-            .map_err(|_| format!("error parsing ip: {text}"))?;
+        let addr: IpAddr = text.parse().map_err(|_| FuncError::Ip(text.to_string()))?;
         // Go writes IPv4 (also IPv4-mapped IPv6) as 4 bytes.
         sans.push(SanType::IpAddress(addr.to_canonical()));
     }
@@ -180,19 +171,19 @@ fn base_template(
 fn validity(
     now: &GoTime,
     days: i64,
-) -> Result<(time::OffsetDateTime, time::OffsetDateTime), String> {
+) -> Result<(time::OffsetDateTime, time::OffsetDateTime), FuncError> {
     let start = now.dt.timestamp();
     let nanos = days.wrapping_mul(86_400_000_000_000);
     let at = |secs: i64| {
         time::OffsetDateTime::from_unix_timestamp(secs)
-            .map_err(|_| format!("error creating certificate: time {secs} is out of range"))
+            .map_err(|_| FuncError::CertCreate(format!("time {secs} is out of range")))
     };
     Ok((at(start)?, at(start + nanos / 1_000_000_000)?))
 }
 
 /// A new key, its certificate from `template`, signed by `ca` or by itself.
 fn generate(template: &CertificateParams, ca: Option<&CaSigner>) -> FnResult {
-    let key = new_rsa_key(CERT_KEY_BITS).map_err(|e| format!("error generating rsa key: {e}"))?;
+    let key = new_rsa_key(CERT_KEY_BITS).map_err(|e| FuncError::RsaKey(e.to_string()))?;
     let key = RsaSigner::new(key)?;
     let der = match ca {
         None => {
@@ -212,36 +203,52 @@ fn generate(template: &CertificateParams, ca: Option<&CaSigner>) -> FnResult {
             t.signed_by(&key, &Issuer::new(issuer, &ca.key))
         }
     }
-    .map_err(|e| format!("error creating certificate: {e}"))?;
+    .map_err(|e| FuncError::CertCreate(e.to_string()))?;
     Ok(certificate_value(
         pem_encode("CERTIFICATE", der.der()),
-        rsa_key_pem(&key.private)?,
+        rsa_key_pem(&key.private).map_err(|e| FuncError::KeyEncoding(e.to_string()))?,
     ))
 }
 
 /// sprig `buildCustomCertificate`: base64 PEM certificate and PKCS#1 key,
 /// checked and returned as given.
 fn build_custom_cert(b64cert: &str, b64key: &str) -> FnResult {
-    let cert = go_b64_decode(b64cert.as_bytes())
-        .map_err(|_| "unable to decode base64 certificate".to_string())?;
-    let key = go_b64_decode(b64key.as_bytes())
-        .map_err(|_| "unable to decode base64 private key".to_string())?;
-    let der = pem_decode(&cert).ok_or("unable to decode certificate")?;
-    x509_cert::Certificate::from_der(&der)
-        .map_err(|e| format!("error parsing certificate: decodedCert.Bytes: {e}"))?;
-    let key_der = pem_decode(&key).ok_or("unable to decode key")?;
-    parse_pkcs1(&key_der).map_err(|e| format!("error parsing prive key: decodedKey.Bytes: {e}"))?;
+    let cert =
+        go_b64_decode(b64cert.as_bytes()).map_err(|_| FuncError::Decode("base64 certificate"))?;
+    let key =
+        go_b64_decode(b64key.as_bytes()).map_err(|_| FuncError::Decode("base64 private key"))?;
+    let der = pem_decode(&cert).ok_or(FuncError::Decode("certificate"))?;
+    parse_certificate(&der, "decodedCert.Bytes")?;
+    let key_der = pem_decode(&key).ok_or(FuncError::Decode("key"))?;
+    parse_pkcs1(&key_der, "decodedKey.Bytes")?;
     Ok(certificate_value(
         String::from_utf8_lossy(&cert).into_owned(),
         String::from_utf8_lossy(&key).into_owned(),
     ))
 }
 
-/// Go's `x509.ParsePKCS1PrivateKey` (which also validates the key).
-fn parse_pkcs1(der: &[u8]) -> Result<rsa::PrivateKey, String> {
+/// Go's `x509.ParseCertificate` of the bytes sprig names `what`.
+fn parse_certificate(der: &[u8], what: &'static str) -> Result<x509_cert::Certificate, FuncError> {
+    x509_cert::Certificate::from_der(der).map_err(|e| cert_parse(what, e))
+}
+
+fn cert_parse(what: &'static str, e: impl std::fmt::Display) -> FuncError {
+    FuncError::CertParse {
+        what,
+        detail: e.to_string(),
+    }
+}
+
+/// Go's `x509.ParsePKCS1PrivateKey` (which also validates the key) of the
+/// bytes sprig names `what`.
+fn parse_pkcs1(der: &[u8], what: &'static str) -> Result<rsa::PrivateKey, FuncError> {
     use rsa::pkcs1::DecodeRsaPrivateKey;
-    let key = rsa::PrivateKey::from_pkcs1_der(der).map_err(|e| format!("x509: {e}"))?;
-    key.validate().map_err(|e| format!("x509: {e}"))?;
+    let bad = |e: &dyn std::fmt::Display| FuncError::KeyParse {
+        what,
+        detail: format!("x509: {e}"),
+    };
+    let key = rsa::PrivateKey::from_pkcs1_der(der).map_err(|e| bad(&e))?;
+    key.validate().map_err(|e| bad(&e))?;
     Ok(key)
 }
 
@@ -254,12 +261,12 @@ struct RsaSigner {
 }
 
 impl RsaSigner {
-    fn new(private: rsa::PrivateKey) -> Result<Self, String> {
+    fn new(private: rsa::PrivateKey) -> Result<Self, FuncError> {
         use rsa::pkcs1::EncodeRsaPublicKey;
         let public = private
             .to_public_key()
             .to_pkcs1_der()
-            .map_err(|e| format!("error creating certificate: {e}"))?
+            .map_err(|e| FuncError::CertCreate(e.to_string()))?
             .into_vec();
         Ok(RsaSigner {
             signer: rsa::pkcs1v15::SigningKey::new(private.clone()),
@@ -303,21 +310,22 @@ struct CaSigner {
 }
 
 impl CaSigner {
-    fn parse(cert: &str, key: &str) -> Result<Self, String> {
-        let der = pem_decode(cert.as_bytes()).ok_or("unable to decode certificate")?;
-        let parsed = x509_cert::Certificate::from_der(&der)
-            .map_err(|e| format!("error parsing certificate: decodedSignerCert.Bytes: {e}"))?;
-        let key_der = pem_decode(key.as_bytes()).ok_or("unable to decode key")?;
-        let private = parse_pkcs1(&key_der)
-            .map_err(|e| format!("error parsing prive key: decodedSignerKey.Bytes: {e}"))?;
+    fn parse(cert: &str, key: &str) -> Result<Self, FuncError> {
+        const CERT: &str = "decodedSignerCert.Bytes";
+        let der = pem_decode(cert.as_bytes()).ok_or(FuncError::Decode("certificate"))?;
+        let parsed = parse_certificate(&der, CERT)?;
+        let key_der = pem_decode(key.as_bytes()).ok_or(FuncError::Decode("key"))?;
+        let private = parse_pkcs1(&key_der, "decodedSignerKey.Bytes")?;
         let key = RsaSigner::new(private)?;
         let tbs = parsed.tbs_certificate();
         if tbs.subject_public_key_info().subject_public_key.raw_bytes() != key.public {
-            return Err("error creating certificate: x509: provided PrivateKey doesn't match parent's PublicKey".into());
+            return Err(FuncError::CertCreate(
+                "x509: provided PrivateKey doesn't match parent's PublicKey".into(),
+            ));
         }
         let key_id = tbs
             .get_extension::<x509_cert::ext::pkix::SubjectKeyIdentifier>()
-            .map_err(|e| format!("error parsing certificate: decodedSignerCert.Bytes: {e}"))?
+            .map_err(|e| cert_parse(CERT, e))?
             .map(|(_, id)| id.0.as_bytes().to_vec());
         Ok(CaSigner {
             key,
@@ -329,11 +337,12 @@ impl CaSigner {
 
 /// The CA's subject as rcgen writes names: one attribute per RDN, each type
 /// once, in the order given, with the same string types.
-fn issuer_name(name: &x509_cert::name::Name) -> Result<DistinguishedName, String> {
+fn issuer_name(name: &x509_cert::name::Name) -> Result<DistinguishedName, FuncError> {
     use rcgen::string::{BmpString, Ia5String, PrintableString, TeletexString};
     use x509_cert::der::Tag;
-    let unsupported = |why: &str| {
-        format!("genSignedCert: the CA certificate's subject {name} is not supported here: {why}")
+    let unsupported = |why: &str| FuncError::CaSubject {
+        subject: name.to_string(),
+        why: why.to_string(),
     };
     let mut dn = DistinguishedName::new();
     for rdn in name.iter_rdn() {

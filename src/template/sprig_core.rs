@@ -6,6 +6,7 @@ use super::args::{
     Ctx, FnResult, arity, at_least, empty, join_bounded, s, strslice, strval, to_f64, to_i64,
 };
 use super::encoding::{b32_encode, go_b64_decode, sha1_hex, sha256_hex};
+use super::error::FuncError;
 use super::gotime;
 use super::limits::{check_count, check_len};
 use super::print::{JsonError, go_quote, to_json};
@@ -109,7 +110,7 @@ fn int_op(name: &str, args: &[Value], f: impl Fn(i64, i64) -> Option<i64>) -> Fn
     arity(name, args, 2)?;
     f(to_i64(&args[0]), to_i64(&args[1]))
         .map(Value::Int)
-        .ok_or_else(|| "runtime error: integer divide by zero".into())
+        .ok_or_else(|| FuncError::Panic("integer divide by zero".into()))
 }
 
 /// A function of [`NAMES`] called with evaluated arguments; `None` for other names.
@@ -117,7 +118,7 @@ pub fn call(name: &str, args: &[Value], ctx: &Ctx) -> Option<FnResult> {
     call_known(name, args, ctx).transpose()
 }
 
-fn call_known(name: &str, args: &[Value], ctx: &Ctx) -> Result<Option<Value>, String> {
+fn call_known(name: &str, args: &[Value], ctx: &Ctx) -> Result<Option<Value>, FuncError> {
     let r = match name {
         "toString" => {
             arity(name, args, 1)?;
@@ -155,12 +156,7 @@ fn call_known(name: &str, args: &[Value], ctx: &Ctx) -> Result<Option<Value>, St
             arity(name, args, 1)?;
             match &args[0] {
                 Value::Time(t) => Value::str(t.dt.timestamp().to_string()),
-                other => {
-                    return Err(format!(
-                        "wrong type for value; expected time.Time; got {}",
-                        other.type_name()
-                    ));
-                }
+                other => return Err(FuncError::wrong_type_of("time.Time", other)),
             }
         }
         "b64enc" => {
@@ -225,16 +221,11 @@ fn call_known(name: &str, args: &[Value], ctx: &Ctx) -> Result<Option<Value>, St
             arity(name, args, 2)?;
             let n = match &args[0] {
                 Value::Int(n) => *n,
-                other => {
-                    return Err(format!(
-                        "wrong type for value; expected int; got {}",
-                        other.type_name()
-                    ));
-                }
+                other => return Err(FuncError::wrong_type_of("int", other)),
             };
             let x = s(&args[1])?;
             if n < 0 {
-                return Err("strings: negative Repeat count".into());
+                return Err(FuncError::NegativeRepeat);
             }
             let total = (n as u128) * (x.len() as u128);
             check_len(
@@ -251,12 +242,7 @@ fn call_known(name: &str, args: &[Value], ctx: &Ctx) -> Result<Option<Value>, St
             arity(name, args, 2)?;
             let n = match &args[0] {
                 Value::Int(n) => usize::try_from(*n).unwrap_or(0).min(1 << 16),
-                other => {
-                    return Err(format!(
-                        "wrong type for value; expected int; got {}",
-                        other.type_name()
-                    ));
-                }
+                other => return Err(FuncError::wrong_type_of("int", other)),
             };
             let text = s(&args[1])?;
             let lines = text.matches('\n').count() + 1;
@@ -318,13 +304,7 @@ fn call_known(name: &str, args: &[Value], ctx: &Ctx) -> Result<Option<Value>, St
             arity(name, args, 2)?;
             let m = match &args[0] {
                 Value::Map(m) if &*m.ty == "map[string]interface {}" => m,
-                Value::Nil => return Err("invalid value; expected map[string]interface {}".into()),
-                other => {
-                    return Err(format!(
-                        "wrong type for value; expected map[string]interface {{}}; got {}",
-                        other.type_name()
-                    ));
-                }
+                other => return Err(FuncError::wrong_type("map[string]interface {}", other)),
             };
             let k = s(&args[1])?;
             Value::Bool(m.entries.contains_key(k))
@@ -355,12 +335,7 @@ fn call_known(name: &str, args: &[Value], ctx: &Ctx) -> Result<Option<Value>, St
                         args[1].clone()
                     }
                 }
-                other => {
-                    return Err(format!(
-                        "wrong type for value; expected bool; got {}",
-                        other.type_name()
-                    ));
-                }
+                other => return Err(FuncError::wrong_type_of("bool", other)),
             }
         }
         "int" | "int64" => {
@@ -411,20 +386,21 @@ fn call_known(name: &str, args: &[Value], ctx: &Ctx) -> Result<Option<Value>, St
                 }
                 Value::Nil => Value::Nil,
                 other => {
-                    return Err(format!("Cannot find {name} on type {}", other.type_name()));
+                    return Err(FuncError::NotAList {
+                        op: format!("find {name}"),
+                        kind: other.type_name(),
+                    });
                 }
             }
         }
         "fail" => {
             arity(name, args, 1)?;
-            return Err(s(&args[0])?.to_string());
+            return Err(FuncError::Fail(s(&args[0])?.to_string()));
         }
         // Kanister's ksprig; sprig v2.22.0 has no bcrypt or htpasswd, so
         // those stay undefined as in Kanister.
         "derivePassword" => {
-            return Err(format!(
-                "sprig usage of '{name}' is not allowed by kanister as it is not FIPS compatible"
-            ));
+            return Err(FuncError::NotFips(name.to_string()));
         }
         _ => return Ok(None),
     };
@@ -433,7 +409,7 @@ fn call_known(name: &str, args: &[Value], ctx: &Ctx) -> Result<Option<Value>, St
 
 /// Go `strings.Replace(s, old, new, -1)` (an empty `old` matches between
 /// runes), refused when the result would exceed `MAX_STRING`.
-pub fn go_replace(src: &str, old: &str, new: &str) -> Result<String, String> {
+pub fn go_replace(src: &str, old: &str, new: &str) -> Result<String, FuncError> {
     let matches = if old.is_empty() {
         src.chars().count() + 1
     } else {
@@ -461,7 +437,7 @@ fn replace_unchecked(src: &str, old: &str, new: &str) -> String {
 
 /// Go `strings.Split` (an empty separator splits into runes), refused
 /// beyond `MAX_LIST` pieces.
-pub fn go_split(s: &str, sep: &str) -> Result<Vec<String>, String> {
+pub fn go_split(s: &str, sep: &str) -> Result<Vec<String>, FuncError> {
     if sep.is_empty() {
         check_count(s.chars().count(), "the split")?;
         return Ok(s.chars().map(|c| c.to_string()).collect());

@@ -4,6 +4,7 @@
 
 use super::args::{Ctx, FnResult, arity, s};
 use super::encoding::go_b64_decode;
+use super::error::FuncError;
 use super::limits::check_len;
 use super::sprig_other::random_bytes;
 use super::value::Value;
@@ -53,9 +54,7 @@ fn gen_private_key(args: &[Value]) -> FnResult {
             Err(e) => format!("failed to generate private key: {e}"),
         },
         other => {
-            return Err(format!(
-                "sprig usage of 'genPrivateKey for {other} key' is not allowed by kanister as it is not FIPS compatible"
-            ));
+            return Err(FuncError::NotFips(format!("genPrivateKey for {other} key")));
         }
     }))
 }
@@ -72,7 +71,7 @@ fn aes_key(password: &str) -> [u8; 32] {
 
 /// sprig `encryptAES`: base64 of a random IV followed by the AES-256-CBC
 /// ciphertext of the PKCS#7-padded text ("" stays "").
-fn encrypt_aes(password: &str, plaintext: &str) -> Result<String, String> {
+fn encrypt_aes(password: &str, plaintext: &str) -> Result<String, FuncError> {
     use aes::cipher::{BlockModeEncrypt, KeyIvInit, block_padding::Pkcs7};
     if plaintext.is_empty() {
         return Ok(String::new());
@@ -90,59 +89,58 @@ fn encrypt_aes(password: &str, plaintext: &str) -> Result<String, String> {
     buf[AES_BLOCK..AES_BLOCK + n].copy_from_slice(plaintext.as_bytes());
     cbc::Encryptor::<aes::Aes256>::new(&aes_key(password).into(), &iv.into())
         .encrypt_padded::<Pkcs7>(&mut buf[AES_BLOCK..], n)
-        .map_err(|_| "encryptAES: padding failed".to_string())?;
+        .map_err(|_| FuncError::AesPadding)?;
     Ok(base64::engine::general_purpose::STANDARD.encode(&buf))
 }
 
 /// sprig `decryptAES`. sprig checks nothing: its padding is cut without
 /// validation (a wrong password gives garbage or an error), and short input
 /// panics inside Go; those panics are returned with Go's runtime messages.
-fn decrypt_aes(password: &str, crypt64: &str) -> Result<String, String> {
+fn decrypt_aes(password: &str, crypt64: &str) -> Result<String, FuncError> {
     use aes::cipher::{BlockModeDecrypt, KeyIvInit, block_padding::NoPadding};
     if crypt64.is_empty() {
         return Ok(String::new());
     }
-    let crypt = go_b64_decode(crypt64.as_bytes())
-        .map_err(|p| format!("illegal base64 data at input byte {p}"))?;
+    let crypt = go_b64_decode(crypt64.as_bytes()).map_err(FuncError::Base64)?;
     if crypt.len() < AES_BLOCK {
         // Go's decode buffer has DecodedLen capacity.
-        return Err(format!(
-            "runtime error: slice bounds out of range [:{AES_BLOCK}] with capacity {}",
+        return Err(FuncError::Panic(format!(
+            "slice bounds out of range [:{AES_BLOCK}] with capacity {}",
             crypt64.len() / 4 * 3
-        ));
+        )));
     }
     let (iv, body) = crypt.split_at(AES_BLOCK);
     if body.len() % AES_BLOCK != 0 {
-        return Err("crypto/cipher: input not full blocks".into());
+        return Err(FuncError::NotFullBlocks);
     }
     if body.is_empty() {
-        return Err("runtime error: index out of range [-1]".into());
+        return Err(FuncError::Panic("index out of range [-1]".into()));
     }
     let mut iv_block = [0u8; AES_BLOCK];
     iv_block.copy_from_slice(iv);
     let mut buf = body.to_vec();
     cbc::Decryptor::<aes::Aes256>::new(&aes_key(password).into(), &iv_block.into())
         .decrypt_padded::<NoPadding>(&mut buf)
-        .map_err(|_| "crypto/cipher: input not full blocks".to_string())?;
+        .map_err(|_| FuncError::NotFullBlocks)?;
     let pad = usize::from(buf[buf.len() - 1]);
     let Some(end) = buf.len().checked_sub(pad) else {
-        return Err(format!(
-            "runtime error: slice bounds out of range [:{}]",
+        return Err(FuncError::Panic(format!(
+            "slice bounds out of range [:{}]",
             buf.len() as i64 - pad as i64
-        ));
+        )));
     };
     Ok(String::from_utf8_lossy(&buf[..end]).into_owned())
 }
 
 /// A new RSA key with exponent 65537, as Go's `rsa.GenerateKey`.
-pub fn new_rsa_key(bits: usize) -> Result<rsa::PrivateKey, String> {
-    rsa::PrivateKey::new(&mut getrandom::SysRng, bits).map_err(|e| e.to_string())
+pub fn new_rsa_key(bits: usize) -> Result<rsa::PrivateKey, rsa::Error> {
+    rsa::PrivateKey::new(&mut getrandom::SysRng, bits)
 }
 
 /// Go's `x509.MarshalPKCS1PrivateKey` in a PEM block ("RSA PRIVATE KEY").
-pub fn rsa_key_pem(key: &rsa::PrivateKey) -> Result<String, String> {
+pub fn rsa_key_pem(key: &rsa::PrivateKey) -> Result<String, rsa::Error> {
     use rsa::pkcs1::EncodeRsaPrivateKey;
-    let der = key.to_pkcs1_der().map_err(|e| e.to_string())?;
+    let der = key.to_pkcs1_der()?;
     Ok(pem_encode("RSA PRIVATE KEY", der.as_bytes()))
 }
 
@@ -219,19 +217,19 @@ pub fn pem_decode(data: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// A P-256 key as Go's `x509.MarshalECPrivateKey` PEM ("EC PRIVATE KEY").
-fn ecdsa_p256_pem() -> Result<String, String> {
+fn ecdsa_p256_pem() -> Result<String, FuncError> {
     use ring::signature::{ECDSA_P256_SHA256_ASN1_SIGNING, EcdsaKeyPair, KeyPair};
     let rng = ring::rand::SystemRandom::new();
     let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, &rng)
-        .map_err(|_| "failed to generate private key".to_string())?;
+        .map_err(|_| FuncError::KeyGeneration)?;
     let der = pkcs8.as_ref();
     let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, der, &rng)
-        .map_err(|_| "failed to generate private key".to_string())?;
+        .map_err(|_| FuncError::KeyGeneration)?;
     // ring's PKCS#8 holds the SEC1 key: the 32-byte scalar follows `02 01 01 04 20`.
     let at = der
         .windows(5)
         .position(|w| w == [0x02, 0x01, 0x01, 0x04, 0x20])
-        .ok_or("failed to generate private key")?;
+        .ok_or(FuncError::KeyGeneration)?;
     let scalar = &der[at + 5..at + 37];
     let public = pair.public_key().as_ref();
     let mut sec1 = vec![0x30, 0x77, 0x02, 0x01, 0x01, 0x04, 0x20];

@@ -4,6 +4,7 @@
 //! return the changed map (exec writes it back to the variable passed).
 
 use super::args::{FnResult, arity, at_least, empty, int, s, strslice, strval, to_i64};
+use super::error::{FuncError, NIL_DEREFERENCE};
 use super::limits::check_count;
 use super::value::Value;
 use std::collections::BTreeMap;
@@ -61,27 +62,37 @@ pub fn kind_of(v: &Value) -> &'static str {
     }
 }
 
-/// The elements of a slice argument, or Go's panic text.
-fn elems(v: &Value, what: &str) -> Result<Vec<Value>, String> {
+/// The elements of a slice argument, or the error for another value
+/// ([`not_a_list`]).
+fn elems(v: &Value, bad: impl FnOnce(&'static str) -> FuncError) -> Result<Vec<Value>, FuncError> {
     match v {
         Value::List(l, _) => Ok(l.to_vec()),
         Value::Bytes(b) => Ok(b.iter().map(|x| Value::Int(*x as i64)).collect()),
-        Value::Nil => {
-            Err("runtime error: invalid memory address or nil pointer dereference".into())
-        }
-        other => Err(format!("{what} {}", kind_of(other))),
+        other => Err(not_a_list(other, bad)),
+    }
+}
+
+/// Go's panic for nil; else `bad` of the value's kind (sprig's own error).
+fn not_a_list(v: &Value, bad: impl FnOnce(&'static str) -> FuncError) -> FuncError {
+    match v {
+        Value::Nil => FuncError::Panic(NIL_DEREFERENCE.into()),
+        other => bad(kind_of(other)),
+    }
+}
+
+/// sprig's `Cannot <op> on type <kind>` for list function `op`.
+fn cannot(op: String) -> impl FnOnce(&'static str) -> FuncError {
+    move |kind| FuncError::NotAList {
+        op,
+        kind: kind.to_string(),
     }
 }
 
 /// A `map[string]interface {}` parameter.
-fn dict(v: &Value) -> Result<&BTreeMap<String, Value>, String> {
+fn dict(v: &Value) -> Result<&BTreeMap<String, Value>, FuncError> {
     match v {
         Value::Map(m) if &*m.ty == IFACE_MAP => Ok(&m.entries),
-        Value::Nil => Err(format!("invalid value; expected {IFACE_MAP}")),
-        other => Err(format!(
-            "wrong type for value; expected {IFACE_MAP}; got {}",
-            other.type_name()
-        )),
+        other => Err(FuncError::wrong_type(IFACE_MAP, other)),
     }
 }
 
@@ -91,11 +102,9 @@ fn new_dict(m: BTreeMap<String, Value>) -> Value {
 
 /// `reflect.DeepEqual`, with a budget of comparisons (shared sub-values
 /// could otherwise make it exponential).
-pub fn deep_equal(a: &Value, b: &Value, budget: &mut usize) -> Result<bool, String> {
+pub fn deep_equal(a: &Value, b: &Value, budget: &mut usize) -> Result<bool, FuncError> {
     if *budget == 0 {
-        return Err(
-            "comparison of values too large (more than 10 million elements compared)".into(),
-        );
+        return Err(FuncError::CompareTooLarge);
     }
     *budget -= 1;
     Ok(match (a, b) {
@@ -129,7 +138,7 @@ pub fn deep_equal(a: &Value, b: &Value, budget: &mut usize) -> Result<bool, Stri
 
 const COMPARE_BUDGET: usize = 10_000_000;
 
-fn in_list(hay: &[Value], needle: &Value, budget: &mut usize) -> Result<bool, String> {
+fn in_list(hay: &[Value], needle: &Value, budget: &mut usize) -> Result<bool, FuncError> {
     for h in hay {
         if deep_equal(needle, h, budget)? {
             return Ok(true);
@@ -205,12 +214,8 @@ fn call_inner(name: &str, args: &[Value]) -> FnResult {
         "tuple" => Value::list(args.to_vec(), IFACE_LIST),
         "append" | "push" | "prepend" => {
             arity(name, args, 2)?;
-            let what = if name == "prepend" {
-                "Cannot prepend on type"
-            } else {
-                "Cannot push on type"
-            };
-            let mut l = elems(&args[0], what)?;
+            let op = if name == "prepend" { "prepend" } else { "push" };
+            let mut l = elems(&args[0], cannot(op.to_string()))?;
             check_count(l.len() + 1, &format!("the result of {name}"))?;
             if name == "prepend" {
                 l.insert(0, args[1].clone());
@@ -221,11 +226,11 @@ fn call_inner(name: &str, args: &[Value]) -> FnResult {
         }
         "rest" | "initial" | "reverse" | "compact" | "uniq" => {
             arity(name, args, 1)?;
-            let what = match name {
-                "compact" => "Cannot compact on type".to_string(),
-                other => format!("Cannot find {other} on type"),
+            let op = match name {
+                "compact" => "compact".to_string(),
+                other => format!("find {other}"),
             };
-            let mut l = elems(&args[0], &what)?;
+            let mut l = elems(&args[0], cannot(op))?;
             match name {
                 "rest" if !l.is_empty() => {
                     l.remove(0);
@@ -250,7 +255,7 @@ fn call_inner(name: &str, args: &[Value]) -> FnResult {
         }
         "without" => {
             at_least(name, args, 1)?;
-            let l = elems(&args[0], "Cannot find without on type")?;
+            let l = elems(&args[0], cannot("find without".into()))?;
             let mut out = Vec::new();
             for x in l {
                 if !in_list(&args[1..], &x, budget)? {
@@ -264,7 +269,7 @@ fn call_inner(name: &str, args: &[Value]) -> FnResult {
             if matches!(args[1], Value::Nil) {
                 return Ok(Value::Bool(false));
             }
-            let l = elems(&args[1], "Cannot find has on type")?;
+            let l = elems(&args[1], cannot("find has".into()))?;
             Value::Bool(in_list(&l, &args[0], budget)?)
         }
         "slice" => {
@@ -275,11 +280,7 @@ fn call_inner(name: &str, args: &[Value]) -> FnResult {
                     b.iter().map(|x| Value::Int(*x as i64)).collect(),
                     "[]uint8".to_string(),
                 ),
-                other => {
-                    return Err(elems(other, "list should be type of slice or array but")
-                        .err()
-                        .unwrap_or_default());
-                }
+                other => return Err(not_a_list(other, FuncError::SliceNotAList)),
             };
             if l.is_empty() {
                 return Ok(Value::Nil);
@@ -287,7 +288,7 @@ fn call_inner(name: &str, args: &[Value]) -> FnResult {
             let start = args.get(1).map(to_i64).unwrap_or(0);
             let end = args.get(2).map(to_i64).unwrap_or(l.len() as i64);
             if start < 0 || end < start || end > l.len() as i64 {
-                return Err("reflect: slice index out of range".into());
+                return Err(FuncError::SliceIndex);
             }
             let part = l[start as usize..end as usize].to_vec();
             if let Value::Bytes(_) = &args[0] {
@@ -300,13 +301,7 @@ fn call_inner(name: &str, args: &[Value]) -> FnResult {
         "concat" => {
             let mut out = Vec::new();
             for a in args {
-                out.extend(elems(a, "Cannot concat type").map_err(|e| {
-                    if e.starts_with("Cannot") {
-                        format!("{e} as list")
-                    } else {
-                        e
-                    }
-                })?);
+                out.extend(elems(a, FuncError::ConcatNotAList)?);
                 check_count(out.len(), "the result of concat")?;
             }
             Value::list(out, IFACE_LIST)
@@ -417,6 +412,6 @@ fn call_inner(name: &str, args: &[Value]) -> FnResult {
                 target == actual || (name == "typeIsLike" && format!("*{target}") == actual),
             )
         }
-        _ => return Err(format!("function {name:?} not defined")),
+        _ => return Err(FuncError::NotDefined(name.to_string())),
     })
 }

@@ -2,6 +2,7 @@
 //! random and version functions, and Go's `call` builtin (issue 18.4).
 
 use super::args::{Ctx, FnResult, arity, at_least, int, s, to_f64, to_i64};
+use super::error::FuncError;
 use super::gotime;
 use super::limits::check_count;
 use super::print::sprint;
@@ -101,11 +102,14 @@ fn ext(p: &str) -> String {
     String::new()
 }
 
-fn regex(re: &str) -> Result<regex::Regex, String> {
+fn regex(re: &str) -> Result<regex::Regex, FuncError> {
     regex::RegexBuilder::new(re)
         .size_limit(1 << 20)
         .build()
-        .map_err(|e| format!("regexp: Compile({re:?}): {e}"))
+        .map_err(|e| FuncError::Regex {
+            pattern: re.to_string(),
+            detail: e.to_string(),
+        })
 }
 
 /// Go `time.ParseDuration` in nanoseconds ([`crate::duration::parse`]).
@@ -138,17 +142,17 @@ fn time_arg(v: &Value, ctx: &Ctx) -> GoTime {
     }
 }
 
-pub fn random_bytes(n: usize) -> Result<Vec<u8>, String> {
+pub fn random_bytes(n: usize) -> Result<Vec<u8>, FuncError> {
     use ring::rand::SecureRandom;
     let mut buf = vec![0u8; n];
     ring::rand::SystemRandom::new()
         .fill(&mut buf)
-        .map_err(|_| "no system randomness".to_string())?;
+        .map_err(|_| FuncError::NoRandomness)?;
     Ok(buf)
 }
 
 /// A random string from `alphabet` (goutils' crypto random strings).
-fn random_string(count: i64, alphabet: &[u8]) -> Result<String, String> {
+fn random_string(count: i64, alphabet: &[u8]) -> Result<String, FuncError> {
     if count < 0 {
         return Ok(String::new());
     }
@@ -293,12 +297,7 @@ fn call_inner(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
             let on = match args.get(2) {
                 Some(Value::Float(f)) => *f,
                 Some(Value::Int(i)) => *i as f64,
-                Some(other) => {
-                    return Err(format!(
-                        "wrong type for value; expected float64; got {}",
-                        other.type_name()
-                    ));
-                }
+                Some(other) => return Err(FuncError::wrong_type_of("float64", other)),
                 None => 0.5,
             };
             let pow = 10f64.powf(places);
@@ -375,10 +374,7 @@ fn call_inner(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
             arity(name, args, 2)?;
             let d = s(&args[0])?;
             let Value::Time(t) = &args[1] else {
-                return Err(format!(
-                    "wrong type for value; expected time.Time; got {}",
-                    args[1].type_name()
-                ));
+                return Err(FuncError::wrong_type_of("time.Time", &args[1]));
             };
             match parse_duration(d) {
                 Some(ns) => {
@@ -434,10 +430,7 @@ fn call_inner(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
                     Value::str(url_join(&m.entries))
                 }
                 other => {
-                    return Err(format!(
-                        "wrong type for value; expected map[string]interface {{}}; got {}",
-                        other.type_name()
-                    ));
+                    return Err(FuncError::wrong_type_of("map[string]interface {}", other));
                 }
             }
         }
@@ -456,12 +449,14 @@ fn call_inner(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
             arity(name, args, 1)?;
             use std::net::ToSocketAddrs;
             let host = s(&args[0])?;
-            match (host, 0u16).to_socket_addrs() {
-                Ok(mut addrs) => match addrs.next() {
-                    Some(a) => Value::str(a.ip().to_string()),
-                    None => return Err("runtime error: invalid argument to Intn".into()),
-                },
-                Err(_) => return Err("runtime error: invalid argument to Intn".into()),
+            // sprig picks one address with rand.Intn, which panics when there is none.
+            match (host, 0u16)
+                .to_socket_addrs()
+                .ok()
+                .and_then(|mut a| a.next())
+            {
+                Some(a) => Value::str(a.ip().to_string()),
+                None => return Err(FuncError::Panic("invalid argument to Intn".into())),
             }
         }
         "randAlpha" | "randAlphaNum" | "randAscii" | "randNumeric" => {
@@ -505,13 +500,17 @@ fn call_inner(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
         }
         // No value a template can reach is a function.
         "call" => match args.first() {
-            None => return Err("wrong number of args for call: want at least 1 got 0".into()),
-            Some(Value::Nil) => return Err("call of nil".into()),
-            Some(other) => {
-                return Err(format!("non-function of type {}", other.type_name()));
+            None => {
+                return Err(FuncError::ArityAtLeast {
+                    name: name.to_string(),
+                    want: 1,
+                    got: 0,
+                });
             }
+            Some(Value::Nil) => return Err(FuncError::CallOfNil),
+            Some(other) => return Err(FuncError::NonFunction(other.type_name())),
         },
-        _ => return Err(format!("function {name:?} not defined")),
+        _ => return Err(FuncError::NotDefined(name.to_string())),
     })
 }
 

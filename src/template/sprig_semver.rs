@@ -4,8 +4,9 @@
 //! never satisfies a constraint without one) and the same error texts.
 
 use super::args::{FnResult, arity, s};
+use super::error::{FuncError, NIL_DEREFERENCE};
 use super::print::to_json;
-use super::semver::{PART, Version};
+use super::semver::{PART, SemverError, Version};
 use super::value::Value;
 use regex::Regex;
 use std::sync::{Arc, LazyLock};
@@ -83,9 +84,9 @@ fn rewrite_range(c: &str) -> String {
     out
 }
 
-fn parse_constraint(c: &str) -> Result<Constraint, String> {
+fn parse_constraint(c: &str) -> Result<Constraint, SemverError> {
     let Some(m) = CONSTRAINT_RE.captures(c) else {
-        return Err(format!("improper constraint: {c}"));
+        return Err(SemverError::ImproperConstraint(c.to_string()));
     };
     let group = |i: usize| m.get(i).map_or("", |g| g.as_str());
     let (major, minor, patch, pre) = (group(3), group(4), group(5), group(6));
@@ -104,7 +105,7 @@ fn parse_constraint(c: &str) -> Result<Constraint, String> {
     };
     // Go words every failure here the same way (for example `1x` or a
     // number too large for int64).
-    let con = Version::parse(&ver).map_err(|_| "constraint Parser Error".to_string())?;
+    let con = Version::parse(&ver).map_err(|_| SemverError::ConstraintVersion)?;
     let op = match group(1) {
         "" | "=" => Op::TildeOrEqual,
         "!=" => Op::NotEqual,
@@ -165,7 +166,7 @@ impl Constraint {
 }
 
 /// Go `NewConstraint`: `||` separates alternatives, `,` joins comparisons.
-fn parse_constraints(c: &str) -> Result<Vec<Vec<Constraint>>, String> {
+fn parse_constraints(c: &str) -> Result<Vec<Vec<Constraint>>, SemverError> {
     rewrite_range(c)
         .split("||")
         .map(|alt| alt.split(',').map(parse_constraint).collect())
@@ -173,7 +174,7 @@ fn parse_constraints(c: &str) -> Result<Vec<Vec<Constraint>>, String> {
 }
 
 /// sprig `semverCompare`: does `version` satisfy `constraint`?
-pub fn satisfies(constraint: &str, version: &str) -> Result<bool, String> {
+pub fn satisfies(constraint: &str, version: &str) -> Result<bool, SemverError> {
     let alternatives = parse_constraints(constraint)?;
     let v = Version::parse(version)?;
     Ok(alternatives
@@ -189,10 +190,10 @@ pub fn value(v: Version, ptr: bool) -> Value {
 pub fn call(name: &str, args: &[Value]) -> Option<FnResult> {
     Some(match name {
         "semver" => arity(name, args, 1)
-            .and_then(|()| Version::parse(s(&args[0])?))
+            .and_then(|()| Ok(Version::parse(s(&args[0])?)?))
             .map(|v| value(v, true)),
         "semverCompare" => arity(name, args, 2)
-            .and_then(|()| satisfies(s(&args[0])?, s(&args[1])?))
+            .and_then(|()| Ok(satisfies(s(&args[0])?, s(&args[1])?)?))
             .map(Value::Bool),
         _ => return None,
     })
@@ -204,9 +205,9 @@ pub enum MethodError {
     /// No such method (Go: "can't evaluate field ..."), or an unexported field.
     NoField(String),
     /// Wrong argument count or type (Go reports these without "error calling").
-    Args(String),
+    Args(FuncError),
     /// The method itself failed or panicked (Go: "error calling <name>: ...").
-    Call(String),
+    Call(FuncError),
 }
 
 /// Methods of `Version`; `*Version` has these plus [`PTR_METHODS`].
@@ -266,9 +267,9 @@ fn version_arg(v: &Value) -> Result<Option<&Version>, MethodError> {
         Value::Semver(x, true) => Ok(Some(x)),
         // An untyped nil converts to a nil pointer, which Go then dereferences.
         Value::Nil => Ok(None),
-        other => Err(MethodError::Args(format!(
-            "wrong type for value; expected *semver.Version; got {}",
-            other.type_name()
+        other => Err(MethodError::Args(FuncError::wrong_type_of(
+            "*semver.Version",
+            other,
         ))),
     }
 }
@@ -282,15 +283,14 @@ pub fn call_method(
 ) -> Result<Value, MethodError> {
     let want = method_arity(name, ptr)?;
     if args.len() != want {
-        return Err(MethodError::Args(format!(
-            "wrong number of args for {name}: want {want} got {}",
-            args.len()
-        )));
+        return Err(MethodError::Args(FuncError::Arity {
+            name: name.to_string(),
+            want,
+            got: args.len(),
+        }));
     }
     let str_arg = |a: &Value| s(a).map(str::to_string).map_err(MethodError::Args);
-    let nil = || {
-        MethodError::Call("runtime error: invalid memory address or nil pointer dereference".into())
-    };
+    let nil = || MethodError::Call(FuncError::Panic(NIL_DEREFERENCE.into()));
     let other = || -> Result<&Version, MethodError> { version_arg(&args[0])?.ok_or_else(nil) };
     Ok(match name {
         "Compare" => Value::Int(v.compare(other()?)),
@@ -313,20 +313,20 @@ pub fn call_method(
         "IncPatch" => value(v.inc_patch(), false),
         "SetPrerelease" => value(
             v.set_prerelease(&str_arg(&args[0])?)
-                .map_err(MethodError::Call)?,
+                .map_err(|e| MethodError::Call(e.into()))?,
             false,
         ),
         "SetMetadata" => value(
             v.set_metadata(&str_arg(&args[0])?)
-                .map_err(MethodError::Call)?,
+                .map_err(|e| MethodError::Call(e.into()))?,
             false,
         ),
         // Go parses into the version in place, visible through every
         // reference to it; our values are immutable.
         _ => {
-            return Err(MethodError::Call(format!(
-                "{name} is not supported here (it changes the version in place); use semver to parse a new version"
-            )));
+            return Err(MethodError::Call(
+                SemverError::InPlace(name.to_string()).into(),
+            ));
         }
     })
 }
@@ -369,13 +369,13 @@ mod tests {
             "١.2.3",
         ] {
             assert_eq!(
-                Version::parse(bad),
+                Version::parse(bad).map_err(|e| e.to_string()),
                 Err("Invalid Semantic Version".into()),
                 "{bad:?}"
             );
         }
         assert_eq!(
-            Version::parse("1.99999999999999999999"),
+            Version::parse("1.99999999999999999999").map_err(|e| e.to_string()),
             Err("Error parsing version segment: strconv.ParseInt: parsing \"99999999999999999999\": value out of range".into())
         );
         assert_eq!(v("9223372036854775807").major, i64::MAX);
@@ -436,7 +436,7 @@ mod tests {
 
     #[test]
     fn constraint_errors_have_go_texts() {
-        let err = |c: &str, x: &str| satisfies(c, x).expect_err(c);
+        let err = |c: &str, x: &str| satisfies(c, x).expect_err(c).to_string();
         assert_eq!(err(">=", "1.0.0"), "improper constraint: >=");
         assert_eq!(err("", "1.0.0"), "improper constraint: ");
         assert_eq!(err(">=1.0,", "1.0.0"), "improper constraint: ");

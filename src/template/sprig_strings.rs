@@ -2,6 +2,7 @@
 //! after `strings.go` and Masterminds/goutils.
 
 use super::args::{FnResult, arity, int, s};
+use super::error::FuncError;
 use super::limits::check_len;
 use super::value::Value;
 use super::xstrings;
@@ -36,18 +37,19 @@ fn byte_slice(x: &str, from: usize, to: usize) -> String {
     String::from_utf8_lossy(&x.as_bytes()[from..to]).into_owned()
 }
 
-fn slice_err(from: i64, to: i64, len: usize) -> String {
-    if to > len as i64 {
-        format!("runtime error: slice bounds out of range [:{to}] with length {len}")
+/// Go's panic for `x[from:to]` out of bounds.
+fn slice_err(from: i64, to: i64, len: usize) -> FuncError {
+    FuncError::Panic(if to > len as i64 {
+        format!("slice bounds out of range [:{to}] with length {len}")
     } else if to < 0 {
-        format!("runtime error: slice bounds out of range [:{to}]")
+        format!("slice bounds out of range [:{to}]")
     } else {
-        format!("runtime error: slice bounds out of range [{from}:{to}]")
-    }
+        format!("slice bounds out of range [{from}:{to}]")
+    })
 }
 
 /// Go `x[from:to]` with Go's panics as errors.
-fn go_slice(x: &str, from: i64, to: i64) -> Result<String, String> {
+fn go_slice(x: &str, from: i64, to: i64) -> Result<String, FuncError> {
     if to < 0 || to as u64 > x.len() as u64 || from < 0 || from > to {
         return Err(slice_err(from, to, x.len()));
     }
@@ -55,12 +57,12 @@ fn go_slice(x: &str, from: i64, to: i64) -> Result<String, String> {
 }
 
 /// goutils `AbbreviateFull`.
-fn abbreviate_full(x: &str, offset: i64, width: i64) -> Result<String, String> {
+fn abbreviate_full(x: &str, offset: i64, width: i64) -> Result<String, FuncError> {
     if x.is_empty() {
         return Ok(String::new());
     }
     if width < 4 {
-        return Err("stringutils illegal argument: Minimum abbreviation width is 4".into());
+        return Err(FuncError::AbbrevWidth { with_offset: false });
     }
     let len = x.len() as i64;
     if len <= width {
@@ -74,9 +76,7 @@ fn abbreviate_full(x: &str, offset: i64, width: i64) -> Result<String, String> {
         return Ok(go_slice(x, 0, width - 3)? + "...");
     }
     if width < 7 {
-        return Err(
-            "stringutils illegal argument: Minimum abbreviation width with offset is 7".into(),
-        );
+        return Err(FuncError::AbbrevWidth { with_offset: true });
     }
     if offset + width - 3 < len {
         let rest = go_slice(x, offset, len)?;
@@ -348,9 +348,9 @@ fn call_inner(name: &str, args: &[Value]) -> FnResult {
                 go_slice(x, 0, end)?
             } else if end < 0 || end > len {
                 if start > len {
-                    return Err(format!(
-                        "runtime error: slice bounds out of range [{start}:{len}]"
-                    ));
+                    return Err(FuncError::Panic(format!(
+                        "slice bounds out of range [{start}:{len}]"
+                    )));
                 }
                 go_slice(x, start, len)?
             } else {
@@ -406,12 +406,12 @@ fn call_inner(name: &str, args: &[Value]) -> FnResult {
         "html" => Value::str(html_escape(&escaper_arg(args))),
         "js" => Value::str(js_escape(&escaper_arg(args))),
         "urlquery" => Value::str(query_escape(&escaper_arg(args))),
-        _ => return Err(format!("function {name:?} not defined")),
+        _ => return Err(FuncError::NotDefined(name.to_string())),
     })
 }
 
 /// Go `strings.SplitN`.
-fn go_splitn(x: &str, sep: &str, n: i64) -> Result<Vec<String>, String> {
+fn go_splitn(x: &str, sep: &str, n: i64) -> Result<Vec<String>, FuncError> {
     if n == 0 {
         return Ok(Vec::new());
     }
