@@ -43,11 +43,63 @@ use std::str::FromStr;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CronError {
     #[error("invalid schedule {spec:?}: {reason}")]
-    Schedule { spec: String, reason: String },
+    Schedule { spec: String, reason: SpecError },
     #[error(
         "unknown time zone {zone:?}: use an IANA name such as \"Europe/Berlin\" or \"UTC\" (see `timedatectl list-timezones`)"
     )]
     TimeZone { zone: String },
+}
+
+/// What is wrong with a schedule ([`CronError::Schedule`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpecError {
+    #[error(
+        "empty schedule; expected 5 fields such as \"0 3 * * *\" or a descriptor such as \"@daily\""
+    )]
+    Empty,
+    #[error("TZ= and CRON_TZ= prefixes are not supported: put the zone in spec.timeZone")]
+    ZonePrefix,
+    #[error("expected exactly 5 fields (minute hour day-of-month month day-of-week), found {0}")]
+    FieldCount(usize),
+    /// Field `what` (`minute`, `hour`, ...) with text `field`.
+    #[error("{what} field {field:?}: {error}")]
+    Field {
+        what: &'static str,
+        field: String,
+        error: FieldError,
+    },
+    #[error("@every: invalid duration {duration:?} ({error}); examples: 30s, 5m, 1h30m")]
+    Every {
+        duration: String,
+        error: crate::duration::DurationError,
+    },
+    #[error(
+        "unknown descriptor; use @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly or \"@every <duration>\""
+    )]
+    Descriptor,
+}
+
+/// What is wrong with one range `expr` of a field ([`SpecError::Field`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FieldError {
+    #[error("too many hyphens in {0:?}")]
+    Hyphens(String),
+    #[error("too many slashes in {0:?}")]
+    Slashes(String),
+    #[error("beginning of range ({start}) below minimum ({min}) in {expr:?}")]
+    BelowMinimum { start: u64, min: u64, expr: String },
+    #[error("end of range ({end}) above maximum ({max}) in {expr:?}")]
+    AboveMaximum { end: u64, max: u64, expr: String },
+    #[error("beginning of range ({start}) beyond end of range ({end}) in {expr:?}")]
+    Reversed { start: u64, end: u64, expr: String },
+    #[error("step must be a positive number in {0:?}")]
+    ZeroStep(String),
+    #[error("{0:?} is not a number")]
+    NotANumber(String),
+    #[error("{0:?} is out of range")]
+    OutOfRange(String),
+    #[error("negative number ({0}) not allowed")]
+    Negative(String),
 }
 
 const STAR_BIT: u64 = 1 << 63;
@@ -156,31 +208,31 @@ impl Schedule {
     /// Parse `spec` (CronJob syntax) for the IANA zone `time_zone` (UTC if none).
     pub fn parse(spec: &str, time_zone: Option<&str>) -> Result<Schedule, CronError> {
         let tz = parse_time_zone(time_zone)?;
-        let err = |reason: String| CronError::Schedule {
+        let err = |reason: SpecError| CronError::Schedule {
             spec: spec.to_string(),
             reason,
         };
         if spec.is_empty() {
-            return Err(err("empty schedule; expected 5 fields such as \"0 3 * * *\" or a descriptor such as \"@daily\"".into()));
+            return Err(err(SpecError::Empty));
         }
         if spec.starts_with("TZ=") || spec.starts_with("CRON_TZ=") {
-            return Err(err(
-                "TZ= and CRON_TZ= prefixes are not supported: put the zone in spec.timeZone".into(),
-            ));
+            return Err(err(SpecError::ZonePrefix));
         }
         let kind = if spec.starts_with('@') {
             parse_descriptor(spec).map_err(err)?
         } else {
             let fields: Vec<&str> = spec.split_whitespace().collect();
             if fields.len() != 5 {
-                return Err(err(format!(
-                    "expected exactly 5 fields (minute hour day-of-month month day-of-week), found {}",
-                    fields.len()
-                )));
+                return Err(err(SpecError::FieldCount(fields.len())));
             }
-            let f = |i: usize, b: Bounds, what: &str| {
-                get_field(fields[i], b)
-                    .map_err(|e| err(format!("{what} field {:?}: {e}", fields[i])))
+            let f = |i: usize, b: Bounds, what: &'static str| {
+                get_field(fields[i], b).map_err(|error| {
+                    err(SpecError::Field {
+                        what,
+                        field: fields[i].to_string(),
+                        error,
+                    })
+                })
             };
             Kind::Spec(Spec {
                 minute: f(0, MINUTES, "minute")?,
@@ -293,7 +345,7 @@ impl Schedule {
     }
 }
 
-fn parse_descriptor(spec: &str) -> Result<Kind, String> {
+fn parse_descriptor(spec: &str) -> Result<Kind, SpecError> {
     let all = |b: Bounds| get_bits(b.min, b.max, 1) | STAR_BIT;
     let one = |b: Bounds| 1u64 << b.min;
     let k = |minute, hour, dom, month, dow| {
@@ -313,22 +365,20 @@ fn parse_descriptor(spec: &str) -> Result<Kind, String> {
         "@hourly" => k(one(MINUTES), all(HOURS), all(DOM), all(MONTHS), all(DOW)),
         _ => {
             if let Some(d) = spec.strip_prefix("@every ") {
-                let nanos = crate::duration::parse(d).map_err(|e| {
-                    format!("@every: invalid duration {d:?} ({e}); examples: 30s, 5m, 1h30m")
+                let nanos = crate::duration::parse(d).map_err(|error| SpecError::Every {
+                    duration: d.to_string(),
+                    error,
                 })?;
                 let nanos = nanos.max(1_000_000_000);
                 Kind::Every(nanos / 1_000_000_000)
             } else {
-                return Err(
-                    "unknown descriptor; use @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly or \"@every <duration>\""
-                        .into(),
-                );
+                return Err(SpecError::Descriptor);
             }
         }
     })
 }
 
-fn get_field(field: &str, b: Bounds) -> Result<u64, String> {
+fn get_field(field: &str, b: Bounds) -> Result<u64, FieldError> {
     let mut bits = 0;
     for expr in field.split(',').filter(|s| !s.is_empty()) {
         bits |= get_range(expr, b)?;
@@ -336,7 +386,7 @@ fn get_field(field: &str, b: Bounds) -> Result<u64, String> {
     Ok(bits)
 }
 
-fn get_range(expr: &str, b: Bounds) -> Result<u64, String> {
+fn get_range(expr: &str, b: Bounds) -> Result<u64, FieldError> {
     let range_and_step: Vec<&str> = expr.split('/').collect();
     let low_and_high: Vec<&str> = range_and_step[0].split('-').collect();
     let single = low_and_high.len() == 1;
@@ -351,7 +401,7 @@ fn get_range(expr: &str, b: Bounds) -> Result<u64, String> {
         end = match low_and_high.len() {
             1 => start,
             2 => parse_int_or_name(low_and_high[1], b)?,
-            _ => return Err(format!("too many hyphens in {expr:?}")),
+            _ => return Err(FieldError::Hyphens(expr.to_string())),
         };
     }
     let step = match range_and_step.len() {
@@ -366,32 +416,36 @@ fn get_range(expr: &str, b: Bounds) -> Result<u64, String> {
             }
             step
         }
-        _ => return Err(format!("too many slashes in {expr:?}")),
+        _ => return Err(FieldError::Slashes(expr.to_string())),
     };
     if start < b.min {
-        return Err(format!(
-            "beginning of range ({start}) below minimum ({}) in {expr:?}",
-            b.min
-        ));
+        return Err(FieldError::BelowMinimum {
+            start,
+            min: b.min,
+            expr: expr.to_string(),
+        });
     }
     if end > b.max {
-        return Err(format!(
-            "end of range ({end}) above maximum ({}) in {expr:?}",
-            b.max
-        ));
+        return Err(FieldError::AboveMaximum {
+            end,
+            max: b.max,
+            expr: expr.to_string(),
+        });
     }
     if start > end {
-        return Err(format!(
-            "beginning of range ({start}) beyond end of range ({end}) in {expr:?}"
-        ));
+        return Err(FieldError::Reversed {
+            start,
+            end,
+            expr: expr.to_string(),
+        });
     }
     if step == 0 {
-        return Err(format!("step must be a positive number in {expr:?}"));
+        return Err(FieldError::ZeroStep(expr.to_string()));
     }
     Ok(get_bits(start, end, step) | extra)
 }
 
-fn parse_int_or_name(expr: &str, b: Bounds) -> Result<u64, String> {
+fn parse_int_or_name(expr: &str, b: Bounds) -> Result<u64, FieldError> {
     let lower = expr.to_lowercase();
     if let Some((_, v)) = b.names.iter().find(|(n, _)| *n == lower) {
         return Ok(*v);
@@ -400,20 +454,20 @@ fn parse_int_or_name(expr: &str, b: Bounds) -> Result<u64, String> {
 }
 
 /// Go's `strconv.Atoi` followed by robfig's non-negative check.
-fn parse_int(expr: &str) -> Result<u64, String> {
+fn parse_int(expr: &str) -> Result<u64, FieldError> {
     let (neg, digits) = match expr.as_bytes().first() {
         Some(b'+') => (false, &expr[1..]),
         Some(b'-') => (true, &expr[1..]),
         _ => (false, expr),
     };
     if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
-        return Err(format!("{expr:?} is not a number"));
+        return Err(FieldError::NotANumber(expr.to_string()));
     }
     let v: i64 = digits
         .parse()
-        .map_err(|_| format!("{expr:?} is out of range"))?;
+        .map_err(|_| FieldError::OutOfRange(expr.to_string()))?;
     if neg && v != 0 {
-        return Err(format!("negative number ({expr}) not allowed"));
+        return Err(FieldError::Negative(expr.to_string()));
     }
     Ok(v as u64)
 }
