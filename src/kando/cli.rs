@@ -13,7 +13,45 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+use super::location::LocationError;
+use super::output::KeyError;
+use super::profile::ProfileFlagError;
 use super::{location, output, profile};
+
+/// Why a kando command failed; printed after `kando: error: `.
+#[derive(Debug, thiserror::Error)]
+enum KandoError {
+    /// A Kanister command this kando does not implement; `feature` says what it does there.
+    #[error(
+        "`kando {command}` is not supported: {feature} is not implemented by blueprint-operator's kando \
+         (supported: location push/pull/delete on s3Compliant Profiles, output)"
+    )]
+    UnsupportedCommand {
+        command: &'static str,
+        feature: &'static str,
+    },
+    /// A flag of Kanister's Kopia data path.
+    #[error(
+        "{0} is not supported: it belongs to Kanister's Kopia repository server data path \
+         (Profile location type kopia), which blueprint-operator's kando does not implement; \
+         without it, kando pushes and pulls plain objects of an s3Compliant Profile"
+    )]
+    KopiaFlag(&'static str),
+    #[error("Invalid log level: {0}")]
+    LogLevel(String),
+    #[error("Command accepts 2 arguments, received {0} arguments")]
+    OutputArgs(usize),
+    #[error(transparent)]
+    OutputKey(#[from] KeyError),
+    #[error("writing the output line to stdout: {0}")]
+    Stdout(#[source] std::io::Error),
+    #[error(transparent)]
+    Profile(#[from] ProfileFlagError),
+    #[error("cannot start the Tokio runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    #[error(transparent)]
+    Location(#[from] LocationError),
+}
 
 #[derive(Debug, Parser)]
 #[command(
@@ -133,41 +171,34 @@ where
     }
 }
 
-fn run(cli: Kando) -> Result<(), String> {
+fn run(cli: Kando) -> Result<(), KandoError> {
     init_logging(&cli.verbosity)?;
     match cli.command {
         Command::Output { args } => run_output(&args),
         Command::Location(l) => run_location(l),
-        Command::Chronicle(_) => Err(unsupported_command(
-            "chronicle",
-            "Kanister's chronicle (periodic push of a command's output to object storage)",
-        )),
-        Command::Stream(_) => Err(unsupported_command(
-            "stream",
-            "Kanister's stream push (a file streamed into a Kopia repository)",
-        )),
-        Command::Process(_) => Err(unsupported_command(
-            "process",
-            "Kanister's kando process server (commands run and watched over gRPC)",
-        )),
+        Command::Chronicle(_) => Err(KandoError::UnsupportedCommand {
+            command: "chronicle",
+            feature: "Kanister's chronicle (periodic push of a command's output to object storage)",
+        }),
+        Command::Stream(_) => Err(KandoError::UnsupportedCommand {
+            command: "stream",
+            feature: "Kanister's stream push (a file streamed into a Kopia repository)",
+        }),
+        Command::Process(_) => Err(KandoError::UnsupportedCommand {
+            command: "process",
+            feature: "Kanister's kando process server (commands run and watched over gRPC)",
+        }),
     }
 }
 
-fn unsupported_command(name: &str, feature: &str) -> String {
-    format!(
-        "`kando {name}` is not supported: {feature} is not implemented by blueprint-operator's kando \
-         (supported: location push/pull/delete on s3Compliant Profiles, output)"
-    )
-}
-
-fn init_logging(level: &str) -> Result<(), String> {
+fn init_logging(level: &str) -> Result<(), KandoError> {
     let level = match level.to_ascii_lowercase().as_str() {
         "trace" => tracing::Level::TRACE,
         "debug" => tracing::Level::DEBUG,
         "info" => tracing::Level::INFO,
         "warn" | "warning" => tracing::Level::WARN,
         "error" | "fatal" | "panic" => tracing::Level::ERROR,
-        _ => return Err(format!("Invalid log level: {level}")),
+        _ => return Err(KandoError::LogLevel(level.to_string())),
     };
     // Already set (tests calling twice): keep the first.
     let _ = tracing_subscriber::fmt()
@@ -178,31 +209,22 @@ fn init_logging(level: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn run_output(args: &[OsString]) -> Result<(), String> {
+fn run_output(args: &[OsString]) -> Result<(), KandoError> {
     use std::io::Write as _;
     use std::os::unix::ffi::OsStrExt as _;
     let [key, value] = args else {
-        return Err(format!(
-            "Command accepts 2 arguments, received {} arguments",
-            args.len()
-        ));
+        return Err(KandoError::OutputArgs(args.len()));
     };
     let key = key.to_string_lossy();
-    output::validate_key(&key).map_err(|e| e.to_string())?;
+    output::validate_key(&key)?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "{}", output::line(&key, value.as_bytes()))
         .and_then(|()| out.flush())
-        .map_err(|e| format!("writing the output line to stdout: {e}"))
+        .map_err(KandoError::Stdout)
 }
 
-fn run_location(l: LocationArgs) -> Result<(), String> {
-    let kopia = |flag: &str| {
-        format!(
-            "{flag} is not supported: it belongs to Kanister's Kopia repository server data path \
-             (Profile location type kopia), which blueprint-operator's kando does not implement; \
-             without it, kando pushes and pulls plain objects of an s3Compliant Profile"
-        )
-    };
+fn run_location(l: LocationArgs) -> Result<(), KandoError> {
+    let kopia = KandoError::KopiaFlag;
     match &l.command {
         LocationCommand::Push {
             output_name: Some(_),
@@ -217,33 +239,27 @@ fn run_location(l: LocationArgs) -> Result<(), String> {
         } => return Err(kopia("--kopia-snapshot")),
         _ => {}
     }
-    let profile = profile::parse(&l.profile).map_err(|e| e.to_string())?;
+    let profile = profile::parse(&l.profile)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the Tokio runtime: {e}"))?;
+        .map_err(KandoError::Runtime)?;
     rt.block_on(async {
         match &l.command {
             LocationCommand::Push { source, .. } => {
-                let (key, n) = location::push(&profile, &l.path, source, signal())
-                    .await
-                    .map_err(|e| e.to_string())?;
+                let (key, n) = location::push(&profile, &l.path, source, signal()).await?;
                 tracing::info!(bucket = %profile.bucket, %key, bytes = n, "pushed");
             }
             LocationCommand::Pull { target, .. } => {
-                let (key, n) = location::pull(&profile, &l.path, target)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                let (key, n) = location::pull(&profile, &l.path, target).await?;
                 tracing::info!(bucket = %profile.bucket, %key, bytes = n, "pulled");
             }
             LocationCommand::Delete { .. } => {
-                let (key, n) = location::delete(&profile, &l.path)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                let (key, n) = location::delete(&profile, &l.path).await?;
                 tracing::info!(bucket = %profile.bucket, %key, objects = n, "deleted");
             }
         }
-        Ok(())
+        Ok::<_, KandoError>(())
     })
 }
 
@@ -327,7 +343,7 @@ mod tests {
 
     #[test]
     fn unsupported_parts_name_the_kanister_feature() {
-        let run_err = |args: &[&str]| run(parse(args).unwrap()).unwrap_err();
+        let run_err = |args: &[&str]| run(parse(args).unwrap()).unwrap_err().to_string();
         let e = run_err(&[
             "location",
             "push",
