@@ -47,8 +47,24 @@ pub enum ReadError {
     Parse {
         path: String,
         index: usize,
-        message: String,
+        message: DocumentError,
     },
+}
+
+/// Why one document is not valid YAML or JSON, or not a Kubernetes-shaped value.
+#[derive(Debug, thiserror::Error)]
+pub enum DocumentError {
+    /// The parser's reason, with the line and column when it knows them.
+    #[error("{0}")]
+    Yaml(#[from] serde_yaml::Error),
+    #[error("number {number}: {source}")]
+    Number {
+        number: String,
+        source: serde_json::Error,
+    },
+    /// `key` as YAML on one line.
+    #[error("map key {0} is not a string: Kubernetes objects take string keys only")]
+    KeyNotString(String),
 }
 
 /// Reads every document of `arg`: a file, a directory (searched recursively
@@ -113,11 +129,11 @@ fn push_parsed(path: &str, text: &str, docs: &mut Vec<Document>, errors: &mut Ve
 /// Parses multi-document YAML (JSON is YAML). Empty documents are skipped.
 /// On error returns the index of the failing document and the reason, with
 /// the line and column when the parser knows them.
-pub fn parse(text: &str) -> Result<Vec<Value>, (usize, String)> {
+pub fn parse(text: &str) -> Result<Vec<Value>, (usize, DocumentError)> {
     let mut out = Vec::new();
     for (index, doc) in serde_yaml::Deserializer::from_str(text).enumerate() {
-        let mut yaml = serde_yaml::Value::deserialize(doc).map_err(|e| (index, e.to_string()))?;
-        yaml.apply_merge().map_err(|e| (index, e.to_string()))?;
+        let mut yaml = serde_yaml::Value::deserialize(doc).map_err(|e| (index, e.into()))?;
+        yaml.apply_merge().map_err(|e| (index, e.into()))?;
         match to_json(yaml).map_err(|e| (index, e))? {
             Value::Null => {}
             v => out.push(v),
@@ -128,12 +144,15 @@ pub fn parse(text: &str) -> Result<Vec<Value>, (usize, String)> {
 
 /// YAML to JSON; non-string keys (`1: x`, `true: y`) become strings, as
 /// Kubernetes' YAML decoder does.
-fn to_json(yaml: serde_yaml::Value) -> Result<Value, String> {
+fn to_json(yaml: serde_yaml::Value) -> Result<Value, DocumentError> {
     use serde_yaml::Value as Y;
     Ok(match yaml {
         Y::Null => Value::Null,
         Y::Bool(b) => Value::Bool(b),
-        Y::Number(n) => serde_json::to_value(&n).map_err(|e| format!("number {n}: {e}"))?,
+        Y::Number(n) => serde_json::to_value(&n).map_err(|source| DocumentError::Number {
+            number: n.to_string(),
+            source,
+        })?,
         Y::String(s) => Value::String(s),
         Y::Sequence(items) => {
             Value::Array(items.into_iter().map(to_json).collect::<Result<_, _>>()?)
@@ -148,10 +167,7 @@ fn to_json(yaml: serde_yaml::Value) -> Result<Value, String> {
                     Y::Null => "null".into(),
                     other => {
                         let text = serde_yaml::to_string(&other).unwrap_or_default();
-                        return Err(format!(
-                            "map key {} is not a string: Kubernetes objects take string keys only",
-                            text.trim().replace('\n', " ")
-                        ));
+                        return Err(DocumentError::KeyNotString(text.trim().replace('\n', " ")));
                     }
                 };
                 out.insert(key, to_json(v)?);
@@ -200,6 +216,7 @@ mod tests {
     #[test]
     fn malformed_yaml_reports_document_and_line() {
         let (index, message) = parse("a: 1\n---\nb: [unclosed\n").unwrap_err();
+        let message = message.to_string();
         assert_eq!(index, 1);
         assert!(message.contains("line"), "{message}");
     }
@@ -207,6 +224,7 @@ mod tests {
     #[test]
     fn a_list_as_map_key_is_named_in_yaml_not_rust_debug() {
         let (_, message) = parse("? [a, b]\n: x\n").unwrap_err();
+        let message = message.to_string();
         assert!(
             !message.contains("Sequence") && !message.contains("String("),
             "{message}"

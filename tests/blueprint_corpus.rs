@@ -171,7 +171,7 @@ proptest! {
                     }
                 }
             }
-            Err((_, message)) => prop_assert!(!message.is_empty()),
+            Err((_, message)) => prop_assert!(!message.to_string().is_empty()),
         }
     }
 }
