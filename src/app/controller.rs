@@ -116,9 +116,13 @@ pub struct ControllerArgs {
     pub pod_sweep_interval: u64,
 }
 
-fn parse_timeout(s: &str) -> Result<Duration, String> {
-    crate::duration::parse_timeout(s)
-        .map_err(|e| format!("{e}: write a Go duration such as 30m, 4h or 1h30m (0 = none)"))
+/// A timeout flag clap refused (clap prints it after the flag's name).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}: write a Go duration such as 30m, 4h or 1h30m (0 = none)")]
+struct TimeoutFlagError(#[from] crate::duration::DurationError);
+
+fn parse_timeout(s: &str) -> Result<Duration, TimeoutFlagError> {
+    Ok(crate::duration::parse_timeout(s)?)
 }
 
 fn hostname() -> String {

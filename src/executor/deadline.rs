@@ -144,24 +144,50 @@ pub fn resolve(
     (t, problem)
 }
 
+/// What is wrong with the Blueprint's per-phase timeouts annotation.
+#[derive(Debug, thiserror::Error)]
+enum AnnotationError {
+    #[error("not a JSON object ({0})")]
+    Json(#[source] serde_json::Error),
+    #[error("the value of {0:?} is not an object of phase names")]
+    NotAnObject(String),
+    #[error("{action}.{phase} is not a string")]
+    NotAString { action: String, phase: String },
+    #[error("{action}.{phase} {text:?} is not a duration ({error})")]
+    Duration {
+        action: String,
+        phase: String,
+        text: String,
+        error: duration::DurationError,
+    },
+}
+
 /// The per-phase timeouts of `action` in the Blueprint annotation (other
 /// actions' entries are not checked here: their own ActionSets report them).
-fn blueprint_phases(text: &str, action: &str) -> Result<BTreeMap<String, Option<Limit>>, String> {
+fn blueprint_phases(
+    text: &str,
+    action: &str,
+) -> Result<BTreeMap<String, Option<Limit>>, AnnotationError> {
     let all: BTreeMap<String, serde_json::Value> =
-        serde_json::from_str(text).map_err(|e| format!("not a JSON object ({e})"))?;
+        serde_json::from_str(text).map_err(AnnotationError::Json)?;
     let Some(entry) = all.get(action) else {
         return Ok(BTreeMap::new());
     };
     let phases = entry
         .as_object()
-        .ok_or_else(|| format!("the value of {action:?} is not an object of phase names"))?;
+        .ok_or_else(|| AnnotationError::NotAnObject(action.to_string()))?;
     let mut out = BTreeMap::new();
     for (phase, v) in phases {
-        let text = v
-            .as_str()
-            .ok_or_else(|| format!("{action}.{phase} is not a string"))?;
-        let d = duration::parse_timeout(text)
-            .map_err(|e| format!("{action}.{phase} {text:?} is not a duration ({e})"))?;
+        let text = v.as_str().ok_or_else(|| AnnotationError::NotAString {
+            action: action.to_string(),
+            phase: phase.clone(),
+        })?;
+        let d = duration::parse_timeout(text).map_err(|error| AnnotationError::Duration {
+            action: action.to_string(),
+            phase: phase.clone(),
+            text: text.to_string(),
+            error,
+        })?;
         let limit = (!d.is_zero()).then_some(Limit {
             after: d,
             source: Source::Blueprint,

@@ -656,8 +656,8 @@ mod tests {
         }
     }
 
-    fn render(t: &str, p: &Value) -> Result<String, String> {
-        template::render_str(t, p).map_err(|e| e.to_string())
+    fn render(t: &str, p: &Value) -> Result<String, template::TemplateError> {
+        template::render_str(t, p)
     }
 
     #[test]
@@ -674,7 +674,10 @@ mod tests {
         );
         assert_eq!(render("{{ .Options.o }}", &p).unwrap(), "x");
         let err = render("{{ .Phases.three.Output.value }}", &p).unwrap_err();
-        assert_eq!(err, "Failed to render template: \"three\" not found");
+        assert_eq!(
+            err.to_string(),
+            "Failed to render template: \"three\" not found"
+        );
     }
 
     #[test]
