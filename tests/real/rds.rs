@@ -34,19 +34,26 @@ const CONTROLLER: &str = "deployment/blueprint-operator-controller";
 struct ControllerEnv(&'static str);
 
 impl ControllerEnv {
-    fn set(name: &'static str, value: &str) -> Self {
-        let selector = "app.kubernetes.io/component=controller";
-        let before = kubectl(&[
-            "get",
-            "pods",
-            "-n",
-            NS,
-            "-l",
-            selector,
-            "-o",
-            "jsonpath={.items[*].metadata.name}",
-        ])
-        .unwrap();
+    async fn set(name: &'static str, value: &str) -> Self {
+        let pods = || {
+            kubectl(&[
+                "get",
+                "pods",
+                "-n",
+                NS,
+                "-l",
+                "app.kubernetes.io/component=controller",
+                "-o",
+                "jsonpath={.items[*].metadata.name}",
+            ])
+            .map(|names| {
+                names
+                    .split_whitespace()
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+        };
+        let before = pods().unwrap();
         kubectl(&[
             "set",
             "env",
@@ -59,17 +66,13 @@ impl ControllerEnv {
         let guard = ControllerEnv(name);
         kubectl(&["rollout", "status", "-n", NS, CONTROLLER, "--timeout=180s"]).unwrap();
         // A terminating replica could still hold the Lease and run an ActionSet without it.
-        for pod in before.split_whitespace() {
-            kubectl(&[
-                "wait",
-                "-n",
-                NS,
-                "--for=delete",
-                &format!("pod/{pod}"),
-                "--timeout=120s",
-            ])
-            .unwrap();
-        }
+        crate::support::poll(crate::real::WAIT, || async {
+            pods()
+                .ok()
+                .filter(|now| !now.iter().any(|p| before.contains(p)))
+        })
+        .await
+        .unwrap_or_else(|e| panic!("the controller's pods without {name} did not go: {e}"));
         guard
     }
 }
@@ -140,7 +143,7 @@ async fn corpus_rds_postgres_dump_blueprint_dumps_restores_and_deletes_real_rows
     let bucket = "bpo-real-rds";
     let ns = postgres("rds", bucket).await;
     let m = moto::server();
-    let _endpoint = ControllerEnv::set("AWS_ENDPOINT_URL_RDS", &m.endpoint);
+    let _endpoint = ControllerEnv::set("AWS_ENDPOINT_URL_RDS", &m.endpoint).await;
     let service_ip = kubectl(&[
         "get",
         "service",
