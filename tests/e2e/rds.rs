@@ -5,7 +5,7 @@
 //! wrong credentials and of an instance that does not exist; ExportRDSSnapshotToLocation's
 //! failures (a snapshot that does not exist, wrong credentials, a dump that fails, an instance
 //! that never becomes available) leave no temporary instance behind. The dump itself, with
-//! real PostgreSQL rows, needs the real node (tests/real).
+//! real PostgreSQL rows, runs on the real node (tests/real/rds.rs).
 
 use std::time::Duration;
 

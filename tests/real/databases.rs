@@ -57,17 +57,17 @@ pub async fn keys(bucket: &str, prefix: &str) -> Vec<String> {
     k
 }
 
-fn exec(ns: &str, pod: &str, script: &str) -> String {
+pub fn exec(ns: &str, pod: &str, script: &str) -> String {
     kubectl(&["exec", "-n", ns, pod, "--", "bash", "-c", script])
         .unwrap_or_else(|e| panic!("exec in {ns}/{pod}: {e}"))
 }
 
 // ---- PostgreSQL -------------------------------------------------------------------------------
 
-const PG_PASSWORD: &str = "pg-secret-4711";
+pub const PG_PASSWORD: &str = "pg-secret-4711";
 /// `app.kubernetes.io/instance`: the Blueprint derives the Secret's and Service's names from it.
 const PG_INSTANCE: &str = "shop";
-const PG_STS: &str = "shop-postgresql";
+pub const PG_STS: &str = "shop-postgresql";
 
 /// A namespace with PostgreSQL as the Blueprint expects it (Bitnami's chart's shape): the
 /// StatefulSet `shop-postgresql` labelled `app.kubernetes.io/instance: shop` with a
@@ -139,7 +139,7 @@ spec:
     ns
 }
 
-fn psql(ns: &str, sql: &str) -> String {
+pub fn psql(ns: &str, sql: &str) -> String {
     exec(
         ns,
         &format!("{PG_STS}-0"),
@@ -150,10 +150,11 @@ fn psql(ns: &str, sql: &str) -> String {
 }
 
 /// The rows the tests write: quotes, a tab, non-ASCII, NULL and 500 generated ones.
-const PG_ROWS: &str = "CREATE TABLE items (id int PRIMARY KEY, name text, price numeric(10,2), note text); \
+pub const PG_ROWS: &str = "CREATE TABLE items (id int PRIMARY KEY, name text, price numeric(10,2), note text); \
      INSERT INTO items VALUES (1, 'it''s', 9.99, NULL), (2, E'tab\\there', 0.01, 'Grüße'); \
      INSERT INTO items SELECT g, 'item ' || g, g * 1.25, md5(g::text) FROM generate_series(3, 502) g;";
-const PG_SELECT: &str = "SELECT id, name, price, coalesce(note, '<null>') FROM items ORDER BY id";
+pub const PG_SELECT: &str =
+    "SELECT id, name, price, coalesce(note, '<null>') FROM items ORDER BY id";
 
 pub fn pg_action(ns: &str, name: &str, blueprint: &str, extra: Value) -> Value {
     let mut a = json!({

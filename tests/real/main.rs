@@ -18,5 +18,6 @@ mod install;
 mod kando_failures;
 mod node;
 mod pod_logs;
+mod rds;
 mod real;
 mod restart;

@@ -8,6 +8,8 @@
 #   blueprint-operator-tools  docker.io/library/blueprint-operator-tools:VERSION, for Blueprints' pods:
 #                             bash (also as sh), coreutils, gzip, tar, grep, sed, CA certificates,
 #                             restic, the release binary and kando -> blueprint-operator; runs as root
+#   kanister-tools            ghcr.io/kanisterio/kanister-tools:0.117.0: the same, under the name the
+#                             corpus' RDS dump Blueprint gives its delete action's KubeTask
 #   postgres-db               docker.io/library/postgres-db:15: Debian's PostgreSQL 15 server and
 #                             client; first start initdb's $PGDATA (a volume) with the postgres
 #                             user's password from POSTGRES_PASSWORD; serves 0.0.0.0:5432
@@ -19,6 +21,9 @@
 #                             PostgreSQL and MariaDB Blueprints name, under those names (a registry
 #                             mirror would do the same), built here: Debian's postgresql-client-15
 #                             or mariadb-client (10.11), bash, gzip, and our kando
+#   postgres-kanister-tools-rds  ghcr.io/kanisterio/postgres-kanister-tools:0.119.0: the same as
+#                             postgres-kanister-tools, the image of ExportRDSSnapshotToLocation's and
+#                             RestoreRDSSnapshot's dump pods (the functions' default, Kanister's)
 # VERSION is Cargo.toml's package version. Images reference docker.io/library/NAME because that is
 # what the kubelet asks containerd for when a pod says `image: NAME:TAG`.
 #
@@ -292,6 +297,45 @@ busybox_applets() {
   done
 }
 
+# tools_image NAME REF : Blueprints' shell tools, restic and kando (our binary), run as root.
+tools_image() {
+  image "$1" "$2" \
+    --packages "bash coreutils gzip tar grep sed ca-certificates curl jq netcat-openbsd procps libc-bin hostname" \
+    --link /bin/sh=bash \
+    --file "/etc/passwd=$here/files/root/passwd" --file "/etc/group=$here/files/root/group" \
+    --file "/etc/nsswitch.conf=$here/files/nsswitch.conf" \
+    --dir /tmp:1777 --dir /var/tmp:1777 --dir /root:700 \
+    --before restic_ready --key "restic:$restic_bin" --file "/usr/local/bin/restic=$restic_bin" \
+    --before release_binary --key "$crate_key" \
+    --file "/usr/local/bin/blueprint-operator=$operator_bin" \
+    --link /usr/local/bin/kando=blueprint-operator \
+    --check-elf /bin/bash --check-elf /bin/tar --check-elf /bin/gzip --check-elf /bin/grep \
+    --check-elf /bin/sed --check-elf /bin/ls --check-elf /usr/local/bin/blueprint-operator \
+    --cmd '["/bin/bash"]' --workdir /root \
+    --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    --env SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
+}
+
+# postgres_tools_image NAME REF : PostgreSQL 15's client programs, bash, gzip, tar, sed and kando.
+postgres_tools_image() {
+  image "$1" "$2" \
+    --packages "bash postgresql-client-15 gzip tar sed coreutils grep ca-certificates" \
+    --link /bin/sh=bash \
+    --file "/etc/passwd=$here/files/root/passwd" --file "/etc/group=$here/files/root/group" \
+    --file "/etc/nsswitch.conf=$here/files/nsswitch.conf" \
+    --dir /tmp:1777 --dir /var/tmp:1777 --dir /root:700 \
+    --before release_binary --key "$crate_key" \
+    --file "/usr/local/bin/blueprint-operator=$operator_bin" \
+    --link /usr/local/bin/kando=blueprint-operator \
+    --check-elf /bin/bash --check-elf /bin/gzip --check-elf /bin/tar --check-elf /bin/sed \
+    --check-elf /usr/lib/postgresql/15/bin/pg_dumpall --check-elf /usr/lib/postgresql/15/bin/pg_dump \
+    --check-elf /usr/lib/postgresql/15/bin/psql \
+    --check-elf /usr/local/bin/blueprint-operator \
+    --cmd '["/bin/bash"]' --workdir /root \
+    --env PATH=/usr/local/sbin:/usr/local/bin:/usr/lib/postgresql/15/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    --env SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
+}
+
 define_images() {
   image pause registry.k8s.io/pause:3.10 \
     --before build_pause --file "/pause=$(pause_bin)" \
@@ -312,21 +356,10 @@ define_images() {
     --env SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
 
   # Blueprints' shell tools (Kanister's tools image has the same and runs as root too).
-  image blueprint-operator-tools "docker.io/library/blueprint-operator-tools:$version" \
-    --packages "bash coreutils gzip tar grep sed ca-certificates curl jq netcat-openbsd procps libc-bin hostname" \
-    --link /bin/sh=bash \
-    --file "/etc/passwd=$here/files/root/passwd" --file "/etc/group=$here/files/root/group" \
-    --file "/etc/nsswitch.conf=$here/files/nsswitch.conf" \
-    --dir /tmp:1777 --dir /var/tmp:1777 --dir /root:700 \
-    --before restic_ready --key "restic:$restic_bin" --file "/usr/local/bin/restic=$restic_bin" \
-    --before release_binary --key "$crate_key" \
-    --file "/usr/local/bin/blueprint-operator=$operator_bin" \
-    --link /usr/local/bin/kando=blueprint-operator \
-    --check-elf /bin/bash --check-elf /bin/tar --check-elf /bin/gzip --check-elf /bin/grep \
-    --check-elf /bin/sed --check-elf /bin/ls --check-elf /usr/local/bin/blueprint-operator \
-    --cmd '["/bin/bash"]' --workdir /root \
-    --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    --env SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
+  tools_image blueprint-operator-tools "docker.io/library/blueprint-operator-tools:$version"
+  # The same under the name of Kanister's tools image that the corpus' RDS dump Blueprint names
+  # (kanister-examples/aws-rds/postgresql/rds-postgres-dump-blueprint.yaml: kando location delete).
+  tools_image kanister-tools ghcr.io/kanisterio/kanister-tools:0.117.0
 
   # The README's examples run busybox:1.35 (Docker Hub has it); Debian's busybox-static is 1.35.
   image busybox docker.io/library/busybox:1.35 \
@@ -370,21 +403,11 @@ define_images() {
   # would serve them), built here: Kanister's own are not reachable and the Blueprints run as
   # written. Each has the Blueprint's tools from Debian and our kando.
   # kanister-examples/postgresql/postgres-blueprint.yaml: pg_dumpall, psql, gzip, sed, kando.
-  image postgres-kanister-tools ghcr.io/kanisterio/postgres-kanister-tools:0.117.0 \
-    --packages "bash postgresql-client-15 gzip sed coreutils grep ca-certificates" \
-    --link /bin/sh=bash \
-    --file "/etc/passwd=$here/files/root/passwd" --file "/etc/group=$here/files/root/group" \
-    --file "/etc/nsswitch.conf=$here/files/nsswitch.conf" \
-    --dir /tmp:1777 --dir /var/tmp:1777 --dir /root:700 \
-    --before release_binary --key "$crate_key" \
-    --file "/usr/local/bin/blueprint-operator=$operator_bin" \
-    --link /usr/local/bin/kando=blueprint-operator \
-    --check-elf /bin/bash --check-elf /bin/gzip --check-elf /bin/sed \
-    --check-elf /usr/lib/postgresql/15/bin/pg_dumpall --check-elf /usr/lib/postgresql/15/bin/psql \
-    --check-elf /usr/local/bin/blueprint-operator \
-    --cmd '["/bin/bash"]' --workdir /root \
-    --env PATH=/usr/local/sbin:/usr/local/bin:/usr/lib/postgresql/15/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    --env SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
+  postgres_tools_image postgres-kanister-tools ghcr.io/kanisterio/postgres-kanister-tools:0.117.0
+  # The image ExportRDSSnapshotToLocation and RestoreRDSSnapshot run their dump and restore in
+  # (Kanister's default postgres tools image, src/functions/rds/dump.rs): pg_dump, psql, tar,
+  # gzip, base64, kando.
+  postgres_tools_image postgres-kanister-tools-rds ghcr.io/kanisterio/postgres-kanister-tools:0.119.0
 
   # kanister-examples/maria/maria-blueprint.yaml: mysql, mysqldump (mysql-sidecar/mysqldump drops
   # MySQL 8's --column-statistics=0, which MariaDB's dump refuses), gzip, kando.
@@ -405,7 +428,7 @@ define_images() {
     --env SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
 }
 
-known=" pause blueprint-operator blueprint-operator-tools busybox postgres-db mariadb-db postgres-kanister-tools mysql-sidecar "
+known=" pause blueprint-operator blueprint-operator-tools kanister-tools busybox postgres-db mariadb-db postgres-kanister-tools postgres-kanister-tools-rds mysql-sidecar "
 for n in "${selected[@]}"; do
   [[ "$known" == *" $n "* ]] || fail "unknown image $n (images:$known)"
 done
