@@ -248,11 +248,29 @@ pub async fn template_params(
     profile: &str,
     object: serde_json::Value,
 ) -> anyhow::Result<serde_json::Value> {
-    let spec: blueprint_operator::model::ActionSpec = serde_json::from_value(json!({
-        "name": "backup", "object": object,
-        "profile": {"name": profile, "namespace": ns},
-        "preferredVersion": "",
-    }))?;
+    let p = fetch_params(
+        ns,
+        json!({
+            "name": "backup", "object": object,
+            "profile": {"name": profile, "namespace": ns},
+            "preferredVersion": "",
+        }),
+    )
+    .await?;
+    anyhow::ensure!(p.get("Profile").is_some(), "no Profile in {p:?}");
+    Ok(p)
+}
+
+/// [`template_params`] for an action on Deployment `app`.
+pub async fn app_params(ns: &str, profile: &str) -> anyhow::Result<serde_json::Value> {
+    let app = json!({"kind": "Deployment", "name": "app", "namespace": ns});
+    template_params(ns, profile, app).await
+}
+
+/// The template parameters the executor fetches, with its own code, for the action `spec`
+/// (an ActionSpec as JSON).
+pub async fn fetch_params(ns: &str, spec: serde_json::Value) -> anyhow::Result<serde_json::Value> {
+    let spec: blueprint_operator::model::ActionSpec = serde_json::from_value(spec)?;
     let (p, err) = blueprint_operator::executor::params::fetch_base(
         &super::rbac::controller_client(),
         ns,
@@ -261,8 +279,81 @@ pub async fn template_params(
     )
     .await;
     anyhow::ensure!(err.is_none(), "fetching params: {err:?}");
-    anyhow::ensure!(p.contains_key("Profile"), "no Profile in {p:?}");
     Ok(serde_json::Value::Object(p))
+}
+
+/// An S3 client of the test object store, with its credentials.
+pub fn store_client() -> blueprint_operator::functions::s3::S3Client {
+    use blueprint_operator::functions::s3::{Config, Credentials, S3Client};
+    let store = object_store();
+    S3Client::new(&Config {
+        endpoint: store.endpoint.clone(),
+        region: store.region.clone(),
+        credentials: Credentials {
+            access_key_id: store.access_key.clone(),
+            secret_access_key: store.secret_key.clone(),
+            session_token: None,
+        },
+        skip_ssl_verify: false,
+    })
+    .expect("S3 client")
+}
+
+/// A data-mover function call as the controller makes it, on no object (they take none).
+pub fn ctx(ns: &str) -> blueprint_operator::functions::Context {
+    super::call::ctx(ns, blueprint_operator::model::ObjectReference::default())
+}
+
+/// The string output `key` of a function; panics naming it when it is missing.
+pub fn out_str(out: &blueprint_operator::functions::Output, key: &str) -> String {
+    out.get(key)
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_else(|| panic!("output {key} missing in {out:?}"))
+        .to_string()
+}
+
+/// A PVC `name` (ReadWriteOnce) bound to a hostPath PV at `/mnt/vol_data/<name>`, where
+/// CopyVolumeData's pod mounts it (a directory of this machine under kwok), so that the
+/// scheduler places pods using it; returns the PV's name, to delete with [`delete_pv`].
+pub async fn vol_data_pvc(client: &Client, ns: &str, name: &str) -> anyhow::Result<String> {
+    use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+    let pv_name = format!("{ns}-{name}");
+    let pvs: Api<PersistentVolume> = Api::all(client.clone());
+    let pv: PersistentVolume = serde_json::from_value(json!({
+        "metadata": {"name": pv_name},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "hostPath": {"path": format!("/mnt/vol_data/{name}")},
+            "storageClassName": "",
+            "persistentVolumeReclaimPolicy": "Retain",
+            "claimRef": {"namespace": ns, "name": name},
+        },
+    }))?;
+    pvs.create(&PostParams::default(), &pv).await?;
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), ns);
+    let pvc: PersistentVolumeClaim = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}},
+            "storageClassName": "",
+            "volumeName": pv_name,
+        },
+    }))?;
+    pvcs.create(&PostParams::default(), &pvc).await?;
+    super::wait_for(&pvcs, name, super::WAIT, |c| {
+        c.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound")
+    })
+    .await
+    .context("PVC Bound")?;
+    Ok(pv_name)
+}
+
+/// Deletes PV `name` (cluster-scoped, so not removed with the test's namespace); best effort.
+pub async fn delete_pv(client: &Client, name: &str) {
+    let pvs: Api<k8s_openapi::api::core::v1::PersistentVolume> = Api::all(client.clone());
+    let _ = pvs.delete(name, &Default::default()).await;
 }
 
 /// A Deployment `app` with one Running pod; returns the pod's name.

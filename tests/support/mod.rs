@@ -27,6 +27,8 @@ pub mod csi;
 pub mod data_plane;
 pub mod files;
 pub mod go_oracle;
+pub mod http;
+pub mod kanister;
 pub mod moto;
 pub mod pod_watch;
 pub mod prerequisite;
