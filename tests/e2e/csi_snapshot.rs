@@ -12,8 +12,9 @@ use std::time::Duration;
 use crate::support::call::{self, call, polling, spawn_call};
 use crate::support::controller::Controller;
 use crate::support::csi::{created_snapshot, set_status, snapshots};
+use crate::support::kanister;
 use blueprint_operator::functions::{self, Context};
-use blueprint_operator::model::{ActionSet, Blueprint};
+use blueprint_operator::model::Blueprint;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use kube::Client;
@@ -375,18 +376,12 @@ async fn run_action(
     action: &str,
     artifacts: Value,
 ) -> anyhow::Result<()> {
-    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
-    let a: ActionSet = serde_json::from_value(json!({
-        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
-        "metadata": {"name": name},
-        "spec": {"actions": [{
-            "name": action, "blueprint": "csi-snapshot-bp",
-            "object": {"kind": "Deployment", "name": "app", "namespace": ns},
-            "artifacts": artifacts,
-        }]},
-    }))?;
-    api.create(&PostParams::default(), &a).await?;
-    Ok(())
+    let spec = json!({
+        "name": action, "blueprint": "csi-snapshot-bp",
+        "object": kanister::deployment_object(ns, "app"),
+        "artifacts": artifacts,
+    });
+    kanister::create_actionset(client, ns, name, spec).await
 }
 
 /// The corpus csi-snapshot Blueprint (backup, restore, delete) run by the controller, with the

@@ -13,11 +13,12 @@ use std::time::Duration;
 use crate::support::call::{self, call, polling, spawn_call};
 use crate::support::controller::Controller;
 use crate::support::csi::{created_snapshot, set_status, snapshots};
+use crate::support::kanister;
 use blueprint_operator::functions::Context;
 use blueprint_operator::functions::csi_snapshot_static::{
     volume_snapshot_class_resource, volume_snapshot_content_resource,
 };
-use blueprint_operator::model::{ActionSet, Blueprint};
+use blueprint_operator::model::Blueprint;
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::core::DynamicObject;
@@ -413,19 +414,13 @@ async fn run_action(
     options: Value,
     artifacts: Value,
 ) -> anyhow::Result<()> {
-    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
-    let a: ActionSet = serde_json::from_value(json!({
-        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
-        "metadata": {"name": name},
-        "spec": {"actions": [{
-            "name": action, "blueprint": "csi-static-bp",
-            "object": {"kind": "Namespace", "name": ns},
-            "options": options,
-            "artifacts": artifacts,
-        }]},
-    }))?;
-    api.create(&PostParams::default(), &a).await?;
-    Ok(())
+    let spec = json!({
+        "name": action, "blueprint": "csi-static-bp",
+        "object": {"kind": "Namespace", "name": ns},
+        "options": options,
+        "artifacts": artifacts,
+    });
+    kanister::create_actionset(client, ns, name, spec).await
 }
 
 /// A Blueprint that imports a backend snapshot (CreateCSISnapshotStatic, outputs as an artifact)

@@ -501,16 +501,15 @@ async fn corpus_postgres_blueprint_backup_and_restore_with_multi_container_run()
     let _controller = Controller::start(&ns, &[]);
     let actionsets: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
     let actionset = |name: &str, action: &str, log: &str, artifacts: Value| {
-        serde_json::from_value::<ActionSet>(json!({
-            "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
-            "metadata": {"name": name},
-            "spec": {"actions": [{
+        support::kanister::actionset(
+            name,
+            json!({
                 "name": action, "blueprint": "postgres-bp",
                 "object": {"kind": "StatefulSet", "name": "pg-postgresql", "namespace": ns},
                 "artifacts": artifacts,
                 "podAnnotations": support::kwok_annotations(0, log),
-            }]},
-        }))
+            }),
+        )
     };
 
     let log = "pushed\n###Phase-output###: {\"key\":\"kopiaOutput\",\"value\":\"kopia-snap-7\"}";

@@ -9,17 +9,14 @@ use crate::support;
 use std::time::Duration;
 
 use crate::support::controller::{Controller, setup};
-use blueprint_operator::model::{ActionSet, Blueprint, State};
+use crate::support::kanister::{self, create_blueprint, out_line};
+use blueprint_operator::model::{ActionSet, State};
 use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 
 const FINISH: Duration = Duration::from_secs(180);
-
-fn out_line(key: &str, v: &str) -> String {
-    format!("###Phase-output###: {{\"key\":\"{key}\",\"value\":\"{v}\"}}")
-}
 
 /// ActionSet podAnnotations: every pod exits 0 printing `log`.
 fn pods_succeed(log: &str) -> Value {
@@ -32,21 +29,6 @@ async fn create_secret(client: &Client, ns: &str, name: &str, data: Value) -> an
         "metadata": {"name": name}, "stringData": data,
     }))?;
     api.create(&PostParams::default(), &s).await?;
-    Ok(())
-}
-
-async fn create_blueprint(
-    client: &Client,
-    ns: &str,
-    name: &str,
-    actions: Value,
-) -> anyhow::Result<()> {
-    let api: Api<Blueprint> = Api::namespaced(client.clone(), ns);
-    let bp: Blueprint = serde_json::from_value(json!({
-        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Blueprint",
-        "metadata": {"name": name}, "actions": actions,
-    }))?;
-    api.create(&PostParams::default(), &bp).await?;
     Ok(())
 }
 
@@ -84,21 +66,12 @@ async fn create_actionset(
     action: &str,
     extra: Value,
 ) -> anyhow::Result<()> {
-    let mut a = json!({
+    let base = json!({
         "name": action, "blueprint": blueprint,
         "object": {"kind": "Namespace", "name": ns, "namespace": ns},
         "podAnnotations": pods_succeed("done"),
     });
-    if let (Some(a), Some(e)) = (a.as_object_mut(), extra.as_object()) {
-        a.extend(e.clone());
-    }
-    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
-    let set: ActionSet = serde_json::from_value(json!({
-        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
-        "metadata": {"name": name}, "spec": {"actions": [a]},
-    }))?;
-    api.create(&PostParams::default(), &set).await?;
-    Ok(())
+    kanister::create_actionset(client, ns, name, kanister::merged(base, extra)).await
 }
 
 fn summary(a: &ActionSet) -> (State, String, State) {
