@@ -8,12 +8,11 @@
 //! NoSuchBucket). [`s3_profile`] creates its bucket before the Profile exists instead, once.
 
 use std::collections::BTreeSet;
-use std::io::{Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use kube::Client;
@@ -104,37 +103,18 @@ pub fn object_store() -> &'static ObjectStore {
 
 fn start() -> anyhow::Result<ObjectStore> {
     let bin = paths().map_err(anyhow::Error::msg)?.gofakes3.clone();
-    // Loopback, or the real node's bridge address (BPO_TEST_HOST_IP) where pods must reach it.
-    let host = std::env::var("BPO_TEST_HOST_IP").unwrap_or_else(|_| "127.0.0.1".into());
-    let port = TcpListener::bind((host.as_str(), 0))?.local_addr()?.port();
-    let addr = format!("{host}:{port}");
-    // The watchdog shell ends the store when this process is gone, however it ends.
-    let watchdog = r#"
-        "$0" "$@" & child=$!
-        trap 'kill $child 2>/dev/null' EXIT
-        while kill -0 "$BPO_WATCH_PID" 2>/dev/null && kill -0 $child 2>/dev/null; do sleep 1; done
-    "#;
-    let log = std::env::temp_dir().join(format!("bpo-gofakes3-{}.log", std::process::id()));
-    Command::new("bash")
-        .arg("-c")
-        .arg(watchdog)
-        .arg(&bin)
-        .args(["-backend", "memory", "-quiet", "-host", &addr])
-        .env("BPO_WATCH_PID", std::process::id().to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log)?)
-        .spawn()
-        .with_context(|| format!("starting {}", bin.display()))?;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect(&addr).is_err() {
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "gofakes3 did not listen on {addr} within 30 s (log: {})",
-            log.display()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let host = super::server::host();
+    let addr = format!("{host}:{}", super::server::free_port(&host)?);
+    let args = ["-backend", "memory", "-quiet", "-host", &addr];
+    let log = super::server::spawn_watched("gofakes3", &bin, &args)?;
+    super::server::wait_ready(
+        "gofakes3",
+        &addr,
+        &log,
+        Duration::from_secs(30),
+        Duration::from_millis(100),
+        || TcpStream::connect(&addr).is_ok(),
+    )?;
     Ok(ObjectStore {
         endpoint: format!("http://{addr}"),
         region: "us-east-1".into(),
@@ -154,18 +134,15 @@ pub fn create_bucket(bucket: &str) -> anyhow::Result<()> {
     let store = object_store();
     let addr = store.endpoint.trim_start_matches("http://");
     // gofakes3 checks no signatures: a plain path-style PUT /<bucket> is a CreateBucket.
-    let mut s = TcpStream::connect(addr).with_context(|| format!("connecting to {addr}"))?;
-    s.set_read_timeout(Some(Duration::from_secs(30)))?;
-    write!(
-        s,
+    let request = format!(
         "PUT /{bucket} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-    )?;
-    let mut answer = String::new();
-    s.read_to_string(&mut answer)?;
-    let status = answer.split_whitespace().nth(1).unwrap_or("");
+    );
+    let answer = super::http::exchange(addr, &request, Duration::from_secs(30))
+        .with_context(|| format!("CreateBucket {bucket} on {addr}"))?;
+    let status = super::http::status(&answer);
     // 409 BucketAlreadyExists: made before, e.g. by restic (which creates a missing bucket).
     anyhow::ensure!(
-        status == "200" || status == "409",
+        status == 200 || status == 409,
         "CreateBucket {bucket} on {}: {answer}",
         store.endpoint
     );

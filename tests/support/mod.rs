@@ -34,6 +34,7 @@ pub mod pod_watch;
 pub mod prerequisite;
 pub mod rbac;
 pub mod s3_stub;
+pub mod server;
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;

@@ -1,0 +1,65 @@
+//! Local servers the tests start once per test binary (the object store, moto): on a free port
+//! of the test host, ended by a shell watchdog when this process is gone, however it ends.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+
+/// The address servers listen on: loopback, or the real node's bridge address
+/// (`BPO_TEST_HOST_IP`) where pods must reach them.
+pub fn host() -> String {
+    std::env::var("BPO_TEST_HOST_IP").unwrap_or_else(|_| "127.0.0.1".into())
+}
+
+/// A port of [`host`] free right now.
+pub fn free_port(host: &str) -> anyhow::Result<u16> {
+    Ok(TcpListener::bind((host, 0))?.local_addr()?.port())
+}
+
+/// Starts `bin args` in the background, its stderr in `/tmp/bpo-<name>-<pid>.log` (returned),
+/// stopped by a watchdog shell once this process is gone.
+pub fn spawn_watched(name: &str, bin: &Path, args: &[&str]) -> anyhow::Result<PathBuf> {
+    let watchdog = r#"
+        "$0" "$@" & child=$!
+        trap 'kill $child 2>/dev/null' EXIT
+        while kill -0 "$BPO_WATCH_PID" 2>/dev/null && kill -0 $child 2>/dev/null; do sleep 1; done
+    "#;
+    let log = std::env::temp_dir().join(format!("bpo-{name}-{}.log", std::process::id()));
+    Command::new("bash")
+        .arg("-c")
+        .arg(watchdog)
+        .arg(bin)
+        .args(args)
+        .env("BPO_WATCH_PID", std::process::id().to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log)?)
+        .spawn()
+        .with_context(|| format!("starting {}", bin.display()))?;
+    Ok(log)
+}
+
+/// Waits (at most `timeout`, checking every `every`) until `ready` holds for the server `name`
+/// started by [`spawn_watched`] on `addr`; the error points at its log.
+pub fn wait_ready(
+    name: &str,
+    addr: &str,
+    log: &Path,
+    timeout: Duration,
+    every: Duration,
+    mut ready: impl FnMut() -> bool,
+) -> anyhow::Result<()> {
+    let deadline = Instant::now() + timeout;
+    while !ready() {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "{name} did not answer on {addr} within {timeout:?} (log: {})",
+            log.display()
+        );
+        std::thread::sleep(every);
+    }
+    Ok(())
+}
