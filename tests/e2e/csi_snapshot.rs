@@ -14,7 +14,6 @@ use crate::support::controller::Controller;
 use crate::support::csi::{created_snapshot, set_status, snapshots};
 use crate::support::kanister;
 use blueprint_operator::functions::{self, Context};
-use blueprint_operator::model::Blueprint;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use kube::Client;
@@ -369,19 +368,14 @@ async fn pv_for(
     Ok(())
 }
 
-async fn run_action(
-    client: &Client,
-    ns: &str,
-    name: &str,
-    action: &str,
-    artifacts: Value,
-) -> anyhow::Result<()> {
-    let spec = json!({
-        "name": action, "blueprint": "csi-snapshot-bp",
-        "object": kanister::deployment_object(ns, "app"),
-        "artifacts": artifacts,
-    });
-    kanister::create_actionset(client, ns, name, spec).await
+/// Action `action` of the corpus csi-snapshot Blueprint on Deployment `app`.
+fn app_action(ns: &str, action: &str, artifacts: Value) -> Value {
+    let spec = kanister::action(
+        action,
+        "csi-snapshot-bp",
+        kanister::deployment_object(ns, "app"),
+    );
+    kanister::merged(spec, json!({"artifacts": artifacts}))
 }
 
 /// The corpus csi-snapshot Blueprint (backup, restore, delete) run by the controller, with the
@@ -398,11 +392,7 @@ async fn corpus_csi_snapshot_blueprint_backs_up_restores_and_deletes() -> anyhow
     support::install_crds(&client).await?;
     let ns = support::namespace(&client, "csi-corpus").await;
     let file = corpus.join("kanister-examples/csi-snapshot/csi-snapshot-blueprint.yaml");
-    let bp: Value = serde_yaml::from_str(&std::fs::read_to_string(&file)?)?;
-    let bp: Blueprint = serde_json::from_value(bp)?;
-    Api::<Blueprint>::namespaced(client.clone(), &ns)
-        .create(&PostParams::default(), &bp)
-        .await?;
+    support::kanister::create_file_blueprint(&client, &ns, &file).await?;
 
     // The application: a Deployment whose first volume is the PVC "data".
     pv_for(
@@ -449,7 +439,13 @@ async fn corpus_csi_snapshot_blueprint_backs_up_restores_and_deletes() -> anyhow
     let _controller = Controller::start(&ns, &[]);
 
     // backup: CreateCSISnapshot of the Deployment's PVC; the test makes the snapshot ready.
-    run_action(&client, &ns, "backup-1", "backup", json!({})).await?;
+    kanister::create_actionset(
+        &client,
+        &ns,
+        "backup-1",
+        app_action(&ns, "backup", json!({})),
+    )
+    .await?;
     let api = snapshots(&client, &ns);
     let snap = support::poll(Duration::from_secs(120), || async {
         api.list(&Default::default())
@@ -487,12 +483,11 @@ async fn corpus_csi_snapshot_blueprint_backs_up_restores_and_deletes() -> anyhow
     // restore: scale to 0, delete the PVC, RestoreCSISnapshot, scale to 1. The test provisions
     // a volume for the restored PVC so that the pod can be scheduled again.
     let old_uid = pvcs.get("data").await?.metadata.uid;
-    run_action(
+    kanister::create_actionset(
         &client,
         &ns,
         "restore-1",
-        "restore",
-        json!({"snapshotInfo": info}),
+        app_action(&ns, "restore", json!({"snapshotInfo": info})),
     )
     .await?;
     let restored = support::poll(Duration::from_secs(120), || async {
@@ -525,12 +520,11 @@ async fn corpus_csi_snapshot_blueprint_backs_up_restores_and_deletes() -> anyhow
     support::wait_for(&deployments, "app", support::WAIT, ready).await?;
 
     // delete: DeleteCSISnapshot.
-    run_action(
+    kanister::create_actionset(
         &client,
         &ns,
         "delete-1",
-        "delete",
-        json!({"snapshotInfo": info}),
+        app_action(&ns, "delete", json!({"snapshotInfo": info})),
     )
     .await?;
     support::wait_actionset_complete(&client, &ns, "delete-1").await?;

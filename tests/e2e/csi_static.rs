@@ -406,21 +406,14 @@ async fn delete_csi_snapshot_content_deletes_and_tolerates_a_missing_content() -
     Ok(())
 }
 
-async fn run_action(
-    client: &Client,
-    ns: &str,
-    name: &str,
-    action: &str,
-    options: Value,
-    artifacts: Value,
-) -> anyhow::Result<()> {
-    let spec = json!({
-        "name": action, "blueprint": "csi-static-bp",
-        "object": {"kind": "Namespace", "name": ns},
-        "options": options,
-        "artifacts": artifacts,
-    });
-    kanister::create_actionset(client, ns, name, spec).await
+/// Action `action` of Blueprint csi-static-bp on the namespace.
+fn ns_action(ns: &str, action: &str, options: Value, artifacts: Value) -> Value {
+    let spec = kanister::action(
+        action,
+        "csi-static-bp",
+        json!({"kind": "Namespace", "name": ns}),
+    );
+    kanister::merged(spec, json!({"options": options, "artifacts": artifacts}))
 }
 
 /// A Blueprint that imports a backend snapshot (CreateCSISnapshotStatic, outputs as an artifact)
@@ -481,13 +474,16 @@ async fn blueprint_imports_a_snapshot_and_deletes_snapshot_and_content() -> anyh
         &["--trusted-namespace", &ns],
     );
 
-    run_action(
+    kanister::create_actionset(
         &client,
         &ns,
         "import-1",
-        "backup",
-        json!({"handle": "snap-0042", "class": class}),
-        json!({}),
+        ns_action(
+            &ns,
+            "backup",
+            json!({"handle": "snap-0042", "class": class}),
+            json!({}),
+        ),
     )
     .await?;
     let api = snapshots(&client, &ns);
@@ -523,13 +519,11 @@ async fn blueprint_imports_a_snapshot_and_deletes_snapshot_and_content() -> anyh
                "restoreSize": "3Gi", "snapshotContent": content_name})
     );
 
-    run_action(
+    kanister::create_actionset(
         &client,
         &ns,
         "delete-1",
-        "delete",
-        json!({}),
-        json!({"snapshotInfo": info}),
+        ns_action(&ns, "delete", json!({}), json!({"snapshotInfo": info})),
     )
     .await?;
     support::wait_actionset_complete(&client, &ns, "delete-1").await?;

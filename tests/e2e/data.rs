@@ -14,7 +14,7 @@ use crate::support::call::call_with;
 use crate::support::controller::Controller;
 use crate::support::data_plane::{app_params, ctx, delete_pv, out_str, vol_data_pvc};
 use crate::support::files::{TempDir, assert_same_tree, noise, read_tree, restored_root};
-use crate::support::kanister::{self, create_blueprint};
+use crate::support::kanister::{self, create_actionset, create_blueprint, deployment_object};
 use anyhow::Context as _;
 use blueprint_operator::model::State;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -506,21 +506,13 @@ async fn data_functions_fail_clearly() -> anyhow::Result<()> {
 // ---------------------------------------------------------------------------
 // Through the executor (the controller binary, as tests/e2e/executor.rs runs it).
 
-async fn create_actionset(
-    client: &Client,
-    ns: &str,
-    name: &str,
-    blueprint: &str,
-    action: &str,
-    artifacts: Value,
-) -> anyhow::Result<()> {
-    let action = json!({
-        "name": action, "blueprint": blueprint,
-        "object": {"kind": "Deployment", "name": "app", "namespace": ns},
-        "profile": {"name": PROFILE, "namespace": ns},
-        "artifacts": artifacts,
-    });
-    kanister::create_actionset(client, ns, name, action).await
+/// Action `action` of Blueprint `blueprint` on Deployment `app`, with Profile `PROFILE`.
+fn app_action(ns: &str, blueprint: &str, action: &str, artifacts: Value) -> Value {
+    let profile = json!({"profile": {"name": PROFILE, "namespace": ns}, "artifacts": artifacts});
+    kanister::merged(
+        kanister::action(action, blueprint, deployment_object(ns, "app")),
+        profile,
+    )
 }
 
 /// A backup action whose BackupData fails (includePath does not exist):
@@ -561,7 +553,13 @@ async fn failing_backup_data_still_runs_the_defer_phase() -> anyhow::Result<()> 
     )
     .await?;
     let ctl = Controller::start(&ns, &[]);
-    create_actionset(&client, &ns, "run", "bp", "backup", json!({})).await?;
+    create_actionset(
+        &client,
+        &ns,
+        "run",
+        app_action(&ns, "bp", "backup", json!({})),
+    )
+    .await?;
     let a = support::wait_actionset_done(&client, &ns, "run", FINISH).await?;
     ctl.kill().await;
     let st = a.status.as_ref().expect("status");
@@ -669,7 +667,13 @@ async fn blueprint_backup_restore_delete_through_the_executor() -> anyhow::Resul
     )
     .await?;
     let ctl = Controller::start(&ns, &[]);
-    create_actionset(&client, &ns, "backup", "time-log", "backup", json!({})).await?;
+    create_actionset(
+        &client,
+        &ns,
+        "backup",
+        app_action(&ns, "time-log", "backup", json!({})),
+    )
+    .await?;
     let a = support::wait_actionset_done(&client, &ns, "backup", FINISH).await?;
     let st = a.status.as_ref().expect("status");
     assert_eq!(st.state, State::Complete, "{st:?}");
@@ -687,7 +691,13 @@ async fn blueprint_backup_restore_delete_through_the_executor() -> anyhow::Resul
         "{arts}"
     );
 
-    create_actionset(&client, &ns, "restore", "time-log", "restore", arts.clone()).await?;
+    create_actionset(
+        &client,
+        &ns,
+        "restore",
+        app_action(&ns, "time-log", "restore", arts.clone()),
+    )
+    .await?;
     let a = support::wait_actionset_done(&client, &ns, "restore", FINISH).await?;
     let st = a.status.as_ref().expect("status");
     assert_eq!(st.state, State::Complete, "{st:?}");
@@ -701,7 +711,7 @@ async fn blueprint_backup_restore_delete_through_the_executor() -> anyhow::Resul
         "profile": {"name": PROFILE, "namespace": ns},
         "artifacts": arts,
     });
-    kanister::create_actionset(&client, &ns, "delete", delete).await?;
+    create_actionset(&client, &ns, "delete", delete).await?;
     let a = support::wait_actionset_done(&client, &ns, "delete", FINISH).await?;
     ctl.kill().await;
     let st = a.status.as_ref().expect("status");

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use crate::support::controller::{Controller, setup};
 use crate::support::kanister::{
-    self, create_blueprint, deployment_object, events, kube_task, list_events, namespace_object,
-    out_line, reasons, states,
+    self, action, create_actionset, create_blueprint, deployment_object, events, kube_task,
+    list_events, merged, namespace_object, out_line, reasons, states,
 };
 use blueprint_operator::model::{ActionSet, State};
 use k8s_openapi::api::apps::v1::Deployment;
@@ -61,22 +61,6 @@ fn fail(name: &str) -> Value {
     task(name, 1, "exit 1", None)
 }
 
-/// ActionSet `name`: action `action` of Blueprint `blueprint` on `object`.
-async fn create_actionset(
-    client: &Client,
-    ns: &str,
-    name: &str,
-    blueprint: &str,
-    action: &str,
-    object: Value,
-    artifacts: Value,
-) -> anyhow::Result<()> {
-    let action = json!({
-        "name": action, "blueprint": blueprint, "object": object, "artifacts": artifacts,
-    });
-    kanister::create_actionset(client, ns, name, action).await
-}
-
 /// Waits until phase `phase` of the first action of ActionSet `as` runs.
 async fn wait_phase_running(api: &Api<ActionSet>, phase: usize) -> anyhow::Result<()> {
     support::wait_for(api, "as", FINISH, |a| {
@@ -99,10 +83,7 @@ async fn start_backup_until_phase_runs(
         client,
         ns,
         "as",
-        "bp",
-        "backup",
-        namespace_object(ns),
-        json!({}),
+        action("backup", "bp", namespace_object(ns)),
     )
     .await?;
     let api = Api::namespaced(client.clone(), ns);
@@ -169,10 +150,7 @@ async fn defer_scenarios_status_and_events() -> anyhow::Result<()> {
             &client,
             &ns,
             bp,
-            bp,
-            "backup",
-            namespace_object(&ns),
-            json!({}),
+            action("backup", bp, namespace_object(&ns)),
         )
         .await?;
     }
@@ -359,10 +337,7 @@ async fn defer_output_artifact_consumed_by_restore() -> anyhow::Result<()> {
         &client,
         &ns,
         "backup",
-        "bp",
-        "backup",
-        deployment_object(&ns, "app"),
-        json!({}),
+        action("backup", "bp", deployment_object(&ns, "app")),
     )
     .await?;
     let backup = support::wait_actionset_done(&client, &ns, "backup", FINISH).await?;
@@ -377,10 +352,10 @@ async fn defer_output_artifact_consumed_by_restore() -> anyhow::Result<()> {
         &client,
         &ns,
         "restore",
-        "bp",
-        "restore",
-        deployment_object(&ns, "app"),
-        json!(arts),
+        merged(
+            action("restore", "bp", deployment_object(&ns, "app")),
+            json!({"artifacts": json!(arts)}),
+        ),
     )
     .await?;
     let restore = support::wait_actionset_done(&client, &ns, "restore", FINISH).await?;
@@ -421,10 +396,7 @@ async fn failed_restore_scales_the_deployment_back() -> anyhow::Result<()> {
         &client,
         &ns,
         "restore",
-        "bp",
-        "restore",
-        deployment_object(&ns, "db"),
-        json!({}),
+        action("restore", "bp", deployment_object(&ns, "db")),
     )
     .await?;
     let a = support::wait_actionset_done(&client, &ns, "restore", FINISH).await?;
@@ -581,10 +553,7 @@ async fn controller_killed_mid_defer_phase_reattaches_to_its_pod() -> anyhow::Re
         &client,
         &ns,
         "as",
-        "bp",
-        "backup",
-        namespace_object(&ns),
-        json!({}),
+        action("backup", "bp", namespace_object(&ns)),
     )
     .await?;
     let api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
@@ -910,10 +879,7 @@ async fn controller_killed_mid_exec_fails_it_or_reruns_it_as_declared() -> anyho
             &client,
             &ns,
             bp,
-            bp,
-            "backup",
-            namespace_object(&ns),
-            json!({}),
+            action("backup", bp, namespace_object(&ns)),
         )
         .await?;
     }
@@ -1103,10 +1069,7 @@ async fn leftover_pods_are_swept_at_start_and_periodically() -> anyhow::Result<(
         &client,
         &ns,
         "as",
-        "bp",
-        "backup",
-        namespace_object(&ns),
-        json!({}),
+        action("backup", "bp", namespace_object(&ns)),
     )
     .await?;
     let api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
@@ -1229,10 +1192,7 @@ async fn deployment_pods_come_from_the_current_replica_set() -> anyhow::Result<(
         &client,
         &ns,
         "as",
-        "bp",
-        "list",
-        deployment_object(&ns, "web"),
-        json!({}),
+        action("list", "bp", deployment_object(&ns, "web")),
     )
     .await?;
     let a = support::wait_actionset_done(&client, &ns, "as", FINISH).await?;
@@ -1331,10 +1291,7 @@ async fn task_pods_in_the_controller_namespace_run_as_its_service_account() -> a
         &client,
         &ns,
         "as1",
-        "bp",
-        "run",
-        namespace_object(&ns),
-        json!({}),
+        action("run", "bp", namespace_object(&ns)),
     )
     .await?;
     let a = support::wait_actionset_done(&client, &ns, "as1", FINISH).await?;
@@ -1351,10 +1308,7 @@ async fn task_pods_in_the_controller_namespace_run_as_its_service_account() -> a
         &client,
         &ns,
         "as2",
-        "bp",
-        "run",
-        namespace_object(&ns),
-        json!({}),
+        action("run", "bp", namespace_object(&ns)),
     )
     .await?;
     let a = support::wait_actionset_done(&client, &ns, "as2", FINISH).await?;
@@ -1412,10 +1366,7 @@ async fn unreadable_actionset_is_reported_and_others_still_run() -> anyhow::Resu
         &client,
         &ns,
         "good",
-        "bp",
-        "backup",
-        namespace_object(&ns),
-        json!({}),
+        action("backup", "bp", namespace_object(&ns)),
     )
     .await?;
     let good = support::wait_actionset_done(&client, &ns, "good", FINISH).await?;
@@ -1792,10 +1743,7 @@ async fn controller_killed_during_scaleworkload_enters_it_again_with_the_recorde
         &client,
         &ns,
         "as",
-        "bp",
-        "backup",
-        deployment_object(&ns, "db"),
-        json!({}),
+        action("backup", "bp", deployment_object(&ns, "db")),
     )
     .await?;
     let api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
@@ -2048,10 +1996,7 @@ async fn a_controller_without_the_lease_runs_nothing() -> anyhow::Result<()> {
         &client,
         &ns,
         "as",
-        "bp",
-        "backup",
-        namespace_object(&ns),
-        json!({}),
+        action("backup", "bp", namespace_object(&ns)),
     )
     .await?;
     let done = support::wait_actionset_done(&client, &ns, "as", FINISH).await?;

@@ -13,7 +13,7 @@ use anyhow::Context as _;
 use blueprint_operator::functions::rds::error::{
     DB_CLUSTER_SNAPSHOT_NOT_FOUND, DB_SNAPSHOT_NOT_FOUND,
 };
-use blueprint_operator::model::{ActionSet, Blueprint};
+use blueprint_operator::model::ActionSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Client;
 use kube::api::{Api, DynamicObject, PostParams};
@@ -76,23 +76,6 @@ async fn rds_profile(
         .create(&PostParams::default(), &profile)
         .await?;
     Ok(())
-}
-
-/// The corpus Blueprint in `file`, created in `ns`; returns its name.
-async fn corpus_blueprint(
-    client: &Client,
-    ns: &str,
-    file: &std::path::Path,
-) -> anyhow::Result<String> {
-    let bp: Value = serde_yaml::from_str(
-        &std::fs::read_to_string(file).with_context(|| file.display().to_string())?,
-    )?;
-    let bp: Blueprint = serde_json::from_value(bp)?;
-    let name = bp.metadata.name.clone().unwrap_or_default();
-    Api::<Blueprint>::namespaced(client.clone(), ns)
-        .create(&PostParams::default(), &bp)
-        .await?;
-    Ok(name)
 }
 
 async fn config_map(client: &Client, ns: &str, data: Value) -> anyhow::Result<()> {
@@ -183,7 +166,7 @@ async fn corpus_setup(
     rds_profile(client, ns, "aws", None).await?;
     config_map(client, ns, data).await?;
     let file = corpus.join("kanister-examples/aws-rds").join(file);
-    let bp = corpus_blueprint(client, ns, &file).await?;
+    let bp = support::kanister::create_file_blueprint(client, ns, &file).await?;
     Ok((bp, controller(ns)))
 }
 

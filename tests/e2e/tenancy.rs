@@ -9,7 +9,7 @@ use crate::support;
 use std::time::Duration;
 
 use crate::support::controller::{Controller, setup};
-use crate::support::kanister::{self, create_blueprint, out_line};
+use crate::support::kanister::{self, create_actionset, create_blueprint, out_line};
 use blueprint_operator::model::{ActionSet, State};
 use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
@@ -57,21 +57,13 @@ async fn create_profile(
     Ok(())
 }
 
-/// Creates an ActionSet of one action; `extra` is merged into the action.
-async fn create_actionset(
-    client: &Client,
-    ns: &str,
-    name: &str,
-    blueprint: &str,
-    action: &str,
-    extra: Value,
-) -> anyhow::Result<()> {
-    let base = json!({
-        "name": action, "blueprint": blueprint,
-        "object": {"kind": "Namespace", "name": ns, "namespace": ns},
-        "podAnnotations": pods_succeed("done"),
-    });
-    kanister::create_actionset(client, ns, name, kanister::merged(base, extra)).await
+/// Action `action` of Blueprint `blueprint` on the namespace, every pod exiting 0; `extra` is
+/// merged into it.
+fn ns_action(ns: &str, blueprint: &str, action: &str, extra: Value) -> Value {
+    let object = json!({"kind": "Namespace", "name": ns, "namespace": ns});
+    let base = kanister::action(action, blueprint, object);
+    let base = kanister::merged(base, json!({"podAnnotations": pods_succeed("done")}));
+    kanister::merged(base, extra)
 }
 
 fn summary(a: &ActionSet) -> (State, String, State) {
@@ -116,9 +108,12 @@ async fn cross_namespace_secret_is_refused_unless_trusted() -> anyhow::Result<()
             &client,
             n,
             "as",
-            "bp",
-            "backup",
-            json!({"secrets": {"s": {"name": "theirs", "namespace": other}}}),
+            ns_action(
+                n,
+                "bp",
+                "backup",
+                json!({"secrets": {"s": {"name": "theirs", "namespace": other}}}),
+            ),
         )
         .await?;
     }
@@ -167,7 +162,7 @@ async fn functions_stay_in_the_actionset_namespace() -> anyhow::Result<()> {
     }});
     for n in [&ns, &trusted] {
         create_blueprint(&client, n, "bp", bp.clone()).await?;
-        create_actionset(&client, n, "as", "bp", "backup", json!({})).await?;
+        create_actionset(&client, n, "as", ns_action(n, "bp", "backup", json!({}))).await?;
     }
     let a = support::wait_actionset_done(&client, &ns, "as", FINISH).await?;
     let (state, msg, defer) = summary(&a);
@@ -225,9 +220,12 @@ async fn profile_endpoint_and_credential_keys_are_checked() -> anyhow::Result<()
             &client,
             &ns,
             p,
-            "bp",
-            "backup",
-            json!({"profile": {"name": p, "namespace": ns}}),
+            ns_action(
+                &ns,
+                "bp",
+                "backup",
+                json!({"profile": {"name": p, "namespace": ns}}),
+            ),
         )
         .await?;
     }
@@ -302,29 +300,35 @@ async fn corpus_blueprints_read_earlier_phase_secrets() -> anyhow::Result<()> {
         &client,
         &ns,
         "atlas-restore",
-        "atlas",
-        "restore",
-        json!({
-            "podAnnotations": pods_succeed(&out_line("restoreId", "r1")),
-            "artifacts": {"backupOutput": {"keyValue": {
-                "snapshotId": "s1", "appNamespace": ns, "secretName": "atlas-creds",
-            }}},
-        }),
+        ns_action(
+            &ns,
+            "atlas",
+            "restore",
+            json!({
+                "podAnnotations": pods_succeed(&out_line("restoreId", "r1")),
+                "artifacts": {"backupOutput": {"keyValue": {
+                    "snapshotId": "s1", "appNamespace": ns, "secretName": "atlas-creds",
+                }}},
+            }),
+        ),
     )
     .await?;
     create_actionset(
         &client,
         &ns,
         "es-delete",
-        "es",
-        "delete",
-        json!({
-            "profile": {"name": "prof", "namespace": ns},
-            "artifacts": {"s3Snap": {"keyValue": {
-                "esClusterName": "es1", "esClusterNamespace": ns,
-                "repoPath": "repo", "snapshotName": "snap",
-            }}},
-        }),
+        ns_action(
+            &ns,
+            "es",
+            "delete",
+            json!({
+                "profile": {"name": "prof", "namespace": ns},
+                "artifacts": {"s3Snap": {"keyValue": {
+                    "esClusterName": "es1", "esClusterNamespace": ns,
+                    "repoPath": "repo", "snapshotName": "snap",
+                }}},
+            }),
+        ),
     )
     .await?;
     for name in ["atlas-restore", "es-delete"] {

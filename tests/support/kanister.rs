@@ -34,6 +34,22 @@ pub async fn create_blueprint_with(
     Ok(())
 }
 
+/// Creates the Blueprint of the YAML `file` (a corpus Blueprint, unmodified); returns its name.
+pub async fn create_file_blueprint(
+    client: &Client,
+    ns: &str,
+    file: &std::path::Path,
+) -> anyhow::Result<String> {
+    use anyhow::Context as _;
+    let text = std::fs::read_to_string(file).with_context(|| file.display().to_string())?;
+    let bp: Value = serde_yaml::from_str(&text)?;
+    let bp: Blueprint = serde_json::from_value(bp)?;
+    let name = bp.metadata.name.clone().unwrap_or_default();
+    let api: Api<Blueprint> = Api::namespaced(client.clone(), ns);
+    api.create(&PostParams::default(), &bp).await?;
+    Ok(name)
+}
+
 /// ActionSet `name` of the one action `action` (name, blueprint, object, ... as JSON).
 pub fn actionset(name: &str, action: Value) -> anyhow::Result<ActionSet> {
     Ok(serde_json::from_value(json!({
@@ -53,6 +69,11 @@ pub async fn create_actionset(
     api.create(&PostParams::default(), &actionset(name, action)?)
         .await?;
     Ok(())
+}
+
+/// Action `name` of Blueprint `blueprint` on `object`: an entry of an ActionSet's spec.actions.
+pub fn action(name: &str, blueprint: &str, object: Value) -> Value {
+    json!({"name": name, "blueprint": blueprint, "object": object})
 }
 
 /// `base` with the keys of the JSON object `extra` added (or replaced).
