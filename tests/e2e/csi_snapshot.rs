@@ -413,27 +413,14 @@ async fn corpus_csi_snapshot_blueprint_backs_up_restores_and_deletes() -> anyhow
         }))?,
     )
     .await?;
+    let pod = json!({
+        "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
+        "containers": [{"name": "app", "image": "nginx:stable",
+            "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+    });
+    let app = support::workload("app", "app", 1, pod, json!({}));
+    support::create::<Deployment>(&client, &ns, app).await?;
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns);
-    deployments
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({
-                "metadata": {"name": "app"},
-                "spec": {
-                    "replicas": 1,
-                    "selector": {"matchLabels": {"app": "app"}},
-                    "template": {
-                        "metadata": {"labels": {"app": "app"}},
-                        "spec": {
-                            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
-                            "containers": [{"name": "app", "image": "nginx:stable",
-                                "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
-                        },
-                    },
-                },
-            }))?,
-        )
-        .await?;
     let ready = |d: &Deployment| d.status.as_ref().and_then(|s| s.ready_replicas) == Some(1);
     support::wait_for(&deployments, "app", support::WAIT, ready).await?;
     let _controller = Controller::start(&ns, &[]);

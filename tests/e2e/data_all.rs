@@ -21,9 +21,7 @@ use crate::support::pod_watch::PodWatch;
 use anyhow::Context as _;
 use blueprint_operator::functions::{FunctionError, Output};
 use blueprint_operator::model::{ActionSet, State};
-use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
-use kube::api::{Api, ListParams, PostParams};
 use serde_json::{Value, json};
 
 const FINISH: Duration = Duration::from_secs(300);
@@ -40,36 +38,15 @@ async fn setup(prefix: &str) -> Option<(Client, String)> {
 /// Deployment `app` (container `app`, PVC `data` at /data) with 2 replicas;
 /// returns the names of its two Running pods, sorted.
 async fn app_with_two_pods(client: &Client, ns: &str) -> anyhow::Result<Vec<String>> {
-    let api: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(client.clone(), ns);
-    let d = serde_json::from_value(json!({
-        "metadata": {"name": "app"},
-        "spec": {
-            "replicas": 2,
-            "selector": {"matchLabels": {"app": "app"}},
-            "template": {
-                "metadata": {"labels": {"app": "app"}},
-                "spec": {
-                    "containers": [{"name": "app", "image": "nginx:stable",
-                        "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
-                    "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
-                },
-            },
-        },
-    }))?;
-    api.create(&PostParams::default(), &d).await?;
-    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let pod = json!({
+        "containers": [{"name": "app", "image": "nginx:stable",
+            "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+        "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
+    });
+    let d = support::workload("app", "app", 2, pod, json!({}));
+    support::create::<k8s_openapi::api::apps::v1::Deployment>(client, ns, d).await?;
     support::poll(support::WAIT, || async {
-        let l = pods
-            .list(&ListParams::default().labels("app=app"))
-            .await
-            .ok()?;
-        let mut running: Vec<String> = l
-            .items
-            .into_iter()
-            .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-            .filter_map(|p| p.metadata.name)
-            .collect();
-        running.sort();
+        let running = support::running_pods(client, ns, "app=app").await?;
         (running.len() == 2).then_some(running)
     })
     .await
@@ -280,37 +257,18 @@ async fn statefulset_pods_restore_with_their_own_volumes() -> anyhow::Result<()>
     for i in 0..2 {
         pvs.push(vol_data_pvc(&client, &ns, &format!("data-db-{i}")).await?);
     }
-    let api: Api<k8s_openapi::api::apps::v1::StatefulSet> = Api::namespaced(client.clone(), &ns);
-    let sts = serde_json::from_value(json!({
-        "metadata": {"name": "db"},
-        "spec": {
-            "replicas": 2, "serviceName": "db",
-            "selector": {"matchLabels": {"app": "db"}},
-            "template": {
-                "metadata": {"labels": {"app": "db"}},
-                "spec": {"containers": [{"name": "mongodb", "image": "mongo:7",
-                    "volumeMounts": [{"name": "data", "mountPath": "/bitnami/mongodb"}]}]},
-            },
-            "volumeClaimTemplates": [{
-                "metadata": {"name": "data"},
-                "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "",
-                         "resources": {"requests": {"storage": "1Gi"}}},
-            }],
-        },
-    }))?;
-    api.create(&PostParams::default(), &sts).await?;
-    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let pod = json!({"containers": [{"name": "mongodb", "image": "mongo:7",
+        "volumeMounts": [{"name": "data", "mountPath": "/bitnami/mongodb"}]}]});
+    let claims = json!({"serviceName": "db", "volumeClaimTemplates": [{
+        "metadata": {"name": "data"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "",
+                 "resources": {"requests": {"storage": "1Gi"}}},
+    }]});
+    let sts = support::workload("db", "db", 2, pod, claims);
+    support::create::<k8s_openapi::api::apps::v1::StatefulSet>(&client, &ns, sts).await?;
     support::poll(Duration::from_secs(120), || async {
-        let l = pods
-            .list(&ListParams::default().labels("app=db"))
-            .await
-            .ok()?;
-        let running = l
-            .items
-            .iter()
-            .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-            .count();
-        (running == 2).then_some(())
+        let running = support::running_pods(&client, &ns, "app=db").await?;
+        (running.len() == 2).then_some(())
     })
     .await
     .context("two Running pods of StatefulSet db")?;

@@ -1132,21 +1132,7 @@ async fn deployment_pods_come_from_the_current_replica_set() -> anyhow::Result<(
         },
     }))?;
     deps.create(&PostParams::default(), &d).await?;
-    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
-    let running = || async {
-        let l = pods
-            .list(&ListParams::default().labels("app=web"))
-            .await
-            .ok()?;
-        let mut names: Vec<String> = l
-            .items
-            .into_iter()
-            .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-            .filter_map(|p| p.metadata.name)
-            .collect();
-        names.sort();
-        Some(names)
-    };
+    let running = || support::running_pods(&client, &ns, "app=web");
     let first = support::poll(FINISH, || async {
         running().await.filter(|n| n.len() == 1)
     })
