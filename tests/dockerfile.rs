@@ -16,6 +16,9 @@ use std::process::Command;
 use serde::Deserialize as _;
 use serde_json::Value;
 
+#[path = "support/manifests.rs"]
+mod manifests;
+
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
@@ -304,12 +307,7 @@ fn check_build_context(build: &Stage, workdir: &str) {
         String::from_utf8_lossy(&out.stderr)
     );
     let meta: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let pkg = meta["packages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == "blueprint-operator")
-        .unwrap();
+    let pkg = manifests::find(&meta["packages"], "name", "blueprint-operator").unwrap();
     for t in pkg["targets"].as_array().unwrap() {
         let kinds = t["kind"].as_array().unwrap();
         // Test targets are found by listing tests/; lib, bins, benches and build scripts must exist.
@@ -392,12 +390,7 @@ fn image_is_multi_stage_distroless_non_root_and_runs_what_the_deployments_say() 
             None => {}
             Some(cmd) => assert_eq!(cmd, &serde_json::json!(image.entrypoint), "{file}"),
         }
-        let args: Vec<String> = c["args"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|a| a.as_str().unwrap().to_string())
-            .collect();
+        let args = manifests::strings(&c["args"]);
         let help = args_parse(&args).unwrap_or_else(|e| panic!("{file}: args {args:?}: {e}"));
         assert!(
             help.contains(&format!("Usage: blueprint-operator {}", args[0])),

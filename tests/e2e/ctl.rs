@@ -621,12 +621,7 @@ async fn a_failed_phase_keeps_its_pods_last_log_lines_with_credentials_redacted(
     .await?;
     // A Warning Event says it, and describe shows it.
     let d = json_of(&ctl(&ns, &["describe", &name, "-o", "json"]));
-    let ev = d["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["reason"] == "PodLogKept")
-        .cloned();
+    let ev = support::manifests::find(&d["events"], "reason", "PodLogKept");
     let ev = ev.unwrap_or_else(|| panic!("no PodLogKept Event: {d:#}"));
     assert_eq!(ev["type"], "Warning");
     assert!(

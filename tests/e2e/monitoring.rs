@@ -83,13 +83,18 @@ struct Use {
     labels: BTreeSet<String>,
 }
 
-const KEYWORDS: &[&str] = &[
+/// The keywords followed by a list of label names: `by (a, b)`, `on (a)`, `group_left (a)`.
+const GROUPING: &[&str] = &[
     "by",
     "without",
     "on",
     "ignoring",
     "group_left",
     "group_right",
+];
+
+/// The other keywords and the functions' names: not metrics.
+const KEYWORDS: &[&str] = &[
     "bool",
     "and",
     "or",
@@ -155,17 +160,7 @@ fn promql_uses(expr: &str) -> Vec<Use> {
                 j += 1;
             }
             let next = chars.get(j).copied();
-            if [
-                "by",
-                "without",
-                "on",
-                "ignoring",
-                "group_left",
-                "group_right",
-            ]
-            .contains(&word.as_str())
-                && next == Some('(')
-            {
+            if GROUPING.contains(&word.as_str()) && next == Some('(') {
                 let end = j + chars[j..].iter().position(|&c| c == ')').unwrap();
                 let inner: String = chars[j + 1..end].iter().collect();
                 grouping_labels.extend(
@@ -175,7 +170,10 @@ fn promql_uses(expr: &str) -> Vec<Use> {
                         .filter(|s| !s.is_empty()),
                 );
                 i = end + 1;
-            } else if next == Some('(') || KEYWORDS.contains(&word.as_str()) {
+            } else if next == Some('(')
+                || GROUPING.contains(&word.as_str())
+                || KEYWORDS.contains(&word.as_str())
+            {
                 // a function or keyword
             } else {
                 let mut labels = BTreeSet::new();

@@ -29,6 +29,7 @@ pub mod files;
 pub mod go_oracle;
 pub mod http;
 pub mod kanister;
+pub mod manifests;
 pub mod moto;
 pub mod pod_watch;
 pub mod prerequisite;
