@@ -403,16 +403,13 @@ async fn corpus_csi_snapshot_blueprint_backs_up_restores_and_deletes() -> anyhow
         "do-block-storage",
     )
     .await?;
+    let pvc = json!({
+        "metadata": {"name": "data"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "do-block-storage",
+                 "resources": {"requests": {"storage": "1Gi"}}},
+    });
+    support::create::<PersistentVolumeClaim>(&client, &ns, pvc).await?;
     let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &ns);
-    pvcs.create(
-        &PostParams::default(),
-        &serde_json::from_value(json!({
-            "metadata": {"name": "data"},
-            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "do-block-storage",
-                     "resources": {"requests": {"storage": "1Gi"}}},
-        }))?,
-    )
-    .await?;
     let pod = json!({
         "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
         "containers": [{"name": "app", "image": "nginx:stable",

@@ -1203,25 +1203,19 @@ async fn task_pods_in_the_controller_namespace_run_as_its_service_account() -> a
     let Some((client, ns)) = setup("exec-sa").await else {
         return Ok(());
     };
-    let sas: Api<k8s_openapi::api::core::v1::ServiceAccount> = Api::namespaced(client.clone(), &ns);
     for sa in ["env-sa", "pod-sa"] {
-        sas.create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": sa}}))?,
-        )
-        .await?;
+        let manifest = json!({"metadata": {"name": sa}});
+        support::create::<k8s_openapi::api::core::v1::ServiceAccount>(&client, &ns, manifest)
+            .await?;
     }
     // Stands for the controller's own pod.
+    let pod = json!({
+        "metadata": {"name": "controller-0"},
+        "spec": {"serviceAccountName": "pod-sa",
+            "containers": [{"name": "c", "image": "blueprint-operator"}]},
+    });
+    support::create::<Pod>(&client, &ns, pod).await?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
-    pods.create(
-        &PostParams::default(),
-        &serde_json::from_value(json!({
-            "metadata": {"name": "controller-0"},
-            "spec": {"serviceAccountName": "pod-sa",
-                "containers": [{"name": "c", "image": "blueprint-operator"}]},
-        }))?,
-    )
-    .await?;
     // Records the ServiceAccount of every task pod as it appears.
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let rec = {

@@ -20,8 +20,6 @@ use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::json;
 
-use super::repo_root;
-
 /// Access key of the test object store (gofakes3 accepts any, restic and our client sign with it).
 pub const ACCESS_KEY: &str = "bpo-test-access-key";
 pub const SECRET_KEY: &str = "bpo-test-secret-key";
@@ -47,27 +45,11 @@ fn paths() -> Result<&'static Paths, String> {
     static PATHS: OnceLock<Result<Paths, String>> = OnceLock::new();
     PATHS
         .get_or_init(|| {
-            let script = repo_root().join("tools/data-plane/build.sh");
-            let out = Command::new("bash")
-                .arg(&script)
-                .stdin(Stdio::null())
-                .stderr(Stdio::inherit())
-                .output()
-                .map_err(|e| format!("running {}: {e}", script.display()))?;
-            if !out.status.success() {
-                return Err(format!("{} failed with {}", script.display(), out.status));
-            }
-            let text = String::from_utf8_lossy(&out.stdout).into_owned();
-            let get = |k: &str| {
-                text.lines()
-                    .find_map(|l| l.strip_prefix(k)?.strip_prefix('='))
-                    .map(PathBuf::from)
-                    .ok_or_else(|| format!("{} printed no {k}=", script.display()))
-            };
-            Ok(Paths {
-                restic: get("restic")?,
-                gofakes3: get("gofakes3")?,
-            })
+            let [restic, gofakes3]: [PathBuf; 2] =
+                super::server::built_tools("tools/data-plane/build.sh", &["restic", "gofakes3"])?
+                    .try_into()
+                    .expect("one path a key");
+            Ok(Paths { restic, gofakes3 })
         })
         .as_ref()
         .map_err(Clone::clone)

@@ -11,15 +11,12 @@
 use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use anyhow::Context as _;
 use blueprint_operator::functions::rds::client::{Config, RdsClient};
 use blueprint_operator::functions::s3::Credentials;
-
-use super::repo_root;
 
 pub const REGION: &str = "us-east-1";
 
@@ -55,21 +52,8 @@ impl Moto {
 fn server_path() -> Result<&'static PathBuf, String> {
     static PATH: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     PATH.get_or_init(|| {
-        let script = repo_root().join("tools/moto/build.sh");
-        let out = Command::new("bash")
-            .arg(&script)
-            .stdin(Stdio::null())
-            .stderr(Stdio::inherit())
-            .output()
-            .map_err(|e| format!("running {}: {e}", script.display()))?;
-        if !out.status.success() {
-            return Err(format!("{} failed with {}", script.display(), out.status));
-        }
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .find_map(|l| l.strip_prefix("moto_server="))
-            .map(PathBuf::from)
-            .ok_or_else(|| format!("{} printed no moto_server=", script.display()))
+        let mut paths = super::server::built_tools("tools/moto/build.sh", &["moto_server"])?;
+        Ok(paths.remove(0))
     })
     .as_ref()
     .map_err(Clone::clone)

@@ -63,3 +63,27 @@ pub fn wait_ready(
     }
     Ok(())
 }
+
+/// Runs the build script `script` (relative to the repository root; it builds what is missing,
+/// so the first run may take minutes) and returns the `KEY=path` lines it prints, for `keys`.
+pub fn built_tools(script: &str, keys: &[&str]) -> Result<Vec<PathBuf>, String> {
+    let script = super::repo_root().join(script);
+    let out = Command::new("bash")
+        .arg(&script)
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("running {}: {e}", script.display()))?;
+    if !out.status.success() {
+        return Err(format!("{} failed with {}", script.display(), out.status));
+    }
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    keys.iter()
+        .map(|k| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(k)?.strip_prefix('='))
+                .map(PathBuf::from)
+                .ok_or_else(|| format!("{} printed no {k}=", script.display()))
+        })
+        .collect()
+}
