@@ -9,9 +9,12 @@ use crate::support;
 
 use std::time::Duration;
 
-use crate::support::call::{self, call, polling, spawn_call};
+use crate::support::call::{call, polling, spawn_call};
 use crate::support::controller::Controller;
-use crate::support::csi::{created_snapshot, set_status, snapshots};
+use crate::support::csi::{
+    any_snapshot, bind_then_ready, created_snapshot, ctx, fail_by_error_status, set_status, setup,
+    snapshots,
+};
 use crate::support::kanister;
 use blueprint_operator::functions::{self, Context};
 use k8s_openapi::api::apps::v1::Deployment;
@@ -20,17 +23,6 @@ use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::core::DynamicObject;
 use serde_json::{Map, Value, json};
-
-/// A function call on the test's namespace, as the controller makes it.
-fn ctx(ns: &str) -> Context {
-    call::ctx(ns, call::namespace_object(ns))
-}
-
-async fn setup(prefix: &str) -> (Client, String) {
-    let client = support::client().await;
-    let ns = support::namespace(&client, prefix).await;
-    (client, ns)
-}
 
 /// A PVC (it stays Pending: the cluster has no provisioner; the functions only need it to exist).
 async fn pvc(client: &Client, ns: &str, name: &str) -> anyhow::Result<()> {
@@ -78,22 +70,7 @@ async fn create_csi_snapshot_waits_for_ready_to_use_and_outputs_kanisters_keys()
     assert_eq!(labels.get("backup").map(String::as_str), Some("nightly"));
 
     // Bound to its content but not ready yet; then ready without a creation time: still waiting.
-    set_status(
-        &api,
-        "data-snap",
-        json!({"readyToUse": false, "boundVolumeSnapshotContentName": "snapcontent-1234"}),
-    )
-    .await?;
-    polls.still_waiting(&h, "/volumesnapshots/data-snap").await;
-    set_status(&api, "data-snap", json!({"readyToUse": true})).await?;
-    polls.still_waiting(&h, "/volumesnapshots/data-snap").await;
-    set_status(
-        &api,
-        "data-snap",
-        json!({"readyToUse": true, "creationTime": "2026-01-02T03:04:05Z", "restoreSize": "1Gi"}),
-    )
-    .await?;
-    let out = h.await??;
+    let out = bind_then_ready(&api, &polls, h, ["data-snap", "snapcontent-1234", "1Gi"]).await?;
     assert_eq!(
         Value::Object(out),
         json!({
@@ -120,39 +97,15 @@ async fn create_csi_snapshot_default_name_error_status_and_missing_pvc() -> anyh
         "CreateCSISnapshot",
         json!({"pvc": "logs", "namespace": ns, "snapshotClass": "cls"}),
     );
-    let snap = support::poll(support::WAIT, || async {
-        api.list(&Default::default())
-            .await
-            .ok()?
-            .items
-            .into_iter()
-            .next()
-    })
-    .await?;
+    let snap = any_snapshot(&api, support::WAIT).await?;
     let name = snap.metadata.name.clone().unwrap();
     let suffix = name
         .strip_prefix("logs-snapshot-")
         .unwrap_or_else(|| panic!("default name: {name}"));
     assert_eq!(suffix.len(), 5, "{name}");
-    polls
-        .still_waiting(&h, &format!("/volumesnapshots/{name}"))
-        .await;
-    set_status(
-        &api,
-        &name,
-        json!({"readyToUse": false, "error": {
-            "message": "failed to take snapshot of the volume: rpc error: code = ResourceExhausted desc = quota exceeded",
-            "time": "2026-01-02T03:04:05Z",
-        }}),
-    )
-    .await?;
-    let err = h.await?.expect_err("an error status fails the phase");
-    let msg = err.to_string();
-    assert!(msg.starts_with("CreateCSISnapshot: "), "{msg}");
-    assert!(
-        msg.contains(&format!("VolumeSnapshot {ns}/{name}")),
-        "{msg}"
-    );
+    let quota = "failed to take snapshot of the volume: rpc error: code = ResourceExhausted desc = quota exceeded";
+    let msg =
+        fail_by_error_status(&api, &polls, h, ["CreateCSISnapshot", &ns, &name, quota]).await?;
     assert!(msg.contains("quota exceeded"), "{msg}");
 
     // A missing PVC: Kanister's error, and no VolumeSnapshot is created.
@@ -431,15 +384,7 @@ async fn corpus_csi_snapshot_blueprint_backs_up_restores_and_deletes() -> anyhow
     )
     .await?;
     let api = snapshots(&client, &ns);
-    let snap = support::poll(Duration::from_secs(120), || async {
-        api.list(&Default::default())
-            .await
-            .ok()?
-            .items
-            .into_iter()
-            .next()
-    })
-    .await?;
+    let snap = any_snapshot(&api, Duration::from_secs(120)).await?;
     let snap_name = snap.metadata.name.clone().unwrap();
     assert_eq!(
         snap.data["spec"]["source"]["persistentVolumeClaimName"],
@@ -565,15 +510,7 @@ async fn csi_snapshot_functions_are_reentered_after_a_restart() -> anyhow::Resul
     // The first run records the (generated) name, creates the snapshot, and is cut short.
     let (c, seen) = step_ctx(&ns, false, Map::new());
     let h = spawn_call(&c, "CreateCSISnapshot", create.clone());
-    let snap = support::poll(support::WAIT, || async {
-        api.list(&Default::default())
-            .await
-            .ok()?
-            .items
-            .into_iter()
-            .next()
-    })
-    .await?;
+    let snap = any_snapshot(&api, support::WAIT).await?;
     let name = snap.metadata.name.clone().unwrap_or_default();
     h.abort();
     assert_eq!(
