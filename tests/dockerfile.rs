@@ -283,11 +283,7 @@ fn check_build_context(build: &Stage, workdir: &str) {
         .arg(ctx.join("Cargo.toml"))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "cargo does not accept the image's build context: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_succeeded(&out, "cargo does not accept the image's build context");
     let out = Command::new(env!("CARGO"))
         .args([
             "metadata",
@@ -301,11 +297,7 @@ fn check_build_context(build: &Stage, workdir: &str) {
         .env_remove("CARGO_TARGET_DIR")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "cargo does not accept the image's build context: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_succeeded(&out, "cargo does not accept the image's build context");
     let meta: Value = serde_json::from_slice(&out.stdout).unwrap();
     let pkg = manifests::find(&meta["packages"], "name", "blueprint-operator").unwrap();
     for t in pkg["targets"].as_array().unwrap() {
@@ -341,6 +333,15 @@ const DEPLOYMENTS: &[&str] = &[
 
 /// `args --help` through the real binary: exit 0 only if every flag before `--help` exists and
 /// its value parses.
+/// Asserts that the command of `out` succeeded; the failure says `what`, with its stderr.
+fn assert_succeeded(out: &std::process::Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn args_parse(args: &[String]) -> Result<String, String> {
     let out = Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
         .args(args)
@@ -694,11 +695,7 @@ fn the_assembled_image_has_the_dockerfiles_files_in_the_same_places() {
         .arg("--help")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "the image's binary with the image's libraries: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_succeeded(&out, "the image's binary with the image's libraries");
 
     // CA certificates where distroless has them; distroless' users; no shell.
     let bundle = img.read(DISTROLESS_CA_BUNDLE);

@@ -78,11 +78,16 @@ fn summary(a: &ActionSet) -> (State, String, State) {
 /// A Blueprint whose action reads `.Secrets.s` in a KubeTask and always
 /// runs a deferPhase.
 fn secret_reader() -> Value {
+    backup_with_cleanup(json!({"func": "KubeTask", "name": "read", "args": {
+        "image": "busybox:stable",
+        "command": ["sh", "-c", "echo {{ .Secrets.s.Data.k | toString }}"],
+    }}))
+}
+
+/// Blueprint actions: `backup` runs `phase`, then a deferPhase KubeTask `cleanup`.
+fn backup_with_cleanup(phase: Value) -> Value {
     json!({"backup": {
-        "phases": [{"func": "KubeTask", "name": "read", "args": {
-            "image": "busybox:stable",
-            "command": ["sh", "-c", "echo {{ .Secrets.s.Data.k | toString }}"],
-        }}],
+        "phases": [phase],
         "deferPhase": {"func": "KubeTask", "name": "cleanup", "args": {
             "image": "busybox:stable", "command": ["true"],
         }},
@@ -152,14 +157,9 @@ async fn functions_stay_in_the_actionset_namespace() -> anyhow::Result<()> {
     let trusted = support::namespace(&client, "ten-fn-admin").await;
     let _c1 = Controller::start(&ns, &[]);
     let _c2 = Controller::start(&trusted, &["--trusted-namespace", &trusted]);
-    let bp = json!({"backup": {
-        "phases": [{"func": "KubeTask", "name": "elsewhere", "args": {
-            "namespace": other, "image": "busybox:stable", "command": ["true"],
-        }}],
-        "deferPhase": {"func": "KubeTask", "name": "cleanup", "args": {
-            "image": "busybox:stable", "command": ["true"],
-        }},
-    }});
+    let bp = backup_with_cleanup(json!({"func": "KubeTask", "name": "elsewhere", "args": {
+        "namespace": other, "image": "busybox:stable", "command": ["true"],
+    }}));
     for n in [&ns, &trusted] {
         create_blueprint(&client, n, "bp", bp.clone()).await?;
         create_actionset(&client, n, "as", ns_action(n, "bp", "backup", json!({}))).await?;
@@ -204,15 +204,10 @@ async fn profile_endpoint_and_credential_keys_are_checked() -> anyhow::Result<()
         &client,
         &ns,
         "bp",
-        json!({"backup": {
-            "phases": [{"func": "KubeTask", "name": "use", "args": {
-                "image": "busybox:stable",
-                "command": ["sh", "-c", "echo {{ .Profile.Location.Endpoint }} {{ .Profile.Credential.KeyPair.ID }}"],
-            }}],
-            "deferPhase": {"func": "KubeTask", "name": "cleanup", "args": {
-                "image": "busybox:stable", "command": ["true"],
-            }},
-        }}),
+        backup_with_cleanup(json!({"func": "KubeTask", "name": "use", "args": {
+            "image": "busybox:stable",
+            "command": ["sh", "-c", "echo {{ .Profile.Location.Endpoint }} {{ .Profile.Credential.KeyPair.ID }}"],
+        }})),
     )
     .await?;
     for p in ["metadata", "halfkeys", "good"] {

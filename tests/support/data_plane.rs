@@ -88,15 +88,9 @@ fn start() -> anyhow::Result<ObjectStore> {
     let host = super::server::host();
     let addr = format!("{host}:{}", super::server::free_port(&host)?);
     let args = ["-backend", "memory", "-quiet", "-host", &addr];
-    let log = super::server::spawn_watched("gofakes3", &bin, &args)?;
-    super::server::wait_ready(
-        "gofakes3",
-        &addr,
-        &log,
-        Duration::from_secs(30),
-        Duration::from_millis(100),
-        || TcpStream::connect(&addr).is_ok(),
-    )?;
+    let store = super::server::spawn_watched("gofakes3", &bin, &args, &addr)?;
+    let ready = || TcpStream::connect(&addr).is_ok();
+    store.wait_ready(Duration::from_secs(30), Duration::from_millis(100), ready)?;
     Ok(ObjectStore {
         endpoint: format!("http://{addr}"),
         region: "us-east-1".into(),

@@ -71,15 +71,9 @@ fn start() -> anyhow::Result<Moto> {
     let port = super::server::free_port(&host)?;
     let addr = format!("{host}:{port}");
     let args = ["-H", &host, "-p", &port.to_string()];
-    let log = super::server::spawn_watched("moto", &bin, &args)?;
-    super::server::wait_ready(
-        "moto",
-        &addr,
-        &log,
-        Duration::from_secs(60),
-        Duration::from_millis(200),
-        || post(&addr, "/moto-api/reset", "", None).is_ok(),
-    )?;
+    let moto = super::server::spawn_watched("moto", &bin, &args, &addr)?;
+    let ready = || post(&addr, "/moto-api/reset", "", None).is_ok();
+    moto.wait_ready(Duration::from_secs(60), Duration::from_millis(200), ready)?;
     // Before authentication is on: the IAM user and key, the default VPC's subnets.
     let iam = |body: &str| {
         post(

@@ -19,9 +19,16 @@ pub fn free_port(host: &str) -> anyhow::Result<u16> {
     Ok(TcpListener::bind((host, 0))?.local_addr()?.port())
 }
 
-/// Starts `bin args` in the background, its stderr in `/tmp/bpo-<name>-<pid>.log` (returned),
-/// stopped by a watchdog shell once this process is gone.
-pub fn spawn_watched(name: &str, bin: &Path, args: &[&str]) -> anyhow::Result<PathBuf> {
+/// A server started by [`spawn_watched`].
+pub struct Watched {
+    name: String,
+    addr: String,
+    log: PathBuf,
+}
+
+/// Starts server `name` (`bin args`, listening on `addr`) in the background, its stderr in
+/// `/tmp/bpo-<name>-<pid>.log`, stopped by a watchdog shell once this process is gone.
+pub fn spawn_watched(name: &str, bin: &Path, args: &[&str], addr: &str) -> anyhow::Result<Watched> {
     let watchdog = r#"
         "$0" "$@" & child=$!
         trap 'kill $child 2>/dev/null' EXIT
@@ -39,29 +46,35 @@ pub fn spawn_watched(name: &str, bin: &Path, args: &[&str]) -> anyhow::Result<Pa
         .stderr(std::fs::File::create(&log)?)
         .spawn()
         .with_context(|| format!("starting {}", bin.display()))?;
-    Ok(log)
+    Ok(Watched {
+        name: name.into(),
+        addr: addr.into(),
+        log,
+    })
 }
 
-/// Waits (at most `timeout`, checking every `every`) until `ready` holds for the server `name`
-/// started by [`spawn_watched`] on `addr`; the error points at its log.
-pub fn wait_ready(
-    name: &str,
-    addr: &str,
-    log: &Path,
-    timeout: Duration,
-    every: Duration,
-    mut ready: impl FnMut() -> bool,
-) -> anyhow::Result<()> {
-    let deadline = Instant::now() + timeout;
-    while !ready() {
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "{name} did not answer on {addr} within {timeout:?} (log: {})",
-            log.display()
-        );
-        std::thread::sleep(every);
+impl Watched {
+    /// Waits (at most `timeout`, checking every `every`) until `ready` holds; the error points
+    /// at the server's log.
+    pub fn wait_ready(
+        &self,
+        timeout: Duration,
+        every: Duration,
+        mut ready: impl FnMut() -> bool,
+    ) -> anyhow::Result<()> {
+        let deadline = Instant::now() + timeout;
+        while !ready() {
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "{} did not answer on {} within {timeout:?} (log: {})",
+                self.name,
+                self.addr,
+                self.log.display()
+            );
+            std::thread::sleep(every);
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 /// Runs the build script `script` (relative to the repository root; it builds what is missing,
