@@ -695,7 +695,11 @@ fn the_assembled_image_has_the_dockerfiles_files_in_the_same_places() {
         .arg("--help")
         .output()
         .unwrap();
-    assert_succeeded(&out, "the image's binary with the image's libraries");
+    assert!(
+        out.status.success(),
+        "the image's binary with the image's libraries: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     // CA certificates where distroless has them; distroless' users; no shell.
     let bundle = img.read(DISTROLESS_CA_BUNDLE);

@@ -333,19 +333,13 @@ async fn a_phase_cancelled_by_its_timeout_keeps_its_pods_last_log_lines() -> any
     );
     // A Warning Event about the pod says the same; the pod is then deleted.
     let evs: Api<Event> = Api::namespaced(client.clone(), &ns);
-    let note = support::poll(support::WAIT, || async {
-        evs.list(&ListParams::default())
-            .await
-            .ok()?
-            .items
-            .into_iter()
-            .find(|e| {
-                e.reason.as_deref() == Some("PodLogKept")
-                    && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(&pod_name)
-            })
-            .and_then(|e| e.note)
-    })
-    .await?;
+    let kept = |e: &Event| {
+        e.reason.as_deref() == Some("PodLogKept")
+            && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(&pod_name)
+            && e.note.is_some()
+    };
+    let event = support::first_listed(&evs, &ListParams::default(), kept, support::WAIT).await?;
+    let note = event.note.unwrap_or_default();
     assert!(
         note.starts_with(&format!("phase stuck failed; last log lines of pod {key}")),
         "{note}"

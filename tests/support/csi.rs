@@ -38,15 +38,7 @@ pub async fn any_snapshot(
     api: &Api<DynamicObject>,
     timeout: std::time::Duration,
 ) -> anyhow::Result<DynamicObject> {
-    super::poll(timeout, || async {
-        api.list(&Default::default())
-            .await
-            .ok()?
-            .items
-            .into_iter()
-            .next()
-    })
-    .await
+    super::first_listed(api, &Default::default(), |_| true, timeout).await
 }
 
 /// Plays the snapshot controller for VolumeSnapshot `name` while the call `h` (started with

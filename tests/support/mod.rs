@@ -233,6 +233,23 @@ where
     }
 }
 
+/// Lists `api` (with `lp`) until an object for which `pick` holds is there (at most `timeout`);
+/// returns the first. List errors count as "not yet".
+pub async fn first_listed<K>(
+    api: &Api<K>,
+    lp: &ListParams,
+    pick: impl Fn(&K) -> bool,
+    timeout: Duration,
+) -> anyhow::Result<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+{
+    poll(timeout, || async {
+        api.list(lp).await.ok()?.items.into_iter().find(|o| pick(o))
+    })
+    .await
+}
+
 /// Gets `name` until `cond` holds (a missing object counts as "not yet"); returns the object.
 /// On timeout the error shows the last state seen.
 pub async fn wait_for<K>(
