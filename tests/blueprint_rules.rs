@@ -6,6 +6,9 @@ use std::process::Command;
 use blueprint_operator::blueprint::{Report, Rule, normalize, validate};
 use serde_json::{Value, json};
 
+#[path = "support/manifests.rs"]
+mod manifests;
+
 fn bp(actions: Value) -> Value {
     json!({"apiVersion": "cr.kanister.io/v1alpha1", "kind": "Blueprint", "metadata": {"name": "bp"}, "actions": actions})
 }
@@ -438,12 +441,7 @@ fn cli_validate_exit_codes_and_lines() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["blueprints"].as_array().unwrap().len(), 2);
     assert_eq!(v["readErrors"].as_array().unwrap().len(), 1);
-    let bad_entry = v["blueprints"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|b| b["name"] == "bad")
-        .unwrap();
+    let bad_entry = manifests::find(&v["blueprints"], "name", "bad").unwrap();
     assert_eq!(bad_entry["valid"], false);
     assert_eq!(bad_entry["errors"][0]["rule"], "missingArgument");
 

@@ -16,6 +16,9 @@ use std::process::Command;
 use serde::Deserialize as _;
 use serde_json::Value;
 
+#[path = "support/manifests.rs"]
+mod manifests;
+
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
@@ -280,11 +283,7 @@ fn check_build_context(build: &Stage, workdir: &str) {
         .arg(ctx.join("Cargo.toml"))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "cargo does not accept the image's build context: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_succeeded(&out, "cargo does not accept the image's build context");
     let out = Command::new(env!("CARGO"))
         .args([
             "metadata",
@@ -298,18 +297,9 @@ fn check_build_context(build: &Stage, workdir: &str) {
         .env_remove("CARGO_TARGET_DIR")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "cargo does not accept the image's build context: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_succeeded(&out, "cargo does not accept the image's build context");
     let meta: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let pkg = meta["packages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == "blueprint-operator")
-        .unwrap();
+    let pkg = manifests::find(&meta["packages"], "name", "blueprint-operator").unwrap();
     for t in pkg["targets"].as_array().unwrap() {
         let kinds = t["kind"].as_array().unwrap();
         // Test targets are found by listing tests/; lib, bins, benches and build scripts must exist.
@@ -343,6 +333,15 @@ const DEPLOYMENTS: &[&str] = &[
 
 /// `args --help` through the real binary: exit 0 only if every flag before `--help` exists and
 /// its value parses.
+/// Asserts that the command of `out` succeeded; the failure says `what`, with its stderr.
+fn assert_succeeded(out: &std::process::Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn args_parse(args: &[String]) -> Result<String, String> {
     let out = Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
         .args(args)
@@ -392,12 +391,7 @@ fn image_is_multi_stage_distroless_non_root_and_runs_what_the_deployments_say() 
             None => {}
             Some(cmd) => assert_eq!(cmd, &serde_json::json!(image.entrypoint), "{file}"),
         }
-        let args: Vec<String> = c["args"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|a| a.as_str().unwrap().to_string())
-            .collect();
+        let args = manifests::strings(&c["args"]);
         let help = args_parse(&args).unwrap_or_else(|e| panic!("{file}: args {args:?}: {e}"));
         assert!(
             help.contains(&format!("Usage: blueprint-operator {}", args[0])),

@@ -9,11 +9,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use blueprint_operator::app::controller::ControllerArgs;
-use blueprint_operator::app::webhook::WebhookArgs;
 use clap::Parser as _;
 use serde::Deserialize as _;
 use serde_json::Value;
+
+#[path = "support/manifests.rs"]
+mod manifests;
+use manifests::{Cli, Cmd};
 
 const CHART: &str = "charts/blueprint-operator";
 const NS: &str = "blueprint-operator";
@@ -289,27 +291,6 @@ fn container<'a>(docs: &'a [Value], deployment: &str) -> &'a Value {
     &find(docs, "Deployment", deployment)["spec"]["template"]["spec"]["containers"][0]
 }
 
-fn args(c: &Value) -> Vec<String> {
-    c["args"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap().to_string())
-        .collect()
-}
-
-#[derive(clap::Parser)]
-struct Cli {
-    #[command(subcommand)]
-    cmd: Cmd,
-}
-
-#[derive(clap::Subcommand)]
-enum Cmd {
-    Controller(ControllerArgs),
-    Webhook(WebhookArgs),
-}
-
 #[test]
 fn chart_lints_with_default_and_other_values() {
     let helm = helm();
@@ -510,7 +491,7 @@ fn other_values_reach_the_objects() {
     assert_eq!(c["imagePullPolicy"], "Always");
     assert_eq!(c["resources"]["limits"]["memory"], "1Gi");
     // The flags parse with the controller's own CLI and say what the values asked.
-    let a = args(c);
+    let a = manifests::strings(&c["args"]);
     let Cmd::Controller(parsed) =
         Cli::try_parse_from(std::iter::once("bpo".into()).chain(a.clone()))
             .unwrap_or_else(|e| panic!("{a:?}: {e}"))
@@ -539,7 +520,7 @@ fn other_values_reach_the_objects() {
         hpod["affinity"]["podAntiAffinity"].is_null(),
         "the value replaces the default"
     );
-    let wa = args(&hpod["containers"][0]);
+    let wa = manifests::strings(&hpod["containers"][0]["args"]);
     assert!(
         matches!(
             Cli::try_parse_from(std::iter::once("bpo".into()).chain(wa.clone())).map(|c| c.cmd),

@@ -3,11 +3,14 @@
 
 use std::path::Path;
 
-use blueprint_operator::app::webhook::WebhookArgs;
 use blueprint_operator::webhook::Route;
 use clap::Parser as _;
 use serde::Deserialize as _;
 use serde_json::Value;
+
+#[path = "support/manifests.rs"]
+mod manifests;
+use manifests::{Cli, Cmd};
 
 fn docs(file: &str) -> Vec<Value> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -18,17 +21,6 @@ fn docs(file: &str) -> Vec<Value> {
         .map(|d| Value::deserialize(d).expect("YAML"))
         .filter(|v| !v.is_null())
         .collect()
-}
-
-#[derive(clap::Parser)]
-struct Cli {
-    #[command(subcommand)]
-    cmd: Cmd,
-}
-
-#[derive(clap::Subcommand)]
-enum Cmd {
-    Webhook(WebhookArgs),
 }
 
 #[test]
@@ -96,15 +88,12 @@ fn deployment_is_hardened_and_its_args_parse() {
     assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
     assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
 
-    let args: Vec<String> = c["args"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap().to_owned())
-        .collect();
+    let args = manifests::strings(&c["args"]);
     let cli = Cli::try_parse_from(std::iter::once("blueprint-operator".to_owned()).chain(args))
         .unwrap_or_else(|e| panic!("Deployment args do not parse: {e}"));
-    let Cmd::Webhook(args) = cli.cmd;
+    let Cmd::Webhook(args) = cli.cmd else {
+        panic!("Deployment args are not the webhook's")
+    };
     // The certificate comes from the mounted Secret directory (not a subPath mount).
     let mount = &c["volumeMounts"][0];
     assert!(mount.get("subPath").is_none());

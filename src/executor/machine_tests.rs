@@ -190,6 +190,51 @@ fn reasons(evs: &[EventSpec]) -> Vec<String> {
         .collect()
 }
 
+/// An ActionSet's status and executor record as the machine changes them, step by step.
+struct Sim {
+    status: ActionSetStatus,
+    record: Record,
+}
+
+impl Sim {
+    /// [`start`]: the first action of `bp` started (its Events dropped).
+    fn start(bp: &BlueprintAction) -> Sim {
+        let (status, record, _) = start(bp);
+        Sim { status, record }
+    }
+
+    /// [`step`].
+    fn step(&mut self, action: usize, t: Transition) -> Vec<EventSpec> {
+        step(&mut self.status, &mut self.record, action, t)
+    }
+
+    /// [`rejects`].
+    fn rejects(&mut self, action: usize, t: Transition) -> bool {
+        rejects(&mut self.status, &mut self.record, action, t)
+    }
+
+    /// [`run_phase`].
+    fn run_phase(&mut self, i: usize, output: Map<String, Value>) {
+        run_phase(&mut self.status, &mut self.record, i, output)
+    }
+
+    /// Runs the first action's first phase, then starts its deferPhase.
+    fn drive_until_defer_running(&mut self) {
+        self.run_phase(0, Map::new());
+        self.step(0, Transition::DeferStarted);
+    }
+
+    /// [`drive`].
+    fn drive(
+        &mut self,
+        action: usize,
+        script: &dyn Fn(&str) -> Exec,
+        deleting: bool,
+    ) -> Vec<EventSpec> {
+        drive(&mut self.status, &mut self.record, action, script, deleting)
+    }
+}
+
 #[test]
 fn init_marks_everything_pending_and_copies_artifact_templates() {
     let bp = bp_action(&["one", "two"], Some("cleanup"));
@@ -213,14 +258,8 @@ fn init_marks_everything_pending_and_copies_artifact_templates() {
 #[test]
 fn main_ok_defer_ok_completes_with_events_in_order() {
     let bp = bp_action(&["one", "two"], Some("cleanup"));
-    let (mut status, mut record, _) = start(&bp);
-    let evs = drive(
-        &mut status,
-        &mut record,
-        0,
-        &main_and_defer(Exec::Ok("mv"), Exec::Ok("dv")),
-        false,
-    );
+    let mut m = Sim::start(&bp);
+    let evs = m.drive(0, &main_and_defer(Exec::Ok("mv"), Exec::Ok("dv")), false);
     assert_eq!(
         reasons(&evs),
         [
@@ -233,11 +272,11 @@ fn main_ok_defer_ok_completes_with_events_in_order() {
             "Update Complete|Updated ActionSet 'as1' Status->complete",
         ]
     );
-    assert_eq!(status.state, State::Complete);
-    assert_eq!(status.error.message, "");
-    assert_eq!(status.progress.running_phase, "");
-    assert_eq!(status.progress.percent_completed, "100");
-    let a = &status.actions[0];
+    assert_eq!(m.status.state, State::Complete);
+    assert_eq!(m.status.error.message, "");
+    assert_eq!(m.status.progress.running_phase, "");
+    assert_eq!(m.status.progress.percent_completed, "100");
+    let a = &m.status.actions[0];
     assert_eq!(a.defer_phase.state, State::Complete);
     assert_eq!(a.defer_phase.output["v"], "dv");
     assert_eq!(a.phases[1].output["v"], "mv");
@@ -248,11 +287,9 @@ fn main_ok_defer_ok_completes_with_events_in_order() {
 #[test]
 fn main_fails_defer_ok_fails_after_defer_with_main_error() {
     let bp = bp_action(&["one", "two", "three"], Some("cleanup"));
-    let (mut status, mut record, _) = start(&bp);
+    let mut m = Sim::start(&bp);
     let mut states_during_defer = Vec::new();
-    let evs = drive(
-        &mut status,
-        &mut record,
+    let evs = m.drive(
         0,
         &|p| match p {
             "two" => Exec::Fail("exit 1"),
@@ -260,7 +297,7 @@ fn main_fails_defer_ok_fails_after_defer_with_main_error() {
         },
         false,
     );
-    states_during_defer.push(status.state);
+    states_during_defer.push(m.status.state);
     assert_eq!(
         reasons(&evs)
             .iter()
@@ -280,9 +317,9 @@ fn main_fails_defer_ok_fails_after_defer_with_main_error() {
     assert!(evs[3].message.ends_with(": exit 1"));
     assert_eq!(evs[3].kind, Kind::Warning);
     assert_eq!(evs[3].blueprint.as_deref(), Some("bp"));
-    assert_eq!(status.state, State::Failed);
-    assert_eq!(status.error.message, "exit 1");
-    let a = &status.actions[0];
+    assert_eq!(m.status.state, State::Failed);
+    assert_eq!(m.status.error.message, "exit 1");
+    let a = &m.status.actions[0];
     assert_eq!(
         a.phases.iter().map(|p| p.state).collect::<Vec<_>>(),
         [State::Complete, State::Failed, State::Pending]
@@ -298,10 +335,8 @@ fn main_fails_defer_ok_fails_after_defer_with_main_error() {
 #[test]
 fn main_ok_defer_fails() {
     let bp = bp_action(&["one"], Some("cleanup"));
-    let (mut status, mut record, _) = start(&bp);
-    let evs = drive(
-        &mut status,
-        &mut record,
+    let mut m = Sim::start(&bp);
+    let evs = m.drive(
         0,
         &main_and_defer(Exec::Ok("x"), Exec::Fail("scale failed")),
         false,
@@ -309,12 +344,12 @@ fn main_ok_defer_fails() {
     let last = evs.last().unwrap();
     assert_eq!(last.reason, "ActionSetFailed Action: backup");
     assert!(last.message.starts_with("Failed to execute defer phase: "));
-    assert_eq!(status.state, State::Failed);
-    assert_eq!(status.error.message, "scale failed");
-    assert_eq!(status.actions[0].defer_phase.state, State::Failed);
-    assert_eq!(status.actions[0].phases[0].state, State::Complete);
+    assert_eq!(m.status.state, State::Failed);
+    assert_eq!(m.status.error.message, "scale failed");
+    assert_eq!(m.status.actions[0].defer_phase.state, State::Failed);
+    assert_eq!(m.status.actions[0].phases[0].state, State::Complete);
     assert_eq!(
-        status.actions[0].artifacts["art"].key_value["k"],
+        m.status.actions[0].artifacts["art"].key_value["k"],
         "{{ .DeferPhase.Output.v }}"
     );
 }
@@ -322,10 +357,8 @@ fn main_ok_defer_fails() {
 #[test]
 fn both_fail_keeps_main_error() {
     let bp = bp_action(&["one"], Some("cleanup"));
-    let (mut status, mut record, _) = start(&bp);
-    let evs = drive(
-        &mut status,
-        &mut record,
+    let mut m = Sim::start(&bp);
+    let evs = m.drive(
         0,
         &main_and_defer(Exec::Fail("main boom"), Exec::Fail("defer boom")),
         false,
@@ -339,9 +372,9 @@ fn both_fail_keeps_main_error() {
             "ActionSetFailed Action: backup"
         ]
     );
-    assert_eq!(status.state, State::Failed);
+    assert_eq!(m.status.state, State::Failed);
     assert_eq!(
-        status.error.message,
+        m.status.error.message,
         "main boom; deferPhase cleanup also failed: defer boom"
     );
 }
@@ -349,25 +382,20 @@ fn both_fail_keeps_main_error() {
 #[test]
 fn actionset_stays_running_until_defer_ends() {
     let bp = bp_action(&["one"], Some("cleanup"));
-    let (mut status, mut record, _) = start(&bp);
-    step(&mut status, &mut record, 0, Transition::PhaseStarted(0));
-    step(
-        &mut status,
-        &mut record,
-        0,
-        Transition::PhaseFailed(0, "e".into()),
-    );
-    assert_eq!(status.state, State::Running);
-    assert_eq!(status.error.message, "e");
+    let mut m = Sim::start(&bp);
+    m.step(0, Transition::PhaseStarted(0));
+    m.step(0, Transition::PhaseFailed(0, "e".into()));
+    assert_eq!(m.status.state, State::Running);
+    assert_eq!(m.status.error.message, "e");
     assert_eq!(
-        next_step(&status.actions[0], &record.actions[0], false),
+        next_step(&m.status.actions[0], &m.record.actions[0], false),
         Step::RunDefer
     );
-    step(&mut status, &mut record, 0, Transition::DeferStarted);
-    assert_eq!(status.state, State::Running);
-    assert_eq!(status.progress.running_phase, "cleanup");
+    m.step(0, Transition::DeferStarted);
+    assert_eq!(m.status.state, State::Running);
+    assert_eq!(m.status.progress.running_phase, "cleanup");
     assert_eq!(
-        outcome(&status.actions[0], &record.actions[0]),
+        outcome(&m.status.actions[0], &m.record.actions[0]),
         Outcome {
             state: "failed".into(),
             failed_phase: "one".into(),
@@ -379,31 +407,28 @@ fn actionset_stays_running_until_defer_ends() {
 #[test]
 fn no_defer_phase_fails_at_first_failure() {
     let bp = bp_action(&["one", "two"], None);
-    let (mut status, mut record, _) = start(&bp);
-    assert_eq!(status.actions[0].defer_phase.state, State::Unset);
-    let evs = drive(&mut status, &mut record, 0, &|_| Exec::Fail("nope"), false);
+    let mut m = Sim::start(&bp);
+    assert_eq!(m.status.actions[0].defer_phase.state, State::Unset);
+    let evs = m.drive(0, &|_| Exec::Fail("nope"), false);
     assert_eq!(evs.len(), 2);
-    assert_eq!(status.state, State::Failed);
-    assert_eq!(status.actions[0].phases[1].state, State::Pending);
+    assert_eq!(m.status.state, State::Failed);
+    assert_eq!(m.status.actions[0].phases[1].state, State::Pending);
 }
 
 #[test]
 fn restart_mid_phase_fails_it_and_runs_defer_once() {
     let bp = bp_action(&["one", "two"], Some("cleanup"));
-    let (mut status, mut record, _) = start(&bp);
-    run_phase(&mut status, &mut record, 0, json_map("a"));
-    step(&mut status, &mut record, 0, Transition::PhaseStarted(1));
+    let mut m = Sim::start(&bp);
+    m.run_phase(0, json_map("a"));
+    m.step(0, Transition::PhaseStarted(1));
     // The controller dies here; a new one reads the status back.
-    let mut status: ActionSetStatus =
-        serde_json::from_value(serde_json::to_value(&status).unwrap()).unwrap();
+    m.status = serde_json::from_value(serde_json::to_value(&m.status).unwrap()).unwrap();
     assert_eq!(
-        next_step(&status.actions[0], &record.actions[0], false),
+        next_step(&m.status.actions[0], &m.record.actions[0], false),
         Step::Interrupted
     );
     let mut ran = Vec::new();
-    let evs = drive(
-        &mut status,
-        &mut record,
+    let evs = m.drive(
         0,
         &|p| {
             assert_ne!(p, "one", "completed phase re-run");
@@ -414,214 +439,146 @@ fn restart_mid_phase_fails_it_and_runs_defer_once() {
     );
     ran.extend(evs.iter().filter(|e| e.reason == "Started deferPhase"));
     assert_eq!(ran.len(), 1);
-    assert_eq!(status.state, State::Failed);
+    assert_eq!(m.status.state, State::Failed);
     assert!(
-        status
+        m.status
             .error
             .message
             .contains("controller restarted while phase two was running"),
         "{}",
-        status.error.message
+        m.status.error.message
     );
-    assert_eq!(status.actions[0].phases[0].state, State::Complete);
-    assert_eq!(status.actions[0].phases[1].state, State::Failed);
-    assert_eq!(status.actions[0].defer_phase.state, State::Complete);
+    assert_eq!(m.status.actions[0].phases[0].state, State::Complete);
+    assert_eq!(m.status.actions[0].phases[1].state, State::Failed);
+    assert_eq!(m.status.actions[0].defer_phase.state, State::Complete);
 }
 
 #[test]
 fn pods_of_the_running_step_are_recorded_until_it_ends() {
     let bp = bp_action(&["one", "two"], Some("cleanup"));
-    let (mut status, mut record, _) = start(&bp);
+    let mut m = Sim::start(&bp);
     let pod = |n: &str| Transition::PodCreated(format!("ns/{n}"));
-    assert!(rejects(&mut status, &mut record, 0, pod("early")));
-    step(&mut status, &mut record, 0, Transition::PhaseStarted(0));
-    let before = status.clone();
-    assert!(step(&mut status, &mut record, 0, pod("p1")).is_empty());
-    step(&mut status, &mut record, 0, pod("p1"));
-    assert_eq!(record.actions[0].pods, ["ns/p1"]);
-    assert_eq!(status, before, "recording a pod leaves the status alone");
+    assert!(m.rejects(0, pod("early")));
+    m.step(0, Transition::PhaseStarted(0));
+    let before = m.status.clone();
+    assert!(m.step(0, pod("p1")).is_empty());
+    m.step(0, pod("p1"));
+    assert_eq!(m.record.actions[0].pods, ["ns/p1"]);
+    assert_eq!(m.status, before, "recording a pod leaves the status alone");
     // The record survives a restart (it lives in an annotation).
     let mut meta = ObjectMeta::default();
-    record.to_meta(&mut meta);
+    m.record.to_meta(&mut meta);
     let (back, problem) = Record::from_meta(&meta, 1, NOW);
-    assert_eq!((back, problem), (record.clone(), None));
-    step(
-        &mut status,
-        &mut record,
-        0,
-        Transition::PhaseSucceeded(0, Map::new()),
-    );
-    assert!(record.actions[0].pods.is_empty());
+    assert_eq!((back, problem), (m.record.clone(), None));
+    m.step(0, Transition::PhaseSucceeded(0, Map::new()));
+    assert!(m.record.actions[0].pods.is_empty());
 }
 
 #[test]
 fn resumed_phase_stays_running_and_an_event_says_how() {
     let bp = bp_action(&["one"], Some("cleanup"));
-    let (mut status, mut record, _) = start(&bp);
-    step(&mut status, &mut record, 0, Transition::PhaseStarted(0));
-    step(
-        &mut status,
-        &mut record,
-        0,
-        Transition::PodCreated("ns/p".into()),
-    );
-    let started = status.actions[0].phases[0].progress.clone();
-    let evs = step(
-        &mut status,
-        &mut record,
-        0,
-        Transition::Resumed(How::Reattach),
-    );
+    let mut m = Sim::start(&bp);
+    m.step(0, Transition::PhaseStarted(0));
+    m.step(0, Transition::PodCreated("ns/p".into()));
+    let started = m.status.actions[0].phases[0].progress.clone();
+    let evs = m.step(0, Transition::Resumed(How::Reattach));
     assert_eq!(
         reasons(&evs),
         [
             "Resumed Phase|Controller restarted while phase one was running; re-attached to its pod (the phase was not re-run)"
         ]
     );
-    let p = &status.actions[0].phases[0];
+    let p = &m.status.actions[0].phases[0];
     assert_eq!(p.state, State::Running);
     assert_eq!(
         p.progress, started,
         "the phase deadline counts from its first start"
     );
     assert_eq!(
-        record.actions[0].pods,
+        m.record.actions[0].pods,
         ["ns/p"],
         "kept to find the pod again"
     );
     // Re-attaching again (another restart) is fine.
-    step(
-        &mut status,
-        &mut record,
-        0,
-        Transition::Resumed(How::Reattach),
-    );
-    step(
-        &mut status,
-        &mut record,
-        0,
-        Transition::PhaseSucceeded(0, Map::new()),
-    );
-    assert!(rejects(
-        &mut status,
-        &mut record,
-        0,
-        Transition::Resumed(How::Reattach)
-    ));
+    m.step(0, Transition::Resumed(How::Reattach));
+    m.step(0, Transition::PhaseSucceeded(0, Map::new()));
+    assert!(m.rejects(0, Transition::Resumed(How::Reattach)));
 }
 
 #[test]
 fn early_outputs_are_kept_for_a_reentered_step_and_dropped_when_it_ends() {
     let bp = bp_action(&["scale"], None);
-    let (mut status, mut record, _) = start(&bp);
+    let mut m = Sim::start(&bp);
     let early = Transition::EarlyOutput("originalReplicaCount".into(), json!(3));
-    assert!(rejects(&mut status, &mut record, 0, early.clone()));
-    step(&mut status, &mut record, 0, Transition::PhaseStarted(0));
-    assert!(step(&mut status, &mut record, 0, early).is_empty());
-    step(
-        &mut status,
-        &mut record,
-        0,
-        Transition::Resumed(How::Reenter),
-    );
+    assert!(m.rejects(0, early.clone()));
+    m.step(0, Transition::PhaseStarted(0));
+    assert!(m.step(0, early).is_empty());
+    m.step(0, Transition::Resumed(How::Reenter));
     assert_eq!(
-        record.actions[0].early_output["originalReplicaCount"],
+        m.record.actions[0].early_output["originalReplicaCount"],
         json!(3)
     );
-    step(
-        &mut status,
-        &mut record,
-        0,
-        Transition::PhaseSucceeded(0, Map::new()),
-    );
-    assert!(record.actions[0].early_output.is_empty());
+    m.step(0, Transition::PhaseSucceeded(0, Map::new()));
+    assert!(m.record.actions[0].early_output.is_empty());
 }
 
 #[test]
 fn a_declared_rerun_happens_once_then_a_restart_fails_the_phase() {
     let bp = bp_action(&["one"], Some("cleanup"));
-    let (mut status, mut record, _) = start(&bp);
-    step(&mut status, &mut record, 0, Transition::PhaseStarted(0));
-    step(
-        &mut status,
-        &mut record,
-        0,
-        Transition::PodCreated("ns/helper".into()),
-    );
-    let evs = step(&mut status, &mut record, 0, Transition::Resumed(How::Rerun));
+    let mut m = Sim::start(&bp);
+    m.step(0, Transition::PhaseStarted(0));
+    m.step(0, Transition::PodCreated("ns/helper".into()));
+    let evs = m.step(0, Transition::Resumed(How::Rerun));
     assert!(
         reasons(&evs)[0].starts_with(
             "Resumed Phase|Controller restarted while phase one was running; re-running it once"
         ),
         "{evs:?}"
     );
-    assert_eq!(record.actions[0].rerun, ["one"]);
+    assert_eq!(m.record.actions[0].rerun, ["one"]);
     assert!(
-        record.actions[0].pods.is_empty(),
+        m.record.actions[0].pods.is_empty(),
         "the first run's pods are not the re-run's"
     );
-    assert!(rejects(
-        &mut status,
-        &mut record,
-        0,
-        Transition::Resumed(How::Rerun)
-    ));
-    step(&mut status, &mut record, 0, Transition::Interrupted);
+    assert!(m.rejects(0, Transition::Resumed(How::Rerun)));
+    m.step(0, Transition::Interrupted);
     assert!(
-        record.actions[0].error.starts_with(
+        m.record.actions[0].error.starts_with(
             "controller restarted while phase one was running, again after it was re-run once"
         ),
         "{}",
-        record.actions[0].error
+        m.record.actions[0].error
     );
     // The deferPhase is re-run under its own key.
-    step(&mut status, &mut record, 0, Transition::DeferStarted);
-    step(&mut status, &mut record, 0, Transition::Resumed(How::Rerun));
-    assert_eq!(record.actions[0].rerun, ["one", "defer:cleanup"]);
-    let evs = step(
-        &mut status,
-        &mut record,
-        0,
-        Transition::Resumed(How::Reenter),
-    );
+    m.step(0, Transition::DeferStarted);
+    m.step(0, Transition::Resumed(How::Rerun));
+    assert_eq!(m.record.actions[0].rerun, ["one", "defer:cleanup"]);
+    let evs = m.step(0, Transition::Resumed(How::Reenter));
     assert_eq!(evs[0].reason, "Resumed deferPhase");
 }
 
 #[test]
 fn restart_mid_defer_does_not_rerun_it() {
     let bp = bp_action(&["one"], Some("cleanup"));
-    let (mut status, mut record, _) = start(&bp);
-    drive_until_defer_running(&mut status, &mut record);
-    let evs = drive(
-        &mut status,
-        &mut record,
-        0,
-        &|_| panic!("nothing may run"),
-        false,
-    );
+    let mut m = Sim::start(&bp);
+    m.drive_until_defer_running();
+    let evs = m.drive(0, &|_| panic!("nothing may run"), false);
     assert_eq!(evs[0].reason, "ActionSetFailed Action: backup");
     assert!(
         evs[0]
             .message
             .contains("controller restarted while deferPhase cleanup was running")
     );
-    assert_eq!(status.state, State::Failed);
-    assert_eq!(status.actions[0].defer_phase.state, State::Failed);
-}
-
-fn drive_until_defer_running(status: &mut ActionSetStatus, record: &mut Record) {
-    run_phase(status, record, 0, Map::new());
-    step(status, record, 0, Transition::DeferStarted);
+    assert_eq!(m.status.state, State::Failed);
+    assert_eq!(m.status.actions[0].defer_phase.state, State::Failed);
 }
 
 #[test]
 fn deletion_between_phases_stops_main_and_runs_defer() {
     let bp = bp_action(&["one", "two"], Some("cleanup"));
-    let (mut status, mut record, _) = start(&bp);
-    run_phase(&mut status, &mut record, 0, Map::new());
-    let evs = drive(
-        &mut status,
-        &mut record,
+    let mut m = Sim::start(&bp);
+    m.run_phase(0, Map::new());
+    let evs = m.drive(
         0,
         &|p| {
             assert_eq!(p, "cleanup");
@@ -630,28 +587,23 @@ fn deletion_between_phases_stops_main_and_runs_defer() {
         true,
     );
     assert!(evs.iter().any(|e| e.reason == "Ended deferPhase"));
-    assert_eq!(status.state, State::Failed);
-    assert_eq!(status.actions[0].phases[1].state, State::Pending);
-    assert_eq!(status.error.message, "ActionSet is being deleted");
+    assert_eq!(m.status.state, State::Failed);
+    assert_eq!(m.status.actions[0].phases[1].state, State::Pending);
+    assert_eq!(m.status.error.message, "ActionSet is being deleted");
 }
 
 #[test]
 fn launch_failure_still_runs_defer() {
     let bp = bp_action(&["one"], Some("cleanup"));
-    let (mut status, mut record, _) = start(&bp);
-    let evs = step(
-        &mut status,
-        &mut record,
-        0,
-        Transition::LaunchFailed("no object".into()),
-    );
+    let mut m = Sim::start(&bp);
+    let evs = m.step(0, Transition::LaunchFailed("no object".into()));
     assert_eq!(evs[0].message, "Failed to launch Action as1: no object");
-    assert_eq!(status.actions[0].phases[0].state, State::Failed);
+    assert_eq!(m.status.actions[0].phases[0].state, State::Failed);
     assert_eq!(
-        next_step(&status.actions[0], &record.actions[0], false),
+        next_step(&m.status.actions[0], &m.record.actions[0], false),
         Step::RunDefer
     );
-    let o = outcome(&status.actions[0], &record.actions[0]);
+    let o = outcome(&m.status.actions[0], &m.record.actions[0]);
     assert_eq!(o.state, "failed");
     assert_eq!(o.error, "no object");
 }
@@ -659,41 +611,28 @@ fn launch_failure_still_runs_defer() {
 #[test]
 fn stale_transitions_are_rejected_not_applied() {
     let bp = bp_action(&["one", "two"], Some("cleanup"));
-    let (mut status, mut record, _) = start(&bp);
-    let before = status.clone();
+    let mut m = Sim::start(&bp);
+    let before = m.status.clone();
     // Phase two before phase one.
-    assert!(rejects(
-        &mut status,
-        &mut record,
-        0,
-        Transition::PhaseStarted(1)
-    ));
+    assert!(m.rejects(0, Transition::PhaseStarted(1)));
     // Success of a phase that is not running.
-    assert!(rejects(
-        &mut status,
-        &mut record,
-        0,
-        Transition::PhaseSucceeded(0, Map::new())
-    ));
+    assert!(m.rejects(0, Transition::PhaseSucceeded(0, Map::new())));
     // Defer before main phases are over.
-    assert!(rejects(
-        &mut status,
-        &mut record,
-        0,
-        Transition::DeferStarted
-    ));
+    assert!(m.rejects(0, Transition::DeferStarted));
     // Unknown action.
-    let err = apply(&mut status, &mut record, 7, Transition::DeferStarted, ctx()).unwrap_err();
+    let err = apply(
+        &mut m.status,
+        &mut m.record,
+        7,
+        Transition::DeferStarted,
+        ctx(),
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("no such action"), "{err}");
-    assert_eq!(status, before);
+    assert_eq!(m.status, before);
     // Starting twice (a second controller) is rejected.
-    step(&mut status, &mut record, 0, Transition::PhaseStarted(0));
-    assert!(rejects(
-        &mut status,
-        &mut record,
-        0,
-        Transition::PhaseStarted(0)
-    ));
+    m.step(0, Transition::PhaseStarted(0));
+    assert!(m.rejects(0, Transition::PhaseStarted(0)));
 }
 
 #[test]
@@ -706,22 +645,19 @@ fn parallel_actions_finish_independently() {
         &[Ok(bp1), Ok(bp2)],
         NOW,
     );
-    let (mut status, mut record) = (init.status, init.record);
+    let mut m = Sim {
+        status: init.status,
+        record: init.record,
+    };
     assert_eq!(init.events.len(), 2);
-    drive(
-        &mut status,
-        &mut record,
-        1,
-        &|_| Exec::Fail("b broke"),
-        false,
-    );
+    m.drive(1, &|_| Exec::Fail("b broke"), false);
     // Action "backup" has not finished: still running.
-    assert_eq!(status.state, State::Running);
-    drive(&mut status, &mut record, 0, &|_| Exec::Ok("v"), false);
-    assert_eq!(status.state, State::Failed);
-    assert_eq!(status.error.message, "action other: b broke");
+    assert_eq!(m.status.state, State::Running);
+    m.drive(0, &|_| Exec::Ok("v"), false);
+    assert_eq!(m.status.state, State::Failed);
+    assert_eq!(m.status.error.message, "action other: b broke");
     // The successful action got its artifacts rendered.
-    assert_eq!(status.actions[0].artifacts["art"].key_value["k"], "v");
+    assert_eq!(m.status.actions[0].artifacts["art"].key_value["k"], "v");
 }
 
 #[test]
@@ -752,15 +688,13 @@ fn init_failures_fail_at_once_with_kanister_events() {
 #[test]
 fn render_failure_of_artifacts_fails_the_actionset() {
     let bp = bp_action(&["one"], None);
-    let (mut status, mut record, _) = start(&bp);
-    run_phase(&mut status, &mut record, 0, Map::new());
+    let mut m = Sim::start(&bp);
+    m.run_phase(0, Map::new());
     assert_eq!(
-        next_step(&status.actions[0], &record.actions[0], false),
+        next_step(&m.status.actions[0], &m.record.actions[0], false),
         Step::Finish
     );
-    let evs = step(
-        &mut status,
-        &mut record,
+    let evs = m.step(
         0,
         Transition::Finished(Some(Err(
             "Failed to render template: \"x\" not found".into()
@@ -771,9 +705,9 @@ fn render_failure_of_artifacts_fails_the_actionset() {
             .message
             .starts_with("Failed to render output artifacts ")
     );
-    assert_eq!(status.state, State::Failed);
+    assert_eq!(m.status.state, State::Failed);
     assert_eq!(
-        status.error.message,
+        m.status.error.message,
         "Failed to render template: \"x\" not found"
     );
 }
@@ -831,16 +765,11 @@ fn blueprint_changed_while_running_is_detected() {
 #[test]
 fn a_huge_phase_error_is_cut_and_the_defer_phase_still_runs() {
     let bp = bp_action(&["one"], Some("cleanup"));
-    let (mut status, mut record, _) = start(&bp);
-    step(&mut status, &mut record, 0, Transition::PhaseStarted(0));
+    let mut m = Sim::start(&bp);
+    m.step(0, Transition::PhaseStarted(0));
     let huge = format!("pod failed; last log lines:\n{}END", "x".repeat(3 << 20));
-    let evs = step(
-        &mut status,
-        &mut record,
-        0,
-        Transition::PhaseFailed(0, huge),
-    );
-    let rec = &record.actions[0];
+    let evs = m.step(0, Transition::PhaseFailed(0, huge));
+    let rec = &m.record.actions[0];
     assert!(
         rec.error.len() <= status_size::ERROR_MAX,
         "{}",
@@ -849,14 +778,14 @@ fn a_huge_phase_error_is_cut_and_the_defer_phase_still_runs() {
     assert!(rec.error.starts_with("pod failed; last log lines:\n"));
     assert!(rec.error.ends_with("END"));
     assert!(rec.error.contains(" bytes cut ...\n"));
-    assert_eq!(status.error.message, rec.error);
+    assert_eq!(m.status.error.message, rec.error);
     assert_eq!(evs[0].reason, "ActionSetFailed Action: backup");
     // The record annotation stays far below the API server's 256 KiB.
     let mut meta = ObjectMeta::default();
-    record.to_meta(&mut meta);
+    m.record.to_meta(&mut meta);
     assert!(meta.annotations.unwrap()[ANNOTATION_EXECUTOR_RECORD].len() < 16 * 1024);
     assert_eq!(
-        next_step(&status.actions[0], &record.actions[0], false),
+        next_step(&m.status.actions[0], &m.record.actions[0], false),
         Step::RunDefer
     );
 }
@@ -864,61 +793,56 @@ fn a_huge_phase_error_is_cut_and_the_defer_phase_still_runs() {
 #[test]
 fn an_output_too_large_for_status_fails_the_phase_without_recording_it() {
     let bp = bp_action(&["one", "two"], Some("cleanup"));
-    let (mut status, mut record, _) = start(&bp);
-    step(&mut status, &mut record, 0, Transition::PhaseStarted(0));
+    let mut m = Sim::start(&bp);
+    m.step(0, Transition::PhaseStarted(0));
     let big = json!({"dump": "y".repeat(2 << 20)})
         .as_object()
         .unwrap()
         .clone();
-    let evs = step(
-        &mut status,
-        &mut record,
-        0,
-        Transition::PhaseSucceeded(0, big),
-    );
-    let a = &status.actions[0];
+    let evs = m.step(0, Transition::PhaseSucceeded(0, big));
+    let a = &m.status.actions[0];
     assert_eq!(a.phases[0].state, State::Failed);
     assert!(a.phases[0].output.is_empty());
     assert_eq!(evs.len(), 1);
     assert_eq!(evs[0].reason, "ActionSetFailed Action: backup");
     assert!(
-        status
+        m.status
             .error
             .message
             .starts_with("the output of phase one is 2.0 MiB (key dump: 2.0 MiB)"),
         "{}",
-        status.error.message
+        m.status.error.message
     );
-    assert_eq!(record.actions[0].failed_phase, "one");
-    assert_eq!(next_step(a, &record.actions[0], false), Step::RunDefer);
+    assert_eq!(m.record.actions[0].failed_phase, "one");
+    assert_eq!(next_step(a, &m.record.actions[0], false), Step::RunDefer);
 
     // The same for the deferPhase's output.
-    step(&mut status, &mut record, 0, Transition::DeferStarted);
+    m.step(0, Transition::DeferStarted);
     let big = json!({"v": "z".repeat(1 << 20)})
         .as_object()
         .unwrap()
         .clone();
-    step(&mut status, &mut record, 0, Transition::DeferSucceeded(big));
-    let a = &status.actions[0];
+    m.step(0, Transition::DeferSucceeded(big));
+    let a = &m.status.actions[0];
     assert_eq!(a.defer_phase.state, State::Failed);
     assert!(a.defer_phase.output.is_empty());
     assert!(
-        record.actions[0]
+        m.record.actions[0]
             .defer_error
             .starts_with("the output of deferPhase cleanup is 1.0 MiB"),
         "{}",
-        record.actions[0].defer_error
+        m.record.actions[0].defer_error
     );
 }
 
 #[test]
 fn huge_artifacts_fail_the_action_instead_of_the_status_write() {
     let bp = bp_action(&["one"], None);
-    let (mut status, mut record, _) = start(&bp);
-    drive(&mut status, &mut record, 0, &|_| Exec::Ok("v"), false);
-    assert_eq!(status.state, State::Complete);
-    let (mut status, mut record, _) = start(&bp);
-    run_phase(&mut status, &mut record, 0, json_map("v"));
+    let mut m = Sim::start(&bp);
+    m.drive(0, &|_| Exec::Ok("v"), false);
+    assert_eq!(m.status.state, State::Complete);
+    let mut m = Sim::start(&bp);
+    m.run_phase(0, json_map("v"));
     let arts = BTreeMap::from([(
         "art".to_string(),
         Artifact {
@@ -926,23 +850,18 @@ fn huge_artifacts_fail_the_action_instead_of_the_status_write() {
             ..Artifact::default()
         },
     )]);
-    step(
-        &mut status,
-        &mut record,
-        0,
-        Transition::Finished(Some(Ok(arts))),
-    );
-    assert_eq!(status.state, State::Failed);
+    m.step(0, Transition::Finished(Some(Ok(arts))));
+    assert_eq!(m.status.state, State::Failed);
     assert!(
-        status
+        m.status
             .error
             .message
             .starts_with("the rendered output artifacts are 1.0 MiB"),
         "{}",
-        status.error.message
+        m.status.error.message
     );
     assert_eq!(
-        status.actions[0].artifacts["art"].key_value["k"],
+        m.status.actions[0].artifacts["art"].key_value["k"],
         "{{ .DeferPhase.Output.v }}"
     );
 }
@@ -954,30 +873,23 @@ fn many_actions_with_huge_errors_stay_within_the_object_budget() {
     let bp = bp_action(&["one"], Some("cleanup"));
     let resolved = vec![Ok(bp); names.len()];
     let init = init("as1", Some(&spec(&refs)), &resolved, NOW);
-    let (mut status, mut record) = (init.status, init.record);
+    let mut m = Sim {
+        status: init.status,
+        record: init.record,
+    };
     let huge = "e".repeat(1 << 20);
     for i in 0..names.len() {
-        step(&mut status, &mut record, i, Transition::PhaseStarted(0));
-        step(
-            &mut status,
-            &mut record,
-            i,
-            Transition::PhaseFailed(0, huge.clone()),
-        );
-        step(&mut status, &mut record, i, Transition::DeferStarted);
-        step(
-            &mut status,
-            &mut record,
-            i,
-            Transition::DeferFailed(huge.clone()),
-        );
-        step(&mut status, &mut record, i, Transition::Finished(None));
+        m.step(i, Transition::PhaseStarted(0));
+        m.step(i, Transition::PhaseFailed(0, huge.clone()));
+        m.step(i, Transition::DeferStarted);
+        m.step(i, Transition::DeferFailed(huge.clone()));
+        m.step(i, Transition::Finished(None));
     }
-    assert_eq!(status.state, State::Failed);
+    assert_eq!(m.status.state, State::Failed);
     let mut meta = ObjectMeta::default();
-    record.to_meta(&mut meta);
+    m.record.to_meta(&mut meta);
     let record_len = meta.annotations.unwrap()[ANNOTATION_EXECUTOR_RECORD].len();
-    let status_len = serde_json::to_string(&status).unwrap().len();
+    let status_len = serde_json::to_string(&m.status).unwrap().len();
     assert!(
         record_len <= status_size::ERRORS_TOTAL + 8 * 1024,
         "{record_len}"
@@ -986,8 +898,8 @@ fn many_actions_with_huge_errors_stay_within_the_object_budget() {
         status_len <= status_size::MESSAGE_MAX + 64 * 1024,
         "{status_len}"
     );
-    assert!(status.error.message.contains(" bytes cut ...\n"));
-    assert!(status.error.message.starts_with("action a0: eee"));
+    assert!(m.status.error.message.contains(" bytes cut ...\n"));
+    assert!(m.status.error.message.starts_with("action a0: eee"));
 }
 
 #[test]
@@ -1021,14 +933,14 @@ fn spec_entry_is_found_by_identity_not_index() {
 #[test]
 fn finishing_keeps_artifact_fields_others_wrote() {
     let bp = bp_action(&["one"], None);
-    let (mut status, mut record, _) = start(&bp);
-    status.actions[0]
+    let mut m = Sim::start(&bp);
+    m.status.actions[0]
         .artifacts
         .get_mut("art")
         .unwrap()
         .extra
         .insert("size".into(), json!(42));
-    run_phase(&mut status, &mut record, 0, Map::new());
+    m.run_phase(0, Map::new());
     let rendered = BTreeMap::from([(
         "art".to_string(),
         Artifact {
@@ -1036,13 +948,8 @@ fn finishing_keeps_artifact_fields_others_wrote() {
             ..Artifact::default()
         },
     )]);
-    step(
-        &mut status,
-        &mut record,
-        0,
-        Transition::Finished(Some(Ok(rendered))),
-    );
-    let art = &status.actions[0].artifacts["art"];
+    m.step(0, Transition::Finished(Some(Ok(rendered))));
+    let art = &m.status.actions[0].artifacts["art"];
     assert_eq!(art.key_value["k"], "v");
     assert_eq!(art.extra["size"], json!(42));
 }

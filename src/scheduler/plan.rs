@@ -395,6 +395,17 @@ mod tests {
         DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
     }
 
+    /// [`plan`] of schedule `db` with the window `[from, now]` (RFC 3339 times).
+    fn plan_db(
+        s: &Schedule,
+        st: &PlanSettings,
+        [from, now]: [&str; 2],
+        runs: &[RunRecord],
+        run_now: Option<&str>,
+    ) -> Plan {
+        plan("db", s, st, t(from), t(now), runs, run_now)
+    }
+
     fn settings() -> PlanSettings {
         PlanSettings {
             suspend: false,
@@ -419,12 +430,10 @@ mod tests {
     #[test]
     fn nothing_due_before_first_tick() {
         let s = Schedule::parse("0 * * * *", None).unwrap();
-        let p = plan(
-            "db",
+        let p = plan_db(
             &s,
             &settings(),
-            t("2026-06-01T00:00:00Z"),
-            t("2026-06-01T00:59:59Z"),
+            ["2026-06-01T00:00:00Z", "2026-06-01T00:59:59Z"],
             &[],
             None,
         );
@@ -435,12 +444,10 @@ mod tests {
     #[test]
     fn on_time_tick_creates_named_run() {
         let s = Schedule::parse("0 * * * *", None).unwrap();
-        let p = plan(
-            "db",
+        let p = plan_db(
             &s,
             &settings(),
-            t("2026-06-01T00:00:00Z"),
-            t("2026-06-01T01:00:00.2Z"),
+            ["2026-06-01T00:00:00Z", "2026-06-01T01:00:00.2Z"],
             &[],
             None,
         );
@@ -460,12 +467,10 @@ mod tests {
     #[test]
     fn downtime_runs_latest_and_reports_missed() {
         let s = Schedule::parse("0 * * * *", None).unwrap();
-        let p = plan(
-            "db",
+        let p = plan_db(
             &s,
             &settings(),
-            t("2026-06-01T00:00:00Z"),
-            t("2026-06-01T05:10:00Z"),
+            ["2026-06-01T00:00:00Z", "2026-06-01T05:10:00Z"],
             &[],
             None,
         );
@@ -486,12 +491,10 @@ mod tests {
             missed_run_policy: MissedRunPolicy::Skip,
             ..settings()
         };
-        let p = plan(
-            "db",
+        let p = plan_db(
             &s,
             &st,
-            t("2026-06-01T00:00:00Z"),
-            t("2026-06-01T05:10:00Z"),
+            ["2026-06-01T00:00:00Z", "2026-06-01T05:10:00Z"],
             &[],
             None,
         );
@@ -499,12 +502,10 @@ mod tests {
         assert_eq!(p.skips.iter().map(|s| s.count).sum::<u32>(), 5);
         assert_eq!(p.last_skipped_time, Some(t("2026-06-01T05:00:00Z")));
         // On time (30 s late) still runs under Skip.
-        let p = plan(
-            "db",
+        let p = plan_db(
             &s,
             &st,
-            t("2026-06-01T04:00:00Z"),
-            t("2026-06-01T05:00:30Z"),
+            ["2026-06-01T04:00:00Z", "2026-06-01T05:00:30Z"],
             &[],
             None,
         );
@@ -518,23 +519,19 @@ mod tests {
             starting_deadline_seconds: Some(300),
             ..settings()
         };
-        let p = plan(
-            "db",
+        let p = plan_db(
             &s,
             &st,
-            t("2026-06-01T04:00:00Z"),
-            t("2026-06-01T05:06:00Z"),
+            ["2026-06-01T04:00:00Z", "2026-06-01T05:06:00Z"],
             &[],
             None,
         );
         assert!(p.create.is_empty());
         assert_eq!(p.skips[0].reason, SkipReason::DeadlineExceeded);
-        let p = plan(
-            "db",
+        let p = plan_db(
             &s,
             &st,
-            t("2026-06-01T04:00:00Z"),
-            t("2026-06-01T05:04:00Z"),
+            ["2026-06-01T04:00:00Z", "2026-06-01T05:04:00Z"],
             &[],
             None,
         );
@@ -549,12 +546,10 @@ mod tests {
             concurrency_policy: ConcurrencyPolicy::Forbid,
             ..settings()
         };
-        let p = plan(
-            "db",
+        let p = plan_db(
             &s,
             &st,
-            t("2026-06-01T00:00:00Z"),
-            t("2026-06-01T00:01:01Z"),
+            ["2026-06-01T00:00:00Z", "2026-06-01T00:01:01Z"],
             &runs,
             None,
         );
@@ -566,12 +561,10 @@ mod tests {
         // A deferPhase still running counts as active.
         let mut deferring = run("db-a", "2026-06-01T00:00:00Z", RunState::Complete);
         deferring.defer_state = Some(RunState::Running);
-        let p = plan(
-            "db",
+        let p = plan_db(
             &s,
             &st,
-            t("2026-06-01T00:00:00Z"),
-            t("2026-06-01T00:01:01Z"),
+            ["2026-06-01T00:00:00Z", "2026-06-01T00:01:01Z"],
             &[deferring.clone()],
             None,
         );
@@ -579,12 +572,10 @@ mod tests {
         // Runs this schedule did not create do not count.
         let mut foreign = runs[0].clone();
         foreign.ours = false;
-        let p = plan(
-            "db",
+        let p = plan_db(
             &s,
             &st,
-            t("2026-06-01T00:00:00Z"),
-            t("2026-06-01T00:01:01Z"),
+            ["2026-06-01T00:00:00Z", "2026-06-01T00:01:01Z"],
             &[foreign],
             None,
         );
@@ -593,12 +584,10 @@ mod tests {
             concurrency_policy: ConcurrencyPolicy::Replace,
             ..settings()
         };
-        let p = plan(
-            "db",
+        let p = plan_db(
             &s,
             &st,
-            t("2026-06-01T00:00:00Z"),
-            t("2026-06-01T00:01:01Z"),
+            ["2026-06-01T00:00:00Z", "2026-06-01T00:01:01Z"],
             &runs,
             None,
         );
@@ -613,12 +602,10 @@ mod tests {
             suspend: true,
             ..settings()
         };
-        let p = plan(
-            "db",
+        let p = plan_db(
             &s,
             &st,
-            t("2026-06-01T00:00:00Z"),
-            t("2026-06-01T00:35:00Z"),
+            ["2026-06-01T00:00:00Z", "2026-06-01T00:35:00Z"],
             &[],
             Some("tok-1"),
         );
@@ -639,33 +626,27 @@ mod tests {
         // 02:30 Europe/Berlin does not exist on 2026-03-29: no run that day,
         // and it is not reported as missed either (there was no tick).
         let s = Schedule::parse("30 2 * * *", Some("Europe/Berlin")).unwrap();
-        let p = plan(
-            "db",
+        let p = plan_db(
             &s,
             &settings(),
-            t("2026-03-28T01:30:00Z"),
-            t("2026-03-29T12:00:00Z"),
+            ["2026-03-28T01:30:00Z", "2026-03-29T12:00:00Z"],
             &[],
             None,
         );
         assert!(p.create.is_empty() && p.skips.is_empty());
         assert_eq!(p.next, Some(t("2026-03-30T00:30:00Z")));
         // Fall-back 2026-10-25: 02:30 happens twice; two distinct runs.
-        let a = plan(
-            "db",
+        let a = plan_db(
             &s,
             &settings(),
-            t("2026-10-24T00:30:00Z"),
-            t("2026-10-25T00:30:05Z"),
+            ["2026-10-24T00:30:00Z", "2026-10-25T00:30:05Z"],
             &[],
             None,
         );
-        let b = plan(
-            "db",
+        let b = plan_db(
             &s,
             &settings(),
-            t("2026-10-25T00:30:00Z"),
-            t("2026-10-25T01:30:05Z"),
+            ["2026-10-25T00:30:00Z", "2026-10-25T01:30:05Z"],
             &[],
             None,
         );

@@ -114,18 +114,9 @@ async fn deployment_pod_becomes_ready_on_the_kwok_node() -> anyhow::Result<()> {
     }
     let ns = support::namespace(&client, "e2e-deploy").await;
     let deploys: Api<Deployment> = Api::namespaced(client.clone(), &ns);
-    let d: Deployment = serde_json::from_value(json!({
-        "metadata": { "name": "app" },
-        "spec": {
-            "replicas": 1,
-            "selector": { "matchLabels": { "app": "demo" } },
-            "template": {
-                "metadata": { "labels": { "app": "demo" } },
-                "spec": { "containers": [{ "name": "app", "image": "nginx:stable" }] }
-            }
-        }
-    }))?;
-    deploys.create(&PostParams::default(), &d).await?;
+    let pod = json!({"containers": [{"name": "app", "image": "nginx:stable"}]});
+    let d = support::workload("app", "demo", 1, pod, json!({}));
+    support::create::<Deployment>(&client, &ns, d).await?;
     support::wait_for(&deploys, "app", support::WAIT, |d| {
         d.status.as_ref().and_then(|s| s.ready_replicas) == Some(1)
     })

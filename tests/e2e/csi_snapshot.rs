@@ -9,28 +9,20 @@ use crate::support;
 
 use std::time::Duration;
 
-use crate::support::call::{self, call, polling, spawn_call};
+use crate::support::call::{call, polling, spawn_call};
 use crate::support::controller::Controller;
-use crate::support::csi::{created_snapshot, set_status, snapshots};
+use crate::support::csi::{
+    any_snapshot, bind_then_ready, created_snapshot, ctx, fail_by_error_status, set_status, setup,
+    snapshots,
+};
+use crate::support::kanister;
 use blueprint_operator::functions::{self, Context};
-use blueprint_operator::model::{ActionSet, Blueprint};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::core::DynamicObject;
 use serde_json::{Map, Value, json};
-
-/// A function call on the test's namespace, as the controller makes it.
-fn ctx(ns: &str) -> Context {
-    call::ctx(ns, call::namespace_object(ns))
-}
-
-async fn setup(prefix: &str) -> (Client, String) {
-    let client = support::client().await;
-    let ns = support::namespace(&client, prefix).await;
-    (client, ns)
-}
 
 /// A PVC (it stays Pending: the cluster has no provisioner; the functions only need it to exist).
 async fn pvc(client: &Client, ns: &str, name: &str) -> anyhow::Result<()> {
@@ -78,22 +70,7 @@ async fn create_csi_snapshot_waits_for_ready_to_use_and_outputs_kanisters_keys()
     assert_eq!(labels.get("backup").map(String::as_str), Some("nightly"));
 
     // Bound to its content but not ready yet; then ready without a creation time: still waiting.
-    set_status(
-        &api,
-        "data-snap",
-        json!({"readyToUse": false, "boundVolumeSnapshotContentName": "snapcontent-1234"}),
-    )
-    .await?;
-    polls.still_waiting(&h, "/volumesnapshots/data-snap").await;
-    set_status(&api, "data-snap", json!({"readyToUse": true})).await?;
-    polls.still_waiting(&h, "/volumesnapshots/data-snap").await;
-    set_status(
-        &api,
-        "data-snap",
-        json!({"readyToUse": true, "creationTime": "2026-01-02T03:04:05Z", "restoreSize": "1Gi"}),
-    )
-    .await?;
-    let out = h.await??;
+    let out = bind_then_ready(&api, &polls, h, ["data-snap", "snapcontent-1234", "1Gi"]).await?;
     assert_eq!(
         Value::Object(out),
         json!({
@@ -120,39 +97,15 @@ async fn create_csi_snapshot_default_name_error_status_and_missing_pvc() -> anyh
         "CreateCSISnapshot",
         json!({"pvc": "logs", "namespace": ns, "snapshotClass": "cls"}),
     );
-    let snap = support::poll(support::WAIT, || async {
-        api.list(&Default::default())
-            .await
-            .ok()?
-            .items
-            .into_iter()
-            .next()
-    })
-    .await?;
+    let snap = any_snapshot(&api, support::WAIT).await?;
     let name = snap.metadata.name.clone().unwrap();
     let suffix = name
         .strip_prefix("logs-snapshot-")
         .unwrap_or_else(|| panic!("default name: {name}"));
     assert_eq!(suffix.len(), 5, "{name}");
-    polls
-        .still_waiting(&h, &format!("/volumesnapshots/{name}"))
-        .await;
-    set_status(
-        &api,
-        &name,
-        json!({"readyToUse": false, "error": {
-            "message": "failed to take snapshot of the volume: rpc error: code = ResourceExhausted desc = quota exceeded",
-            "time": "2026-01-02T03:04:05Z",
-        }}),
-    )
-    .await?;
-    let err = h.await?.expect_err("an error status fails the phase");
-    let msg = err.to_string();
-    assert!(msg.starts_with("CreateCSISnapshot: "), "{msg}");
-    assert!(
-        msg.contains(&format!("VolumeSnapshot {ns}/{name}")),
-        "{msg}"
-    );
+    let quota = "failed to take snapshot of the volume: rpc error: code = ResourceExhausted desc = quota exceeded";
+    let msg =
+        fail_by_error_status(&api, &polls, h, ["CreateCSISnapshot", &ns, &name, quota]).await?;
     assert!(msg.contains("quota exceeded"), "{msg}");
 
     // A missing PVC: Kanister's error, and no VolumeSnapshot is created.
@@ -368,25 +321,14 @@ async fn pv_for(
     Ok(())
 }
 
-async fn run_action(
-    client: &Client,
-    ns: &str,
-    name: &str,
-    action: &str,
-    artifacts: Value,
-) -> anyhow::Result<()> {
-    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
-    let a: ActionSet = serde_json::from_value(json!({
-        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
-        "metadata": {"name": name},
-        "spec": {"actions": [{
-            "name": action, "blueprint": "csi-snapshot-bp",
-            "object": {"kind": "Deployment", "name": "app", "namespace": ns},
-            "artifacts": artifacts,
-        }]},
-    }))?;
-    api.create(&PostParams::default(), &a).await?;
-    Ok(())
+/// Action `action` of the corpus csi-snapshot Blueprint on Deployment `app`.
+fn app_action(ns: &str, action: &str, artifacts: Value) -> Value {
+    let spec = kanister::action(
+        action,
+        "csi-snapshot-bp",
+        kanister::deployment_object(ns, "app"),
+    );
+    kanister::merged(spec, json!({"artifacts": artifacts}))
 }
 
 /// The corpus csi-snapshot Blueprint (backup, restore, delete) run by the controller, with the
@@ -403,11 +345,7 @@ async fn corpus_csi_snapshot_blueprint_backs_up_restores_and_deletes() -> anyhow
     support::install_crds(&client).await?;
     let ns = support::namespace(&client, "csi-corpus").await;
     let file = corpus.join("kanister-examples/csi-snapshot/csi-snapshot-blueprint.yaml");
-    let bp: Value = serde_yaml::from_str(&std::fs::read_to_string(&file)?)?;
-    let bp: Blueprint = serde_json::from_value(bp)?;
-    Api::<Blueprint>::namespaced(client.clone(), &ns)
-        .create(&PostParams::default(), &bp)
-        .await?;
+    support::kanister::create_file_blueprint(&client, &ns, &file).await?;
 
     // The application: a Deployment whose first volume is the PVC "data".
     pv_for(
@@ -418,53 +356,35 @@ async fn corpus_csi_snapshot_blueprint_backs_up_restores_and_deletes() -> anyhow
         "do-block-storage",
     )
     .await?;
+    let pvc = json!({
+        "metadata": {"name": "data"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "do-block-storage",
+                 "resources": {"requests": {"storage": "1Gi"}}},
+    });
+    support::create::<PersistentVolumeClaim>(&client, &ns, pvc).await?;
     let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &ns);
-    pvcs.create(
-        &PostParams::default(),
-        &serde_json::from_value(json!({
-            "metadata": {"name": "data"},
-            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "do-block-storage",
-                     "resources": {"requests": {"storage": "1Gi"}}},
-        }))?,
-    )
-    .await?;
+    let pod = json!({
+        "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
+        "containers": [{"name": "app", "image": "nginx:stable",
+            "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+    });
+    let app = support::workload("app", "app", 1, pod, json!({}));
+    support::create::<Deployment>(&client, &ns, app).await?;
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns);
-    deployments
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({
-                "metadata": {"name": "app"},
-                "spec": {
-                    "replicas": 1,
-                    "selector": {"matchLabels": {"app": "app"}},
-                    "template": {
-                        "metadata": {"labels": {"app": "app"}},
-                        "spec": {
-                            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
-                            "containers": [{"name": "app", "image": "nginx:stable",
-                                "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
-                        },
-                    },
-                },
-            }))?,
-        )
-        .await?;
     let ready = |d: &Deployment| d.status.as_ref().and_then(|s| s.ready_replicas) == Some(1);
     support::wait_for(&deployments, "app", support::WAIT, ready).await?;
     let _controller = Controller::start(&ns, &[]);
 
     // backup: CreateCSISnapshot of the Deployment's PVC; the test makes the snapshot ready.
-    run_action(&client, &ns, "backup-1", "backup", json!({})).await?;
-    let api = snapshots(&client, &ns);
-    let snap = support::poll(Duration::from_secs(120), || async {
-        api.list(&Default::default())
-            .await
-            .ok()?
-            .items
-            .into_iter()
-            .next()
-    })
+    kanister::create_actionset(
+        &client,
+        &ns,
+        "backup-1",
+        app_action(&ns, "backup", json!({})),
+    )
     .await?;
+    let api = snapshots(&client, &ns);
+    let snap = any_snapshot(&api, Duration::from_secs(120)).await?;
     let snap_name = snap.metadata.name.clone().unwrap();
     assert_eq!(
         snap.data["spec"]["source"]["persistentVolumeClaimName"],
@@ -492,12 +412,11 @@ async fn corpus_csi_snapshot_blueprint_backs_up_restores_and_deletes() -> anyhow
     // restore: scale to 0, delete the PVC, RestoreCSISnapshot, scale to 1. The test provisions
     // a volume for the restored PVC so that the pod can be scheduled again.
     let old_uid = pvcs.get("data").await?.metadata.uid;
-    run_action(
+    kanister::create_actionset(
         &client,
         &ns,
         "restore-1",
-        "restore",
-        json!({"snapshotInfo": info}),
+        app_action(&ns, "restore", json!({"snapshotInfo": info})),
     )
     .await?;
     let restored = support::poll(Duration::from_secs(120), || async {
@@ -530,12 +449,11 @@ async fn corpus_csi_snapshot_blueprint_backs_up_restores_and_deletes() -> anyhow
     support::wait_for(&deployments, "app", support::WAIT, ready).await?;
 
     // delete: DeleteCSISnapshot.
-    run_action(
+    kanister::create_actionset(
         &client,
         &ns,
         "delete-1",
-        "delete",
-        json!({"snapshotInfo": info}),
+        app_action(&ns, "delete", json!({"snapshotInfo": info})),
     )
     .await?;
     support::wait_actionset_complete(&client, &ns, "delete-1").await?;
@@ -592,15 +510,7 @@ async fn csi_snapshot_functions_are_reentered_after_a_restart() -> anyhow::Resul
     // The first run records the (generated) name, creates the snapshot, and is cut short.
     let (c, seen) = step_ctx(&ns, false, Map::new());
     let h = spawn_call(&c, "CreateCSISnapshot", create.clone());
-    let snap = support::poll(support::WAIT, || async {
-        api.list(&Default::default())
-            .await
-            .ok()?
-            .items
-            .into_iter()
-            .next()
-    })
-    .await?;
+    let snap = any_snapshot(&api, support::WAIT).await?;
     let name = snap.metadata.name.clone().unwrap_or_default();
     h.abort();
     assert_eq!(

@@ -10,14 +10,16 @@ use crate::support;
 
 use std::time::Duration;
 
-use crate::support::call::{self, call, polling, spawn_call};
+use crate::support::call::{call, polling, spawn_call};
 use crate::support::controller::Controller;
-use crate::support::csi::{created_snapshot, set_status, snapshots};
-use blueprint_operator::functions::Context;
+use crate::support::csi::{
+    bind_then_ready, created_snapshot, ctx, fail_by_error_status, set_status, setup, snapshots,
+};
+use crate::support::kanister;
 use blueprint_operator::functions::csi_snapshot_static::{
     volume_snapshot_class_resource, volume_snapshot_content_resource,
 };
-use blueprint_operator::model::{ActionSet, Blueprint};
+use blueprint_operator::model::Blueprint;
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::core::DynamicObject;
@@ -25,17 +27,6 @@ use serde_json::{Value, json};
 
 const DRIVER: &str = "hostpath.csi.k8s.io";
 const HANDLE: &str = "7bdd0de3-aaeb-11e8-9aae-0242ac110002";
-
-/// A function call on the test's namespace, as the controller makes it.
-fn ctx(ns: &str) -> Context {
-    call::ctx(ns, call::namespace_object(ns))
-}
-
-async fn setup(prefix: &str) -> (Client, String) {
-    let client = support::client().await;
-    let ns = support::namespace(&client, prefix).await;
-    (client, ns)
-}
 
 fn contents(client: &Client) -> Api<DynamicObject> {
     Api::all_with(client.clone(), &volume_snapshot_content_resource())
@@ -121,22 +112,7 @@ async fn create_csi_snapshot_static_binds_content_and_snapshot_and_waits_for_rea
 
     // Bound but not ready; then ready without a creation time: still waiting.
     polls.still_waiting(&h, "/volumesnapshots/imported").await;
-    set_status(
-        &api,
-        "imported",
-        json!({"readyToUse": false, "boundVolumeSnapshotContentName": content_name}),
-    )
-    .await?;
-    polls.still_waiting(&h, "/volumesnapshots/imported").await;
-    set_status(&api, "imported", json!({"readyToUse": true})).await?;
-    polls.still_waiting(&h, "/volumesnapshots/imported").await;
-    set_status(
-        &api,
-        "imported",
-        json!({"readyToUse": true, "creationTime": "2026-01-02T03:04:05Z", "restoreSize": "5Gi"}),
-    )
-    .await?;
-    let out = h.await??;
+    let out = bind_then_ready(&api, &polls, h, ["imported", &content_name, "5Gi"]).await?;
     assert_eq!(
         Value::Object(out),
         json!({
@@ -266,23 +242,9 @@ async fn create_csi_snapshot_static_errors_are_clear_and_leave_nothing_behind() 
         .to_string();
     let content = contents(&client).get(&content_name).await?;
     assert_eq!(content.data["spec"]["deletionPolicy"], "Delete");
-    polls.still_waiting(&h, "/volumesnapshots/broken").await;
-    set_status(
-        &api,
-        "broken",
-        json!({"readyToUse": false, "error": {
-            "message": "VolumeSnapshotContent is pointing to a non-existent snapshot handle",
-            "time": "2026-01-02T03:04:05Z",
-        }}),
-    )
-    .await?;
-    let err = h.await?.expect_err("error status");
-    let msg = err.to_string();
-    assert!(msg.starts_with("CreateCSISnapshotStatic: "), "{msg}");
-    assert!(
-        msg.contains(&format!("VolumeSnapshot {ns}/broken")),
-        "{msg}"
-    );
+    let error = "VolumeSnapshotContent is pointing to a non-existent snapshot handle";
+    let call = ["CreateCSISnapshotStatic", &ns, "broken", error];
+    let msg = fail_by_error_status(&api, &polls, h, call).await?;
     assert!(msg.contains("non-existent snapshot handle"), "{msg}");
 
     // An empty namespace is the ActionSet's.
@@ -405,27 +367,14 @@ async fn delete_csi_snapshot_content_deletes_and_tolerates_a_missing_content() -
     Ok(())
 }
 
-async fn run_action(
-    client: &Client,
-    ns: &str,
-    name: &str,
-    action: &str,
-    options: Value,
-    artifacts: Value,
-) -> anyhow::Result<()> {
-    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
-    let a: ActionSet = serde_json::from_value(json!({
-        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
-        "metadata": {"name": name},
-        "spec": {"actions": [{
-            "name": action, "blueprint": "csi-static-bp",
-            "object": {"kind": "Namespace", "name": ns},
-            "options": options,
-            "artifacts": artifacts,
-        }]},
-    }))?;
-    api.create(&PostParams::default(), &a).await?;
-    Ok(())
+/// Action `action` of Blueprint csi-static-bp on the namespace.
+fn ns_action(ns: &str, action: &str, options: Value, artifacts: Value) -> Value {
+    let spec = kanister::action(
+        action,
+        "csi-static-bp",
+        json!({"kind": "Namespace", "name": ns}),
+    );
+    kanister::merged(spec, json!({"options": options, "artifacts": artifacts}))
 }
 
 /// A Blueprint that imports a backend snapshot (CreateCSISnapshotStatic, outputs as an artifact)
@@ -486,13 +435,16 @@ async fn blueprint_imports_a_snapshot_and_deletes_snapshot_and_content() -> anyh
         &["--trusted-namespace", &ns],
     );
 
-    run_action(
+    kanister::create_actionset(
         &client,
         &ns,
         "import-1",
-        "backup",
-        json!({"handle": "snap-0042", "class": class}),
-        json!({}),
+        ns_action(
+            &ns,
+            "backup",
+            json!({"handle": "snap-0042", "class": class}),
+            json!({}),
+        ),
     )
     .await?;
     let api = snapshots(&client, &ns);
@@ -528,13 +480,11 @@ async fn blueprint_imports_a_snapshot_and_deletes_snapshot_and_content() -> anyh
                "restoreSize": "3Gi", "snapshotContent": content_name})
     );
 
-    run_action(
+    kanister::create_actionset(
         &client,
         &ns,
         "delete-1",
-        "delete",
-        json!({}),
-        json!({"snapshotInfo": info}),
+        ns_action(&ns, "delete", json!({}), json!({"snapshotInfo": info})),
     )
     .await?;
     support::wait_actionset_complete(&client, &ns, "delete-1").await?;

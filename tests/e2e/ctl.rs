@@ -8,6 +8,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use crate::support::controller::{Controller, setup};
+use crate::support::kanister::{create_blueprint, out_line};
 use blueprint_operator::model::{ActionSchedule, ActionSet, Blueprint, Profile};
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::Client;
@@ -62,24 +63,6 @@ fn task(name: &str, exit: i32, log: &str) -> Value {
     json!({"func": "KubeTask", "name": name, "args": {
         "image": "busybox:stable", "command": ["sh", "-c", "true"],
         "podAnnotations": support::kwok_annotations(exit, log)}})
-}
-
-fn out_line(key: &str, value: &str) -> String {
-    format!("###Phase-output###: {{\"key\":\"{key}\",\"value\":\"{value}\"}}")
-}
-
-async fn create_blueprint(
-    client: &Client,
-    ns: &str,
-    name: &str,
-    actions: Value,
-) -> anyhow::Result<()> {
-    let api: Api<Blueprint> = Api::namespaced(client.clone(), ns);
-    let bp: Blueprint = serde_json::from_value(json!({
-        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Blueprint",
-        "metadata": {"name": name}, "actions": actions}))?;
-    api.create(&PostParams::default(), &bp).await?;
-    Ok(())
 }
 
 /// backup: outputs a path that becomes the artifact `cloudObject.path`; restore: outputs the
@@ -638,12 +621,7 @@ async fn a_failed_phase_keeps_its_pods_last_log_lines_with_credentials_redacted(
     .await?;
     // A Warning Event says it, and describe shows it.
     let d = json_of(&ctl(&ns, &["describe", &name, "-o", "json"]));
-    let ev = d["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["reason"] == "PodLogKept")
-        .cloned();
+    let ev = support::manifests::find(&d["events"], "reason", "PodLogKept");
     let ev = ev.unwrap_or_else(|| panic!("no PodLogKept Event: {d:#}"));
     assert_eq!(ev["type"], "Warning");
     assert!(

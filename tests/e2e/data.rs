@@ -12,13 +12,14 @@ use std::time::Duration;
 
 use crate::support::call::call_with;
 use crate::support::controller::Controller;
+use crate::support::data_plane::{app_params, ctx, delete_pv, out_str, vol_data_pvc};
 use crate::support::files::{TempDir, assert_same_tree, noise, read_tree, restored_root};
+use crate::support::kanister::{self, create_actionset, create_blueprint, deployment_object};
 use anyhow::Context as _;
-use blueprint_operator::functions::{Context, Output};
-use blueprint_operator::model::{ActionSet, Blueprint, ObjectReference, State};
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolume, PersistentVolumeClaim};
+use blueprint_operator::model::State;
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
-use kube::api::{Api, DeleteParams, PostParams};
+use kube::api::Api;
 use serde_json::{Value, json};
 
 /// Bound for an ActionSet to finish.
@@ -26,19 +27,9 @@ const FINISH: Duration = Duration::from_secs(300);
 const BUCKET: &str = "bpo-data";
 const PROFILE: &str = "s3";
 
-/// A function call as the controller makes it, on no object (the functions here take none).
-fn ctx(ns: &str) -> Context {
-    support::call::ctx(ns, ObjectReference::default())
-}
-
 /// Client and a fresh namespace with an s3Compliant Profile `PROFILE` on the test object store.
 async fn setup(prefix: &str) -> Option<(Client, String)> {
     support::data_plane::setup(prefix, PROFILE, BUCKET).await
-}
-
-/// The template parameters the executor would render with, for an action naming `object`.
-async fn template_params(ns: &str, object: Value) -> anyhow::Result<Value> {
-    support::data_plane::template_params(ns, PROFILE, object).await
 }
 
 /// Writes a tree of a few MB (binary, text, empty, nested, a name with a
@@ -77,54 +68,6 @@ fn snapshot_ids(snaps: &[Value]) -> Vec<String> {
 /// Kanister's default key (BackupData without encryptionKey).
 const DEFAULT_KEY: &str = blueprint_operator::functions::restic::DEFAULT_ENCRYPTION_KEY;
 
-/// A PVC `name` bound to a hostPath PV (so that the scheduler places pods
-/// using it); returns the PV's name, to delete afterwards.
-async fn bound_pvc(client: &Client, ns: &str, name: &str) -> anyhow::Result<String> {
-    let pv_name = format!("{ns}-{name}");
-    let pvs: Api<PersistentVolume> = Api::all(client.clone());
-    let pv: PersistentVolume = serde_json::from_value(json!({
-        "metadata": {"name": pv_name},
-        "spec": {
-            "capacity": {"storage": "1Gi"},
-            "accessModes": ["ReadWriteOnce"],
-            "hostPath": {"path": format!("/mnt/vol_data/{name}")},
-            "storageClassName": "",
-            "persistentVolumeReclaimPolicy": "Retain",
-            "claimRef": {"namespace": ns, "name": name},
-        },
-    }))?;
-    pvs.create(&PostParams::default(), &pv).await?;
-    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), ns);
-    let pvc: PersistentVolumeClaim = serde_json::from_value(json!({
-        "metadata": {"name": name},
-        "spec": {
-            "accessModes": ["ReadWriteOnce"],
-            "resources": {"requests": {"storage": "1Gi"}},
-            "storageClassName": "",
-            "volumeName": pv_name,
-        },
-    }))?;
-    pvcs.create(&PostParams::default(), &pvc).await?;
-    support::wait_for(&pvcs, name, support::WAIT, |c| {
-        c.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound")
-    })
-    .await
-    .context("PVC Bound")?;
-    Ok(pv_name)
-}
-
-async fn delete_pv(client: &Client, name: &str) {
-    let pvs: Api<PersistentVolume> = Api::all(client.clone());
-    let _ = pvs.delete(name, &DeleteParams::default()).await;
-}
-
-fn s(out: &Output, key: &str) -> String {
-    out.get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_else(|| panic!("output {key} missing in {out:?}"))
-        .to_string()
-}
-
 /// BackupData of a directory of a running pod's container, RestoreData by
 /// ID and by tag into other paths (byte-compared), DeleteData by ID and by
 /// tag: the snapshots are gone from the repository.
@@ -134,11 +77,7 @@ async fn backup_restore_delete_round_trip() -> anyhow::Result<()> {
         return Ok(());
     };
     let pod = support::data_plane::app_pod(&client, &ns).await?;
-    let p = template_params(
-        &ns,
-        json!({"kind": "Deployment", "name": "app", "namespace": ns}),
-    )
-    .await?;
+    let p = app_params(&ns, PROFILE).await?;
     let c = ctx(&ns);
     let dir = TempDir::new("rt");
     let src = dir.0.join("src");
@@ -167,13 +106,13 @@ async fn backup_restore_delete_round_trip() -> anyhow::Result<()> {
             "version"
         ]
     );
-    let id = s(&out, "backupID");
-    let tag = s(&out, "backupTag");
+    let id = out_str(&out, "backupID");
+    let tag = out_str(&out, "backupTag");
     assert_eq!(tag.len(), 10, "{tag}");
-    assert_eq!(s(&out, "fileCount"), n_files.to_string());
-    assert!(s(&out, "size").ends_with("MiB"), "{out:?}");
-    assert!(!s(&out, "phySize").is_empty(), "{out:?}");
-    assert_eq!(s(&out, "version"), "v0.0.0");
+    assert_eq!(out_str(&out, "fileCount"), n_files.to_string());
+    assert!(out_str(&out, "size").ends_with("MiB"), "{out:?}");
+    assert!(!out_str(&out, "phySize").is_empty(), "{out:?}");
+    assert_eq!(out_str(&out, "version"), "v0.0.0");
     let snaps = snapshots(&prefix, key)?;
     assert_eq!(snapshot_ids(&snaps), vec![id.clone()]);
     assert_eq!(snaps[0]["tags"], json!([tag]));
@@ -189,13 +128,13 @@ async fn backup_restore_delete_round_trip() -> anyhow::Result<()> {
         &p,
     )
     .await?;
-    let id2 = s(&out2, "backupID");
-    let tag2 = s(&out2, "backupTag");
+    let id2 = out_str(&out2, "backupID");
+    let tag2 = out_str(&out2, "backupTag");
     assert_ne!(id, id2);
     assert_eq!(snapshots(&prefix, key)?.len(), 2);
 
     // RestoreData needs `pod` or `volumes`: mount a PVC into the helper pod.
-    let pv = bound_pvc(&client, &ns, "restore-target").await?;
+    let pv = vol_data_pvc(&client, &ns, "restore-target").await?;
     // By tag (the second backup) …
     let by_tag = dir.0.join("by-tag");
     let r = call_with(
@@ -246,7 +185,7 @@ async fn backup_restore_delete_round_trip() -> anyhow::Result<()> {
         &p,
     )
     .await?;
-    let freed = s(&d, "spaceFreed");
+    let freed = out_str(&d, "spaceFreed");
     let bytes: i64 = freed
         .strip_suffix(" B")
         .and_then(|n| n.parse().ok())
@@ -269,10 +208,11 @@ async fn copy_volume_data_then_restore_from_its_outputs() -> anyhow::Result<()> 
     let Some((client, ns)) = setup("data-cvd").await else {
         return Ok(());
     };
-    let p = template_params(&ns, json!({"kind": "Namespace", "name": ns})).await?;
+    let object = json!({"kind": "Namespace", "name": ns});
+    let p = support::data_plane::template_params(&ns, PROFILE, object).await?;
     let c = ctx(&ns);
     let pvc = format!("cvd-{ns}");
-    let pv = bound_pvc(&client, &ns, &pvc).await?;
+    let pv = vol_data_pvc(&client, &ns, &pvc).await?;
     let mount = PathBuf::from(format!("/mnt/vol_data/{pvc}"));
     struct Cleanup(PathBuf);
     impl Drop for Cleanup {
@@ -306,16 +246,16 @@ async fn copy_volume_data_then_restore_from_its_outputs() -> anyhow::Result<()> 
             "version"
         ]
     );
-    assert_eq!(s(&out, "backupRoot"), mount.to_str().unwrap());
+    assert_eq!(out_str(&out, "backupRoot"), mount.to_str().unwrap());
     // Kanister's ResolveArtifactPrefix: the Profile's bucket is prepended.
     assert_eq!(
-        s(&out, "backupArtifactLocation"),
+        out_str(&out, "backupArtifactLocation"),
         format!("{BUCKET}/s3-bucket/path/artifactPrefix")
     );
-    assert_eq!(s(&out, "fileCount"), n_files.to_string());
+    assert_eq!(out_str(&out, "fileCount"), n_files.to_string());
     let snaps = snapshots("s3-bucket/path/artifactPrefix", DEFAULT_KEY)?;
     assert!(
-        snapshot_ids(&snaps).contains(&s(&out, "backupID")),
+        snapshot_ids(&snaps).contains(&out_str(&out, "backupID")),
         "{snaps:?}"
     );
 
@@ -325,9 +265,9 @@ async fn copy_volume_data_then_restore_from_its_outputs() -> anyhow::Result<()> 
         &c,
         "RestoreData",
         json!({"namespace": ns, "image": "ghcr.io/kanisterio/kanister-tools:0.116.0",
-               "backupArtifactPrefix": s(&out, "backupArtifactLocation"),
-               "backupTag": s(&out, "backupTag"),
-               "volumes": {pvc.clone(): s(&out, "backupRoot")},
+               "backupArtifactPrefix": out_str(&out, "backupArtifactLocation"),
+               "backupTag": out_str(&out, "backupTag"),
+               "volumes": {pvc.clone(): out_str(&out, "backupRoot")},
                "restorePath": target.to_str().unwrap()}),
         &p,
     )
@@ -345,7 +285,7 @@ async fn copy_volume_data_then_restore_from_its_outputs() -> anyhow::Result<()> 
         "RestoreData",
         json!({"namespace": ns, "image": "ghcr.io/kanisterio/kanister-tools:0.116.0",
                "backupArtifactPrefix": "s3-bucket/path/artifactPrefix",
-               "backupIdentifier": s(&out, "backupID"),
+               "backupIdentifier": out_str(&out, "backupID"),
                "volumes": {pvc.clone(): format!("/mnt/vol_data/{pvc}")}}),
         &p,
     )
@@ -368,11 +308,7 @@ async fn data_functions_fail_clearly() -> anyhow::Result<()> {
         return Ok(());
     };
     let pod = support::data_plane::app_pod(&client, &ns).await?;
-    let p = template_params(
-        &ns,
-        json!({"kind": "Deployment", "name": "app", "namespace": ns}),
-    )
-    .await?;
+    let p = app_params(&ns, PROFILE).await?;
     let c = ctx(&ns);
     let dir = TempDir::new("err");
     let src = dir.0.join("src");
@@ -389,7 +325,7 @@ async fn data_functions_fail_clearly() -> anyhow::Result<()> {
         &p,
     )
     .await?;
-    let id = s(&out, "backupID");
+    let id = out_str(&out, "backupID");
 
     // Wrong key on an existing repository.
     let e = call_with(
@@ -407,7 +343,7 @@ async fn data_functions_fail_clearly() -> anyhow::Result<()> {
     );
     assert!(e.contains("wrong password"), "{e}");
     assert_eq!(snapshots(&prefix, "key-one")?.len(), 1, "nothing was added");
-    let pv = bound_pvc(&client, &ns, "r").await?;
+    let pv = vol_data_pvc(&client, &ns, "r").await?;
     let e = call_with(
         &c,
         "RestoreData",
@@ -570,42 +506,13 @@ async fn data_functions_fail_clearly() -> anyhow::Result<()> {
 // ---------------------------------------------------------------------------
 // Through the executor (the controller binary, as tests/e2e/executor.rs runs it).
 
-async fn create_blueprint(
-    client: &Client,
-    ns: &str,
-    name: &str,
-    actions: Value,
-) -> anyhow::Result<()> {
-    let api: Api<Blueprint> = Api::namespaced(client.clone(), ns);
-    let bp: Blueprint = serde_json::from_value(json!({
-        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Blueprint",
-        "metadata": {"name": name}, "actions": actions,
-    }))?;
-    api.create(&PostParams::default(), &bp).await?;
-    Ok(())
-}
-
-async fn create_actionset(
-    client: &Client,
-    ns: &str,
-    name: &str,
-    blueprint: &str,
-    action: &str,
-    artifacts: Value,
-) -> anyhow::Result<()> {
-    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
-    let a: ActionSet = serde_json::from_value(json!({
-        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
-        "metadata": {"name": name},
-        "spec": {"actions": [{
-            "name": action, "blueprint": blueprint,
-            "object": {"kind": "Deployment", "name": "app", "namespace": ns},
-            "profile": {"name": PROFILE, "namespace": ns},
-            "artifacts": artifacts,
-        }]},
-    }))?;
-    api.create(&PostParams::default(), &a).await?;
-    Ok(())
+/// Action `action` of Blueprint `blueprint` on Deployment `app`, with Profile `PROFILE`.
+fn app_action(ns: &str, blueprint: &str, action: &str, artifacts: Value) -> Value {
+    let profile = json!({"profile": {"name": PROFILE, "namespace": ns}, "artifacts": artifacts});
+    kanister::merged(
+        kanister::action(action, blueprint, deployment_object(ns, "app")),
+        profile,
+    )
 }
 
 /// A backup action whose BackupData fails (includePath does not exist):
@@ -646,7 +553,13 @@ async fn failing_backup_data_still_runs_the_defer_phase() -> anyhow::Result<()> 
     )
     .await?;
     let ctl = Controller::start(&ns, &[]);
-    create_actionset(&client, &ns, "run", "bp", "backup", json!({})).await?;
+    create_actionset(
+        &client,
+        &ns,
+        "run",
+        app_action(&ns, "bp", "backup", json!({})),
+    )
+    .await?;
     let a = support::wait_actionset_done(&client, &ns, "run", FINISH).await?;
     ctl.kill().await;
     let st = a.status.as_ref().expect("status");
@@ -695,7 +608,7 @@ async fn blueprint_backup_restore_delete_through_the_executor() -> anyhow::Resul
         return Ok(());
     };
     support::data_plane::app_pod(&client, &ns).await?;
-    let pv = bound_pvc(&client, &ns, "logs").await?;
+    let pv = vol_data_pvc(&client, &ns, "logs").await?;
     let dir = TempDir::new("bp");
     let src = dir.0.join("var-log");
     write_tree(&src, 21);
@@ -754,7 +667,13 @@ async fn blueprint_backup_restore_delete_through_the_executor() -> anyhow::Resul
     )
     .await?;
     let ctl = Controller::start(&ns, &[]);
-    create_actionset(&client, &ns, "backup", "time-log", "backup", json!({})).await?;
+    create_actionset(
+        &client,
+        &ns,
+        "backup",
+        app_action(&ns, "time-log", "backup", json!({})),
+    )
+    .await?;
     let a = support::wait_actionset_done(&client, &ns, "backup", FINISH).await?;
     let st = a.status.as_ref().expect("status");
     assert_eq!(st.state, State::Complete, "{st:?}");
@@ -772,27 +691,27 @@ async fn blueprint_backup_restore_delete_through_the_executor() -> anyhow::Resul
         "{arts}"
     );
 
-    create_actionset(&client, &ns, "restore", "time-log", "restore", arts.clone()).await?;
+    create_actionset(
+        &client,
+        &ns,
+        "restore",
+        app_action(&ns, "time-log", "restore", arts.clone()),
+    )
+    .await?;
     let a = support::wait_actionset_done(&client, &ns, "restore", FINISH).await?;
     let st = a.status.as_ref().expect("status");
     assert_eq!(st.state, State::Complete, "{st:?}");
     assert_same_tree(&src, &restored_root(&target, &src));
 
     // The delete action's object is the namespace (as Kanister users run it).
-    let api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
-    let del: ActionSet = serde_json::from_value(json!({
-        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
-        "metadata": {"name": "delete"},
-        "spec": {"actions": [{
-            "name": "delete", "blueprint": "time-log",
-            // Kanister fills .Namespace.Name from the object's namespace.
-            "object": {"apiVersion": "v1", "resource": "namespaces", "kind": "Namespace",
-                       "name": ns, "namespace": ns},
-            "profile": {"name": PROFILE, "namespace": ns},
-            "artifacts": arts,
-        }]},
-    }))?;
-    api.create(&PostParams::default(), &del).await?;
+    let delete = json!({
+        "name": "delete", "blueprint": "time-log",
+        // Kanister fills .Namespace.Name from the object's namespace.
+        "object": kanister::namespace_object(&ns),
+        "profile": {"name": PROFILE, "namespace": ns},
+        "artifacts": arts,
+    });
+    create_actionset(&client, &ns, "delete", delete).await?;
     let a = support::wait_actionset_done(&client, &ns, "delete", FINISH).await?;
     ctl.kill().await;
     let st = a.status.as_ref().expect("status");

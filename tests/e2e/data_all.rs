@@ -14,15 +14,14 @@ use std::time::Duration;
 
 use crate::support::call::call_with;
 use crate::support::controller::Controller;
+use crate::support::data_plane::{app_params, ctx, delete_pv, out_str, vol_data_pvc};
 use crate::support::files::{TempDir, assert_same_tree, noise, restored_root};
+use crate::support::kanister;
 use crate::support::pod_watch::PodWatch;
 use anyhow::Context as _;
-use blueprint_operator::executor::params;
-use blueprint_operator::functions::{Context, FunctionError, Output};
-use blueprint_operator::model::{ActionSet, ActionSpec, Blueprint, ObjectReference, State};
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+use blueprint_operator::functions::{FunctionError, Output};
+use blueprint_operator::model::{ActionSet, State};
 use kube::Client;
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::{Value, json};
 
 const FINISH: Duration = Duration::from_secs(300);
@@ -31,98 +30,23 @@ const PROFILE: &str = "s3";
 const IMAGE: &str = "ghcr.io/kanisterio/kanister-tools:0.116.0";
 const KEY: &str = "an all-pods key";
 
-fn s(out: &Output, key: &str) -> String {
-    out.get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_else(|| panic!("output {key} missing in {out:?}"))
-        .to_string()
-}
-
-/// A function call as the controller makes it, on no object (the functions here take none).
-fn ctx(ns: &str) -> Context {
-    support::call::ctx(ns, ObjectReference::default())
-}
-
 /// Client and a fresh namespace with an s3Compliant Profile `PROFILE` on the test object store.
 async fn setup(prefix: &str) -> Option<(Client, String)> {
     support::data_plane::setup(prefix, PROFILE, BUCKET).await
 }
 
-/// The executor's template parameters for an action on Deployment `app`.
-async fn template_params(ns: &str) -> anyhow::Result<Value> {
-    let app = json!({"kind": "Deployment", "name": "app", "namespace": ns});
-    support::data_plane::template_params(ns, PROFILE, app).await
-}
-
-/// A PVC `name` bound to a hostPath PV; returns the PV's name.
-async fn bound_pvc(client: &Client, ns: &str, name: &str) -> anyhow::Result<String> {
-    let pv_name = format!("{ns}-{name}");
-    let pvs: Api<PersistentVolume> = Api::all(client.clone());
-    let pv: PersistentVolume = serde_json::from_value(json!({
-        "metadata": {"name": pv_name},
-        "spec": {
-            "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
-            "hostPath": {"path": format!("/mnt/vol_data/{name}")},
-            "storageClassName": "", "persistentVolumeReclaimPolicy": "Retain",
-            "claimRef": {"namespace": ns, "name": name},
-        },
-    }))?;
-    pvs.create(&PostParams::default(), &pv).await?;
-    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), ns);
-    let pvc: PersistentVolumeClaim = serde_json::from_value(json!({
-        "metadata": {"name": name},
-        "spec": {
-            "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
-            "storageClassName": "", "volumeName": pv_name,
-        },
-    }))?;
-    pvcs.create(&PostParams::default(), &pvc).await?;
-    support::wait_for(&pvcs, name, support::WAIT, |c| {
-        c.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound")
-    })
-    .await
-    .context("PVC Bound")?;
-    Ok(pv_name)
-}
-
-async fn delete_pv(client: &Client, name: &str) {
-    let pvs: Api<PersistentVolume> = Api::all(client.clone());
-    let _ = pvs.delete(name, &DeleteParams::default()).await;
-}
-
 /// Deployment `app` (container `app`, PVC `data` at /data) with 2 replicas;
 /// returns the names of its two Running pods, sorted.
 async fn app_with_two_pods(client: &Client, ns: &str) -> anyhow::Result<Vec<String>> {
-    let api: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(client.clone(), ns);
-    let d = serde_json::from_value(json!({
-        "metadata": {"name": "app"},
-        "spec": {
-            "replicas": 2,
-            "selector": {"matchLabels": {"app": "app"}},
-            "template": {
-                "metadata": {"labels": {"app": "app"}},
-                "spec": {
-                    "containers": [{"name": "app", "image": "nginx:stable",
-                        "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
-                    "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
-                },
-            },
-        },
-    }))?;
-    api.create(&PostParams::default(), &d).await?;
-    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let pod = json!({
+        "containers": [{"name": "app", "image": "nginx:stable",
+            "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+        "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
+    });
+    let d = support::workload("app", "app", 2, pod, json!({}));
+    support::create::<k8s_openapi::api::apps::v1::Deployment>(client, ns, d).await?;
     support::poll(support::WAIT, || async {
-        let l = pods
-            .list(&ListParams::default().labels("app=app"))
-            .await
-            .ok()?;
-        let mut running: Vec<String> = l
-            .items
-            .into_iter()
-            .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-            .filter_map(|p| p.metadata.name)
-            .collect();
-        running.sort();
+        let running = support::running_pods(client, ns, "app=app").await?;
         (running.len() == 2).then_some(running)
     })
     .await
@@ -170,9 +94,9 @@ async fn backup_restore_delete_all_pods() -> anyhow::Result<()> {
     let Some((client, ns)) = setup("data-all").await else {
         return Ok(());
     };
-    let pv = bound_pvc(&client, &ns, "data").await?;
+    let pv = vol_data_pvc(&client, &ns, "data").await?;
     let pods = app_with_two_pods(&client, &ns).await?;
-    let p = template_params(&ns).await?;
+    let p = app_params(&ns, PROFILE).await?;
     assert_eq!(p["Deployment"]["Pods"], json!(pods));
     let c = ctx(&ns);
     let dir = TempDir::new("rt");
@@ -192,8 +116,8 @@ async fn backup_restore_delete_all_pods() -> anyhow::Result<()> {
         out.keys().map(String::as_str).collect::<Vec<_>>(),
         ["BackupAllInfo", "version"]
     );
-    assert_eq!(s(&out, "version"), "v0.0.0");
-    let info_text = s(&out, "BackupAllInfo");
+    assert_eq!(out_str(&out, "version"), "v0.0.0");
+    let info_text = out_str(&out, "BackupAllInfo");
     let info: Value = serde_json::from_str(&info_text)?;
     let mut expected = String::from("{");
     for (i, pod) in pods.iter().enumerate() {
@@ -259,7 +183,7 @@ async fn backup_restore_delete_all_pods() -> anyhow::Result<()> {
         &p,
     )
     .await?;
-    let freed = s(&d, "spaceFreed");
+    let freed = out_str(&d, "spaceFreed");
     let bytes: i64 = freed
         .strip_suffix(" B")
         .and_then(|n| n.parse().ok())
@@ -331,57 +255,30 @@ async fn statefulset_pods_restore_with_their_own_volumes() -> anyhow::Result<()>
     };
     let mut pvs = Vec::new();
     for i in 0..2 {
-        pvs.push(bound_pvc(&client, &ns, &format!("data-db-{i}")).await?);
+        pvs.push(vol_data_pvc(&client, &ns, &format!("data-db-{i}")).await?);
     }
-    let api: Api<k8s_openapi::api::apps::v1::StatefulSet> = Api::namespaced(client.clone(), &ns);
-    let sts = serde_json::from_value(json!({
-        "metadata": {"name": "db"},
-        "spec": {
-            "replicas": 2, "serviceName": "db",
-            "selector": {"matchLabels": {"app": "db"}},
-            "template": {
-                "metadata": {"labels": {"app": "db"}},
-                "spec": {"containers": [{"name": "mongodb", "image": "mongo:7",
-                    "volumeMounts": [{"name": "data", "mountPath": "/bitnami/mongodb"}]}]},
-            },
-            "volumeClaimTemplates": [{
-                "metadata": {"name": "data"},
-                "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "",
-                         "resources": {"requests": {"storage": "1Gi"}}},
-            }],
-        },
-    }))?;
-    api.create(&PostParams::default(), &sts).await?;
-    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let pod = json!({"containers": [{"name": "mongodb", "image": "mongo:7",
+        "volumeMounts": [{"name": "data", "mountPath": "/bitnami/mongodb"}]}]});
+    let claims = json!({"serviceName": "db", "volumeClaimTemplates": [{
+        "metadata": {"name": "data"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "",
+                 "resources": {"requests": {"storage": "1Gi"}}},
+    }]});
+    let sts = support::workload("db", "db", 2, pod, claims);
+    support::create::<k8s_openapi::api::apps::v1::StatefulSet>(&client, &ns, sts).await?;
     support::poll(Duration::from_secs(120), || async {
-        let l = pods
-            .list(&ListParams::default().labels("app=db"))
-            .await
-            .ok()?;
-        let running = l
-            .items
-            .iter()
-            .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-            .count();
-        (running == 2).then_some(())
+        let running = support::running_pods(&client, &ns, "app=db").await?;
+        (running.len() == 2).then_some(())
     })
     .await
     .context("two Running pods of StatefulSet db")?;
-    let spec: ActionSpec = serde_json::from_value(json!({
+    let spec = json!({
         "name": "backup",
         "object": {"kind": "StatefulSet", "name": "db", "namespace": ns},
         "profile": {"name": PROFILE, "namespace": ns},
         "preferredVersion": "",
-    }))?;
-    let (p, err) = params::fetch_base(
-        &support::rbac::controller_client(),
-        &ns,
-        &spec,
-        "2026-01-01T00:00:00Z",
-    )
-    .await;
-    anyhow::ensure!(err.is_none(), "fetching params: {err:?}");
-    let p = Value::Object(p);
+    });
+    let p = support::data_plane::fetch_params(&ns, spec).await?;
     assert_eq!(p["StatefulSet"]["Pods"], json!(["db-0", "db-1"]));
     let c = ctx(&ns);
     let dir = TempDir::new("sts");
@@ -396,7 +293,7 @@ async fn statefulset_pods_restore_with_their_own_volumes() -> anyhow::Result<()>
         &p,
     )
     .await?;
-    let info = s(&out, "BackupAllInfo");
+    let info = out_str(&out, "BackupAllInfo");
     let parsed: Value = serde_json::from_str(&info)?;
     assert_eq!(
         parsed
@@ -448,9 +345,9 @@ async fn all_pods_functions_fail_clearly() -> anyhow::Result<()> {
     let Some((client, ns)) = setup("data-all-err").await else {
         return Ok(());
     };
-    let pv = bound_pvc(&client, &ns, "data").await?;
+    let pv = vol_data_pvc(&client, &ns, "data").await?;
     let pods = app_with_two_pods(&client, &ns).await?;
-    let p = template_params(&ns).await?;
+    let p = app_params(&ns, PROFILE).await?;
     let c = ctx(&ns);
     let dir = TempDir::new("err");
     let src = dir.0.join("src");
@@ -567,22 +464,14 @@ async fn run_action(
     action: &str,
     artifacts: Value,
 ) -> anyhow::Result<ActionSet> {
-    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
-    let a: ActionSet = serde_json::from_value(json!({
-        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
-        "metadata": {"name": action},
-        "spec": {"actions": [{
-            "name": action, "blueprint": "mongodb",
-            "object": {"kind": "Deployment", "name": "app", "namespace": ns},
-            "profile": {"name": PROFILE, "namespace": ns},
-            "artifacts": artifacts,
-        }]},
-    }))?;
-    api.create(&PostParams::default(), &a).await?;
-    support::wait_for(&api, action, FINISH, |a| {
-        a.state().is_some_and(State::is_terminal)
-    })
-    .await
+    let spec = json!({
+        "name": action, "blueprint": "mongodb",
+        "object": kanister::deployment_object(ns, "app"),
+        "profile": {"name": PROFILE, "namespace": ns},
+        "artifacts": artifacts,
+    });
+    kanister::create_actionset(client, ns, action, spec).await?;
+    support::wait_actionset_done(client, ns, action, FINISH).await
 }
 
 /// backup (BackupDataAll → artifact backupInfo from `BackupAllInfo`), restore
@@ -593,17 +482,14 @@ async fn mongodb_restic_blueprint_through_the_executor() -> anyhow::Result<()> {
     let Some((client, ns)) = setup("data-all-bp").await else {
         return Ok(());
     };
-    let pv = bound_pvc(&client, &ns, "data").await?;
+    let pv = vol_data_pvc(&client, &ns, "data").await?;
     let pods = app_with_two_pods(&client, &ns).await?;
     let dir = TempDir::new("bp");
     let src = dir.0.join("bitnami");
     write_tree(&src, 5);
     let target = dir.0.join("restored");
     let prefix = "{{ .Profile.Location.Bucket }}/mongodb-backups/{{ .Deployment.Name }}/rs_backup";
-    let bp: Blueprint = serde_json::from_value(json!({
-        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Blueprint",
-        "metadata": {"name": "mongodb"},
-        "actions": {
+    let actions = json!({
             "backup": {
                 "outputArtifacts": {"backupInfo": {"keyValue": {
                     "backupIdentifier": "{{ .Phases.backupSnapshots.Output.BackupAllInfo }}"}}},
@@ -626,11 +512,8 @@ async fn mongodb_restic_blueprint_through_the_executor() -> anyhow::Result<()> {
                     "backupInfo": "{{ .ArtifactsIn.backupInfo.KeyValue.backupIdentifier }}",
                     "reclaimSpace": true}}],
             },
-        },
-    }))?;
-    Api::<Blueprint>::namespaced(client.clone(), &ns)
-        .create(&PostParams::default(), &bp)
-        .await?;
+    });
+    kanister::create_blueprint(&client, &ns, "mongodb", actions).await?;
     let ctl = Controller::start(&ns, &[]);
     let defaults = blueprint_operator::functions::restic::DEFAULT_ENCRYPTION_KEY;
 

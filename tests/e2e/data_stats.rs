@@ -12,12 +12,13 @@ use std::time::Duration;
 
 use crate::support::call::call_with;
 use crate::support::controller::Controller;
+use crate::support::data_plane::{app_params, ctx, out_str};
 use crate::support::files::{TempDir, noise};
+use crate::support::kanister;
+use blueprint_operator::functions::Output;
 use blueprint_operator::functions::restic::{DEFAULT_ENCRYPTION_KEY, parse_restic_size_bytes};
-use blueprint_operator::functions::{Context, Output};
-use blueprint_operator::model::{ActionSet, Blueprint, ObjectReference, State};
+use blueprint_operator::model::State;
 use kube::Client;
-use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 
 /// Bound for an ActionSet to finish.
@@ -25,20 +26,9 @@ const FINISH: Duration = Duration::from_secs(300);
 const BUCKET: &str = "bpo-stats";
 const PROFILE: &str = "s3";
 
-/// A function call as the controller makes it, on no object (the functions here take none).
-fn ctx(ns: &str) -> Context {
-    support::call::ctx(ns, ObjectReference::default())
-}
-
 /// Client and a fresh namespace with an s3Compliant Profile `PROFILE` on the test object store.
 async fn setup(prefix: &str) -> Option<(Client, String)> {
     support::data_plane::setup(prefix, PROFILE, BUCKET).await
-}
-
-/// The template parameters the executor would render with, for an action on Deployment `app`.
-async fn template_params(ns: &str) -> anyhow::Result<Value> {
-    let app = json!({"kind": "Deployment", "name": "app", "namespace": ns});
-    support::data_plane::template_params(ns, PROFILE, app).await
 }
 
 /// A tree where the modes differ: two files with the same contents
@@ -70,13 +60,6 @@ fn text_value(text: &str, label: &str) -> Option<String> {
     })
 }
 
-fn s(out: &Output, key: &str) -> String {
-    out.get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_else(|| panic!("output {key} missing in {out:?}"))
-        .to_string()
-}
-
 /// BackupData, then BackupDataStats of that snapshot in every restic mode:
 /// Kanister's keys, and values equal to what `restic stats` prints (text)
 /// and consistent with its `--json` numbers.
@@ -86,7 +69,7 @@ async fn stats_of_a_real_backup_match_restic() -> anyhow::Result<()> {
         return Ok(());
     };
     let pod = support::data_plane::app_pod(&client, &ns).await?;
-    let p = template_params(&ns).await?;
+    let p = app_params(&ns, PROFILE).await?;
     let c = ctx(&ns);
     let dir = TempDir::new("modes");
     let src = dir.0.join("src");
@@ -102,7 +85,7 @@ async fn stats_of_a_real_backup_match_restic() -> anyhow::Result<()> {
         &p,
     )
     .await?;
-    let id = s(&out, "backupID");
+    let id = out_str(&out, "backupID");
 
     let mut counts = BTreeMap::new();
     for mode in [
@@ -121,8 +104,8 @@ async fn stats_of_a_real_backup_match_restic() -> anyhow::Result<()> {
         let keys: Vec<&str> = st.keys().map(String::as_str).collect();
         assert_eq!(keys, ["mode", "fileCount", "size", "version"], "{st:?}");
         let m = mode.unwrap_or("restore-size");
-        assert_eq!(s(&st, "mode"), m, "{st:?}");
-        assert_eq!(s(&st, "version"), "v0.0.0");
+        assert_eq!(out_str(&st, "mode"), m, "{st:?}");
+        assert_eq!(out_str(&st, "version"), "v0.0.0");
 
         let text = restic_direct(&path, key, &["stats", &id, "--mode", m])?;
         let count_label = if m == "raw-data" {
@@ -131,12 +114,12 @@ async fn stats_of_a_real_backup_match_restic() -> anyhow::Result<()> {
             "Total File Count"
         };
         assert_eq!(
-            Some(s(&st, "fileCount")),
+            Some(out_str(&st, "fileCount")),
             text_value(&text, count_label),
             "{m}: {st:?} vs restic:\n{text}"
         );
         assert_eq!(
-            Some(s(&st, "size")),
+            Some(out_str(&st, "size")),
             text_value(&text, "Total Size"),
             "{m}: {st:?} vs restic:\n{text}"
         );
@@ -150,15 +133,15 @@ async fn stats_of_a_real_backup_match_restic() -> anyhow::Result<()> {
         } else {
             &js["total_file_count"]
         };
-        assert_eq!(s(&st, "fileCount"), n.to_string(), "{m}: {js}");
+        assert_eq!(out_str(&st, "fileCount"), n.to_string(), "{m}: {js}");
         let bytes = js["total_size"].as_i64().expect("total_size") as f64;
-        let ours = parse_restic_size_bytes(&s(&st, "size")) as f64;
+        let ours = parse_restic_size_bytes(&out_str(&st, "size")) as f64;
         assert!(
             (ours - bytes).abs() <= bytes * 0.001 + 1.0,
             "{m}: size {} is {ours} B, restic says {bytes} B",
-            s(&st, "size")
+            out_str(&st, "size")
         );
-        counts.insert(m.to_string(), s(&st, "fileCount").parse::<u64>()?);
+        counts.insert(m.to_string(), out_str(&st, "fileCount").parse::<u64>()?);
     }
     // The tree has two files with the same contents: files-by-contents
     // counts fewer files than restore-size (which also counts directories).
@@ -177,7 +160,7 @@ async fn stats_fail_clearly() -> anyhow::Result<()> {
         return Ok(());
     };
     let pod = support::data_plane::app_pod(&client, &ns).await?;
-    let p = template_params(&ns).await?;
+    let p = app_params(&ns, PROFILE).await?;
     let c = ctx(&ns);
     let dir = TempDir::new("err");
     let src = dir.0.join("src");
@@ -192,7 +175,7 @@ async fn stats_fail_clearly() -> anyhow::Result<()> {
         &p,
     )
     .await?;
-    let id = s(&out, "backupID");
+    let id = out_str(&out, "backupID");
     let st = call_with(
         &c,
         "BackupDataStats",
@@ -203,7 +186,7 @@ async fn stats_fail_clearly() -> anyhow::Result<()> {
     .await?;
     let text = restic_direct(&path, DEFAULT_ENCRYPTION_KEY, &["stats", &id])?;
     assert_eq!(
-        Some(s(&st, "fileCount")),
+        Some(out_str(&st, "fileCount")),
         text_value(&text, "Total File Count")
     );
 
@@ -301,8 +284,11 @@ fn check(out: &Output) -> (String, String) {
         ["passwordIncorrect", "repoUnavailable", "version"],
         "{out:?}"
     );
-    assert_eq!(s(out, "version"), "v0.0.0");
-    (s(out, "passwordIncorrect"), s(out, "repoUnavailable"))
+    assert_eq!(out_str(out, "version"), "v0.0.0");
+    (
+        out_str(out, "passwordIncorrect"),
+        out_str(out, "repoUnavailable"),
+    )
 }
 
 /// CheckRepository on an existing repository (right key, default key),
@@ -314,7 +300,7 @@ async fn check_repository_outputs() -> anyhow::Result<()> {
         return Ok(());
     };
     let pod = support::data_plane::app_pod(&client, &ns).await?;
-    let p = template_params(&ns).await?;
+    let p = app_params(&ns, PROFILE).await?;
     let c = ctx(&ns);
     let dir = TempDir::new("check");
     let src = dir.0.join("src");
@@ -475,11 +461,7 @@ async fn stats_and_check_through_the_executor() -> anyhow::Result<()> {
     let dir = TempDir::new("bp");
     let src = dir.0.join("data");
     write_tree(&src, 17);
-    let bps: Api<Blueprint> = Api::namespaced(client.clone(), &ns);
-    let bp: Blueprint = serde_json::from_value(json!({
-        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Blueprint",
-        "metadata": {"name": "stats"},
-        "actions": {"backup": {
+    let actions = json!({"backup": {
             "outputArtifacts": {
                 "stats": {"keyValue": {
                     "id": "{{ .Phases.backup.Output.backupID }}",
@@ -505,25 +487,16 @@ async fn stats_and_check_through_the_executor() -> anyhow::Result<()> {
                 {"func": "CheckRepository", "name": "check", "args": {
                     "backupArtifactPrefix": "{{ .Profile.Location.Bucket }}/bp"}},
             ],
-        }},
-    }))?;
-    bps.create(&PostParams::default(), &bp).await?;
+    }});
+    kanister::create_blueprint(&client, &ns, "stats", actions).await?;
     let ctl = Controller::start(&ns, &[]);
-    let api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
-    let a: ActionSet = serde_json::from_value(json!({
-        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
-        "metadata": {"name": "backup"},
-        "spec": {"actions": [{
-            "name": "backup", "blueprint": "stats",
-            "object": {"kind": "Deployment", "name": "app", "namespace": ns},
-            "profile": {"name": PROFILE, "namespace": ns},
-        }]},
-    }))?;
-    api.create(&PostParams::default(), &a).await?;
-    let done = support::wait_for(&api, "backup", FINISH, |a| {
-        a.state().is_some_and(State::is_terminal)
-    })
-    .await;
+    let backup = json!({
+        "name": "backup", "blueprint": "stats",
+        "object": kanister::deployment_object(&ns, "app"),
+        "profile": {"name": PROFILE, "namespace": ns},
+    });
+    kanister::create_actionset(&client, &ns, "backup", backup).await?;
+    let done = support::wait_actionset_done(&client, &ns, "backup", FINISH).await;
     ctl.kill().await;
     let done = done?;
     let st = done.status.as_ref().expect("status");

@@ -8,11 +8,12 @@ use crate::support;
 use std::time::Duration;
 
 use crate::support::controller::Controller;
-use blueprint_operator::model::{ActionSet, Blueprint, State};
+use crate::support::kanister::{self, events, kube_task, namespace_object, reasons, states};
+use blueprint_operator::model::{ActionSet, State};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::api::events::v1::Event;
 use kube::Client;
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, ListParams};
 use serde_json::{Value, json};
 
 /// Bound for an ActionSet to finish (pods on kwok take a few seconds each).
@@ -29,22 +30,9 @@ async fn setup(prefix: &str) -> Option<(Client, String)> {
     Some((client, ns))
 }
 
-/// A KubeTask phase whose pod gets `annotations` (kwok's behaviour).
-fn task(name: &str, annotations: Value) -> Value {
-    json!({
-        "func": "KubeTask",
-        "name": name,
-        "args": {
-            "image": "busybox:stable",
-            "command": ["sh", "-c", "echo task"],
-            "podAnnotations": annotations,
-        }
-    })
-}
-
 /// A KubeTask phase whose pod runs until deleted.
 fn hung(name: &str) -> Value {
-    task(name, json!({}))
+    kube_task(name, json!({}))
 }
 
 /// A KubeOps phase creating ConfigMap `cm` (fast: no pod).
@@ -59,82 +47,22 @@ async fn create_blueprint(client: &Client, ns: &str, name: &str, action: Value) 
     create_blueprint_with(client, ns, json!({"name": name}), action).await
 }
 
+/// Blueprint of the one action `backup`.
 async fn create_blueprint_with(client: &Client, ns: &str, metadata: Value, action: Value) {
-    let api: Api<Blueprint> = Api::namespaced(client.clone(), ns);
-    let bp: Blueprint = serde_json::from_value(json!({
-        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Blueprint",
-        "metadata": metadata, "actions": {"backup": action},
-    }))
-    .expect("Blueprint");
-    api.create(&PostParams::default(), &bp)
+    kanister::create_blueprint_with(client, ns, metadata, json!({"backup": action}))
         .await
         .expect("create Blueprint");
 }
 
+/// ActionSet `name`: action `backup` of Blueprint `blueprint` on the namespace.
 async fn create_actionset(client: &Client, ns: &str, name: &str, blueprint: &str, options: Value) {
-    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
-    let a: ActionSet = serde_json::from_value(json!({
-        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
-        "metadata": {"name": name},
-        "spec": {"actions": [{
-            "name": "backup", "blueprint": blueprint, "options": options,
-            "object": {"apiVersion": "v1", "resource": "namespaces", "kind": "Namespace", "name": ns, "namespace": ns},
-        }]},
-    }))
-    .expect("ActionSet");
-    api.create(&PostParams::default(), &a)
+    let action = json!({
+        "name": "backup", "blueprint": blueprint, "options": options,
+        "object": namespace_object(ns),
+    });
+    kanister::create_actionset(client, ns, name, action)
         .await
         .expect("create ActionSet");
-}
-
-/// Our Events about ActionSet `name` as "reason|message", oldest first,
-/// once there are at least `n`.
-async fn events(client: &Client, ns: &str, name: &str, n: usize) -> Vec<String> {
-    let list = || async {
-        let api: Api<Event> = Api::namespaced(client.clone(), ns);
-        let mut evs: Vec<Event> = api
-            .list(&ListParams::default())
-            .await
-            .ok()?
-            .items
-            .into_iter()
-            .filter(|e| {
-                e.reporting_controller.as_deref() == Some("blueprint-operator.io/executor")
-                    && e.regarding.as_ref().and_then(|r| r.kind.as_deref()) == Some("ActionSet")
-                    && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name)
-            })
-            .collect();
-        evs.sort_by_key(|e| e.event_time.as_ref().map(|t| t.0));
-        let out: Vec<String> = evs
-            .into_iter()
-            .map(|e| {
-                format!(
-                    "{}|{}",
-                    e.reason.unwrap_or_default(),
-                    e.note.unwrap_or_default()
-                )
-            })
-            .collect();
-        (out.len() >= n).then_some(out)
-    };
-    match support::poll(support::WAIT, list).await {
-        Ok(evs) => evs,
-        Err(_) => panic!("fewer than {n} Events about {name}"),
-    }
-}
-
-fn reasons(evs: &[String]) -> Vec<&str> {
-    evs.iter()
-        .map(|e| e.split('|').next().unwrap_or(""))
-        .collect()
-}
-
-fn states(a: &ActionSet) -> (Vec<State>, State) {
-    let st = &a.status.as_ref().expect("status").actions[0];
-    (
-        st.phases.iter().map(|p| p.state).collect(),
-        st.defer_phase.state,
-    )
 }
 
 /// Asserts that the deferPhase ran: it creates ConfigMap `cm`.
@@ -149,7 +77,7 @@ async fn assert_defer_ran(client: &Client, ns: &str, cm: &str) {
 /// The Events about ActionSet `name`, asserted to say that its phase failed and then its
 /// deferPhase ran.
 async fn failed_then_deferred_events(client: &Client, ns: &str, name: &str) -> Vec<String> {
-    let evs = events(client, ns, name, 5).await;
+    let evs = events(client, ns, name, 5).await.expect("Events");
     assert_eq!(
         reasons(&evs),
         [
@@ -261,7 +189,7 @@ async fn hung_phases_time_out_and_the_defer_phase_runs() -> anyhow::Result<()> {
         "{}",
         s.error.message
     );
-    let evs = events(&client, &ns, "defer-hangs", 5).await;
+    let evs = events(&client, &ns, "defer-hangs", 5).await?;
     assert_eq!(
         reasons(&evs),
         [
@@ -347,7 +275,7 @@ async fn a_phase_cancelled_by_its_timeout_keeps_its_pods_last_log_lines() -> any
         &client,
         &ns,
         "hangs-logging",
-        json!({"phases": [task("stuck", json!({support::kwok::LOG: log}))]}),
+        json!({"phases": [kube_task("stuck", json!({support::kwok::LOG: log}))]}),
     )
     .await;
     let _ctl = Controller::start(&ns, &[]);
@@ -405,19 +333,13 @@ async fn a_phase_cancelled_by_its_timeout_keeps_its_pods_last_log_lines() -> any
     );
     // A Warning Event about the pod says the same; the pod is then deleted.
     let evs: Api<Event> = Api::namespaced(client.clone(), &ns);
-    let note = support::poll(support::WAIT, || async {
-        evs.list(&ListParams::default())
-            .await
-            .ok()?
-            .items
-            .into_iter()
-            .find(|e| {
-                e.reason.as_deref() == Some("PodLogKept")
-                    && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(&pod_name)
-            })
-            .and_then(|e| e.note)
-    })
-    .await?;
+    let kept = |e: &Event| {
+        e.reason.as_deref() == Some("PodLogKept")
+            && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(&pod_name)
+            && e.note.is_some()
+    };
+    let event = support::first_listed(&evs, &ListParams::default(), kept, support::WAIT).await?;
+    let note = event.note.unwrap_or_default();
     assert!(
         note.starts_with(&format!("phase stuck failed; last log lines of pod {key}")),
         "{note}"
@@ -476,7 +398,7 @@ async fn huge_errors_and_outputs_still_end_with_the_defer_phase() -> anyhow::Res
         &ns,
         "big-output",
         json!({
-            "phases": [task("dump", ann)],
+            "phases": [kube_task("dump", ann)],
             "deferPhase": create_cm("cleanup", &ns, "cleaned-output"),
         }),
     )

@@ -92,16 +92,9 @@ async fn release(client: &Client, ns: &str, name: &str) {
         .unwrap_or_default();
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let sel = format!("blueprint-operator.io/actionset-uid={uid}");
-    let pod = support::poll(FINISH, || async {
-        pods.list(&ListParams::default().labels(&sel))
-            .await
-            .ok()?
-            .items
-            .into_iter()
-            .next()
-    })
-    .await
-    .unwrap_or_else(|e| panic!("no pod of {name}: {e}"));
+    let pod = support::first_listed(&pods, &ListParams::default().labels(&sel), |_| true, FINISH)
+        .await
+        .unwrap_or_else(|e| panic!("no pod of {name}: {e}"));
     let patch = json!({"metadata": {"annotations": {support::kwok::EXIT: "0"}}});
     pods.patch(
         &pod.name_any(),

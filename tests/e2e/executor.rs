@@ -9,7 +9,11 @@ use crate::support;
 use std::time::Duration;
 
 use crate::support::controller::{Controller, setup};
-use blueprint_operator::model::{ActionSet, Blueprint, State};
+use crate::support::kanister::{
+    self, action, create_actionset, create_blueprint, deployment_object, events, kube_task,
+    list_events, merged, namespace_object, out_line, reasons, states,
+};
+use blueprint_operator::model::{ActionSet, State};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::api::events::v1::Event;
@@ -35,24 +39,12 @@ fn task(name: &str, exit: i32, log: &str, duration: Option<&str>) -> Value {
     if let Some(d) = duration {
         ann[support::kwok::DURATION] = json!(d);
     }
-    json!({
-        "func": "KubeTask",
-        "name": name,
-        "args": {
-            "image": "busybox:stable",
-            "command": ["sh", "-c", "echo task"],
-            "podAnnotations": ann,
-        }
-    })
+    kube_task(name, ann)
 }
 
 /// A phase that prints `kando output value <v>`.
 fn output(name: &str, v: &str) -> Value {
     task(name, 0, &out_line("value", v), None)
-}
-
-fn out_line(key: &str, v: &str) -> String {
-    format!("###Phase-output###: {{\"key\":\"{key}\",\"value\":\"{v}\"}}")
 }
 
 /// deferPhase `cleanup`: KubeOps creates ConfigMap `cm` with `data` (YAML lines at the end of
@@ -67,50 +59,6 @@ fn create_cm_defer(ns: &str, cm: &str, data: &str) -> Value {
 
 fn fail(name: &str) -> Value {
     task(name, 1, "exit 1", None)
-}
-
-async fn create_blueprint(
-    client: &Client,
-    ns: &str,
-    name: &str,
-    actions: Value,
-) -> anyhow::Result<()> {
-    let api: Api<Blueprint> = Api::namespaced(client.clone(), ns);
-    let bp: Blueprint = serde_json::from_value(json!({
-        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Blueprint",
-        "metadata": {"name": name}, "actions": actions,
-    }))?;
-    api.create(&PostParams::default(), &bp).await?;
-    Ok(())
-}
-
-async fn create_actionset(
-    client: &Client,
-    ns: &str,
-    name: &str,
-    blueprint: &str,
-    action: &str,
-    object: Value,
-    artifacts: Value,
-) -> anyhow::Result<()> {
-    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
-    let a: ActionSet = serde_json::from_value(json!({
-        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
-        "metadata": {"name": name},
-        "spec": {"actions": [{
-            "name": action, "blueprint": blueprint, "object": object, "artifacts": artifacts,
-        }]},
-    }))?;
-    api.create(&PostParams::default(), &a).await?;
-    Ok(())
-}
-
-fn ns_object(ns: &str) -> Value {
-    json!({"apiVersion": "v1", "resource": "namespaces", "kind": "Namespace", "name": ns, "namespace": ns})
-}
-
-fn deploy_object(ns: &str, name: &str) -> Value {
-    json!({"kind": "Deployment", "name": name, "namespace": ns})
 }
 
 /// Waits until phase `phase` of the first action of ActionSet `as` runs.
@@ -131,72 +79,16 @@ async fn start_backup_until_phase_runs(
     ns: &str,
     phase: usize,
 ) -> anyhow::Result<Api<ActionSet>> {
-    create_actionset(client, ns, "as", "bp", "backup", ns_object(ns), json!({})).await?;
+    create_actionset(
+        client,
+        ns,
+        "as",
+        action("backup", "bp", namespace_object(ns)),
+    )
+    .await?;
     let api = Api::namespaced(client.clone(), ns);
     wait_phase_running(&api, phase).await?;
     Ok(api)
-}
-
-/// Our Events about `name`, oldest first, as "reason|message", once there
-/// are at least `n` (Events are published right after the status write
-/// that caused them, so they may trail the status a little).
-async fn events(client: &Client, ns: &str, name: &str, n: usize) -> anyhow::Result<Vec<String>> {
-    let mut last = Vec::new();
-    let got = support::poll(support::WAIT, || {
-        let client = client.clone();
-        async move {
-            let evs = list_events(&client, ns, name).await.ok()?;
-            (evs.len() >= n).then_some(evs)
-        }
-    })
-    .await;
-    match got {
-        Ok(evs) => Ok(evs),
-        Err(_) => {
-            last.extend(list_events(client, ns, name).await?);
-            anyhow::bail!("expected at least {n} Events about {name}, got {last:?}")
-        }
-    }
-}
-
-async fn list_events(client: &Client, ns: &str, name: &str) -> anyhow::Result<Vec<String>> {
-    let api: Api<Event> = Api::namespaced(client.clone(), ns);
-    let mut evs: Vec<Event> = api
-        .list(&ListParams::default())
-        .await?
-        .items
-        .into_iter()
-        .filter(|e| {
-            e.reporting_controller.as_deref() == Some("blueprint-operator.io/executor")
-                && e.regarding.as_ref().and_then(|r| r.kind.as_deref()) == Some("ActionSet")
-                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name)
-        })
-        .collect();
-    evs.sort_by_key(|e| e.event_time.as_ref().map(|t| t.0));
-    Ok(evs
-        .into_iter()
-        .map(|e| {
-            format!(
-                "{}|{}",
-                e.reason.unwrap_or_default(),
-                e.note.unwrap_or_default()
-            )
-        })
-        .collect())
-}
-
-fn reasons(evs: &[String]) -> Vec<&str> {
-    evs.iter()
-        .map(|e| e.split('|').next().unwrap_or(""))
-        .collect()
-}
-
-fn states(a: &ActionSet) -> (Vec<State>, State) {
-    let st = &a.status.as_ref().expect("status").actions[0];
-    (
-        st.phases.iter().map(|p| p.state).collect(),
-        st.defer_phase.state,
-    )
 }
 
 /// The four outcomes of main phases x deferPhase, with status and Events.
@@ -254,7 +146,13 @@ async fn defer_scenarios_status_and_events() -> anyhow::Result<()> {
     .await?;
     let _ctl = controller(&ns, &[], &[]);
     for bp in ["ok-ok", "err-ok", "ok-err", "err-err"] {
-        create_actionset(&client, &ns, bp, bp, "backup", ns_object(&ns), json!({})).await?;
+        create_actionset(
+            &client,
+            &ns,
+            bp,
+            action("backup", bp, namespace_object(&ns)),
+        )
+        .await?;
     }
 
     // While the deferPhase runs, it shows running and the ActionSet is still running.
@@ -439,10 +337,7 @@ async fn defer_output_artifact_consumed_by_restore() -> anyhow::Result<()> {
         &client,
         &ns,
         "backup",
-        "bp",
-        "backup",
-        deploy_object(&ns, "app"),
-        json!({}),
+        action("backup", "bp", deployment_object(&ns, "app")),
     )
     .await?;
     let backup = support::wait_actionset_done(&client, &ns, "backup", FINISH).await?;
@@ -457,10 +352,10 @@ async fn defer_output_artifact_consumed_by_restore() -> anyhow::Result<()> {
         &client,
         &ns,
         "restore",
-        "bp",
-        "restore",
-        deploy_object(&ns, "app"),
-        json!(arts),
+        merged(
+            action("restore", "bp", deployment_object(&ns, "app")),
+            json!({"artifacts": json!(arts)}),
+        ),
     )
     .await?;
     let restore = support::wait_actionset_done(&client, &ns, "restore", FINISH).await?;
@@ -501,10 +396,7 @@ async fn failed_restore_scales_the_deployment_back() -> anyhow::Result<()> {
         &client,
         &ns,
         "restore",
-        "bp",
-        "restore",
-        deploy_object(&ns, "db"),
-        json!({}),
+        action("restore", "bp", deployment_object(&ns, "db")),
     )
     .await?;
     let a = support::wait_actionset_done(&client, &ns, "restore", FINISH).await?;
@@ -661,10 +553,7 @@ async fn controller_killed_mid_defer_phase_reattaches_to_its_pod() -> anyhow::Re
         &client,
         &ns,
         "as",
-        "bp",
-        "backup",
-        ns_object(&ns),
-        json!({}),
+        action("backup", "bp", namespace_object(&ns)),
     )
     .await?;
     let api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
@@ -774,7 +663,7 @@ async fn schedule_runs_complete_while_the_controller_is_killed_repeatedly() -> a
         "spec": {
             "schedule": "@every 5s",
             "actionSetTemplate": {"actions": [{
-                "name": "backup", "blueprint": "bp", "object": ns_object(&ns),
+                "name": "backup", "blueprint": "bp", "object": namespace_object(&ns),
             }]},
             "retention": {"keepLast": 100, "keepFailed": 100},
         },
@@ -977,20 +866,22 @@ async fn controller_killed_mid_exec_fails_it_or_reruns_it_as_declared() -> anyho
             runs(bp).display(),
             out_line("value", "dumped")
         );
-        let api: Api<Blueprint> = Api::namespaced(client.clone(), &ns);
-        let b: Blueprint = serde_json::from_value(json!({
-            "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Blueprint",
-            "metadata": {"name": bp, "annotations": annotations},
-            "actions": {"backup": {"phases": [{
-                "func": "KubeExec", "name": "dump",
-                "args": {"namespace": ns, "pod": target, "command": ["sh", "-c", script]},
-            }]}},
-        }))?;
-        api.create(&PostParams::default(), &b).await?;
+        let actions = json!({"backup": {"phases": [{
+            "func": "KubeExec", "name": "dump",
+            "args": {"namespace": ns, "pod": target, "command": ["sh", "-c", script]},
+        }]}});
+        let metadata = json!({"name": bp, "annotations": annotations});
+        kanister::create_blueprint_with(&client, &ns, metadata, actions).await?;
     }
     let ctl = controller(&ns, &[], &[]);
     for bp in ["plain", "declared"] {
-        create_actionset(&client, &ns, bp, bp, "backup", ns_object(&ns), json!({})).await?;
+        create_actionset(
+            &client,
+            &ns,
+            bp,
+            action("backup", bp, namespace_object(&ns)),
+        )
+        .await?;
     }
     let lines = |bp: &str| {
         std::fs::read_to_string(runs(bp))
@@ -1178,10 +1069,7 @@ async fn leftover_pods_are_swept_at_start_and_periodically() -> anyhow::Result<(
         &client,
         &ns,
         "as",
-        "bp",
-        "backup",
-        ns_object(&ns),
-        json!({}),
+        action("backup", "bp", namespace_object(&ns)),
     )
     .await?;
     let api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
@@ -1244,21 +1132,7 @@ async fn deployment_pods_come_from_the_current_replica_set() -> anyhow::Result<(
         },
     }))?;
     deps.create(&PostParams::default(), &d).await?;
-    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
-    let running = || async {
-        let l = pods
-            .list(&ListParams::default().labels("app=web"))
-            .await
-            .ok()?;
-        let mut names: Vec<String> = l
-            .items
-            .into_iter()
-            .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-            .filter_map(|p| p.metadata.name)
-            .collect();
-        names.sort();
-        Some(names)
-    };
+    let running = || support::running_pods(&client, &ns, "app=web");
     let first = support::poll(FINISH, || async {
         running().await.filter(|n| n.len() == 1)
     })
@@ -1304,10 +1178,7 @@ async fn deployment_pods_come_from_the_current_replica_set() -> anyhow::Result<(
         &client,
         &ns,
         "as",
-        "bp",
-        "list",
-        deploy_object(&ns, "web"),
-        json!({}),
+        action("list", "bp", deployment_object(&ns, "web")),
     )
     .await?;
     let a = support::wait_actionset_done(&client, &ns, "as", FINISH).await?;
@@ -1332,25 +1203,19 @@ async fn task_pods_in_the_controller_namespace_run_as_its_service_account() -> a
     let Some((client, ns)) = setup("exec-sa").await else {
         return Ok(());
     };
-    let sas: Api<k8s_openapi::api::core::v1::ServiceAccount> = Api::namespaced(client.clone(), &ns);
     for sa in ["env-sa", "pod-sa"] {
-        sas.create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": sa}}))?,
-        )
-        .await?;
+        let manifest = json!({"metadata": {"name": sa}});
+        support::create::<k8s_openapi::api::core::v1::ServiceAccount>(&client, &ns, manifest)
+            .await?;
     }
     // Stands for the controller's own pod.
+    let pod = json!({
+        "metadata": {"name": "controller-0"},
+        "spec": {"serviceAccountName": "pod-sa",
+            "containers": [{"name": "c", "image": "blueprint-operator"}]},
+    });
+    support::create::<Pod>(&client, &ns, pod).await?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
-    pods.create(
-        &PostParams::default(),
-        &serde_json::from_value(json!({
-            "metadata": {"name": "controller-0"},
-            "spec": {"serviceAccountName": "pod-sa",
-                "containers": [{"name": "c", "image": "blueprint-operator"}]},
-        }))?,
-    )
-    .await?;
     // Records the ServiceAccount of every task pod as it appears.
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let rec = {
@@ -1402,7 +1267,13 @@ async fn task_pods_in_the_controller_namespace_run_as_its_service_account() -> a
             ("POD_SERVICE_ACCOUNT", "env-sa"),
         ],
     );
-    create_actionset(&client, &ns, "as1", "bp", "run", ns_object(&ns), json!({})).await?;
+    create_actionset(
+        &client,
+        &ns,
+        "as1",
+        action("run", "bp", namespace_object(&ns)),
+    )
+    .await?;
     let a = support::wait_actionset_done(&client, &ns, "as1", FINISH).await?;
     assert_eq!(a.state(), Some(State::Complete), "{:?}", a.status);
     assert_eq!(sa_of_run(1).await?, "env-sa");
@@ -1413,7 +1284,13 @@ async fn task_pods_in_the_controller_namespace_run_as_its_service_account() -> a
         &[],
         &[("POD_NAMESPACE", ns.as_str()), ("POD_NAME", "controller-0")],
     );
-    create_actionset(&client, &ns, "as2", "bp", "run", ns_object(&ns), json!({})).await?;
+    create_actionset(
+        &client,
+        &ns,
+        "as2",
+        action("run", "bp", namespace_object(&ns)),
+    )
+    .await?;
     let a = support::wait_actionset_done(&client, &ns, "as2", FINISH).await?;
     assert_eq!(a.state(), Some(State::Complete), "{:?}", a.status);
     assert_eq!(sa_of_run(2).await?, "pod-sa");
@@ -1460,7 +1337,7 @@ async fn unreadable_actionset_is_reported_and_others_still_run() -> anyhow::Resu
     let bad: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
         "metadata": {"name": "bad"},
-        "spec": {"actions": [{"name": "backup", "blueprint": "bp", "object": ns_object(&ns)}]},
+        "spec": {"actions": [{"name": "backup", "blueprint": "bp", "object": namespace_object(&ns)}]},
         "status": {"state": "paused"},
     }))?;
     api.create(&PostParams::default(), &bad).await?;
@@ -1469,10 +1346,7 @@ async fn unreadable_actionset_is_reported_and_others_still_run() -> anyhow::Resu
         &client,
         &ns,
         "good",
-        "bp",
-        "backup",
-        ns_object(&ns),
-        json!({}),
+        action("backup", "bp", namespace_object(&ns)),
     )
     .await?;
     let good = support::wait_actionset_done(&client, &ns, "good", FINISH).await?;
@@ -1555,7 +1429,7 @@ async fn create_two_action_set(
         "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
         "metadata": {"name": "as"},
         "spec": {"actions": actions.map(|name| {
-            json!({"name": name, "blueprint": "bp", "object": ns_object(ns)})
+            json!({"name": name, "blueprint": "bp", "object": namespace_object(ns)})
         })},
     }))?;
     api.create(&PostParams::default(), &a).await?;
@@ -1849,10 +1723,7 @@ async fn controller_killed_during_scaleworkload_enters_it_again_with_the_recorde
         &client,
         &ns,
         "as",
-        "bp",
-        "backup",
-        deploy_object(&ns, "db"),
-        json!({}),
+        action("backup", "bp", deployment_object(&ns, "db")),
     )
     .await?;
     let api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
@@ -1927,7 +1798,7 @@ async fn kubeops_patch_found_running_after_a_restart_is_entered_again() -> anyho
     let api = start_backup_until_phase_runs(&client, &ns, 0).await?;
     support::recorded_phase_pod(&client, &ns, "as", 0).await?;
     first.kill().await;
-    let bps: Api<Blueprint> = Api::namespaced(client.clone(), &ns);
+    let bps: Api<blueprint_operator::model::Blueprint> = Api::namespaced(client.clone(), &ns);
     bps.patch(
         "bp",
         &PatchParams::default(),
@@ -2097,7 +1968,7 @@ async fn a_controller_without_the_lease_runs_nothing() -> anyhow::Result<()> {
         "apiVersion": "blueprint-operator.io/v1alpha1", "kind": "ActionSchedule",
         "metadata": {"name": "every-second", "namespace": ns},
         "spec": {"schedule": "@every 1s", "actionSetTemplate": {"actions": [{
-            "name": "backup", "blueprint": "bp", "object": ns_object(&ns)}]}},
+            "name": "backup", "blueprint": "bp", "object": namespace_object(&ns)}]}},
     }))?;
     schedules.create(&PostParams::default(), &s).await?;
     let ctl = Controller::start(&ns, &[]);
@@ -2105,10 +1976,7 @@ async fn a_controller_without_the_lease_runs_nothing() -> anyhow::Result<()> {
         &client,
         &ns,
         "as",
-        "bp",
-        "backup",
-        ns_object(&ns),
-        json!({}),
+        action("backup", "bp", namespace_object(&ns)),
     )
     .await?;
     let done = support::wait_actionset_done(&client, &ns, "as", FINISH).await?;

@@ -193,19 +193,9 @@ async fn scale_workload_scales_a_statefulset_and_waits() -> anyhow::Result<()> {
         return Ok(());
     };
     let api: Api<StatefulSet> = Api::namespaced(client.clone(), &ns);
-    let sts: StatefulSet = serde_json::from_value(json!({
-        "metadata": { "name": "db" },
-        "spec": {
-            "replicas": 1,
-            "serviceName": "db",
-            "selector": { "matchLabels": { "app": "db" } },
-            "template": {
-                "metadata": { "labels": { "app": "db" } },
-                "spec": { "containers": [{ "name": "db", "image": "postgres:16" }] }
-            }
-        }
-    }))?;
-    api.create(&PostParams::default(), &sts).await?;
+    let pod = json!({"containers": [{"name": "db", "image": "postgres:16"}]});
+    let sts = support::workload("db", "db", 1, pod, json!({"serviceName": "db"}));
+    support::create::<StatefulSet>(&client, &ns, sts).await?;
     let object = ObjectReference {
         api_version: "v1".into(),
         group: "apps".into(),

@@ -17,7 +17,6 @@ use std::sync::Arc;
 use crate::support::s3_stub::{self, GOOD_KEY, GOOD_SECRET, STUB_REGION, Stub};
 use blueprint_operator::functions::output;
 use blueprint_operator::functions::s3::transfer::PART_SIZE;
-use blueprint_operator::functions::s3::{Config, Credentials, S3Client};
 use bytes::Bytes;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -85,21 +84,6 @@ fn kanister_spelling(p: &Value) -> Value {
     })
 }
 
-fn store_client() -> S3Client {
-    let store = support::data_plane::object_store();
-    S3Client::new(&Config {
-        endpoint: store.endpoint.clone(),
-        region: store.region.clone(),
-        credentials: Credentials {
-            access_key_id: store.access_key.clone(),
-            secret_access_key: store.secret_key.clone(),
-            session_token: None,
-        },
-        skip_ssl_verify: false,
-    })
-    .expect("S3 client")
-}
-
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -109,7 +93,7 @@ fn rt() -> tokio::runtime::Runtime {
 
 fn list(bucket: &str, prefix: &str) -> Vec<String> {
     let mut keys = rt()
-        .block_on(store_client().list_all(bucket, prefix, None))
+        .block_on(support::data_plane::store_client().list_all(bucket, prefix, None))
         .expect("list");
     keys.sort();
     keys
@@ -353,8 +337,12 @@ fn files_and_keys_as_kanister() {
 
     // "Made by Kanister": an object at Kanister's key for --path /pg/x.sql.
     let theirs_data = Bytes::from_static(b"pg_dump output\n");
-    rt().block_on(store_client().put_object(bucket, "apps/pg/x.sql", theirs_data.clone()))
-        .expect("put");
+    rt().block_on(support::data_plane::store_client().put_object(
+        bucket,
+        "apps/pg/x.sql",
+        theirs_data.clone(),
+    ))
+    .expect("put");
     let (code, out, err) = run(subcommand(&[
         "location",
         "pull",
@@ -377,8 +365,12 @@ fn delete_then_pull_fails_with_the_stores_reason() {
     let bucket = "bpo-kando-delete";
     let p = profile(bucket, "").to_string();
     for key in ["run-1", "run-1/part-a", "run-1/sub/part-b", "run-10/keep"] {
-        rt().block_on(store_client().put_object(bucket, key, Bytes::from_static(b"x")))
-            .expect("put");
+        rt().block_on(support::data_plane::store_client().put_object(
+            bucket,
+            key,
+            Bytes::from_static(b"x"),
+        ))
+        .expect("put");
     }
     let (code, _, err) = run(kando(&[
         "location",

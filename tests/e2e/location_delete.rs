@@ -14,10 +14,9 @@ use crate::support;
 use std::net::TcpListener;
 
 use crate::support::s3_stub::{self, GOOD_KEY, GOOD_SECRET, STUB_REGION};
-use blueprint_operator::executor::params;
-use blueprint_operator::functions::s3::{Config, Credentials, S3Client};
+use blueprint_operator::functions::s3::S3Client;
 use blueprint_operator::functions::{self, Context, FunctionError, Output};
-use blueprint_operator::model::{ActionSpec, ObjectReference};
+use blueprint_operator::model::ObjectReference;
 use bytes::Bytes;
 use kube::Client;
 use serde_json::{Value, json};
@@ -44,36 +43,14 @@ async fn setup(prefix: &str, bucket: &str) -> anyhow::Result<(Client, String, Va
     support::install_crds(&client).await?;
     let ns = support::namespace(&client, prefix).await;
     support::data_plane::s3_profile(&client, &ns, PROFILE, bucket).await?;
-    let spec: ActionSpec = serde_json::from_value(json!({
+    let spec = json!({
         "name": "delete",
         "object": {"kind": "Namespace", "name": ns},
         "profile": {"name": PROFILE, "namespace": ns},
         "preferredVersion": "",
-    }))?;
-    let (p, err) = params::fetch_base(
-        &support::rbac::controller_client(),
-        &ns,
-        &spec,
-        "2026-01-01T00:00:00Z",
-    )
-    .await;
-    anyhow::ensure!(err.is_none(), "fetching params: {err:?}");
-    Ok((client, ns, Value::Object(p)))
-}
-
-fn store_client() -> S3Client {
-    let store = support::data_plane::object_store();
-    S3Client::new(&Config {
-        endpoint: store.endpoint.clone(),
-        region: store.region.clone(),
-        credentials: Credentials {
-            access_key_id: store.access_key.clone(),
-            secret_access_key: store.secret_key.clone(),
-            session_token: None,
-        },
-        skip_ssl_verify: false,
-    })
-    .expect("S3 client")
+    });
+    let p = support::data_plane::fetch_params(&ns, spec).await?;
+    Ok((client, ns, p))
 }
 
 async fn put_all(c: &S3Client, bucket: &str, keys: &[String]) -> anyhow::Result<()> {
@@ -101,7 +78,7 @@ fn sorted(mut v: Vec<String>) -> Vec<String> {
 async fn deletes_exactly_the_objects_under_the_artifact_path() -> anyhow::Result<()> {
     let bucket = "bpo-ld-exact";
     let (_, ns, p) = setup("ld-exact", bucket).await?;
-    let c = store_client();
+    let c = support::data_plane::store_client();
     let mut doomed: Vec<String> = vec![
         "time-log".into(),
         "time-log/a.txt".into(),
@@ -153,7 +130,7 @@ async fn deletes_exactly_the_objects_under_the_artifact_path() -> anyhow::Result
 #[tokio::test]
 async fn profile_buckets_exist_before_concurrent_first_writes() -> anyhow::Result<()> {
     let (client, ns, _) = setup("ld-race", "bpo-ld-race").await?;
-    let e = store_client()
+    let e = support::data_plane::store_client()
         .put_object("bpo-ld-no-profile", "k", Bytes::from_static(b"x"))
         .await
         .expect_err("a bucket no Profile names does not exist")
@@ -163,7 +140,7 @@ async fn profile_buckets_exist_before_concurrent_first_writes() -> anyhow::Resul
         let bucket = format!("bpo-ld-race-{i}");
         support::data_plane::s3_profile(&client, &ns, &format!("race-{i}"), &bucket).await?;
         // A fresh client: every PUT opens its own connection, so they arrive together.
-        let c = store_client();
+        let c = support::data_plane::store_client();
         let keys: Vec<String> = (0..64).map(|k| format!("k/{k:02}")).collect();
         let puts = keys
             .iter()
@@ -182,7 +159,7 @@ async fn profile_buckets_exist_before_concurrent_first_writes() -> anyhow::Resul
 async fn profile_prefix_and_artifact_spellings() -> anyhow::Result<()> {
     let bucket = "bpo-ld-prefix";
     let (_, ns, mut p) = setup("ld-prefix", bucket).await?;
-    let c = store_client();
+    let c = support::data_plane::store_client();
     let keys: Vec<String> = [
         "team/app/1",
         "team/app/2/x",
@@ -231,7 +208,7 @@ async fn location_delete_removes_a_backup_data_repository() -> anyhow::Result<()
     let src = std::env::temp_dir().join(format!("bpo-e2e-ld-{}-{ns}", std::process::id()));
     std::fs::create_dir_all(src.join("log"))?;
     std::fs::write(src.join("log/time.log"), "12:00:00\n12:00:01\n")?;
-    let c = store_client();
+    let c = support::data_plane::store_client();
     put_all(&c, bucket, &["time-log-old/keep".to_string()]).await?;
     let out = functions::execute(
         &ctx(&ns),
@@ -267,7 +244,7 @@ async fn location_delete_removes_a_backup_data_repository() -> anyhow::Result<()
 async fn failures_are_clear() -> anyhow::Result<()> {
     let bucket = "bpo-ld-errors";
     let (_, ns, p) = setup("ld-errors", bucket).await?;
-    let c = store_client();
+    let c = support::data_plane::store_client();
     let keys: Vec<String> = vec!["keep/1".into(), "keep/2".into()];
     put_all(&c, bucket, &keys).await?;
     let cx = ctx(&ns);

@@ -13,10 +13,9 @@
 //! registration (src/scheduler/metrics.rs, whose unit test encodes it).
 
 use crate::support;
+use crate::support::http::{free_port, http_get};
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -32,35 +31,6 @@ impl Drop for Killed {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// `GET path` over plain HTTP/1.0: (status, body).
-fn http_get(port: u16, path: &str) -> std::io::Result<(u16, String)> {
-    let mut s = TcpStream::connect(("127.0.0.1", port))?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
-    let mut text = String::new();
-    s.read_to_string(&mut text)?;
-    let code = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    Ok((
-        code,
-        text.split_once("\r\n\r\n")
-            .map(|(_, b)| b)
-            .unwrap_or("")
-            .to_string(),
-    ))
 }
 
 async fn scrape(port: u16, what: &str) -> String {
@@ -113,13 +83,18 @@ struct Use {
     labels: BTreeSet<String>,
 }
 
-const KEYWORDS: &[&str] = &[
+/// The keywords followed by a list of label names: `by (a, b)`, `on (a)`, `group_left (a)`.
+const GROUPING: &[&str] = &[
     "by",
     "without",
     "on",
     "ignoring",
     "group_left",
     "group_right",
+];
+
+/// The other keywords and the functions' names: not metrics.
+const KEYWORDS: &[&str] = &[
     "bool",
     "and",
     "or",
@@ -185,17 +160,7 @@ fn promql_uses(expr: &str) -> Vec<Use> {
                 j += 1;
             }
             let next = chars.get(j).copied();
-            if [
-                "by",
-                "without",
-                "on",
-                "ignoring",
-                "group_left",
-                "group_right",
-            ]
-            .contains(&word.as_str())
-                && next == Some('(')
-            {
+            if GROUPING.contains(&word.as_str()) && next == Some('(') {
                 let end = j + chars[j..].iter().position(|&c| c == ')').unwrap();
                 let inner: String = chars[j + 1..end].iter().collect();
                 grouping_labels.extend(
@@ -205,7 +170,10 @@ fn promql_uses(expr: &str) -> Vec<Use> {
                         .filter(|s| !s.is_empty()),
                 );
                 i = end + 1;
-            } else if next == Some('(') || KEYWORDS.contains(&word.as_str()) {
+            } else if next == Some('(')
+                || GROUPING.contains(&word.as_str())
+                || KEYWORDS.contains(&word.as_str())
+            {
                 // a function or keyword
             } else {
                 let mut labels = BTreeSet::new();
@@ -255,16 +223,9 @@ fn rule_exprs(repo: &Path) -> Vec<(String, String)> {
         std::fs::read_to_string(repo.join("charts/blueprint-operator/files/prometheus-rules.yaml"))
             .unwrap();
     let rules: Value = serde_yaml::from_str(&text).unwrap();
-    let mut out = Vec::new();
-    for g in rules["groups"].as_array().unwrap() {
-        for r in g["rules"].as_array().unwrap() {
-            out.push((
-                format!("alert {}", r["alert"].as_str().unwrap()),
-                r["expr"].as_str().unwrap().to_string(),
-            ));
-        }
-    }
-    out
+    nested_exprs(&rules, ["groups", "rules"], |_, r| {
+        format!("alert {}", r["alert"].as_str().unwrap())
+    })
 }
 
 fn dashboard_exprs(repo: &Path) -> Vec<(String, String)> {
@@ -273,13 +234,22 @@ fn dashboard_exprs(repo: &Path) -> Vec<(String, String)> {
     )
     .unwrap();
     let dash: Value = serde_json::from_str(&text).unwrap();
+    nested_exprs(&dash, ["panels", "targets"], |p, _| {
+        format!("panel {:?}", p["title"].as_str().unwrap())
+    })
+}
+
+/// (what, expr) of every entry of the list `inner` of every entry of the list `outer` of `doc`
+/// (rule groups and their rules, panels and their targets); `what` names the pair of entries.
+fn nested_exprs(
+    doc: &Value,
+    [outer, inner]: [&str; 2],
+    what: impl Fn(&Value, &Value) -> String,
+) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    for p in dash["panels"].as_array().unwrap() {
-        for t in p["targets"].as_array().unwrap() {
-            out.push((
-                format!("panel {:?}", p["title"].as_str().unwrap()),
-                t["expr"].as_str().unwrap().to_string(),
-            ));
+    for o in doc[outer].as_array().unwrap() {
+        for i in o[inner].as_array().unwrap() {
+            out.push((what(o, i), i["expr"].as_str().unwrap().to_string()));
         }
     }
     out

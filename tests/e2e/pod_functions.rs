@@ -10,7 +10,7 @@ use crate::support::call::{args, call, call_with};
 use crate::support::controller::Controller;
 use crate::support::pod_watch::PodWatch;
 use blueprint_operator::functions::{self, Context};
-use blueprint_operator::model::{ActionSet, Blueprint};
+use blueprint_operator::model::ActionSet;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolume, Pod, Secret, ServiceAccount};
 use kube::Client;
@@ -471,11 +471,7 @@ async fn corpus_postgres_blueprint_backup_and_restore_with_multi_container_run()
     };
     support::install_crds(&client).await?;
     let file = corpus.join("kanister-examples/postgresql/blueprint-v2/postgres-blueprint.yaml");
-    let bp: Value = serde_yaml::from_str(&std::fs::read_to_string(&file)?)?;
-    let bp: Blueprint = serde_json::from_value(bp)?;
-    Api::<Blueprint>::namespaced(client.clone(), &ns)
-        .create(&PostParams::default(), &bp)
-        .await?;
+    support::kanister::create_file_blueprint(&client, &ns, &file).await?;
     // The application: StatefulSet pg-postgresql of Helm release "pg", and its Secret.
     let sts: StatefulSet = serde_json::from_value(json!({
         "metadata": {"name": "pg-postgresql", "labels": {"app.kubernetes.io/instance": "pg"}},
@@ -501,16 +497,15 @@ async fn corpus_postgres_blueprint_backup_and_restore_with_multi_container_run()
     let _controller = Controller::start(&ns, &[]);
     let actionsets: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
     let actionset = |name: &str, action: &str, log: &str, artifacts: Value| {
-        serde_json::from_value::<ActionSet>(json!({
-            "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
-            "metadata": {"name": name},
-            "spec": {"actions": [{
+        support::kanister::actionset(
+            name,
+            json!({
                 "name": action, "blueprint": "postgres-bp",
                 "object": {"kind": "StatefulSet", "name": "pg-postgresql", "namespace": ns},
                 "artifacts": artifacts,
                 "podAnnotations": support::kwok_annotations(0, log),
-            }]},
-        }))
+            }),
+        )
     };
 
     let log = "pushed\n###Phase-output###: {\"key\":\"kopiaOutput\",\"value\":\"kopia-snap-7\"}";

@@ -13,7 +13,7 @@ use anyhow::Context as _;
 use blueprint_operator::functions::rds::error::{
     DB_CLUSTER_SNAPSHOT_NOT_FOUND, DB_SNAPSHOT_NOT_FOUND,
 };
-use blueprint_operator::model::{ActionSet, Blueprint};
+use blueprint_operator::model::ActionSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Client;
 use kube::api::{Api, DynamicObject, PostParams};
@@ -78,23 +78,6 @@ async fn rds_profile(
     Ok(())
 }
 
-/// The corpus Blueprint in `file`, created in `ns`; returns its name.
-async fn corpus_blueprint(
-    client: &Client,
-    ns: &str,
-    file: &std::path::Path,
-) -> anyhow::Result<String> {
-    let bp: Value = serde_yaml::from_str(
-        &std::fs::read_to_string(file).with_context(|| file.display().to_string())?,
-    )?;
-    let bp: Blueprint = serde_json::from_value(bp)?;
-    let name = bp.metadata.name.clone().unwrap_or_default();
-    Api::<Blueprint>::namespaced(client.clone(), ns)
-        .create(&PostParams::default(), &bp)
-        .await?;
-    Ok(name)
-}
-
 async fn config_map(client: &Client, ns: &str, data: Value) -> anyhow::Result<()> {
     Api::<ConfigMap>::namespaced(client.clone(), ns)
         .create(
@@ -105,41 +88,50 @@ async fn config_map(client: &Client, ns: &str, data: Value) -> anyhow::Result<()
     Ok(())
 }
 
-/// Starts ActionSet `name`: `action` of `blueprint` on ConfigMap dbconfig with Profile `profile`.
-async fn run_action(
-    client: &Client,
-    ns: &str,
-    name: &str,
-    blueprint: &str,
-    action: &str,
-    profile: &str,
-    artifacts: Value,
-) -> anyhow::Result<()> {
-    let a: ActionSet = serde_json::from_value(json!({
-        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
-        "metadata": {"name": name},
-        "spec": {"actions": [{
-            "name": action, "blueprint": blueprint,
+/// The ActionSets of a test: actions of Blueprint `blueprint` on ConfigMap dbconfig.
+struct Runs<'a> {
+    client: &'a Client,
+    ns: &'a str,
+    blueprint: &'a str,
+}
+
+impl Runs<'_> {
+    /// Starts ActionSet `name`: `action` with Profile `profile`.
+    async fn start(
+        &self,
+        name: &str,
+        action: &str,
+        profile: &str,
+        artifacts: Value,
+    ) -> anyhow::Result<()> {
+        let (client, ns) = (self.client, self.ns);
+        let spec = json!({
+            "name": action, "blueprint": self.blueprint,
             "object": {"apiVersion": "v1", "resource": "configmaps", "name": "dbconfig", "namespace": ns},
             "profile": {"name": profile, "namespace": ns},
             "artifacts": artifacts,
-        }]},
-    }))?;
-    Api::<ActionSet>::namespaced(client.clone(), ns)
-        .create(&PostParams::default(), &a)
-        .await?;
-    Ok(())
-}
+        });
+        support::kanister::create_actionset(client, ns, name, spec).await
+    }
 
-/// Waits for ActionSet `name` to fail; returns its error message.
-async fn failure(client: &Client, ns: &str, name: &str) -> anyhow::Result<String> {
-    let a = support::wait_actionset_done(client, ns, name, FINISH).await?;
-    let v = serde_json::to_value(&a)?;
-    assert_eq!(v["status"]["state"], "failed", "{name}: {:#}", v["status"]);
-    Ok(v["status"]["error"]["message"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string())
+    /// Runs ActionSet `name` (`action` with Profile `aws`), asserted to complete; returns it.
+    async fn complete(&self, name: &str, action: &str, artifacts: Value) -> anyhow::Result<Value> {
+        self.start(name, action, "aws", artifacts).await?;
+        support::wait_actionset_complete(self.client, self.ns, name).await
+    }
+
+    /// Runs ActionSet `name` (`action` with Profile `profile`, no artifacts), asserted to fail;
+    /// returns its error message.
+    async fn fail(&self, name: &str, action: &str, profile: &str) -> anyhow::Result<String> {
+        self.start(name, action, profile, json!({})).await?;
+        let a = support::wait_actionset_done(self.client, self.ns, name, FINISH).await?;
+        let v = serde_json::to_value(&a)?;
+        assert_eq!(v["status"]["state"], "failed", "{name}: {:#}", v["status"]);
+        Ok(v["status"]["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string())
+    }
 }
 
 /// `InstanceCreateTime` of DB instance `id` in moto.
@@ -162,6 +154,22 @@ fn controller(ns: &str) -> Controller {
     )
 }
 
+/// Profile `aws`, ConfigMap dbconfig holding `data`, the corpus Blueprint of `file` (below
+/// kanister-examples/aws-rds) and the controller: the Blueprint's name and the controller.
+async fn corpus_setup(
+    client: &Client,
+    ns: &str,
+    corpus: &std::path::Path,
+    data: Value,
+    file: &str,
+) -> anyhow::Result<(String, Controller)> {
+    rds_profile(client, ns, "aws", None).await?;
+    config_map(client, ns, data).await?;
+    let file = corpus.join("kanister-examples/aws-rds").join(file);
+    let bp = support::kanister::create_file_blueprint(client, ns, &file).await?;
+    Ok((bp, controller(ns)))
+}
+
 /// kanister-examples/aws-rds/postgresql/rds-postgres-snap-blueprint.yaml: backup makes a DB
 /// snapshot with Kanister's outputs, restore replaces the instance by one restored from it,
 /// delete removes it; a second delete finds nothing and completes (as Kanister's).
@@ -174,18 +182,16 @@ async fn corpus_postgres_snapshot_blueprint_creates_and_deletes_a_db_snapshot() 
     let (subnets, db) = (format!("{ns}-subnets"), format!("{ns}-pg"));
     moto::subnet_group(&subnets).await?;
     moto::postgres_instance(&db, "15.4", &subnets, &["sg-0a1", "sg-0b2"]).await?;
-    rds_profile(&client, &ns, "aws", None).await?;
-    config_map(&client, &ns, json!({"postgres.instanceid": db})).await?;
-    let bp = corpus_blueprint(
-        &client,
-        &ns,
-        &corpus.join("kanister-examples/aws-rds/postgresql/rds-postgres-snap-blueprint.yaml"),
-    )
-    .await?;
-    let _controller = controller(&ns);
+    let data = json!({"postgres.instanceid": db});
+    let file = "postgresql/rds-postgres-snap-blueprint.yaml";
+    let (bp, _controller) = corpus_setup(&client, &ns, &corpus, data, file).await?;
+    let runs = Runs {
+        client: &client,
+        ns: &ns,
+        blueprint: &bp,
+    };
 
-    run_action(&client, &ns, "backup", &bp, "backup", "aws", json!({})).await?;
-    let backup = support::wait_actionset_complete(&client, &ns, "backup").await?;
+    let backup = runs.complete("backup", "backup", json!({})).await?;
     let info = backup["status"]["actions"][0]["artifacts"]["backupInfo"].clone();
     let kv = &info["keyValue"];
     let snapshot = kv["snapshotID"].as_str().unwrap_or_default().to_string();
@@ -205,17 +211,8 @@ async fn corpus_postgres_snapshot_blueprint_creates_and_deletes_a_db_snapshot() 
     // restore: the instance is deleted and restored from the snapshot (a new instance: a new
     // creation time), with the snapshot's security groups.
     let created_before = instance_created(&db).await?;
-    run_action(
-        &client,
-        &ns,
-        "restore",
-        &bp,
-        "restore",
-        "aws",
-        json!({"backupInfo": info}),
-    )
-    .await?;
-    support::wait_actionset_complete(&client, &ns, "restore").await?;
+    runs.complete("restore", "restore", json!({"backupInfo": info}))
+        .await?;
     let restored = rds.describe_db_instances(&db).await?;
     assert_eq!(restored[0].status, "available");
     assert_eq!(restored[0].vpc_security_groups, ["sg-0a1", "sg-0b2"]);
@@ -229,31 +226,13 @@ async fn corpus_postgres_snapshot_blueprint_creates_and_deletes_a_db_snapshot() 
         "the instance was not re-created"
     );
 
-    run_action(
-        &client,
-        &ns,
-        "delete",
-        &bp,
-        "delete",
-        "aws",
-        json!({"backupInfo": info}),
-    )
-    .await?;
-    support::wait_actionset_complete(&client, &ns, "delete").await?;
+    runs.complete("delete", "delete", json!({"backupInfo": info}))
+        .await?;
     let gone = rds.describe_db_snapshots(&snapshot).await.unwrap_err();
     assert!(gone.is_not_found(DB_SNAPSHOT_NOT_FOUND), "{gone}");
     // Deleting what is gone completes, as in Kanister.
-    run_action(
-        &client,
-        &ns,
-        "delete-again",
-        &bp,
-        "delete",
-        "aws",
-        json!({"backupInfo": info}),
-    )
-    .await?;
-    support::wait_actionset_complete(&client, &ns, "delete-again").await?;
+    runs.complete("delete-again", "delete", json!({"backupInfo": info}))
+        .await?;
     Ok(())
 }
 
@@ -269,18 +248,16 @@ async fn corpus_aurora_snapshot_blueprint_creates_and_deletes_a_cluster_snapshot
     let (subnets, cluster) = (format!("{ns}-subnets"), format!("{ns}-au"));
     moto::subnet_group(&subnets).await?;
     moto::aurora_cluster(&cluster, &subnets, "sg-0c3").await?;
-    rds_profile(&client, &ns, "aws", None).await?;
-    config_map(&client, &ns, json!({"aurora.clusterID": cluster})).await?;
-    let bp = corpus_blueprint(
-        &client,
-        &ns,
-        &corpus.join("kanister-examples/aws-rds/aurora-mysql/rds-aurora-snap-blueprint.yaml"),
-    )
-    .await?;
-    let _controller = controller(&ns);
+    let data = json!({"aurora.clusterID": cluster});
+    let file = "aurora-mysql/rds-aurora-snap-blueprint.yaml";
+    let (bp, _controller) = corpus_setup(&client, &ns, &corpus, data, file).await?;
+    let runs = Runs {
+        client: &client,
+        ns: &ns,
+        blueprint: &bp,
+    };
 
-    run_action(&client, &ns, "backup", &bp, "backup", "aws", json!({})).await?;
-    let backup = support::wait_actionset_complete(&client, &ns, "backup").await?;
+    let backup = runs.complete("backup", "backup", json!({})).await?;
     let info = backup["status"]["actions"][0]["artifacts"]["backupInfo"].clone();
     let kv = &info["keyValue"];
     let snapshot = kv["snapshotID"].as_str().unwrap_or_default().to_string();
@@ -319,17 +296,8 @@ async fn corpus_aurora_snapshot_blueprint_creates_and_deletes_a_cluster_snapshot
             rds.delete_db_cluster_snapshot(&id).await?;
         }
     }
-    run_action(
-        &client,
-        &ns,
-        "restore",
-        &bp,
-        "restore",
-        "aws",
-        json!({"backupInfo": info}),
-    )
-    .await?;
-    support::wait_actionset_complete(&client, &ns, "restore").await?;
+    runs.complete("restore", "restore", json!({"backupInfo": info}))
+        .await?;
     let c = rds.describe_db_clusters(&cluster).await?;
     assert_eq!(c[0].status, "available");
     assert_eq!(c[0].vpc_security_groups, ["sg-0c3"]);
@@ -341,17 +309,8 @@ async fn corpus_aurora_snapshot_blueprint_creates_and_deletes_a_cluster_snapshot
         "available"
     );
 
-    run_action(
-        &client,
-        &ns,
-        "delete",
-        &bp,
-        "delete",
-        "aws",
-        json!({"backupInfo": info}),
-    )
-    .await?;
-    support::wait_actionset_complete(&client, &ns, "delete").await?;
+    runs.complete("delete", "delete", json!({"backupInfo": info}))
+        .await?;
     let gone = rds
         .describe_db_cluster_snapshots(&snapshot)
         .await
@@ -372,27 +331,16 @@ async fn wrong_credentials_and_a_missing_instance_fail_naming_the_call_and_aws_m
     moto::subnet_group(&subnets).await?;
     moto::postgres_instance(&db, "15.4", &subnets, &["sg-0a1"]).await?;
     rds_profile(&client, &ns, "wrong", Some("not-the-secret-key")).await?;
-    rds_profile(&client, &ns, "aws", None).await?;
-    config_map(&client, &ns, json!({"postgres.instanceid": db})).await?;
-    let bp = corpus_blueprint(
-        &client,
-        &ns,
-        &corpus.join("kanister-examples/aws-rds/postgresql/rds-postgres-snap-blueprint.yaml"),
-    )
-    .await?;
-    let _controller = controller(&ns);
+    let data = json!({"postgres.instanceid": db});
+    let file = "postgresql/rds-postgres-snap-blueprint.yaml";
+    let (bp, _controller) = corpus_setup(&client, &ns, &corpus, data, file).await?;
+    let runs = Runs {
+        client: &client,
+        ns: &ns,
+        blueprint: &bp,
+    };
 
-    run_action(
-        &client,
-        &ns,
-        "backup-wrong",
-        &bp,
-        "backup",
-        "wrong",
-        json!({}),
-    )
-    .await?;
-    let msg = failure(&client, &ns, "backup-wrong").await?;
+    let msg = runs.fail("backup-wrong", "backup", "wrong").await?;
     assert!(
         msg.contains("CreateRDSSnapshot: Failed to create snapshot: RDS CreateDBSnapshot: SignatureDoesNotMatch: ")
             && msg.contains("the secret access key does not match the access key ID"),
@@ -421,17 +369,7 @@ async fn wrong_credentials_and_a_missing_instance_fail_naming_the_call_and_aws_m
         &kube::api::Patch::Merge(json!({"data": {"postgres.instanceid": format!("{ns}-nope")}})),
     )
     .await?;
-    run_action(
-        &client,
-        &ns,
-        "backup-missing",
-        &bp,
-        "backup",
-        "aws",
-        json!({}),
-    )
-    .await?;
-    let msg = failure(&client, &ns, "backup-missing").await?;
+    let msg = runs.fail("backup-missing", "backup", "aws").await?;
     assert!(
         msg.contains(&format!("CreateRDSSnapshot: Failed to create snapshot: RDS CreateDBSnapshot: DBInstanceNotFound: DBInstance {ns}-nope not found")),
         "{msg}"
@@ -440,11 +378,8 @@ async fn wrong_credentials_and_a_missing_instance_fail_naming_the_call_and_aws_m
 }
 
 /// A Blueprint of one ExportRDSSnapshotToLocation phase, its arguments from ConfigMap dbconfig.
-fn export_blueprint() -> Value {
-    json!({
-        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Blueprint",
-        "metadata": {"name": "rds-export"},
-        "actions": {"export": {"phases": [{
+async fn create_export_blueprint(client: &Client, ns: &str) -> anyhow::Result<()> {
+    let actions = json!({"export": {"phases": [{
             "func": "ExportRDSSnapshotToLocation", "name": "exportSnapshot",
             "args": {
                 "namespace": "{{ .Object.metadata.namespace }}",
@@ -456,8 +391,25 @@ fn export_blueprint() -> Value {
                 "dbSubnetGroup": "{{ index .Object.data \"subnets\" }}",
                 "backupArtifactPrefix": "rds/dumps",
             },
-        }]}},
-    })
+    }]}});
+    support::kanister::create_blueprint(client, ns, "rds-export", actions).await
+}
+
+/// What the export tests start from: subnet group `<ns>-subnets`, instance `<ns>-pg` and its
+/// snapshot `<ns>-pg-snap` in moto, Profile `aws` and the export Blueprint. Returns (subnet
+/// group, instance, snapshot).
+async fn export_setup(client: &Client, ns: &str) -> anyhow::Result<(String, String, String)> {
+    let (subnets, db) = (format!("{ns}-subnets"), format!("{ns}-pg"));
+    moto::subnet_group(&subnets).await?;
+    moto::postgres_instance(&db, "15.4", &subnets, &["sg-0a1"]).await?;
+    let snapshot = format!("{db}-snap");
+    moto::server()
+        .client(None)
+        .create_db_snapshot(&db, &snapshot)
+        .await?;
+    rds_profile(client, ns, "aws", None).await?;
+    create_export_blueprint(client, ns).await?;
+    Ok((subnets, db, snapshot))
 }
 
 /// Temporary instances (`<db>-<10 characters>`) moto still has.
@@ -467,6 +419,15 @@ async fn temporary_instances(db: &str) -> anyhow::Result<Vec<String>> {
         .into_iter()
         .filter(|i| i.starts_with(&format!("{db}-")))
         .collect())
+}
+
+/// Waits (at most `timeout`) until moto has no temporary instance of `db` left.
+async fn no_temporary_instance_left(db: &str, timeout: Duration) -> anyhow::Result<()> {
+    support::poll(timeout, || async {
+        temporary_instances(db).await.ok()?.is_empty().then_some(())
+    })
+    .await
+    .context("the temporary instance is deleted")
 }
 
 /// ExportRDSSnapshotToLocation fails clearly and leaves no temporary instance: a snapshot that
@@ -479,20 +440,13 @@ async fn export_failures_name_the_call_and_leave_no_temporary_instance() -> anyh
         return Ok(());
     };
     support::data_plane::create_bucket("rds-dumps")?;
-    let (subnets, db) = (format!("{ns}-subnets"), format!("{ns}-pg"));
-    moto::subnet_group(&subnets).await?;
-    moto::postgres_instance(&db, "15.4", &subnets, &["sg-0a1"]).await?;
-    let snapshot = format!("{db}-snap");
-    moto::server()
-        .client(None)
-        .create_db_snapshot(&db, &snapshot)
-        .await?;
-    rds_profile(&client, &ns, "aws", None).await?;
+    let (subnets, db, snapshot) = export_setup(&client, &ns).await?;
     rds_profile(&client, &ns, "wrong", Some("not-the-secret-key")).await?;
-    let bp: Blueprint = serde_json::from_value(export_blueprint())?;
-    Api::<Blueprint>::namespaced(client.clone(), &ns)
-        .create(&PostParams::default(), &bp)
-        .await?;
+    let runs = Runs {
+        client: &client,
+        ns: &ns,
+        blueprint: "rds-export",
+    };
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
     let set = |snapshot: String| {
         let cms = cms.clone();
@@ -518,17 +472,7 @@ async fn export_failures_name_the_call_and_leave_no_temporary_instance() -> anyh
     let controller = controller(&ns);
 
     set(format!("{db}-nope")).await?;
-    run_action(
-        &client,
-        &ns,
-        "missing",
-        "rds-export",
-        "export",
-        "aws",
-        json!({}),
-    )
-    .await?;
-    let msg = failure(&client, &ns, "missing").await?;
+    let msg = runs.fail("missing", "export", "aws").await?;
     assert!(
         msg.contains(&format!("ExportRDSSnapshotToLocation: Failed to restore snapshot. SnapshotID={db}-nope: Error restoring RDS DB instance from snapshot: RDS RestoreDBInstanceFromDBSnapshot: DBSnapshotNotFound: ")),
         "{msg}"
@@ -536,17 +480,7 @@ async fn export_failures_name_the_call_and_leave_no_temporary_instance() -> anyh
     assert_eq!(temporary_instances(&db).await?, Vec::<String>::new());
 
     set(snapshot.clone()).await?;
-    run_action(
-        &client,
-        &ns,
-        "wrong",
-        "rds-export",
-        "export",
-        "wrong",
-        json!({}),
-    )
-    .await?;
-    let msg = failure(&client, &ns, "wrong").await?;
+    let msg = runs.fail("wrong", "export", "wrong").await?;
     assert!(
         msg.contains(
             "ExportRDSSnapshotToLocation: Failed to fetch security group ids. InstanceID="
@@ -555,30 +489,12 @@ async fn export_failures_name_the_call_and_leave_no_temporary_instance() -> anyh
     );
     assert_eq!(temporary_instances(&db).await?, Vec::<String>::new());
 
-    run_action(
-        &client,
-        &ns,
-        "dump-fails",
-        "rds-export",
-        "export",
-        "aws",
-        json!({}),
-    )
-    .await?;
-    let msg = failure(&client, &ns, "dump-fails").await?;
+    let msg = runs.fail("dump-fails", "export", "aws").await?;
     assert!(
         msg.contains("ExportRDSSnapshotToLocation: Unable to extract and push db dump to location: Failed to exec command in pod"),
         "{msg}"
     );
-    support::poll(support::WAIT, || async {
-        temporary_instances(&db)
-            .await
-            .ok()?
-            .is_empty()
-            .then_some(())
-    })
-    .await
-    .context("the temporary instance is deleted")?;
+    no_temporary_instance_left(&db, support::WAIT).await?;
     support::function_pods_gone(&client, &ns).await?;
     controller.kill().await;
 
@@ -591,31 +507,13 @@ async fn export_failures_name_the_call_and_leave_no_temporary_instance() -> anyh
             ("BPO_RDS_WAIT_TIMEOUT", "3s"),
         ],
     );
-    run_action(
-        &client,
-        &ns,
-        "timeout",
-        "rds-export",
-        "export",
-        "aws",
-        json!({}),
-    )
-    .await?;
-    let msg = failure(&client, &ns, "timeout").await?;
+    let msg = runs.fail("timeout", "export", "aws").await?;
     assert!(
         msg.contains("Error while waiting for new rds instance to be ready.: timed out after 3s waiting for DB instance ")
             && msg.contains("to be available (last DescribeDBInstances: status \"modifying\")"),
         "{msg}"
     );
-    support::poll(support::WAIT, || async {
-        temporary_instances(&db)
-            .await
-            .ok()?
-            .is_empty()
-            .then_some(())
-    })
-    .await
-    .context("the temporary instance is deleted")?;
+    no_temporary_instance_left(&db, support::WAIT).await?;
     Ok(())
 }
 
@@ -628,19 +526,12 @@ async fn export_cancelled_by_deleting_the_actionset_deletes_the_temporary_instan
     let Some((client, ns, _)) = setup("rds-cancel").await else {
         return Ok(());
     };
-    let (subnets, db) = (format!("{ns}-subnets"), format!("{ns}-pg"));
-    moto::subnet_group(&subnets).await?;
-    moto::postgres_instance(&db, "15.4", &subnets, &["sg-0a1"]).await?;
-    let snapshot = format!("{db}-snap");
-    moto::server()
-        .client(None)
-        .create_db_snapshot(&db, &snapshot)
-        .await?;
-    rds_profile(&client, &ns, "aws", None).await?;
-    let bp: Blueprint = serde_json::from_value(export_blueprint())?;
-    Api::<Blueprint>::namespaced(client.clone(), &ns)
-        .create(&PostParams::default(), &bp)
-        .await?;
+    let (subnets, db, snapshot) = export_setup(&client, &ns).await?;
+    let runs = Runs {
+        client: &client,
+        ns: &ns,
+        blueprint: "rds-export",
+    };
     config_map(
         &client,
         &ns,
@@ -655,16 +546,7 @@ async fn export_cancelled_by_deleting_the_actionset_deletes_the_temporary_instan
             ("BPO_RDS_WAIT_TIMEOUT", "10m"),
         ],
     );
-    run_action(
-        &client,
-        &ns,
-        "export",
-        "rds-export",
-        "export",
-        "aws",
-        json!({}),
-    )
-    .await?;
+    runs.start("export", "export", "aws", json!({})).await?;
     let tmp = support::poll(FINISH, || async {
         temporary_instances(&db).await.ok()?.into_iter().next()
     })
@@ -673,14 +555,8 @@ async fn export_cancelled_by_deleting_the_actionset_deletes_the_temporary_instan
     Api::<ActionSet>::namespaced(client.clone(), &ns)
         .delete("export", &Default::default())
         .await?;
-    support::poll(FINISH, || async {
-        temporary_instances(&db)
-            .await
-            .ok()?
-            .is_empty()
-            .then_some(())
-    })
-    .await
-    .with_context(|| format!("the temporary instance {tmp} is deleted"))?;
+    no_temporary_instance_left(&db, FINISH)
+        .await
+        .with_context(|| format!("the temporary instance {tmp} is deleted"))?;
     Ok(())
 }

@@ -9,17 +9,14 @@ use crate::support;
 use std::time::Duration;
 
 use crate::support::controller::{Controller, setup};
-use blueprint_operator::model::{ActionSet, Blueprint, State};
+use crate::support::kanister::{self, create_actionset, create_blueprint, out_line};
+use blueprint_operator::model::{ActionSet, State};
 use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 
 const FINISH: Duration = Duration::from_secs(180);
-
-fn out_line(key: &str, v: &str) -> String {
-    format!("###Phase-output###: {{\"key\":\"{key}\",\"value\":\"{v}\"}}")
-}
 
 /// ActionSet podAnnotations: every pod exits 0 printing `log`.
 fn pods_succeed(log: &str) -> Value {
@@ -32,21 +29,6 @@ async fn create_secret(client: &Client, ns: &str, name: &str, data: Value) -> an
         "metadata": {"name": name}, "stringData": data,
     }))?;
     api.create(&PostParams::default(), &s).await?;
-    Ok(())
-}
-
-async fn create_blueprint(
-    client: &Client,
-    ns: &str,
-    name: &str,
-    actions: Value,
-) -> anyhow::Result<()> {
-    let api: Api<Blueprint> = Api::namespaced(client.clone(), ns);
-    let bp: Blueprint = serde_json::from_value(json!({
-        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Blueprint",
-        "metadata": {"name": name}, "actions": actions,
-    }))?;
-    api.create(&PostParams::default(), &bp).await?;
     Ok(())
 }
 
@@ -75,30 +57,13 @@ async fn create_profile(
     Ok(())
 }
 
-/// Creates an ActionSet of one action; `extra` is merged into the action.
-async fn create_actionset(
-    client: &Client,
-    ns: &str,
-    name: &str,
-    blueprint: &str,
-    action: &str,
-    extra: Value,
-) -> anyhow::Result<()> {
-    let mut a = json!({
-        "name": action, "blueprint": blueprint,
-        "object": {"kind": "Namespace", "name": ns, "namespace": ns},
-        "podAnnotations": pods_succeed("done"),
-    });
-    if let (Some(a), Some(e)) = (a.as_object_mut(), extra.as_object()) {
-        a.extend(e.clone());
-    }
-    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
-    let set: ActionSet = serde_json::from_value(json!({
-        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
-        "metadata": {"name": name}, "spec": {"actions": [a]},
-    }))?;
-    api.create(&PostParams::default(), &set).await?;
-    Ok(())
+/// Action `action` of Blueprint `blueprint` on the namespace, every pod exiting 0; `extra` is
+/// merged into it.
+fn ns_action(ns: &str, blueprint: &str, action: &str, extra: Value) -> Value {
+    let object = json!({"kind": "Namespace", "name": ns, "namespace": ns});
+    let base = kanister::action(action, blueprint, object);
+    let base = kanister::merged(base, json!({"podAnnotations": pods_succeed("done")}));
+    kanister::merged(base, extra)
 }
 
 fn summary(a: &ActionSet) -> (State, String, State) {
@@ -113,11 +78,16 @@ fn summary(a: &ActionSet) -> (State, String, State) {
 /// A Blueprint whose action reads `.Secrets.s` in a KubeTask and always
 /// runs a deferPhase.
 fn secret_reader() -> Value {
+    backup_with_cleanup(json!({"func": "KubeTask", "name": "read", "args": {
+        "image": "busybox:stable",
+        "command": ["sh", "-c", "echo {{ .Secrets.s.Data.k | toString }}"],
+    }}))
+}
+
+/// Blueprint actions: `backup` runs `phase`, then a deferPhase KubeTask `cleanup`.
+fn backup_with_cleanup(phase: Value) -> Value {
     json!({"backup": {
-        "phases": [{"func": "KubeTask", "name": "read", "args": {
-            "image": "busybox:stable",
-            "command": ["sh", "-c", "echo {{ .Secrets.s.Data.k | toString }}"],
-        }}],
+        "phases": [phase],
         "deferPhase": {"func": "KubeTask", "name": "cleanup", "args": {
             "image": "busybox:stable", "command": ["true"],
         }},
@@ -143,9 +113,12 @@ async fn cross_namespace_secret_is_refused_unless_trusted() -> anyhow::Result<()
             &client,
             n,
             "as",
-            "bp",
-            "backup",
-            json!({"secrets": {"s": {"name": "theirs", "namespace": other}}}),
+            ns_action(
+                n,
+                "bp",
+                "backup",
+                json!({"secrets": {"s": {"name": "theirs", "namespace": other}}}),
+            ),
         )
         .await?;
     }
@@ -184,17 +157,12 @@ async fn functions_stay_in_the_actionset_namespace() -> anyhow::Result<()> {
     let trusted = support::namespace(&client, "ten-fn-admin").await;
     let _c1 = Controller::start(&ns, &[]);
     let _c2 = Controller::start(&trusted, &["--trusted-namespace", &trusted]);
-    let bp = json!({"backup": {
-        "phases": [{"func": "KubeTask", "name": "elsewhere", "args": {
-            "namespace": other, "image": "busybox:stable", "command": ["true"],
-        }}],
-        "deferPhase": {"func": "KubeTask", "name": "cleanup", "args": {
-            "image": "busybox:stable", "command": ["true"],
-        }},
-    }});
+    let bp = backup_with_cleanup(json!({"func": "KubeTask", "name": "elsewhere", "args": {
+        "namespace": other, "image": "busybox:stable", "command": ["true"],
+    }}));
     for n in [&ns, &trusted] {
         create_blueprint(&client, n, "bp", bp.clone()).await?;
-        create_actionset(&client, n, "as", "bp", "backup", json!({})).await?;
+        create_actionset(&client, n, "as", ns_action(n, "bp", "backup", json!({}))).await?;
     }
     let a = support::wait_actionset_done(&client, &ns, "as", FINISH).await?;
     let (state, msg, defer) = summary(&a);
@@ -236,15 +204,10 @@ async fn profile_endpoint_and_credential_keys_are_checked() -> anyhow::Result<()
         &client,
         &ns,
         "bp",
-        json!({"backup": {
-            "phases": [{"func": "KubeTask", "name": "use", "args": {
-                "image": "busybox:stable",
-                "command": ["sh", "-c", "echo {{ .Profile.Location.Endpoint }} {{ .Profile.Credential.KeyPair.ID }}"],
-            }}],
-            "deferPhase": {"func": "KubeTask", "name": "cleanup", "args": {
-                "image": "busybox:stable", "command": ["true"],
-            }},
-        }}),
+        backup_with_cleanup(json!({"func": "KubeTask", "name": "use", "args": {
+            "image": "busybox:stable",
+            "command": ["sh", "-c", "echo {{ .Profile.Location.Endpoint }} {{ .Profile.Credential.KeyPair.ID }}"],
+        }})),
     )
     .await?;
     for p in ["metadata", "halfkeys", "good"] {
@@ -252,9 +215,12 @@ async fn profile_endpoint_and_credential_keys_are_checked() -> anyhow::Result<()
             &client,
             &ns,
             p,
-            "bp",
-            "backup",
-            json!({"profile": {"name": p, "namespace": ns}}),
+            ns_action(
+                &ns,
+                "bp",
+                "backup",
+                json!({"profile": {"name": p, "namespace": ns}}),
+            ),
         )
         .await?;
     }
@@ -329,29 +295,35 @@ async fn corpus_blueprints_read_earlier_phase_secrets() -> anyhow::Result<()> {
         &client,
         &ns,
         "atlas-restore",
-        "atlas",
-        "restore",
-        json!({
-            "podAnnotations": pods_succeed(&out_line("restoreId", "r1")),
-            "artifacts": {"backupOutput": {"keyValue": {
-                "snapshotId": "s1", "appNamespace": ns, "secretName": "atlas-creds",
-            }}},
-        }),
+        ns_action(
+            &ns,
+            "atlas",
+            "restore",
+            json!({
+                "podAnnotations": pods_succeed(&out_line("restoreId", "r1")),
+                "artifacts": {"backupOutput": {"keyValue": {
+                    "snapshotId": "s1", "appNamespace": ns, "secretName": "atlas-creds",
+                }}},
+            }),
+        ),
     )
     .await?;
     create_actionset(
         &client,
         &ns,
         "es-delete",
-        "es",
-        "delete",
-        json!({
-            "profile": {"name": "prof", "namespace": ns},
-            "artifacts": {"s3Snap": {"keyValue": {
-                "esClusterName": "es1", "esClusterNamespace": ns,
-                "repoPath": "repo", "snapshotName": "snap",
-            }}},
-        }),
+        ns_action(
+            &ns,
+            "es",
+            "delete",
+            json!({
+                "profile": {"name": "prof", "namespace": ns},
+                "artifacts": {"s3Snap": {"keyValue": {
+                    "esClusterName": "es1", "esClusterNamespace": ns,
+                    "repoPath": "repo", "snapshotName": "snap",
+                }}},
+            }),
+        ),
     )
     .await?;
     for name in ["atlas-restore", "es-delete"] {

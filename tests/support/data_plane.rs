@@ -8,20 +8,17 @@
 //! NoSuchBucket). [`s3_profile`] creates its bucket before the Profile exists instead, once.
 
 use std::collections::BTreeSet;
-use std::io::{Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use kube::Client;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::json;
-
-use super::repo_root;
 
 /// Access key of the test object store (gofakes3 accepts any, restic and our client sign with it).
 pub const ACCESS_KEY: &str = "bpo-test-access-key";
@@ -48,27 +45,11 @@ fn paths() -> Result<&'static Paths, String> {
     static PATHS: OnceLock<Result<Paths, String>> = OnceLock::new();
     PATHS
         .get_or_init(|| {
-            let script = repo_root().join("tools/data-plane/build.sh");
-            let out = Command::new("bash")
-                .arg(&script)
-                .stdin(Stdio::null())
-                .stderr(Stdio::inherit())
-                .output()
-                .map_err(|e| format!("running {}: {e}", script.display()))?;
-            if !out.status.success() {
-                return Err(format!("{} failed with {}", script.display(), out.status));
-            }
-            let text = String::from_utf8_lossy(&out.stdout).into_owned();
-            let get = |k: &str| {
-                text.lines()
-                    .find_map(|l| l.strip_prefix(k)?.strip_prefix('='))
-                    .map(PathBuf::from)
-                    .ok_or_else(|| format!("{} printed no {k}=", script.display()))
-            };
-            Ok(Paths {
-                restic: get("restic")?,
-                gofakes3: get("gofakes3")?,
-            })
+            let [restic, gofakes3]: [PathBuf; 2] =
+                super::server::built_tools("tools/data-plane/build.sh", &["restic", "gofakes3"])?
+                    .try_into()
+                    .expect("one path a key");
+            Ok(Paths { restic, gofakes3 })
         })
         .as_ref()
         .map_err(Clone::clone)
@@ -104,37 +85,12 @@ pub fn object_store() -> &'static ObjectStore {
 
 fn start() -> anyhow::Result<ObjectStore> {
     let bin = paths().map_err(anyhow::Error::msg)?.gofakes3.clone();
-    // Loopback, or the real node's bridge address (BPO_TEST_HOST_IP) where pods must reach it.
-    let host = std::env::var("BPO_TEST_HOST_IP").unwrap_or_else(|_| "127.0.0.1".into());
-    let port = TcpListener::bind((host.as_str(), 0))?.local_addr()?.port();
-    let addr = format!("{host}:{port}");
-    // The watchdog shell ends the store when this process is gone, however it ends.
-    let watchdog = r#"
-        "$0" "$@" & child=$!
-        trap 'kill $child 2>/dev/null' EXIT
-        while kill -0 "$BPO_WATCH_PID" 2>/dev/null && kill -0 $child 2>/dev/null; do sleep 1; done
-    "#;
-    let log = std::env::temp_dir().join(format!("bpo-gofakes3-{}.log", std::process::id()));
-    Command::new("bash")
-        .arg("-c")
-        .arg(watchdog)
-        .arg(&bin)
-        .args(["-backend", "memory", "-quiet", "-host", &addr])
-        .env("BPO_WATCH_PID", std::process::id().to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log)?)
-        .spawn()
-        .with_context(|| format!("starting {}", bin.display()))?;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect(&addr).is_err() {
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "gofakes3 did not listen on {addr} within 30 s (log: {})",
-            log.display()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let host = super::server::host();
+    let addr = format!("{host}:{}", super::server::free_port(&host)?);
+    let args = ["-backend", "memory", "-quiet", "-host", &addr];
+    let store = super::server::spawn_watched("gofakes3", &bin, &args, &addr)?;
+    let ready = || TcpStream::connect(&addr).is_ok();
+    store.wait_ready(Duration::from_secs(30), Duration::from_millis(100), ready)?;
     Ok(ObjectStore {
         endpoint: format!("http://{addr}"),
         region: "us-east-1".into(),
@@ -154,18 +110,15 @@ pub fn create_bucket(bucket: &str) -> anyhow::Result<()> {
     let store = object_store();
     let addr = store.endpoint.trim_start_matches("http://");
     // gofakes3 checks no signatures: a plain path-style PUT /<bucket> is a CreateBucket.
-    let mut s = TcpStream::connect(addr).with_context(|| format!("connecting to {addr}"))?;
-    s.set_read_timeout(Some(Duration::from_secs(30)))?;
-    write!(
-        s,
+    let request = format!(
         "PUT /{bucket} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-    )?;
-    let mut answer = String::new();
-    s.read_to_string(&mut answer)?;
-    let status = answer.split_whitespace().nth(1).unwrap_or("");
+    );
+    let answer = super::http::exchange(addr, &request, Duration::from_secs(30))
+        .with_context(|| format!("CreateBucket {bucket} on {addr}"))?;
+    let status = super::http::status(&answer);
     // 409 BucketAlreadyExists: made before, e.g. by restic (which creates a missing bucket).
     anyhow::ensure!(
-        status == "200" || status == "409",
+        status == 200 || status == 409,
         "CreateBucket {bucket} on {}: {answer}",
         store.endpoint
     );
@@ -248,11 +201,29 @@ pub async fn template_params(
     profile: &str,
     object: serde_json::Value,
 ) -> anyhow::Result<serde_json::Value> {
-    let spec: blueprint_operator::model::ActionSpec = serde_json::from_value(json!({
-        "name": "backup", "object": object,
-        "profile": {"name": profile, "namespace": ns},
-        "preferredVersion": "",
-    }))?;
+    let p = fetch_params(
+        ns,
+        json!({
+            "name": "backup", "object": object,
+            "profile": {"name": profile, "namespace": ns},
+            "preferredVersion": "",
+        }),
+    )
+    .await?;
+    anyhow::ensure!(p.get("Profile").is_some(), "no Profile in {p:?}");
+    Ok(p)
+}
+
+/// [`template_params`] for an action on Deployment `app`.
+pub async fn app_params(ns: &str, profile: &str) -> anyhow::Result<serde_json::Value> {
+    let app = json!({"kind": "Deployment", "name": "app", "namespace": ns});
+    template_params(ns, profile, app).await
+}
+
+/// The template parameters the executor fetches, with its own code, for the action `spec`
+/// (an ActionSpec as JSON).
+pub async fn fetch_params(ns: &str, spec: serde_json::Value) -> anyhow::Result<serde_json::Value> {
+    let spec: blueprint_operator::model::ActionSpec = serde_json::from_value(spec)?;
     let (p, err) = blueprint_operator::executor::params::fetch_base(
         &super::rbac::controller_client(),
         ns,
@@ -261,8 +232,81 @@ pub async fn template_params(
     )
     .await;
     anyhow::ensure!(err.is_none(), "fetching params: {err:?}");
-    anyhow::ensure!(p.contains_key("Profile"), "no Profile in {p:?}");
     Ok(serde_json::Value::Object(p))
+}
+
+/// An S3 client of the test object store, with its credentials.
+pub fn store_client() -> blueprint_operator::functions::s3::S3Client {
+    use blueprint_operator::functions::s3::{Config, Credentials, S3Client};
+    let store = object_store();
+    S3Client::new(&Config {
+        endpoint: store.endpoint.clone(),
+        region: store.region.clone(),
+        credentials: Credentials {
+            access_key_id: store.access_key.clone(),
+            secret_access_key: store.secret_key.clone(),
+            session_token: None,
+        },
+        skip_ssl_verify: false,
+    })
+    .expect("S3 client")
+}
+
+/// A data-mover function call as the controller makes it, on no object (they take none).
+pub fn ctx(ns: &str) -> blueprint_operator::functions::Context {
+    super::call::ctx(ns, blueprint_operator::model::ObjectReference::default())
+}
+
+/// The string output `key` of a function; panics naming it when it is missing.
+pub fn out_str(out: &blueprint_operator::functions::Output, key: &str) -> String {
+    out.get(key)
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_else(|| panic!("output {key} missing in {out:?}"))
+        .to_string()
+}
+
+/// A PVC `name` (ReadWriteOnce) bound to a hostPath PV at `/mnt/vol_data/<name>`, where
+/// CopyVolumeData's pod mounts it (a directory of this machine under kwok), so that the
+/// scheduler places pods using it; returns the PV's name, to delete with [`delete_pv`].
+pub async fn vol_data_pvc(client: &Client, ns: &str, name: &str) -> anyhow::Result<String> {
+    use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+    let pv_name = format!("{ns}-{name}");
+    let pvs: Api<PersistentVolume> = Api::all(client.clone());
+    let pv: PersistentVolume = serde_json::from_value(json!({
+        "metadata": {"name": pv_name},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "hostPath": {"path": format!("/mnt/vol_data/{name}")},
+            "storageClassName": "",
+            "persistentVolumeReclaimPolicy": "Retain",
+            "claimRef": {"namespace": ns, "name": name},
+        },
+    }))?;
+    pvs.create(&PostParams::default(), &pv).await?;
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), ns);
+    let pvc: PersistentVolumeClaim = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}},
+            "storageClassName": "",
+            "volumeName": pv_name,
+        },
+    }))?;
+    pvcs.create(&PostParams::default(), &pvc).await?;
+    super::wait_for(&pvcs, name, super::WAIT, |c| {
+        c.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound")
+    })
+    .await
+    .context("PVC Bound")?;
+    Ok(pv_name)
+}
+
+/// Deletes PV `name` (cluster-scoped, so not removed with the test's namespace); best effort.
+pub async fn delete_pv(client: &Client, name: &str) {
+    let pvs: Api<k8s_openapi::api::core::v1::PersistentVolume> = Api::all(client.clone());
+    let _ = pvs.delete(name, &Default::default()).await;
 }
 
 /// A Deployment `app` with one Running pod; returns the pod's name.

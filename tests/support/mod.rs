@@ -27,11 +27,15 @@ pub mod csi;
 pub mod data_plane;
 pub mod files;
 pub mod go_oracle;
+pub mod http;
+pub mod kanister;
+pub mod manifests;
 pub mod moto;
 pub mod pod_watch;
 pub mod prerequisite;
 pub mod rbac;
 pub mod s3_stub;
+pub mod server;
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
@@ -229,6 +233,23 @@ where
     }
 }
 
+/// Lists `api` (with `lp`) until an object for which `pick` holds is there (at most `timeout`);
+/// returns the first. List errors count as "not yet".
+pub async fn first_listed<K>(
+    api: &Api<K>,
+    lp: &ListParams,
+    pick: impl Fn(&K) -> bool,
+    timeout: Duration,
+) -> anyhow::Result<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+{
+    poll(timeout, || async {
+        api.list(lp).await.ok()?.items.into_iter().find(|o| pick(o))
+    })
+    .await
+}
+
 /// Gets `name` until `cond` holds (a missing object counts as "not yet"); returns the object.
 /// On timeout the error shows the last state seen.
 pub async fn wait_for<K>(
@@ -354,6 +375,41 @@ pub async fn wait_pod_finished(api: &Api<Pod>, name: &str) -> anyhow::Result<Pod
     .await
 }
 
+/// The manifest of a workload (Deployment, StatefulSet) `name` with `replicas` pods labelled
+/// `app: <app>` (its selector) of pod spec `pod`; `extra` is merged into its spec.
+pub fn workload(
+    name: &str,
+    app: &str,
+    replicas: i32,
+    pod: serde_json::Value,
+    extra: serde_json::Value,
+) -> serde_json::Value {
+    let mut spec = serde_json::json!({
+        "replicas": replicas,
+        "selector": {"matchLabels": {"app": app}},
+        "template": {"metadata": {"labels": {"app": app}}, "spec": pod},
+    });
+    if let (Some(s), Some(e)) = (spec.as_object_mut(), extra.as_object()) {
+        s.extend(e.clone());
+    }
+    serde_json::json!({"metadata": {"name": name}, "spec": spec})
+}
+
+/// Creates the object of `manifest` (a `K`) in namespace `ns`; returns it as stored.
+pub async fn create<K>(client: &Client, ns: &str, manifest: serde_json::Value) -> anyhow::Result<K>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + serde::Serialize
+        + Debug,
+    K::DynamicType: Default,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), ns);
+    let obj: K = serde_json::from_value(manifest)?;
+    Ok(api.create(&PostParams::default(), &obj).await?)
+}
+
 /// A Deployment `name` (label `app: name`, one container `app`) with `replicas` replicas.
 pub async fn create_deployment(
     client: &Client,
@@ -361,20 +417,28 @@ pub async fn create_deployment(
     name: &str,
     replicas: i32,
 ) -> anyhow::Result<()> {
-    let api: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(client.clone(), ns);
-    let d = serde_json::from_value(serde_json::json!({
-        "metadata": { "name": name },
-        "spec": {
-            "replicas": replicas,
-            "selector": { "matchLabels": { "app": name } },
-            "template": {
-                "metadata": { "labels": { "app": name } },
-                "spec": { "containers": [{ "name": "app", "image": "nginx:stable" }] }
-            }
-        }
-    }))?;
-    api.create(&kube::api::PostParams::default(), &d).await?;
+    let pod = serde_json::json!({"containers": [{"name": "app", "image": "nginx:stable"}]});
+    let d = workload(name, name, replicas, pod, serde_json::json!({}));
+    create::<k8s_openapi::api::apps::v1::Deployment>(client, ns, d).await?;
     Ok(())
+}
+
+/// The names of the Running pods of `ns` matching label `selector`, sorted; `None`: the list
+/// failed.
+pub async fn running_pods(client: &Client, ns: &str, selector: &str) -> Option<Vec<String>> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let l = pods
+        .list(&ListParams::default().labels(selector))
+        .await
+        .ok()?;
+    let mut names: Vec<String> = l
+        .items
+        .into_iter()
+        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+        .filter_map(|p| p.metadata.name)
+        .collect();
+    names.sort();
+    Some(names)
 }
 
 /// Run `cmd` and return its stdout; fail the test with its output if it did not succeed.
@@ -497,17 +561,12 @@ pub async fn running_deployment_pod(
     app: &str,
 ) -> anyhow::Result<String> {
     create_deployment(client, ns, app, 1).await?;
-    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let selector = format!("app={app}");
     poll(WAIT, || async {
-        let l = pods
-            .list(&ListParams::default().labels(&selector))
-            .await
-            .ok()?;
-        l.items
+        running_pods(client, ns, &selector)
+            .await?
             .into_iter()
-            .find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-            .and_then(|p| p.metadata.name)
+            .next()
     })
     .await
     .with_context(|| format!("Running pod of Deployment {app}"))

@@ -11,15 +11,12 @@
 use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use blueprint_operator::functions::rds::client::{Config, RdsClient};
 use blueprint_operator::functions::s3::Credentials;
-
-use super::repo_root;
 
 pub const REGION: &str = "us-east-1";
 
@@ -55,21 +52,8 @@ impl Moto {
 fn server_path() -> Result<&'static PathBuf, String> {
     static PATH: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     PATH.get_or_init(|| {
-        let script = repo_root().join("tools/moto/build.sh");
-        let out = Command::new("bash")
-            .arg(&script)
-            .stdin(Stdio::null())
-            .stderr(Stdio::inherit())
-            .output()
-            .map_err(|e| format!("running {}: {e}", script.display()))?;
-        if !out.status.success() {
-            return Err(format!("{} failed with {}", script.display(), out.status));
-        }
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .find_map(|l| l.strip_prefix("moto_server="))
-            .map(PathBuf::from)
-            .ok_or_else(|| format!("{} printed no moto_server=", script.display()))
+        let mut paths = super::server::built_tools("tools/moto/build.sh", &["moto_server"])?;
+        Ok(paths.remove(0))
     })
     .as_ref()
     .map_err(Clone::clone)
@@ -83,35 +67,13 @@ pub fn server() -> &'static Moto {
 
 fn start() -> anyhow::Result<Moto> {
     let bin = server_path().map_err(anyhow::Error::msg)?.clone();
-    let host = std::env::var("BPO_TEST_HOST_IP").unwrap_or_else(|_| "127.0.0.1".into());
-    let port = TcpListener::bind((host.as_str(), 0))?.local_addr()?.port();
+    let host = super::server::host();
+    let port = super::server::free_port(&host)?;
     let addr = format!("{host}:{port}");
-    let watchdog = r#"
-        "$0" "$@" & child=$!
-        trap 'kill $child 2>/dev/null' EXIT
-        while kill -0 "$BPO_WATCH_PID" 2>/dev/null && kill -0 $child 2>/dev/null; do sleep 1; done
-    "#;
-    let log = std::env::temp_dir().join(format!("bpo-moto-{}.log", std::process::id()));
-    Command::new("bash")
-        .arg("-c")
-        .arg(watchdog)
-        .arg(&bin)
-        .args(["-H", &host, "-p", &port.to_string()])
-        .env("BPO_WATCH_PID", std::process::id().to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log)?)
-        .spawn()
-        .with_context(|| format!("starting {}", bin.display()))?;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while post(&addr, "/moto-api/reset", "", None).is_err() {
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "moto did not answer on {addr} within 60 s (log: {})",
-            log.display()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let args = ["-H", &host, "-p", &port.to_string()];
+    let moto = super::server::spawn_watched("moto", &bin, &args, &addr)?;
+    let ready = || post(&addr, "/moto-api/reset", "", None).is_ok();
+    moto.wait_ready(Duration::from_secs(60), Duration::from_millis(200), ready)?;
     // Before authentication is on: the IAM user and key, the default VPC's subnets.
     let iam = |body: &str| {
         post(
@@ -166,8 +128,6 @@ fn between(s: &str, open: &str, close: &str) -> Vec<String> {
 /// One unsigned POST (moto routes a form to a service by the Authorization header's scope);
 /// the 2xx body.
 fn post(addr: &str, path: &str, body: &str, service: Option<&str>) -> anyhow::Result<String> {
-    let mut s = TcpStream::connect(addr)?;
-    s.set_read_timeout(Some(Duration::from_secs(30)))?;
     // moto's own API reads the raw body (no form content type).
     let headers = service
         .map(|svc| {
@@ -176,15 +136,13 @@ fn post(addr: &str, path: &str, body: &str, service: Option<&str>) -> anyhow::Re
             )
         })
         .unwrap_or_default();
-    write!(
-        s,
+    let request = format!(
         "POST {path} HTTP/1.1\r\nHost: {addr}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
-    )?;
-    let mut answer = String::new();
-    s.read_to_string(&mut answer)?;
-    let status = answer.split_whitespace().nth(1).unwrap_or("");
-    anyhow::ensure!(status.starts_with('2'), "POST {path} {body}: {answer}");
+    );
+    let answer = super::http::exchange(addr, &request, Duration::from_secs(30))?;
+    let status = super::http::status(&answer);
+    anyhow::ensure!((200..300).contains(&status), "POST {path} {body}: {answer}");
     Ok(answer)
 }
 
@@ -279,7 +237,7 @@ pub fn never_available_proxy() -> &'static str {
     static PROXY: OnceLock<String> = OnceLock::new();
     PROXY.get_or_init(|| {
         let upstream = server().endpoint.trim_start_matches("http://").to_string();
-        let host = std::env::var("BPO_TEST_HOST_IP").unwrap_or_else(|_| "127.0.0.1".into());
+        let host = super::server::host();
         let listener = TcpListener::bind((host.as_str(), 0)).expect("bind the proxy");
         let endpoint = format!("http://{}", listener.local_addr().expect("proxy address"));
         std::thread::spawn(move || {

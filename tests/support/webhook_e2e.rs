@@ -417,18 +417,39 @@ pub async fn get(api: &Api<DynamicObject>, name: &str) -> Value {
     serde_json::to_value(api.get(name).await.expect("get")).unwrap()
 }
 
+impl Ctx {
+    /// The Blueprints of the test's namespace.
+    pub fn blueprints(&self) -> Api<DynamicObject> {
+        blueprint_api(&self.client, &self.ns)
+    }
+
+    /// Creates the Blueprint manifest `m` through the API (`dry_run`: the server only says what
+    /// it would store).
+    pub async fn create(&self, m: &Value, dry_run: bool) -> kube::Result<DynamicObject> {
+        let obj: DynamicObject = serde_json::from_value(m.clone()).expect("a Blueprint manifest");
+        let pp = PostParams {
+            dry_run,
+            ..Default::default()
+        };
+        self.blueprints().create(&pp, &obj).await
+    }
+
+    /// kubectl `args` with `m` as the manifest, in the test's namespace, asserted to succeed.
+    pub fn kubectl_ok(&self, args: &[&str], m: &Value) -> Output {
+        let args: Vec<&str> = args.iter().copied().chain(["-n", &self.ns]).collect();
+        let out = kubectl(&args, m);
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        out
+    }
+}
+
 pub async fn apply_stores_defaulted_names_and_reapply_changes_nothing(
     crds: Crds,
 ) -> anyhow::Result<()> {
-    let Some(Ctx {
-        client,
-        ns,
-        controller: _controller,
-    }) = setup("wh-apply", crds).await?
-    else {
+    let Some(cx) = setup("wh-apply", crds).await? else {
         return Ok(());
     };
-    let api = blueprint_api(&client, &ns);
+    let api = cx.blueprints();
     let manifest = blueprint(
         "names",
         json!({
@@ -436,20 +457,13 @@ pub async fn apply_stores_defaulted_names_and_reapply_changes_nothing(
         }),
     );
 
-    for mode in [
-        &["apply", "-f", "-"][..],
-        &["apply", "--server-side", "-f", "-"][..],
+    for (mode, name) in [
+        (&["apply", "-f", "-"][..], "names"),
+        (&["apply", "--server-side", "-f", "-"][..], "names-ssa"),
     ] {
-        let name = if mode.len() == 3 {
-            "names"
-        } else {
-            "names-ssa"
-        };
         let mut m = manifest.clone();
         m["metadata"]["name"] = json!(name);
-        let args: Vec<&str> = mode.iter().copied().chain(["-n", &ns]).collect();
-        let out = kubectl(&args, &m);
-        assert!(out.status.success(), "{mode:?}: {}", text(&out.stderr));
+        cx.kubectl_ok(mode, &m);
         let stored = get(&api, name).await;
         let action = &stored["actions"]["backup"];
         assert_eq!(action["phases"][0]["name"], "phase0", "{stored}");
@@ -459,8 +473,7 @@ pub async fn apply_stores_defaulted_names_and_reapply_changes_nothing(
         let rv = stored["metadata"]["resourceVersion"].clone();
 
         // GitOps re-apply of the same manifest: no change at all.
-        let out = kubectl(&args, &m);
-        assert!(out.status.success(), "{mode:?}: {}", text(&out.stderr));
+        cx.kubectl_ok(mode, &m);
         let again = get(&api, name).await;
         assert_eq!(
             again["metadata"]["resourceVersion"], rv,
@@ -475,12 +488,7 @@ pub async fn apply_stores_defaulted_names_and_reapply_changes_nothing(
 /// `The Blueprint "<name>" is invalid: <path>: <message>`; API clients get the whole message,
 /// prefixed by `admission webhook "<name>" denied the request`.
 pub async fn defer_phase_list_of_two_is_denied_with_our_message(crds: Crds) -> anyhow::Result<()> {
-    let Some(Ctx {
-        client,
-        ns,
-        controller: _controller,
-    }) = setup("wh-defer", crds).await?
-    else {
+    let Some(cx) = setup("wh-defer", crds).await? else {
         return Ok(());
     };
     let m = blueprint(
@@ -493,7 +501,7 @@ pub async fn defer_phase_list_of_two_is_denied_with_our_message(crds: Crds) -> a
     // (ours as shipped, Kanister's once the controller relaxed it), so the list reaches the
     // webhook, which denies it with our explanation rather than the API server's
     // "strict decoding error: unknown field".
-    for err in kubectl_apply_refused(&ns, &m) {
+    for err in kubectl_apply_refused(&cx.ns, &m) {
         assert!(err.contains("actions.backup.deferPhase"), "{err}");
         assert!(
             err.contains("deferPhase takes exactly one phase, found a list of 2"),
@@ -501,14 +509,12 @@ pub async fn defer_phase_list_of_two_is_denied_with_our_message(crds: Crds) -> a
         );
         assert!(!err.contains("strict decoding error"), "{err}");
     }
-    let api = blueprint_api(&client, &ns);
-    let obj: DynamicObject = serde_json::from_value(m)?;
     for dry_run in [false, true] {
-        let pp = PostParams {
-            dry_run,
-            ..Default::default()
-        };
-        let err = api.create(&pp, &obj).await.expect_err("denied").to_string();
+        let err = cx
+            .create(&m, dry_run)
+            .await
+            .expect_err("denied")
+            .to_string();
         assert!(
             err.contains("admission webhook \"mutate.blueprints.e2e.blueprint-operator.io\" denied the request"),
             "{err}"
@@ -519,19 +525,14 @@ pub async fn defer_phase_list_of_two_is_denied_with_our_message(crds: Crds) -> a
             "{err}"
         );
     }
-    assert!(api.get_opt("two-defers").await?.is_none());
+    assert!(cx.blueprints().get_opt("two-defers").await?.is_none());
     Ok(())
 }
 
 pub async fn missing_required_argument_is_denied_with_its_location(
     crds: Crds,
 ) -> anyhow::Result<()> {
-    let Some(Ctx {
-        client,
-        ns,
-        controller: _controller,
-    }) = setup("wh-args", crds).await?
-    else {
+    let Some(cx) = setup("wh-args", crds).await? else {
         return Ok(());
     };
     let m = blueprint(
@@ -540,7 +541,7 @@ pub async fn missing_required_argument_is_denied_with_its_location(
             "backup": {"phases": [{"name": "dump", "func": "KubeTask", "args": {"image": "busybox"}}]},
         }),
     );
-    for err in kubectl_apply_refused(&ns, &m) {
+    for err in kubectl_apply_refused(&cx.ns, &m) {
         assert!(
             err.contains("The Blueprint \"no-command\" is invalid"),
             "{err}"
@@ -550,54 +551,30 @@ pub async fn missing_required_argument_is_denied_with_its_location(
             "{err}"
         );
     }
-    let api = blueprint_api(&client, &ns);
-    let obj: DynamicObject = serde_json::from_value(m)?;
-    let err = api
-        .create(&PostParams::default(), &obj)
-        .await
-        .expect_err("denied")
-        .to_string();
+    let err = cx.create(&m, false).await.expect_err("denied").to_string();
     assert!(
         err.contains("validate.blueprints.e2e.blueprint-operator.io\" denied the request"),
         "{err}"
     );
-    assert!(api.get_opt("no-command").await?.is_none());
+    assert!(cx.blueprints().get_opt("no-command").await?.is_none());
     Ok(())
 }
 
 pub async fn server_dry_run_gives_the_same_mutation_and_stores_nothing(
     crds: Crds,
 ) -> anyhow::Result<()> {
-    let Some(Ctx {
-        client,
-        ns,
-        controller: _controller,
-    }) = setup("wh-dry", crds).await?
-    else {
+    let Some(cx) = setup("wh-dry", crds).await? else {
         return Ok(());
     };
     let m = blueprint("dry", json!({"backup": {"phases": [kubetask(None)]}}));
-    let out = kubectl(
-        &[
-            "apply",
-            "--dry-run=server",
-            "-o",
-            "json",
-            "-f",
-            "-",
-            "-n",
-            &ns,
-        ],
-        &m,
-    );
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = cx.kubectl_ok(&["apply", "--dry-run=server", "-o", "json", "-f", "-"], &m);
     let shown: Value = serde_json::from_slice(&out.stdout)?;
     assert_eq!(
         shown["actions"]["backup"]["phases"][0]["name"], "phase0",
         "{shown}"
     );
     assert!(
-        blueprint_api(&client, &ns).get_opt("dry").await?.is_none(),
+        cx.blueprints().get_opt("dry").await?.is_none(),
         "dry-run stored the object"
     );
     Ok(())
@@ -608,12 +585,7 @@ pub async fn server_dry_run_gives_the_same_mutation_and_stores_nothing(
 /// the element to `{}` before admission) and is stored as the phase itself: by a plain create
 /// and by `kubectl apply` (strict field validation).
 pub async fn one_element_defer_phase_list_becomes_the_phase(crds: Crds) -> anyhow::Result<()> {
-    let Some(Ctx {
-        client,
-        ns,
-        controller: _controller,
-    }) = setup("wh-one", crds).await?
-    else {
+    let Some(cx) = setup("wh-one", crds).await? else {
         return Ok(());
     };
     let m = blueprint(
@@ -622,13 +594,11 @@ pub async fn one_element_defer_phase_list_becomes_the_phase(crds: Crds) -> anyho
             "backup": {"phases": [kubetask(Some("dump"))], "deferPhase": [kubetask(Some("cleanup"))]},
         }),
     );
-    let obj: DynamicObject = serde_json::from_value(m.clone())?;
-    let api = blueprint_api(&client, &ns);
-    api.create(&PostParams::default(), &obj).await?;
+    cx.create(&m, false).await?;
     let mut applied = m;
     applied["metadata"]["name"] = json!("one-defer-kubectl");
-    let out = kubectl(&["apply", "-f", "-", "-n", &ns], &applied);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    cx.kubectl_ok(&["apply", "-f", "-"], &applied);
+    let api = cx.blueprints();
     for name in ["one-defer", "one-defer-kubectl"] {
         let stored = get(&api, name).await;
         let defer = &stored["actions"]["backup"]["deferPhase"];
@@ -642,26 +612,20 @@ pub async fn one_element_defer_phase_list_becomes_the_phase(crds: Crds) -> anyho
 
 /// Normalization changes nothing in a Blueprint that has nothing to normalize.
 pub async fn blueprint_without_defer_phase_is_stored_as_written(crds: Crds) -> anyhow::Result<()> {
-    let Some(Ctx {
-        client,
-        ns,
-        controller: _controller,
-    }) = setup("wh-plain", crds).await?
-    else {
+    let Some(cx) = setup("wh-plain", crds).await? else {
         return Ok(());
     };
     let actions = json!({
         "backup": {"kind": "Deployment", "phases": [kubetask(Some("dump")), kubetask(Some("upload"))]},
         "restore": {"phases": [kubetask(Some("load"))], "secretNames": ["creds"]},
     });
-    let api = blueprint_api(&client, &ns);
-    let obj: DynamicObject = serde_json::from_value(blueprint("plain", actions.clone()))?;
-    api.create(&PostParams::default(), &obj).await?;
-    let out = kubectl(
-        &["apply", "-f", "-", "-n", &ns],
+    cx.create(&blueprint("plain", actions.clone()), false)
+        .await?;
+    cx.kubectl_ok(
+        &["apply", "-f", "-"],
         &blueprint("plain-kubectl", actions.clone()),
     );
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let api = cx.blueprints();
     for name in ["plain", "plain-kubectl"] {
         let stored = get(&api, name).await;
         assert_eq!(stored["actions"], actions, "{name}");
@@ -676,23 +640,16 @@ pub async fn every_corpus_blueprint_is_accepted_through_the_api_server(
     if docs.is_empty() {
         return Ok(());
     }
-    let Some(Ctx {
-        client,
-        ns,
-        controller: _controller,
-    }) = setup("wh-corpus", crds).await?
-    else {
+    let Some(cx) = setup("wh-corpus", crds).await? else {
         return Ok(());
     };
-    let api = blueprint_api(&client, &ns);
     let mut failures = Vec::new();
     for (i, (path, doc)) in docs.iter().enumerate() {
         let mut doc = doc.clone();
         // Names repeat across the two corpus folders.
         let name = format!("corpus-{i}");
         doc["metadata"] = json!({"name": name});
-        let obj: DynamicObject = serde_json::from_value(doc)?;
-        match api.create(&PostParams::default(), &obj).await {
+        match cx.create(&doc, false).await {
             Ok(created) => {
                 let v = serde_json::to_value(created)?;
                 for (action, a) in v["actions"].as_object().into_iter().flatten() {
@@ -725,22 +682,16 @@ pub async fn every_corpus_blueprint_is_accepted_through_the_api_server(
 }
 
 pub async fn action_schedule_must_name_an_existing_action(crds: Crds) -> anyhow::Result<()> {
-    let Some(Ctx {
-        client,
-        ns,
-        controller: _controller,
-    }) = setup("wh-sched", crds).await?
-    else {
+    let Some(cx) = setup("wh-sched", crds).await? else {
         return Ok(());
     };
-    let bp: DynamicObject = serde_json::from_value(blueprint(
+    let bp = blueprint(
         "bp",
         json!({"backup": {"phases": [kubetask(Some("dump"))]}}),
-    ))?;
-    blueprint_api(&client, &ns)
-        .create(&PostParams::default(), &bp)
-        .await?;
-    let api = schedule_api(&client, &ns);
+    );
+    cx.create(&bp, false).await?;
+    let api = schedule_api(&cx.client, &cx.ns);
+    let ns = &cx.ns;
     let sched = |name: &str, schedule: &str, action: &str| -> DynamicObject {
         serde_json::from_value(json!({
             "apiVersion": "blueprint-operator.io/v1alpha1",
@@ -780,21 +731,14 @@ pub async fn action_schedule_must_name_an_existing_action(crds: Crds) -> anyhow:
 }
 
 pub async fn warnings_reach_kubectl(crds: Crds) -> anyhow::Result<()> {
-    let Some(Ctx {
-        client: _client,
-        ns,
-        controller: _controller,
-    }) = setup("wh-warn", crds).await?
-    else {
+    let Some(cx) = setup("wh-warn", crds).await? else {
         return Ok(());
     };
     let m = blueprint(
         "warned",
         json!({"backup": {"phases": [kubetask(Some("my-phase"))]}}),
     );
-    let out = kubectl(&["apply", "-f", "-", "-n", &ns], &m);
-    let err = text(&out.stderr);
-    assert!(out.status.success(), "{err}");
+    let err = text(&cx.kubectl_ok(&["apply", "-f", "-"], &m).stderr);
     assert!(err.contains("Warning: actions.backup.phases[0].name: phase name 'my-phase' is not a Go template identifier"), "{err}");
     Ok(())
 }
