@@ -156,6 +156,15 @@ pub const PG_ROWS: &str = "CREATE TABLE items (id int PRIMARY KEY, name text, pr
 pub const PG_SELECT: &str =
     "SELECT id, name, price, coalesce(note, '<null>') FROM items ORDER BY id";
 
+/// Asserts that the table holds exactly `rows` (PG_SELECT's output before the backup).
+pub fn assert_pg_rows_back(ns: &str, rows: &str) {
+    assert_eq!(
+        psql(ns, PG_SELECT),
+        rows,
+        "exactly the rows written before the backup"
+    );
+}
+
 pub fn pg_action(ns: &str, name: &str, blueprint: &str, extra: Value) -> Value {
     let mut a = json!({
         "name": name, "blueprint": blueprint,
@@ -218,11 +227,7 @@ async fn corpus_postgres_blueprint_backs_up_restores_and_deletes_a_real_postgres
     )
     .await;
     assert_eq!(restore["status"]["state"], "complete", "{restore:#}");
-    assert_eq!(
-        psql(&ns, PG_SELECT),
-        rows,
-        "exactly the rows written before the backup"
-    );
+    assert_pg_rows_back(&ns, &rows);
 
     // The delete action renders `.Namespace.Name`: Kanister runs it on a namespace object
     // (`kanctl create actionset --action delete --from <backup> --namespacetargets <ns>`).

@@ -103,18 +103,9 @@ fn remove_kustomize_install() {
 /// Waits until no pod of the operator is left in its namespace.
 async fn operator_pods_gone() {
     support::poll(real::WAIT, || async {
-        kubectl(&[
-            "get",
-            "pods",
-            "-n",
-            NS,
-            "-l",
-            "app.kubernetes.io/name=blueprint-operator",
-            "-o",
-            "name",
-        ])
-        .ok()
-        .filter(|names| names.trim().is_empty())
+        real::pod_names(NS, "app.kubernetes.io/name=blueprint-operator")
+            .ok()
+            .filter(Vec::is_empty)
     })
     .await
     .unwrap_or_else(|e| panic!("the operator's pods did not end: {e}"));

@@ -15,7 +15,8 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 
 use crate::databases::{
-    PG_PASSWORD, PG_ROWS, PG_SELECT, PG_STS, apply_in, corpus_blueprint, exec, keys, postgres, psql,
+    PG_PASSWORD, PG_ROWS, PG_SELECT, PG_STS, apply_in, assert_pg_rows_back, corpus_blueprint, exec,
+    keys, postgres, psql,
 };
 use crate::functions::run_spec;
 use crate::install::{NS, apply_yaml};
@@ -35,24 +36,7 @@ struct ControllerEnv(&'static str);
 
 impl ControllerEnv {
     async fn set(name: &'static str, value: &str) -> Self {
-        let pods = || {
-            kubectl(&[
-                "get",
-                "pods",
-                "-n",
-                NS,
-                "-l",
-                "app.kubernetes.io/component=controller",
-                "-o",
-                "jsonpath={.items[*].metadata.name}",
-            ])
-            .map(|names| {
-                names
-                    .split_whitespace()
-                    .map(str::to_string)
-                    .collect::<Vec<_>>()
-            })
-        };
+        let pods = || crate::real::pod_names(NS, "app.kubernetes.io/component=controller");
         let before = pods().unwrap();
         kubectl(&[
             "set",
@@ -287,11 +271,7 @@ data:
         host.as_str(),
         "{restore:#}"
     );
-    assert_eq!(
-        psql(&ns, PG_SELECT),
-        rows,
-        "exactly the rows written before the backup"
-    );
+    assert_pg_rows_back(&ns, &rows);
 
     // delete: a KubeTask (ghcr.io/kanisterio/kanister-tools:0.117.0) removes the dump; it renders
     // `.Namespace.Name`, so it runs on the namespace (as `kanctl --namespacetargets`).

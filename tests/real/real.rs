@@ -99,6 +99,21 @@ pub fn tools_pod(name: &str, script: &str) -> serde_json::Value {
     pod(name, &tools_image(), &["bash", "-c", script])
 }
 
+/// The names of the pods in `ns` that `selector` selects.
+pub fn pod_names(ns: &str, selector: &str) -> anyhow::Result<Vec<String>> {
+    let names = kubectl(&[
+        "get",
+        "pods",
+        "-n",
+        ns,
+        "-l",
+        selector,
+        "-o",
+        "jsonpath={.items[*].metadata.name}",
+    ])?;
+    Ok(names.split_whitespace().map(str::to_string).collect())
+}
+
 /// `kubectl get ... -o json`, parsed.
 pub fn get_json(args: &[&str]) -> serde_json::Value {
     let mut all = args.to_vec();
