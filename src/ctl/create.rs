@@ -30,27 +30,8 @@ pub struct CreateArgs {
     /// Action of the Blueprint to run (with --from: instead of the run's, e.g. `restore`).
     #[arg(long)]
     pub action: Option<String>,
-    /// The action's object: `KIND/NAMESPACE/NAME` with KIND deployment, statefulset,
-    /// deploymentconfig or pvc; `namespace/NAME`; or `GROUP/VERSION/RESOURCE/NAMESPACE/NAME`
-    /// (`VERSION/RESOURCE/NAMESPACE/NAME` for the core group). Repeat for one action per object.
-    #[arg(long = "object", value_name = "KIND/NAMESPACE/NAME")]
-    pub objects: Vec<String>,
-    /// Profile: `NAMESPACE/NAME`, or `NAME` in the ActionSet's namespace.
-    #[arg(long)]
-    pub profile: Option<String>,
-    /// Options, `KEY=VALUE` (comma-separated or repeated).
-    #[arg(long, value_delimiter = ',', value_name = "KEY=VALUE")]
-    pub options: Vec<String>,
-    /// Secrets, `REF=NAMESPACE/NAME` (comma-separated or repeated).
-    #[arg(long, value_delimiter = ',', value_name = "REF=NAMESPACE/NAME")]
-    pub secrets: Vec<String>,
-    /// ConfigMaps, `REF=NAMESPACE/NAME` (comma-separated or repeated).
-    #[arg(
-        long = "config-maps",
-        value_delimiter = ',',
-        value_name = "REF=NAMESPACE/NAME"
-    )]
-    pub config_maps: Vec<String>,
+    #[command(flatten)]
+    pub input: InputArgs,
     /// Restore from this ActionSet (a complete run): its objects, Profile and output artifacts
     /// become the new ActionSet's input.
     #[arg(long, value_name = "ACTIONSET", conflicts_with = "from_schedule")]
@@ -81,6 +62,32 @@ pub struct CreateArgs {
     pub exclusive_wait_timeout: Option<String>,
 }
 
+/// What an action runs on and with: shared by `create` and `render`.
+#[derive(Clone, Debug, Default, Args)]
+pub struct InputArgs {
+    /// The action's object: `KIND/NAMESPACE/NAME` with KIND deployment, statefulset,
+    /// deploymentconfig or pvc; `namespace/NAME`; or `GROUP/VERSION/RESOURCE/NAMESPACE/NAME`
+    /// (`VERSION/RESOURCE/NAMESPACE/NAME` for the core group). Repeat for one action per object.
+    #[arg(long = "object", value_name = "KIND/NAMESPACE/NAME")]
+    pub objects: Vec<String>,
+    /// Profile: `NAMESPACE/NAME`, or `NAME` in the ActionSet's namespace.
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// Options, `KEY=VALUE` (comma-separated or repeated).
+    #[arg(long, value_delimiter = ',', value_name = "KEY=VALUE")]
+    pub options: Vec<String>,
+    /// Secrets, `REF=NAMESPACE/NAME` (comma-separated or repeated).
+    #[arg(long, value_delimiter = ',', value_name = "REF=NAMESPACE/NAME")]
+    pub secrets: Vec<String>,
+    /// ConfigMaps, `REF=NAMESPACE/NAME` (comma-separated or repeated).
+    #[arg(
+        long = "config-maps",
+        value_delimiter = ',',
+        value_name = "REF=NAMESPACE/NAME"
+    )]
+    pub config_maps: Vec<String>,
+}
+
 impl CreateArgs {
     fn source(&self) -> Option<&str> {
         self.from.as_deref().or(self.from_schedule.as_deref())
@@ -101,22 +108,23 @@ pub struct Request {
 
 /// Parses the flags; `namespace` completes a Profile given by name alone.
 pub fn request(args: &CreateArgs, namespace: &str) -> Result<Request, CtlError> {
+    let input = &args.input;
     Ok(Request {
         action: args.action.clone().filter(|a| !a.is_empty()),
         blueprint: args.blueprint.clone().filter(|b| !b.is_empty()),
-        objects: args
+        objects: input
             .objects
             .iter()
             .map(|o| parse_object(o))
             .collect::<Result<_, _>>()?,
-        profile: args
+        profile: input
             .profile
             .as_deref()
             .map(|p| parse_profile(p, namespace))
             .transpose()?,
-        options: parse_options(&args.options)?,
-        secrets: parse_references(&args.secrets, "--secrets")?,
-        config_maps: parse_references(&args.config_maps, "--config-maps")?,
+        options: parse_options(&input.options)?,
+        secrets: parse_references(&input.secrets, "--secrets")?,
+        config_maps: parse_references(&input.config_maps, "--config-maps")?,
     })
 }
 

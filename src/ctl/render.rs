@@ -16,7 +16,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::connect::Conn;
-use super::create::{self, CreateArgs};
+use super::create::{self, CreateArgs, InputArgs};
 use super::output::{self, Format};
 use super::{CtlError, Done};
 use crate::executor::machine::{self, ActionRecord};
@@ -40,22 +40,8 @@ pub struct RenderArgs {
     /// Action to render (with --from: default the run's action).
     #[arg(long)]
     pub action: Option<String>,
-    /// The action's object, as `create --object`.
-    #[arg(long = "object", value_name = "KIND/NAMESPACE/NAME")]
-    pub objects: Vec<String>,
-    /// Profile: `NAMESPACE/NAME`, or `NAME`.
-    #[arg(long)]
-    pub profile: Option<String>,
-    #[arg(long, value_delimiter = ',', value_name = "KEY=VALUE")]
-    pub options: Vec<String>,
-    #[arg(long, value_delimiter = ',', value_name = "REF=NAMESPACE/NAME")]
-    pub secrets: Vec<String>,
-    #[arg(
-        long = "config-maps",
-        value_delimiter = ',',
-        value_name = "REF=NAMESPACE/NAME"
-    )]
-    pub config_maps: Vec<String>,
+    #[command(flatten)]
+    pub input: InputArgs,
     /// Render as an ActionSet restoring from this run would run (its artifacts as input).
     #[arg(long, value_name = "ACTIONSET")]
     pub from: Option<String>,
@@ -73,11 +59,7 @@ impl RenderArgs {
         CreateArgs {
             blueprint: Some(blueprint.to_string()).filter(|b| !b.is_empty()),
             action: self.action.clone(),
-            objects: self.objects.clone(),
-            profile: self.profile.clone(),
-            options: self.options.clone(),
-            secrets: self.secrets.clone(),
-            config_maps: self.config_maps.clone(),
+            input: self.input.clone(),
             from: self.from.clone(),
             ..CreateArgs::default()
         }
