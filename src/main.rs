@@ -85,17 +85,11 @@ fn main() -> ExitCode {
 
 /// Runs a long-lived server on a multi-threaded Tokio runtime; exit 1 on error.
 fn serve(server: impl std::future::Future<Output = anyhow::Result<()>>) -> ExitCode {
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the Tokio runtime: {e}");
-            return ExitCode::from(2);
-        }
+    let done = match blueprint_operator::app::block_on(true, server) {
+        Ok(done) => done,
+        Err(code) => return code,
     };
-    match rt.block_on(server) {
+    match done {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!(

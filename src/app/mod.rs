@@ -15,3 +15,23 @@ pub mod leader;
 pub mod logging;
 pub mod shutdown;
 pub mod webhook;
+
+/// Runs `work` to completion on a new Tokio runtime (multi-threaded for the servers, one thread
+/// for the commands), or says why the runtime could not start and gives exit code 2.
+pub fn block_on<F: std::future::Future>(
+    multi_thread: bool,
+    work: F,
+) -> Result<F::Output, std::process::ExitCode> {
+    let mut builder = if multi_thread {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    match builder.enable_all().build() {
+        Ok(rt) => Ok(rt.block_on(work)),
+        Err(e) => {
+            eprintln!("error: cannot start the Tokio runtime: {e}");
+            Err(std::process::ExitCode::from(2))
+        }
+    }
+}

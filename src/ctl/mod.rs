@@ -98,17 +98,11 @@ pub enum Done {
 /// Exit codes: 0 done, 1 the run (or a rendered template) failed, 2 bad
 /// input, kubeconfig or API error.
 pub fn run(args: CtlArgs) -> ExitCode {
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the Tokio runtime: {e}");
-            return ExitCode::from(2);
-        }
+    let done = match crate::app::block_on(false, dispatch(args)) {
+        Ok(done) => done,
+        Err(code) => return code,
     };
-    match rt.block_on(dispatch(args)) {
+    match done {
         Ok(Done::Ok) => ExitCode::SUCCESS,
         Ok(Done::Failed) => ExitCode::from(1),
         Err(e) => {
