@@ -91,6 +91,11 @@ impl<'a> Args<'a> {
         self.decode(name, weak::boolean)
     }
 
+    /// An optional boolean, `false` when absent (`insecureTLS`, `reclaimSpace`).
+    pub fn flag(&self, name: &str) -> Result<bool, FunctionError> {
+        Ok(self.opt_bool(name)?.unwrap_or(false))
+    }
+
     /// A list of strings; a single value is a one-element list, an empty map an empty list.
     pub fn opt_string_list(&self, name: &str) -> Result<Option<Vec<String>>, FunctionError> {
         self.decode(name, weak::strings)

@@ -13,12 +13,13 @@
 //! Differences from Kanister: see [`super::restic`]; more IDs/tags than
 //! artifact prefixes is an argument error (Kanister indexes out of range).
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::args::Args;
 use super::backup_data::{encryption_key, non_empty};
-use super::data_pod::{self, PodOptions};
-use super::restic::{self, Profile, Repository, Snapshot};
+use super::data_pod;
+use super::profile;
+use super::restic::{self, Repository, Snapshot, Target};
 use super::restore_data::snapshot_arg;
 use super::{Context, FunctionError, Output};
 
@@ -53,74 +54,59 @@ pub fn snapshot(a: &Args) -> Result<Snapshot, FunctionError> {
         .map_err(|_| FunctionError::failed(NAME, "Require one argument: backupID or backupTag"))
 }
 
-pub async fn run(
-    ctx: &Context,
-    args: &Map<String, Value>,
-    params: &Value,
-) -> Result<Output, FunctionError> {
-    let a = Args::new(NAME, args);
-    a.check_supported()?;
-    let namespace = non_empty(&a, "namespace")?;
-    let prefix = non_empty(&a, "backupArtifactPrefix")?;
-    let snapshot = snapshot(&a)?;
-    let key = encryption_key(&a)?;
-    let reclaim = a.opt_bool("reclaimSpace")?.unwrap_or(false);
-    let insecure_tls = a.opt_bool("insecureTLS")?.unwrap_or(false);
-    let image = a
-        .opt_string("image")?
-        .filter(|s| !s.trim().is_empty())
-        .unwrap_or_else(data_pod::tools_image);
-    let extras = data_pod::pod_extras(&a, ctx)?;
-    let profile = Profile::from_params(params).map_err(|e| FunctionError::failed(NAME, e))?;
+pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, FunctionError> {
+    let namespace = non_empty(a, "namespace")?;
+    let prefix = non_empty(a, "backupArtifactPrefix")?;
+    let snapshot = snapshot(a)?;
+    let key = encryption_key(a)?;
+    let reclaim = a.flag("reclaimSpace")?;
+    let insecure_tls = a.flag("insecureTLS")?;
+    let image = data_pod::image_or_tools(a)?;
+    let extras = data_pod::pod_extras(a, ctx)?;
+    let profile = profile::for_function(NAME, params, "")?;
     let pairs = targets(&prefix, &snapshot)
         .map_err(|e| FunctionError::arg(NAME, "backupArtifactPrefix", e))?;
-    let opts = PodOptions {
-        namespace,
-        generate_name: JOB_PREFIX.into(),
-        image,
-        volumes: Default::default(),
-        pod_override: extras.pod_override,
-        labels: extras.labels,
-        annotations: extras.annotations,
-    };
-    let helper = data_pod::start(ctx, NAME, &opts).await?;
-    let result = delete_all(ctx, &helper, &profile, &pairs, &key, insecure_tls, reclaim).await;
-    helper.delete().await;
-    let freed = result?;
+    let snapshots = pairs
+        .into_iter()
+        .map(|(path, s)| (Repository::new(&profile, &path, &key, insecure_tls), s))
+        .collect::<Vec<_>>();
+    let opts = extras.options(&namespace, JOB_PREFIX, &image, Default::default());
+    data_pod::run_in(ctx, NAME, &opts, async |target| {
+        forget_all(ctx, NAME, target, &snapshots, reclaim).await
+    })
+    .await
+}
+
+/// Forgets each snapshot of its repository from `target` (a tag resolved to its snapshot ID
+/// first), each followed by `restic prune` when `reclaim`; outputs `spaceFreed`, the bytes the
+/// prunes freed as "<n> B".
+pub async fn forget_all(
+    ctx: &Context,
+    function: &'static str,
+    target: &Target<'_>,
+    snapshots: &[(Repository, Snapshot)],
+    reclaim: bool,
+) -> Result<Output, FunctionError> {
+    let mut freed = 0i64;
+    for (repo, snap) in snapshots {
+        let id = match snap {
+            Snapshot::Id(id) => id.clone(),
+            Snapshot::Tag(tag) => {
+                restic::snapshot_id_by_tag(ctx, function, target, repo, tag).await?
+            }
+        };
+        restic::forget(ctx, function, target, repo, &id).await?;
+        if reclaim {
+            let s = restic::prune(ctx, function, target, repo)
+                .await
+                .map_err(|e| restic::wrap(function, "Error executing prune command", e))?;
+            freed += restic::parse_restic_size_bytes(&s);
+        }
+    }
     Ok(match json!({"spaceFreed": format!("{freed} B")}) {
         Value::Object(m) => m,
         _ => Output::new(),
     })
-}
-
-async fn delete_all(
-    ctx: &Context,
-    helper: &data_pod::HelperPod,
-    profile: &Profile,
-    pairs: &[(String, Snapshot)],
-    key: &str,
-    insecure_tls: bool,
-    reclaim: bool,
-) -> Result<i64, FunctionError> {
-    let target = helper.target();
-    let mut freed = 0i64;
-    for (path, snap) in pairs {
-        let repo = Repository::new(profile, path, key, insecure_tls);
-        let id = match snap {
-            Snapshot::Id(id) => id.clone(),
-            Snapshot::Tag(tag) => {
-                restic::snapshot_id_by_tag(ctx, NAME, &target, &repo, tag).await?
-            }
-        };
-        restic::forget(ctx, NAME, &target, &repo, &id).await?;
-        if reclaim {
-            let s = restic::prune(ctx, NAME, &target, &repo)
-                .await
-                .map_err(|e| restic::wrap(NAME, "Error executing prune command", e))?;
-            freed += restic::parse_restic_size_bytes(&s);
-        }
-    }
-    Ok(freed)
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@
 //! available, on return); a `dbEngine` other than `PostgreSQL` is refused before anything is
 //! made (Kanister finds out after making the instance); see [`super::rds::dump`] for the pod.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::args::Args;
 use super::profile::Profile;
@@ -21,13 +21,7 @@ use super::{Context, FunctionError, Output, pod};
 
 const NAME: &str = "ExportRDSSnapshotToLocation";
 
-pub async fn run(
-    ctx: &Context,
-    args: &Map<String, Value>,
-    params: &Value,
-) -> Result<Output, FunctionError> {
-    let a = Args::new(NAME, args);
-    a.check_supported()?;
+pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, FunctionError> {
     let namespace = a.string("namespace")?;
     let instance_id = a.string("instanceID")?;
     let snapshot_id = a.string("snapshotID")?;
@@ -42,8 +36,8 @@ pub async fn run(
         .unwrap_or_else(|| "default".into());
     let labels = pod::merge_labels(a.opt_string_map("podLabels")?, &ctx.pod_labels);
     let annotations = pod::merge_labels(a.opt_string_map("podAnnotations")?, &ctx.pod_annotations);
-    let databases = rds::yaml_list(NAME, args, "databases")?;
-    let groups = rds::yaml_list(NAME, args, "securityGroupID")?;
+    let databases = rds::yaml_list(NAME, a.args, "databases")?;
+    let groups = rds::yaml_list(NAME, a.args, "securityGroupID")?;
     if engine != dump::POSTGRES_ENGINE {
         return Err(FunctionError::arg(
             NAME,
@@ -56,7 +50,7 @@ pub async fn run(
     }
     Profile::from_params(params)
         .map_err(|e| FunctionError::failed(NAME, format!("Profile Validation failed: {e}")))?;
-    let (rds, waits) = rds::connect(NAME, &a, params)?;
+    let (rds, waits) = rds::connect(NAME, a, params)?;
     let groups = match groups {
         Some(g) => g,
         None => rds

@@ -52,10 +52,8 @@ pub struct Spec {
     pub shared_dir: String,
 }
 
-pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, FunctionError> {
-    let a = Args::new(NAME, args);
-    a.check_supported()?;
-    let spec = decode(&a, &ctx.namespace)?;
+pub async fn run(ctx: &Context, a: &Args<'_>) -> Result<Output, FunctionError> {
+    let spec = decode(a, &ctx.namespace)?;
     let labels = merge_labels(a.opt_string_map("podLabels")?, &ctx.pod_labels);
     let annotations = merge_labels(a.opt_string_map("podAnnotations")?, &ctx.pod_annotations);
     let actionset_override = ctx.pod_override.as_ref().map(actionset_override);

@@ -41,13 +41,7 @@ pub struct Mount {
     pub read_only: bool,
 }
 
-pub async fn run(
-    ctx: &Context,
-    args: &Map<String, Value>,
-    params: &Value,
-) -> Result<Output, FunctionError> {
-    let a = Args::new(NAME, args);
-    a.check_supported()?;
+pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, FunctionError> {
     let namespace = a.string("namespace")?;
     let namespace = if namespace.is_empty() {
         ctx.namespace.clone()
@@ -60,7 +54,7 @@ pub async fn run(
     let service_account = a.opt_string("serviceaccount")?.unwrap_or_default();
     let labels = merge_labels(a.opt_string_map("podLabels")?, &ctx.pod_labels);
     let annotations = merge_labels(a.opt_string_map("podAnnotations")?, &ctx.pod_annotations);
-    let fail_on_error = a.opt_bool("failOnError")?.unwrap_or(false);
+    let fail_on_error = a.flag("failOnError")?;
     let pod_override = merge_overrides(a.opt_json_map("podOverride")?, ctx.pod_override.as_ref());
     let volumes = if volumes.is_empty() {
         workload_volumes(params).map_err(|m| FunctionError::failed(NAME, m))?

@@ -14,12 +14,13 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::args::Args;
 use super::backup_data::{encryption_key, non_empty};
-use super::data_pod::{self, PodOptions};
-use super::restic::{self, Profile, Repository, Snapshot};
+use super::data_pod;
+use super::profile;
+use super::restic::{self, Repository, Snapshot};
 use super::{Context, FunctionError, Output};
 
 const NAME: &str = "RestoreData";
@@ -60,22 +61,16 @@ pub fn fetch_pod_volumes(pod: &str, params: &Value) -> Result<BTreeMap<String, S
         .collect())
 }
 
-pub async fn run(
-    ctx: &Context,
-    args: &Map<String, Value>,
-    params: &Value,
-) -> Result<Output, FunctionError> {
-    let a = Args::new(NAME, args);
-    a.check_supported()?;
-    let namespace = non_empty(&a, "namespace")?;
-    let image = non_empty(&a, "image")?;
-    let prefix = non_empty(&a, "backupArtifactPrefix")?;
-    let extras = data_pod::pod_extras(&a, ctx)?;
+pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, FunctionError> {
+    let namespace = non_empty(a, "namespace")?;
+    let image = non_empty(a, "image")?;
+    let prefix = non_empty(a, "backupArtifactPrefix")?;
+    let extras = data_pod::pod_extras(a, ctx)?;
     let restore_path = a
         .opt_string("restorePath")?
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "/".into());
-    let key = encryption_key(&a)?;
+    let key = encryption_key(a)?;
     let pod = a.opt_string("pod")?.unwrap_or_default();
     let vols = a.opt_string_map("volumes")?.unwrap_or_default();
     if pod.is_empty() == vols.is_empty() {
@@ -84,36 +79,21 @@ pub async fn run(
             "Require one argument: pod or volumes",
         ));
     }
-    let snapshot = snapshot_arg(&a, "backupTag", "backupIdentifier")?;
-    let insecure_tls = a.opt_bool("insecureTLS")?.unwrap_or(false);
-    let profile = Profile::from_params(params).map_err(|e| FunctionError::failed(NAME, e))?;
+    let snapshot = snapshot_arg(a, "backupTag", "backupIdentifier")?;
+    let insecure_tls = a.flag("insecureTLS")?;
+    let profile = profile::for_function(NAME, params, "")?;
     let repo = Repository::new(&profile, &prefix, &key, insecure_tls);
     let vols = if vols.is_empty() {
         fetch_pod_volumes(&pod, params).map_err(|e| FunctionError::failed(NAME, e))?
     } else {
         vols
     };
-    let mut volumes = BTreeMap::new();
-    for (pvc, mount) in &vols {
-        volumes.insert(
-            pvc.clone(),
-            data_pod::pvc_mount(ctx, NAME, &namespace, pvc, mount).await?,
-        );
-    }
-    let opts = PodOptions {
-        namespace,
-        generate_name: JOB_PREFIX.into(),
-        image,
-        volumes,
-        pod_override: extras.pod_override,
-        labels: extras.labels,
-        annotations: extras.annotations,
-    };
-    let helper = data_pod::start(ctx, NAME, &opts).await?;
-    let result =
-        restic::restore(ctx, NAME, &helper.target(), &repo, &snapshot, &restore_path).await;
-    helper.delete().await;
-    let r = result?;
+    let volumes = data_pod::pvc_mounts(ctx, NAME, &namespace, &vols).await?;
+    let opts = extras.options(&namespace, JOB_PREFIX, &image, volumes);
+    let r = data_pod::run_in(ctx, NAME, &opts, async |target| {
+        restic::restore(ctx, NAME, target, &repo, &snapshot, &restore_path).await
+    })
+    .await?;
     r.phase_output(NAME)
         .map_err(|e| restic::wrap(NAME, "Failed to parse phase output", e))
 }

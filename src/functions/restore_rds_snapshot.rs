@@ -13,7 +13,7 @@
 //! Difference from Kanister: when deleting the existing Aurora cluster fails, the phase fails
 //! (Kanister returns success without restoring anything).
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::args::Args;
 use super::profile::Profile;
@@ -25,13 +25,7 @@ const NAME: &str = "RestoreRDSSnapshot";
 const AURORA_INSTANCE_SUFFIX: &str = "instance-1";
 const AURORA_INSTANCE_CLASS: &str = "db.r5.large";
 
-pub async fn run(
-    ctx: &Context,
-    args: &Map<String, Value>,
-    params: &Value,
-) -> Result<Output, FunctionError> {
-    let a = Args::new(NAME, args);
-    a.check_supported()?;
+pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, FunctionError> {
     let instance_id = a.string("instanceID")?;
     let snapshot_id = a.opt_string("snapshotID")?.unwrap_or_default();
     let engine = a.opt_string("dbEngine")?.unwrap_or_default();
@@ -40,7 +34,7 @@ pub async fn run(
         .unwrap_or_else(|| "default".into());
     let labels = pod::merge_labels(a.opt_string_map("podLabels")?, &ctx.pod_labels);
     let annotations = pod::merge_labels(a.opt_string_map("podAnnotations")?, &ctx.pod_annotations);
-    let groups = rds::yaml_list(NAME, args, "securityGroupID")?;
+    let groups = rds::yaml_list(NAME, a.args, "securityGroupID")?;
     // Without a snapshot: the dump's arguments are required.
     let dump_args = if snapshot_id.is_empty() {
         Some((
@@ -55,7 +49,7 @@ pub async fn run(
     };
     Profile::from_params(params)
         .map_err(|e| FunctionError::failed(NAME, format!("Error validating profile: {e}")))?;
-    let (rds, waits) = rds::connect(NAME, &a, params)?;
+    let (rds, waits) = rds::connect(NAME, a, params)?;
     let Some((prefix, backup_id, username, password, namespace)) = dump_args else {
         let groups = match groups {
             Some(g) => Some(g),

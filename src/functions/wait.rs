@@ -61,23 +61,17 @@ pub struct Conditions {
     pub list: Vec<Condition>,
 }
 
-pub async fn run(
-    ctx: &Context,
-    args: &Map<String, Value>,
-    params: &Value,
-) -> Result<Output, FunctionError> {
-    run_flavor(ctx, args, params, Flavor::JsonPath).await
+pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, FunctionError> {
+    run_flavor(ctx, a, params, Flavor::JsonPath).await
 }
 
 pub async fn run_flavor(
     ctx: &Context,
-    args: &Map<String, Value>,
+    a: &Args<'_>,
     params: &Value,
     flavor: Flavor,
 ) -> Result<Output, FunctionError> {
     let f = flavor.name();
-    let a = Args::new(f, args);
-    a.check_supported()?;
     let timeout_text = a.string("timeout")?;
     let timeout = crate::duration::parse_std(&timeout_text).map_err(|e| {
         FunctionError::arg(
