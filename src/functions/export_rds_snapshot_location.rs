@@ -17,7 +17,7 @@ use serde_json::Value;
 use super::args::Args;
 use super::profile::Profile;
 use super::rds::{self, dump, instance};
-use super::{Context, FunctionError, Output, pod};
+use super::{Context, FunctionError, Output, data_pod};
 
 const NAME: &str = "ExportRDSSnapshotToLocation";
 
@@ -34,8 +34,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
     let subnet_group = a
         .opt_string("dbSubnetGroup")?
         .unwrap_or_else(|| "default".into());
-    let labels = pod::merge_labels(a.opt_string_map("podLabels")?, &ctx.pod_labels);
-    let annotations = pod::merge_labels(a.opt_string_map("podAnnotations")?, &ctx.pod_annotations);
+    let extras = data_pod::pod_extras(a, ctx)?;
     let databases = rds::yaml_list(NAME, a.args, "databases")?;
     let groups = rds::yaml_list(NAME, a.args, "securityGroupID")?;
     if engine != dump::POSTGRES_ENGINE {
@@ -101,8 +100,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
         &username,
         &password,
         params,
-        labels,
-        annotations,
+        &extras,
     )
     .await;
     temporary.delete().await;
@@ -133,8 +131,7 @@ async fn export(
     username: &str,
     password: &str,
     params: &Value,
-    labels: std::collections::BTreeMap<String, String>,
-    annotations: std::collections::BTreeMap<String, String>,
+    extras: &data_pod::PodExtras,
 ) -> Result<Output, FunctionError> {
     let described = rds.describe_db_instances(tmp).await.map_err(|e| {
         FunctionError::rds(
@@ -152,30 +149,16 @@ async fn export(
     })?;
     let backup_id = format!("backup-{}.tar.gz", super::restic::random_tag());
     let script = dump::backup_script(&host, prefix, &backup_id, databases);
-    let pod = dump::DumpPod {
-        namespace,
-        image: dump::DEFAULT_IMAGE,
-        labels,
-        annotations,
-        pod_override: ctx.pod_override.clone(),
-    };
-    dump::run(
-        ctx,
-        NAME,
-        pod,
-        &script,
-        username,
-        password,
-        &params["Profile"],
-    )
-    .await
-    .map_err(|e| {
-        FunctionError::failed(
-            NAME,
-            format!(
-                "Unable to extract and push db dump to location: {}",
-                inner(&e)
-            ),
-        )
-    })
+    let pod = dump::pod(extras, namespace);
+    dump::run(ctx, NAME, &pod, &script, username, password, params)
+        .await
+        .map_err(|e| {
+            FunctionError::failed(
+                NAME,
+                format!(
+                    "Unable to extract and push db dump to location: {}",
+                    inner(&e)
+                ),
+            )
+        })
 }

@@ -18,7 +18,7 @@ use serde_json::Value;
 use super::args::Args;
 use super::profile::Profile;
 use super::rds::{self, RdsClient, Waits, dump, error, instance, wait};
-use super::{Context, FunctionError, Output, pod};
+use super::{Context, FunctionError, Output, data_pod};
 
 const NAME: &str = "RestoreRDSSnapshot";
 /// Kanister's instance of a restored Aurora cluster.
@@ -32,8 +32,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
     let subnet_group = a
         .opt_string("dbSubnetGroup")?
         .unwrap_or_else(|| "default".into());
-    let labels = pod::merge_labels(a.opt_string_map("podLabels")?, &ctx.pod_labels);
-    let annotations = pod::merge_labels(a.opt_string_map("podAnnotations")?, &ctx.pod_annotations);
+    let extras = data_pod::pod_extras(a, ctx)?;
     let groups = rds::yaml_list(NAME, a.args, "securityGroupID")?;
     // Without a snapshot: the dump's arguments are required.
     let dump_args = if snapshot_id.is_empty() {
@@ -106,32 +105,18 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
     })?;
     let version = i.engine_version.unwrap_or_default();
     let script = dump::restore_script(&host, &prefix, &backup_id, &version)
-        .map_err(|m| FunctionError::failed(NAME, m))?;
-    let pod = dump::DumpPod {
-        namespace: &namespace,
-        image: dump::DEFAULT_IMAGE,
-        labels,
-        annotations,
-        pod_override: ctx.pod_override.clone(),
-    };
-    dump::run(
-        ctx,
-        NAME,
-        pod,
-        &script,
-        &username,
-        &password,
-        &params["Profile"],
-    )
-    .await
-    .map_err(|e| {
-        let s = e.to_string();
-        let inner = s.strip_prefix(&format!("{NAME}: ")).unwrap_or(&s);
-        FunctionError::failed(
-            NAME,
-            format!("Failed to restore RDS from dump. InstanceID={instance_id}: {inner}"),
-        )
-    })?;
+        .map_err(|e| FunctionError::failed(NAME, e.to_string()))?;
+    let pod = dump::pod(&extras, &namespace);
+    dump::run(ctx, NAME, &pod, &script, &username, &password, params)
+        .await
+        .map_err(|e| {
+            let s = e.to_string();
+            let inner = s.strip_prefix(&format!("{NAME}: ")).unwrap_or(&s);
+            FunctionError::failed(
+                NAME,
+                format!("Failed to restore RDS from dump. InstanceID={instance_id}: {inner}"),
+            )
+        })?;
     let mut out = Output::new();
     out.insert("endpoint".into(), host.into());
     Ok(out)
