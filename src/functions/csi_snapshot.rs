@@ -240,9 +240,14 @@ pub fn create_output(name: &str, pvc: &str, namespace: &str, data: &Value) -> Ou
     out
 }
 
+/// A VolumeSnapshot's `status.error`: its message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SnapshotError(pub String);
+
 /// Readiness as Kanister's `isReadyToUse`: `Ok(true)` when `readyToUse` and
-/// `creationTime` are set, `Err(message)` when the status has an error.
-pub fn ready_state(data: &Value) -> Result<bool, String> {
+/// `creationTime` are set, `Err` when the status has an error.
+pub fn ready_state(data: &Value) -> Result<bool, SnapshotError> {
     let Some(status) = data.get("status").filter(|s| s.is_object()) else {
         return Ok(false);
     };
@@ -251,7 +256,7 @@ pub fn ready_state(data: &Value) -> Result<bool, String> {
             .get("message")
             .and_then(Value::as_str)
             .unwrap_or("(the error has no message)");
-        return Err(msg.to_string());
+        return Err(SnapshotError(msg.to_string()));
     }
     Ok(status.get("readyToUse") == Some(&Value::Bool(true))
         && status.get("creationTime").is_some_and(|t| !t.is_null()))
@@ -278,7 +283,7 @@ pub(crate) async fn wait_ready(
         match ready_state(&snap.data) {
             Ok(true) => return Ok(snap),
             Ok(false) => {}
-            Err(msg) if msg.contains(TRANSIENT) && transient < TRANSIENT_RETRIES => {
+            Err(SnapshotError(msg)) if msg.contains(TRANSIENT) && transient < TRANSIENT_RETRIES => {
                 transient += 1;
             }
             Err(msg) => {
@@ -564,7 +569,7 @@ mod tests {
         );
         assert_eq!(
             ready_state(&json!({"status": {"error": {"message": "no space", "time": "x"}}})),
-            Err("no space".into())
+            Err(SnapshotError("no space".into()))
         );
     }
 

@@ -27,19 +27,33 @@ const NAME: &str = "DeleteData";
 /// Kanister's `deleteDataJobPrefix`.
 pub const JOB_PREFIX: &str = "delete-data-";
 
+/// More snapshots than artifact prefixes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{arg} lists {snapshots} snapshots but backupArtifactPrefix only {paths} paths (give one path per snapshot, space-separated)"
+)]
+pub struct TooManySnapshots {
+    pub arg: &'static str,
+    pub snapshots: usize,
+    pub paths: usize,
+}
+
 /// The (artifact prefix, snapshot) pairs to forget, Kanister's `strings.Fields` pairing.
-pub fn targets(prefixes: &str, snapshot: &Snapshot) -> Result<Vec<(String, Snapshot)>, String> {
+pub fn targets(
+    prefixes: &str,
+    snapshot: &Snapshot,
+) -> Result<Vec<(String, Snapshot)>, TooManySnapshots> {
     let paths: Vec<&str> = prefixes.split_whitespace().collect();
     let (names, arg, make): (Vec<&str>, &str, fn(String) -> Snapshot) = match snapshot {
         Snapshot::Id(s) => (s.split_whitespace().collect(), "backupID", Snapshot::Id),
         Snapshot::Tag(s) => (s.split_whitespace().collect(), "backupTag", Snapshot::Tag),
     };
     if names.len() > paths.len() {
-        return Err(format!(
-            "{arg} lists {} snapshots but backupArtifactPrefix only {} paths (give one path per snapshot, space-separated)",
-            names.len(),
-            paths.len()
-        ));
+        return Err(TooManySnapshots {
+            arg,
+            snapshots: names.len(),
+            paths: paths.len(),
+        });
     }
     Ok(names
         .iter()
@@ -65,7 +79,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
     let extras = data_pod::pod_extras(a, ctx)?;
     let profile = profile::for_function(NAME, params, "")?;
     let pairs = targets(&prefix, &snapshot)
-        .map_err(|e| FunctionError::arg(NAME, "backupArtifactPrefix", e))?;
+        .map_err(|e| FunctionError::arg(NAME, "backupArtifactPrefix", e.to_string()))?;
     let snapshots = pairs
         .into_iter()
         .map(|(path, s)| (Repository::new(&profile, &path, &key, insecure_tls), s))
@@ -149,7 +163,9 @@ mod tests {
         );
         let t = targets("a b", &Snapshot::Tag("x".into())).unwrap();
         assert_eq!(t, vec![("a".to_string(), Snapshot::Tag("x".into()))]);
-        let e = targets("a", &Snapshot::Tag("x y".into())).unwrap_err();
+        let e = targets("a", &Snapshot::Tag("x y".into()))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("backupTag lists 2 snapshots but backupArtifactPrefix only 1"),
             "{e}"

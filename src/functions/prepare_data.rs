@@ -57,7 +57,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
     let fail_on_error = a.flag("failOnError")?;
     let pod_override = merge_overrides(a.opt_json_map("podOverride")?, ctx.pod_override.as_ref());
     let volumes = if volumes.is_empty() {
-        workload_volumes(params).map_err(|m| FunctionError::failed(NAME, m))?
+        workload_volumes(params).map_err(|e| FunctionError::failed(NAME, e.to_string()))?
     } else {
         volumes
     };
@@ -97,15 +97,26 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
     log.output(NAME)
 }
 
+/// Why PrepareData has no volumes to mount.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoVolumes {
+    #[error(
+        "Failed to get volumes: `volumes` is not given and the action's object is not a Deployment or StatefulSet"
+    )]
+    NoWorkload,
+    #[error(
+        "No volumes found: the action's workload has no running pod with a PVC; give `volumes` (PVC name: mount path)"
+    )]
+    NoPvc,
+}
+
 /// Kanister's `getVolumes`: every PVC of the action's Deployment or
 /// StatefulSet, mounted at `/mnt/prepare_data/<pvc>`.
-pub fn workload_volumes(params: &Value) -> Result<BTreeMap<String, String>, String> {
+pub fn workload_volumes(params: &Value) -> Result<BTreeMap<String, String>, NoVolumes> {
     let pvcs = ["Deployment", "StatefulSet"]
         .iter()
         .find_map(|k| params.get(*k).filter(|v| v.is_object()))
-        .ok_or_else(|| {
-            "Failed to get volumes: `volumes` is not given and the action's object is not a Deployment or StatefulSet".to_string()
-        })?
+        .ok_or(NoVolumes::NoWorkload)?
         .get("PersistentVolumeClaims");
     let mut vols = BTreeMap::new();
     for claims in pvcs
@@ -118,7 +129,7 @@ pub fn workload_volumes(params: &Value) -> Result<BTreeMap<String, String>, Stri
         }
     }
     if vols.is_empty() {
-        return Err("No volumes found: the action's workload has no running pod with a PVC; give `volumes` (PVC name: mount path)".into());
+        return Err(NoVolumes::NoPvc);
     }
     Ok(vols)
 }
@@ -269,10 +280,13 @@ mod tests {
                 ("logs-db-1".into(), "/mnt/prepare_data/logs-db-1".into()),
             ])
         );
-        let e =
-            workload_volumes(&json!({"Deployment": {"PersistentVolumeClaims": {}}})).unwrap_err();
+        let e = workload_volumes(&json!({"Deployment": {"PersistentVolumeClaims": {}}}))
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("No volumes found"), "{e}");
-        let e = workload_volumes(&json!({"Namespace": {"Name": "x"}})).unwrap_err();
+        let e = workload_volumes(&json!({"Namespace": {"Name": "x"}}))
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("Failed to get volumes"), "{e}");
     }
 }

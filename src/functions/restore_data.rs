@@ -41,20 +41,34 @@ pub fn snapshot_arg(a: &Args, tag_arg: &str, id_arg: &str) -> Result<Snapshot, F
     }
 }
 
+/// Why the volumes of a pod are not known (Kanister's texts, with a hint).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PodVolumesError {
+    #[error(
+        "Invalid Template Params (pod needs the ActionSet's object to be a Deployment or StatefulSet; give `volumes` instead)"
+    )]
+    NoWorkload,
+    #[error("Failed to find volumes for the Pod: {0}")]
+    NotFound(String),
+}
+
 /// Kanister's `FetchPodVolumes`: PVC → mount path of `pod` from the
 /// `.Deployment` or `.StatefulSet` template parameter.
-pub fn fetch_pod_volumes(pod: &str, params: &Value) -> Result<BTreeMap<String, String>, String> {
+pub fn fetch_pod_volumes(
+    pod: &str,
+    params: &Value,
+) -> Result<BTreeMap<String, String>, PodVolumesError> {
     let workload = ["Deployment", "StatefulSet"]
         .iter()
         .find_map(|k| params.get(*k).filter(|v| v.is_object()))
-        .ok_or("Invalid Template Params (pod needs the ActionSet's object to be a Deployment or StatefulSet; give `volumes` instead)")?;
+        .ok_or(PodVolumesError::NoWorkload)?;
     let claims = workload
         .pointer(&format!(
             "/PersistentVolumeClaims/{}",
             pod.replace('~', "~0").replace('/', "~1")
         ))
         .and_then(Value::as_object)
-        .ok_or_else(|| format!("Failed to find volumes for the Pod: {pod}"))?;
+        .ok_or_else(|| PodVolumesError::NotFound(pod.to_string()))?;
     Ok(claims
         .iter()
         .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
@@ -84,7 +98,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
     let profile = profile::for_function(NAME, params, "")?;
     let repo = Repository::new(&profile, &prefix, &key, insecure_tls);
     let vols = if vols.is_empty() {
-        fetch_pod_volumes(&pod, params).map_err(|e| FunctionError::failed(NAME, e))?
+        fetch_pod_volumes(&pod, params).map_err(|e| FunctionError::failed(NAME, e.to_string()))?
     } else {
         vols
     };
@@ -138,12 +152,13 @@ mod tests {
         let v = fetch_pod_volumes("db-0", &p).unwrap();
         assert_eq!(v["data-db-0"], "/var/lib/db");
         assert_eq!(
-            fetch_pod_volumes("db-1", &p).unwrap_err(),
+            fetch_pod_volumes("db-1", &p).unwrap_err().to_string(),
             "Failed to find volumes for the Pod: db-1"
         );
         assert!(
             fetch_pod_volumes("x", &json!({}))
                 .unwrap_err()
+                .to_string()
                 .starts_with("Invalid Template Params")
         );
     }

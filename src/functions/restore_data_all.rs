@@ -33,15 +33,26 @@ const NAME: &str = "RestoreDataAll";
 /// Kanister's `restoreDataAllJobPrefix`.
 pub const JOB_PREFIX: &str = "restore-data-all-";
 
+/// Why `backupInfo` has no snapshot of a pod.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoSnapshot {
+    #[error("backupInfo has no BackupID for pod {0}")]
+    NoId(String),
+    #[error(
+        "backupInfo has no backup of pod {pod} (it has: {has}); restore the pods that were backed up (`pods`)"
+    )]
+    NoPod { pod: String, has: String },
+}
+
 /// The snapshot of `pod` in `infos`.
-pub fn snapshot_of(infos: &BTreeMap<String, BackupInfo>, pod: &str) -> Result<String, String> {
+pub fn snapshot_of(infos: &BTreeMap<String, BackupInfo>, pod: &str) -> Result<String, NoSnapshot> {
     match infos.get(pod) {
         Some(i) if !i.backup_id.is_empty() => Ok(i.backup_id.clone()),
-        Some(_) => Err(format!("backupInfo has no BackupID for pod {pod}")),
-        None => Err(format!(
-            "backupInfo has no backup of pod {pod} (it has: {}); restore the pods that were backed up (`pods`)",
-            infos.keys().cloned().collect::<Vec<_>>().join(", ")
-        )),
+        Some(_) => Err(NoSnapshot::NoId(pod.to_string())),
+        None => Err(NoSnapshot::NoPod {
+            pod: pod.to_string(),
+            has: infos.keys().cloned().collect::<Vec<_>>().join(", "),
+        }),
     }
 }
 
@@ -103,7 +114,8 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
         let job = &job;
         let infos = &infos;
         async move {
-            let id = snapshot_of(infos, pod).map_err(|e| FunctionError::failed(NAME, e))?;
+            let id =
+                snapshot_of(infos, pod).map_err(|e| FunctionError::failed(NAME, e.to_string()))?;
             restore_pod(job, &repo, pod, id).await
         }
     }))
@@ -135,10 +147,10 @@ mod tests {
         .unwrap();
         assert_eq!(snapshot_of(&infos, "a").unwrap(), "111");
         assert_eq!(
-            snapshot_of(&infos, "b").unwrap_err(),
+            snapshot_of(&infos, "b").unwrap_err().to_string(),
             "backupInfo has no BackupID for pod b"
         );
-        let e = snapshot_of(&infos, "c").unwrap_err();
+        let e = snapshot_of(&infos, "c").unwrap_err().to_string();
         assert!(
             e.starts_with("backupInfo has no backup of pod c (it has: a, b)"),
             "{e}"
