@@ -133,20 +133,8 @@ async fn export(
     params: &Value,
     extras: &data_pod::PodExtras,
 ) -> Result<Output, FunctionError> {
-    let described = rds.describe_db_instances(tmp).await.map_err(|e| {
-        FunctionError::rds(
-            NAME,
-            format!("Couldn't find endpoint for instance {tmp}"),
-            e,
-        )
-    })?;
-    let i = described.into_iter().next().unwrap_or_default();
-    let host = i.endpoint_address.ok_or_else(|| {
-        FunctionError::failed(
-            NAME,
-            format!("Couldn't find endpoint for instance {tmp}: Received nil endpoint"),
-        )
-    })?;
+    let context = format!("Couldn't find endpoint for instance {tmp}");
+    let (host, _) = instance::endpoint(NAME, rds, tmp, &context, "Received nil endpoint").await?;
     let backup_id = format!("backup-{}.tar.gz", super::restic::random_tag());
     let script = dump::backup_script(&host, prefix, &backup_id, databases);
     let pod = dump::pod(extras, namespace);

@@ -89,21 +89,9 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
             ),
         ));
     }
-    let described = rds.describe_db_instances(&instance_id).await.map_err(|e| {
-        FunctionError::rds(
-            NAME,
-            format!("Failed to describe DB instance. InstanceID={instance_id}"),
-            e,
-        )
-    })?;
-    let i = described.into_iter().next().unwrap_or_default();
-    let host = i.endpoint_address.ok_or_else(|| {
-        FunctionError::failed(
-            NAME,
-            format!("Failed to describe DB instance. InstanceID={instance_id}: it has no endpoint"),
-        )
-    })?;
-    let version = i.engine_version.unwrap_or_default();
+    let context = format!("Failed to describe DB instance. InstanceID={instance_id}");
+    let (host, version) =
+        instance::endpoint(NAME, &rds, &instance_id, &context, "it has no endpoint").await?;
     let script = dump::restore_script(&host, &prefix, &backup_id, &version)
         .map_err(|e| FunctionError::failed(NAME, e.to_string()))?;
     let pod = dump::pod(&extras, &namespace);
