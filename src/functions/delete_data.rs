@@ -72,23 +72,48 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
     let namespace = non_empty(a, "namespace")?;
     let prefix = non_empty(a, "backupArtifactPrefix")?;
     let snapshot = snapshot(a)?;
-    let key = encryption_key(a)?;
-    let reclaim = a.flag("reclaimSpace")?;
-    let insecure_tls = a.flag("insecureTLS")?;
-    let image = data_pod::image_or_tools(a)?;
-    let extras = data_pod::pod_extras(a, ctx)?;
-    let profile = profile::for_function(NAME, params, "")?;
+    let f = ForgetArgs::read(a, ctx, params)?;
     let pairs = targets(&prefix, &snapshot)
         .map_err(|e| FunctionError::arg(NAME, "backupArtifactPrefix", e.to_string()))?;
     let snapshots = pairs
         .into_iter()
-        .map(|(path, s)| (Repository::new(&profile, &path, &key, insecure_tls), s))
+        .map(|(path, s)| (f.repository(&path), s))
         .collect::<Vec<_>>();
-    let opts = extras.options(&namespace, JOB_PREFIX, &image, Default::default());
+    let opts = f
+        .extras
+        .options(&namespace, JOB_PREFIX, &f.image, Default::default());
     data_pod::run_in(ctx, NAME, &opts, async |target| {
-        forget_all(ctx, NAME, target, &snapshots, reclaim).await
+        forget_all(ctx, NAME, target, &snapshots, f.reclaim).await
     })
     .await
+}
+
+/// What DeleteData and DeleteDataAll read after the snapshots to forget.
+pub struct ForgetArgs {
+    pub key: String,
+    pub reclaim: bool,
+    pub insecure_tls: bool,
+    pub image: String,
+    pub extras: data_pod::PodExtras,
+    pub profile: profile::Profile,
+}
+
+impl ForgetArgs {
+    pub fn read(a: &Args, ctx: &Context, params: &Value) -> Result<ForgetArgs, FunctionError> {
+        Ok(ForgetArgs {
+            key: encryption_key(a)?,
+            reclaim: a.flag("reclaimSpace")?,
+            insecure_tls: a.flag("insecureTLS")?,
+            image: data_pod::image_or_tools(a)?,
+            extras: data_pod::pod_extras(a, ctx)?,
+            profile: profile::for_function(a.function, params, "")?,
+        })
+    }
+
+    /// The repository at artifact prefix `path`.
+    pub fn repository(&self, path: &str) -> Repository {
+        Repository::new(&self.profile, path, &self.key, self.insecure_tls)
+    }
 }
 
 /// Forgets each snapshot of its repository from `target` (a tag resolved to its snapshot ID

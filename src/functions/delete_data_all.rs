@@ -16,12 +16,11 @@
 use serde_json::Value;
 
 use super::args::Args;
-use super::backup_data::{encryption_key, non_empty};
+use super::backup_data::non_empty;
 use super::backup_data_all::{parse_backup_info, pod_prefix};
 use super::data_pod;
-use super::delete_data::forget_all;
-use super::profile;
-use super::restic::{Repository, Snapshot};
+use super::delete_data::{ForgetArgs, forget_all};
+use super::restic::Snapshot;
 use super::{Context, FunctionError, Output};
 
 const NAME: &str = "DeleteDataAll";
@@ -32,12 +31,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
     let namespace = non_empty(a, "namespace")?;
     let prefix = non_empty(a, "backupArtifactPrefix")?;
     let infos = parse_backup_info(NAME, &a.string("backupInfo")?)?;
-    let key = encryption_key(a)?;
-    let reclaim = a.flag("reclaimSpace")?;
-    let insecure_tls = a.flag("insecureTLS")?;
-    let image = data_pod::image_or_tools(a)?;
-    let extras = data_pod::pod_extras(a, ctx)?;
-    let profile = profile::for_function(NAME, params, "")?;
+    let f = ForgetArgs::read(a, ctx, params)?;
     let mut pairs = Vec::new();
     for (pod, info) in &infos {
         if info.backup_id.is_empty() {
@@ -47,7 +41,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
                 format!("the entry of pod {pod} has no BackupID"),
             ));
         }
-        let repo = Repository::new(&profile, &pod_prefix(&prefix, pod), &key, insecure_tls);
+        let repo = f.repository(&pod_prefix(&prefix, pod));
         pairs.push((repo, Snapshot::Id(info.backup_id.clone())));
     }
     if pairs.is_empty() {
@@ -57,9 +51,11 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
             "lists no backups (Require one argument: backupID or backupTag)",
         ));
     }
-    let opts = extras.options(&namespace, JOB_PREFIX, &image, Default::default());
+    let opts = f
+        .extras
+        .options(&namespace, JOB_PREFIX, &f.image, Default::default());
     data_pod::run_in(ctx, NAME, &opts, async |target| {
-        forget_all(ctx, NAME, target, &pairs, reclaim).await
+        forget_all(ctx, NAME, target, &pairs, f.reclaim).await
     })
     .await
 }

@@ -27,6 +27,13 @@ const NAME: &str = "RestoreData";
 /// Kanister's `restoreDataJobPrefix`.
 pub const JOB_PREFIX: &str = "restore-data-";
 
+/// `restorePath`, `/` when absent or empty.
+pub fn restore_path(a: &Args) -> Result<String, FunctionError> {
+    Ok(a.opt_string("restorePath")?
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "/".into()))
+}
+
 /// `backupTag` xor `backupIdentifier` (Kanister: "Require one argument: backupTag or backupIdentifier").
 pub fn snapshot_arg(a: &Args, tag_arg: &str, id_arg: &str) -> Result<Snapshot, FunctionError> {
     let tag = a.opt_string(tag_arg)?.unwrap_or_default();
@@ -80,10 +87,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
     let image = non_empty(a, "image")?;
     let prefix = non_empty(a, "backupArtifactPrefix")?;
     let extras = data_pod::pod_extras(a, ctx)?;
-    let restore_path = a
-        .opt_string("restorePath")?
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "/".into());
+    let restore_path = restore_path(a)?;
     let key = encryption_key(a)?;
     let pod = a.opt_string("pod")?.unwrap_or_default();
     let vols = a.opt_string_map("volumes")?.unwrap_or_default();

@@ -26,7 +26,7 @@ use super::backup_data_all::{
 use super::data_pod::{self, PodExtras};
 use super::profile;
 use super::restic::{self, Repository, Snapshot};
-use super::restore_data::fetch_pod_volumes;
+use super::restore_data::{fetch_pod_volumes, restore_path};
 use super::{Context, FunctionError, Output};
 
 const NAME: &str = "RestoreDataAll";
@@ -93,10 +93,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
     let prefix = non_empty(a, "backupArtifactPrefix")?;
     let infos = parse_backup_info(NAME, &a.string("backupInfo")?)?;
     let extras = data_pod::pod_extras(a, ctx)?;
-    let restore_path = a
-        .opt_string("restorePath")?
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "/".into());
+    let restore_path = restore_path(a)?;
     let key = encryption_key(a)?;
     let insecure_tls = a.flag("insecureTLS")?;
     let pods = target_pods(a, params, "Unsupported workload type")?;
