@@ -91,6 +91,11 @@ impl<'a> Args<'a> {
         self.decode(name, weak::boolean)
     }
 
+    /// An optional boolean, `false` when absent (`insecureTLS`, `reclaimSpace`).
+    pub fn flag(&self, name: &str) -> Result<bool, FunctionError> {
+        Ok(self.opt_bool(name)?.unwrap_or(false))
+    }
+
     /// A list of strings; a single value is a one-element list, an empty map an empty list.
     pub fn opt_string_list(&self, name: &str) -> Result<Option<Vec<String>>, FunctionError> {
         self.decode(name, weak::strings)
@@ -130,7 +135,7 @@ impl<'a> Args<'a> {
             Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
             Some(Value::String(s)) => match parse_yaml_object(s) {
                 Ok(m) => Ok(Some(m)),
-                Err(e) => Err(self.err(name, e)),
+                Err(e) => Err(self.err(name, e.to_string())),
             },
             Some(other) => Err(self.err(
                 name,
@@ -140,15 +145,20 @@ impl<'a> Args<'a> {
     }
 }
 
+/// Why a text is not the YAML (or JSON) of one object.
+#[derive(Debug, thiserror::Error)]
+pub enum YamlObjectError {
+    #[error("not valid YAML/JSON: {0}")]
+    Invalid(#[from] serde_yaml::Error),
+    #[error("expected a YAML/JSON object (mapping), got {0}")]
+    NotObject(&'static str),
+}
+
 /// YAML (or JSON) text of one object.
-pub fn parse_yaml_object(text: &str) -> Result<Map<String, Value>, String> {
-    let v: Value = serde_yaml::from_str(text).map_err(|e| format!("not valid YAML/JSON: {e}"))?;
-    match v {
+pub fn parse_yaml_object(text: &str) -> Result<Map<String, Value>, YamlObjectError> {
+    match serde_yaml::from_str(text)? {
         Value::Object(m) => Ok(m),
-        other => Err(format!(
-            "expected a YAML/JSON object (mapping), got {}",
-            type_name(&other)
-        )),
+        other => Err(YamlObjectError::NotObject(type_name(&other))),
     }
 }
 

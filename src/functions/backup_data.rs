@@ -12,10 +12,11 @@
 //! detection, gcs refused); an empty `encryptionKey` is refused up front
 //! (restic would refuse it anyway). GCS credentials files are not written.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::args::Args;
-use super::restic::{self, Profile, Repository, Target};
+use super::profile;
+use super::restic::{self, Repository, Target};
 use super::{Context, FunctionError, Output};
 
 const NAME: &str = "BackupData";
@@ -45,22 +46,15 @@ pub fn non_empty(a: &Args, name: &str) -> Result<String, FunctionError> {
     Ok(v)
 }
 
-pub async fn run(
-    ctx: &Context,
-    args: &Map<String, Value>,
-    params: &Value,
-) -> Result<Output, FunctionError> {
-    let a = Args::new(NAME, args);
-    a.check_supported()?;
-    let namespace = non_empty(&a, "namespace")?;
-    let pod = non_empty(&a, "pod")?;
-    let container = non_empty(&a, "container")?;
-    let include_path = non_empty(&a, "includePath")?;
-    let prefix = non_empty(&a, "backupArtifactPrefix")?;
-    let key = encryption_key(&a)?;
-    let insecure_tls = a.opt_bool("insecureTLS")?.unwrap_or(false);
-    let profile = Profile::from_params(params)
-        .map_err(|e| FunctionError::failed(NAME, format!("Failed to validate Profile: {e}")))?;
+pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, FunctionError> {
+    let namespace = non_empty(a, "namespace")?;
+    let pod = non_empty(a, "pod")?;
+    let container = non_empty(a, "container")?;
+    let include_path = non_empty(a, "includePath")?;
+    let prefix = non_empty(a, "backupArtifactPrefix")?;
+    let key = encryption_key(a)?;
+    let insecure_tls = a.flag("insecureTLS")?;
+    let profile = profile::for_function(NAME, params, "Failed to validate Profile")?;
     let repo = Repository::new(&profile, &prefix, &key, insecure_tls);
     let target = Target {
         namespace: &namespace,

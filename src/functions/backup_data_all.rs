@@ -20,11 +20,12 @@ use std::collections::BTreeMap;
 
 use futures::future::join_all;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::args::Args;
 use super::backup_data::{OUTPUT_VERSION, encryption_key, non_empty};
-use super::restic::{self, Profile, Repository, Target};
+use super::profile;
+use super::restic::{self, Repository, Target};
 use super::{Context, FunctionError, Output};
 
 const NAME: &str = "BackupDataAll";
@@ -139,22 +140,15 @@ pub fn per_pod_errors(
     FunctionError::failed(function, lines.join("\n"))
 }
 
-pub async fn run(
-    ctx: &Context,
-    args: &Map<String, Value>,
-    params: &Value,
-) -> Result<Output, FunctionError> {
-    let a = Args::new(NAME, args);
-    a.check_supported()?;
-    let namespace = non_empty(&a, "namespace")?;
-    let container = non_empty(&a, "container")?;
-    let include_path = non_empty(&a, "includePath")?;
-    let prefix = non_empty(&a, "backupArtifactPrefix")?;
-    let key = encryption_key(&a)?;
-    let insecure_tls = a.opt_bool("insecureTLS")?.unwrap_or(false);
-    let profile = Profile::from_params(params)
-        .map_err(|e| FunctionError::failed(NAME, format!("Failed to validate Profile: {e}")))?;
-    let pods = target_pods(&a, params, "Failed to get pods")?;
+pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, FunctionError> {
+    let namespace = non_empty(a, "namespace")?;
+    let container = non_empty(a, "container")?;
+    let include_path = non_empty(a, "includePath")?;
+    let prefix = non_empty(a, "backupArtifactPrefix")?;
+    let key = encryption_key(a)?;
+    let insecure_tls = a.flag("insecureTLS")?;
+    let profile = profile::for_function(NAME, params, "Failed to validate Profile")?;
+    let pods = target_pods(a, params, "Failed to get pods")?;
     let results = join_all(pods.iter().map(|pod| {
         let repo = Repository::new(&profile, &pod_prefix(&prefix, pod), &key, insecure_tls);
         let (namespace, container, include_path) = (&namespace, &container, &include_path);

@@ -21,12 +21,13 @@
 //! As in Kanister there is no `insecureTLS` argument: `restic stats` runs
 //! with TLS verification on.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::args::Args;
 use super::backup_data::{OUTPUT_VERSION, encryption_key, non_empty};
-use super::data_pod::{self, PodOptions};
-use super::restic::{self, Profile, Repository};
+use super::data_pod;
+use super::profile;
+use super::restic::{self, Repository};
 use super::{Context, FunctionError, Output};
 
 const NAME: &str = "BackupDataStats";
@@ -85,42 +86,26 @@ pub fn outputs(stdout: &str, stderr: &str) -> Result<Output, FunctionError> {
     )
 }
 
-pub async fn run(
-    ctx: &Context,
-    args: &Map<String, Value>,
-    params: &Value,
-) -> Result<Output, FunctionError> {
-    let a = Args::new(NAME, args);
-    a.check_supported()?;
-    let namespace = non_empty(&a, "namespace")?;
-    let prefix = non_empty(&a, "backupArtifactPrefix")?;
-    let id = non_empty(&a, "backupID")?;
-    let mode = stats_mode(&a)?;
-    let key = encryption_key(&a)?;
-    let image = a
-        .opt_string("image")?
-        .filter(|s| !s.trim().is_empty())
-        .unwrap_or_else(data_pod::tools_image);
-    let extras = data_pod::pod_extras(&a, ctx)?;
-    let profile = Profile::from_params(params)
-        .map_err(|e| FunctionError::failed(NAME, format!("Failed to validate Profile: {e}")))?;
+pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, FunctionError> {
+    let namespace = non_empty(a, "namespace")?;
+    let prefix = non_empty(a, "backupArtifactPrefix")?;
+    let id = non_empty(a, "backupID")?;
+    let mode = stats_mode(a)?;
+    let key = encryption_key(a)?;
+    let image = data_pod::image_or_tools(a)?;
+    let extras = data_pod::pod_extras(a, ctx)?;
+    let profile = profile::for_function(NAME, params, "Failed to validate Profile")?;
     let repo = Repository::new(&profile, &prefix, &key, false);
     let cmd = repo
         .stats_command(&id, &mode)
         .map_err(|e| FunctionError::failed(NAME, e.to_string()))?;
-    let opts = PodOptions {
-        namespace,
-        generate_name: JOB_PREFIX.into(),
-        image,
-        volumes: Default::default(),
-        pod_override: extras.pod_override,
-        labels: extras.labels,
-        annotations: extras.annotations,
-    };
-    let helper = data_pod::start(ctx, NAME, &opts).await?;
-    let result = restic::exec(ctx, NAME, &helper.target(), &cmd).await;
-    helper.delete().await;
-    let r = result.map_err(|e| restic::wrap(NAME, "Failed to get backup stats", e))?;
+    let opts = extras.options(&namespace, JOB_PREFIX, &image, Default::default());
+    let r = data_pod::run_in(ctx, NAME, &opts, async |target| {
+        restic::exec(ctx, NAME, target, &cmd)
+            .await
+            .map_err(|e| restic::wrap(NAME, "Failed to get backup stats", e))
+    })
+    .await?;
     outputs(&r.stdout, &r.stderr)
 }
 

@@ -16,12 +16,13 @@
 //! executor); see also [`super::restic`] (quoting, gcs refused); an empty
 //! `encryptionKey` is refused up front.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::args::Args;
 use super::backup_data::{OUTPUT_VERSION, encryption_key, non_empty};
-use super::data_pod::{self, PodOptions};
-use super::restic::{self, Profile, RepoCheck, Repository};
+use super::data_pod;
+use super::profile;
+use super::restic::{self, RepoCheck, Repository};
 use super::{Context, FunctionError, Output};
 
 const NAME: &str = "CheckRepository";
@@ -48,39 +49,23 @@ pub fn outputs(check: RepoCheck) -> Result<Output, FunctionError> {
     )
 }
 
-pub async fn run(
-    ctx: &Context,
-    args: &Map<String, Value>,
-    params: &Value,
-) -> Result<Output, FunctionError> {
-    let a = Args::new(NAME, args);
-    a.check_supported()?;
-    let prefix = non_empty(&a, "backupArtifactPrefix")?;
-    let key = encryption_key(&a)?;
-    let insecure_tls = a.opt_bool("insecureTLS")?.unwrap_or(false);
-    let image = a
-        .opt_string("image")?
-        .filter(|s| !s.trim().is_empty())
-        .unwrap_or_else(data_pod::tools_image);
-    let extras = data_pod::pod_extras(&a, ctx)?;
-    let profile = Profile::from_params(params).map_err(|e| FunctionError::failed(NAME, e))?;
+pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, FunctionError> {
+    let prefix = non_empty(a, "backupArtifactPrefix")?;
+    let key = encryption_key(a)?;
+    let insecure_tls = a.flag("insecureTLS")?;
+    let image = data_pod::image_or_tools(a)?;
+    let extras = data_pod::pod_extras(a, ctx)?;
+    let profile = profile::for_function(NAME, params, "")?;
     let repo = Repository::new(&profile, &prefix, &key, insecure_tls);
     // Fail on an unusable location before making a pod.
     repo.env()
         .map_err(|e| FunctionError::failed(NAME, e.to_string()))?;
-    let opts = PodOptions {
-        namespace: ctx.namespace.clone(),
-        generate_name: JOB_PREFIX.into(),
-        image,
-        volumes: Default::default(),
-        pod_override: extras.pod_override,
-        labels: extras.labels,
-        annotations: extras.annotations,
-    };
-    let helper = data_pod::start(ctx, NAME, &opts).await?;
-    let result = restic::check_repository(ctx, NAME, &helper.target(), &repo).await;
-    helper.delete().await;
-    outputs(result?)
+    let opts = extras.options(&ctx.namespace, JOB_PREFIX, &image, Default::default());
+    let check = data_pod::run_in(ctx, NAME, &opts, async |target| {
+        restic::check_repository(ctx, NAME, target, &repo).await
+    })
+    .await?;
+    outputs(check)
 }
 
 #[cfg(test)]

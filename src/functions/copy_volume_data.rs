@@ -15,12 +15,13 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::args::Args;
 use super::backup_data::{backup_output, encryption_key, non_empty};
-use super::data_pod::{self, PodOptions};
-use super::restic::{self, Profile, Repository};
+use super::data_pod;
+use super::profile;
+use super::restic::{self, Repository};
 use super::{Context, FunctionError, Output};
 
 const NAME: &str = "CopyVolumeData";
@@ -32,44 +33,31 @@ pub fn default_mount_point(pvc: &str) -> String {
     format!("/mnt/vol_data/{pvc}")
 }
 
-pub async fn run(
-    ctx: &Context,
-    args: &Map<String, Value>,
-    params: &Value,
-) -> Result<Output, FunctionError> {
-    let a = Args::new(NAME, args);
-    a.check_supported()?;
-    let namespace = non_empty(&a, "namespace")?;
-    let pvc = non_empty(&a, "volume")?;
-    let prefix = non_empty(&a, "dataArtifactPrefix")?;
-    let key = encryption_key(&a)?;
-    let insecure_tls = a.opt_bool("insecureTLS")?.unwrap_or(false);
-    let image = a
-        .opt_string("image")?
-        .filter(|s| !s.trim().is_empty())
-        .unwrap_or_else(data_pod::tools_image);
+pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, FunctionError> {
+    let namespace = non_empty(a, "namespace")?;
+    let pvc = non_empty(a, "volume")?;
+    let prefix = non_empty(a, "dataArtifactPrefix")?;
+    let key = encryption_key(a)?;
+    let insecure_tls = a.flag("insecureTLS")?;
+    let image = data_pod::image_or_tools(a)?;
     let mount_point = a
         .opt_string("mountPath")?
         .filter(|s| !s.trim().is_empty())
         .unwrap_or_else(|| default_mount_point(&pvc));
-    let extras = data_pod::pod_extras(&a, ctx)?;
-    let profile = Profile::from_params(params)
-        .map_err(|e| FunctionError::failed(NAME, format!("Failed to validate Profile: {e}")))?;
+    let extras = data_pod::pod_extras(a, ctx)?;
+    let profile = profile::for_function(NAME, params, "Failed to validate Profile")?;
     let repo = Repository::new(&profile, &prefix, &key, insecure_tls);
     let mount = data_pod::pvc_mount(ctx, NAME, &namespace, &pvc, &mount_point).await?;
-    let opts = PodOptions {
-        namespace,
-        generate_name: JOB_PREFIX.into(),
-        image,
-        volumes: BTreeMap::from([(pvc, mount)]),
-        pod_override: extras.pod_override,
-        labels: extras.labels,
-        annotations: extras.annotations,
-    };
-    let helper = data_pod::start(ctx, NAME, &opts).await?;
-    let result = restic::backup(ctx, NAME, &helper.target(), &repo, &mount_point).await;
-    helper.delete().await;
-    let b = result?;
+    let opts = extras.options(
+        &namespace,
+        JOB_PREFIX,
+        &image,
+        BTreeMap::from([(pvc, mount)]),
+    );
+    let b = data_pod::run_in(ctx, NAME, &opts, async |target| {
+        restic::backup(ctx, NAME, target, &repo, &mount_point).await
+    })
+    .await?;
     let mut out = backup_output(&b);
     out.insert("backupRoot".into(), Value::String(mount_point));
     out.insert(

@@ -10,7 +10,7 @@
 //! security groups and the subnet group (Kanister calls it twice); an instance without a
 //! DB subnet group outputs `dbSubnetGroup: null` (Kanister dereferences it and panics).
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::args::Args;
 use super::rds::{self, RdsError, error::DB_CLUSTER_NOT_FOUND};
@@ -20,14 +20,12 @@ const NAME: &str = "CreateRDSSnapshot";
 
 pub async fn run(
     _ctx: &super::Context,
-    args: &Map<String, Value>,
+    a: &Args<'_>,
     params: &Value,
 ) -> Result<Output, FunctionError> {
-    let a = Args::new(NAME, args);
-    a.check_supported()?;
     let instance_id = a.string("instanceID")?;
     let engine = a.opt_string("dbEngine")?.unwrap_or_default();
-    let (rds, waits) = rds::connect(NAME, &a, params)?;
+    let (rds, waits) = rds::connect(NAME, a, params)?;
     let snapshot_id = rds::random_id(&instance_id);
     let failed = |context: &str| {
         let context = context.to_string();

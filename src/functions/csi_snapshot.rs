@@ -44,7 +44,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::core::{ApiResource, DynamicObject};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::args::Args;
 use super::multi_container_run::parse_quantity;
@@ -117,11 +117,9 @@ pub(crate) async fn snapshot_api(
     ))
 }
 
-pub async fn create(ctx: &Context, args: &Map<String, Value>) -> Result<Output, FunctionError> {
-    let a = Args::new(CREATE, args);
-    a.check_supported()?;
+pub async fn create(ctx: &Context, a: &Args<'_>) -> Result<Output, FunctionError> {
     let pvc = a.string("pvc")?;
-    let namespace = namespace_arg(&a, ctx)?;
+    let namespace = namespace_arg(a, ctx)?;
     let class = a.string("snapshotClass")?;
     let asref = ctx.actionset.as_ref();
     let reentered = asref.is_some_and(|a| a.reentered);
@@ -242,9 +240,14 @@ pub fn create_output(name: &str, pvc: &str, namespace: &str, data: &Value) -> Ou
     out
 }
 
+/// A VolumeSnapshot's `status.error`: its message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SnapshotError(pub String);
+
 /// Readiness as Kanister's `isReadyToUse`: `Ok(true)` when `readyToUse` and
-/// `creationTime` are set, `Err(message)` when the status has an error.
-pub fn ready_state(data: &Value) -> Result<bool, String> {
+/// `creationTime` are set, `Err` when the status has an error.
+pub fn ready_state(data: &Value) -> Result<bool, SnapshotError> {
     let Some(status) = data.get("status").filter(|s| s.is_object()) else {
         return Ok(false);
     };
@@ -253,7 +256,7 @@ pub fn ready_state(data: &Value) -> Result<bool, String> {
             .get("message")
             .and_then(Value::as_str)
             .unwrap_or("(the error has no message)");
-        return Err(msg.to_string());
+        return Err(SnapshotError(msg.to_string()));
     }
     Ok(status.get("readyToUse") == Some(&Value::Bool(true))
         && status.get("creationTime").is_some_and(|t| !t.is_null()))
@@ -280,7 +283,7 @@ pub(crate) async fn wait_ready(
         match ready_state(&snap.data) {
             Ok(true) => return Ok(snap),
             Ok(false) => {}
-            Err(msg) if msg.contains(TRANSIENT) && transient < TRANSIENT_RETRIES => {
+            Err(SnapshotError(msg)) if msg.contains(TRANSIENT) && transient < TRANSIENT_RETRIES => {
                 transient += 1;
             }
             Err(msg) => {
@@ -419,10 +422,8 @@ pub fn restored_pvc(r: &Restore) -> Value {
     })
 }
 
-pub async fn restore(ctx: &Context, args: &Map<String, Value>) -> Result<Output, FunctionError> {
-    let a = Args::new(RESTORE, args);
-    a.check_supported()?;
-    let r = decode_restore(&a, &ctx.namespace)?;
+pub async fn restore(ctx: &Context, a: &Args<'_>) -> Result<Output, FunctionError> {
+    let r = decode_restore(a, &ctx.namespace)?;
     let pvc: PersistentVolumeClaim = serde_json::from_value(restored_pvc(&r))
         .map_err(|e| FunctionError::failed(RESTORE, format!("PVC manifest: {e}")))?;
     let api: Api<PersistentVolumeClaim> = Api::namespaced(ctx.client.clone(), &r.namespace);
@@ -489,11 +490,9 @@ async fn wait_pvc_deleted(
     }
 }
 
-pub async fn delete(ctx: &Context, args: &Map<String, Value>) -> Result<Output, FunctionError> {
-    let a = Args::new(DELETE, args);
-    a.check_supported()?;
+pub async fn delete(ctx: &Context, a: &Args<'_>) -> Result<Output, FunctionError> {
     let name = a.string("name")?;
-    let namespace = namespace_arg(&a, ctx)?;
+    let namespace = namespace_arg(a, ctx)?;
     let api = snapshot_api(ctx, DELETE, &namespace).await?;
     match api.get(&name).await {
         Ok(_) => {}
@@ -520,6 +519,7 @@ pub async fn delete(ctx: &Context, args: &Map<String, Value>) -> Result<Output, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Map;
     use std::collections::BTreeMap;
 
     fn obj(v: Value) -> Map<String, Value> {
@@ -569,7 +569,7 @@ mod tests {
         );
         assert_eq!(
             ready_state(&json!({"status": {"error": {"message": "no space", "time": "x"}}})),
-            Err("no space".into())
+            Err(SnapshotError("no space".into()))
         );
     }
 

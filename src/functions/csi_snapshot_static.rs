@@ -36,7 +36,7 @@
 
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::core::{ApiResource, DynamicObject};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::args::Args;
 use super::csi_snapshot::{self, GROUP, KIND, VERSION};
@@ -79,7 +79,6 @@ pub struct Static {
 
 /// Decodes and checks the arguments; an empty `namespace` is `default_namespace`.
 pub fn decode(a: &Args, default_namespace: &str) -> Result<Static, FunctionError> {
-    a.check_supported()?;
     let non_empty = |arg: &str, what: &str| -> Result<String, FunctionError> {
         let v = a.string(arg)?;
         if v.is_empty() {
@@ -178,8 +177,8 @@ fn dynamic(function: &'static str, v: Value, what: &str) -> Result<DynamicObject
         .map_err(|e| FunctionError::failed(function, format!("{what} manifest: {e}")))
 }
 
-pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, FunctionError> {
-    let s = decode(&Args::new(FUNC, args), &ctx.namespace)?;
+pub async fn run(ctx: &Context, a: &Args<'_>) -> Result<Output, FunctionError> {
+    let s = decode(a, &ctx.namespace)?;
     let snapshots = csi_snapshot::snapshot_api(ctx, FUNC, &s.namespace).await?;
     let classes: Api<DynamicObject> =
         Api::all_with(ctx.client.clone(), &volume_snapshot_class_resource());
@@ -350,7 +349,9 @@ mod tests {
 
     fn decoded(v: Value) -> Result<Static, FunctionError> {
         let m = v.as_object().unwrap().clone();
-        decode(&Args::new(FUNC, &m), "as-ns")
+        let a = Args::new(FUNC, &m);
+        a.check_supported()?;
+        decode(&a, "as-ns")
     }
 
     #[test]

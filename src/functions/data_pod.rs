@@ -34,6 +34,13 @@ pub fn tools_image() -> String {
         .unwrap_or_else(|| DEFAULT_TOOLS_IMAGE.to_string())
 }
 
+/// The `image` argument, [`tools_image`] when absent or blank.
+pub fn image_or_tools(a: &Args) -> Result<String, FunctionError> {
+    Ok(a.opt_string("image")?
+        .filter(|s| !s.trim().is_empty())
+        .unwrap_or_else(tools_image))
+}
+
 /// One PVC mounted into the helper pod (Kanister's `kube.VolumeMountOptions`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VolumeMount {
@@ -75,6 +82,27 @@ pub fn pod_extras(a: &Args, ctx: &Context) -> Result<PodExtras, FunctionError> {
         labels,
         annotations,
     })
+}
+
+impl PodExtras {
+    /// The helper pod `<generate_name>…` in `namespace` with these extras.
+    pub fn options(
+        &self,
+        namespace: &str,
+        generate_name: &str,
+        image: &str,
+        volumes: BTreeMap<String, VolumeMount>,
+    ) -> PodOptions {
+        PodOptions {
+            namespace: namespace.to_string(),
+            generate_name: generate_name.to_string(),
+            image: image.to_string(),
+            volumes,
+            pod_override: self.pod_override.clone(),
+            labels: self.labels.clone(),
+            annotations: self.annotations.clone(),
+        }
+    }
 }
 
 /// A volume name for PVC `pvc` valid as a DNS label (`vol-<pvc>`, at most 63 characters).
@@ -150,6 +178,21 @@ pub async fn pvc_mount(
     })
 }
 
+/// [`pvc_mount`] of each PVC → mount path of `volumes`.
+pub async fn pvc_mounts(
+    ctx: &Context,
+    function: &'static str,
+    namespace: &str,
+    volumes: &BTreeMap<String, String>,
+) -> Result<BTreeMap<String, VolumeMount>, FunctionError> {
+    let mut mounts = BTreeMap::new();
+    for (pvc, mount_path) in volumes {
+        let mount = pvc_mount(ctx, function, namespace, pvc, mount_path).await?;
+        mounts.insert(pvc.clone(), mount);
+    }
+    Ok(mounts)
+}
+
 /// A running helper pod. [`HelperPod::delete`] removes it; dropping it
 /// without (the phase was cancelled) removes it in the background.
 pub struct HelperPod {
@@ -200,6 +243,20 @@ pub async fn start(
             ))
         }
     }
+}
+
+/// Runs `work` in a new helper pod of `opts` (where to exec restic) and deletes the pod
+/// afterwards, also when `work` fails.
+pub async fn run_in<T>(
+    ctx: &Context,
+    function: &'static str,
+    opts: &PodOptions,
+    work: impl AsyncFnOnce(&Target<'_>) -> Result<T, FunctionError>,
+) -> Result<T, FunctionError> {
+    let helper = start(ctx, function, opts).await?;
+    let result = work(&helper.target()).await;
+    helper.delete().await;
+    result
 }
 
 #[cfg(test)]

@@ -17,7 +17,6 @@
 
 use kube::api::{Api, DeleteParams};
 use kube::core::DynamicObject;
-use serde_json::{Map, Value};
 
 use super::args::Args;
 use super::csi_snapshot;
@@ -28,7 +27,6 @@ const FUNC: &str = "DeleteCSISnapshotContent";
 
 /// The decoded `name`.
 pub fn decode(a: &Args) -> Result<String, FunctionError> {
-    a.check_supported()?;
     let name = a.string("name")?;
     if name.is_empty() {
         return Err(FunctionError::arg(
@@ -40,8 +38,8 @@ pub fn decode(a: &Args) -> Result<String, FunctionError> {
     Ok(name)
 }
 
-pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, FunctionError> {
-    let name = decode(&Args::new(FUNC, args))?;
+pub async fn run(ctx: &Context, a: &Args<'_>) -> Result<Output, FunctionError> {
+    let name = decode(a)?;
     // Fails clearly when the cluster does not serve the snapshot API (the namespace is unused).
     csi_snapshot::snapshot_api(ctx, FUNC, &ctx.namespace).await?;
     let contents: Api<DynamicObject> =
@@ -61,11 +59,14 @@ pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, Fun
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
     use serde_json::json;
 
     fn decoded(v: Value) -> Result<String, FunctionError> {
         let m = v.as_object().unwrap().clone();
-        decode(&Args::new(FUNC, &m))
+        let a = Args::new(FUNC, &m);
+        a.check_supported()?;
+        decode(&a)
     }
 
     #[test]

@@ -13,12 +13,13 @@
 //! Differences from Kanister: see [`super::restic`]; more IDs/tags than
 //! artifact prefixes is an argument error (Kanister indexes out of range).
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::args::Args;
 use super::backup_data::{encryption_key, non_empty};
-use super::data_pod::{self, PodOptions};
-use super::restic::{self, Profile, Repository, Snapshot};
+use super::data_pod;
+use super::profile;
+use super::restic::{self, Repository, Snapshot, Target};
 use super::restore_data::snapshot_arg;
 use super::{Context, FunctionError, Output};
 
@@ -26,19 +27,33 @@ const NAME: &str = "DeleteData";
 /// Kanister's `deleteDataJobPrefix`.
 pub const JOB_PREFIX: &str = "delete-data-";
 
+/// More snapshots than artifact prefixes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{arg} lists {snapshots} snapshots but backupArtifactPrefix only {paths} paths (give one path per snapshot, space-separated)"
+)]
+pub struct TooManySnapshots {
+    pub arg: &'static str,
+    pub snapshots: usize,
+    pub paths: usize,
+}
+
 /// The (artifact prefix, snapshot) pairs to forget, Kanister's `strings.Fields` pairing.
-pub fn targets(prefixes: &str, snapshot: &Snapshot) -> Result<Vec<(String, Snapshot)>, String> {
+pub fn targets(
+    prefixes: &str,
+    snapshot: &Snapshot,
+) -> Result<Vec<(String, Snapshot)>, TooManySnapshots> {
     let paths: Vec<&str> = prefixes.split_whitespace().collect();
     let (names, arg, make): (Vec<&str>, &str, fn(String) -> Snapshot) = match snapshot {
         Snapshot::Id(s) => (s.split_whitespace().collect(), "backupID", Snapshot::Id),
         Snapshot::Tag(s) => (s.split_whitespace().collect(), "backupTag", Snapshot::Tag),
     };
     if names.len() > paths.len() {
-        return Err(format!(
-            "{arg} lists {} snapshots but backupArtifactPrefix only {} paths (give one path per snapshot, space-separated)",
-            names.len(),
-            paths.len()
-        ));
+        return Err(TooManySnapshots {
+            arg,
+            snapshots: names.len(),
+            paths: paths.len(),
+        });
     }
     Ok(names
         .iter()
@@ -53,74 +68,84 @@ pub fn snapshot(a: &Args) -> Result<Snapshot, FunctionError> {
         .map_err(|_| FunctionError::failed(NAME, "Require one argument: backupID or backupTag"))
 }
 
-pub async fn run(
-    ctx: &Context,
-    args: &Map<String, Value>,
-    params: &Value,
-) -> Result<Output, FunctionError> {
-    let a = Args::new(NAME, args);
-    a.check_supported()?;
-    let namespace = non_empty(&a, "namespace")?;
-    let prefix = non_empty(&a, "backupArtifactPrefix")?;
-    let snapshot = snapshot(&a)?;
-    let key = encryption_key(&a)?;
-    let reclaim = a.opt_bool("reclaimSpace")?.unwrap_or(false);
-    let insecure_tls = a.opt_bool("insecureTLS")?.unwrap_or(false);
-    let image = a
-        .opt_string("image")?
-        .filter(|s| !s.trim().is_empty())
-        .unwrap_or_else(data_pod::tools_image);
-    let extras = data_pod::pod_extras(&a, ctx)?;
-    let profile = Profile::from_params(params).map_err(|e| FunctionError::failed(NAME, e))?;
+pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, FunctionError> {
+    let namespace = non_empty(a, "namespace")?;
+    let prefix = non_empty(a, "backupArtifactPrefix")?;
+    let snapshot = snapshot(a)?;
+    let f = ForgetArgs::read(a, ctx, params)?;
     let pairs = targets(&prefix, &snapshot)
-        .map_err(|e| FunctionError::arg(NAME, "backupArtifactPrefix", e))?;
-    let opts = PodOptions {
-        namespace,
-        generate_name: JOB_PREFIX.into(),
-        image,
-        volumes: Default::default(),
-        pod_override: extras.pod_override,
-        labels: extras.labels,
-        annotations: extras.annotations,
-    };
-    let helper = data_pod::start(ctx, NAME, &opts).await?;
-    let result = delete_all(ctx, &helper, &profile, &pairs, &key, insecure_tls, reclaim).await;
-    helper.delete().await;
-    let freed = result?;
+        .map_err(|e| FunctionError::arg(NAME, "backupArtifactPrefix", e.to_string()))?;
+    let snapshots = pairs
+        .into_iter()
+        .map(|(path, s)| (f.repository(&path), s))
+        .collect::<Vec<_>>();
+    let opts = f
+        .extras
+        .options(&namespace, JOB_PREFIX, &f.image, Default::default());
+    data_pod::run_in(ctx, NAME, &opts, async |target| {
+        forget_all(ctx, NAME, target, &snapshots, f.reclaim).await
+    })
+    .await
+}
+
+/// What DeleteData and DeleteDataAll read after the snapshots to forget.
+pub struct ForgetArgs {
+    pub key: String,
+    pub reclaim: bool,
+    pub insecure_tls: bool,
+    pub image: String,
+    pub extras: data_pod::PodExtras,
+    pub profile: profile::Profile,
+}
+
+impl ForgetArgs {
+    pub fn read(a: &Args, ctx: &Context, params: &Value) -> Result<ForgetArgs, FunctionError> {
+        Ok(ForgetArgs {
+            key: encryption_key(a)?,
+            reclaim: a.flag("reclaimSpace")?,
+            insecure_tls: a.flag("insecureTLS")?,
+            image: data_pod::image_or_tools(a)?,
+            extras: data_pod::pod_extras(a, ctx)?,
+            profile: profile::for_function(a.function, params, "")?,
+        })
+    }
+
+    /// The repository at artifact prefix `path`.
+    pub fn repository(&self, path: &str) -> Repository {
+        Repository::new(&self.profile, path, &self.key, self.insecure_tls)
+    }
+}
+
+/// Forgets each snapshot of its repository from `target` (a tag resolved to its snapshot ID
+/// first), each followed by `restic prune` when `reclaim`; outputs `spaceFreed`, the bytes the
+/// prunes freed as "<n> B".
+pub async fn forget_all(
+    ctx: &Context,
+    function: &'static str,
+    target: &Target<'_>,
+    snapshots: &[(Repository, Snapshot)],
+    reclaim: bool,
+) -> Result<Output, FunctionError> {
+    let mut freed = 0i64;
+    for (repo, snap) in snapshots {
+        let id = match snap {
+            Snapshot::Id(id) => id.clone(),
+            Snapshot::Tag(tag) => {
+                restic::snapshot_id_by_tag(ctx, function, target, repo, tag).await?
+            }
+        };
+        restic::forget(ctx, function, target, repo, &id).await?;
+        if reclaim {
+            let s = restic::prune(ctx, function, target, repo)
+                .await
+                .map_err(|e| restic::wrap(function, "Error executing prune command", e))?;
+            freed += restic::parse_restic_size_bytes(&s);
+        }
+    }
     Ok(match json!({"spaceFreed": format!("{freed} B")}) {
         Value::Object(m) => m,
         _ => Output::new(),
     })
-}
-
-async fn delete_all(
-    ctx: &Context,
-    helper: &data_pod::HelperPod,
-    profile: &Profile,
-    pairs: &[(String, Snapshot)],
-    key: &str,
-    insecure_tls: bool,
-    reclaim: bool,
-) -> Result<i64, FunctionError> {
-    let target = helper.target();
-    let mut freed = 0i64;
-    for (path, snap) in pairs {
-        let repo = Repository::new(profile, path, key, insecure_tls);
-        let id = match snap {
-            Snapshot::Id(id) => id.clone(),
-            Snapshot::Tag(tag) => {
-                restic::snapshot_id_by_tag(ctx, NAME, &target, &repo, tag).await?
-            }
-        };
-        restic::forget(ctx, NAME, &target, &repo, &id).await?;
-        if reclaim {
-            let s = restic::prune(ctx, NAME, &target, &repo)
-                .await
-                .map_err(|e| restic::wrap(NAME, "Error executing prune command", e))?;
-            freed += restic::parse_restic_size_bytes(&s);
-        }
-    }
-    Ok(freed)
 }
 
 #[cfg(test)]
@@ -163,7 +188,9 @@ mod tests {
         );
         let t = targets("a b", &Snapshot::Tag("x".into())).unwrap();
         assert_eq!(t, vec![("a".to_string(), Snapshot::Tag("x".into()))]);
-        let e = targets("a", &Snapshot::Tag("x y".into())).unwrap_err();
+        let e = targets("a", &Snapshot::Tag("x y".into()))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("backupTag lists 2 snapshots but backupArtifactPrefix only 1"),
             "{e}"

@@ -6,7 +6,7 @@
 //! Difference from Kanister: for Aurora it waits until the cluster snapshot is gone (Kanister
 //! waits for a DB *cluster* named like the snapshot to be gone, which returns at once).
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::args::Args;
 use super::rds::{self, error};
@@ -16,14 +16,12 @@ const NAME: &str = "DeleteRDSSnapshot";
 
 pub async fn run(
     _ctx: &super::Context,
-    args: &Map<String, Value>,
+    a: &Args<'_>,
     params: &Value,
 ) -> Result<Output, FunctionError> {
-    let a = Args::new(NAME, args);
-    a.check_supported()?;
     let snapshot_id = a.string("snapshotID")?;
     let engine = a.opt_string("dbEngine")?.unwrap_or_default();
-    let (rds, waits) = rds::connect(NAME, &a, params)?;
+    let (rds, waits) = rds::connect(NAME, a, params)?;
     if rds::is_aurora(&engine) {
         tracing::info!(snapshot = %snapshot_id, "Deleting Aurora DB cluster snapshot");
         match rds.delete_db_cluster_snapshot(&snapshot_id).await {

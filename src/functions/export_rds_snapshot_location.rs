@@ -12,22 +12,16 @@
 //! available, on return); a `dbEngine` other than `PostgreSQL` is refused before anything is
 //! made (Kanister finds out after making the instance); see [`super::rds::dump`] for the pod.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::args::Args;
 use super::profile::Profile;
 use super::rds::{self, dump, instance};
-use super::{Context, FunctionError, Output, pod};
+use super::{Context, FunctionError, Output, data_pod};
 
 const NAME: &str = "ExportRDSSnapshotToLocation";
 
-pub async fn run(
-    ctx: &Context,
-    args: &Map<String, Value>,
-    params: &Value,
-) -> Result<Output, FunctionError> {
-    let a = Args::new(NAME, args);
-    a.check_supported()?;
+pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, FunctionError> {
     let namespace = a.string("namespace")?;
     let instance_id = a.string("instanceID")?;
     let snapshot_id = a.string("snapshotID")?;
@@ -40,10 +34,9 @@ pub async fn run(
     let subnet_group = a
         .opt_string("dbSubnetGroup")?
         .unwrap_or_else(|| "default".into());
-    let labels = pod::merge_labels(a.opt_string_map("podLabels")?, &ctx.pod_labels);
-    let annotations = pod::merge_labels(a.opt_string_map("podAnnotations")?, &ctx.pod_annotations);
-    let databases = rds::yaml_list(NAME, args, "databases")?;
-    let groups = rds::yaml_list(NAME, args, "securityGroupID")?;
+    let extras = data_pod::pod_extras(a, ctx)?;
+    let databases = rds::yaml_list(NAME, a.args, "databases")?;
+    let groups = rds::yaml_list(NAME, a.args, "securityGroupID")?;
     if engine != dump::POSTGRES_ENGINE {
         return Err(FunctionError::arg(
             NAME,
@@ -56,7 +49,7 @@ pub async fn run(
     }
     Profile::from_params(params)
         .map_err(|e| FunctionError::failed(NAME, format!("Profile Validation failed: {e}")))?;
-    let (rds, waits) = rds::connect(NAME, &a, params)?;
+    let (rds, waits) = rds::connect(NAME, a, params)?;
     let groups = match groups {
         Some(g) => g,
         None => rds
@@ -107,8 +100,7 @@ pub async fn run(
         &username,
         &password,
         params,
-        labels,
-        annotations,
+        &extras,
     )
     .await;
     temporary.delete().await;
@@ -139,49 +131,22 @@ async fn export(
     username: &str,
     password: &str,
     params: &Value,
-    labels: std::collections::BTreeMap<String, String>,
-    annotations: std::collections::BTreeMap<String, String>,
+    extras: &data_pod::PodExtras,
 ) -> Result<Output, FunctionError> {
-    let described = rds.describe_db_instances(tmp).await.map_err(|e| {
-        FunctionError::rds(
-            NAME,
-            format!("Couldn't find endpoint for instance {tmp}"),
-            e,
-        )
-    })?;
-    let i = described.into_iter().next().unwrap_or_default();
-    let host = i.endpoint_address.ok_or_else(|| {
-        FunctionError::failed(
-            NAME,
-            format!("Couldn't find endpoint for instance {tmp}: Received nil endpoint"),
-        )
-    })?;
+    let context = format!("Couldn't find endpoint for instance {tmp}");
+    let (host, _) = instance::endpoint(NAME, rds, tmp, &context, "Received nil endpoint").await?;
     let backup_id = format!("backup-{}.tar.gz", super::restic::random_tag());
     let script = dump::backup_script(&host, prefix, &backup_id, databases);
-    let pod = dump::DumpPod {
-        namespace,
-        image: dump::DEFAULT_IMAGE,
-        labels,
-        annotations,
-        pod_override: ctx.pod_override.clone(),
-    };
-    dump::run(
-        ctx,
-        NAME,
-        pod,
-        &script,
-        username,
-        password,
-        &params["Profile"],
-    )
-    .await
-    .map_err(|e| {
-        FunctionError::failed(
-            NAME,
-            format!(
-                "Unable to extract and push db dump to location: {}",
-                inner(&e)
-            ),
-        )
-    })
+    let pod = dump::pod(extras, namespace);
+    dump::run(ctx, NAME, &pod, &script, username, password, params)
+        .await
+        .map_err(|e| {
+            FunctionError::failed(
+                NAME,
+                format!(
+                    "Unable to extract and push db dump to location: {}",
+                    inner(&e)
+                ),
+            )
+        })
 }

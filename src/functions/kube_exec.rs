@@ -10,17 +10,13 @@
 //! Adding a `ClusterExec` with `execs: [{local: {}}]` to the kwok config
 //! would run the command on the test machine and exercise the output path.
 
-use serde_json::{Map, Value};
-
 use super::args::Args;
 use super::pod::exec;
 use super::{Context, FunctionError, Output};
 
 const NAME: &str = "KubeExec";
 
-pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, FunctionError> {
-    let a = Args::new(NAME, args);
-    a.check_supported()?;
+pub async fn run(ctx: &Context, a: &Args<'_>) -> Result<Output, FunctionError> {
     let namespace = a.string("namespace")?;
     let pod = a.string("pod")?;
     let container = a.opt_string("container")?.filter(|c| !c.is_empty());

@@ -6,7 +6,6 @@
 //! failures.
 
 use futures::future::join_all;
-use serde_json::{Map, Value};
 
 use super::args::Args;
 use super::pod::exec;
@@ -27,12 +26,10 @@ pub fn fields(a: &Args, name: &str) -> Result<Vec<String>, FunctionError> {
     Ok(list)
 }
 
-pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, FunctionError> {
-    let a = Args::new(NAME, args);
-    a.check_supported()?;
+pub async fn run(ctx: &Context, a: &Args<'_>) -> Result<Output, FunctionError> {
     let namespace = a.string("namespace")?;
-    let pods = fields(&a, "pods")?;
-    let containers = fields(&a, "containers")?;
+    let pods = fields(a, "pods")?;
+    let containers = fields(a, "containers")?;
     let command = a.string_list("command")?;
     let jobs = pods
         .iter()
@@ -61,6 +58,7 @@ pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, Fun
 mod tests {
     use super::*;
     use crate::functions::output;
+    use serde_json::Value;
     use serde_json::json;
 
     #[test]

@@ -80,9 +80,7 @@ pub fn after_restart(args: Option<&Map<String, Value>>) -> Restart {
     }
 }
 
-pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, FunctionError> {
-    let a = Args::new(NAME, args);
-    a.check_supported()?;
+pub async fn run(ctx: &Context, a: &Args<'_>) -> Result<Output, FunctionError> {
     let op = parse_operation(&a.string("operation")?)?;
     let ns_arg = a.opt_string("namespace")?.filter(|s| !s.is_empty());
     let client = &ctx.client;
@@ -137,7 +135,7 @@ pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, Fun
             } else {
                 "delete"
             };
-            let r = object_reference(&a)?.ok_or_else(|| {
+            let r = object_reference(a)?.ok_or_else(|| {
                 FunctionError::arg(NAME, "objectReference", format!("required for operation {what}: apiVersion, group, resource, name, namespace of the object"))
             })?;
             let res = resolve(client, &r).await?;

@@ -19,9 +19,7 @@ use super::{Context, FunctionError, Output};
 
 const NAME: &str = "KubeTask";
 
-pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, FunctionError> {
-    let a = Args::new(NAME, args);
-    a.check_supported()?;
+pub async fn run(ctx: &Context, a: &Args<'_>) -> Result<Output, FunctionError> {
     let image = a.string("image")?;
     let command = a.string_list("command")?;
     let namespace = a

@@ -52,10 +52,8 @@ pub struct Spec {
     pub shared_dir: String,
 }
 
-pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, FunctionError> {
-    let a = Args::new(NAME, args);
-    a.check_supported()?;
-    let spec = decode(&a, &ctx.namespace)?;
+pub async fn run(ctx: &Context, a: &Args<'_>) -> Result<Output, FunctionError> {
+    let spec = decode(a, &ctx.namespace)?;
     let labels = merge_labels(a.opt_string_map("podLabels")?, &ctx.pod_labels);
     let annotations = merge_labels(a.opt_string_map("podAnnotations")?, &ctx.pod_annotations);
     let actionset_override = ctx.pod_override.as_ref().map(actionset_override);
@@ -195,12 +193,23 @@ pub fn pod(
     Ok(pod)
 }
 
+/// Why a text is not a Kubernetes quantity (Go's `resource.ParseQuantity` texts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum QuantityError {
+    #[error(
+        "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+    )]
+    Format,
+    #[error("unable to parse quantity's suffix")]
+    Suffix,
+}
+
 /// Checks a Kubernetes resource quantity (`resource.ParseQuantity`'s
 /// grammar: a signed decimal number, then a binary-SI suffix `Ki`…`Ei`, a
 /// decimal-SI suffix `n u m k M G T P E` or an exponent `e<int>`/`E<int>`).
 /// Returns whether the quantity is zero; the error reads like Go's.
-pub fn parse_quantity(s: &str) -> Result<bool, String> {
-    const FORMAT: &str = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+pub fn parse_quantity(s: &str) -> Result<bool, QuantityError> {
+    const FORMAT: QuantityError = QuantityError::Format;
     let b = s.as_bytes();
     let mut i = 0;
     if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
@@ -210,7 +219,7 @@ pub fn parse_quantity(s: &str) -> Result<bool, String> {
     while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'.') {
         if b[i] == b'.' {
             if dot {
-                return Err(FORMAT.into());
+                return Err(FORMAT);
             }
             dot = true;
         } else {
@@ -220,7 +229,7 @@ pub fn parse_quantity(s: &str) -> Result<bool, String> {
         i += 1;
     }
     if digits == 0 {
-        return Err(FORMAT.into());
+        return Err(FORMAT);
     }
     let suffix = &s[i..];
     let ok = match suffix {
@@ -241,11 +250,7 @@ pub fn parse_quantity(s: &str) -> Result<bool, String> {
         let shape = suffix
             .bytes()
             .all(|c| b"eEinumkKMGTP+-0123456789".contains(&c));
-        return Err(if shape {
-            "unable to parse quantity's suffix".into()
-        } else {
-            FORMAT.into()
-        });
+        return Err(if shape { QuantityError::Suffix } else { FORMAT });
     }
     Ok(!nonzero)
 }
@@ -416,7 +421,7 @@ mod tests {
             assert!(parse_quantity(bad).is_err(), "{bad}");
         }
         assert_eq!(
-            parse_quantity("1Ki2").unwrap_err(),
+            parse_quantity("1Ki2").unwrap_err().to_string(),
             "unable to parse quantity's suffix"
         );
     }

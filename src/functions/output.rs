@@ -29,11 +29,44 @@ pub fn parse_into(
 ) -> Result<(), FunctionError> {
     let mut sc = Scanner::default();
     sc.feed(text.as_bytes());
-    let found = sc
-        .finish()
-        .map_err(|message| FunctionError::Output { function, message })?;
+    let found = sc.finish().map_err(|e| FunctionError::Output {
+        function,
+        message: e.to_string(),
+    })?;
     out.extend(found);
     Ok(())
+}
+
+/// A phase-output line that cannot be read (the first one; lines count from 1).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LineError {
+    #[error("line {0}: a line with `{MARKER}` is longer than {MAX_LINE} bytes")]
+    TooLong(usize),
+    #[error(
+        "line {line}: {why}; expected `{MARKER} {{\"key\":\"<key>\",\"value\":\"<value>\"}}` (as printed by `kando output <key> <value>`), got `{got}`"
+    )]
+    Bad {
+        line: usize,
+        why: BadLine,
+        /// The text after the marker, truncated.
+        got: String,
+    },
+}
+
+/// What is wrong with the JSON after the marker.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BadLine {
+    /// serde_json's message.
+    #[error("invalid JSON: {0}")]
+    Json(String),
+    #[error("not a JSON object")]
+    NotObject,
+    #[error("`key` is missing or empty")]
+    NoKey,
+    #[error("`key` must be a string, not {0}")]
+    KeyNotString(Value),
+    #[error("`value` must be a string, not {0}")]
+    ValueNotString(Value),
 }
 
 /// Longest line kept whole while scanning; a longer line that carries the
@@ -51,7 +84,7 @@ pub struct Scanner {
     overlong: bool,
     marker_in_overlong: bool,
     out: Output,
-    error: Option<String>,
+    error: Option<LineError>,
 }
 
 impl Scanner {
@@ -91,10 +124,7 @@ impl Scanner {
             self.overlong = false;
             self.marker_in_overlong = false;
             if marker {
-                self.error = Some(format!(
-                    "line {}: a line with `{MARKER}` is longer than {} bytes",
-                    self.lines, MAX_LINE
-                ));
+                self.error = Some(LineError::TooLong(self.lines));
             }
             return;
         }
@@ -110,7 +140,7 @@ impl Scanner {
     }
 
     /// The outputs, or the first bad line's message.
-    pub fn finish(mut self) -> Result<Output, String> {
+    pub fn finish(mut self) -> Result<Output, LineError> {
         if !self.line.is_empty() || self.overlong {
             self.end_line();
         }
@@ -126,30 +156,29 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
 }
 
 /// One line (number `n`, from 1): `Ok(None)` without the marker.
-fn parse_line(n: usize, line: &str) -> Result<Option<(String, String)>, String> {
+fn parse_line(n: usize, line: &str) -> Result<Option<(String, String)>, LineError> {
     let Some(pos) = line.find(MARKER) else {
         return Ok(None);
     };
     let rest = line[pos + MARKER.len()..].trim();
-    let bad = |why: String| {
-        format!(
-            "line {n}: {why}; expected `{MARKER} {{\"key\":\"<key>\",\"value\":\"<value>\"}}` (as printed by `kando output <key> <value>`), got `{}`",
-            truncate(rest, 200)
-        )
+    let bad = |why: BadLine| LineError::Bad {
+        line: n,
+        why,
+        got: truncate(rest, 200),
     };
-    let v: Value = serde_json::from_str(rest).map_err(|e| bad(format!("invalid JSON: {e}")))?;
+    let v: Value = serde_json::from_str(rest).map_err(|e| bad(BadLine::Json(e.to_string())))?;
     let Value::Object(obj) = v else {
-        return Err(bad("not a JSON object".into()));
+        return Err(bad(BadLine::NotObject));
     };
     let key = match obj.get("key") {
         Some(Value::String(k)) if !k.is_empty() => k.clone(),
-        Some(Value::String(_)) | None => return Err(bad("`key` is missing or empty".into())),
-        Some(other) => return Err(bad(format!("`key` must be a string, not {other}"))),
+        Some(Value::String(_)) | None => return Err(bad(BadLine::NoKey)),
+        Some(other) => return Err(bad(BadLine::KeyNotString(other.clone()))),
     };
     let value = match obj.get("value") {
         Some(Value::String(s)) => s.clone(),
         None | Some(Value::Null) => String::new(),
-        Some(other) => return Err(bad(format!("`value` must be a string, not {other}"))),
+        Some(other) => return Err(bad(BadLine::ValueNotString(other.clone()))),
     };
     Ok(Some((key, value)))
 }
@@ -347,7 +376,7 @@ mod tests {
             sc.feed(&chunk);
         }
         sc.feed(b"\"}\n");
-        let e = sc.finish().unwrap_err();
+        let e = sc.finish().unwrap_err().to_string();
         assert!(
             e.starts_with("line 2: a line with `###Phase-output###:` is longer than"),
             "{e}"

@@ -41,13 +41,7 @@ pub struct Mount {
     pub read_only: bool,
 }
 
-pub async fn run(
-    ctx: &Context,
-    args: &Map<String, Value>,
-    params: &Value,
-) -> Result<Output, FunctionError> {
-    let a = Args::new(NAME, args);
-    a.check_supported()?;
+pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, FunctionError> {
     let namespace = a.string("namespace")?;
     let namespace = if namespace.is_empty() {
         ctx.namespace.clone()
@@ -60,10 +54,10 @@ pub async fn run(
     let service_account = a.opt_string("serviceaccount")?.unwrap_or_default();
     let labels = merge_labels(a.opt_string_map("podLabels")?, &ctx.pod_labels);
     let annotations = merge_labels(a.opt_string_map("podAnnotations")?, &ctx.pod_annotations);
-    let fail_on_error = a.opt_bool("failOnError")?.unwrap_or(false);
+    let fail_on_error = a.flag("failOnError")?;
     let pod_override = merge_overrides(a.opt_json_map("podOverride")?, ctx.pod_override.as_ref());
     let volumes = if volumes.is_empty() {
-        workload_volumes(params).map_err(|m| FunctionError::failed(NAME, m))?
+        workload_volumes(params).map_err(|e| FunctionError::failed(NAME, e.to_string()))?
     } else {
         volumes
     };
@@ -103,15 +97,26 @@ pub async fn run(
     log.output(NAME)
 }
 
+/// Why PrepareData has no volumes to mount.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoVolumes {
+    #[error(
+        "Failed to get volumes: `volumes` is not given and the action's object is not a Deployment or StatefulSet"
+    )]
+    NoWorkload,
+    #[error(
+        "No volumes found: the action's workload has no running pod with a PVC; give `volumes` (PVC name: mount path)"
+    )]
+    NoPvc,
+}
+
 /// Kanister's `getVolumes`: every PVC of the action's Deployment or
 /// StatefulSet, mounted at `/mnt/prepare_data/<pvc>`.
-pub fn workload_volumes(params: &Value) -> Result<BTreeMap<String, String>, String> {
+pub fn workload_volumes(params: &Value) -> Result<BTreeMap<String, String>, NoVolumes> {
     let pvcs = ["Deployment", "StatefulSet"]
         .iter()
         .find_map(|k| params.get(*k).filter(|v| v.is_object()))
-        .ok_or_else(|| {
-            "Failed to get volumes: `volumes` is not given and the action's object is not a Deployment or StatefulSet".to_string()
-        })?
+        .ok_or(NoVolumes::NoWorkload)?
         .get("PersistentVolumeClaims");
     let mut vols = BTreeMap::new();
     for claims in pvcs
@@ -124,7 +129,7 @@ pub fn workload_volumes(params: &Value) -> Result<BTreeMap<String, String>, Stri
         }
     }
     if vols.is_empty() {
-        return Err("No volumes found: the action's workload has no running pod with a PVC; give `volumes` (PVC name: mount path)".into());
+        return Err(NoVolumes::NoPvc);
     }
     Ok(vols)
 }
@@ -275,10 +280,13 @@ mod tests {
                 ("logs-db-1".into(), "/mnt/prepare_data/logs-db-1".into()),
             ])
         );
-        let e =
-            workload_volumes(&json!({"Deployment": {"PersistentVolumeClaims": {}}})).unwrap_err();
+        let e = workload_volumes(&json!({"Deployment": {"PersistentVolumeClaims": {}}}))
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("No volumes found"), "{e}");
-        let e = workload_volumes(&json!({"Namespace": {"Name": "x"}})).unwrap_err();
+        let e = workload_volumes(&json!({"Namespace": {"Name": "x"}}))
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("Failed to get volumes"), "{e}");
     }
 }

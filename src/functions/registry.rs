@@ -2,7 +2,7 @@
 //! name, the arguments it requires and accepts with the JSON type each takes, which Kanister
 //! releases register and document it, how this executor runs it, and what a restarted
 //! controller does with it. `validate` and the webhook read it, the executor runs it
-//! ([`super::execute`]), every function checks its arguments against it
+//! ([`super::execute`]) after checking the phase's arguments against it
 //! ([`super::args::Args::check_supported`]), and the restart logic asks it ([`after_restart`]).
 //!
 //! It holds the 28 functions of Kanister HEAD `pkg/function`, plus the three
@@ -15,6 +15,7 @@
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
+use super::args::Args;
 use super::{Context, FunctionError, Output};
 use super::{
     backup_data, backup_data_all, backup_data_stats, check_repository, copy_volume_data,
@@ -78,11 +79,12 @@ pub enum Kanister {
     ReleasedOnly,
 }
 
-/// How the executor runs a function: its phase's rendered `args` and the template parameters
-/// (Wait and WaitV2 render their own `objectReference` fields with them).
+/// How the executor runs a function: its phase's rendered `args`, already checked against the
+/// registry ([`run`]), and the template parameters (Wait and WaitV2 render their own
+/// `objectReference` fields with them).
 pub type Runner = for<'a> fn(
     &'a Context,
-    &'a Map<String, Value>,
+    &'a Args<'a>,
     &'a Value,
 ) -> BoxFuture<'a, Result<Output, FunctionError>>;
 
@@ -170,7 +172,7 @@ macro_rules! run {
     ($f:path) => {{
         fn runner<'a>(
             ctx: &'a Context,
-            args: &'a Map<String, Value>,
+            args: &'a Args<'a>,
             _: &'a Value,
         ) -> BoxFuture<'a, Result<Output, FunctionError>> {
             Box::pin($f(ctx, args))
@@ -180,7 +182,7 @@ macro_rules! run {
     ($f:path, params) => {{
         fn runner<'a>(
             ctx: &'a Context,
-            args: &'a Map<String, Value>,
+            args: &'a Args<'a>,
             params: &'a Value,
         ) -> BoxFuture<'a, Result<Output, FunctionError>> {
             Box::pin($f(ctx, args, params))
@@ -348,7 +350,8 @@ pub fn unsupported(f: &Function) -> FunctionError {
     }
 }
 
-/// Runs `name` with its rendered `args`: unsupported Kanister functions and unknown names fail.
+/// Runs `name` with its rendered `args`: unsupported Kanister functions, unknown names and
+/// arguments the function does not take fail before it runs.
 pub async fn run(
     ctx: &Context,
     name: &str,
@@ -356,10 +359,12 @@ pub async fn run(
     params: &Value,
 ) -> Result<Output, FunctionError> {
     let f = function(name).ok_or_else(|| FunctionError::Unknown(name.to_string()))?;
-    match f.runner {
-        Some(runner) => runner(ctx, args, params).await,
-        None => Err(unsupported(f)),
-    }
+    let Some(runner) = f.runner else {
+        return Err(unsupported(f));
+    };
+    let a = Args::new(f.name, args);
+    a.check_supported()?;
+    runner(ctx, &a, params).await
 }
 
 #[cfg(test)]

@@ -14,17 +14,25 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::args::Args;
 use super::backup_data::{encryption_key, non_empty};
-use super::data_pod::{self, PodOptions};
-use super::restic::{self, Profile, Repository, Snapshot};
+use super::data_pod;
+use super::profile;
+use super::restic::{self, Repository, Snapshot};
 use super::{Context, FunctionError, Output};
 
 const NAME: &str = "RestoreData";
 /// Kanister's `restoreDataJobPrefix`.
 pub const JOB_PREFIX: &str = "restore-data-";
+
+/// `restorePath`, `/` when absent or empty.
+pub fn restore_path(a: &Args) -> Result<String, FunctionError> {
+    Ok(a.opt_string("restorePath")?
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "/".into()))
+}
 
 /// `backupTag` xor `backupIdentifier` (Kanister: "Require one argument: backupTag or backupIdentifier").
 pub fn snapshot_arg(a: &Args, tag_arg: &str, id_arg: &str) -> Result<Snapshot, FunctionError> {
@@ -40,42 +48,47 @@ pub fn snapshot_arg(a: &Args, tag_arg: &str, id_arg: &str) -> Result<Snapshot, F
     }
 }
 
+/// Why the volumes of a pod are not known (Kanister's texts, with a hint).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PodVolumesError {
+    #[error(
+        "Invalid Template Params (pod needs the ActionSet's object to be a Deployment or StatefulSet; give `volumes` instead)"
+    )]
+    NoWorkload,
+    #[error("Failed to find volumes for the Pod: {0}")]
+    NotFound(String),
+}
+
 /// Kanister's `FetchPodVolumes`: PVC → mount path of `pod` from the
 /// `.Deployment` or `.StatefulSet` template parameter.
-pub fn fetch_pod_volumes(pod: &str, params: &Value) -> Result<BTreeMap<String, String>, String> {
+pub fn fetch_pod_volumes(
+    pod: &str,
+    params: &Value,
+) -> Result<BTreeMap<String, String>, PodVolumesError> {
     let workload = ["Deployment", "StatefulSet"]
         .iter()
         .find_map(|k| params.get(*k).filter(|v| v.is_object()))
-        .ok_or("Invalid Template Params (pod needs the ActionSet's object to be a Deployment or StatefulSet; give `volumes` instead)")?;
+        .ok_or(PodVolumesError::NoWorkload)?;
     let claims = workload
         .pointer(&format!(
             "/PersistentVolumeClaims/{}",
             pod.replace('~', "~0").replace('/', "~1")
         ))
         .and_then(Value::as_object)
-        .ok_or_else(|| format!("Failed to find volumes for the Pod: {pod}"))?;
+        .ok_or_else(|| PodVolumesError::NotFound(pod.to_string()))?;
     Ok(claims
         .iter()
         .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
         .collect())
 }
 
-pub async fn run(
-    ctx: &Context,
-    args: &Map<String, Value>,
-    params: &Value,
-) -> Result<Output, FunctionError> {
-    let a = Args::new(NAME, args);
-    a.check_supported()?;
-    let namespace = non_empty(&a, "namespace")?;
-    let image = non_empty(&a, "image")?;
-    let prefix = non_empty(&a, "backupArtifactPrefix")?;
-    let extras = data_pod::pod_extras(&a, ctx)?;
-    let restore_path = a
-        .opt_string("restorePath")?
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "/".into());
-    let key = encryption_key(&a)?;
+pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, FunctionError> {
+    let namespace = non_empty(a, "namespace")?;
+    let image = non_empty(a, "image")?;
+    let prefix = non_empty(a, "backupArtifactPrefix")?;
+    let extras = data_pod::pod_extras(a, ctx)?;
+    let restore_path = restore_path(a)?;
+    let key = encryption_key(a)?;
     let pod = a.opt_string("pod")?.unwrap_or_default();
     let vols = a.opt_string_map("volumes")?.unwrap_or_default();
     if pod.is_empty() == vols.is_empty() {
@@ -84,36 +97,21 @@ pub async fn run(
             "Require one argument: pod or volumes",
         ));
     }
-    let snapshot = snapshot_arg(&a, "backupTag", "backupIdentifier")?;
-    let insecure_tls = a.opt_bool("insecureTLS")?.unwrap_or(false);
-    let profile = Profile::from_params(params).map_err(|e| FunctionError::failed(NAME, e))?;
+    let snapshot = snapshot_arg(a, "backupTag", "backupIdentifier")?;
+    let insecure_tls = a.flag("insecureTLS")?;
+    let profile = profile::for_function(NAME, params, "")?;
     let repo = Repository::new(&profile, &prefix, &key, insecure_tls);
     let vols = if vols.is_empty() {
-        fetch_pod_volumes(&pod, params).map_err(|e| FunctionError::failed(NAME, e))?
+        fetch_pod_volumes(&pod, params).map_err(|e| FunctionError::failed(NAME, e.to_string()))?
     } else {
         vols
     };
-    let mut volumes = BTreeMap::new();
-    for (pvc, mount) in &vols {
-        volumes.insert(
-            pvc.clone(),
-            data_pod::pvc_mount(ctx, NAME, &namespace, pvc, mount).await?,
-        );
-    }
-    let opts = PodOptions {
-        namespace,
-        generate_name: JOB_PREFIX.into(),
-        image,
-        volumes,
-        pod_override: extras.pod_override,
-        labels: extras.labels,
-        annotations: extras.annotations,
-    };
-    let helper = data_pod::start(ctx, NAME, &opts).await?;
-    let result =
-        restic::restore(ctx, NAME, &helper.target(), &repo, &snapshot, &restore_path).await;
-    helper.delete().await;
-    let r = result?;
+    let volumes = data_pod::pvc_mounts(ctx, NAME, &namespace, &vols).await?;
+    let opts = extras.options(&namespace, JOB_PREFIX, &image, volumes);
+    let r = data_pod::run_in(ctx, NAME, &opts, async |target| {
+        restic::restore(ctx, NAME, target, &repo, &snapshot, &restore_path).await
+    })
+    .await?;
     r.phase_output(NAME)
         .map_err(|e| restic::wrap(NAME, "Failed to parse phase output", e))
 }
@@ -158,12 +156,13 @@ mod tests {
         let v = fetch_pod_volumes("db-0", &p).unwrap();
         assert_eq!(v["data-db-0"], "/var/lib/db");
         assert_eq!(
-            fetch_pod_volumes("db-1", &p).unwrap_err(),
+            fetch_pod_volumes("db-1", &p).unwrap_err().to_string(),
             "Failed to find volumes for the Pod: db-1"
         );
         assert!(
             fetch_pod_volumes("x", &json!({}))
                 .unwrap_err()
+                .to_string()
                 .starts_with("Invalid Template Params")
         );
     }

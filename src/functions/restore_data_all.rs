@@ -16,31 +16,43 @@
 use std::collections::BTreeMap;
 
 use futures::future::join_all;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::args::Args;
 use super::backup_data::{encryption_key, non_empty};
 use super::backup_data_all::{
     BackupInfo, parse_backup_info, per_pod_errors, pod_prefix, target_pods,
 };
-use super::data_pod::{self, PodExtras, PodOptions};
-use super::restic::{self, Profile, Repository, Snapshot};
-use super::restore_data::fetch_pod_volumes;
+use super::data_pod::{self, PodExtras};
+use super::profile;
+use super::restic::{self, Repository, Snapshot};
+use super::restore_data::{fetch_pod_volumes, restore_path};
 use super::{Context, FunctionError, Output};
 
 const NAME: &str = "RestoreDataAll";
 /// Kanister's `restoreDataAllJobPrefix`.
 pub const JOB_PREFIX: &str = "restore-data-all-";
 
+/// Why `backupInfo` has no snapshot of a pod.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoSnapshot {
+    #[error("backupInfo has no BackupID for pod {0}")]
+    NoId(String),
+    #[error(
+        "backupInfo has no backup of pod {pod} (it has: {has}); restore the pods that were backed up (`pods`)"
+    )]
+    NoPod { pod: String, has: String },
+}
+
 /// The snapshot of `pod` in `infos`.
-pub fn snapshot_of(infos: &BTreeMap<String, BackupInfo>, pod: &str) -> Result<String, String> {
+pub fn snapshot_of(infos: &BTreeMap<String, BackupInfo>, pod: &str) -> Result<String, NoSnapshot> {
     match infos.get(pod) {
         Some(i) if !i.backup_id.is_empty() => Ok(i.backup_id.clone()),
-        Some(_) => Err(format!("backupInfo has no BackupID for pod {pod}")),
-        None => Err(format!(
-            "backupInfo has no backup of pod {pod} (it has: {}); restore the pods that were backed up (`pods`)",
-            infos.keys().cloned().collect::<Vec<_>>().join(", ")
-        )),
+        Some(_) => Err(NoSnapshot::NoId(pod.to_string())),
+        None => Err(NoSnapshot::NoPod {
+            pod: pod.to_string(),
+            has: infos.keys().cloned().collect::<Vec<_>>().join(", "),
+        }),
     }
 }
 
@@ -63,56 +75,29 @@ async fn restore_pod(
     let vols = fetch_pod_volumes(pod, job.params).map_err(|e| {
         FunctionError::failed(NAME, format!("Failed to get volumes of pod {pod}: {e}"))
     })?;
-    let mut volumes = BTreeMap::new();
-    for (pvc, mount) in &vols {
-        volumes.insert(
-            pvc.clone(),
-            data_pod::pvc_mount(job.ctx, NAME, job.namespace, pvc, mount).await?,
-        );
-    }
-    let opts = PodOptions {
-        namespace: job.namespace.to_string(),
-        generate_name: JOB_PREFIX.into(),
-        image: job.image.to_string(),
-        volumes,
-        pod_override: job.extras.pod_override.clone(),
-        labels: job.extras.labels.clone(),
-        annotations: job.extras.annotations.clone(),
-    };
-    let helper = data_pod::start(job.ctx, NAME, &opts).await?;
-    let result = restic::restore(
-        job.ctx,
-        NAME,
-        &helper.target(),
-        repo,
-        &Snapshot::Id(id),
-        job.restore_path,
-    )
-    .await;
-    helper.delete().await;
-    result?.phase_output(NAME)
+    let volumes = data_pod::pvc_mounts(job.ctx, NAME, job.namespace, &vols).await?;
+    let opts = job
+        .extras
+        .options(job.namespace, JOB_PREFIX, job.image, volumes);
+    let snapshot = Snapshot::Id(id);
+    data_pod::run_in(job.ctx, NAME, &opts, async |target| {
+        restic::restore(job.ctx, NAME, target, repo, &snapshot, job.restore_path).await
+    })
+    .await?
+    .phase_output(NAME)
 }
 
-pub async fn run(
-    ctx: &Context,
-    args: &Map<String, Value>,
-    params: &Value,
-) -> Result<Output, FunctionError> {
-    let a = Args::new(NAME, args);
-    a.check_supported()?;
-    let namespace = non_empty(&a, "namespace")?;
-    let image = non_empty(&a, "image")?;
-    let prefix = non_empty(&a, "backupArtifactPrefix")?;
+pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, FunctionError> {
+    let namespace = non_empty(a, "namespace")?;
+    let image = non_empty(a, "image")?;
+    let prefix = non_empty(a, "backupArtifactPrefix")?;
     let infos = parse_backup_info(NAME, &a.string("backupInfo")?)?;
-    let extras = data_pod::pod_extras(&a, ctx)?;
-    let restore_path = a
-        .opt_string("restorePath")?
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "/".into());
-    let key = encryption_key(&a)?;
-    let insecure_tls = a.opt_bool("insecureTLS")?.unwrap_or(false);
-    let pods = target_pods(&a, params, "Unsupported workload type")?;
-    let profile = Profile::from_params(params).map_err(|e| FunctionError::failed(NAME, e))?;
+    let extras = data_pod::pod_extras(a, ctx)?;
+    let restore_path = restore_path(a)?;
+    let key = encryption_key(a)?;
+    let insecure_tls = a.flag("insecureTLS")?;
+    let pods = target_pods(a, params, "Unsupported workload type")?;
+    let profile = profile::for_function(NAME, params, "")?;
     let job = Job {
         ctx,
         namespace: &namespace,
@@ -126,7 +111,8 @@ pub async fn run(
         let job = &job;
         let infos = &infos;
         async move {
-            let id = snapshot_of(infos, pod).map_err(|e| FunctionError::failed(NAME, e))?;
+            let id =
+                snapshot_of(infos, pod).map_err(|e| FunctionError::failed(NAME, e.to_string()))?;
             restore_pod(job, &repo, pod, id).await
         }
     }))
@@ -158,10 +144,10 @@ mod tests {
         .unwrap();
         assert_eq!(snapshot_of(&infos, "a").unwrap(), "111");
         assert_eq!(
-            snapshot_of(&infos, "b").unwrap_err(),
+            snapshot_of(&infos, "b").unwrap_err().to_string(),
             "backupInfo has no BackupID for pod b"
         );
-        let e = snapshot_of(&infos, "c").unwrap_err();
+        let e = snapshot_of(&infos, "c").unwrap_err().to_string();
         assert!(
             e.starts_with("backupInfo has no backup of pod c (it has: a, b)"),
             "{e}"

@@ -13,34 +13,27 @@
 //! Difference from Kanister: when deleting the existing Aurora cluster fails, the phase fails
 //! (Kanister returns success without restoring anything).
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::args::Args;
 use super::profile::Profile;
 use super::rds::{self, RdsClient, Waits, dump, error, instance, wait};
-use super::{Context, FunctionError, Output, pod};
+use super::{Context, FunctionError, Output, data_pod};
 
 const NAME: &str = "RestoreRDSSnapshot";
 /// Kanister's instance of a restored Aurora cluster.
 const AURORA_INSTANCE_SUFFIX: &str = "instance-1";
 const AURORA_INSTANCE_CLASS: &str = "db.r5.large";
 
-pub async fn run(
-    ctx: &Context,
-    args: &Map<String, Value>,
-    params: &Value,
-) -> Result<Output, FunctionError> {
-    let a = Args::new(NAME, args);
-    a.check_supported()?;
+pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, FunctionError> {
     let instance_id = a.string("instanceID")?;
     let snapshot_id = a.opt_string("snapshotID")?.unwrap_or_default();
     let engine = a.opt_string("dbEngine")?.unwrap_or_default();
     let subnet_group = a
         .opt_string("dbSubnetGroup")?
         .unwrap_or_else(|| "default".into());
-    let labels = pod::merge_labels(a.opt_string_map("podLabels")?, &ctx.pod_labels);
-    let annotations = pod::merge_labels(a.opt_string_map("podAnnotations")?, &ctx.pod_annotations);
-    let groups = rds::yaml_list(NAME, args, "securityGroupID")?;
+    let extras = data_pod::pod_extras(a, ctx)?;
+    let groups = rds::yaml_list(NAME, a.args, "securityGroupID")?;
     // Without a snapshot: the dump's arguments are required.
     let dump_args = if snapshot_id.is_empty() {
         Some((
@@ -55,7 +48,7 @@ pub async fn run(
     };
     Profile::from_params(params)
         .map_err(|e| FunctionError::failed(NAME, format!("Error validating profile: {e}")))?;
-    let (rds, waits) = rds::connect(NAME, &a, params)?;
+    let (rds, waits) = rds::connect(NAME, a, params)?;
     let Some((prefix, backup_id, username, password, namespace)) = dump_args else {
         let groups = match groups {
             Some(g) => Some(g),
@@ -96,48 +89,22 @@ pub async fn run(
             ),
         ));
     }
-    let described = rds.describe_db_instances(&instance_id).await.map_err(|e| {
-        FunctionError::rds(
-            NAME,
-            format!("Failed to describe DB instance. InstanceID={instance_id}"),
-            e,
-        )
-    })?;
-    let i = described.into_iter().next().unwrap_or_default();
-    let host = i.endpoint_address.ok_or_else(|| {
-        FunctionError::failed(
-            NAME,
-            format!("Failed to describe DB instance. InstanceID={instance_id}: it has no endpoint"),
-        )
-    })?;
-    let version = i.engine_version.unwrap_or_default();
+    let context = format!("Failed to describe DB instance. InstanceID={instance_id}");
+    let (host, version) =
+        instance::endpoint(NAME, &rds, &instance_id, &context, "it has no endpoint").await?;
     let script = dump::restore_script(&host, &prefix, &backup_id, &version)
-        .map_err(|m| FunctionError::failed(NAME, m))?;
-    let pod = dump::DumpPod {
-        namespace: &namespace,
-        image: dump::DEFAULT_IMAGE,
-        labels,
-        annotations,
-        pod_override: ctx.pod_override.clone(),
-    };
-    dump::run(
-        ctx,
-        NAME,
-        pod,
-        &script,
-        &username,
-        &password,
-        &params["Profile"],
-    )
-    .await
-    .map_err(|e| {
-        let s = e.to_string();
-        let inner = s.strip_prefix(&format!("{NAME}: ")).unwrap_or(&s);
-        FunctionError::failed(
-            NAME,
-            format!("Failed to restore RDS from dump. InstanceID={instance_id}: {inner}"),
-        )
-    })?;
+        .map_err(|e| FunctionError::failed(NAME, e.to_string()))?;
+    let pod = dump::pod(&extras, &namespace);
+    dump::run(ctx, NAME, &pod, &script, &username, &password, params)
+        .await
+        .map_err(|e| {
+            let s = e.to_string();
+            let inner = s.strip_prefix(&format!("{NAME}: ")).unwrap_or(&s);
+            FunctionError::failed(
+                NAME,
+                format!("Failed to restore RDS from dump. InstanceID={instance_id}: {inner}"),
+            )
+        })?;
     let mut out = Output::new();
     out.insert("endpoint".into(), host.into());
     Ok(out)

@@ -24,7 +24,7 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, Patch, PatchParams};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::args::Args;
 use super::context::{StepEvent, note};
@@ -71,12 +71,7 @@ pub fn parse_kind(kind: &str) -> Result<Kind, FunctionError> {
 }
 
 /// Kanister's `getArgs`: defaults from the action's object when it is a workload.
-pub fn decode(
-    ctx_object: &crate::model::ObjectReference,
-    args: &Map<String, Value>,
-) -> Result<Spec, FunctionError> {
-    let a = Args::new(NAME, args);
-    a.check_supported()?;
+pub fn decode(ctx_object: &crate::model::ObjectReference, a: &Args) -> Result<Spec, FunctionError> {
     let replicas = a.int("replicas")?;
     let replicas = i32::try_from(replicas)
         .ok()
@@ -131,8 +126,8 @@ pub fn decode(
     })
 }
 
-pub async fn run(ctx: &Context, args: &Map<String, Value>) -> Result<Output, FunctionError> {
-    let spec = decode(&ctx.object, args)?;
+pub async fn run(ctx: &Context, a: &Args<'_>) -> Result<Output, FunctionError> {
+    let spec = decode(&ctx.object, a)?;
     let client = ctx.client.clone();
     let ns = &spec.namespace;
     let name = &spec.name;
@@ -404,6 +399,7 @@ pub async fn statefulset_ready(
 mod tests {
     use super::*;
     use crate::model::ObjectReference;
+    use serde_json::Map;
 
     fn obj(kind: &str) -> ObjectReference {
         ObjectReference {
@@ -416,6 +412,13 @@ mod tests {
 
     fn args(v: Value) -> Map<String, Value> {
         v.as_object().unwrap().clone()
+    }
+
+    /// [`super::decode`] after the registry's argument check, as a phase runs it.
+    fn decode(object: &ObjectReference, args: &Map<String, Value>) -> Result<Spec, FunctionError> {
+        let a = Args::new(NAME, args);
+        a.check_supported()?;
+        super::decode(object, &a)
     }
 
     #[test]

@@ -61,23 +61,17 @@ pub struct Conditions {
     pub list: Vec<Condition>,
 }
 
-pub async fn run(
-    ctx: &Context,
-    args: &Map<String, Value>,
-    params: &Value,
-) -> Result<Output, FunctionError> {
-    run_flavor(ctx, args, params, Flavor::JsonPath).await
+pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, FunctionError> {
+    run_flavor(ctx, a, params, Flavor::JsonPath).await
 }
 
 pub async fn run_flavor(
     ctx: &Context,
-    args: &Map<String, Value>,
+    a: &Args<'_>,
     params: &Value,
     flavor: Flavor,
 ) -> Result<Output, FunctionError> {
     let f = flavor.name();
-    let a = Args::new(f, args);
-    a.check_supported()?;
     let timeout_text = a.string("timeout")?;
     let timeout = crate::duration::parse_std(&timeout_text).map_err(|e| {
         FunctionError::arg(
@@ -91,8 +85,9 @@ pub async fn run_flavor(
     let conds = decode_conditions(f, a.get("conditions"), params)?;
     // Fail fast on syntax errors.
     for (i, c) in conds.list.iter().enumerate() {
-        check_syntax(flavor, &c.condition)
-            .map_err(|m| FunctionError::arg(f, &format!("conditions[{i}].condition"), m))?;
+        check_syntax(flavor, &c.condition).map_err(|e| {
+            FunctionError::arg(f, &format!("conditions[{i}].condition"), e.to_string())
+        })?;
     }
     let deadline = tokio::time::Instant::now() + timeout;
     let mut delay = Duration::from_millis(100);
@@ -203,39 +198,51 @@ async fn evaluate(
         Flavor::JsonPath => evaluate_jsonpath_condition(&c.condition, &json),
         Flavor::Template => evaluate_template_condition(&c.condition, &json),
     }
-    .map_err(Eval::NotYet)?;
+    .map_err(|e| Eval::NotYet(e.to_string()))?;
     Ok(out.trim() == "true")
 }
 
-fn check_syntax(flavor: Flavor, cond: &str) -> Result<(), String> {
-    match flavor {
+/// Why a condition does not parse or render; the text is the JSONPath's or the template's.
+#[derive(Debug, thiserror::Error)]
+pub enum ConditionError {
+    #[error(transparent)]
+    JsonPath(#[from] JsonPathError),
+    #[error(transparent)]
+    Template(#[from] crate::template::TemplateError),
+}
+
+fn check_syntax(flavor: Flavor, cond: &str) -> Result<(), ConditionError> {
+    let text = match flavor {
         Flavor::JsonPath => {
             for (_, path) in find_placeholders(cond) {
-                parse_jsonpath(&path).map_err(|e| e.to_string())?;
+                parse_jsonpath(&path)?;
             }
             // Placeholders replaced by empty strings must leave a valid template.
-            let text = substitute(cond, &Value::Null).map_err(|e| e.to_string())?;
-            crate::template::Template::parse(&text)
-                .map(|_| ())
-                .map_err(|e| e.to_string())
+            substitute(cond, &Value::Null)?
         }
-        Flavor::Template => crate::template::Template::parse(&v2_text(cond))
-            .map(|_| ())
-            .map_err(|e| e.to_string()),
-    }
+        Flavor::Template => v2_text(cond),
+    };
+    crate::template::Template::parse(&text)?;
+    Ok(())
 }
 
 /// Wait: substitute the JSONPath placeholders, render the rest with no data.
-pub fn evaluate_jsonpath_condition(cond: &str, obj: &Value) -> Result<String, String> {
-    let text = substitute(cond, obj).map_err(|e| e.to_string())?;
-    crate::template::render_str(&text, &Value::Object(Map::new())).map_err(|e| e.to_string())
+pub fn evaluate_jsonpath_condition(cond: &str, obj: &Value) -> Result<String, ConditionError> {
+    let text = substitute(cond, obj)?;
+    Ok(crate::template::render_str(
+        &text,
+        &Value::Object(Map::new()),
+    )?)
 }
 
 /// WaitV2: render the template with the object as `.` and `$`.
-pub fn evaluate_template_condition(cond: &str, obj: &Value) -> Result<String, String> {
+pub fn evaluate_template_condition(cond: &str, obj: &Value) -> Result<String, ConditionError> {
     let mut params = Map::new();
     params.insert("Object".into(), obj.clone());
-    crate::template::render_str(&v2_text(cond), &Value::Object(params)).map_err(|e| e.to_string())
+    Ok(crate::template::render_str(
+        &v2_text(cond),
+        &Value::Object(params),
+    )?)
 }
 
 /// The template engine renders Kanister's params, where an arbitrary object is
@@ -538,7 +545,7 @@ fn decode_conditions(
     let m = match v {
         Some(Value::Object(m)) => m.clone(),
         Some(Value::String(s)) => {
-            super::args::parse_yaml_object(s).map_err(|e| err("conditions", e))?
+            super::args::parse_yaml_object(s).map_err(|e| err("conditions", e.to_string()))?
         }
         None => return Err(err("conditions", "required argument is missing".into())),
         Some(other) => {

@@ -2,15 +2,12 @@
 //! condition is a Go template rendered with the fetched object as `.` and
 //! `$`; it holds when the trimmed output is `true`.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+use super::args::Args;
 use super::wait::{Flavor, run_flavor};
 use super::{Context, FunctionError, Output};
 
-pub async fn run(
-    ctx: &Context,
-    args: &Map<String, Value>,
-    params: &Value,
-) -> Result<Output, FunctionError> {
-    run_flavor(ctx, args, params, Flavor::Template).await
+pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, FunctionError> {
+    run_flavor(ctx, a, params, Flavor::Template).await
 }

@@ -17,16 +17,16 @@ pub struct ExecResult {
     pub stdout: String,
     pub stderr: String,
     output: Output,
-    output_error: Option<String>,
+    output_error: Option<output::LineError>,
 }
 
 impl ExecResult {
     /// The phase output of stdout (an invalid `###Phase-output###:` line is an error).
     pub fn phase_output(&self, function: &'static str) -> Result<Output, FunctionError> {
         match &self.output_error {
-            Some(message) => Err(FunctionError::Output {
+            Some(e) => Err(FunctionError::Output {
                 function,
-                message: message.clone(),
+                message: e.to_string(),
             }),
             None => Ok(self.output.clone()),
         }
@@ -54,10 +54,28 @@ async fn drain(
     tail
 }
 
+/// Why an exec failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExecFailure {
+    #[error("command terminated with exit code {0}")]
+    ExitCode(String),
+    #[error("command failed: {reason} {message}")]
+    Failed { reason: String, message: String },
+    #[error("exec stream failed: {0}")]
+    Stream(String),
+    #[error(
+        "the exec stream ended without a status: the connection to the pod was lost, so whether the command finished, and how, is unknown"
+    )]
+    NoStatus,
+}
+
 /// How an exec ended, from its status (channel 3) and the stream: `Err`
 /// says why it failed. A stream that closed without any status is a
 /// failure: the connection was lost, the command's result is unknown.
-pub fn outcome(status: Option<&Status>, stream: Result<(), String>) -> Result<(), String> {
+pub fn outcome(
+    status: Option<&Status>,
+    stream: Result<(), impl std::fmt::Display>,
+) -> Result<(), ExecFailure> {
     match status {
         Some(st) if st.status.as_deref() == Some("Failure") => {
             let code = st
@@ -67,18 +85,17 @@ pub fn outcome(status: Option<&Status>, stream: Result<(), String>) -> Result<()
                 .and_then(|cs| cs.iter().find(|c| c.reason.as_deref() == Some("ExitCode")))
                 .and_then(|c| c.message.clone());
             Err(match code {
-                Some(c) => format!("command terminated with exit code {c}"),
-                None => format!(
-                    "command failed: {} {}",
-                    st.reason.as_deref().unwrap_or(""),
-                    st.message.as_deref().unwrap_or("")
-                ),
+                Some(c) => ExecFailure::ExitCode(c),
+                None => ExecFailure::Failed {
+                    reason: st.reason.clone().unwrap_or_default(),
+                    message: st.message.clone().unwrap_or_default(),
+                },
             })
         }
-        Some(_) => stream.map_err(|e| format!("exec stream failed: {e}")),
+        Some(_) => stream.map_err(|e| ExecFailure::Stream(e.to_string())),
         None => Err(match stream {
-            Err(e) => format!("exec stream failed: {e}"),
-            Ok(()) => "the exec stream ended without a status: the connection to the pod was lost, so whether the command finished, and how, is unknown".into(),
+            Err(e) => ExecFailure::Stream(e.to_string()),
+            Ok(()) => ExecFailure::NoStatus,
         }),
     }
 }
@@ -155,7 +172,7 @@ pub async fn exec_with_stdin(
         Some(f) => f.await,
         None => None,
     };
-    let joined = attached.join().await.map_err(|e| e.to_string());
+    let joined = attached.join().await;
     let (output, output_error) = match scanner.finish() {
         Ok(o) => (o, None),
         Err(e) => (Output::new(), Some(e)),
@@ -170,7 +187,7 @@ pub async fn exec_with_stdin(
         Ok(()) => Ok(result),
         Err(what) => Err(FunctionError::failed(
             function,
-            failure_message(&place, &what, &result),
+            failure_message(&place, &what.to_string(), &result),
         )),
     }
 }
@@ -220,11 +237,11 @@ mod tests {
 
     #[test]
     fn an_exec_without_a_status_failed() {
-        let e = outcome(None, Ok(())).unwrap_err();
+        let e = outcome(None, Ok::<(), String>(())).unwrap_err().to_string();
         assert!(e.contains("ended without a status"), "{e}");
         assert!(e.contains("connection to the pod was lost"), "{e}");
-        let e = outcome(None, Err("reset by peer".into())).unwrap_err();
-        assert_eq!(e, "exec stream failed: reset by peer");
+        let e = outcome(None, Err("reset by peer")).unwrap_err();
+        assert_eq!(e.to_string(), "exec stream failed: reset by peer");
     }
 
     #[test]
@@ -232,7 +249,7 @@ mod tests {
         assert!(
             outcome(
                 Some(&status(serde_json::json!({"status": "Success"}))),
-                Ok(())
+                Ok::<(), String>(())
             )
             .is_ok()
         );
@@ -241,13 +258,15 @@ mod tests {
             "details": {"causes": [{"reason": "ExitCode", "message": "3"}]}}),
         );
         assert_eq!(
-            outcome(Some(&failed), Ok(())).unwrap_err(),
+            outcome(Some(&failed), Ok::<(), String>(()))
+                .unwrap_err()
+                .to_string(),
             "command terminated with exit code 3"
         );
         let e = outcome(
             Some(&status(serde_json::json!({"status": "Success"}))),
-            Err("x".into()),
+            Err("x"),
         );
-        assert_eq!(e.unwrap_err(), "exec stream failed: x");
+        assert_eq!(e.unwrap_err().to_string(), "exec stream failed: x");
     }
 }

@@ -53,29 +53,40 @@ pub async fn run_pod_to_end(
 #[derive(Debug)]
 pub struct PodLog {
     pub tail: String,
-    output: Result<Output, String>,
+    output: Result<Output, output::LineError>,
 }
 
 impl PodLog {
     /// The phase output (an invalid `###Phase-output###:` line is an error).
     pub fn output(self, function: &'static str) -> Result<Output, FunctionError> {
-        self.output
-            .map_err(|message| FunctionError::Output { function, message })
+        self.output.map_err(|e| FunctionError::Output {
+            function,
+            message: e.to_string(),
+        })
     }
 }
 
-async fn read_log(api: &Api<Pod>, name: &str, container: &str) -> Result<PodLog, String> {
+/// Why a pod's log could not be read.
+#[derive(Debug, thiserror::Error)]
+enum LogError {
+    #[error("{0}")]
+    Open(kube::Error),
+    #[error("{0}")]
+    Read(std::io::Error),
+}
+
+async fn read_log(api: &Api<Pod>, name: &str, container: &str) -> Result<PodLog, LogError> {
     use futures::AsyncReadExt;
     let lp = LogParams {
         container: Some(container.to_string()),
         ..LogParams::default()
     };
-    let stream = api.log_stream(name, &lp).await.map_err(|e| e.to_string())?;
+    let stream = api.log_stream(name, &lp).await.map_err(LogError::Open)?;
     futures::pin_mut!(stream);
     let (mut tail, mut scanner) = (output::Tail::default(), output::Scanner::default());
     let mut buf = vec![0u8; 64 * 1024];
     loop {
-        let n = stream.read(&mut buf).await.map_err(|e| e.to_string())?;
+        let n = stream.read(&mut buf).await.map_err(LogError::Read)?;
         if n == 0 {
             break;
         }

@@ -395,20 +395,9 @@ impl RdsClient {
         instance_id: &str,
         snapshot_id: &str,
     ) -> Result<Snapshot, RdsError> {
-        const CALL: &str = "CreateDBSnapshot";
-        let r = self
-            .call(
-                CALL,
-                &[
-                    ("DBInstanceIdentifier", instance_id),
-                    ("DBSnapshotIdentifier", snapshot_id),
-                ],
-            )
-            .await?;
-        Ok(Snapshot::from(
-            required(&r, CALL, &self.endpoint, "DBSnapshot")?,
-            "DBSnapshotIdentifier",
-        ))
+        let of = ("DBInstanceIdentifier", instance_id);
+        self.create_snapshot("CreateDBSnapshot", of, "DBSnapshot", snapshot_id)
+            .await
     }
 
     pub async fn create_db_cluster_snapshot(
@@ -416,63 +405,72 @@ impl RdsClient {
         cluster_id: &str,
         snapshot_id: &str,
     ) -> Result<Snapshot, RdsError> {
-        const CALL: &str = "CreateDBClusterSnapshot";
+        let of = ("DBClusterIdentifier", cluster_id);
+        self.create_snapshot(
+            "CreateDBClusterSnapshot",
+            of,
+            "DBClusterSnapshot",
+            snapshot_id,
+        )
+        .await
+    }
+
+    /// `call` makes snapshot `<kind>Identifier` = `snapshot_id` of `of` (parameter, id); the
+    /// answer's `<kind>` is the snapshot.
+    async fn create_snapshot(
+        &self,
+        call: &'static str,
+        of: (&str, &str),
+        kind: &str,
+        snapshot_id: &str,
+    ) -> Result<Snapshot, RdsError> {
+        let id_field = format!("{kind}Identifier");
         let r = self
-            .call(
-                CALL,
-                &[
-                    ("DBClusterIdentifier", cluster_id),
-                    ("DBClusterSnapshotIdentifier", snapshot_id),
-                ],
-            )
+            .call(call, &[of, (id_field.as_str(), snapshot_id)])
             .await?;
         Ok(Snapshot::from(
-            required(&r, CALL, &self.endpoint, "DBClusterSnapshot")?,
-            "DBClusterSnapshotIdentifier",
+            required(&r, call, &self.endpoint, kind)?,
+            &id_field,
         ))
     }
 
+    /// `call` with `<id_param>` = `id`: the `<list>` items of the answer, read by `from`.
+    async fn describe<T>(
+        &self,
+        call: &'static str,
+        id_param: &str,
+        id: &str,
+        list: &str,
+        from: impl Fn(&Element) -> T,
+    ) -> Result<Vec<T>, RdsError> {
+        let r = self.call(call, &[(id_param, id)]).await?;
+        Ok(items(&r, list).into_iter().map(from).collect())
+    }
+
     pub async fn describe_db_instances(&self, id: &str) -> Result<Vec<DbInstance>, RdsError> {
-        let r = self
-            .call("DescribeDBInstances", &[("DBInstanceIdentifier", id)])
-            .await?;
-        Ok(items(&r, "DBInstances")
-            .into_iter()
-            .map(DbInstance::from)
-            .collect())
+        let (call, param) = ("DescribeDBInstances", "DBInstanceIdentifier");
+        self.describe(call, param, id, "DBInstances", DbInstance::from)
+            .await
     }
 
     pub async fn describe_db_clusters(&self, id: &str) -> Result<Vec<DbCluster>, RdsError> {
-        let r = self
-            .call("DescribeDBClusters", &[("DBClusterIdentifier", id)])
-            .await?;
-        Ok(items(&r, "DBClusters")
-            .into_iter()
-            .map(DbCluster::from)
-            .collect())
+        let (call, param) = ("DescribeDBClusters", "DBClusterIdentifier");
+        self.describe(call, param, id, "DBClusters", DbCluster::from)
+            .await
     }
 
     pub async fn describe_db_snapshots(&self, id: &str) -> Result<Vec<Snapshot>, RdsError> {
-        let r = self
-            .call("DescribeDBSnapshots", &[("DBSnapshotIdentifier", id)])
-            .await?;
-        Ok(items(&r, "DBSnapshots")
-            .into_iter()
-            .map(|e| Snapshot::from(e, "DBSnapshotIdentifier"))
-            .collect())
+        let (call, param) = ("DescribeDBSnapshots", "DBSnapshotIdentifier");
+        self.describe(call, param, id, "DBSnapshots", |e| Snapshot::from(e, param))
+            .await
     }
 
     pub async fn describe_db_cluster_snapshots(&self, id: &str) -> Result<Vec<Snapshot>, RdsError> {
-        let r = self
-            .call(
-                "DescribeDBClusterSnapshots",
-                &[("DBClusterSnapshotIdentifier", id)],
-            )
-            .await?;
-        Ok(items(&r, "DBClusterSnapshots")
-            .into_iter()
-            .map(|e| Snapshot::from(e, "DBClusterSnapshotIdentifier"))
-            .collect())
+        let (call, param) = ("DescribeDBClusterSnapshots", "DBClusterSnapshotIdentifier");
+        self.describe(call, param, id, "DBClusterSnapshots", |e| {
+            Snapshot::from(e, param)
+        })
+        .await
     }
 
     pub async fn delete_db_snapshot(&self, id: &str) -> Result<(), RdsError> {

@@ -19,13 +19,15 @@ use std::collections::BTreeMap;
 use base64::Engine as _;
 use serde_json::Value;
 
-use crate::functions::data_pod::{self, PodOptions};
+use crate::functions::data_pod::{self, PodExtras, PodOptions};
 use crate::functions::pod;
 use crate::functions::restic::sh_quote;
 use crate::functions::{Context, FunctionError, Output};
 
 /// Kanister's `defaultPostgresToolsImage`.
 pub const DEFAULT_IMAGE: &str = "ghcr.io/kanisterio/postgres-kanister-tools:0.119.0";
+/// Kanister's job pod name prefix.
+pub const JOB_PREFIX: &str = "kanister-job-";
 /// The only engine Kanister dumps.
 pub const POSTGRES_ENGINE: &str = "PostgreSQL";
 
@@ -74,7 +76,7 @@ pub fn restore_script(
     prefix: &str,
     backup_id: &str,
     engine_version: &str,
-) -> Result<String, String> {
+) -> Result<String, BadVersion> {
     let sed = if version_below(engine_version, &[13, 0])? {
         r#" sed 's/"LOCALE"/"LC_COLLATE"/' |"#
     } else {
@@ -89,8 +91,13 @@ kando location pull --profile "$profile" --path {path} - | tar -xzO |{sed} psql 
     ))
 }
 
+/// An instance's engine version that is not a version.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("Couldn't find DBInstance Version: {0:?} is not a version")]
+pub struct BadVersion(pub String);
+
 /// `version < min` for dotted versions (`12.5`, `9.6.22`), as hashicorp/go-version compares.
-fn version_below(version: &str, min: &[u64]) -> Result<bool, String> {
+fn version_below(version: &str, min: &[u64]) -> Result<bool, BadVersion> {
     let parts: Result<Vec<u64>, _> = version
         .trim()
         .trim_start_matches('v')
@@ -101,7 +108,7 @@ fn version_below(version: &str, min: &[u64]) -> Result<bool, String> {
     let parts = parts
         .ok()
         .filter(|p| !p.is_empty())
-        .ok_or_else(|| format!("Couldn't find DBInstance Version: {version:?} is not a version"))?;
+        .ok_or_else(|| BadVersion(version.to_string()))?;
     let n = parts.len().max(min.len());
     let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
     Ok((0..n)
@@ -110,36 +117,25 @@ fn version_below(version: &str, min: &[u64]) -> Result<bool, String> {
         .is_some_and(|(a, b)| a < b))
 }
 
-/// Where and how the dump pod runs.
-pub struct DumpPod<'a> {
-    pub namespace: &'a str,
-    pub image: &'a str,
-    pub labels: BTreeMap<String, String>,
-    pub annotations: BTreeMap<String, String>,
-    pub pod_override: Option<serde_json::Map<String, Value>>,
+/// The dump pod in `namespace`, of [`DEFAULT_IMAGE`], with the function's pod labels and
+/// annotations and the ActionSet's podOverride.
+pub fn pod(extras: &PodExtras, namespace: &str) -> PodOptions {
+    extras.options(namespace, JOB_PREFIX, DEFAULT_IMAGE, BTreeMap::new())
 }
 
-/// Runs `script` with bash in a new pod, the credentials and the Profile on its stdin; returns
-/// the phase output of its stdout. The pod is deleted afterwards (also when dropped).
+/// Runs `script` with bash in a new pod of `opts` ([`pod`]), the credentials and the Profile
+/// (`params["Profile"]`) on its stdin; returns the phase output of its stdout. The pod is
+/// deleted afterwards (also when dropped).
 pub async fn run(
     ctx: &Context,
     function: &'static str,
-    pod: DumpPod<'_>,
+    opts: &PodOptions,
     script: &str,
     username: &str,
     password: &str,
-    profile: &Value,
+    params: &Value,
 ) -> Result<Output, FunctionError> {
-    let opts = PodOptions {
-        namespace: pod.namespace.to_string(),
-        generate_name: "kanister-job-".into(),
-        image: pod.image.to_string(),
-        volumes: BTreeMap::new(),
-        pod_override: pod.pod_override,
-        labels: pod.labels,
-        annotations: pod.annotations,
-    };
-    let helper = data_pod::start(ctx, function, &opts).await?;
+    let profile = &params["Profile"];
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
     // Kanister trims the user and password.
     let stdin = format!(
@@ -152,18 +148,21 @@ pub async fn run(
         .iter()
         .map(|s| s.to_string())
         .collect();
-    let result = pod::exec_with_stdin(
-        ctx,
-        function,
-        &helper.namespace,
-        &helper.name,
-        Some(pod::CONTAINER),
-        &command,
-        Some(stdin.as_bytes()),
-    )
-    .await;
-    helper.delete().await;
-    result?.phase_output(function)
+    let stdin = Some(stdin.as_bytes());
+    data_pod::run_in(ctx, function, opts, async |t| {
+        pod::exec_with_stdin(
+            ctx,
+            function,
+            t.namespace,
+            t.pod,
+            t.container,
+            &command,
+            stdin,
+        )
+        .await
+    })
+    .await?
+    .phase_output(function)
 }
 
 #[cfg(test)]
@@ -198,6 +197,7 @@ mod tests {
         assert!(
             restore_script("h", "p", "b", "x")
                 .unwrap_err()
+                .to_string()
                 .contains("Couldn't find DBInstance Version")
         );
     }

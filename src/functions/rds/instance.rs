@@ -8,6 +8,26 @@ use super::error::DB_INSTANCE_NOT_FOUND;
 use super::wait::{self, Waits};
 use crate::functions::FunctionError;
 
+/// The endpoint address and engine version of instance `id`; a failed call reads
+/// `<context>: <why>`, an instance without an endpoint `<context>: <no_endpoint>`.
+pub async fn endpoint(
+    function: &'static str,
+    rds: &RdsClient,
+    id: &str,
+    context: &str,
+    no_endpoint: &str,
+) -> Result<(String, String), FunctionError> {
+    let described = rds
+        .describe_db_instances(id)
+        .await
+        .map_err(|e| FunctionError::rds(function, context, e))?;
+    let i = described.into_iter().next().unwrap_or_default();
+    let host = i
+        .endpoint_address
+        .ok_or_else(|| FunctionError::failed(function, format!("{context}: {no_endpoint}")))?;
+    Ok((host, i.engine_version.unwrap_or_default()))
+}
+
 /// Kanister's `restoreFromSnapshot`, its errors worded as Kanister's.
 pub async fn restore_from_snapshot(
     function: &'static str,

@@ -73,7 +73,7 @@ pub fn connect(
             let p = Profile::from_params(params)
                 .map_err(|e| failed(format!("Profile Validation failed: {e}")))?;
             (
-                profile_keys(&p).map_err(failed)?,
+                profile_keys(&p).map_err(|e| failed(e.to_string()))?,
                 p.location.region.clone(),
                 "the Profile's credential".to_string(),
             )
@@ -86,7 +86,7 @@ pub fn connect(
             })?;
             let what = format!("the Secret {secret:?} (credentialsSecret)");
             (
-                secret_keys(&data, &what).map_err(failed)?,
+                secret_keys(&data, &what).map_err(|e| failed(e.to_string()))?,
                 String::new(),
                 what,
             )
@@ -127,7 +127,25 @@ pub fn connect(
 
 const MISSING_KEYS: &str = "Missing AWS credentials, please check that either AWS access keys or web identity token are provided";
 
-fn profile_keys(p: &Profile) -> Result<Credentials, String> {
+/// Why a credential holds no usable AWS keys.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeysError {
+    #[error("the Profile's credential type kopia holds no AWS keys; use keyPair or secret")]
+    Kopia,
+    #[error(
+        "{what} sets `{role}` (assume an IAM role), which this executor does not do; put the role's keys in it instead",
+        role = profile::AWS_ROLE_KEY
+    )]
+    AssumeRole { what: String },
+    #[error(
+        "{MISSING_KEYS} ({what} needs {id} and {secret})",
+        id = profile::AWS_ACCESS_KEY_ID_KEY,
+        secret = profile::AWS_SECRET_ACCESS_KEY_KEY
+    )]
+    Missing { what: String },
+}
+
+fn profile_keys(p: &Profile) -> Result<Credentials, KeysError> {
     match &p.credential {
         Credential::KeyPair { id, secret } => Ok(Credentials {
             access_key_id: id.clone(),
@@ -135,35 +153,30 @@ fn profile_keys(p: &Profile) -> Result<Credentials, String> {
             session_token: None,
         }),
         Credential::Secret { data, .. } => secret_keys(data, "the Profile's credential Secret"),
-        Credential::Kopia => Err(
-            "the Profile's credential type kopia holds no AWS keys; use keyPair or secret".into(),
-        ),
+        Credential::Kopia => Err(KeysError::Kopia),
     }
 }
 
 /// AWS keys from Secret data (Kanister's `secrets.AWSAccessKeyID`, ... keys).
-fn secret_keys(data: &BTreeMap<String, String>, what: &str) -> Result<Credentials, String> {
+fn secret_keys(data: &BTreeMap<String, String>, what: &str) -> Result<Credentials, KeysError> {
     let get = |k: &str| {
         data.get(k)
             .map(|v| v.trim().to_string())
             .unwrap_or_default()
     };
     if !get(profile::AWS_ROLE_KEY).is_empty() {
-        return Err(format!(
-            "{what} sets `{}` (assume an IAM role), which this executor does not do; put the role's keys in it instead",
-            profile::AWS_ROLE_KEY
-        ));
+        return Err(KeysError::AssumeRole {
+            what: what.to_string(),
+        });
     }
     let (id, secret) = (
         get(profile::AWS_ACCESS_KEY_ID_KEY),
         get(profile::AWS_SECRET_ACCESS_KEY_KEY),
     );
     if id.is_empty() || secret.is_empty() {
-        return Err(format!(
-            "{MISSING_KEYS} ({what} needs {} and {})",
-            profile::AWS_ACCESS_KEY_ID_KEY,
-            profile::AWS_SECRET_ACCESS_KEY_KEY
-        ));
+        return Err(KeysError::Missing {
+            what: what.to_string(),
+        });
     }
     let token = get(profile::AWS_SESSION_TOKEN_KEY);
     Ok(Credentials {

@@ -142,85 +142,83 @@ const DELETED_FAILURES: &[&str] = &[
     "resetting-master-credentials",
 ];
 
+/// The statuses of what a Describe call listed.
+fn status_list<T>(
+    listed: Result<Vec<T>, RdsError>,
+    status: fn(T) -> String,
+) -> Result<Vec<String>, RdsError> {
+    listed.map(|l| l.into_iter().map(status).collect())
+}
+
+/// AWS's `*Available` waiter: every listed status `available`.
+fn available(listed: Result<Vec<String>, RdsError>) -> Result<Look, RdsError> {
+    Ok(statuses(&listed?, "available", AVAILABLE_FAILURES))
+}
+
+/// AWS's `*Deleted` waiter: gone (none listed, or the `not_found` error); a status of
+/// [`DELETED_FAILURES`] fails it.
+fn deleted(listed: Result<Vec<String>, RdsError>, not_found: &str) -> Result<Look, RdsError> {
+    match listed {
+        Ok(s) if s.is_empty() => Ok(Look::Done),
+        Ok(s) => Ok(match statuses(&s, "\u{0}", DELETED_FAILURES) {
+            Look::Failed(st) => Look::Failed(st),
+            _ => Look::NotYet(format!("status {:?}", s[0])),
+        }),
+        Err(e) if e.is_not_found(not_found) => Ok(Look::Done),
+        Err(e) => Err(e),
+    }
+}
+
+/// Kanister's own deletion polls: gone (none listed, or the `not_found` error); other errors are
+/// one more "not yet".
+fn polled_deleted(listed: Result<Vec<String>, RdsError>, not_found: &str) -> Look {
+    match listed {
+        Ok(s) if s.is_empty() => Look::Done,
+        Ok(s) => Look::NotYet(format!("status {:?}", s[0])),
+        Err(e) if e.is_not_found(not_found) => Look::Done,
+        Err(e) => Look::NotYet(e.to_string()),
+    }
+}
+
 /// `DBInstanceAvailable`.
 pub async fn instance_available(rds: &RdsClient, w: &Waits, id: &str) -> Result<(), RdsError> {
-    until(
-        w,
-        w.ready,
-        format!("DB instance {id} to be available"),
-        "DescribeDBInstances",
-        || async {
-            let list = rds.describe_db_instances(id).await?;
-            let s: Vec<String> = list.into_iter().map(|i| i.status).collect();
-            Ok(statuses(&s, "available", AVAILABLE_FAILURES))
-        },
-    )
+    let what = format!("DB instance {id} to be available");
+    until(w, w.ready, what, "DescribeDBInstances", || async {
+        available(status_list(rds.describe_db_instances(id).await, |i| {
+            i.status
+        }))
+    })
     .await
 }
 
 /// `DBInstanceDeleted`: gone (none listed, or DBInstanceNotFound).
 pub async fn instance_deleted(rds: &RdsClient, w: &Waits, id: &str) -> Result<(), RdsError> {
-    until(
-        w,
-        w.ready,
-        format!("DB instance {id} to be deleted"),
-        "DescribeDBInstances",
-        || async {
-            match rds.describe_db_instances(id).await {
-                Ok(list) if list.is_empty() => Ok(Look::Done),
-                Ok(list) => {
-                    let s: Vec<String> = list.into_iter().map(|i| i.status).collect();
-                    Ok(match statuses(&s, "\u{0}", DELETED_FAILURES) {
-                        Look::Failed(st) => Look::Failed(st),
-                        _ => Look::NotYet(format!("status {:?}", s[0])),
-                    })
-                }
-                Err(e) if e.is_not_found(DB_INSTANCE_NOT_FOUND) => Ok(Look::Done),
-                Err(e) => Err(e),
-            }
-        },
-    )
+    let what = format!("DB instance {id} to be deleted");
+    until(w, w.ready, what, "DescribeDBInstances", || async {
+        let listed = status_list(rds.describe_db_instances(id).await, |i| i.status);
+        deleted(listed, DB_INSTANCE_NOT_FOUND)
+    })
     .await
 }
 
 /// `DBSnapshotAvailable`.
 pub async fn snapshot_available(rds: &RdsClient, w: &Waits, id: &str) -> Result<(), RdsError> {
-    until(
-        w,
-        w.ready,
-        format!("DB snapshot {id} to be available"),
-        "DescribeDBSnapshots",
-        || async {
-            let list = rds.describe_db_snapshots(id).await?;
-            let s: Vec<String> = list.into_iter().map(|i| i.status).collect();
-            Ok(statuses(&s, "available", AVAILABLE_FAILURES))
-        },
-    )
+    let what = format!("DB snapshot {id} to be available");
+    until(w, w.ready, what, "DescribeDBSnapshots", || async {
+        available(status_list(rds.describe_db_snapshots(id).await, |s| {
+            s.status
+        }))
+    })
     .await
 }
 
 /// `DBSnapshotDeleted`: gone (none listed, or DBSnapshotNotFound).
 pub async fn snapshot_deleted(rds: &RdsClient, w: &Waits, id: &str) -> Result<(), RdsError> {
-    until(
-        w,
-        w.ready,
-        format!("DB snapshot {id} to be deleted"),
-        "DescribeDBSnapshots",
-        || async {
-            match rds.describe_db_snapshots(id).await {
-                Ok(list) if list.is_empty() => Ok(Look::Done),
-                Ok(list) => {
-                    let s: Vec<String> = list.into_iter().map(|i| i.status).collect();
-                    Ok(match statuses(&s, "\u{0}", DELETED_FAILURES) {
-                        Look::Failed(st) => Look::Failed(st),
-                        _ => Look::NotYet(format!("status {:?}", s[0])),
-                    })
-                }
-                Err(e) if e.is_not_found(DB_SNAPSHOT_NOT_FOUND) => Ok(Look::Done),
-                Err(e) => Err(e),
-            }
-        },
-    )
+    let what = format!("DB snapshot {id} to be deleted");
+    until(w, w.ready, what, "DescribeDBSnapshots", || async {
+        let listed = status_list(rds.describe_db_snapshots(id).await, |s| s.status);
+        deleted(listed, DB_SNAPSHOT_NOT_FOUND)
+    })
     .await
 }
 
@@ -230,17 +228,13 @@ pub async fn cluster_snapshot_available(
     w: &Waits,
     id: &str,
 ) -> Result<(), RdsError> {
-    until(
-        w,
-        w.ready,
-        format!("DB cluster snapshot {id} to be available"),
-        "DescribeDBClusterSnapshots",
-        || async {
-            let list = rds.describe_db_cluster_snapshots(id).await?;
-            let s: Vec<String> = list.into_iter().map(|i| i.status).collect();
-            Ok(statuses(&s, "available", AVAILABLE_FAILURES))
-        },
-    )
+    let what = format!("DB cluster snapshot {id} to be available");
+    until(w, w.ready, what, "DescribeDBClusterSnapshots", || async {
+        available(status_list(
+            rds.describe_db_cluster_snapshots(id).await,
+            |s| s.status,
+        ))
+    })
     .await
 }
 
@@ -251,62 +245,39 @@ pub async fn cluster_snapshot_deleted(
     w: &Waits,
     id: &str,
 ) -> Result<(), RdsError> {
-    until(
-        w,
-        w.ready,
-        format!("DB cluster snapshot {id} to be deleted"),
-        "DescribeDBClusterSnapshots",
-        || async {
-            Ok(match rds.describe_db_cluster_snapshots(id).await {
-                Ok(list) if list.is_empty() => Look::Done,
-                Ok(list) => Look::NotYet(format!("status {:?}", list[0].status)),
-                Err(e) if e.is_not_found(DB_CLUSTER_SNAPSHOT_NOT_FOUND) => Look::Done,
-                Err(e) => Look::NotYet(e.to_string()),
-            })
-        },
-    )
+    let what = format!("DB cluster snapshot {id} to be deleted");
+    until(w, w.ready, what, "DescribeDBClusterSnapshots", || async {
+        let listed = status_list(rds.describe_db_cluster_snapshots(id).await, |s| s.status);
+        Ok(polled_deleted(listed, DB_CLUSTER_SNAPSHOT_NOT_FOUND))
+    })
     .await
 }
 
 /// Kanister's `WaitUntilDBClusterAvailable`: until the cluster's status is `available` (errors
 /// are one more "not yet").
 pub async fn cluster_available(rds: &RdsClient, w: &Waits, id: &str) -> Result<(), RdsError> {
-    until(
-        w,
-        w.cluster,
-        format!("DB cluster {id} to be available"),
-        "DescribeDBClusters",
-        || async {
-            Ok(match rds.describe_db_clusters(id).await {
-                Ok(list) => match list.first() {
-                    Some(c) if c.status == "available" => Look::Done,
-                    Some(c) => Look::NotYet(format!("status {:?}", c.status)),
-                    None => Look::NotYet("none found".into()),
-                },
-                Err(e) => Look::NotYet(e.to_string()),
-            })
-        },
-    )
+    let what = format!("DB cluster {id} to be available");
+    until(w, w.cluster, what, "DescribeDBClusters", || async {
+        Ok(match rds.describe_db_clusters(id).await {
+            Ok(list) => match list.first() {
+                Some(c) if c.status == "available" => Look::Done,
+                Some(c) => Look::NotYet(format!("status {:?}", c.status)),
+                None => Look::NotYet("none found".into()),
+            },
+            Err(e) => Look::NotYet(e.to_string()),
+        })
+    })
     .await
 }
 
 /// Kanister's `WaitUntilDBClusterDeleted`: until DBClusterNotFoundFault (other errors are one
 /// more "not yet").
 pub async fn cluster_deleted(rds: &RdsClient, w: &Waits, id: &str) -> Result<(), RdsError> {
-    until(
-        w,
-        w.cluster,
-        format!("DB cluster {id} to be deleted"),
-        "DescribeDBClusters",
-        || async {
-            Ok(match rds.describe_db_clusters(id).await {
-                Ok(list) if list.is_empty() => Look::Done,
-                Ok(list) => Look::NotYet(format!("status {:?}", list[0].status)),
-                Err(e) if e.is_not_found(DB_CLUSTER_NOT_FOUND) => Look::Done,
-                Err(e) => Look::NotYet(e.to_string()),
-            })
-        },
-    )
+    let what = format!("DB cluster {id} to be deleted");
+    until(w, w.cluster, what, "DescribeDBClusters", || async {
+        let listed = status_list(rds.describe_db_clusters(id).await, |c| c.status);
+        Ok(polled_deleted(listed, DB_CLUSTER_NOT_FOUND))
+    })
     .await
 }
 
