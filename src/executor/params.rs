@@ -168,8 +168,8 @@ pub enum ParamError {
         source: serde_json::Error,
     },
     /// The workload's pods could not be listed.
-    #[error("{0}")]
-    Workload(String),
+    #[error(transparent)]
+    Workload(#[from] functions::workload::PodsError),
 }
 
 fn get(what: String) -> impl FnOnce(kube::Error) -> ParamError {

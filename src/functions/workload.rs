@@ -174,6 +174,44 @@ pub fn stuck(pods: &[Pod]) -> Option<Stuck> {
 /// just changed (the deployment controller creates it a moment later).
 const CURRENT_WAIT: Duration = Duration::from_secs(30);
 
+/// Why a workload's running pods could not be found (Kanister's texts where it has them).
+#[derive(Debug, thiserror::Error)]
+pub enum PodsError {
+    #[error("the metadata of {ns}/{name} is not valid: {source}")]
+    Metadata {
+        ns: String,
+        name: String,
+        source: serde_json::Error,
+    },
+    #[error(
+        "Could not list {what} in {ns}: {}",
+        crate::kube_error::Describe(source)
+    )]
+    ListOwners {
+        what: &'static str,
+        ns: String,
+        source: kube::Error,
+    },
+    #[error(
+        "Could not find a ReplicaSet for Deployment {ns}/{name} (revision {revision:?}): none owned by it has that revision after {}s",
+        CURRENT_WAIT.as_secs()
+    )]
+    NoCurrentReplicaSet {
+        ns: String,
+        name: String,
+        revision: String,
+    },
+    #[error(
+        "Failed to list pods of {ns}/{name}: {}",
+        crate::kube_error::Describe(source)
+    )]
+    ListPods {
+        ns: String,
+        name: String,
+        source: kube::Error,
+    },
+}
+
 /// The running pods of workload `name` (its JSON `object`), sorted by name.
 pub async fn running_pods(
     client: &kube::Client,
@@ -181,9 +219,22 @@ pub async fn running_pods(
     ns: &str,
     name: &str,
     object: &Value,
-) -> Result<Vec<Pod>, String> {
-    let meta: ObjectMeta = serde_json::from_value(object["metadata"].clone())
-        .map_err(|e| format!("the metadata of {ns}/{name} is not valid: {e}"))?;
+) -> Result<Vec<Pod>, PodsError> {
+    let meta: ObjectMeta =
+        serde_json::from_value(object["metadata"].clone()).map_err(|source| {
+            PodsError::Metadata {
+                ns: ns.to_string(),
+                name: name.to_string(),
+                source,
+            }
+        })?;
+    let list_owners = |what| {
+        move |source| PodsError::ListOwners {
+            what,
+            ns: ns.to_string(),
+            source,
+        }
+    };
     let uid = meta.uid.clone().unwrap_or_default();
     let owner_uid = match kind {
         Kind::StatefulSet => uid,
@@ -192,12 +243,10 @@ pub async fn running_pods(
             let api: Api<ReplicaSet> = Api::namespaced(client.clone(), ns);
             let deadline = tokio::time::Instant::now() + CURRENT_WAIT;
             loop {
-                let rss = api.list(&ListParams::default()).await.map_err(|e| {
-                    format!(
-                        "Could not list ReplicaSets in {ns}: {}",
-                        crate::kube_error::Describe(&e)
-                    )
-                })?;
+                let rss = api
+                    .list(&ListParams::default())
+                    .await
+                    .map_err(list_owners("ReplicaSets"))?;
                 if let Some(m) = current(
                     rss.items.iter().map(|r| &r.metadata),
                     &uid,
@@ -207,10 +256,11 @@ pub async fn running_pods(
                     break m.uid.clone().unwrap_or_default();
                 }
                 if tokio::time::Instant::now() >= deadline {
-                    return Err(format!(
-                        "Could not find a ReplicaSet for Deployment {ns}/{name} (revision {revision:?}): none owned by it has that revision after {}s",
-                        CURRENT_WAIT.as_secs()
-                    ));
+                    return Err(PodsError::NoCurrentReplicaSet {
+                        ns: ns.to_string(),
+                        name: name.to_string(),
+                        revision,
+                    });
                 }
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
@@ -222,12 +272,10 @@ pub async fn running_pods(
                 .unwrap_or(0)
                 .to_string();
             let api: Api<ReplicationController> = Api::namespaced(client.clone(), ns);
-            let rcs = api.list(&ListParams::default()).await.map_err(|e| {
-                format!(
-                    "Could not list ReplicationControllers in {ns}: {}",
-                    crate::kube_error::Describe(&e)
-                )
-            })?;
+            let rcs = api
+                .list(&ListParams::default())
+                .await
+                .map_err(list_owners("ReplicationControllers"))?;
             match current(
                 rcs.items.iter().map(|r| &r.metadata),
                 &uid,
@@ -240,12 +288,14 @@ pub async fn running_pods(
             }
         }
     };
-    let (mut running, _) = owned_pods(client, ns, &owner_uid).await.map_err(|e| {
-        format!(
-            "Failed to list pods of {ns}/{name}: {}",
-            crate::kube_error::Describe(&e)
-        )
-    })?;
+    let (mut running, _) =
+        owned_pods(client, ns, &owner_uid)
+            .await
+            .map_err(|source| PodsError::ListPods {
+                ns: ns.to_string(),
+                name: name.to_string(),
+                source,
+            })?;
     running.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     Ok(running)
 }
