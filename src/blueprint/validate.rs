@@ -880,6 +880,20 @@ fn is_template(s: &str) -> bool {
 /// Why `v` does not decode as `ty` the way Kanister's `Arg` decodes it ([`weak`]), `None` when
 /// it does. A template in an integer or boolean is checked once rendered, at run time.
 fn type_mismatch(ty: ArgType, v: &Value) -> Option<weak::Mismatch> {
+    // Shapes the decoding always takes, answered without building the decoded value (which
+    // copies every string); anything else goes to the decoding itself for its exact message.
+    let scalar = |v: &Value| !matches!(v, Value::Array(_) | Value::Object(_));
+    let fits = match (ty, v) {
+        (ArgType::Str, v) => scalar(v),
+        (ArgType::StrList, Value::Array(items)) => items.iter().all(scalar),
+        (ArgType::StrList, v) => scalar(v),
+        (ArgType::Map, Value::Object(_)) => true,
+        (ArgType::StrMap, Value::Object(m)) => m.values().all(scalar),
+        _ => false,
+    };
+    if fits {
+        return None;
+    }
     let template = v.as_str().is_some_and(is_template);
     match ty {
         _ if v.is_null() => None,
