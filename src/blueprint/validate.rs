@@ -78,36 +78,82 @@ pub fn validate(doc: &Value) -> Report {
     v.report
 }
 
-/// Where a problem is: JSON path plus the action and phase names.
-#[derive(Clone)]
-struct Ctx {
-    path: String,
-    action: Option<String>,
-    phase: Option<String>,
+/// Where a problem is: JSON path plus the action and phase names. The path is a chain of
+/// borrowed segments on the stack, written out only when a problem is reported: most values
+/// visited have none, and building a string per value was a large part of the checks' cost.
+#[derive(Clone, Copy)]
+struct Ctx<'a> {
+    parent: Option<&'a Ctx<'a>>,
+    seg: Seg<'a>,
+    action: Option<&'a str>,
+    phase: Option<&'a str>,
 }
 
-impl Ctx {
-    fn root(path: &str) -> Ctx {
+/// One step of a [`Ctx`] path.
+#[derive(Clone, Copy)]
+enum Seg<'a> {
+    /// A key (or suffix) joined with `.`, unless it starts with `[` or the path so far is empty.
+    Key(&'a str),
+    /// `[i]`.
+    Index(usize),
+    /// Appended as it is.
+    Raw(&'a str),
+}
+
+impl<'a> Ctx<'a> {
+    fn root(path: &'a str) -> Ctx<'a> {
         Ctx {
-            path: path.into(),
+            parent: None,
+            seg: Seg::Raw(path),
             action: None,
             phase: None,
         }
     }
-    fn at(&self, suffix: &str) -> Ctx {
-        let mut c = self.clone();
-        if suffix.starts_with('[') || c.path.is_empty() {
-            c.path.push_str(suffix);
-        } else {
-            c.path = format!("{}.{suffix}", c.path);
-        }
-        c
+    fn at<'b>(&'b self, suffix: &'b str) -> Ctx<'b> {
+        self.child(Seg::Key(suffix))
+    }
+    /// Element `i` of a list.
+    fn index(&self, i: usize) -> Ctx<'_> {
+        self.child(Seg::Index(i))
     }
     /// Deeper inside a value, `inner` as weak decoding spells it (`".key"`, `"[1]"`).
-    fn inside(&self, inner: &str) -> Ctx {
-        let mut c = self.clone();
-        c.path.push_str(inner);
-        c
+    fn inside<'b>(&'b self, inner: &'b str) -> Ctx<'b> {
+        self.child(Seg::Raw(inner))
+    }
+    fn child<'b>(&'b self, seg: Seg<'b>) -> Ctx<'b> {
+        Ctx {
+            parent: Some(self),
+            seg,
+            action: self.action,
+            phase: self.phase,
+        }
+    }
+    /// The JSON path, e.g. `actions.backup.phases[1].args.command`.
+    fn path(&self) -> String {
+        let mut segs = Vec::new();
+        let mut at = Some(self);
+        while let Some(c) = at {
+            segs.push(c.seg);
+            at = c.parent;
+        }
+        let mut path = String::new();
+        for seg in segs.iter().rev() {
+            match seg {
+                Seg::Key(k) => {
+                    if !k.starts_with('[') && !path.is_empty() {
+                        path.push('.');
+                    }
+                    path.push_str(k);
+                }
+                Seg::Index(i) => {
+                    path.push('[');
+                    path.push_str(&i.to_string());
+                    path.push(']');
+                }
+                Seg::Raw(r) => path.push_str(r),
+            }
+        }
+        path
     }
 }
 
@@ -138,11 +184,11 @@ struct Validator {
 }
 
 impl Validator {
-    fn error(&mut self, ctx: Ctx, rule: Rule, message: String) {
+    fn error(&mut self, ctx: Ctx<'_>, rule: Rule, message: String) {
         self.report.errors.push(problem(ctx, rule, message));
     }
 
-    fn warn(&mut self, ctx: Ctx, message: String) {
+    fn warn(&mut self, ctx: Ctx<'_>, message: String) {
         self.report
             .warnings
             .push(problem(ctx, Rule::Advice, message));
@@ -159,9 +205,8 @@ impl Validator {
         else {
             return;
         };
-        let ctx = Ctx::root(&format!(
-            "metadata.annotations[{ANNOTATION_PHASE_TIMEOUTS:?}]"
-        ));
+        let root = format!("metadata.annotations[{ANNOTATION_PHASE_TIMEOUTS:?}]");
+        let ctx = Ctx::root(&root);
         let fix =
             r#"write {"<action>": {"<phase>": "2h"}} with Go durations (0 disables the timeout)"#;
         let parsed = raw.as_str().map(serde_json::from_str::<Map<String, Value>>);
@@ -179,8 +224,10 @@ impl Validator {
             }
         };
         for (action, phases) in &all {
-            let mut actx = ctx.clone();
-            actx.action = Some(action.clone());
+            let actx = Ctx {
+                action: Some(action),
+                ..ctx
+            };
             let Some(phases) = phases.as_object() else {
                 self.error(
                     actx,
@@ -202,22 +249,24 @@ impl Validator {
             }
             if known.is_none() {
                 self.warn(
-                    actx.clone(),
+                    actx,
                     format!("names action {action}, which this Blueprint does not have: its timeouts never apply"),
                 );
             }
             for (phase, value) in phases {
-                let mut pctx = actx.clone();
-                pctx.phase = Some(phase.clone());
+                let pctx = Ctx {
+                    phase: Some(phase),
+                    ..actx
+                };
                 match value.as_str().map(crate::duration::parse_timeout) {
                     Some(Ok(_)) => {}
                     Some(Err(e)) => self.error(
-                        pctx.clone(),
+                        pctx,
                         Rule::Structure,
                         format!("{action}.{phase} {value} is not a duration ({e}): {fix}"),
                     ),
                     None => self.error(
-                        pctx.clone(),
+                        pctx,
                         Rule::Structure,
                         format!("{action}.{phase} is not a string: {fix}"),
                     ),
@@ -247,9 +296,8 @@ impl Validator {
         else {
             return;
         };
-        let ctx = Ctx::root(&format!(
-            "metadata.annotations[{ANNOTATION_RERUN_ON_RESTART:?}]"
-        ));
+        let root = format!("metadata.annotations[{ANNOTATION_RERUN_ON_RESTART:?}]");
+        let ctx = Ctx::root(&root);
         let Some(text) = raw.as_str() else {
             return self.error(
                 ctx,
@@ -280,8 +328,10 @@ impl Validator {
             }
         }
         for name in crate::model::labels::parse_rerun_on_restart(text) {
-            let mut pctx = ctx.clone();
-            pctx.phase = Some(name.clone());
+            let pctx = Ctx {
+                phase: Some(&name),
+                ..ctx
+            };
             let found: Vec<&(String, &Value)> = phases
                 .iter()
                 .filter(|(_, p)| phase_name(p) == name)
@@ -307,8 +357,10 @@ impl Validator {
                     Restart::Reattach => "its pod is re-attached after a restart",
                     Restart::Reenter => "it is entered again after a restart anyway",
                 };
-                let mut actx = pctx.clone();
-                actx.action = Some(action.clone());
+                let actx = Ctx {
+                    action: Some(action),
+                    ..pctx
+                };
                 self.warn(
                     actx,
                     format!("phase {name} runs {func}: {what}; listing it has no effect"),
@@ -318,10 +370,10 @@ impl Validator {
     }
 
     fn action(&mut self, name: &str, action: &Value) {
+        let path = format!("actions.{name}");
         let ctx = Ctx {
-            path: format!("actions.{name}"),
-            action: Some(name.into()),
-            phase: None,
+            action: Some(name),
+            ..Ctx::root(&path)
         };
         let Some(action) = action.as_object() else {
             return self.error(
@@ -370,10 +422,12 @@ impl Validator {
         let defer_name = defer.map(phase_name);
         self.duplicate_names(&ctx, &main_names, defer_name.as_deref());
 
+        let phases_ctx = ctx.at("phases");
         for (i, phase) in phases.iter().enumerate() {
+            let label = label(&main_names[i], i);
             let pctx = Ctx {
-                phase: Some(label(&main_names[i], i)),
-                ..ctx.at(&format!("phases[{i}]"))
+                phase: Some(&label),
+                ..phases_ctx.index(i)
             };
             self.phase(
                 pctx,
@@ -386,17 +440,15 @@ impl Validator {
             );
         }
         if let Some(d) = defer {
+            let label = label(defer_name.as_deref().unwrap_or_default(), usize::MAX);
             let dctx = Ctx {
-                phase: Some(label(defer_name.as_deref().unwrap_or_default(), usize::MAX)),
+                phase: Some(&label),
                 ..ctx.at("deferPhase")
             };
             self.phase(dctx, d, Stage::Defer { main: &main_names }, true);
         }
         if phases.is_empty() && defer.is_none() {
-            self.warn(
-                ctx.clone(),
-                "action has no phases: running it does nothing".into(),
-            );
+            self.warn(ctx, "action has no phases: running it does nothing".into());
         }
 
         self.output_artifacts(
@@ -409,17 +461,26 @@ impl Validator {
     }
 
     fn duplicate_names(&mut self, ctx: &Ctx, main: &[String], defer: Option<&str>) {
-        let mut seen: HashMap<&str, String> = HashMap::new();
+        // Where each name is: `Some(i)` for `phases[i]`, `None` for the deferPhase; spelled out
+        // only for a duplicate.
+        let spell = |at: Option<usize>| match at {
+            Some(i) => format!("phases[{i}]"),
+            None => "deferPhase".to_owned(),
+        };
+        let mut seen: HashMap<&str, Option<usize>> = HashMap::new();
         let all = main
             .iter()
             .enumerate()
-            .map(|(i, n)| (n.as_str(), format!("phases[{i}]")))
-            .chain(defer.map(|n| (n, "deferPhase".to_owned())));
+            .map(|(i, n)| (n.as_str(), Some(i)))
+            .chain(defer.map(|n| (n, None)));
         for (name, at) in all {
-            if let Some(first) = seen.get(name) {
+            if let Some(&first) = seen.get(name) {
                 let shown = if name.is_empty() { "(empty)" } else { name };
+                let first = spell(first);
+                let at = spell(at);
+                let at_ctx = ctx.at(&at);
                 self.error(
-                    Ctx { phase: Some(shown.into()), ..ctx.at(&at).at("name") },
+                    Ctx { phase: Some(shown), ..at_ctx.at("name") },
                     Rule::DuplicatePhaseName,
                     format!("duplicate phase name '{shown}' (also used by {first}): phase names must be unique within an action, rename one of them"),
                 );
@@ -429,7 +490,7 @@ impl Validator {
         }
     }
 
-    fn phase(&mut self, ctx: Ctx, phase: &Value, stage: Stage, has_defer: bool) {
+    fn phase(&mut self, ctx: Ctx<'_>, phase: &Value, stage: Stage, has_defer: bool) {
         let Some(phase) = phase.as_object() else {
             return self.error(
                 ctx,
@@ -556,7 +617,8 @@ impl Validator {
                         );
                     } else {
                         for late in late_failures::check(func, name, ty, value) {
-                            self.warn(ctx.at(name).inside(&late.at), late.message);
+                            let arg = ctx.at(name);
+                            self.warn(arg.inside(&late.at), late.message);
                         }
                     }
                     self.templates_in(
@@ -613,16 +675,17 @@ impl Validator {
             match artifact.get("keyValue") {
                 None | Some(Value::Null) => {}
                 Some(Value::Object(kv)) => {
+                    let kv_ctx = actx.at("keyValue");
                     for (k, v) in kv {
                         match v {
                             Value::String(s) => self.template(
-                                &actx.at("keyValue").at(k),
+                                &kv_ctx.at(k),
                                 s,
                                 Stage::Artifacts { main },
                                 has_defer,
                             ),
                             _ => self.error(
-                                actx.at("keyValue").at(k),
+                                kv_ctx.at(k),
                                 Rule::ArgumentType,
                                 format!(
                                     "artifact values must be strings, found {}",
@@ -666,8 +729,9 @@ impl Validator {
             let zero = p.get("func").and_then(Value::as_str) == Some("ScaleWorkload")
                 && matches!(p.pointer("/args/replicas"), Some(r) if r == 0 || r == "0");
             if zero && i + 1 < phases.len() {
+                let phases_ctx = ctx.at("phases");
                 self.warn(
-                    ctx.at(&format!("phases[{i}]")),
+                    phases_ctx.index(i),
                     "scales a workload to 0 and the action has no deferPhase: if a later phase fails the workload stays down; add a deferPhase that scales it back".into(),
                 );
             }
@@ -682,7 +746,7 @@ impl Validator {
             Value::String(s) => self.template(ctx, s, stage, has_defer),
             Value::Array(list) => {
                 for (i, v) in list.iter().enumerate() {
-                    self.templates_in(&ctx.at(&format!("[{i}]")), v, own, stage, has_defer);
+                    self.templates_in(&ctx.index(i), v, own, stage, has_defer);
                 }
             }
             Value::Object(map) => {
@@ -710,7 +774,7 @@ impl Validator {
             Ok(t) => t,
             Err(e) => {
                 return self.error(
-                    ctx.clone(),
+                    *ctx,
                     Rule::TemplateSyntax,
                     format!("template does not parse: {e}"),
                 );
@@ -723,7 +787,7 @@ impl Validator {
                 // this executor has none, so the template fails to render here.
                 if reported.insert(REPOSITORY_SERVER.to_string()) {
                     self.warn(
-                        ctx.clone(),
+                        *ctx,
                         format!("{field}: .RepositoryServer is released Kanister's Kopia repository server (an ActionSet's repositoryServer); blueprint-operator's executor does not provide it, so this template fails to render here: use Kanister's controller for this Blueprint, or a Profile with BackupData/RestoreData/DeleteData"),
                     );
                 }
@@ -732,7 +796,7 @@ impl Validator {
             if let Some(message) = reference_problem(&field, stage, has_defer)
                 && reported.insert(message.clone())
             {
-                self.error(ctx.clone(), Rule::TemplateReference, message);
+                self.error(*ctx, Rule::TemplateReference, message);
             }
         }
     }
@@ -783,11 +847,11 @@ fn reference_problem(field: &str, stage: Stage, has_defer: bool) -> Option<Strin
     }
 }
 
-fn problem(ctx: Ctx, rule: Rule, message: String) -> Problem {
+fn problem(ctx: Ctx<'_>, rule: Rule, message: String) -> Problem {
     Problem {
-        path: ctx.path,
-        action: ctx.action,
-        phase: ctx.phase,
+        path: ctx.path(),
+        action: ctx.action.map(str::to_owned),
+        phase: ctx.phase.map(str::to_owned),
         rule,
         message,
     }
@@ -816,6 +880,20 @@ fn is_template(s: &str) -> bool {
 /// Why `v` does not decode as `ty` the way Kanister's `Arg` decodes it ([`weak`]), `None` when
 /// it does. A template in an integer or boolean is checked once rendered, at run time.
 fn type_mismatch(ty: ArgType, v: &Value) -> Option<weak::Mismatch> {
+    // Shapes the decoding always takes, answered without building the decoded value (which
+    // copies every string); anything else goes to the decoding itself for its exact message.
+    let scalar = |v: &Value| !matches!(v, Value::Array(_) | Value::Object(_));
+    let fits = match (ty, v) {
+        (ArgType::Str, v) => scalar(v),
+        (ArgType::StrList, Value::Array(items)) => items.iter().all(scalar),
+        (ArgType::StrList, v) => scalar(v),
+        (ArgType::Map, Value::Object(_)) => true,
+        (ArgType::StrMap, Value::Object(m)) => m.values().all(scalar),
+        _ => false,
+    };
+    if fits {
+        return None;
+    }
     let template = v.as_str().is_some_and(is_template);
     match ty {
         _ if v.is_null() => None,

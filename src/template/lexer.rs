@@ -94,7 +94,7 @@ pub fn lex(src: &str) -> Result<Vec<Token>, (usize, String)> {
                 line,
             });
         }
-        line += rest[..text_end].matches('\n').count();
+        line += rest[..text_end].bytes().filter(|&b| b == b'\n').count();
         if !found {
             break;
         }
@@ -108,7 +108,7 @@ pub fn lex(src: &str) -> Result<Vec<Token>, (usize, String)> {
             let Some(end) = after.find("*/") else {
                 return Err((line, "unclosed comment".into()));
             };
-            line += after[..end].matches('\n').count();
+            line += after[..end].bytes().filter(|&b| b == b'\n').count();
             pos += end + 2;
             let after = &src[pos..];
             if after.starts_with(" -}}")
@@ -168,14 +168,14 @@ fn lex_action(
                 if depth > 0 {
                     return Err((line, "unclosed left paren".into()));
                 }
-                line += rest[..n].matches('\n').count();
+                line += rest[..n].bytes().filter(|&b| b == b'\n').count();
                 toks.push(Token {
                     tok: Tok::RightDelim,
                     line,
                 });
                 return Ok((pos + n + 3, line, true));
             }
-            line += rest[..n].matches('\n').count();
+            line += rest[..n].bytes().filter(|&b| b == b'\n').count();
             toks.push(Token {
                 tok: Tok::Space,
                 line,
@@ -228,7 +228,7 @@ fn lex_action(
                 };
                 let s = &rest[1..1 + end];
                 push(toks, Tok::Str(s.to_string()));
-                line += s.matches('\n').count();
+                line += s.bytes().filter(|&b| b == b'\n').count();
                 pos += end + 2;
             }
             '\'' => {

@@ -138,8 +138,13 @@ impl Template {
         }
         r.functions.sort();
         r.functions.dedup();
-        let mut seen = std::collections::HashSet::new();
-        r.fields.retain(|f| seen.insert(f.clone()));
+        // First occurrences, without copying the strings to remember them.
+        let first: Vec<bool> = {
+            let mut seen = std::collections::HashSet::new();
+            r.fields.iter().map(|f| seen.insert(f.as_str())).collect()
+        };
+        let mut first = first.into_iter();
+        r.fields.retain(|_| first.next().unwrap_or(true));
         r
     }
 }

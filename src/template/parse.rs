@@ -86,6 +86,11 @@ struct Parser {
     defs: BTreeMap<String, Vec<Node>>,
 }
 
+/// The words that start a control action.
+const KEYWORDS: [&str; 10] = [
+    "end", "else", "if", "range", "with", "break", "continue", "define", "template", "block",
+];
+
 #[derive(PartialEq)]
 enum Stop {
     Eof,
@@ -149,8 +154,13 @@ impl Parser {
             .unwrap_or(1)
     }
 
+    /// The next token, taken out of the list rather than copied: the parser goes back only
+    /// over tokens it peeked at, never over one it took.
     fn next(&mut self) -> Option<Tok> {
-        let t = self.toks.get(self.pos).map(|t| t.tok.clone());
+        let t = self
+            .toks
+            .get_mut(self.pos)
+            .map(|t| std::mem::replace(&mut t.tok, Tok::Space));
         if t.is_some() {
             self.pos += 1;
         }
@@ -211,46 +221,51 @@ impl Parser {
                 Some(Tok::Text(t)) => list.push(Node::Text(t)),
                 Some(Tok::LeftDelim) => {
                     let line = self.line();
-                    match self.peek_non_space().cloned() {
-                        Some(Tok::Ident(w)) if w == "end" => {
+                    // Only which keyword it is matters here: no copy of the token.
+                    let keyword = match self.peek_non_space() {
+                        Some(Tok::Ident(w)) => KEYWORDS.iter().copied().find(|k| k == w),
+                        _ => None,
+                    };
+                    match keyword {
+                        Some("end") => {
                             self.pos += 1;
                             self.expect_right("end")?;
                             return Ok((list, Stop::End));
                         }
-                        Some(Tok::Ident(w)) if w == "else" => {
+                        Some("else") => {
                             self.pos += 1;
                             return Ok((list, Stop::Else));
                         }
-                        Some(Tok::Ident(w)) if w == "if" || w == "range" || w == "with" => {
+                        Some(w) if w == "if" || w == "range" || w == "with" => {
                             self.pos += 1;
-                            let c = self.control(&w, line)?;
-                            list.push(match w.as_str() {
+                            let c = self.control(w, line)?;
+                            list.push(match w {
                                 "if" => Node::If(c),
                                 "range" => Node::Range(c),
                                 _ => Node::With(c),
                             });
                         }
-                        Some(Tok::Ident(w)) if w == "break" || w == "continue" => {
+                        Some(w) if w == "break" || w == "continue" => {
                             self.pos += 1;
                             if self.range_depth == 0 {
                                 return self.err(format!("{{{{{w}}}}} outside {{{{range}}}}"));
                             }
-                            self.expect_right(&w)?;
+                            self.expect_right(w)?;
                             list.push(if w == "break" {
                                 Node::Break(line)
                             } else {
                                 Node::Continue(line)
                             });
                         }
-                        Some(Tok::Ident(w)) if w == "define" && top => {
+                        Some(w) if w == "define" && top => {
                             self.pos += 1;
                             let (name, body) = self.definition("define")?;
                             self.add_def(name, body)?;
                         }
-                        Some(Tok::Ident(w)) if w == "define" => {
+                        Some("define") => {
                             return self.err("unexpected <define> in command");
                         }
-                        Some(Tok::Ident(w)) if w == "template" => {
+                        Some("template") => {
                             self.pos += 1;
                             let name = self.template_name("template")?;
                             let pipe = match self.peek_non_space() {
@@ -262,7 +277,7 @@ impl Parser {
                             };
                             list.push(Node::Template(Call { line, name, pipe }));
                         }
-                        Some(Tok::Ident(w)) if w == "block" => {
+                        Some("block") => {
                             self.pos += 1;
                             let name = self.template_name("block")?;
                             let pipe = self.pipeline("block", true)?;
@@ -446,7 +461,7 @@ impl Parser {
             }
         }
         loop {
-            match self.peek_non_space().cloned() {
+            match self.peek_non_space() {
                 Some(Tok::RightDelim) if action => {
                     self.pos += 1;
                     break;
@@ -520,8 +535,12 @@ impl Parser {
 
     fn fields(&mut self) -> Vec<String> {
         let mut f = Vec::new();
-        while let Some(Tok::Field(n)) = self.peek() {
-            f.push(n.clone());
+        while let Some(Token {
+            tok: Tok::Field(n), ..
+        }) = self.toks.get_mut(self.pos)
+        {
+            // Taken, not copied: a field is read once.
+            f.push(std::mem::take(n));
             self.pos += 1;
         }
         f
@@ -552,9 +571,12 @@ impl Parser {
     }
 
     fn term(&mut self) -> ParseResult<Option<Arg>> {
-        let Some(tok) = self.peek().cloned() else {
+        // Taken out rather than copied; put back when it is not consumed here (an error ends
+        // the parse, so it needs no putting back).
+        let Some(slot) = self.toks.get_mut(self.pos) else {
             return Ok(None);
         };
+        let tok = std::mem::replace(&mut slot.tok, Tok::Space);
         let arg = match tok {
             Tok::Ident(name) => {
                 if !funcs::is_defined(&name) {
@@ -583,7 +605,10 @@ impl Parser {
                 self.pos += 1;
                 Arg::Variable(v, Vec::new())
             }
-            Tok::Field(_) => Arg::Field(self.fields()),
+            tok @ Tok::Field(_) => {
+                self.toks[self.pos].tok = tok;
+                Arg::Field(self.fields())
+            }
             Tok::Bool(b) => {
                 self.pos += 1;
                 Arg::Bool(b)
@@ -610,7 +635,10 @@ impl Parser {
                 self.depth -= 1;
                 Arg::Pipe(Box::new(p?))
             }
-            _ => return Ok(None),
+            tok => {
+                self.toks[self.pos].tok = tok;
+                return Ok(None);
+            }
         };
         Ok(Some(arg))
     }
