@@ -31,6 +31,9 @@ pub struct Metrics {
     pub reconcile_errors: Family<Labels, Counter>,
     /// 1 while this replica holds the controller Lease and runs the scheduler.
     pub leader: Gauge,
+    /// Requests the API server refused as overloaded (429 or busy) and that were
+    /// sent again after a pause, by `request` (`create` or `other`).
+    pub throttled: Family<Labels, Counter>,
 }
 
 /// Labels identifying one ActionSchedule.
@@ -64,6 +67,7 @@ impl Metrics {
             consecutive_failures: Family::default(),
             reconcile_errors: Family::default(),
             leader: Gauge::default(),
+            throttled: Family::default(),
         }
     }
 
@@ -110,6 +114,11 @@ impl Metrics {
             "leader",
             "1 while this replica holds the controller Lease and runs the scheduler",
             m.leader.clone(),
+        );
+        r.register(
+            "api_throttled",
+            "Requests the API server refused as overloaded and that were sent again after a pause",
+            m.throttled.clone(),
         );
         m
     }

@@ -12,12 +12,15 @@
 //!   `status`), apply (`apply`, `rotate`, `deleting`).
 //! - [`runs`]: each schedule's ActionSets, kept from the controller's watch.
 //! - [`metrics`]: Prometheus families, registered by the caller ([`SchedulerOptions::metrics`]).
+//! - [`gate`]: the bound on requests in flight, creates first, and the back-off
+//!   when the API server is overloaded.
 
 mod apply;
 pub mod cron;
 pub mod delete_action;
 mod deleting;
 pub mod finalize;
+pub mod gate;
 pub mod identity;
 pub mod metrics;
 pub mod plan;
@@ -46,6 +49,11 @@ use crate::model::{ActionSchedule, LABEL_SCHEDULE, WatchedActionSet};
 
 pub use metrics::Metrics;
 
+/// Default of [`SchedulerOptions::max_in_flight`]: the 16 concurrent clients
+/// with which `benches/schedules.rs` measures the API server's create limit
+/// (more in flight did not create faster there).
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 16;
+
 /// How the scheduler runs.
 #[derive(Clone, Debug)]
 pub struct SchedulerOptions {
@@ -60,6 +68,9 @@ pub struct SchedulerOptions {
     pub finalize_timeout: Duration,
     /// Where it counts: [`Metrics::new`] on the process's registry.
     pub metrics: Metrics,
+    /// Requests of all reconciles in flight at once (ActionSet creates, status
+    /// writes, Events, reads; not watches), creates first (see [`gate`]).
+    pub max_in_flight: usize,
 }
 
 impl Default for SchedulerOptions {
@@ -70,6 +81,7 @@ impl Default for SchedulerOptions {
             concurrency: 16,
             finalize_timeout: reconcile::FINALIZE_TIMEOUT,
             metrics: Metrics::unregistered(),
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
         }
     }
 }
@@ -115,6 +127,7 @@ async fn run_controller(
     );
     ctx.finalize_timeout = opts.finalize_timeout;
     ctx.metrics = opts.metrics.clone();
+    ctx.gate = gate::Gate::new(opts.max_in_flight);
     let ctx = Arc::new(ctx);
     // Runs of an earlier version that still carry an ownerReference to their
     // schedule, as the watch delivers them (all of them at start).
