@@ -58,6 +58,11 @@ impl std::fmt::Debug for Metrics {
 impl Metrics {
     /// Families not registered anywhere (tests, benches): counted, never exported.
     pub fn unregistered() -> Self {
+        let throttled = Family::<Labels, Counter>::default();
+        // Exported at 0 from the start: an alert or a rate sees the family before a 429.
+        for request in ["create", "other"] {
+            throttled.get_or_create(&vec![("request".into(), request.into())]);
+        }
         Metrics {
             runs_created: Family::default(),
             runs_skipped: Family::default(),
@@ -67,7 +72,7 @@ impl Metrics {
             consecutive_failures: Family::default(),
             reconcile_errors: Family::default(),
             leader: Gauge::default(),
-            throttled: Family::default(),
+            throttled,
         }
     }
 
