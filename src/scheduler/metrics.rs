@@ -61,7 +61,7 @@ impl Metrics {
         let throttled = Family::<Labels, Counter>::default();
         // Exported at 0 from the start: an alert or a rate sees the family before a 429.
         for request in ["create", "other"] {
-            throttled.get_or_create(&vec![("request".into(), request.into())]);
+            let _ = throttled.get_or_create(&vec![("request".into(), request.into())]);
         }
         Metrics {
             runs_created: Family::default(),
