@@ -61,7 +61,10 @@ pub struct SchedulerOptions {
     pub namespace: Option<String>,
     /// `reportingController` of Events.
     pub controller_name: String,
-    /// Schedules reconciled in parallel.
+    /// Schedules reconciled in parallel (0: no limit). Their requests are
+    /// bounded by [`SchedulerOptions::max_in_flight`] instead: every schedule
+    /// due at a tick must be reconciling for all their creates to go before
+    /// the Events and status writes of any (see [`gate`]).
     pub concurrency: u16,
     /// How long a deleted schedule with `retention.onDelete: Delete` waits for
     /// its runs and delete actions to end; then what is left is kept.
@@ -78,7 +81,7 @@ impl Default for SchedulerOptions {
         SchedulerOptions {
             namespace: None,
             controller_name: "blueprint-operator-scheduler".into(),
-            concurrency: 16,
+            concurrency: 0,
             finalize_timeout: reconcile::FINALIZE_TIMEOUT,
             metrics: Metrics::unregistered(),
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
