@@ -236,9 +236,10 @@ pub(super) async fn create_runs(
                     .as_ref()
                     .is_some_and(|x| identity::is_run_of(&x.metadata, &name))
                 {
-                    if sent.retried {
-                        // A throttled or timed-out attempt of this very create did reach the
-                        // API server: created by us, once.
+                    if sent.maybe_applied {
+                        // An attempt of this very create answered with a 5xx was carried
+                        // out after all: created by this call, counted once. (After a 429
+                        // the run was made by an earlier reconcile, which counted it.)
                         lag(run);
                         created.push(run);
                     } else {

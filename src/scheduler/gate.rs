@@ -70,6 +70,10 @@ pub struct Sent<T> {
     pub result: Result<T, kube::Error>,
     /// Throttled at least once and sent again.
     pub retried: bool,
+    /// An earlier attempt may have been carried out although refused: it was
+    /// answered with a 5xx (a timeout may come after the write), not a 429 (the
+    /// API server refuses those before doing anything).
+    pub maybe_applied: bool,
 }
 
 impl Gate {
@@ -176,22 +180,30 @@ impl Gate {
         let _permit = self.acquire(priority).await;
         let start = Instant::now();
         let mut attempt = 0u32;
+        let mut spread = Duration::ZERO;
+        let mut maybe_applied = false;
         loop {
             self.paused().await;
+            // Requests throttled together come back spread over their own pause, not all at
+            // the end of the shared one (where most would be refused again).
+            tokio::time::sleep(spread).await;
             let result = call().await;
             match result.as_ref().err().and_then(retry_after) {
                 Some(server) if start.elapsed() < GIVE_UP => {
                     throttled();
+                    maybe_applied |= matches!(&result, Err(kube::Error::Api(st)) if st.code != 429);
                     let ours = FIRST_PAUSE
                         .saturating_mul(1 << attempt.min(6))
                         .min(MAX_PAUSE);
                     self.pause(server.unwrap_or_default().max(jitter(ours)));
+                    spread = ours.mul_f64(random_fraction());
                     attempt += 1;
                 }
                 _ => {
                     return Sent {
                         result,
                         retried: attempt > 0,
+                        maybe_applied,
                     };
                 }
             }
@@ -217,11 +229,15 @@ impl Drop for Waiting<'_> {
     }
 }
 
-/// `d` to `1.25 d`, so that requests throttled together do not come back together.
-fn jitter(d: Duration) -> Duration {
+/// In [0, 1): good enough to spread retries (no cryptographic use).
+fn random_fraction() -> f64 {
     use std::hash::{BuildHasher, RandomState};
-    let r = RandomState::new().hash_one(Instant::now()) % 1024;
-    d + d.mul_f64(r as f64 / 4096.0)
+    (RandomState::new().hash_one(std::time::Instant::now()) % 1024) as f64 / 1024.0
+}
+
+/// `d` to `1.25 d`, so that pauses set together do not end together.
+fn jitter(d: Duration) -> Duration {
+    d + d.mul_f64(random_fraction() / 4.0)
 }
 
 /// `Some` when the API server refused the request as overloaded (429, or 503 /
@@ -360,6 +376,10 @@ mod tests {
             .await;
         assert_eq!(sent.result.unwrap(), 2);
         assert!(sent.retried);
+        assert!(
+            !sent.maybe_applied,
+            "429s are refused before anything is done"
+        );
         assert_eq!(throttled, 2);
         // Paused 200 ms, then 400 ms (at least).
         assert!(t0.elapsed() >= FIRST_PAUSE * 3);
