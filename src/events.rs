@@ -102,6 +102,17 @@ impl Publisher {
     /// Publishes one Event about `regarding`; a repeat of the same type, reason and action
     /// within kube's cache period (6 minutes) counts up the first one's series instead.
     pub async fn publish_series(&self, regarding: &ObjectReference, ev: Note<'_>) {
+        if let Err(e) = self.try_publish_series(regarding, ev).await {
+            warn!(reason = %ev.reason, error = %e, "publishing Event failed");
+        }
+    }
+
+    /// [`Publisher::publish_series`], returning the error (for a caller that retries).
+    pub async fn try_publish_series(
+        &self,
+        regarding: &ObjectReference,
+        ev: Note<'_>,
+    ) -> Result<(), kube::Error> {
         let event = SeriesEvent {
             type_: match ev.kind {
                 Kind::Normal => EventType::Normal,
@@ -112,9 +123,7 @@ impl Publisher {
             action: limit(ev.action),
             secondary: None,
         };
-        if let Err(e) = self.series.publish(&event, regarding).await {
-            warn!(reason = %ev.reason, error = %e, "publishing Event failed");
-        }
+        self.series.publish(&event, regarding).await
     }
 }
 

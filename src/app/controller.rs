@@ -57,10 +57,19 @@ pub struct ControllerArgs {
     /// Do not run the ActionSchedule scheduler in this process.
     #[arg(long)]
     pub no_scheduler: bool,
-    /// ActionSchedules reconciled in parallel (more keeps tick-to-create lag
-    /// low with thousands of schedules due at once; the API server is the limit).
+    /// ActionSchedules reconciled in parallel (0: no limit; their requests to
+    /// the API server are bounded by --schedule-max-in-flight). A limit below
+    /// the number of schedules due at once delays the creates of the rest
+    /// behind the Events and status writes of the first.
     #[arg(long, default_value_t = crate::scheduler::SchedulerOptions::default().concurrency)]
     pub schedule_concurrency: u16,
+    /// Requests of the scheduler in flight at once (ActionSet creates first,
+    /// then status writes, Events and reads): no create storm at a tick where
+    /// thousands of schedules are due. When the API server answers 429 (too
+    /// many requests) the scheduler pauses all of them and sends the same
+    /// requests again.
+    #[arg(long, default_value_t = crate::scheduler::DEFAULT_MAX_IN_FLIGHT, value_name = "N")]
+    pub schedule_max_in_flight: usize,
     /// Run without a Lease (only one replica may run then).
     #[arg(long)]
     pub no_leader_election: bool,
@@ -160,8 +169,16 @@ async fn serve_metrics(addr: &str, metrics: crate::metrics::Exported) -> anyhow:
 pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     super::logging::init(&args.log_level)?;
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = kube::Client::try_default()
+    let config = kube::Config::infer()
         .await
+        .context("connecting to the Kubernetes API (in-cluster config or $KUBECONFIG)")?;
+    let client = kube::Client::try_from(config.clone())
+        .context("connecting to the Kubernetes API (in-cluster config or $KUBECONFIG)")?;
+    // The scheduler backs off itself on 429, once for all its requests
+    // (scheduler::gate); kube's retry of each request would hide the 429s from it.
+    let mut scheduler_config = config;
+    scheduler_config.default_retry = false;
+    let scheduler_client = kube::Client::try_from(scheduler_config)
         .context("connecting to the Kubernetes API (in-cluster config or $KUBECONFIG)")?;
     let mut registry = Registry::default();
     let metrics = Metrics::new(&mut registry);
@@ -211,6 +228,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         let opts = crate::scheduler::SchedulerOptions {
             namespace: args.namespace.clone(),
             concurrency: args.schedule_concurrency,
+            max_in_flight: args.schedule_max_in_flight,
             metrics: schedule_metrics
                 .clone()
                 .unwrap_or_else(crate::scheduler::Metrics::unregistered),
@@ -218,7 +236,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
         };
         let mut stop_rx = stop_rx.clone();
         Some(tokio::spawn(crate::scheduler::run(
-            client.clone(),
+            scheduler_client,
             opts,
             async move {
                 let _ = stop_rx.wait_for(|s| *s).await;

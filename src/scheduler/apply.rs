@@ -9,8 +9,9 @@ use chrono::Utc;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
-use tracing::info;
+use tracing::{info, warn};
 
+use super::gate::Priority;
 use super::identity;
 use super::metrics::{Labels, with};
 use super::plan::{self, NewRun, RunRecord, RunState, Skip, SkipReason, Trigger};
@@ -40,7 +41,14 @@ pub(super) async fn publish(
         action,
         note: &note,
     };
-    ctx.events.publish_series(&s.object_ref(&()), ev).await;
+    let regarding = s.object_ref(&());
+    // Behind the creates of all reconciles (see `gate`).
+    if let Err(e) = ctx
+        .request(|| ctx.events.try_publish_series(&regarding, ev))
+        .await
+    {
+        warn!(reason = %reason, error = %e, "publishing Event failed");
+    }
 }
 
 /// Write `status` unless unchanged, and remember the schedule's version
@@ -55,13 +63,12 @@ pub(super) async fn write_status(
     let version = if s.status.as_ref() == Some(&status) {
         s.resource_version()
     } else {
-        api.patch_status(
-            &s.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(status_patch(&status)?),
-        )
-        .await?
-        .resource_version()
+        let patch = Patch::Merge(status_patch(&status)?);
+        let (name, pp) = (s.name_any(), PatchParams::default());
+        // Behind the creates of all reconciles (see `gate`).
+        ctx.request(|| api.patch_status(&name, &pp, &patch))
+            .await?
+            .resource_version()
     };
     match &version {
         Some(v) => ctx.known().insert(key, v.clone()),
@@ -189,7 +196,8 @@ pub(super) async fn replace(
 }
 
 /// Create the planned runs (one that exists already is done), and add them
-/// to `runs` as pending.
+/// to `runs` as pending. Every create is sent before any Event about them:
+/// Events wait behind the creates of all reconciles (see `gate`).
 pub(super) async fn create_runs(
     ctx: &Ctx,
     s: &ActionSchedule,
@@ -200,43 +208,43 @@ pub(super) async fn create_runs(
 ) -> Result<(), Error> {
     let name = s.name_any();
     let ns = s.namespace().unwrap_or_default();
+    let mut created = Vec::new();
+    let mut failed = None;
     for run in create {
         let a = new_action_set(s, run, s.spec.action_set_template.clone(), None);
-        match actionsets.create(&PostParams::default(), &a).await {
-            Ok(_) => {
-                info!(schedule = %name, namespace = %ns, actionset = %run.name, tick = %run.scheduled_time, "created ActionSet");
+        let pp = PostParams::default();
+        let sent = ctx
+            .send(Priority::Create, || actionsets.create(&pp, &a))
+            .await;
+        let lag = |run: &NewRun| {
+            if run.trigger == Trigger::Scheduled {
                 ctx.metrics
-                    .runs_created
-                    .get_or_create(&with(labels.clone(), "trigger", run.trigger.as_str()))
-                    .inc();
-                if run.trigger == Trigger::Scheduled {
-                    ctx.metrics
-                        .creation_lag
-                        .observe((Utc::now() - run.scheduled_time).as_seconds_f64().max(0.0));
-                }
-                let what = match run.trigger {
-                    Trigger::RunNow => "run-now request".to_string(),
-                    _ => format!("tick {}", run.scheduled_time.to_rfc3339()),
-                };
-                publish(
-                    ctx,
-                    s,
-                    false,
-                    "Created",
-                    "Create",
-                    format!("created ActionSet {} for {what}", run.name),
-                )
-                .await;
+                    .creation_lag
+                    .observe((Utc::now() - run.scheduled_time).as_seconds_f64().max(0.0));
+            }
+        };
+        match sent.result {
+            Ok(_) => {
+                lag(run);
+                created.push(run);
             }
             Err(kube::Error::Api(e)) if e.code == 409 => {
                 // Already done by an earlier attempt or another replica.
-                let existing = actionsets.get_opt(&run.name).await?;
+                let existing = ctx.request(|| actionsets.get_opt(&run.name)).await?;
                 // Ours, or made by an earlier schedule of this name (adopted).
                 if existing
                     .as_ref()
                     .is_some_and(|x| identity::is_run_of(&x.metadata, &name))
                 {
-                    info!(schedule = %name, actionset = %run.name, "ActionSet already exists; tick already handled");
+                    if sent.maybe_applied {
+                        // An attempt of this very create answered with a 5xx was carried
+                        // out after all: created by this call, counted once. (After a 429
+                        // the run was made by an earlier reconcile, which counted it.)
+                        lag(run);
+                        created.push(run);
+                    } else {
+                        info!(schedule = %name, actionset = %run.name, "ActionSet already exists; tick already handled");
+                    }
                 } else {
                     publish(
                         ctx,
@@ -250,20 +258,8 @@ pub(super) async fn create_runs(
                 }
             }
             Err(e) => {
-                publish(
-                    ctx,
-                    s,
-                    true,
-                    "FailedCreate",
-                    "Create",
-                    format!(
-                        "cannot create ActionSet {}: {}",
-                        run.name,
-                        crate::kube_error::Describe(&e)
-                    ),
-                )
-                .await;
-                return Err(e.into());
+                failed = Some((run, e));
+                break;
             }
         }
         if !runs.iter().any(|r| r.name == run.name) {
@@ -277,6 +273,42 @@ pub(super) async fn create_runs(
                 delete_for: None,
             });
         }
+    }
+    for run in created {
+        info!(schedule = %name, namespace = %ns, actionset = %run.name, tick = %run.scheduled_time, "created ActionSet");
+        ctx.metrics
+            .runs_created
+            .get_or_create(&with(labels.clone(), "trigger", run.trigger.as_str()))
+            .inc();
+        let what = match run.trigger {
+            Trigger::RunNow => "run-now request".to_string(),
+            _ => format!("tick {}", run.scheduled_time.to_rfc3339()),
+        };
+        publish(
+            ctx,
+            s,
+            false,
+            "Created",
+            "Create",
+            format!("created ActionSet {} for {what}", run.name),
+        )
+        .await;
+    }
+    if let Some((run, e)) = failed {
+        publish(
+            ctx,
+            s,
+            true,
+            "FailedCreate",
+            "Create",
+            format!(
+                "cannot create ActionSet {}: {}",
+                run.name,
+                crate::kube_error::Describe(&e)
+            ),
+        )
+        .await;
+        return Err(e.into());
     }
     Ok(())
 }

@@ -31,6 +31,9 @@ pub struct Metrics {
     pub reconcile_errors: Family<Labels, Counter>,
     /// 1 while this replica holds the controller Lease and runs the scheduler.
     pub leader: Gauge,
+    /// Requests the API server refused as overloaded (429 or busy) and that were
+    /// sent again after a pause, by `request` (`create` or `other`).
+    pub throttled: Family<Labels, Counter>,
 }
 
 /// Labels identifying one ActionSchedule.
@@ -55,6 +58,11 @@ impl std::fmt::Debug for Metrics {
 impl Metrics {
     /// Families not registered anywhere (tests, benches): counted, never exported.
     pub fn unregistered() -> Self {
+        let throttled = Family::<Labels, Counter>::default();
+        // Exported at 0 from the start: an alert or a rate sees the family before a 429.
+        for request in ["create", "other"] {
+            let _ = throttled.get_or_create(&vec![("request".into(), request.into())]);
+        }
         Metrics {
             runs_created: Family::default(),
             runs_skipped: Family::default(),
@@ -64,6 +72,7 @@ impl Metrics {
             consecutive_failures: Family::default(),
             reconcile_errors: Family::default(),
             leader: Gauge::default(),
+            throttled,
         }
     }
 
@@ -110,6 +119,11 @@ impl Metrics {
             "leader",
             "1 while this replica holds the controller Lease and runs the scheduler",
             m.leader.clone(),
+        );
+        r.register(
+            "api_throttled",
+            "Requests the API server refused as overloaded and that were sent again after a pause",
+            m.throttled.clone(),
         );
         m
     }

@@ -12,12 +12,15 @@
 //!   `status`), apply (`apply`, `rotate`, `deleting`).
 //! - [`runs`]: each schedule's ActionSets, kept from the controller's watch.
 //! - [`metrics`]: Prometheus families, registered by the caller ([`SchedulerOptions::metrics`]).
+//! - [`gate`]: the bound on requests in flight, creates first, and the back-off
+//!   when the API server is overloaded.
 
 mod apply;
 pub mod cron;
 pub mod delete_action;
 mod deleting;
 pub mod finalize;
+pub mod gate;
 pub mod identity;
 pub mod metrics;
 pub mod plan;
@@ -46,6 +49,11 @@ use crate::model::{ActionSchedule, LABEL_SCHEDULE, WatchedActionSet};
 
 pub use metrics::Metrics;
 
+/// Default of [`SchedulerOptions::max_in_flight`]: the 16 concurrent clients
+/// with which `benches/schedules.rs` measures the API server's create limit
+/// (more in flight did not create faster there).
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 16;
+
 /// How the scheduler runs.
 #[derive(Clone, Debug)]
 pub struct SchedulerOptions {
@@ -53,13 +61,19 @@ pub struct SchedulerOptions {
     pub namespace: Option<String>,
     /// `reportingController` of Events.
     pub controller_name: String,
-    /// Schedules reconciled in parallel.
+    /// Schedules reconciled in parallel (0: no limit). Their requests are
+    /// bounded by [`SchedulerOptions::max_in_flight`] instead: every schedule
+    /// due at a tick must be reconciling for all their creates to go before
+    /// the Events and status writes of any (see [`gate`]).
     pub concurrency: u16,
     /// How long a deleted schedule with `retention.onDelete: Delete` waits for
     /// its runs and delete actions to end; then what is left is kept.
     pub finalize_timeout: Duration,
     /// Where it counts: [`Metrics::new`] on the process's registry.
     pub metrics: Metrics,
+    /// Requests of all reconciles in flight at once (ActionSet creates, status
+    /// writes, Events, reads; not watches), creates first (see [`gate`]).
+    pub max_in_flight: usize,
 }
 
 impl Default for SchedulerOptions {
@@ -67,9 +81,10 @@ impl Default for SchedulerOptions {
         SchedulerOptions {
             namespace: None,
             controller_name: "blueprint-operator-scheduler".into(),
-            concurrency: 16,
+            concurrency: 0,
             finalize_timeout: reconcile::FINALIZE_TIMEOUT,
             metrics: Metrics::unregistered(),
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
         }
     }
 }
@@ -115,6 +130,7 @@ async fn run_controller(
     );
     ctx.finalize_timeout = opts.finalize_timeout;
     ctx.metrics = opts.metrics.clone();
+    ctx.gate = gate::Gate::new(opts.max_in_flight);
     let ctx = Arc::new(ctx);
     // Runs of an earlier version that still carry an ownerReference to their
     // schedule, as the watch delivers them (all of them at start).

@@ -35,7 +35,7 @@ pub(super) async fn current(
     if cached {
         return Ok(Some(obj.clone()));
     }
-    let fresh = api.get_opt(&name).await?;
+    let fresh = ctx.request(|| api.get_opt(&name)).await?;
     if fresh.is_none() {
         ctx.known().remove(&key);
     }
@@ -74,14 +74,17 @@ async fn list_runs(ctx: &Ctx, ns: &str, name: &str) -> Result<Vec<Arc<ActionSet>
         // The ActionSet watch has not finished its first list yet.
         // Decoded one by one, as the watch does: a run that does not decode
         // is left out instead of failing the list.
-        None => Api::<WatchedActionSet>::namespaced(ctx.client.clone(), ns)
-            .list(&ListParams::default().labels(&format!("{LABEL_SCHEDULE}={label}")))
-            .await?
-            .items
-            .into_iter()
-            .filter_map(WatchedActionSet::valid)
-            .map(Arc::new)
-            .collect(),
+        None => {
+            let api = Api::<WatchedActionSet>::namespaced(ctx.client.clone(), ns);
+            let lp = ListParams::default().labels(&format!("{LABEL_SCHEDULE}={label}"));
+            ctx.request(|| api.list(&lp))
+                .await?
+                .items
+                .into_iter()
+                .filter_map(WatchedActionSet::valid)
+                .map(Arc::new)
+                .collect()
+        }
     })
 }
 

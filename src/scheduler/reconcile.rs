@@ -27,6 +27,7 @@ use tracing::warn;
 
 use super::apply::{self, publish, set_finalizer, write_status};
 use super::cron::Schedule;
+use super::gate::{Gate, Priority, Sent};
 use super::metrics::{Metrics, schedule_labels, with};
 use super::plan;
 use super::retention::{self, Policy};
@@ -80,6 +81,9 @@ pub struct Ctx {
     pub finalize_timeout: Duration,
     /// Where the reconciler counts (registered by the caller, or unregistered).
     pub metrics: Metrics,
+    /// Bounds and orders the requests of all reconciles (creates first) and
+    /// backs off when the API server is overloaded.
+    pub gate: Gate,
 }
 
 impl Ctx {
@@ -91,7 +95,37 @@ impl Ctx {
             known: Mutex::default(),
             finalize_timeout: FINALIZE_TIMEOUT,
             metrics: Metrics::unregistered(),
+            gate: Gate::new(super::DEFAULT_MAX_IN_FLIGHT),
         }
+    }
+
+    /// Send a request through the [`Gate`], counting throttled attempts.
+    pub(super) async fn send<T, F, Fut>(&self, priority: Priority, call: F) -> Sent<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, kube::Error>>,
+    {
+        let request = match priority {
+            Priority::Create => "create",
+            Priority::Other => "other",
+        };
+        self.gate
+            .send(priority, call, || {
+                self.metrics
+                    .throttled
+                    .get_or_create(&vec![("request".into(), request.into())])
+                    .inc();
+            })
+            .await
+    }
+
+    /// [`Ctx::send`] for a request that is not a create; its result.
+    pub(super) async fn request<T, F, Fut>(&self, call: F) -> Result<T, kube::Error>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, kube::Error>>,
+    {
+        self.send(Priority::Other, call).await.result
     }
 
     pub(super) fn known(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), String>> {

@@ -1221,3 +1221,174 @@ async fn a_suspended_schedules_preview_lists_what_its_active_runs_rotate() -> an
     ctl.stop().await;
     Ok(())
 }
+
+/// Issue 27: many schedules due at one tick against an API server that lets one write through
+/// at a time (and refuses the rest with 429, as without API Priority and Fairness): the
+/// scheduler backs off and sends the same creates again, and every schedule's run for the
+/// tick exists exactly once, under its tick's name, with the tick recorded in its status.
+#[tokio::test]
+async fn a_throttling_api_server_gets_every_run_of_a_tick_exactly_once() -> anyhow::Result<()> {
+    use futures::StreamExt;
+    use kube::runtime::{WatchStreamExt, watcher};
+
+    const N: usize = 40;
+    // system:masters is never throttled: the test's own requests (and the control plane's)
+    // pass, the scheduler's (a ServiceAccount) are limited.
+    let own = tokio::task::spawn_blocking(|| {
+        support::cluster::OwnCluster::start(
+            "--enable-priority-and-fairness=false --max-requests-inflight=2 \
+             --max-mutating-requests-inflight=1",
+        )
+    })
+    .await??;
+    let admin_kc = own.cluster.kubeconfig.clone();
+    let admin = support::rbac::client_from(&admin_kc).await?;
+    support::install_crds(&admin).await?;
+    let ns = support::namespace(&admin, "sched-429").await;
+
+    // The scheduler as a ServiceAccount bound to cluster-admin (RBAC is not what is tested).
+    let sas: Api<k8s_openapi::api::core::v1::ServiceAccount> = Api::namespaced(admin.clone(), &ns);
+    sas.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": "scheduler"}}))?,
+    )
+    .await?;
+    let crbs: Api<k8s_openapi::api::rbac::v1::ClusterRoleBinding> = Api::all(admin.clone());
+    crbs.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({
+            "metadata": {"name": format!("{ns}-scheduler")},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"kind": "ServiceAccount", "name": "scheduler", "namespace": ns}],
+        }))?,
+    )
+    .await?;
+    let token = support::rbac::service_account_token(&admin, &ns, "scheduler").await?;
+    // In the cluster's state directory: removed with it.
+    let kc = own
+        .cluster
+        .dir
+        .as_ref()
+        .expect("a cluster the test started")
+        .join("scheduler.kubeconfig");
+    support::rbac::token_kubeconfig(&admin_kc, &token, &ns, &kc)?;
+    // As the controller makes it: kube's own per-request retry off, the scheduler backs off.
+    let mut config = support::rbac::config_from(&kc).await?;
+    config.default_retry = false;
+    let client = Client::try_from(config)?;
+
+    // One tick, at least 20 s ahead: every schedule is taken up before it, and hourly, so no
+    // second tick comes while the test runs.
+    let at = chrono::Utc::now() + chrono::Duration::seconds(20);
+    let tick = chrono::DateTime::from_timestamp((at.timestamp() / 60 + 1) * 60, 0).unwrap();
+    let cron = format!("{} * * * *", chrono::Timelike::minute(&tick));
+    let names: Vec<String> = (0..N).map(|i| format!("s{i:02}")).collect();
+    for name in &names {
+        create_schedule(&admin, &ns, name, json!({"schedule": cron})).await?;
+    }
+    let expected: BTreeSet<String> = names.iter().map(|n| plan::run_name(n, tick)).collect();
+
+    let metrics = scheduler::Metrics::unregistered();
+    let ctl = start_with(
+        &client,
+        SchedulerOptions {
+            namespace: Some(ns.clone()),
+            metrics: metrics.clone(),
+            // More creates at once than the API server takes: it must throttle them.
+            max_in_flight: 32,
+            concurrency: 64,
+            ..Default::default()
+        },
+    );
+
+    // Every run of the tick seen, then every schedule's status saying so.
+    let sets: Api<ActionSet> = Api::namespaced(admin.clone(), &ns);
+    let mut seen = BTreeSet::new();
+    let watch = watcher(sets.clone(), watcher::Config::default()).applied_objects();
+    futures::pin_mut!(watch);
+    let wait = Duration::from_secs(300) + (tick - chrono::Utc::now()).to_std()?;
+    tokio::time::timeout(wait, async {
+        while seen.len() < N {
+            if let Some(Ok(a)) = watch.next().await {
+                seen.insert(a.name_any());
+            }
+        }
+    })
+    .await
+    .map_err(|_| anyhow::anyhow!("runs seen by the deadline: {} of {N}: {seen:?}", seen.len()))?;
+    let schedules: Api<ActionSchedule> = Api::namespaced(admin.clone(), &ns);
+    let recorded = |s: &ActionSchedule| {
+        s.status
+            .as_ref()
+            .and_then(|st| st.last_schedule_time.as_ref())
+            .is_some_and(|t| t.0.as_second() == tick.timestamp())
+    };
+    let statuses = watcher(schedules.clone(), watcher::Config::default()).applied_objects();
+    futures::pin_mut!(statuses);
+    let mut done = BTreeSet::new();
+    tokio::time::timeout(Duration::from_secs(300), async {
+        while done.len() < N {
+            if let Some(Ok(s)) = statuses.next().await
+                && recorded(&s)
+            {
+                done.insert(s.name_any());
+            }
+        }
+    })
+    .await
+    .map_err(|_| anyhow::anyhow!("statuses with the tick: {} of {N}", done.len()))?;
+    ctl.stop().await;
+
+    // Exactly one run per schedule, named for the tick; none lost, none twice.
+    let all = sets.list(&ListParams::default()).await?.items;
+    let got: Vec<String> = all.iter().map(|a| a.name_any()).collect();
+    assert_eq!(got.len(), N, "{got:?}");
+    assert_eq!(got.iter().cloned().collect::<BTreeSet<_>>(), expected);
+    for a in &all {
+        let owner = a.annotations()[ANNOTATION_SCHEDULE].clone();
+        assert_eq!(a.name_any(), plan::run_name(&owner, tick));
+        assert_eq!(a.labels()[LABEL_TRIGGER], "scheduled");
+    }
+    for s in schedules.list(&ListParams::default()).await?.items {
+        let st = s.status.clone().unwrap_or_default();
+        assert!(recorded(&s), "{}: {st:?}", s.name_any());
+        assert_eq!(
+            st.missed_runs + st.skipped_runs,
+            0,
+            "{}: {st:?}",
+            s.name_any()
+        );
+    }
+    let counted = |family: &prometheus_client::metrics::family::Family<
+        Vec<(String, String)>,
+        prometheus_client::metrics::counter::Counter,
+    >,
+                   key: &str,
+                   value: &str| {
+        let mut text = String::new();
+        let mut reg = prometheus_client::registry::Registry::default();
+        reg.register("m", "", family.clone());
+        prometheus_client::encoding::text::encode(&mut text, &reg).unwrap();
+        text.lines()
+            .filter(|l| l.starts_with("m_total{") && l.contains(&format!("{key}=\"{value}\"")))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum::<u64>()
+    };
+    // Each run counted as created once, by the scheduler.
+    assert_eq!(
+        counted(&metrics.runs_created, "trigger", "scheduled"),
+        N as u64
+    );
+    // The API server did throttle the creates: the back-off was exercised.
+    let throttled = counted(&metrics.throttled, "request", "create");
+    eprintln!(
+        "creates throttled and sent again: {throttled}; other requests: {}",
+        counted(&metrics.throttled, "request", "other")
+    );
+    assert!(
+        throttled > 0,
+        "no create was throttled: the test shows nothing"
+    );
+    drop(own);
+    Ok(())
+}

@@ -69,7 +69,43 @@ pub fn repo_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// A control plane of one test's own, for flags the shared one must not have (an API server
+/// that throttles); `cluster.sh down` when dropped, and by the watchdog when the test binary exits.
+#[derive(Debug)]
+pub struct OwnCluster {
+    pub cluster: Cluster,
+}
+
+impl OwnCluster {
+    /// Starts one whose kube-apiserver gets `apiserver_args` too (`BPO_APISERVER_EXTRA_ARGS`).
+    /// Blocks for the start-up.
+    pub fn start(apiserver_args: &str) -> anyhow::Result<OwnCluster> {
+        let env = [("BPO_APISERVER_EXTRA_ARGS", apiserver_args)];
+        Ok(OwnCluster {
+            cluster: start_with(&env)?,
+        })
+    }
+}
+
+impl Drop for OwnCluster {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.cluster.dir {
+            let _ = Command::new("bash")
+                .arg(repo_root().join("tools/control-plane/cluster.sh"))
+                .arg("down")
+                .env("BPO_CLUSTER_DIR", dir)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
+
 fn start() -> anyhow::Result<Cluster> {
+    start_with(&[])
+}
+
+fn start_with(env: &[(&str, &str)]) -> anyhow::Result<Cluster> {
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH)?.subsec_nanos();
     let dir = std::env::temp_dir().join(format!("bpo-test-{}-{nanos}", std::process::id()));
     let script = repo_root().join("tools/control-plane/cluster.sh");
@@ -80,6 +116,7 @@ fn start() -> anyhow::Result<Cluster> {
         .arg("up")
         .env("BPO_CLUSTER_DIR", &dir)
         .env("BPO_WATCH_PID", std::process::id().to_string())
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stderr(Stdio::inherit())
         .output()?;

@@ -19,6 +19,10 @@
 #                     per cluster to run several at once; ports are picked free at random.
 #   BPO_WATCH_PID     with `up`: a watchdog tears the cluster down when this process exits.
 #   BPO_START_TIMEOUT seconds to wait for each component (default 120).
+#   BPO_APISERVER_EXTRA_ARGS
+#                     with `up`: more kube-apiserver flags, split on whitespace, e.g.
+#                     "--enable-priority-and-fairness=false --max-mutating-requests-inflight=1"
+#                     (tests of the scheduler's back-off on 429).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -290,6 +294,9 @@ cmd_up() {
       --kubelet-client-key="$dir/pki/admin.key" --kubelet-certificate-authority="$dir/pki/ca.crt")
     kcm_extra=(--enable-hostpath-provisioner=true)
   fi
+  local extra_words
+  read -r -a extra_words <<<"${BPO_APISERVER_EXTRA_ARGS:-}"
+  api_extra+=("${extra_words[@]}")
 
   ETCD_PORT="$(free_port)"
   ETCD_PEER_PORT="$(free_port)"
