@@ -42,8 +42,11 @@ pub fn binary(name: &str, what: &str, flags: &[&str]) -> Option<PathBuf> {
     }
     std::fs::create_dir_all(&out_dir)
         .unwrap_or_else(|e| panic!("creating {}: {e}", out_dir.display()));
-    // Built under a temporary name and renamed: tests running at once never see half a binary.
-    let tmp = out_dir.join(format!("{name}.tmp{}", std::process::id()));
+    // Built under a temporary name and renamed: tests running at once (threads of one test
+    // binary too, hence the counter beside the pid) never see half a binary.
+    static BUILDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = out_dir.join(format!("{name}.tmp{}-{n}", std::process::id()));
     let status = Command::new("go")
         .arg("build")
         .args(flags)
