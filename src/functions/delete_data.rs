@@ -79,13 +79,8 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
         .into_iter()
         .map(|(path, s)| (f.repository(&path), s))
         .collect::<Vec<_>>();
-    let opts = f
-        .extras
-        .options(&namespace, JOB_PREFIX, &f.image, Default::default());
-    data_pod::run_in(ctx, NAME, &opts, async |target| {
-        forget_all(ctx, NAME, target, &snapshots, f.reclaim).await
-    })
-    .await
+    f.forget_in_pod(ctx, NAME, &namespace, JOB_PREFIX, &snapshots)
+        .await
 }
 
 /// What DeleteData and DeleteDataAll read after the snapshots to forget.
@@ -114,12 +109,30 @@ impl ForgetArgs {
     pub fn repository(&self, path: &str) -> Repository {
         Repository::new(&self.profile, path, &self.key, self.insecure_tls)
     }
+
+    /// Runs [`forget_all`] for `snapshots` in a helper pod of `namespace` (`job_prefix`).
+    pub async fn forget_in_pod(
+        &self,
+        ctx: &Context,
+        function: &'static str,
+        namespace: &str,
+        job_prefix: &str,
+        snapshots: &[(Repository, Snapshot)],
+    ) -> Result<Output, FunctionError> {
+        let opts = self
+            .extras
+            .options(namespace, job_prefix, &self.image, Default::default());
+        data_pod::run_in(ctx, function, &opts, async |target| {
+            forget_all(ctx, function, target, snapshots, self.reclaim).await
+        })
+        .await
+    }
 }
 
 /// Forgets each snapshot of its repository from `target` (a tag resolved to its snapshot ID
 /// first), each followed by `restic prune` when `reclaim`; outputs `spaceFreed`, the bytes the
 /// prunes freed as "<n> B".
-pub async fn forget_all(
+async fn forget_all(
     ctx: &Context,
     function: &'static str,
     target: &Target<'_>,

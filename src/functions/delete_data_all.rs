@@ -18,8 +18,7 @@ use serde_json::Value;
 use super::args::Args;
 use super::backup_data::non_empty;
 use super::backup_data_all::{parse_backup_info, pod_prefix};
-use super::data_pod;
-use super::delete_data::{ForgetArgs, forget_all};
+use super::delete_data::ForgetArgs;
 use super::restic::Snapshot;
 use super::{Context, FunctionError, Output};
 
@@ -51,11 +50,6 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
             "lists no backups (Require one argument: backupID or backupTag)",
         ));
     }
-    let opts = f
-        .extras
-        .options(&namespace, JOB_PREFIX, &f.image, Default::default());
-    data_pod::run_in(ctx, NAME, &opts, async |target| {
-        forget_all(ctx, NAME, target, &pairs, f.reclaim).await
-    })
-    .await
+    f.forget_in_pod(ctx, NAME, &namespace, JOB_PREFIX, &pairs)
+        .await
 }
