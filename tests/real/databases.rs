@@ -8,12 +8,11 @@
 
 use serde_json::{Value, json};
 
-use blueprint_operator::functions::s3::{Config, Credentials, S3Client};
-
 use crate::functions::run_spec;
 use crate::install::{apply_yaml, install};
 use crate::real::{self, kubectl};
 use crate::support;
+use crate::support::data_plane::store_client;
 
 pub const PG_BLUEPRINT: &str = "kanister-examples/postgresql/postgres-blueprint.yaml";
 const MARIA_BLUEPRINT: &str = "kanister-examples/maria/maria-blueprint.yaml";
@@ -31,21 +30,6 @@ pub fn apply_in(ns: &str, text: &str) {
     let r = kubectl(&["apply", "-n", ns, "-f", path.to_str().unwrap()]);
     std::fs::remove_file(&path).unwrap();
     r.unwrap_or_else(|e| panic!("applying in {ns}: {e}\n{text}"));
-}
-
-pub fn store_client() -> S3Client {
-    let store = support::data_plane::object_store();
-    S3Client::new(&Config {
-        endpoint: store.endpoint.clone(),
-        region: store.region.clone(),
-        credentials: Credentials {
-            access_key_id: store.access_key.clone(),
-            secret_access_key: store.secret_key.clone(),
-            session_token: None,
-        },
-        skip_ssl_verify: false,
-    })
-    .expect("S3 client")
 }
 
 pub async fn keys(bucket: &str, prefix: &str) -> Vec<String> {
