@@ -6,7 +6,9 @@
 //! ```
 //! The server runs in a child process (this binary again, started with `BENCH_WEBHOOK_SERVE`),
 //! so its CPU time (`/proc/<pid>/stat` utime + stime) and memory (VmRSS, sampled every 10 ms)
-//! are its own, not the clients'. For a small and a large corpus Blueprint (Kanister's MySQL
+//! are its own, not the clients'. With two or more cores the server is pinned to CPU 0 and the
+//! clients to the others (the server alone on one core, as issue 27 compared it with Kanister's
+//! webhook; `BENCH_PIN=0` lets them share all cores). For a small and a large corpus Blueprint (Kanister's MySQL
 //! and PostgreSQL WAL-E examples, `KANISTER_CORPUS`), at 16 and 64 concurrent clients, each
 //! route reports requests/s, p50/p99 latency, the server's CPU µs per request, its peak RSS
 //! and thread count. Before the load, each stage of a review is timed in-process (one core,
@@ -40,6 +42,23 @@ use webhook_client::{Conn, blueprint_review, client_config};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const SERVE_ENV: &str = "BENCH_WEBHOOK_SERVE";
+/// The CPU the server process is pinned to (set by the bench for its child).
+const SERVER_CPU_ENV: &str = "BENCH_WEBHOOK_SERVER_CPU";
+
+/// Pins this thread (and the threads it starts later) to `cpus`.
+fn pin_to(cpus: impl IntoIterator<Item = usize>) {
+    // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET and sched_setaffinity only read and
+    // write that set, whose size is passed along.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for cpu in cpus {
+            libc::CPU_SET(cpu, &mut set);
+        }
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            eprintln!("could not pin to CPUs: {}", std::io::Error::last_os_error());
+        }
+    }
+}
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -282,6 +301,13 @@ fn stages(name: &str, route: Route, body: &[u8], rounds: usize) {
 
 /// The child: serves with the certificate in `dir` until stdin closes.
 fn serve(dir: &Path) {
+    if let Some(cpu) = std::env::var(SERVER_CPU_ENV)
+        .ok()
+        .and_then(|c| c.parse().ok())
+    {
+        // Before the runtime exists, so that it sizes itself (and the review pool) to one core.
+        pin_to([cpu]);
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -381,8 +407,16 @@ fn main() {
         }
     }
 
-    let mut child = std::process::Command::new(std::env::current_exe().expect("own path"))
-        .env(SERVE_ENV, &dir)
+    // As issue 27 compared the webhooks: the server alone on one core (CPU 0), the clients on
+    // the others, so that they do not take turns on the server's core. BENCH_PIN=0 shares all.
+    let pin = cores > 1 && std::env::var("BENCH_PIN").map_or(true, |v| v != "0");
+    let mut command = std::process::Command::new(std::env::current_exe().expect("own path"));
+    command.env(SERVE_ENV, &dir);
+    if pin {
+        command.env(SERVER_CPU_ENV, "0");
+        pin_to(1..cores);
+    }
+    let mut child = command
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -399,8 +433,13 @@ fn main() {
         .unwrap_or_else(|| panic!("server said {line:?}"));
     let (idle_rss, idle_threads) = rss_threads(pid);
     println!(
-        "\nserver process idle: RSS {:.1} MiB, {idle_threads} threads; {requests} requests per row after {warmup} warm-up",
-        idle_rss as f64 / 1024.0
+        "\nserver process idle: RSS {:.1} MiB, {idle_threads} threads; {requests} requests per row after {warmup} warm-up; {}",
+        idle_rss as f64 / 1024.0,
+        if pin {
+            format!("server on CPU 0, clients on CPUs 1-{}", cores - 1)
+        } else {
+            "server and clients share the cores".to_string()
+        }
     );
     println!(
         "{:<6} {:<20} {:>7} {:>8} {:>9} {:>9} {:>10} {:>9} {:>7}",

@@ -182,6 +182,11 @@ where
                 self.limits.max_connections
             )))));
         };
+        // As Go's servers and clients do: a response goes out when written, not after the
+        // peer's delayed ACK of the previous one (Nagle's algorithm held replies up to 40 ms).
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(error = %e, "TCP_NODELAY not set");
+        }
         let accepted = self.inner.accept(stream, service);
         let limits = self.limits;
         let metrics = self.metrics.clone();
@@ -346,6 +351,23 @@ mod tests {
             header_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(120),
         }
+    }
+
+    #[tokio::test]
+    async fn accepted_connections_send_without_nagle_delay() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let _client = TcpStream::connect(addr).await.unwrap();
+        let (stream, _) = listener.accept().await.unwrap();
+        assert!(!stream.nodelay().unwrap(), "a fresh socket has Nagle on");
+        let mut registry = prometheus_client::registry::Registry::default();
+        let acceptor = GuardAcceptor::new(
+            axum_server::accept::DefaultAcceptor::new(),
+            Limits::default(),
+            Metrics::new(&mut registry, &[]),
+        );
+        let (guarded, _service) = acceptor.accept(stream, ()).await.unwrap();
+        assert!(guarded.inner.nodelay().unwrap());
     }
 
     #[tokio::test]
