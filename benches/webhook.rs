@@ -11,7 +11,9 @@
 //! webhook; `BENCH_PIN=0` lets them share all cores). For a small and a large corpus Blueprint (Kanister's MySQL
 //! and PostgreSQL WAL-E examples, `KANISTER_CORPUS`), at 16 and 64 concurrent clients, each
 //! route reports requests/s, p50/p99 latency, the server's CPU µs per request, its peak RSS
-//! and thread count. Before the load, each stage of a review is timed in-process (one core,
+//! and thread count, twice: every request with the same object ("same", as GitOps tools
+//! re-send unchanged objects: answered from what the webhook remembers) and each with its own
+//! ("distinct": 8 x as many objects as it remembers, so every review is made afresh). Before the load, each stage of a review is timed in-process (one core,
 //! no TLS): JSON decoding, the AdmissionReview, validation, normalization, the whole review.
 //!
 //! Without `--bench` (as `cargo test --all-targets` runs it) it only sends a few requests to
@@ -126,6 +128,20 @@ fn strip_names(mut bp: Value) -> Value {
     bp
 }
 
+/// `n` reviews of `object`, each with its own `bench/n` annotation when `n` > 1.
+fn bodies_of(object: &Value, n: usize) -> Vec<Vec<u8>> {
+    if n == 1 {
+        return vec![blueprint_review("bench", object)];
+    }
+    (0..n)
+        .map(|i| {
+            let mut o = object.clone();
+            o["metadata"]["annotations"]["bench/n"] = json!(i.to_string());
+            blueprint_review("bench", &o)
+        })
+        .collect()
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
@@ -202,7 +218,7 @@ async fn run_route(
     addr: std::net::SocketAddr,
     tls: Arc<rustls::ClientConfig>,
     route: &'static str,
-    body: Arc<Vec<u8>>,
+    bodies: Arc<Vec<Vec<u8>>>,
     clients: usize,
     requests: usize,
     expect_patch: bool,
@@ -219,13 +235,15 @@ async fn run_route(
     }
     let started = Instant::now();
     let mut tasks = Vec::new();
-    for mut conn in conns {
-        let body = body.clone();
+    for (c, mut conn) in conns.into_iter().enumerate() {
+        let bodies = bodies.clone();
         tasks.push(tokio::spawn(async move {
             let mut lat = Vec::with_capacity(per_conn);
-            for _ in 0..per_conn {
+            for j in 0..per_conn {
+                // The clients between them go round the bodies in order.
+                let body = &bodies[(c + j * clients) % bodies.len()];
                 let t = Instant::now();
-                let r = conn.request("POST", route, &body).await.expect("request");
+                let r = conn.request("POST", route, body).await.expect("request");
                 lat.push(t.elapsed());
                 assert_eq!(r.status, 200, "{}", r.text());
                 let v = r.json();
@@ -370,7 +388,14 @@ fn main() {
         let normalized = blueprint_operator::blueprint::normalize(&unnamed);
         let validate_body = blueprint_review("bench", &normalized);
         let mutate_body = blueprint_review("bench", &unnamed);
-        blueprints.push((name, source, validate_body, mutate_body));
+        blueprints.push((
+            name,
+            source,
+            validate_body,
+            mutate_body,
+            normalized,
+            unnamed,
+        ));
     }
     let clients: Vec<usize> = std::env::var("BENCH_CLIENTS")
         .ok()
@@ -382,6 +407,13 @@ fn main() {
     } else {
         (20, 0)
     };
+    // "distinct": every request within this many carries another object (an annotation
+    // differs), 8 times what the webhook remembers, so every review is made afresh.
+    let distinct = if full {
+        8 * blueprint_operator::webhook::answers::MAX_ENTRIES
+    } else {
+        4
+    };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
@@ -391,7 +423,7 @@ fn main() {
             .collect::<Vec<_>>()
             .join(" ")
     );
-    for (name, source, v, _) in &blueprints {
+    for (name, source, v, ..) in &blueprints {
         println!("{name}: {source}, {} bytes as AdmissionReview", v.len());
     }
 
@@ -401,7 +433,7 @@ fn main() {
             "{:<6} {:<20} {:>8} {:>8} {:>9} {:>9} {:>8}",
             "", "route", "json", "parse", "validate", "normalize", "review"
         );
-        for (name, _, v, m) in &blueprints {
+        for (name, _, v, m, ..) in &blueprints {
             stages(name, Route::ValidateBlueprint, v, 400);
             stages(name, Route::MutateBlueprint, m, 400);
         }
@@ -442,8 +474,17 @@ fn main() {
         }
     );
     println!(
-        "{:<6} {:<20} {:>7} {:>8} {:>9} {:>9} {:>10} {:>9} {:>7}",
-        "", "route", "clients", "req/s", "p50", "p99", "CPU µs/req", "RSS MiB", "threads"
+        "{:<6} {:<20} {:<9} {:>7} {:>8} {:>9} {:>9} {:>10} {:>9} {:>7}",
+        "",
+        "route",
+        "objects",
+        "clients",
+        "req/s",
+        "p50",
+        "p99",
+        "CPU µs/req",
+        "RSS MiB",
+        "threads"
     );
 
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -452,30 +493,34 @@ fn main() {
         .expect("runtime");
     let tls = client_config(&dev.ca_cert_pem);
     rt.block_on(async {
-        for (name, _, validate_body, mutate_body) in &blueprints {
-            for (route, body, patch) in [
-                ("/validate/blueprint", validate_body, false),
-                ("/mutate/blueprint", mutate_body, true),
+        for (name, _, _, _, normalized, unnamed) in &blueprints {
+            for (route, object, patch) in [
+                ("/validate/blueprint", normalized, false),
+                ("/mutate/blueprint", unnamed, true),
             ] {
-                let body = Arc::new(body.clone());
-                for &c in &clients {
-                    if warmup > 0 {
-                        run_route(addr, tls.clone(), route, body.clone(), c, warmup, patch).await;
+                for (objects, label) in [(1, "same"), (distinct, "distinct")] {
+                    let bodies = Arc::new(bodies_of(object, objects));
+                    for &c in &clients {
+                        if warmup > 0 {
+                            run_route(addr, tls.clone(), route, bodies.clone(), c, warmup, patch)
+                                .await;
+                        }
+                        let sampler = Sampler::start(pid);
+                        let cpu0 = cpu_time(pid);
+                        let r =
+                            run_route(addr, tls.clone(), route, bodies.clone(), c, requests, patch)
+                                .await;
+                        let cpu = cpu_time(pid).saturating_sub(cpu0);
+                        let (rss, threads) = sampler.stop();
+                        println!(
+                            "{name:<6} {route:<20} {label:<9} {c:>7} {:>8.0} {:>9.2?} {:>9.2?} {:>10.1} {:>9.1} {threads:>7}",
+                            r.rps,
+                            r.p50,
+                            r.p99,
+                            cpu.as_secs_f64() * 1e6 / r.n as f64,
+                            rss as f64 / 1024.0
+                        );
                     }
-                    let sampler = Sampler::start(pid);
-                    let cpu0 = cpu_time(pid);
-                    let r = run_route(addr, tls.clone(), route, body.clone(), c, requests, patch)
-                        .await;
-                    let cpu = cpu_time(pid).saturating_sub(cpu0);
-                    let (rss, threads) = sampler.stop();
-                    println!(
-                        "{name:<6} {route:<20} {c:>7} {:>8.0} {:>9.2?} {:>9.2?} {:>10.1} {:>9.1} {threads:>7}",
-                        r.rps,
-                        r.p50,
-                        r.p99,
-                        cpu.as_secs_f64() * 1e6 / r.n as f64,
-                        rss as f64 / 1024.0
-                    );
                 }
             }
         }

@@ -23,7 +23,9 @@ use json_patch::Patch;
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
+use super::answers::{Answer, Answers};
 use super::metrics::Verdict;
 use super::response::{BlueprintRef, Lookup, deny, limit_warnings};
 use crate::blueprint::{self, Problem, Rule};
@@ -122,42 +124,181 @@ pub struct Parsed {
     pub object: Option<Value>,
 }
 
-/// Parses and checks a review for `route`; `Err` is the 400 answer.
-pub fn parse(route: Route, body: &[u8]) -> Result<Parsed, Outcome> {
-    let mut value: Value = serde_json::from_slice(body)
-        .map_err(|e| Outcome::bad_request(format!("request body is not valid JSON: {e}")))?;
-    let Some(top) = value.as_object_mut() else {
-        return Err(Outcome::bad_request(format!(
-            "expected an {ADMISSION_API_VERSION} {ADMISSION_KIND} object, got a JSON {}",
-            json_type(&value)
-        )));
+/// A review read up to its object: the typed request, and the object's JSON text not yet
+/// decoded (a remembered answer needs no more, see [`super::answers`]).
+#[derive(Debug)]
+pub struct Envelope<'a> {
+    pub route: Route,
+    pub request: AdmissionRequest<DynamicObject>,
+    /// `request.object` exactly as received; `None` when absent or null.
+    pub object: Option<&'a RawValue>,
+}
+
+/// The fields of a JSON object in their order, values not decoded. Kept in order (and a
+/// repeated name twice) so that decoding them gives what decoding the object would: the same
+/// value, and the same first error for the same body.
+type RawFields<'a> = Vec<(String, &'a RawValue)>;
+
+/// The last value of `name`, as a JSON decoder keeps it.
+fn field<'a>(fields: &[(String, &'a RawValue)], name: &str) -> Option<&'a RawValue> {
+    fields
+        .iter()
+        .rev()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| *v)
+}
+
+/// An AdmissionReview's fields and its `request`'s, read in one pass, values not decoded.
+struct ReviewFields<'a> {
+    top: RawFields<'a>,
+    /// The request's fields, or the JSON type it has instead of an object.
+    request: Option<Result<RawFields<'a>, &'static str>>,
+}
+
+impl<'de> serde::Deserialize<'de> for ReviewFields<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(TopVisitor)
+    }
+}
+
+struct TopVisitor;
+
+impl<'de> serde::de::Visitor<'de> for TopVisitor {
+    type Value = ReviewFields<'de>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut top = RawFields::new();
+        let mut request = None;
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "request" {
+                request = Some(map.next_value::<MaybeFields>()?.0);
+            } else {
+                top.push((key, map.next_value()?));
+            }
+        }
+        Ok(ReviewFields { top, request })
+    }
+}
+
+/// An object's fields, or the JSON type of what is there instead.
+struct MaybeFields<'a>(Result<RawFields<'a>, &'static str>);
+
+impl<'de> serde::Deserialize<'de> for MaybeFields<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(FieldsVisitor)
+    }
+}
+
+struct FieldsVisitor;
+
+impl<'de> serde::de::Visitor<'de> for FieldsVisitor {
+    type Value = MaybeFields<'de>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut fields = RawFields::new();
+        while let Some(key) = map.next_key::<String>()? {
+            fields.push((key, map.next_value()?));
+        }
+        Ok(MaybeFields(Ok(fields)))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(MaybeFields(Err("array")))
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(MaybeFields(Err("string")))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(MaybeFields(Err("boolean")))
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(MaybeFields(Err("number")))
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(MaybeFields(Err("number")))
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(MaybeFields(Err("number")))
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(MaybeFields(Err("null")))
+    }
+}
+
+fn not_json(e: serde_json::Error) -> Outcome {
+    Outcome::bad_request(format!("request body is not valid JSON: {e}"))
+}
+
+/// Reads a review for `route` up to its object; `Err` is the 400 answer.
+///
+/// One pass over the body: the object (most of the bytes) is checked to be JSON but not
+/// decoded, and `oldObject` is skipped, nothing here uses it. The small rest is decoded through
+/// a `Value` into kube's typed request.
+pub fn parse_envelope(route: Route, body: &[u8]) -> Result<Envelope<'_>, Outcome> {
+    let ReviewFields { top, request } = match serde_json::from_slice(body) {
+        Ok(fields) => fields,
+        // Not an object, or not JSON: decoded again only to say which.
+        Err(e) => {
+            return Err(match serde_json::from_slice::<Value>(body) {
+                Err(e) => not_json(e),
+                Ok(v) if !v.is_object() => Outcome::bad_request(format!(
+                    "expected an {ADMISSION_API_VERSION} {ADMISSION_KIND} object, got a JSON {}",
+                    json_type(&v)
+                )),
+                Ok(_) => not_json(e),
+            });
+        }
     };
-    let api_version = top.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-    let kind = top.get("kind").and_then(Value::as_str).unwrap_or("");
+    let text_of = |raw: Option<&RawValue>| {
+        raw.and_then(|r| serde_json::from_str::<String>(r.get()).ok())
+            .unwrap_or_default()
+    };
+    let api_version = text_of(field(&top, "apiVersion"));
+    let kind = text_of(field(&top, "kind"));
     if api_version != ADMISSION_API_VERSION || kind != ADMISSION_KIND {
         return Err(Outcome::bad_request(format!(
             "expected apiVersion {ADMISSION_API_VERSION:?} and kind {ADMISSION_KIND:?}, got apiVersion {api_version:?} and kind {kind:?}; list \"v1\" first in admissionReviewVersions"
         )));
     }
-    let object = match top.get_mut("request") {
-        Some(Value::Object(req)) => {
-            // Deserializing the old object too would only cost time: it is not used.
-            req.remove("oldObject");
-            req.remove("object")
-        }
-        Some(_) => {
+    let mut fields = match request {
+        Some(Ok(fields)) => fields,
+        Some(Err(_)) => {
             return Err(Outcome::bad_request(
                 "AdmissionReview.request must be an object",
             ));
         }
         None => return Err(Outcome::bad_request("AdmissionReview has no request")),
     };
-    let review: AdmissionReview<DynamicObject> = serde_json::from_value(value)
+    let object = field(&fields, "object").filter(|o| raw_type(o) != "null");
+    fields.retain(|(k, _)| k != "object" && k != "oldObject");
+    let decode = |fields: RawFields| -> Result<serde_json::Map<String, Value>, Outcome> {
+        fields
+            .into_iter()
+            .map(|(k, v)| Ok((k, serde_json::from_str(v.get()).map_err(not_json)?)))
+            .collect()
+    };
+    let mut review = decode(top)?;
+    review.insert("request".into(), Value::Object(decode(fields)?));
+    let review: AdmissionReview<DynamicObject> = serde_json::from_value(Value::Object(review))
         .map_err(|e| Outcome::bad_request(format!("AdmissionReview does not decode: {e}")))?;
     let request: AdmissionRequest<DynamicObject> = review
         .try_into()
         .map_err(|_| Outcome::bad_request("AdmissionReview has no request"))?;
-    let object = object.filter(|o| !o.is_null());
 
     let (group, kind) = route.expects();
     if request.kind.group != group || request.kind.kind != kind {
@@ -170,21 +311,45 @@ pub fn parse(route: Route, body: &[u8]) -> Result<Parsed, Outcome> {
         out.uid = Some(request.uid.clone());
         return Err(out);
     }
-    if let Some(obj) = &object
-        && !obj.is_object()
+    if let Some(obj) = object
+        && raw_type(obj) != "object"
     {
         let mut out = Outcome::bad_request(format!(
             "request.object must be a JSON object, got a JSON {}",
-            json_type(obj)
+            raw_type(obj)
         ));
         out.uid = Some(request.uid.clone());
         return Err(out);
     }
-    Ok(Parsed {
+    Ok(Envelope {
         route,
         request,
         object,
     })
+}
+
+impl Envelope<'_> {
+    /// Decodes the object.
+    pub fn parse(self) -> Result<Parsed, Outcome> {
+        let object = match self.object {
+            Some(raw) => Some(serde_json::from_str(raw.get()).map_err(|e| {
+                let mut out = not_json(e);
+                out.uid = Some(self.request.uid.clone());
+                out
+            })?),
+            None => None,
+        };
+        Ok(Parsed {
+            route: self.route,
+            request: self.request,
+            object,
+        })
+    }
+}
+
+/// Parses and checks a review for `route`; `Err` is the 400 answer.
+pub fn parse(route: Route, body: &[u8]) -> Result<Parsed, Outcome> {
+    parse_envelope(route, body)?.parse()
 }
 
 /// The pure handler used by the fuzz target and the property tests: parse and decide, with no
@@ -267,48 +432,118 @@ impl Parsed {
 pub fn decide(parsed: Parsed, lookups: &[(BlueprintRef, Lookup)]) -> Outcome {
     let uid = parsed.request.uid.clone();
     let dry_run = parsed.request.dry_run;
+    match judge(&parsed, lookups) {
+        Ok(answer) => answered(&answer, uid, dry_run),
+        Err(reason) => {
+            let mut out = Outcome::bad_request(reason);
+            out.uid = Some(uid);
+            out.dry_run = dry_run;
+            out
+        }
+    }
+}
+
+/// The answer to a parsed review, or why it cannot be answered (a 400).
+fn judge(parsed: &Parsed, lookups: &[(BlueprintRef, Lookup)]) -> Result<Answer, String> {
     let base = AdmissionResponse::from(&parsed.request);
-    let result = if !parsed.needs_review() {
-        Ok((
+    let (response, verdict, summary) = if !parsed.needs_review() {
+        (
             base,
             Verdict::Allowed,
             "not reviewed (operation or deletion)".to_owned(),
-        ))
+        )
     } else {
         match (&parsed.object, parsed.route) {
-            (None, _) => Err(format!(
-                "request.object is missing for a {} request",
-                serde_json::to_value(&parsed.request.operation)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default()
-            )),
-            (Some(obj), Route::MutateBlueprint) => Ok(mutate_blueprint(base, obj)),
-            (Some(obj), Route::ValidateBlueprint) => Ok(validate_blueprint(base, obj)),
+            (None, _) => {
+                return Err(format!(
+                    "request.object is missing for a {} request",
+                    serde_json::to_value(&parsed.request.operation)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default()
+                ));
+            }
+            (Some(obj), Route::MutateBlueprint) => mutate_blueprint(base, obj),
+            (Some(obj), Route::ValidateBlueprint) => validate_blueprint(base, obj),
             (Some(obj), Route::ValidateActionSchedule) => {
-                Ok(super::schedule::validate(base, obj, lookups))
+                super::schedule::validate(base, obj, lookups)
             }
         }
     };
-    match result {
-        Ok((response, verdict, summary)) => match encode_review(response) {
-            Ok(body) => Outcome {
-                status: 200,
-                body,
-                verdict,
-                uid: Some(uid),
-                dry_run,
-                summary,
-            },
-            Err(e) => Outcome {
-                status: 500,
-                body: format!("could not encode the AdmissionReview: {e}").into_bytes(),
-                verdict: Verdict::Error,
-                uid: Some(uid),
-                dry_run,
-                summary: e.to_string(),
-            },
+    Ok(Answer {
+        response,
+        verdict,
+        summary,
+    })
+}
+
+/// The HTTP answer carrying `answer` for the request `uid`.
+fn answered(answer: &Answer, uid: String, dry_run: bool) -> Outcome {
+    let mut response = answer.response.clone();
+    response.uid.clone_from(&uid);
+    match encode_review(response) {
+        Ok(body) => Outcome {
+            status: 200,
+            body,
+            verdict: answer.verdict,
+            uid: Some(uid),
+            dry_run,
+            summary: answer.summary.clone(),
         },
+        Err(e) => Outcome {
+            status: 500,
+            body: format!("could not encode the AdmissionReview: {e}").into_bytes(),
+            verdict: Verdict::Error,
+            uid: Some(uid),
+            dry_run,
+            summary: e.to_string(),
+        },
+    }
+}
+
+/// [`review`] of a Blueprint route, answering an object seen before from `answers`.
+///
+/// Only CREATE and UPDATE reviews are remembered: what they are answered depends on the route
+/// and the object alone (see [`judge`]).
+pub fn review_blueprint(route: Route, body: &[u8], answers: &Answers) -> Outcome {
+    if body.len() > MAX_BODY_BYTES {
+        return review(route, body, |_| Lookup::NotChecked("not needed".into()));
+    }
+    let envelope = match parse_envelope(route, body) {
+        Ok(e) => e,
+        Err(out) => return out,
+    };
+    let remember = route != Route::ValidateActionSchedule
+        && matches!(
+            envelope.request.operation,
+            Operation::Create | Operation::Update
+        );
+    let object = envelope.object.map(|o| o.get().as_bytes());
+    let uid = envelope.request.uid.clone();
+    let dry_run = envelope.request.dry_run;
+    if remember
+        && let Some(object) = object
+        && let Some(answer) = answers.get(route, object)
+    {
+        let mut out = answered(&answer, uid, dry_run);
+        out.summary.push_str(" (answered before)");
+        return out;
+    }
+    let parsed = match envelope.parse() {
+        Ok(p) => p,
+        Err(out) => return out,
+    };
+    match judge(&parsed, &[]) {
+        Ok(answer) => {
+            let out = answered(&answer, uid, dry_run);
+            if remember
+                && out.status == 200
+                && let Some(object) = object
+            {
+                answers.put(route, object, answer);
+            }
+            out
+        }
         Err(reason) => {
             let mut out = Outcome::bad_request(reason);
             out.uid = Some(uid);
@@ -442,6 +677,18 @@ fn json_type(v: &Value) -> &'static str {
         Value::String(_) => "string",
         Value::Array(_) => "array",
         Value::Object(_) => "object",
+    }
+}
+
+/// The JSON type of a value that parsed, from its first byte.
+fn raw_type(raw: &RawValue) -> &'static str {
+    match raw.get().as_bytes().first() {
+        Some(b'{') => "object",
+        Some(b'[') => "array",
+        Some(b'"') => "string",
+        Some(b't' | b'f') => "boolean",
+        Some(b'n') => "null",
+        _ => "number",
     }
 }
 

@@ -33,6 +33,7 @@ use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use tokio::sync::watch;
 
 use super::admission::{self, MAX_BODY_BYTES, Outcome, Route};
+use super::answers::Answers;
 use super::limits::{GuardAcceptor, Limits};
 use super::response::{BlueprintRef, Lookup};
 use prometheus_client::registry::Registry;
@@ -81,6 +82,8 @@ struct AppState {
     body_timeout: Duration,
     /// Where the reviews' CPU work runs.
     workers: Workers,
+    /// Answers to Blueprint reviews, for objects seen again.
+    answers: Answers,
 }
 
 impl AppState {
@@ -224,10 +227,12 @@ async fn admit(st: Shared, route: Route, body: Body) -> Response {
 async fn decide(st: &Shared, route: Route, bytes: Bytes) -> Outcome {
     let len = bytes.len();
     if route != Route::ValidateActionSchedule {
+        let st = st.clone();
         return st
             .workers
+            .clone()
             .run(len, move || {
-                admission::review(route, &bytes, |_| Lookup::NotChecked("not needed".into()))
+                admission::review_blueprint(route, &bytes, &st.answers)
             })
             .await
             .unwrap_or_else(internal_error);
@@ -355,6 +360,7 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<Running> {
         lookup_timeout: config.lookup_timeout,
         body_timeout: config.limits.body_timeout,
         workers: Workers::per_core(),
+        answers: Answers::default(),
     });
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut handles = Vec::new();
