@@ -21,7 +21,7 @@ use std::collections::BTreeSet;
 use base64::Engine as _;
 use json_patch::Patch;
 use kube::core::DynamicObject;
-use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
+use kube::core::admission::{AdmissionRequest, AdmissionResponse, Operation};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -269,13 +269,13 @@ pub fn parse_envelope(route: Route, body: &[u8]) -> Result<Envelope<'_>, Outcome
             .unwrap_or_default()
     };
     let api_version = text_of(field(&top, "apiVersion"));
-    let kind = text_of(field(&top, "kind"));
-    if api_version != ADMISSION_API_VERSION || kind != ADMISSION_KIND {
+    let review_kind = text_of(field(&top, "kind"));
+    if api_version != ADMISSION_API_VERSION || review_kind != ADMISSION_KIND {
         return Err(Outcome::bad_request(format!(
-            "expected apiVersion {ADMISSION_API_VERSION:?} and kind {ADMISSION_KIND:?}, got apiVersion {api_version:?} and kind {kind:?}; list \"v1\" first in admissionReviewVersions"
+            "expected apiVersion {ADMISSION_API_VERSION:?} and kind {ADMISSION_KIND:?}, got apiVersion {api_version:?} and kind {review_kind:?}; list \"v1\" first in admissionReviewVersions"
         )));
     }
-    let mut fields = match request {
+    let fields = match request {
         Some(Ok(fields)) => fields,
         Some(Err(_)) => {
             return Err(Outcome::bad_request(
@@ -285,20 +285,32 @@ pub fn parse_envelope(route: Route, body: &[u8]) -> Result<Envelope<'_>, Outcome
         None => return Err(Outcome::bad_request("AdmissionReview has no request")),
     };
     let object = field(&fields, "object").filter(|o| raw_type(o) != "null");
-    fields.retain(|(k, _)| k != "object" && k != "oldObject");
-    let decode = |fields: RawFields| -> Result<serde_json::Map<String, Value>, Outcome> {
+    // The request without its objects, written back as JSON from the received bytes and
+    // decoded straight into kube's typed request (no `Value` in between).
+    let mut rest = String::with_capacity(
         fields
-            .into_iter()
-            .map(|(k, v)| Ok((k, serde_json::from_str(v.get()).map_err(not_json)?)))
-            .collect()
-    };
-    let mut review = decode(top)?;
-    review.insert("request".into(), Value::Object(decode(fields)?));
-    let review: AdmissionReview<DynamicObject> = serde_json::from_value(Value::Object(review))
+            .iter()
+            .map(|(k, v)| k.len() + v.get().len() + 4)
+            .sum(),
+    );
+    for (name, value) in fields
+        .iter()
+        .filter(|(k, _)| k != "object" && k != "oldObject")
+    {
+        rest.push(if rest.is_empty() { '{' } else { ',' });
+        // A name is written back escaped (it was unescaped when read).
+        rest.push_str(&serde_json::to_string(name).map_err(not_json)?);
+        rest.push(':');
+        rest.push_str(value.get());
+    }
+    rest.push_str(if rest.is_empty() { "{}" } else { "}" });
+    let mut request: AdmissionRequest<DynamicObject> = serde_json::from_str(&rest)
         .map_err(|e| Outcome::bad_request(format!("AdmissionReview does not decode: {e}")))?;
-    let request: AdmissionRequest<DynamicObject> = review
-        .try_into()
-        .map_err(|_| Outcome::bad_request("AdmissionReview has no request"))?;
+    // The response names the review's own type, as kube's conversion from the review does.
+    request.types = kube::core::TypeMeta {
+        api_version,
+        kind: review_kind,
+    };
 
     let (group, kind) = route.expects();
     if request.kind.group != group || request.kind.kind != kind {
