@@ -417,9 +417,11 @@ fn remembered_answers_are_the_answers_a_fresh_review_gives() {
     let distinct: std::collections::BTreeSet<String> =
         objects.iter().map(Value::to_string).collect();
     let answers = Answers::default();
+    let mut seen = std::collections::BTreeSet::new();
     for route in [Route::MutateBlueprint, Route::ValidateBlueprint] {
         for (i, obj) in objects.iter().enumerate() {
             for uid in ["first", "again", "third"] {
+                let seen_before = !seen.insert((route.path(), obj.to_string()));
                 let uid = format!("{uid}-{i}");
                 let body = blueprint_review(&uid, obj);
                 let fresh = handle_review(route, &body);
@@ -430,6 +432,7 @@ fn remembered_answers_are_the_answers_a_fresh_review_gives() {
                     "{route:?} object {i} uid {uid}"
                 );
                 assert_eq!(out.uid.as_deref(), Some(uid.as_str()));
+                assert_eq!(out.remembered, seen_before, "{route:?} object {i} uid {uid}");
             }
         }
     }

@@ -93,6 +93,8 @@ pub struct Outcome {
     pub dry_run: bool,
     /// One line for the log: the reason of a 400/denial, or a summary.
     pub summary: String,
+    /// Answered from [`Answers`] (an object seen before).
+    pub remembered: bool,
 }
 
 impl Outcome {
@@ -105,6 +107,7 @@ impl Outcome {
             uid: None,
             dry_run: false,
             summary: reason,
+            remembered: false,
         }
     }
 
@@ -388,6 +391,7 @@ pub fn review(
             uid: None,
             dry_run: false,
             summary: "body over the limit".into(),
+            remembered: false,
         };
     }
     match parse(route, body) {
@@ -501,6 +505,7 @@ fn answered(answer: &Answer, uid: String, dry_run: bool) -> Outcome {
             uid: Some(uid),
             dry_run,
             summary: answer.summary.clone(),
+            remembered: false,
         },
         Err(e) => Outcome {
             status: 500,
@@ -509,6 +514,7 @@ fn answered(answer: &Answer, uid: String, dry_run: bool) -> Outcome {
             uid: Some(uid),
             dry_run,
             summary: e.to_string(),
+            remembered: false,
         },
     }
 }
@@ -539,6 +545,7 @@ pub fn review_blueprint(route: Route, body: &[u8], answers: &Answers) -> Outcome
     {
         let mut out = answered(&answer, uid, dry_run);
         out.summary.push_str(" (answered before)");
+        out.remembered = true;
         return out;
     }
     let parsed = match envelope.parse() {

@@ -6,6 +6,8 @@
 //! * `blueprint_operator_webhook_build_info{version}`: 1 while the process runs
 //! * `blueprint_operator_webhook_connections_closed_total{reason}`: connections the server
 //!   refused or cut: `limit` (over `--max-connections`), `header`, `idle` (timeouts)
+//! * `blueprint_operator_webhook_reviews_remembered_total{route}`: reviews answered from
+//!   [`super::answers`] (an object seen before)
 //!
 //! `verdict` is one of [`Verdict::label`]: allowed, patched, denied, bad_request, too_large,
 //! error. Every route × verdict pair is pre-created so zeros are exported.
@@ -55,10 +57,16 @@ impl Verdict {
     }
 }
 
+/// Static strings: counting a request allocates nothing.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
-    route: String,
-    verdict: String,
+    route: &'static str,
+    verdict: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabels {
+    route: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -88,6 +96,7 @@ pub struct Metrics {
     duration: Family<RequestLabels, Histogram, Buckets>,
     tls_reloads: Family<ReloadLabels, Counter>,
     connections_closed: Family<CloseLabels, Counter>,
+    remembered: Family<RouteLabels, Counter>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -99,12 +108,13 @@ impl std::fmt::Debug for Metrics {
 impl Metrics {
     /// Registers the families (prefix `blueprint_operator_webhook_`) in `registry`, with every
     /// `route` × verdict pre-created.
-    pub fn new(registry: &mut Registry, routes: &[&str]) -> Self {
+    pub fn new(registry: &mut Registry, routes: &[&'static str]) -> Self {
         let registry = registry.sub_registry_with_prefix("blueprint_operator_webhook");
         let requests = Family::<RequestLabels, Counter>::default();
         let duration = Family::<RequestLabels, Histogram, Buckets>::new_with_constructor(Buckets);
         let tls_reloads = Family::<ReloadLabels, Counter>::default();
         let connections_closed = Family::<CloseLabels, Counter>::default();
+        let remembered = Family::<RouteLabels, Counter>::default();
         registry.register(
             "requests",
             "Admission requests handled, by route and verdict",
@@ -125,6 +135,11 @@ impl Metrics {
             "Connections refused (reason=limit) or closed by a timeout (header, idle)",
             connections_closed.clone(),
         );
+        registry.register(
+            "reviews_remembered",
+            "Admission reviews answered as before for an object seen before, by route",
+            remembered.clone(),
+        );
         crate::metrics::register_build_info(
             registry,
             "build_info",
@@ -135,11 +150,12 @@ impl Metrics {
                 reason: reason.into(),
             });
         }
-        for route in routes {
+        for &route in routes {
+            let _ = remembered.get_or_create(&RouteLabels { route });
             for verdict in Verdict::ALL {
                 let l = RequestLabels {
-                    route: (*route).to_string(),
-                    verdict: verdict.label().to_string(),
+                    route,
+                    verdict: verdict.label(),
                 };
                 let _ = requests.get_or_create(&l);
                 let _ = duration.get_or_create(&l);
@@ -155,6 +171,7 @@ impl Metrics {
             duration,
             tls_reloads,
             connections_closed,
+            remembered,
         }
     }
 
@@ -167,13 +184,18 @@ impl Metrics {
             .inc();
     }
 
-    pub fn observe(&self, route: &str, verdict: Verdict, seconds: f64) {
+    pub fn observe(&self, route: &'static str, verdict: Verdict, seconds: f64) {
         let l = RequestLabels {
-            route: route.to_string(),
-            verdict: verdict.label().to_string(),
+            route,
+            verdict: verdict.label(),
         };
         self.requests.get_or_create(&l).inc();
         self.duration.get_or_create(&l).observe(seconds);
+    }
+
+    /// A review answered from [`super::answers`].
+    pub fn remembered(&self, route: &'static str) {
+        self.remembered.get_or_create(&RouteLabels { route }).inc();
     }
 
     pub fn tls_reload(&self, result: &str) {
@@ -195,6 +217,7 @@ mod tests {
         let m = Metrics::new(&mut registry, &["/validate/blueprint"]);
         m.observe("/validate/blueprint", Verdict::Denied, 0.001);
         m.observe("/validate/blueprint", Verdict::Denied, 0.002);
+        m.remembered("/validate/blueprint");
         let text = crate::metrics::Exported::new(registry).encode();
         assert!(
             text.contains(
@@ -214,6 +237,12 @@ mod tests {
         );
         assert!(
             text.contains("blueprint_operator_webhook_build_info{version="),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                r#"blueprint_operator_webhook_reviews_remembered_total{route="/validate/blueprint"} 1"#
+            ),
             "{text}"
         );
     }

@@ -157,6 +157,7 @@ async fn admit(st: Shared, route: Route, body: Body) -> Response {
             uid: None,
             dry_run: false,
             summary: "body over the limit".into(),
+            remembered: false,
         },
         Err(BodyError::TimedOut) => Outcome {
             status: 408,
@@ -169,6 +170,7 @@ async fn admit(st: Shared, route: Route, body: Body) -> Response {
             uid: None,
             dry_run: false,
             summary: "body timeout".into(),
+            remembered: false,
         },
         Err(BodyError::Broken(why)) => Outcome {
             status: 400,
@@ -177,12 +179,16 @@ async fn admit(st: Shared, route: Route, body: Body) -> Response {
             uid: None,
             dry_run: false,
             summary: why,
+            remembered: false,
         },
         Ok(bytes) => decide(&st, route, bytes).await,
     };
     let elapsed = started.elapsed();
     st.metrics
         .observe(route.path(), outcome.verdict, elapsed.as_secs_f64());
+    if outcome.remembered {
+        st.metrics.remembered(route.path());
+    }
     let uid = outcome.uid.as_deref().unwrap_or("");
     let latency_ms = elapsed.as_secs_f64() * 1000.0;
     if outcome.status == 200 {
@@ -269,6 +275,7 @@ fn internal_error(e: WorkerError) -> Outcome {
         uid: None,
         dry_run: false,
         summary: e.to_string(),
+        remembered: false,
     }
 }
 
