@@ -14,7 +14,8 @@
 //! and thread count, twice: every request with the same object ("same", as GitOps tools
 //! re-send unchanged objects: answered from what the webhook remembers) and each with its own
 //! ("distinct": 8 x as many objects as it remembers, so every review is made afresh). Before the load, each stage of a review is timed in-process (one core,
-//! no TLS): JSON decoding, the AdmissionReview, validation, normalization, the whole review.
+//! no TLS): JSON decoding, the AdmissionReview, validation, normalization, the whole review,
+//! and the whole review answered as before.
 //!
 //! Without `--bench` (as `cargo test --all-targets` runs it) it only sends a few requests to
 //! check that everything works.
@@ -311,8 +312,15 @@ fn stages(name: &str, route: Route, body: &[u8], rounds: usize) {
     let whole = time_us(rounds, || {
         std::hint::black_box(admission::handle_review(route, body));
     });
+    let answers = blueprint_operator::webhook::answers::Answers::default();
+    admission::review_blueprint(route, body, &answers);
+    let remembered = time_us(rounds, || {
+        let out = admission::review_blueprint(route, body, &answers);
+        assert!(out.remembered);
+        std::hint::black_box(out);
+    });
     println!(
-        "{name:<6} {:<20} {decode:>8.1} {parse:>8.1} {validate:>9.1} {normalize:>9.1} {whole:>8.1}",
+        "{name:<6} {:<20} {decode:>8.1} {parse:>8.1} {validate:>9.1} {normalize:>9.1} {whole:>8.1} {remembered:>10.1}",
         route.path()
     );
 }
@@ -430,8 +438,8 @@ fn main() {
     if full {
         println!("\nstages, CPU µs per review in-process (one thread, no TLS, best of 5 x 400):");
         println!(
-            "{:<6} {:<20} {:>8} {:>8} {:>9} {:>9} {:>8}",
-            "", "route", "json", "parse", "validate", "normalize", "review"
+            "{:<6} {:<20} {:>8} {:>8} {:>9} {:>9} {:>8} {:>10}",
+            "", "route", "json", "parse", "validate", "normalize", "review", "remembered"
         );
         for (name, _, v, m, ..) in &blueprints {
             stages(name, Route::ValidateBlueprint, v, 400);
