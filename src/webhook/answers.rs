@@ -21,9 +21,9 @@ use super::admission::Route;
 use super::metrics::Verdict;
 
 /// Most answers kept.
-pub const MAX_ENTRIES: usize = 512;
+pub const MAX_ENTRIES: usize = 256;
 /// Most object text kept, in bytes (the answers themselves are small).
-pub const MAX_BYTES: usize = 4 * 1024 * 1024;
+pub const MAX_BYTES: usize = 2 * 1024 * 1024;
 
 /// What was answered: the response (its uid is replaced per request), the verdict and the log
 /// summary.
