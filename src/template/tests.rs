@@ -268,6 +268,9 @@ proptest::proptest! {
             let _ = t.render_at(&params(), now);
             let _ = t.references();
         }
+        // The borrowed check agrees with the owned tree, errors included.
+        proptest::prop_assert_eq!(check(&s), Template::parse(&s).map(|t| t.references()));
+        proptest::prop_assert_eq!(has_action(&s), s.contains("{{"));
     }
 
     #[test]
