@@ -107,13 +107,27 @@ const SPRIG_OTHER: &[&str] = &[
 ];
 
 pub fn is_defined(name: &str) -> bool {
-    builtins::NAMES.contains(&name)
-        || sprig_core::NAMES.contains(&name)
-        || sprig_strings::NAMES.contains(&name)
-        || sprig_lists::NAMES.contains(&name)
-        || sprig_other::NAMES.contains(&name)
-        || sprig_semver::NAMES.contains(&name)
-        || sprig_crypto::NAMES.contains(&name)
+    // One sorted list, searched by halves: the parser asks for every function a template calls,
+    // and the admission webhook parses every template of a Blueprint.
+    static DEFINED: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    DEFINED
+        .get_or_init(|| {
+            let mut all: Vec<&'static str> = [
+                builtins::NAMES,
+                sprig_core::NAMES,
+                sprig_strings::NAMES,
+                sprig_lists::NAMES,
+                sprig_other::NAMES,
+                sprig_semver::NAMES,
+                sprig_crypto::NAMES,
+            ]
+            .concat();
+            all.sort_unstable();
+            all.dedup();
+            all
+        })
+        .binary_search(&name)
+        .is_ok()
 }
 
 /// Every function a template may call (Go builtins and sprig), for tests.
@@ -158,5 +172,31 @@ mod tests {
     fn every_sprig_v2_22_function_is_implemented() {
         let missing: Vec<_> = SPRIG_OTHER.iter().filter(|n| !is_defined(n)).collect();
         assert!(missing.is_empty(), "{missing:?}");
+    }
+
+    #[test]
+    fn is_defined_is_membership_in_the_name_lists() {
+        let lists = [
+            builtins::NAMES,
+            sprig_core::NAMES,
+            sprig_strings::NAMES,
+            sprig_lists::NAMES,
+            sprig_other::NAMES,
+            sprig_semver::NAMES,
+            sprig_crypto::NAMES,
+        ];
+        for name in lists.iter().copied().flatten() {
+            assert!(is_defined(name), "{name}");
+            // Prefixes and extensions of a name are other names.
+            for other in [
+                &name[..name.len() - 1],
+                &format!("{name}x"),
+                &name.to_uppercase(),
+            ] {
+                let listed = lists.iter().any(|l| l.contains(&other));
+                assert_eq!(is_defined(other), listed, "{other}");
+            }
+        }
+        assert!(!is_defined(""));
     }
 }

@@ -162,13 +162,7 @@ fn references(tree: &Tree<'_>) -> References {
     r.functions.sort_unstable();
     r.functions.dedup();
     let mut fields = r.fields;
-    // First occurrences, without copying the strings to remember them.
-    let first: Vec<bool> = {
-        let mut seen = std::collections::HashSet::new();
-        fields.iter().map(|f| seen.insert(f.as_str())).collect()
-    };
-    let mut first = first.into_iter();
-    fields.retain(|_| first.next().unwrap_or(true));
+    first_occurrences(&mut fields);
     References {
         fields,
         functions: r.functions.into_iter().map(str::to_string).collect(),
@@ -271,6 +265,29 @@ impl Roots {
         dot: false,
         dollar: false,
     };
+}
+
+/// Keeps the first occurrence of each string, in order.
+fn first_occurrences(fields: &mut Vec<String>) {
+    // A template refers to a handful of fields: comparing with the ones kept is cheaper than
+    // hashing them. Many (hostile input) are deduplicated through a set, without copying them.
+    if fields.len() <= 32 {
+        let mut kept = 0;
+        for i in 0..fields.len() {
+            if !fields[..kept].contains(&fields[i]) {
+                fields.swap(kept, i);
+                kept += 1;
+            }
+        }
+        fields.truncate(kept);
+        return;
+    }
+    let first: Vec<bool> = {
+        let mut seen = std::collections::HashSet::new();
+        fields.iter().map(|f| seen.insert(f.as_str())).collect()
+    };
+    let mut first = first.into_iter();
+    fields.retain(|_| first.next().unwrap_or(true));
 }
 
 /// References being collected from a tree: function names borrowed from it.

@@ -273,7 +273,8 @@ impl<'a> Parser<'a> {
     }
 
     fn skip_space(&mut self) {
-        while self.peek() == Some(&Tok::Space) {
+        // A pattern, not `==`: the derived PartialEq of a token is a call per space.
+        while matches!(self.peek(), Some(Tok::Space)) {
             self.pos += 1;
         }
     }
@@ -518,7 +519,7 @@ impl<'a> Parser<'a> {
             self.pos += 1;
             match self.peek_non_space().cloned() {
                 Some(Tok::Assign) | Some(Tok::Declare) => {
-                    let assign = self.peek() == Some(&Tok::Assign);
+                    let assign = matches!(self.peek(), Some(Tok::Assign));
                     self.pos += 1;
                     if assign && !self.vars.contains(&v) {
                         return self.err(format!("undefined variable {v:?}"));
