@@ -93,7 +93,9 @@ fn count_lines(s: &str) -> usize {
 
 /// Tokenize a whole template.
 pub fn lex(src: &str) -> Result<Vec<Token<'_>>, (usize, String)> {
-    let mut toks = Vec::new();
+    // An action is about a token per 3 bytes (`{{ .A.B }}`): sized once rather than grown
+    // by doubling; bounded so that a long text does not reserve for tokens it does not have.
+    let mut toks = Vec::with_capacity((src.len() / 3).min(256));
     let mut pos = 0usize;
     let mut line = 1usize;
     let mut trim_next_text = false;

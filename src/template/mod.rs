@@ -3,8 +3,9 @@
 //! Kanister renders every phase argument with
 //! `template.New("config").Option("missingkey=error").Funcs(sprig.TxtFuncMap())`
 //! over its `param.TemplateParams` Go struct. This module reproduces that:
-//! [`Template::parse`], [`Template::render`], [`Template::references`] for
-//! static checks, and [`render_args`] for whole argument trees.
+//! [`Template::parse`], [`Template::render`], [`Template::references`] and
+//! [`check`] (the same references without keeping the tree) for static
+//! checks, and [`render_args`] for whole argument trees.
 //!
 //! # Engine choice
 //! This is our own small engine (lexer, parser, evaluator), not `gotmpl`.
