@@ -13,7 +13,7 @@ use super::report::{Problem, Report, Rule};
 use crate::functions::registry::{self, ArgType, Function, Restart};
 use crate::functions::weak;
 use crate::model::labels::{ANNOTATION_PHASE_TIMEOUTS, ANNOTATION_RERUN_ON_RESTART};
-use crate::template::Template;
+use crate::template;
 
 /// Top-level template parameters an executor provides (Kanister's
 /// `param.TemplateParams`, plus `.Outcome` for the deferPhase).
@@ -767,11 +767,12 @@ impl Validator {
     }
 
     fn template(&mut self, ctx: &Ctx, text: &str, stage: Stage, has_defer: bool) {
-        if !text.contains("{{") {
+        if !is_template(text) {
             return;
         }
-        let template = match Template::parse(text) {
-            Ok(t) => t,
+        // Parsed borrowed, only for its references: nothing is kept to render.
+        let references = match template::check(text) {
+            Ok(r) => r,
             Err(e) => {
                 return self.error(
                     *ctx,
@@ -781,7 +782,7 @@ impl Validator {
             }
         };
         let mut reported = BTreeSet::new();
-        for field in template.references().fields {
+        for field in references.fields {
             if field.trim_start_matches('.').split('.').next() == Some(REPOSITORY_SERVER) {
                 // Released Kanister's parameter for its Kopia repository server: admitted, but
                 // this executor has none, so the template fails to render here.
@@ -874,7 +875,7 @@ fn label(name: &str, index: usize) -> String {
 }
 
 fn is_template(s: &str) -> bool {
-    s.contains("{{")
+    template::has_action(s)
 }
 
 /// Why `v` does not decode as `ty` the way Kanister's `Arg` decodes it ([`weak`]), `None` when

@@ -11,6 +11,7 @@ use super::print::fmt_v;
 use super::semver::Version;
 use super::sprig_semver::{self, MethodError};
 use super::value::{GoTime, Value};
+use std::borrow::Cow;
 
 enum Flow {
     Normal,
@@ -27,12 +28,12 @@ pub struct State<'a> {
     depth: usize,
     line: usize,
     now: &'a GoTime,
-    tree: &'a Tree,
+    tree: &'a Tree<'a>,
 }
 
 type R<T> = Result<T, TemplateError>;
 
-pub fn execute(tree: &Tree, data: &Value, now: &GoTime) -> R<String> {
+pub fn execute(tree: &Tree<'_>, data: &Value, now: &GoTime) -> R<String> {
     let mut st = State {
         out: String::new(),
         vars: vec![("$".into(), data.clone())],
@@ -229,7 +230,7 @@ impl State<'_> {
         let val = self.pipeline(dot, &inner)?;
         if !c.pipe.is_assign {
             for d in &c.pipe.decl {
-                self.vars.push((d.clone(), val.clone()));
+                self.vars.push((d.to_string(), val.clone()));
             }
         }
         let items: Vec<(Value, Value)> = match &val {
@@ -356,7 +357,7 @@ impl State<'_> {
             if pipe.is_assign {
                 self.set_var(d, value.clone())?;
             } else {
-                self.vars.push((d.clone(), value.clone()));
+                self.vars.push((d.to_string(), value.clone()));
             }
         }
         Ok(value)
@@ -413,7 +414,7 @@ impl State<'_> {
                 self.field_chain(dot, v, chain, &[], None)
             }
             Arg::Pipe(p) => self.pipeline(dot, p),
-            Arg::Str(s) => Ok(Value::str(s.as_str())),
+            Arg::Str(s) => Ok(Value::str(&**s)),
             Arg::Int(i) => Ok(Value::Int(*i)),
             Arg::Float(f) => Ok(Value::Float(*f)),
             Arg::Bool(b) => Ok(Value::Bool(*b)),
@@ -425,7 +426,7 @@ impl State<'_> {
         &mut self,
         dot: &Value,
         mut recv: Value,
-        chain: &[String],
+        chain: &[Cow<'_, str>],
         args: &[Arg],
         fin: Option<Value>,
     ) -> R<Value> {

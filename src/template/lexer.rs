@@ -1,22 +1,28 @@
 //! Lexer for Go text/template (delimiters `{{ }}`), after Go's `lex.go`.
+//!
+//! Tokens borrow the template text: checking a template (the admission webhook) then copies
+//! nothing; only quoted strings with escapes are built.
+
+use std::borrow::Cow;
 
 #[derive(Clone, Debug, PartialEq)]
-pub enum Tok {
-    Text(String),
+pub enum Tok<'a> {
+    Text(&'a str),
     LeftDelim,
     RightDelim,
     Space,
     /// An identifier: a function name or a keyword.
-    Ident(String),
+    Ident(&'a str),
     /// `.Name` (one segment, without the dot).
-    Field(String),
+    Field(&'a str),
     /// `.` alone.
     Dot,
     /// `$` or `$name` (with the `$`).
-    Variable(String),
-    Str(String),
-    Number(String),
-    Char(String),
+    Variable(&'a str),
+    /// Unescaped; borrowed unless it had escapes.
+    Str(Cow<'a, str>),
+    Number(&'a str),
+    Char(&'a str),
     Bool(bool),
     Nil,
     Pipe,
@@ -28,13 +34,13 @@ pub enum Tok {
 }
 
 #[derive(Clone, Debug)]
-pub struct Token {
-    pub tok: Tok,
+pub struct Token<'a> {
+    pub tok: Tok<'a>,
     pub line: usize,
 }
 
 /// A token as Go's parser names it in errors (`"}}"`, `<.Name>`, ...).
-pub fn tok_text(t: &Tok) -> String {
+pub fn tok_text(t: &Tok<'_>) -> String {
     match t {
         Tok::Text(s) => format!("text {:?}", s.chars().take(20).collect::<String>()),
         Tok::LeftDelim => "\"{{\"".into(),
@@ -65,15 +71,37 @@ fn is_alnum(c: char) -> bool {
     c == '_' || c.is_alphanumeric()
 }
 
+/// Where the first `{{` starts: a byte search for `{` (memchr) instead of a substring searcher
+/// built per call.
+pub fn find_open(s: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    let mut from = 0;
+    while let Some(i) = memchr::memchr(b'{', &b[from..]) {
+        let at = from + i;
+        if b.get(at + 1) == Some(&b'{') {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+    None
+}
+
+fn count_lines(s: &str) -> usize {
+    // A plain loop the compiler vectorizes; memchr's counter costs more on short texts.
+    s.bytes().filter(|&b| b == b'\n').count()
+}
+
 /// Tokenize a whole template.
-pub fn lex(src: &str) -> Result<Vec<Token>, (usize, String)> {
-    let mut toks = Vec::new();
+pub fn lex(src: &str) -> Result<Vec<Token<'_>>, (usize, String)> {
+    // An action is about a token per 3 bytes (`{{ .A.B }}`): sized once rather than grown
+    // by doubling; bounded so that a long text does not reserve for tokens it does not have.
+    let mut toks = Vec::with_capacity((src.len() / 3).min(256));
     let mut pos = 0usize;
     let mut line = 1usize;
     let mut trim_next_text = false;
     while pos < src.len() {
         let rest = &src[pos..];
-        let (text_end, found) = match rest.find("{{") {
+        let (text_end, found) = match find_open(rest) {
             Some(i) => (i, true),
             None => (rest.len(), false),
         };
@@ -90,11 +118,11 @@ pub fn lex(src: &str) -> Result<Vec<Token>, (usize, String)> {
         }
         if !text.is_empty() {
             toks.push(Token {
-                tok: Tok::Text(text.to_string()),
+                tok: Tok::Text(text),
                 line,
             });
         }
-        line += rest[..text_end].bytes().filter(|&b| b == b'\n').count();
+        line += count_lines(&rest[..text_end]);
         if !found {
             break;
         }
@@ -108,7 +136,7 @@ pub fn lex(src: &str) -> Result<Vec<Token>, (usize, String)> {
             let Some(end) = after.find("*/") else {
                 return Err((line, "unclosed comment".into()));
             };
-            line += after[..end].bytes().filter(|&b| b == b'\n').count();
+            line += count_lines(&after[..end]);
             pos += end + 2;
             let after = &src[pos..];
             if after.starts_with(" -}}")
@@ -138,11 +166,11 @@ pub fn lex(src: &str) -> Result<Vec<Token>, (usize, String)> {
     Ok(toks)
 }
 
-fn lex_action(
-    src: &str,
+fn lex_action<'a>(
+    src: &'a str,
     mut pos: usize,
     mut line: usize,
-    toks: &mut Vec<Token>,
+    toks: &mut Vec<Token<'a>>,
 ) -> Result<(usize, usize, bool), (usize, String)> {
     let mut depth = 0i32;
     loop {
@@ -168,14 +196,14 @@ fn lex_action(
                 if depth > 0 {
                     return Err((line, "unclosed left paren".into()));
                 }
-                line += rest[..n].bytes().filter(|&b| b == b'\n').count();
+                line += count_lines(&rest[..n]);
                 toks.push(Token {
                     tok: Tok::RightDelim,
                     line,
                 });
                 return Ok((pos + n + 3, line, true));
             }
-            line += rest[..n].bytes().filter(|&b| b == b'\n').count();
+            line += count_lines(&rest[..n]);
             toks.push(Token {
                 tok: Tok::Space,
                 line,
@@ -183,7 +211,7 @@ fn lex_action(
             pos += n;
             continue;
         }
-        let push = |toks: &mut Vec<Token>, tok: Tok| toks.push(Token { tok, line });
+        let push = |toks: &mut Vec<Token<'a>>, tok: Tok<'a>| toks.push(Token { tok, line });
         match c {
             '=' => {
                 push(toks, Tok::Assign);
@@ -227,8 +255,8 @@ fn lex_action(
                     return Err((line, "unterminated raw quoted string".into()));
                 };
                 let s = &rest[1..1 + end];
-                push(toks, Tok::Str(s.to_string()));
-                line += s.bytes().filter(|&b| b == b'\n').count();
+                push(toks, Tok::Str(Cow::Borrowed(s)));
+                line += count_lines(s);
                 pos += end + 2;
             }
             '\'' => {
@@ -242,7 +270,7 @@ fn lex_action(
                     .find(|(_, c)| !is_alnum(*c))
                     .map(|(i, _)| i)
                     .unwrap_or(rest.len() - 1);
-                push(toks, Tok::Variable(rest[..n].to_string()));
+                push(toks, Tok::Variable(&rest[..n]));
                 pos += n;
                 check_term(src, pos, line)?;
             }
@@ -251,7 +279,7 @@ fn lex_action(
                 match next {
                     Some(d) if d.is_ascii_digit() => {
                         let n = scan_number(rest);
-                        push(toks, Tok::Number(rest[..n].to_string()));
+                        push(toks, Tok::Number(&rest[..n]));
                         pos += n;
                     }
                     Some(a) if is_alnum(a) => {
@@ -260,7 +288,7 @@ fn lex_action(
                             .find(|(_, c)| !is_alnum(*c))
                             .map(|(i, _)| i)
                             .unwrap_or(rest.len() - 1);
-                        push(toks, Tok::Field(rest[1..n].to_string()));
+                        push(toks, Tok::Field(&rest[1..n]));
                         pos += n;
                         check_term(src, pos, line)?;
                     }
@@ -275,7 +303,7 @@ fn lex_action(
                 if n == 0 || (n == 1 && !c.is_ascii_digit()) {
                     return Err((line, format!("bad number syntax: {:?}", &rest[..1])));
                 }
-                push(toks, Tok::Number(rest[..n].to_string()));
+                push(toks, Tok::Number(&rest[..n]));
                 pos += n;
                 if let Some(c2) = src[pos..].chars().next()
                     && is_alnum(c2)
@@ -295,7 +323,7 @@ fn lex_action(
                     "true" => Tok::Bool(true),
                     "false" => Tok::Bool(false),
                     "nil" => Tok::Nil,
-                    _ => Tok::Ident(word.to_string()),
+                    _ => Tok::Ident(word),
                 };
                 push(toks, tok);
                 pos += n;
@@ -375,12 +403,20 @@ enum QuoteError {
     Syntax,
 }
 
-fn lex_quote(s: &str) -> Result<(String, usize), QuoteError> {
+/// A `"` string at the start of `s`, unescaped, and its length in `s`.
+fn lex_quote(s: &str) -> Result<(Cow<'_, str>, usize), QuoteError> {
+    // Without a backslash before the closing quote there is nothing to unescape.
+    match memchr::memchr3(b'"', b'\n', b'\\', &s.as_bytes()[1..]) {
+        Some(i) if s.as_bytes()[1 + i] == b'"' => return Ok((Cow::Borrowed(&s[1..1 + i]), i + 2)),
+        Some(i) if s.as_bytes()[1 + i] == b'\n' => return Err(QuoteError::UnterminatedString),
+        Some(_) => {}
+        None => return Err(QuoteError::UnterminatedString),
+    }
     let mut out = String::new();
     let mut it = s.char_indices().skip(1).peekable();
     while let Some((i, c)) = it.next() {
         match c {
-            '"' => return Ok((out, i + 1)),
+            '"' => return Ok((Cow::Owned(out), i + 1)),
             '\n' => return Err(QuoteError::UnterminatedString),
             '\\' => {
                 let (_, e) = it.next().ok_or(QuoteError::UnterminatedString)?;
@@ -432,7 +468,7 @@ fn lex_quote(s: &str) -> Result<(String, usize), QuoteError> {
     Err(QuoteError::UnterminatedString)
 }
 
-fn lex_char(s: &str) -> Result<(String, usize), QuoteError> {
+fn lex_char(s: &str) -> Result<(&str, usize), QuoteError> {
     let mut escaped = false;
     for (i, c) in s.char_indices().skip(1) {
         if escaped {
@@ -442,7 +478,7 @@ fn lex_char(s: &str) -> Result<(String, usize), QuoteError> {
         match c {
             '\\' => escaped = true,
             '\n' => break,
-            '\'' => return Ok((s[..=i].to_string(), i + 1)),
+            '\'' => return Ok((&s[..=i], i + 1)),
             _ => {}
         }
     }

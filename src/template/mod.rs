@@ -3,8 +3,9 @@
 //! Kanister renders every phase argument with
 //! `template.New("config").Option("missingkey=error").Funcs(sprig.TxtFuncMap())`
 //! over its `param.TemplateParams` Go struct. This module reproduces that:
-//! [`Template::parse`], [`Template::render`], [`Template::references`] for
-//! static checks, and [`render_args`] for whole argument trees.
+//! [`Template::parse`], [`Template::render`], [`Template::references`] and
+//! [`check`] (the same references without keeping the tree) for static
+//! checks, and [`render_args`] for whole argument trees.
 //!
 //! # Engine choice
 //! This is our own small engine (lexer, parser, evaluator), not `gotmpl`.
@@ -92,7 +93,24 @@ pub struct References {
 /// A parsed template.
 #[derive(Debug, Clone)]
 pub struct Template {
-    tree: Arc<Tree>,
+    tree: Arc<Tree<'static>>,
+}
+
+fn parse_error((line, msg): (usize, String)) -> TemplateError {
+    TemplateError::Parse { line, msg }
+}
+
+/// Parse `text` and return what it refers to, as `Template::parse(text)?.references()`
+/// does, without keeping the tree: nothing of the text is copied but the references.
+pub fn check(text: &str) -> Result<References, TemplateError> {
+    parse::parse(text)
+        .map(|tree| references(&tree))
+        .map_err(parse_error)
+}
+
+/// Whether `text` has a `{{`, i.e. whether it is a template at all.
+pub fn has_action(text: &str) -> bool {
+    lexer::find_open(text).is_some()
 }
 
 impl Template {
@@ -100,9 +118,9 @@ impl Template {
     pub fn parse(text: &str) -> Result<Template, TemplateError> {
         parse::parse(text)
             .map(|tree| Template {
-                tree: Arc::new(tree),
+                tree: Arc::new(tree.into_owned()),
             })
-            .map_err(|(line, msg)| TemplateError::Parse { line, msg })
+            .map_err(parse_error)
     }
 
     /// Render against Kanister-shaped parameters (Go field names, see module docs).
@@ -130,22 +148,25 @@ impl Template {
 
     /// Fields and functions referenced by the template.
     pub fn references(&self) -> References {
-        let mut r = References::default();
-        refs_nodes(&self.tree.root, Roots::BOTH, &mut r);
-        // A defined template's `.` and `$` are whatever its caller passes.
-        for body in self.tree.defs.values() {
-            refs_nodes(body, Roots::NONE, &mut r);
-        }
-        r.functions.sort();
-        r.functions.dedup();
-        // First occurrences, without copying the strings to remember them.
-        let first: Vec<bool> = {
-            let mut seen = std::collections::HashSet::new();
-            r.fields.iter().map(|f| seen.insert(f.as_str())).collect()
-        };
-        let mut first = first.into_iter();
-        r.fields.retain(|_| first.next().unwrap_or(true));
-        r
+        references(&self.tree)
+    }
+}
+
+fn references(tree: &Tree<'_>) -> References {
+    let mut r = Refs::default();
+    refs_nodes(&tree.root, Roots::BOTH, &mut r);
+    // A defined template's `.` and `$` are whatever its caller passes.
+    for body in tree.defs.values() {
+        refs_nodes(body, Roots::NONE, &mut r);
+    }
+    // Sorted and deduplicated while borrowed: only the distinct names are copied.
+    r.functions.sort_unstable();
+    r.functions.dedup();
+    let mut fields = r.fields;
+    first_occurrences(&mut fields);
+    References {
+        fields,
+        functions: r.functions.into_iter().map(str::to_string).collect(),
     }
 }
 
@@ -247,7 +268,37 @@ impl Roots {
     };
 }
 
-fn refs_nodes(nodes: &[Node], roots: Roots, r: &mut References) {
+/// Keeps the first occurrence of each string, in order.
+fn first_occurrences(fields: &mut Vec<String>) {
+    // A template refers to a handful of fields: comparing with the ones kept is cheaper than
+    // hashing them. Many (hostile input) are deduplicated through a set, without copying them.
+    if fields.len() <= 32 {
+        let mut kept = 0;
+        for i in 0..fields.len() {
+            if !fields[..kept].contains(&fields[i]) {
+                fields.swap(kept, i);
+                kept += 1;
+            }
+        }
+        fields.truncate(kept);
+        return;
+    }
+    let first: Vec<bool> = {
+        let mut seen = std::collections::HashSet::new();
+        fields.iter().map(|f| seen.insert(f.as_str())).collect()
+    };
+    let mut first = first.into_iter();
+    fields.retain(|_| first.next().unwrap_or(true));
+}
+
+/// References being collected from a tree: function names borrowed from it.
+#[derive(Default)]
+struct Refs<'t> {
+    fields: Vec<String>,
+    functions: Vec<&'t str>,
+}
+
+fn refs_nodes<'t>(nodes: &'t [Node<'_>], roots: Roots, r: &mut Refs<'t>) {
     for n in nodes {
         match n {
             Node::Text(_) | Node::Break(_) | Node::Continue(_) => {}
@@ -272,10 +323,10 @@ fn refs_nodes(nodes: &[Node], roots: Roots, r: &mut References) {
     }
 }
 
-fn refs_pipe(p: &Pipe, root_dot: Roots, r: &mut References) {
+fn refs_pipe<'t>(p: &'t Pipe<'_>, root_dot: Roots, r: &mut Refs<'t>) {
     for c in &p.cmds {
         if let Some(Arg::Func(name)) = c.args.first() {
-            r.functions.push(name.clone());
+            r.functions.push(name);
             if name == "index"
                 && let Some(base) = c.args.get(1).and_then(|a| root_path(a, root_dot))
             {
@@ -298,23 +349,36 @@ fn refs_pipe(p: &Pipe, root_dot: Roots, r: &mut References) {
     }
 }
 
-fn root_path(a: &Arg, roots: Roots) -> Option<String> {
+fn root_path(a: &Arg<'_>, roots: Roots) -> Option<String> {
     match a {
-        Arg::Field(chain) if roots.dot => Some(format!(".{}", chain.join("."))),
+        Arg::Field(chain) if roots.dot => Some(dotted(chain)),
         Arg::Variable(v, chain) if roots.dollar && v == "$" && !chain.is_empty() => {
-            Some(format!(".{}", chain.join(".")))
+            Some(dotted(chain))
         }
         _ => None,
     }
 }
 
-fn refs_arg(a: &Arg, root_dot: Roots, r: &mut References) {
+/// `.a.b` from `[a, b]` (`format!(".{}", chain.join("."))` in one allocation).
+fn dotted(chain: &[std::borrow::Cow<'_, str>]) -> String {
+    let mut path = String::with_capacity(chain.iter().map(|s| s.len() + 1).sum::<usize>().max(1));
+    path.push('.');
+    for (i, s) in chain.iter().enumerate() {
+        if i > 0 {
+            path.push('.');
+        }
+        path.push_str(s);
+    }
+    path
+}
+
+fn refs_arg<'t>(a: &'t Arg<'_>, root_dot: Roots, r: &mut Refs<'t>) {
     if let Some(p) = root_path(a, root_dot) {
         r.fields.push(p);
         return;
     }
     match a {
-        Arg::Func(name) => r.functions.push(name.clone()),
+        Arg::Func(name) => r.functions.push(name),
         Arg::Pipe(p) => refs_pipe(p, root_dot, r),
         Arg::Chain(inner, _) => refs_arg(inner, root_dot, r),
         _ => {}

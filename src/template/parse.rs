@@ -1,89 +1,186 @@
 //! Parser for Go text/template, after Go's `parse.go`.
+//!
+//! The tree borrows the template text (`Cow`: quoted strings with escapes are owned), so that a
+//! check (`template::check`) copies no text; [`Tree::into_owned`] makes a tree to keep.
 
 use super::funcs;
 use super::lexer::{Tok, Token, lex, tok_text};
 use super::limits::MAX_NESTING;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 #[derive(Clone, Debug, PartialEq)]
-pub enum Node {
-    Text(String),
-    Action(usize, Pipe),
-    If(Control),
-    Range(Control),
-    With(Control),
+pub enum Node<'a> {
+    Text(Cow<'a, str>),
+    Action(usize, Pipe<'a>),
+    If(Control<'a>),
+    Range(Control<'a>),
+    With(Control<'a>),
     Break(usize),
     Continue(usize),
     /// `{{template "name" pipeline}}` (and the call half of `{{block}}`).
-    Template(Call),
+    Template(Call<'a>),
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct Call {
+pub struct Call<'a> {
     pub line: usize,
-    pub name: String,
-    pub pipe: Option<Pipe>,
+    pub name: Cow<'a, str>,
+    pub pipe: Option<Pipe<'a>>,
 }
 
 /// The main template plus the templates it defines (`define`, `block`).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Tree {
-    pub root: Vec<Node>,
-    pub defs: BTreeMap<String, Vec<Node>>,
+pub struct Tree<'a> {
+    pub root: Vec<Node<'a>>,
+    pub defs: BTreeMap<Cow<'a, str>, Vec<Node<'a>>>,
 }
 
 /// The name Kanister gives every template (`template.New("config")`).
 pub const ROOT_NAME: &str = "config";
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct Control {
+pub struct Control<'a> {
     pub line: usize,
-    pub pipe: Pipe,
-    pub list: Vec<Node>,
-    pub else_list: Option<Vec<Node>>,
+    pub pipe: Pipe<'a>,
+    pub list: Vec<Node<'a>>,
+    pub else_list: Option<Vec<Node<'a>>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Default)]
-pub struct Pipe {
-    pub decl: Vec<String>,
+pub struct Pipe<'a> {
+    pub decl: Vec<Cow<'a, str>>,
     pub is_assign: bool,
-    pub cmds: Vec<Cmd>,
+    pub cmds: Vec<Cmd<'a>>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct Cmd {
-    pub args: Vec<Arg>,
+pub struct Cmd<'a> {
+    pub args: Vec<Arg<'a>>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub enum Arg {
+pub enum Arg<'a> {
     /// `.A.B` relative to dot.
-    Field(Vec<String>),
+    Field(Vec<Cow<'a, str>>),
     Dot,
     /// `$x.A.B`
-    Variable(String, Vec<String>),
+    Variable(Cow<'a, str>, Vec<Cow<'a, str>>),
     /// A function name.
-    Func(String),
+    Func(Cow<'a, str>),
     /// `(pipe).A.B`
-    Chain(Box<Arg>, Vec<String>),
-    Pipe(Box<Pipe>),
-    Str(String),
+    Chain(Box<Arg<'a>>, Vec<Cow<'a, str>>),
+    Pipe(Box<Pipe<'a>>),
+    Str(Cow<'a, str>),
     Int(i64),
     Float(f64),
     Bool(bool),
     Nil,
 }
 
+// ---- owning a tree (to keep it past the text it was parsed from) ----
+
+fn own(s: Cow<'_, str>) -> Cow<'static, str> {
+    Cow::Owned(s.into_owned())
+}
+
+fn own_all(v: Vec<Cow<'_, str>>) -> Vec<Cow<'static, str>> {
+    v.into_iter().map(own).collect()
+}
+
+fn own_nodes(nodes: Vec<Node<'_>>) -> Vec<Node<'static>> {
+    nodes.into_iter().map(Node::into_owned).collect()
+}
+
+impl Tree<'_> {
+    /// The same tree, its strings copied out of the template text.
+    pub fn into_owned(self) -> Tree<'static> {
+        Tree {
+            root: own_nodes(self.root),
+            defs: self
+                .defs
+                .into_iter()
+                .map(|(name, body)| (own(name), own_nodes(body)))
+                .collect(),
+        }
+    }
+}
+
+impl Node<'_> {
+    pub fn into_owned(self) -> Node<'static> {
+        match self {
+            Node::Text(t) => Node::Text(own(t)),
+            Node::Action(line, p) => Node::Action(line, p.into_owned()),
+            Node::If(c) => Node::If(c.into_owned()),
+            Node::Range(c) => Node::Range(c.into_owned()),
+            Node::With(c) => Node::With(c.into_owned()),
+            Node::Break(line) => Node::Break(line),
+            Node::Continue(line) => Node::Continue(line),
+            Node::Template(Call { line, name, pipe }) => Node::Template(Call {
+                line,
+                name: own(name),
+                pipe: pipe.map(Pipe::into_owned),
+            }),
+        }
+    }
+}
+
+impl Control<'_> {
+    pub fn into_owned(self) -> Control<'static> {
+        Control {
+            line: self.line,
+            pipe: self.pipe.into_owned(),
+            list: own_nodes(self.list),
+            else_list: self.else_list.map(own_nodes),
+        }
+    }
+}
+
+impl Pipe<'_> {
+    pub fn into_owned(self) -> Pipe<'static> {
+        Pipe {
+            decl: own_all(self.decl),
+            is_assign: self.is_assign,
+            cmds: self
+                .cmds
+                .into_iter()
+                .map(|c| Cmd {
+                    args: c.args.into_iter().map(Arg::into_owned).collect(),
+                })
+                .collect(),
+        }
+    }
+}
+
+impl Arg<'_> {
+    pub fn into_owned(self) -> Arg<'static> {
+        match self {
+            Arg::Field(chain) => Arg::Field(own_all(chain)),
+            Arg::Dot => Arg::Dot,
+            Arg::Variable(v, chain) => Arg::Variable(own(v), own_all(chain)),
+            Arg::Func(name) => Arg::Func(own(name)),
+            Arg::Chain(inner, chain) => Arg::Chain(Box::new(inner.into_owned()), own_all(chain)),
+            Arg::Pipe(p) => Arg::Pipe(Box::new(p.into_owned())),
+            Arg::Str(s) => Arg::Str(own(s)),
+            Arg::Int(i) => Arg::Int(i),
+            Arg::Float(f) => Arg::Float(f),
+            Arg::Bool(b) => Arg::Bool(b),
+            Arg::Nil => Arg::Nil,
+        }
+    }
+}
+
 pub type ParseResult<T> = Result<T, (usize, String)>;
 
-struct Parser {
-    toks: Vec<Token>,
+struct Parser<'a> {
+    toks: Vec<Token<'a>>,
     pos: usize,
-    vars: Vec<String>,
+    /// Variables in scope (`$`, `$x`), borrowed from the text.
+    vars: Vec<&'a str>,
     range_depth: usize,
     /// Parenthesized pipelines and block bodies currently open.
     depth: usize,
-    defs: BTreeMap<String, Vec<Node>>,
+    defs: BTreeMap<Cow<'a, str>, Vec<Node<'a>>>,
 }
 
 /// The words that start a control action.
@@ -98,12 +195,12 @@ enum Stop {
     Else,
 }
 
-pub fn parse(src: &str) -> ParseResult<Tree> {
+pub fn parse(src: &str) -> ParseResult<Tree<'_>> {
     let toks = lex(src)?;
     let mut p = Parser {
         toks,
         pos: 0,
-        vars: vec!["$".into()],
+        vars: vec!["$"],
         range_depth: 0,
         depth: 0,
         defs: BTreeMap::new(),
@@ -130,7 +227,7 @@ pub fn parse(src: &str) -> ParseResult<Tree> {
 }
 
 /// Go's `parse.IsEmptyTree`: only blank text.
-fn is_empty_tree(nodes: &[Node]) -> bool {
+fn is_empty_tree(nodes: &[Node<'_>]) -> bool {
     nodes
         .iter()
         .all(|n| matches!(n, Node::Text(t) if t.trim().is_empty()))
@@ -146,7 +243,7 @@ fn nesting_error(line: usize) -> (usize, String) {
     )
 }
 
-impl Parser {
+impl<'a> Parser<'a> {
     fn line(&self) -> usize {
         self.toks
             .get(self.pos.min(self.toks.len().saturating_sub(1)))
@@ -156,7 +253,7 @@ impl Parser {
 
     /// The next token, taken out of the list rather than copied: the parser goes back only
     /// over tokens it peeked at, never over one it took.
-    fn next(&mut self) -> Option<Tok> {
+    fn next(&mut self) -> Option<Tok<'a>> {
         let t = self
             .toks
             .get_mut(self.pos)
@@ -171,22 +268,23 @@ impl Parser {
         self.peek().map(tok_text).unwrap_or_else(|| "EOF".into())
     }
 
-    fn peek(&self) -> Option<&Tok> {
+    fn peek(&self) -> Option<&Tok<'a>> {
         self.toks.get(self.pos).map(|t| &t.tok)
     }
 
     fn skip_space(&mut self) {
-        while self.peek() == Some(&Tok::Space) {
+        // A pattern, not `==`: the derived PartialEq of a token is a call per space.
+        while matches!(self.peek(), Some(Tok::Space)) {
             self.pos += 1;
         }
     }
 
-    fn next_non_space(&mut self) -> Option<Tok> {
+    fn next_non_space(&mut self) -> Option<Tok<'a>> {
         self.skip_space();
         self.next()
     }
 
-    fn peek_non_space(&mut self) -> Option<&Tok> {
+    fn peek_non_space(&mut self) -> Option<&Tok<'a>> {
         self.skip_space();
         self.peek()
     }
@@ -213,12 +311,12 @@ impl Parser {
     }
 
     /// Parse nodes until EOF, `{{end}}` or `{{else`; `define` only at `top`.
-    fn item_list(&mut self, top: bool) -> ParseResult<(Vec<Node>, Stop)> {
+    fn item_list(&mut self, top: bool) -> ParseResult<(Vec<Node<'a>>, Stop)> {
         let mut list = Vec::new();
         loop {
             match self.next() {
                 None => return Ok((list, Stop::Eof)),
-                Some(Tok::Text(t)) => list.push(Node::Text(t)),
+                Some(Tok::Text(t)) => list.push(Node::Text(Cow::Borrowed(t))),
                 Some(Tok::LeftDelim) => {
                     let line = self.line();
                     // Only which keyword it is matters here: no copy of the token.
@@ -301,7 +399,7 @@ impl Parser {
     }
 
     /// The quoted name after `template`, `define` or `block`.
-    fn template_name(&mut self, ctx: &str) -> ParseResult<String> {
+    fn template_name(&mut self, ctx: &str) -> ParseResult<Cow<'a, str>> {
         match self.next_non_space() {
             Some(Tok::Str(s)) => Ok(s),
             Some(t) => self.err(format!("unexpected {} in {ctx} clause", tok_text(&t))),
@@ -310,7 +408,7 @@ impl Parser {
     }
 
     /// `"name"}} body {{end}}` of a `define`.
-    fn definition(&mut self, ctx: &str) -> ParseResult<(String, Vec<Node>)> {
+    fn definition(&mut self, ctx: &str) -> ParseResult<(Cow<'a, str>, Vec<Node<'a>>)> {
         let name = self.template_name(ctx)?;
         self.expect_right(ctx)?;
         let (_, body) = self.body_of(ctx)?;
@@ -319,9 +417,9 @@ impl Parser {
 
     /// A template body up to `{{end}}`, parsed as its own tree: no
     /// variables of the enclosing template, no enclosing `range`.
-    fn body_of(&mut self, ctx: &str) -> ParseResult<((), Vec<Node>)> {
+    fn body_of(&mut self, ctx: &str) -> ParseResult<((), Vec<Node<'a>>)> {
         self.nest()?;
-        let vars = std::mem::replace(&mut self.vars, vec!["$".into()]);
+        let vars = std::mem::replace(&mut self.vars, vec!["$"]);
         let range_depth = std::mem::replace(&mut self.range_depth, 0);
         let res = self.item_list(false);
         self.vars = vars;
@@ -335,7 +433,7 @@ impl Parser {
     }
 
     /// Go's `Tree.add`: an empty body never replaces, two non-empty ones conflict.
-    fn add_def(&mut self, name: String, body: Vec<Node>) -> ParseResult<()> {
+    fn add_def(&mut self, name: Cow<'a, str>, body: Vec<Node<'a>>) -> ParseResult<()> {
         match self.defs.get(&name) {
             Some(old) if !is_empty_tree(old) => {
                 if is_empty_tree(&body) {
@@ -352,14 +450,14 @@ impl Parser {
         }
     }
 
-    fn control(&mut self, ctx: &str, line: usize) -> ParseResult<Control> {
+    fn control(&mut self, ctx: &str, line: usize) -> ParseResult<Control<'a>> {
         self.nest()?;
         let res = self.control_inner(ctx, line);
         self.depth -= 1;
         res
     }
 
-    fn control_inner(&mut self, ctx: &str, line: usize) -> ParseResult<Control> {
+    fn control_inner(&mut self, ctx: &str, line: usize) -> ParseResult<Control<'a>> {
         let mark = self.vars.len();
         let pipe = self.pipeline(ctx, true)?;
         if ctx == "range" {
@@ -381,7 +479,7 @@ impl Parser {
                     {
                         let l = self.line();
                         self.pos += 1;
-                        let c = self.control(&w, l)?;
+                        let c = self.control(w, l)?;
                         Some(vec![if w == "if" {
                             Node::If(c)
                         } else {
@@ -410,7 +508,7 @@ impl Parser {
     }
 
     /// Parse a pipeline up to `}}` (`action`) or `)`.
-    fn pipeline(&mut self, ctx: &str, action: bool) -> ParseResult<Pipe> {
+    fn pipeline(&mut self, ctx: &str, action: bool) -> ParseResult<Pipe<'a>> {
         let mut pipe = Pipe::default();
         // Declarations.
         loop {
@@ -421,13 +519,13 @@ impl Parser {
             self.pos += 1;
             match self.peek_non_space().cloned() {
                 Some(Tok::Assign) | Some(Tok::Declare) => {
-                    let assign = self.peek() == Some(&Tok::Assign);
+                    let assign = matches!(self.peek(), Some(Tok::Assign));
                     self.pos += 1;
                     if assign && !self.vars.contains(&v) {
                         return self.err(format!("undefined variable {v:?}"));
                     }
                     pipe.is_assign = assign;
-                    pipe.decl.push(v.clone());
+                    pipe.decl.push(Cow::Borrowed(v));
                     if !assign {
                         self.vars.push(v);
                     }
@@ -435,7 +533,7 @@ impl Parser {
                 }
                 Some(Tok::Comma) => {
                     self.pos += 1;
-                    pipe.decl.push(v.clone());
+                    pipe.decl.push(Cow::Borrowed(v));
                     self.vars.push(v);
                     if ctx == "range" && pipe.decl.len() < 2 {
                         match self.peek_non_space() {
@@ -497,7 +595,7 @@ impl Parser {
         Ok(pipe)
     }
 
-    fn command(&mut self) -> ParseResult<Cmd> {
+    fn command(&mut self) -> ParseResult<Cmd<'a>> {
         let mut args = Vec::new();
         loop {
             self.skip_space();
@@ -533,20 +631,19 @@ impl Parser {
         Ok(Cmd { args })
     }
 
-    fn fields(&mut self) -> Vec<String> {
+    fn fields(&mut self) -> Vec<Cow<'a, str>> {
         let mut f = Vec::new();
         while let Some(Token {
             tok: Tok::Field(n), ..
-        }) = self.toks.get_mut(self.pos)
+        }) = self.toks.get(self.pos)
         {
-            // Taken, not copied: a field is read once.
-            f.push(std::mem::take(n));
+            f.push(Cow::Borrowed(*n));
             self.pos += 1;
         }
         f
     }
 
-    fn operand(&mut self) -> ParseResult<Option<Arg>> {
+    fn operand(&mut self) -> ParseResult<Option<Arg<'a>>> {
         let Some(term) = self.term()? else {
             return Ok(None);
         };
@@ -570,7 +667,7 @@ impl Parser {
         Ok(Some(term))
     }
 
-    fn term(&mut self) -> ParseResult<Option<Arg>> {
+    fn term(&mut self) -> ParseResult<Option<Arg<'a>>> {
         // Taken out rather than copied; put back when it is not consumed here (an error ends
         // the parse, so it needs no putting back).
         let Some(slot) = self.toks.get_mut(self.pos) else {
@@ -579,8 +676,8 @@ impl Parser {
         let tok = std::mem::replace(&mut slot.tok, Tok::Space);
         let arg = match tok {
             Tok::Ident(name) => {
-                if !funcs::is_defined(&name) {
-                    if funcs::is_sprig_unsupported(&name) {
+                if !funcs::is_defined(name) {
+                    if funcs::is_sprig_unsupported(name) {
                         return self.err(format!(
                             "function {name:?} not supported (sprig function not implemented by blueprint-operator)"
                         ));
@@ -588,7 +685,7 @@ impl Parser {
                     return self.err(format!("function {name:?} not defined"));
                 }
                 self.pos += 1;
-                Arg::Func(name)
+                Arg::Func(Cow::Borrowed(name))
             }
             Tok::Dot => {
                 self.pos += 1;
@@ -603,7 +700,7 @@ impl Parser {
                     return self.err(format!("undefined variable {v:?}"));
                 }
                 self.pos += 1;
-                Arg::Variable(v, Vec::new())
+                Arg::Variable(Cow::Borrowed(v), Vec::new())
             }
             tok @ Tok::Field(_) => {
                 self.toks[self.pos].tok = tok;
@@ -619,12 +716,12 @@ impl Parser {
             }
             Tok::Number(n) => {
                 self.pos += 1;
-                parse_number(&n).ok_or((self.line(), format!("illegal number syntax: {n:?}")))?
+                parse_number(n).ok_or((self.line(), format!("illegal number syntax: {n:?}")))?
             }
             Tok::Char(c) => {
                 self.pos += 1;
                 Arg::Int(
-                    parse_char(&c)
+                    parse_char(c)
                         .ok_or((self.line(), format!("malformed character constant: {c}")))?,
                 )
             }
@@ -644,7 +741,7 @@ impl Parser {
     }
 }
 
-fn parse_number(s: &str) -> Option<Arg> {
+fn parse_number(s: &str) -> Option<Arg<'static>> {
     let clean: String = s.chars().filter(|c| *c != '_').collect();
     let (neg, body) = match clean.strip_prefix('-') {
         Some(b) => (true, b.to_string()),
@@ -675,7 +772,7 @@ fn parse_number(s: &str) -> Option<Arg> {
 }
 
 /// An int literal of the given sign and magnitude, when it fits an int64 as Go requires.
-fn signed(neg: bool, magnitude: u64) -> Option<Arg> {
+fn signed(neg: bool, magnitude: u64) -> Option<Arg<'static>> {
     let v = if neg {
         -i128::from(magnitude)
     } else {

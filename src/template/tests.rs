@@ -261,6 +261,16 @@ fn render_args_walks_like_kanister() {
 
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+    /// The in-place deduplication keeps what a set of seen strings keeps, short lists or long.
+    #[test]
+    fn first_occurrences_in_order(v in proptest::collection::vec("[a-e]{0,2}", 0..80)) {
+        let mut seen = std::collections::HashSet::new();
+        let want: Vec<String> = v.iter().filter(|s| seen.insert(s.as_str())).cloned().collect();
+        let mut got = v.clone();
+        first_occurrences(&mut got);
+        proptest::prop_assert_eq!(got, want);
+    }
+
     #[test]
     fn never_panics(s in "(\\{\\{-? ?|[ .$a-zA-Z0-9_\"'`|():=,-]|if |range |else|end|with |break|index |printf |define \"t\" |template \"t\" |block \"t\" |\\}\\}| ?-?\\}\\}|\\n|/\\*|\\*/){0,30}") {
         let now = "2024-01-02T03:04:05Z".parse().unwrap();
@@ -268,6 +278,9 @@ proptest::proptest! {
             let _ = t.render_at(&params(), now);
             let _ = t.references();
         }
+        // The borrowed check agrees with the owned tree, errors included.
+        proptest::prop_assert_eq!(check(&s), Template::parse(&s).map(|t| t.references()));
+        proptest::prop_assert_eq!(has_action(&s), s.contains("{{"));
     }
 
     #[test]
