@@ -358,10 +358,26 @@ fn write(dir: &std::path::Path, name: &str, text: &str) -> String {
     p.display().to_string()
 }
 
-fn tempdir(tag: &str) -> std::path::PathBuf {
+/// A directory of the test's files, removed when dropped.
+struct TempDir(std::path::PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tempdir(tag: &str) -> TempDir {
     let d = std::env::temp_dir().join(format!("bpo-cli-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
-    d
+    TempDir(d)
 }
 
 const GOOD: &str = "apiVersion: cr.kanister.io/v1alpha1\nkind: Blueprint\nmetadata: {name: good}\nactions:\n  backup:\n    phases:\n    - func: KubeTask\n      args: {image: busybox, command: [echo]}\n    deferPhase:\n    - func: KubeTask\n      args: {image: busybox, command: [echo]}\n";
@@ -392,8 +408,9 @@ fn cli_validate_exit_codes_and_lines() {
     );
 
     // A value that only fails at run time: valid, with a warning; `--strict` fails on it.
+    let late_dir = tempdir("validate-late");
     let late = write(
-        &tempdir("validate-late"),
+        &late_dir,
         "late.yaml",
         &GOOD.replace(
             "command: [echo]}\n    deferPhase",
