@@ -432,7 +432,10 @@ fn remembered_answers_are_the_answers_a_fresh_review_gives() {
                     "{route:?} object {i} uid {uid}"
                 );
                 assert_eq!(out.uid.as_deref(), Some(uid.as_str()));
-                assert_eq!(out.remembered, seen_before, "{route:?} object {i} uid {uid}");
+                assert_eq!(
+                    out.remembered, seen_before,
+                    "{route:?} object {i} uid {uid}"
+                );
             }
         }
     }

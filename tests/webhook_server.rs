@@ -206,11 +206,15 @@ async fn serves_admission_probes_and_metrics_over_tls() {
     );
     // The second validation of the same object was answered as before, with its own uid.
     assert!(
-        text.contains(r#"blueprint_operator_webhook_reviews_remembered_total{route="/validate/blueprint"} 1"#),
+        text.contains(
+            r#"blueprint_operator_webhook_reviews_remembered_total{route="/validate/blueprint"} 1"#
+        ),
         "{text}"
     );
     assert!(
-        text.contains(r#"blueprint_operator_webhook_reviews_remembered_total{route="/mutate/blueprint"} 0"#),
+        text.contains(
+            r#"blueprint_operator_webhook_reviews_remembered_total{route="/mutate/blueprint"} 0"#
+        ),
         "{text}"
     );
 
