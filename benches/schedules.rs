@@ -163,10 +163,17 @@ async fn run_size(client: &Client, n: usize) -> anyhow::Result<()> {
 
     let rss_before = rss_kib();
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let opts = SchedulerOptions {
+    let mut opts = SchedulerOptions {
         namespace: Some(ns.clone()),
         ..Default::default()
     };
+    // The controller's --schedule-concurrency (default: no limit).
+    if let Some(c) = std::env::var("BENCH_CONCURRENCY")
+        .ok()
+        .and_then(|c| c.parse().ok())
+    {
+        opts.concurrency = c;
+    }
     let started = Instant::now();
     let ctl = tokio::spawn(scheduler::run(client.clone(), opts, async move {
         let _ = rx.await;
