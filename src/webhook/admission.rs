@@ -450,12 +450,7 @@ pub fn decide(parsed: Parsed, lookups: &[(BlueprintRef, Lookup)]) -> Outcome {
     let dry_run = parsed.request.dry_run;
     match judge(&parsed, lookups) {
         Ok(answer) => answered(&answer, uid, dry_run),
-        Err(reason) => {
-            let mut out = Outcome::bad_request(reason);
-            out.uid = Some(uid);
-            out.dry_run = dry_run;
-            out
-        }
+        Err(reason) => refused(reason, uid, dry_run),
     }
 }
 
@@ -491,6 +486,14 @@ fn judge(parsed: &Parsed, lookups: &[(BlueprintRef, Lookup)]) -> Result<Answer, 
         verdict,
         summary,
     })
+}
+
+/// The 400 answer to the request `uid` that [`judge`] could not answer.
+fn refused(reason: String, uid: String, dry_run: bool) -> Outcome {
+    let mut out = Outcome::bad_request(reason);
+    out.uid = Some(uid);
+    out.dry_run = dry_run;
+    out
 }
 
 /// The HTTP answer carrying `answer` for the request `uid`.
@@ -563,12 +566,7 @@ pub fn review_blueprint(route: Route, body: &[u8], answers: &Answers) -> Outcome
             }
             out
         }
-        Err(reason) => {
-            let mut out = Outcome::bad_request(reason);
-            out.uid = Some(uid);
-            out.dry_run = dry_run;
-            out
-        }
+        Err(reason) => refused(reason, uid, dry_run),
     }
 }
 
