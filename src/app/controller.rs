@@ -57,10 +57,10 @@ pub struct ControllerArgs {
     /// Do not run the ActionSchedule scheduler in this process.
     #[arg(long)]
     pub no_scheduler: bool,
-    /// ActionSchedules reconciled in parallel (0: no limit; their requests to
-    /// the API server are bounded by --schedule-max-in-flight). A limit below
-    /// the number of schedules due at once delays the creates of the rest
-    /// behind the Events and status writes of the first.
+    /// ActionSchedules reconciled in parallel (0: no limit). A reconcile ends
+    /// after its ActionSet creates; its Events and status write follow on
+    /// their own, behind every create. Their requests to the API server are
+    /// bounded by --schedule-max-in-flight.
     #[arg(long, default_value_t = crate::scheduler::SchedulerOptions::default().concurrency)]
     pub schedule_concurrency: u16,
     /// Requests of the scheduler in flight at once (ActionSet creates first,

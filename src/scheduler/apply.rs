@@ -195,9 +195,11 @@ pub(super) async fn replace(
     Ok(())
 }
 
-/// Create the planned runs (one that exists already is done), and add them
-/// to `runs` as pending. Every create is sent before any Event about them:
-/// Events wait behind the creates of all reconciles (see `gate`).
+/// Create the planned runs (one that exists already is done), add them to
+/// `runs` as pending, and return those this call created, for
+/// [`announce_created`] after the reconcile (Events wait behind the creates of
+/// all reconciles: see `gate`). A failed create is announced at once and
+/// returned as the error.
 pub(super) async fn create_runs(
     ctx: &Ctx,
     s: &ActionSchedule,
@@ -205,7 +207,7 @@ pub(super) async fn create_runs(
     labels: &Labels,
     create: &[NewRun],
     runs: &mut Vec<RunRecord>,
-) -> Result<(), Error> {
+) -> Result<Vec<NewRun>, Error> {
     let name = s.name_any();
     let ns = s.namespace().unwrap_or_default();
     let mut created = Vec::new();
@@ -226,7 +228,7 @@ pub(super) async fn create_runs(
         match sent.result {
             Ok(_) => {
                 lag(run);
-                created.push(run);
+                created.push(run.clone());
             }
             Err(kube::Error::Api(e)) if e.code == 409 => {
                 // Already done by an earlier attempt or another replica.
@@ -241,7 +243,7 @@ pub(super) async fn create_runs(
                         // out after all: created by this call, counted once. (After a 429
                         // the run was made by an earlier reconcile, which counted it.)
                         lag(run);
-                        created.push(run);
+                        created.push(run.clone());
                     } else {
                         info!(schedule = %name, actionset = %run.name, "ActionSet already exists; tick already handled");
                     }
@@ -274,27 +276,15 @@ pub(super) async fn create_runs(
             });
         }
     }
-    for run in created {
+    for run in &created {
         info!(schedule = %name, namespace = %ns, actionset = %run.name, tick = %run.scheduled_time, "created ActionSet");
         ctx.metrics
             .runs_created
             .get_or_create(&with(labels.clone(), "trigger", run.trigger.as_str()))
             .inc();
-        let what = match run.trigger {
-            Trigger::RunNow => "run-now request".to_string(),
-            _ => format!("tick {}", run.scheduled_time.to_rfc3339()),
-        };
-        publish(
-            ctx,
-            s,
-            false,
-            "Created",
-            "Create",
-            format!("created ActionSet {} for {what}", run.name),
-        )
-        .await;
     }
     if let Some((run, e)) = failed {
+        announce_created(ctx, s, &created).await;
         publish(
             ctx,
             s,
@@ -310,7 +300,26 @@ pub(super) async fn create_runs(
         .await;
         return Err(e.into());
     }
-    Ok(())
+    Ok(created)
+}
+
+/// The `Created` Event of each run [`create_runs`] created.
+pub(super) async fn announce_created(ctx: &Ctx, s: &ActionSchedule, created: &[NewRun]) {
+    for run in created {
+        let what = match run.trigger {
+            Trigger::RunNow => "run-now request".to_string(),
+            _ => format!("tick {}", run.scheduled_time.to_rfc3339()),
+        };
+        publish(
+            ctx,
+            s,
+            false,
+            "Created",
+            "Create",
+            format!("created ActionSet {} for {what}", run.name),
+        )
+        .await;
+    }
 }
 
 /// Count and announce the ticks the plan did not start.

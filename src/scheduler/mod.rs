@@ -10,6 +10,8 @@
 //! - [`delete_action`]: pure: the ActionSet that runs a rotated run's delete action.
 //! - [`reconcile`]: one reconcile: [`read`], plan (the pure modules above and
 //!   `status`), apply (`apply`, `rotate`, `deleting`).
+//! - [`settle`]: what a reconcile does after its creates runs after it returns,
+//!   in order per schedule.
 //! - [`runs`]: each schedule's ActionSets, kept from the controller's watch.
 //! - [`metrics`]: Prometheus families, registered by the caller ([`SchedulerOptions::metrics`]).
 //! - [`gate`]: the bound on requests in flight, creates first, and the back-off
@@ -29,6 +31,7 @@ pub mod reconcile;
 pub mod retention;
 mod rotate;
 pub mod runs;
+pub mod settle;
 mod status;
 
 use std::future::Future;
@@ -54,6 +57,10 @@ pub use metrics::Metrics;
 /// (more in flight did not create faster there).
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 16;
 
+/// Default of [`SchedulerOptions::concurrency`]: 4 x [`DEFAULT_MAX_IN_FLIGHT`],
+/// so that creates wait in the gate while other reconciles read and plan.
+pub const DEFAULT_CONCURRENCY: u16 = 64;
+
 /// How the scheduler runs.
 #[derive(Clone, Debug)]
 pub struct SchedulerOptions {
@@ -61,10 +68,11 @@ pub struct SchedulerOptions {
     pub namespace: Option<String>,
     /// `reportingController` of Events.
     pub controller_name: String,
-    /// Schedules reconciled in parallel (0: no limit). Their requests are
-    /// bounded by [`SchedulerOptions::max_in_flight`] instead: every schedule
-    /// due at a tick must be reconciling for all their creates to go before
-    /// the Events and status writes of any (see [`gate`]).
+    /// Schedules reconciled in parallel (0: no limit). A reconcile ends after
+    /// its creates (its Events and status write [`settle`] after it), so a
+    /// few more than [`SchedulerOptions::max_in_flight`] keep the creates
+    /// going; many more only cost CPU (kube-runtime polls every reconcile in
+    /// flight each time one ends).
     pub concurrency: u16,
     /// How long a deleted schedule with `retention.onDelete: Delete` waits for
     /// its runs and delete actions to end; then what is left is kept.
@@ -81,7 +89,7 @@ impl Default for SchedulerOptions {
         SchedulerOptions {
             namespace: None,
             controller_name: "blueprint-operator-scheduler".into(),
-            concurrency: 0,
+            concurrency: DEFAULT_CONCURRENCY,
             finalize_timeout: reconcile::FINALIZE_TIMEOUT,
             metrics: Metrics::unregistered(),
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
@@ -122,7 +130,7 @@ async fn run_controller(
             None => (Api::all(client.clone()), Api::all(client.clone())),
         };
     let runs = Arc::new(runs::RunIndex::default());
-    let mut ctx = reconcile::Ctx::new(
+    let (mut ctx, settling) = reconcile::Ctx::new(
         client.clone(),
         // kube's Recorder used the controller's name as instance when given none.
         Publisher::new(client.clone(), &opts.controller_name, &opts.controller_name),
@@ -174,6 +182,8 @@ async fn run_controller(
             })
         })
         .with_config(controller::Config::default().concurrency(opts.concurrency));
+    let (again, settle) = settling.split();
+    let controller = controller.reconcile_on(again);
     let migrate = migrate_legacy_runs(client, legacy_rx);
     let housekeeping = {
         let ctx = ctx.clone();
@@ -197,6 +207,7 @@ async fn run_controller(
         _ = run => {}
         _ = housekeeping => {}
         _ = migrate => {}
+        _ = settle => {}
         _ = shutdown => {}
     }
 }

@@ -1,9 +1,10 @@
 //! The ActionSchedule controller's reconcile, in three steps: read the
 //! schedule and its runs ([`read`](super::read)), decide what to do (the pure
 //! [`plan`](super::plan), [`retention`](super::retention) and
-//! [`status`](super::status)), and do it ([`apply`](super::apply),
-//! [`rotate`](super::rotate), [`deleting`](super::deleting) for a deleted
-//! schedule), with Events and metrics.
+//! [`status`](super::status)), and do it: the creates in the reconcile
+//! ([`apply`](super::apply)), then, after it has returned, Events, rotation
+//! ([`rotate`](super::rotate)) and the status write ([`settle`](super::settle));
+//! [`deleting`](super::deleting) for a deleted schedule.
 //!
 //! Exactly-once per tick: an ActionSet's name is derived from the schedule and
 //! the nominal tick, so `AlreadyExists` after a restart, a stale cache or a
@@ -22,17 +23,19 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use kube::api::Api;
 use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
 use kube::{Client, ResourceExt};
 use tracing::warn;
 
 use super::apply::{self, publish, set_finalizer, write_status};
 use super::cron::Schedule;
 use super::gate::{Gate, Priority, Sent};
-use super::metrics::{Metrics, schedule_labels, with};
-use super::plan;
+use super::metrics::{Labels, Metrics, schedule_labels, with};
+use super::plan::{self, NewRun, RunRecord};
 use super::retention::{self, Policy};
 use super::rotate::{self, Remover};
 use super::runs::RunIndex;
+use super::settle::{Driver, Settling};
 use super::status::{self, condition, from_time};
 use super::{deleting, read};
 use crate::events::Publisher;
@@ -44,6 +47,8 @@ use crate::model::{
 pub(super) const DELETE_POLL: Duration = Duration::from_secs(15);
 /// Longest sleep between reconciles of a healthy schedule.
 const MAX_REQUEUE: Duration = Duration::from_secs(3600);
+/// How long after a failed reconcile it is tried again.
+const RETRY: Duration = Duration::from_secs(5);
 /// Default time limit for removing a deleted schedule's runs (`onDelete: Delete`).
 pub const FINALIZE_TIMEOUT: Duration = Duration::from_secs(3600);
 
@@ -84,11 +89,16 @@ pub struct Ctx {
     /// Bounds and orders the requests of all reconciles (creates first) and
     /// backs off when the API server is overloaded.
     pub gate: Gate,
+    /// Schedules whose last reconcile is still settling (see [`settle`](super::settle)).
+    pub settling: Arc<Settling>,
 }
 
 impl Ctx {
-    pub fn new(client: Client, events: Publisher, runs: Arc<RunIndex>) -> Self {
-        Ctx {
+    /// The context, and the [`Driver`] that must run beside the controller
+    /// for reconciles to settle.
+    pub fn new(client: Client, events: Publisher, runs: Arc<RunIndex>) -> (Self, Driver) {
+        let (settling, driver) = Settling::new();
+        let ctx = Ctx {
             client,
             events,
             runs,
@@ -96,7 +106,9 @@ impl Ctx {
             finalize_timeout: FINALIZE_TIMEOUT,
             metrics: Metrics::unregistered(),
             gate: Gate::new(super::DEFAULT_MAX_IN_FLIGHT),
-        }
+            settling,
+        };
+        (ctx, driver)
     }
 
     /// Send a request through the [`Gate`], counting throttled attempts.
@@ -150,6 +162,10 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
     let ns = obj
         .namespace()
         .ok_or_else(|| Error::Metadata(name.clone(), "namespace"))?;
+    if ctx.settling.defer(&(ns.clone(), name.clone())) {
+        // Run again once its previous reconcile has settled.
+        return Ok(Action::await_change());
+    }
     let api: Api<ActionSchedule> = Api::namespaced(ctx.client.clone(), &ns);
     let Some(mut s) = read::current(&ctx, &api, &obj, &ns).await? else {
         return Ok(Action::await_change());
@@ -173,21 +189,22 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
         s = set_finalizer(&api, &s, delete_runs, s.resource_version()).await?;
     }
     let old = s.status.clone().unwrap_or_default();
-    let mut status = old.clone();
-    status.observed_generation = s.metadata.generation;
     let now = Utc::now();
     let schedule = match Schedule::parse(&s.spec.schedule, s.spec.time_zone.as_deref()) {
         Ok(x) => x,
-        Err(e) => return invalid_schedule(&ctx, &api, &s, status, e).await,
+        Err(e) => {
+            let mut status = old.clone();
+            status.observed_generation = s.metadata.generation;
+            return invalid_schedule(&ctx, &api, &s, status, e).await;
+        }
     };
 
     // Read.
     let found = read::runs(&ctx, &ns, &name).await?;
-    let by_name = found.by_name();
     let mut runs = found.records.clone();
 
-    // Plan the ticks, then apply the plan.
-    let p = plan::plan(
+    // Plan the ticks, then create the runs; the rest settles after this reconcile.
+    let plan = plan::plan(
         &name,
         &schedule,
         &read::plan_settings(&s.spec),
@@ -196,16 +213,87 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
         &runs,
         read::run_now_token(&s, &old).as_deref(),
     );
-    apply::replace(&ctx, &s, &actionsets, &by_name, &p.replace, &mut runs).await?;
-    apply::create_runs(&ctx, &s, &actionsets, &labels, &p.create, &mut runs).await?;
-    apply::announce_skips(&ctx, &s, &labels, &p.skips).await;
+    apply::replace(
+        &ctx,
+        &s,
+        &actionsets,
+        &found.by_name(),
+        &plan.replace,
+        &mut runs,
+    )
+    .await?;
+    let created =
+        apply::create_runs(&ctx, &s, &actionsets, &labels, &plan.create, &mut runs).await?;
+    let next = plan.next;
+    let rest = Rest {
+        policy: Policy::from_spec(&s.spec.retention, schedule.time_zone()),
+        s,
+        api,
+        actionsets,
+        labels,
+        old,
+        plan,
+        found,
+        runs,
+        created,
+    };
+    let settling = ctx.settling.clone();
+    settling.start(ObjectRef::from_obj(obj.as_ref()), async move {
+        match settle(&ctx, rest).await {
+            Ok(waiting) => waiting.then_some(DELETE_POLL),
+            Err(e) => {
+                count_error(&ctx, &ns, &name, &e);
+                Some(RETRY)
+            }
+        }
+    });
+    Ok(requeue(next, Utc::now(), None))
+}
+
+/// What a reconcile leaves to [`settle`]: the schedule as read, its plan and
+/// its runs with those just created.
+struct Rest {
+    s: ActionSchedule,
+    api: Api<ActionSchedule>,
+    actionsets: Api<ActionSet>,
+    labels: Labels,
+    /// `status` as read.
+    old: ActionScheduleStatus,
+    plan: plan::Plan,
+    policy: Policy,
+    found: read::Found,
+    runs: Vec<RunRecord>,
+    created: Vec<NewRun>,
+}
+
+/// The rest of a reconcile, after its creates: their Events, the skipped
+/// ticks, rotation, the summary and the status write. Whether a delete action
+/// is pending or running (look again soon).
+async fn settle(ctx: &Ctx, rest: Rest) -> Result<bool, Error> {
+    let Rest {
+        s,
+        api,
+        actionsets,
+        labels,
+        old,
+        plan: p,
+        policy,
+        found,
+        mut runs,
+        created,
+    } = rest;
+    let now = Utc::now();
+    apply::announce_created(ctx, &s, &created).await;
+    apply::announce_skips(ctx, &s, &labels, &p.skips).await;
+    let mut status = old.clone();
+    status.observed_generation = s.metadata.generation;
     status::record_plan(&mut status, &p);
     // Summarized before rotation, so a run that failed is counted before it is rotated away.
     let sum = plan::summarize(&runs, &status::counted(&old));
 
     // Select what to rotate, then rotate it.
-    let policy = Policy::from_spec(&s.spec.retention, schedule.time_zone());
     let selected = retention::select(&runs, &policy);
+    let by_name = found.by_name();
     let remover = Remover::new(
         ctx.client.clone(),
         &s,
@@ -215,7 +303,7 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
         &by_name,
         &runs,
     );
-    let rotation = rotate::rotate(&ctx, &remover, &selected, &old, now).await?;
+    let rotation = rotate::rotate(ctx, &remover, &selected, &old, now).await?;
     runs.retain(|r| !rotation.removed.contains(&r.name));
     // A suspended schedule starts no tick, but its active runs still complete.
     let next_tick = p.next.filter(|_| !s.spec.suspend);
@@ -226,7 +314,7 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
     // Summary.
     if sum.consecutive_failures > old.consecutive_failures {
         publish(
-            &ctx,
+            ctx,
             &s,
             true,
             "RunFailed",
@@ -246,12 +334,8 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
         s.metadata.generation,
         &old.conditions,
     )];
-    write_status(&ctx, &api, &s, status).await?;
-    Ok(requeue(
-        p.next,
-        Utc::now(),
-        rotation.waiting.then_some(DELETE_POLL),
-    ))
+    write_status(ctx, &api, &s, status).await?;
+    Ok(rotation.waiting)
 }
 
 /// `spec.schedule` or `spec.timeZone` does not parse: say so (once) and wait
@@ -285,14 +369,20 @@ async fn invalid_schedule(
 }
 
 pub fn error_policy(obj: Arc<ActionSchedule>, err: &Error, ctx: Arc<Ctx>) -> Action {
-    let labels = with(
-        schedule_labels(&obj.namespace().unwrap_or_default(), &obj.name_any()),
-        "kind",
-        err.metric_label(),
+    count_error(
+        &ctx,
+        &obj.namespace().unwrap_or_default(),
+        &obj.name_any(),
+        err,
     );
+    Action::requeue(RETRY)
+}
+
+/// Count and log a failed reconcile (or settle); it is retried after [`RETRY`].
+fn count_error(ctx: &Ctx, ns: &str, name: &str, err: &Error) {
+    let labels = with(schedule_labels(ns, name), "kind", err.metric_label());
     ctx.metrics.reconcile_errors.get_or_create(&labels).inc();
-    warn!(schedule = %obj.name_any(), error = %err, "reconcile failed; retrying");
-    Action::requeue(Duration::from_secs(5))
+    warn!(schedule = %name, namespace = %ns, error = %err, "reconcile failed; retrying");
 }
 
 /// Every few seconds: set each schedule's overdue gauge, and forget the
@@ -356,7 +446,7 @@ mod tests {
         let client =
             Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap())).unwrap();
         let events = Publisher::new(client.clone(), "test", "test");
-        let ctx = Ctx::new(client, events, Arc::default());
+        let (ctx, _) = Ctx::new(client, events, Arc::default());
         let now = DateTime::parse_from_rfc3339("2026-01-01T00:01:30Z")
             .unwrap()
             .to_utc();
