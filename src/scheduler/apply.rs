@@ -4,6 +4,7 @@
 //! [`status`](super::status)).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use chrono::Utc;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
@@ -15,6 +16,7 @@ use super::gate::Priority;
 use super::identity;
 use super::metrics::{Labels, with};
 use super::plan::{self, NewRun, RunRecord, RunState, Skip, SkipReason, Trigger};
+use super::read::Known;
 use super::reconcile::{Ctx, Error};
 use super::status::status_patch;
 use crate::events::{Kind, Note};
@@ -51,8 +53,8 @@ pub(super) async fn publish(
     }
 }
 
-/// Write `status` unless unchanged, and remember the schedule's version
-/// (returned too).
+/// Write `status` unless unchanged, and remember the schedule as written
+/// (its version returned too).
 pub(super) async fn write_status(
     ctx: &Ctx,
     api: &Api<ActionSchedule>,
@@ -60,20 +62,41 @@ pub(super) async fn write_status(
     status: ActionScheduleStatus,
 ) -> Result<Option<String>, Error> {
     let key = (s.namespace().unwrap_or_default(), s.name_any());
-    let version = if s.status.as_ref() == Some(&status) {
-        s.resource_version()
-    } else {
-        let patch = Patch::Merge(status_patch(&status)?);
-        let (name, pp) = (s.name_any(), PatchParams::default());
-        // Behind the creates of all reconciles (see `gate`).
-        ctx.request(|| api.patch_status(&name, &pp, &patch))
-            .await?
-            .resource_version()
-    };
-    match &version {
-        Some(v) => ctx.known().insert(key, v.clone()),
-        None => ctx.known().remove(&key),
-    };
+    if s.status.as_ref() == Some(&status) {
+        let version = s.resource_version();
+        let mut known = ctx.known();
+        match &version {
+            // Unchanged: what is remembered of it (maybe our write the cache has not seen) stays.
+            Some(v) if known.get(&key).is_some_and(|k| &k.version == v) => {}
+            Some(v) => {
+                known.insert(key, Known::at(v.clone()));
+            }
+            None => {
+                known.remove(&key);
+            }
+        }
+        return Ok(version);
+    }
+    let patch = Patch::Merge(status_patch(&status)?);
+    let (name, pp) = (s.name_any(), PatchParams::default());
+    // Behind the creates of all reconciles (see `gate`).
+    let written = ctx.request(|| api.patch_status(&name, &pp, &patch)).await?;
+    let version = written.resource_version();
+    match (&version, s.resource_version()) {
+        (Some(v), before) => {
+            let ahead = before.map(|b| (b, Arc::new(written)));
+            ctx.known().insert(
+                key,
+                Known {
+                    version: v.clone(),
+                    ahead,
+                },
+            );
+        }
+        (None, _) => {
+            ctx.known().remove(&key);
+        }
+    }
     Ok(version)
 }
 

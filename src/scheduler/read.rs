@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 
+use super::gate::Priority;
 use super::identity;
 use super::plan::{self, PlanSettings, RunRecord, RunState, Trigger};
 use super::reconcile::{Ctx, Error};
@@ -18,9 +19,46 @@ use crate::model::{
     WatchedActionSet,
 };
 
+/// A schedule as this controller last read or wrote it.
+#[derive(Clone, Debug)]
+pub struct Known {
+    /// Its resourceVersion then: a cached object at it needs no fresh read.
+    pub version: String,
+    /// Our own write's result while the watch cache may still hold the
+    /// version it was made from (`.0`): no change but ours came between.
+    pub ahead: Option<(String, Arc<ActionSchedule>)>,
+}
+
+impl Known {
+    pub fn at(version: String) -> Known {
+        Known {
+            version,
+            ahead: None,
+        }
+    }
+
+    /// The newest version of the schedule, given the watch cache's `cached`,
+    /// when no fresh read is needed.
+    fn newest(&mut self, cached: &ActionSchedule) -> Option<ActionSchedule> {
+        let v = cached.resource_version()?;
+        if self.version == v {
+            // The cache has caught up with our write.
+            self.ahead = None;
+            return Some(cached.clone());
+        }
+        self.ahead
+            .as_ref()
+            .filter(|(before, _)| *before == v)
+            .map(|(_, ours)| ours.as_ref().clone())
+    }
+}
+
 /// The schedule at its newest version, or `None` when it is gone. The watch
 /// cache may be older than our own last status write: the cached object is
-/// used only at the version this controller last read or wrote.
+/// used only at the version this controller last read or wrote, and at the
+/// version just before our own last write, that write's result is used.
+/// Otherwise it is read from the API server, before any other request waiting
+/// (a create may follow it).
 pub(super) async fn current(
     ctx: &Ctx,
     api: &Api<ActionSchedule>,
@@ -29,13 +67,14 @@ pub(super) async fn current(
 ) -> Result<Option<ActionSchedule>, Error> {
     let name = obj.name_any();
     let key = (ns.to_string(), name.clone());
-    let cached = obj
-        .resource_version()
-        .is_some_and(|v| ctx.known().get(&key) == Some(&v));
-    if cached {
-        return Ok(Some(obj.clone()));
+    let remembered = ctx.known().get_mut(&key).and_then(|k| k.newest(obj));
+    if remembered.is_some() {
+        return Ok(remembered);
     }
-    let fresh = ctx.request(|| api.get_opt(&name)).await?;
+    let fresh = ctx
+        .send(Priority::Create, || api.get_opt(&name))
+        .await
+        .result?;
     if fresh.is_none() {
         ctx.known().remove(&key);
     }
@@ -193,6 +232,41 @@ mod tests {
 
     fn actionset(v: Value) -> ActionSet {
         serde_json::from_value(v).unwrap()
+    }
+
+    fn schedule_at(version: &str, suspend: bool) -> ActionSchedule {
+        serde_json::from_value(json!({
+            "metadata": {"name": "s", "namespace": "ns", "resourceVersion": version},
+            "spec": {"schedule": "* * * * *", "suspend": suspend, "actionSetTemplate": {"actions": []}},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_newest_schedule_is_the_cache_at_our_version_or_our_write_over_the_one_before() {
+        let ours = Arc::new(schedule_at("3", true));
+        let mut k = Known {
+            version: "3".into(),
+            ahead: Some(("2".into(), ours)),
+        };
+        // The cache still holds the version our write was made from: our write's result.
+        let got = k.newest(&schedule_at("2", false)).unwrap();
+        assert_eq!(got.resource_version().as_deref(), Some("3"));
+        assert!(got.spec.suspend);
+        // Another version (someone else's change, or an older one): read afresh.
+        assert!(k.newest(&schedule_at("1", false)).is_none());
+        assert!(k.newest(&schedule_at("4", false)).is_none());
+        // Caught up: the cached object, and our copy is dropped.
+        let got = k.newest(&schedule_at("3", true)).unwrap();
+        assert_eq!(got.resource_version().as_deref(), Some("3"));
+        assert!(k.ahead.is_none());
+        assert!(k.newest(&schedule_at("2", false)).is_none());
+        // Without a version nothing is known about it.
+        let mut plain = Known::at("5".into());
+        let mut unversioned = schedule_at("5", false);
+        unversioned.metadata.resource_version = None;
+        assert!(plain.newest(&unversioned).is_none());
+        assert!(plain.newest(&schedule_at("5", false)).is_some());
     }
 
     #[test]

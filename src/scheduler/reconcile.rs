@@ -78,9 +78,9 @@ pub struct Ctx {
     pub events: Publisher,
     /// ActionSets of every schedule, from the controller's watch.
     pub runs: Arc<RunIndex>,
-    /// resourceVersion of each schedule as this controller last read or
-    /// wrote it: a cached object at that version needs no fresh read.
-    pub known: Mutex<HashMap<(String, String), String>>,
+    /// Each schedule as this controller last read or wrote it (see
+    /// [`read::current`]).
+    pub known: Mutex<HashMap<(String, String), read::Known>>,
     /// How long a deleted schedule with `onDelete: Delete` waits for its runs
     /// and delete actions to end before it goes anyway.
     pub finalize_timeout: Duration,
@@ -140,7 +140,9 @@ impl Ctx {
         self.send(Priority::Other, call).await.result
     }
 
-    pub(super) fn known(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), String>> {
+    pub(super) fn known(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<(String, String), read::Known>> {
         // Poisoning only means another reconcile panicked; the map is still usable.
         self.known.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -452,7 +454,8 @@ mod tests {
             .to_utc();
         let (a, b) = (("hk", "a"), ("hk", "b"));
         for (ns, n) in [a, b] {
-            ctx.known().insert((ns.into(), n.into()), "1".into());
+            ctx.known()
+                .insert((ns.into(), n.into()), read::Known::at("1".into()));
         }
         ctx.metrics
             .consecutive_failures
