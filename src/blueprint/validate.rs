@@ -43,10 +43,13 @@ const PARAMS: &[&str] = &[
 const REPOSITORY_SERVER: &str = "RepositoryServer";
 
 pub fn validate(doc: &Value) -> Report {
+    // Fields are reached with `get`, not `Value::pointer`: a pointer copies every segment of
+    // its path into two new Strings per call.
     let mut v = Validator {
         report: Report {
             name: doc
-                .pointer("/metadata/name")
+                .get("metadata")
+                .and_then(|m| m.get("name"))
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_owned(),
@@ -200,7 +203,8 @@ impl Validator {
     /// would silently not apply, so it is a warning.
     fn phase_timeouts(&mut self, doc: &Value) {
         let Some(raw) = doc
-            .pointer("/metadata/annotations")
+            .get("metadata")
+            .and_then(|m| m.get("annotations"))
             .and_then(|a| a.get(ANNOTATION_PHASE_TIMEOUTS))
         else {
             return;
@@ -236,7 +240,7 @@ impl Validator {
                 );
                 continue;
             };
-            let known = doc.pointer("/actions").and_then(|a| a.get(action));
+            let known = doc.get("actions").and_then(|a| a.get(action));
             let mut names: Vec<String> = known
                 .and_then(|a| a.get("phases"))
                 .and_then(Value::as_array)
@@ -291,7 +295,8 @@ impl Validator {
     /// so it is a warning.
     fn rerun_on_restart(&mut self, doc: &Value) {
         let Some(raw) = doc
-            .pointer("/metadata/annotations")
+            .get("metadata")
+            .and_then(|m| m.get("annotations"))
             .and_then(|a| a.get(ANNOTATION_RERUN_ON_RESTART))
         else {
             return;
@@ -308,7 +313,7 @@ impl Validator {
         // Every phase of the Blueprint: (action, phase value).
         let mut phases: Vec<(String, &Value)> = Vec::new();
         for (action, a) in doc
-            .pointer("/actions")
+            .get("actions")
             .and_then(Value::as_object)
             .into_iter()
             .flatten()
@@ -727,7 +732,7 @@ impl Validator {
         }
         for (i, p) in phases.iter().enumerate() {
             let zero = p.get("func").and_then(Value::as_str) == Some("ScaleWorkload")
-                && matches!(p.pointer("/args/replicas"), Some(r) if r == 0 || r == "0");
+                && matches!(p.get("args").and_then(|a| a.get("replicas")), Some(r) if r == 0 || r == "0");
             if zero && i + 1 < phases.len() {
                 let phases_ctx = ctx.at("phases");
                 self.warn(

@@ -438,7 +438,8 @@ impl Parsed {
         ) && self
             .object
             .as_ref()
-            .and_then(|o| o.pointer("/metadata/deletionTimestamp"))
+            .and_then(|o| o.get("metadata"))
+            .and_then(|m| m.get("deletionTimestamp"))
             .is_none_or(Value::is_null)
     }
 }
@@ -594,11 +595,13 @@ fn encode_review(response: AdmissionResponse) -> serde_json::Result<Vec<u8>> {
 }
 
 fn object_name(obj: &Value) -> String {
-    obj.pointer("/metadata/name")
+    obj.get("metadata")
+        .and_then(|m| m.get("name"))
         .and_then(Value::as_str)
         .filter(|n| !n.is_empty())
         .or_else(|| {
-            obj.pointer("/metadata/generateName")
+            obj.get("metadata")
+                .and_then(|m| m.get("generateName"))
                 .and_then(Value::as_str)
         })
         .unwrap_or("")
