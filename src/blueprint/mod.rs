@@ -9,6 +9,6 @@ mod normalize;
 mod report;
 mod validate;
 
-pub use normalize::{is_pruned_list, normalize};
+pub use normalize::{is_pruned_list, normalize, patch as normalization_patch};
 pub use report::{Problem, Report, Rule};
 pub use validate::validate;

@@ -639,8 +639,8 @@ fn mutate_blueprint(base: AdmissionResponse, obj: &Value) -> (AdmissionResponse,
             format!("{n} deferPhase list(s) that cannot be normalized"),
         );
     }
-    let normalized = blueprint::normalize(obj);
-    let patch: Patch = json_patch::diff(obj, &normalized);
+    let patch: Patch = blueprint::normalization_patch(obj)
+        .unwrap_or_else(|| json_patch::diff(obj, &blueprint::normalize(obj)));
     if patch.0.is_empty() {
         return (base, Verdict::Allowed, "already normalized".into());
     }
