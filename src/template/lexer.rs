@@ -71,6 +71,35 @@ fn is_alnum(c: char) -> bool {
     c == '_' || c.is_alphanumeric()
 }
 
+/// Length in bytes of the run of [`is_alnum`] characters `s` starts with: byte by byte while
+/// ASCII (most words), decoding a character only for the others.
+fn alnum_len(s: &str) -> usize {
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i].is_ascii() {
+            if !(b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                break;
+            }
+            i += 1;
+        } else {
+            match s[i..].chars().next() {
+                Some(c) if is_alnum(c) => i += c.len_utf8(),
+                _ => break,
+            }
+        }
+    }
+    i
+}
+
+/// Length in bytes of the run of [`is_space`] characters `s` starts with (all ASCII, so bytes
+/// can be compared: no byte of a longer UTF-8 sequence is ASCII).
+fn space_len(s: &str) -> usize {
+    s.bytes()
+        .position(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+        .unwrap_or(s.len())
+}
+
 /// Where the first `{{` starts: a byte search for `{` (memchr) instead of a substring searcher
 /// built per call.
 pub fn find_open(s: &str) -> Option<usize> {
@@ -190,7 +219,7 @@ fn lex_action<'a>(
         };
         if is_space(c) {
             // Right trim marker " -}}".
-            let n = rest.len() - rest.trim_start_matches(is_space).len();
+            let n = space_len(rest);
             let after = &rest[n..];
             if after.starts_with("-}}") {
                 if depth > 0 {
@@ -265,11 +294,7 @@ fn lex_action<'a>(
                 pos += n;
             }
             '$' => {
-                let n = 1 + rest[1..]
-                    .char_indices()
-                    .find(|(_, c)| !is_alnum(*c))
-                    .map(|(i, _)| i)
-                    .unwrap_or(rest.len() - 1);
+                let n = 1 + alnum_len(&rest[1..]);
                 push(toks, Tok::Variable(&rest[..n]));
                 pos += n;
                 check_term(src, pos, line)?;
@@ -283,11 +308,7 @@ fn lex_action<'a>(
                         pos += n;
                     }
                     Some(a) if is_alnum(a) => {
-                        let n = 1 + rest[1..]
-                            .char_indices()
-                            .find(|(_, c)| !is_alnum(*c))
-                            .map(|(i, _)| i)
-                            .unwrap_or(rest.len() - 1);
+                        let n = 1 + alnum_len(&rest[1..]);
                         push(toks, Tok::Field(&rest[1..n]));
                         pos += n;
                         check_term(src, pos, line)?;
@@ -313,11 +334,7 @@ fn lex_action<'a>(
                 }
             }
             c if is_alnum(c) => {
-                let n = rest
-                    .char_indices()
-                    .find(|(_, c)| !is_alnum(*c))
-                    .map(|(i, _)| i)
-                    .unwrap_or(rest.len());
+                let n = alnum_len(rest);
                 let word = &rest[..n];
                 let tok = match word {
                     "true" => Tok::Bool(true),
