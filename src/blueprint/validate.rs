@@ -55,6 +55,7 @@ pub fn validate(doc: &Value) -> Report {
                 .to_owned(),
             ..Report::default()
         },
+        checked: Vec::new(),
     };
     match doc {
         Value::Object(root) => match root.get("actions") {
@@ -182,11 +183,22 @@ enum Stage<'a> {
     Fetched,
 }
 
-struct Validator {
+/// Most template texts remembered per validation (see [`Validator::template`]).
+const MAX_CHECKED: usize = 32;
+/// Longest template text remembered: repeats are short (`{{ .StatefulSet.Namespace }}` in
+/// each phase); long scripts differ, and comparing them would cost more than it saves.
+const MAX_CHECKED_LEN: usize = 256;
+
+struct Validator<'d> {
     report: Report,
+    /// Template texts of this Blueprint checked so far, with what the check found.
+    checked: Vec<(
+        &'d str,
+        Result<template::References, template::TemplateError>,
+    )>,
 }
 
-impl Validator {
+impl<'d> Validator<'d> {
     fn error(&mut self, ctx: Ctx<'_>, rule: Rule, message: String) {
         self.report.errors.push(problem(ctx, rule, message));
     }
@@ -374,7 +386,7 @@ impl Validator {
         }
     }
 
-    fn action(&mut self, name: &str, action: &Value) {
+    fn action(&mut self, name: &str, action: &'d Value) {
         let path = format!("actions.{name}");
         let ctx = Ctx {
             action: Some(name),
@@ -495,7 +507,7 @@ impl Validator {
         }
     }
 
-    fn phase(&mut self, ctx: Ctx<'_>, phase: &Value, stage: Stage, has_defer: bool) {
+    fn phase(&mut self, ctx: Ctx<'_>, phase: &'d Value, stage: Stage, has_defer: bool) {
         let Some(phase) = phase.as_object() else {
             return self.error(
                 ctx,
@@ -571,10 +583,10 @@ impl Validator {
             );
         }
         match phase.get("args") {
-            None | Some(Value::Null) => {
-                self.args(&ctx.at("args"), func, &Map::new(), stage, has_defer)
+            None | Some(Value::Null) => self.args(&ctx.at("args"), func, None, stage, has_defer),
+            Some(Value::Object(args)) => {
+                self.args(&ctx.at("args"), func, Some(args), stage, has_defer)
             }
-            Some(Value::Object(args)) => self.args(&ctx.at("args"), func, args, stage, has_defer),
             Some(_) => self.error(
                 ctx.at("args"),
                 Rule::Structure,
@@ -587,11 +599,11 @@ impl Validator {
         &mut self,
         ctx: &Ctx,
         func: &Function,
-        args: &Map<String, Value>,
+        args: Option<&'d Map<String, Value>>,
         stage: Stage,
         has_defer: bool,
     ) {
-        for (name, value) in args {
+        for (name, value) in args.into_iter().flatten() {
             match func.arg(name) {
                 None => self.error(
                     ctx.at(name),
@@ -637,7 +649,7 @@ impl Validator {
             }
         }
         for (name, _) in func.required {
-            match args.get(*name) {
+            match args.and_then(|a| a.get(*name)) {
                 Some(v) if !v.is_null() => {}
                 _ => self.error(
                     ctx.at(name),
@@ -651,7 +663,7 @@ impl Validator {
     fn output_artifacts(
         &mut self,
         ctx: &Ctx,
-        artifacts: Option<&Value>,
+        artifacts: Option<&'d Value>,
         main: &[String],
         has_defer: bool,
     ) {
@@ -746,7 +758,14 @@ impl Validator {
     /// Checks every template string inside `value`, map keys too, as
     /// Kanister renders them; `own` marks Wait/WaitV2 args, which render
     /// themselves (keys are not rendered, `condition` sees the object).
-    fn templates_in(&mut self, ctx: &Ctx, value: &Value, own: bool, stage: Stage, has_defer: bool) {
+    fn templates_in(
+        &mut self,
+        ctx: &Ctx,
+        value: &'d Value,
+        own: bool,
+        stage: Stage,
+        has_defer: bool,
+    ) {
         match value {
             Value::String(s) => self.template(ctx, s, stage, has_defer),
             Value::Array(list) => {
@@ -771,12 +790,37 @@ impl Validator {
         }
     }
 
-    fn template(&mut self, ctx: &Ctx, text: &str, stage: Stage, has_defer: bool) {
+    fn template(&mut self, ctx: &Ctx, text: &'d str, stage: Stage, has_defer: bool) {
         if !is_template(text) {
             return;
         }
+        // The same text is often written several times: checked once per Blueprint.
+        // Bounded, so that many distinct texts cost hardly more than without it.
+        let short = text.len() <= MAX_CHECKED_LEN;
+        if short && let Some(i) = self.checked.iter().position(|(t, _)| *t == text) {
+            let found =
+                std::mem::replace(&mut self.checked[i].1, Ok(template::References::default()));
+            self.references(ctx, &found, stage, has_defer);
+            self.checked[i].1 = found;
+            return;
+        }
         // Parsed borrowed, only for its references: nothing is kept to render.
-        let references = match template::check(text) {
+        let found = template::check(text);
+        self.references(ctx, &found, stage, has_defer);
+        if short && self.checked.len() < MAX_CHECKED {
+            self.checked.push((text, found));
+        }
+    }
+
+    /// Reports what the check of a template found.
+    fn references(
+        &mut self,
+        ctx: &Ctx,
+        found: &Result<template::References, template::TemplateError>,
+        stage: Stage,
+        has_defer: bool,
+    ) {
+        let references = match found {
             Ok(r) => r,
             Err(e) => {
                 return self.error(
@@ -787,7 +831,7 @@ impl Validator {
             }
         };
         let mut reported = BTreeSet::new();
-        for field in references.fields {
+        for field in &references.fields {
             if field.trim_start_matches('.').split('.').next() == Some(REPOSITORY_SERVER) {
                 // Released Kanister's parameter for its Kopia repository server: admitted, but
                 // this executor has none, so the template fails to render here.
@@ -799,7 +843,7 @@ impl Validator {
                 }
                 continue;
             }
-            if let Some(message) = reference_problem(&field, stage, has_defer)
+            if let Some(message) = reference_problem(field, stage, has_defer)
                 && reported.insert(message.clone())
             {
                 self.error(*ctx, Rule::TemplateReference, message);
@@ -1004,6 +1048,39 @@ mod tests {
             "{:?}",
             r.errors
         );
+    }
+
+    /// A template text written several times is checked once, but its references are judged
+    /// where each copy is: `.Phases.dump` exists in the second phase, not in the first.
+    #[test]
+    fn a_repeated_template_is_judged_at_each_place() {
+        let t = "{{ .Phases.dump.Output.x }} {{ .Nope }}";
+        let doc = json!({
+            "metadata": {"name": "b"},
+            "actions": {"backup": {"phases": [
+                {"func": "KubeTask", "name": "dump", "args": {"image": t, "command": [t]}},
+                {"func": "KubeTask", "name": "up", "args": {"image": t, "command": ["{{ .Bad"]}},
+                {"func": "KubeTask", "name": "again", "args": {"image": "x", "command": ["{{ .Bad"]}},
+            ]}},
+        });
+        let m = messages(&validate(&doc).errors);
+        let at = |path: &str| {
+            m.iter()
+                .filter(|e| e.starts_with(&format!("{path}|")))
+                .count()
+        };
+        assert_eq!(at("actions.backup.phases[0].args.image"), 2, "{m:?}");
+        assert_eq!(at("actions.backup.phases[0].args.command[0]"), 2, "{m:?}");
+        assert_eq!(at("actions.backup.phases[1].args.image"), 1, "{m:?}");
+        assert_eq!(at("actions.backup.phases[1].args.command[0]"), 1, "{m:?}");
+        assert_eq!(at("actions.backup.phases[2].args.command[0]"), 1, "{m:?}");
+        assert!(
+            m.iter().any(|e| e.starts_with(
+                "actions.backup.phases[2].args.command[0]|backup/again|template does not parse"
+            )),
+            "{m:?}"
+        );
+        assert_eq!(m.len(), 7, "{m:?}");
     }
 
     #[test]
