@@ -438,8 +438,8 @@ impl Parsed {
         ) && self
             .object
             .as_ref()
-            .and_then(|o| o.get("metadata"))
-            .and_then(|m| m.get("deletionTimestamp"))
+            .and_then(|o| blueprint::get(o, "metadata"))
+            .and_then(|m| blueprint::get(m, "deletionTimestamp"))
             .is_none_or(Value::is_null)
     }
 }
@@ -595,13 +595,13 @@ fn encode_review(response: AdmissionResponse) -> serde_json::Result<Vec<u8>> {
 }
 
 fn object_name(obj: &Value) -> String {
-    obj.get("metadata")
-        .and_then(|m| m.get("name"))
+    blueprint::get(obj, "metadata")
+        .and_then(|m| blueprint::get(m, "name"))
         .and_then(Value::as_str)
         .filter(|n| !n.is_empty())
         .or_else(|| {
-            obj.get("metadata")
-                .and_then(|m| m.get("generateName"))
+            blueprint::get(obj, "metadata")
+                .and_then(|m| blueprint::get(m, "generateName"))
                 .and_then(Value::as_str)
         })
         .unwrap_or("")
@@ -661,8 +661,7 @@ fn defer_phase_lists(obj: &Value) -> BTreeSet<String> {
         .into_iter()
         .flatten()
         .filter(|(_, action)| {
-            action
-                .get("deferPhase")
+            blueprint::get(action, "deferPhase")
                 .and_then(Value::as_array)
                 .is_some_and(|l| l.len() >= 2 || blueprint::is_pruned_list(l))
         })
