@@ -193,10 +193,7 @@ const MAX_CHECKED_LEN: usize = 256;
 struct Validator<'d> {
     report: Report,
     /// Template texts of this Blueprint checked so far, with what the check found.
-    checked: Vec<(
-        &'d str,
-        Result<template::References, template::TemplateError>,
-    )>,
+    checked: Vec<(&'d str, Result<Vec<String>, template::TemplateError>)>,
 }
 
 impl<'d> Validator<'d> {
@@ -799,14 +796,13 @@ impl<'d> Validator<'d> {
         // Bounded, so that many distinct texts cost hardly more than without it.
         let short = text.len() <= MAX_CHECKED_LEN;
         if short && let Some(i) = self.checked.iter().position(|(t, _)| *t == text) {
-            let found =
-                std::mem::replace(&mut self.checked[i].1, Ok(template::References::default()));
+            let found = std::mem::replace(&mut self.checked[i].1, Ok(Vec::new()));
             self.references(ctx, &found, stage, has_defer);
             self.checked[i].1 = found;
             return;
         }
         // Parsed borrowed, only for its references: nothing is kept to render.
-        let found = template::check(text);
+        let found = template::check_fields(text);
         self.references(ctx, &found, stage, has_defer);
         if short && self.checked.len() < MAX_CHECKED {
             self.checked.push((text, found));
@@ -817,12 +813,12 @@ impl<'d> Validator<'d> {
     fn references(
         &mut self,
         ctx: &Ctx,
-        found: &Result<template::References, template::TemplateError>,
+        found: &Result<Vec<String>, template::TemplateError>,
         stage: Stage,
         has_defer: bool,
     ) {
-        let references = match found {
-            Ok(r) => r,
+        let fields = match found {
+            Ok(f) => f,
             Err(e) => {
                 return self.error(
                     *ctx,
@@ -832,7 +828,7 @@ impl<'d> Validator<'d> {
             }
         };
         let mut reported = BTreeSet::new();
-        for field in &references.fields {
+        for field in fields {
             if segments(field).next() == Some(REPOSITORY_SERVER) {
                 // Released Kanister's parameter for its Kopia repository server: admitted, but
                 // this executor has none, so the template fails to render here.
