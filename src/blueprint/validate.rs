@@ -4,6 +4,7 @@
 //! unique per action (not per Blueprint, since `.Phases` is action-scoped),
 //! and argument types, templates and `.Phases` references are checked too.
 
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{Map, Value};
@@ -168,16 +169,16 @@ enum Stage<'a> {
     /// Main phase: these earlier phases have run; the current one has
     /// started (its `.Phases.<name>.Secrets` exist, its output does not).
     Main {
-        earlier: &'a [String],
+        earlier: &'a [&'a str],
         current: &'a str,
     },
     Defer {
-        main: &'a [String],
+        main: &'a [&'a str],
     },
     /// Phase `objects` are rendered when the action starts: no phase has run.
     Objects,
     Artifacts {
-        main: &'a [String],
+        main: &'a [&'a str],
     },
     /// Wait/WaitV2 `condition`: rendered against the fetched object, so
     /// only its syntax can be checked.
@@ -433,13 +434,13 @@ impl<'d> Validator<'d> {
         };
 
         // Names first: they scope the `.Phases` checks below.
-        let main_names: Vec<String> = phases.iter().copied().map(phase_name).collect();
-        let defer_name = defer.map(phase_name);
-        self.duplicate_names(&ctx, &main_names, defer_name.as_deref());
+        let main_names: Vec<&str> = phases.iter().copied().map(phase_name_of).collect();
+        let defer_name = defer.map(phase_name_of);
+        self.duplicate_names(&ctx, &main_names, defer_name);
 
         let phases_ctx = ctx.at("phases");
         for (i, phase) in phases.iter().enumerate() {
-            let label = label(&main_names[i], i);
+            let label = label(main_names[i], i);
             let pctx = Ctx {
                 phase: Some(&label),
                 ..phases_ctx.index(i)
@@ -449,13 +450,13 @@ impl<'d> Validator<'d> {
                 phase,
                 Stage::Main {
                     earlier: &main_names[..i],
-                    current: &main_names[i],
+                    current: main_names[i],
                 },
                 defer.is_some(),
             );
         }
         if let Some(d) = defer {
-            let label = label(defer_name.as_deref().unwrap_or_default(), usize::MAX);
+            let label = label(defer_name.unwrap_or_default(), usize::MAX);
             let dctx = Ctx {
                 phase: Some(&label),
                 ..ctx.at("deferPhase")
@@ -475,7 +476,7 @@ impl<'d> Validator<'d> {
         self.scale_to_zero_without_defer(&ctx, &phases, defer.is_some());
     }
 
-    fn duplicate_names(&mut self, ctx: &Ctx, main: &[String], defer: Option<&str>) {
+    fn duplicate_names(&mut self, ctx: &Ctx, main: &[&str], defer: Option<&str>) {
         // Where each name is: `Some(i)` for `phases[i]`, `None` for the deferPhase; spelled out
         // only for a duplicate.
         let spell = |at: Option<usize>| match at {
@@ -486,7 +487,7 @@ impl<'d> Validator<'d> {
         let all = main
             .iter()
             .enumerate()
-            .map(|(i, n)| (n.as_str(), Some(i)))
+            .map(|(i, n)| (*n, Some(i)))
             .chain(defer.map(|n| (n, None)));
         for (name, at) in all {
             if let Some(&first) = seen.get(name) {
@@ -662,7 +663,7 @@ impl<'d> Validator<'d> {
         &mut self,
         ctx: &Ctx,
         artifacts: Option<&'d Value>,
-        main: &[String],
+        main: &[&str],
         has_defer: bool,
     ) {
         let ctx = ctx.at("outputArtifacts");
@@ -902,7 +903,7 @@ fn reference_problem(field: &str, stage: Stage, has_defer: bool) -> Option<Strin
     match top {
         "Phases" => {
             let name = second?;
-            let (visible, when): (&[String], &str) = match stage {
+            let (visible, when): (&[&str], &str) = match stage {
                 Stage::Main { current, .. } if current == name => {
                     return (parts.next() == Some("Output"))
                         .then(|| format!(".Phases.{name}.Output: a phase cannot read its own output; only earlier phases' outputs exist"));
@@ -912,7 +913,7 @@ fn reference_problem(field: &str, stage: Stage, has_defer: bool) -> Option<Strin
                 Stage::Fetched => return None,
                 Stage::Objects => return Some(format!("{field}: phase objects are rendered when the action starts, before any phase ran")),
             };
-            (!visible.iter().any(|n| n == name)).then(|| format!(".Phases.{name}: '{name}' is not {when}, so .Phases.{name} does not exist here"))
+            (!visible.contains(&name)).then(|| format!(".Phases.{name}: '{name}' is not {when}, so .Phases.{name} does not exist here"))
         }
         "DeferPhase" if !has_defer => Some(".DeferPhase: this action has no deferPhase".into()),
         "DeferPhase" if second == Some("Output") && !matches!(stage, Stage::Artifacts { .. }) => {
@@ -935,6 +936,11 @@ fn problem(ctx: Ctx<'_>, rule: Rule, message: String) -> Problem {
     }
 }
 
+/// A phase's name, empty when it has none, borrowed.
+fn phase_name_of(p: &Value) -> &str {
+    get(p, "name").and_then(Value::as_str).unwrap_or_default()
+}
+
 fn phase_name(p: &Value) -> String {
     get(p, "name")
         .and_then(Value::as_str)
@@ -943,11 +949,11 @@ fn phase_name(p: &Value) -> String {
 }
 
 /// Name shown in `action/phase` locations; unnamed phases by position.
-fn label(name: &str, index: usize) -> String {
+fn label(name: &str, index: usize) -> Cow<'_, str> {
     match (name.is_empty(), index) {
-        (false, _) => name.to_owned(),
+        (false, _) => Cow::Borrowed(name),
         (true, usize::MAX) => "deferPhase".into(),
-        (true, i) => format!("phases[{i}]"),
+        (true, i) => format!("phases[{i}]").into(),
     }
 }
 

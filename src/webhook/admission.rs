@@ -301,8 +301,15 @@ pub fn parse_envelope(route: Route, body: &[u8]) -> Result<Envelope<'_>, Outcome
         .filter(|(k, _)| k != "object" && k != "oldObject")
     {
         rest.push(if rest.is_empty() { '{' } else { ',' });
-        // A name is written back escaped (it was unescaped when read).
-        rest.push_str(&serde_json::to_string(name).map_err(not_json)?);
+        // A name is written back escaped (it was unescaped when read); the usual names need
+        // no escape (serde_json escapes only `"`, `\\` and control characters).
+        if name.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
+            rest.push_str(&serde_json::to_string(name).map_err(not_json)?);
+        } else {
+            rest.push('"');
+            rest.push_str(name);
+            rest.push('"');
+        }
         rest.push(':');
         rest.push_str(value.get());
     }
