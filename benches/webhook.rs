@@ -3,6 +3,7 @@
 //! ```text
 //! cargo bench --bench webhook
 //! BENCH_REQUESTS=20000 BENCH_CLIENTS=16,64 cargo bench --bench webhook
+//! BENCH_STAGES_ONLY=1 cargo bench --bench webhook    # the in-process stages only
 //! ```
 //! The server runs in a child process (this binary again, started with `BENCH_WEBHOOK_SERVE`),
 //! so its CPU time (`/proc/<pid>/stat` utime + stime) and memory (VmRSS, sampled every 10 ms)
@@ -435,16 +436,50 @@ fn main() {
         println!("{name}: {source}, {} bytes as AdmissionReview", v.len());
     }
 
-    if full {
-        println!("\nstages, CPU µs per review in-process (one thread, no TLS, best of 5 x 400):");
+    // BENCH_STAGES_ONLY=1: the in-process stages alone (quick, and needs no quiet machine for
+    // the load), to compare changes to the review path.
+    let stages_only = std::env::var("BENCH_STAGES_ONLY").is_ok_and(|v| v == "1");
+    let looped = std::env::var("BENCH_LOOP").ok();
+    if (full || stages_only) && looped.is_none() {
+        let rounds = env_usize("BENCH_STAGES_ROUNDS", 400);
+        println!(
+            "\nstages, CPU µs per review in-process (one thread, no TLS, best of 5 x {rounds}):"
+        );
         println!(
             "{:<6} {:<20} {:>8} {:>8} {:>9} {:>9} {:>8} {:>10}",
             "", "route", "json", "parse", "validate", "normalize", "review", "remembered"
         );
         for (name, _, v, m, ..) in &blueprints {
-            stages(name, Route::ValidateBlueprint, v, 400);
-            stages(name, Route::MutateBlueprint, m, 400);
+            stages(name, Route::ValidateBlueprint, v, rounds);
+            stages(name, Route::MutateBlueprint, m, rounds);
         }
+    }
+    if stages_only {
+        // BENCH_LOOP=<small|large>-<validate|mutate>:<n>: instead of the table, n whole reviews
+        // of that body, for `perf stat -e instructions:u` or `perf record`.
+        if let Some((which, n)) = looped.and_then(|l| {
+            Some((
+                l.split_once(':')?.0.to_owned(),
+                l.split_once(':')?.1.parse().ok()?,
+            ))
+        }) {
+            for (name, _, v, m, ..) in &blueprints {
+                for (route, body) in [("validate", v), ("mutate", m)] {
+                    if which == format!("{name}-{route}") {
+                        let route = if route == "validate" {
+                            Route::ValidateBlueprint
+                        } else {
+                            Route::MutateBlueprint
+                        };
+                        for _ in 0..n {
+                            std::hint::black_box(admission::handle_review(route, body));
+                        }
+                    }
+                }
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
     }
 
     // As issue 27 compared the webhooks: the server alone on one core (CPU 0), the clients on

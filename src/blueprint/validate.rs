@@ -4,12 +4,14 @@
 //! unique per action (not per Blueprint, since `.Phases` is action-scoped),
 //! and argument types, templates and `.Phases` references are checked too.
 
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{Map, Value};
 
 use super::late_failures;
 use super::report::{Problem, Report, Rule};
+use super::{field, get};
 use crate::functions::registry::{self, ArgType, Function, Restart};
 use crate::functions::weak;
 use crate::model::labels::{ANNOTATION_PHASE_TIMEOUTS, ANNOTATION_RERUN_ON_RESTART};
@@ -43,15 +45,19 @@ const PARAMS: &[&str] = &[
 const REPOSITORY_SERVER: &str = "RepositoryServer";
 
 pub fn validate(doc: &Value) -> Report {
+    // Fields are reached with `get`, not `Value::pointer`: a pointer copies every segment of
+    // its path into two new Strings per call.
     let mut v = Validator {
         report: Report {
             name: doc
-                .pointer("/metadata/name")
+                .get("metadata")
+                .and_then(|m| get(m, "name"))
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_owned(),
             ..Report::default()
         },
+        checked: Vec::new(),
     };
     match doc {
         Value::Object(root) => match root.get("actions") {
@@ -163,27 +169,35 @@ enum Stage<'a> {
     /// Main phase: these earlier phases have run; the current one has
     /// started (its `.Phases.<name>.Secrets` exist, its output does not).
     Main {
-        earlier: &'a [String],
+        earlier: &'a [&'a str],
         current: &'a str,
     },
     Defer {
-        main: &'a [String],
+        main: &'a [&'a str],
     },
     /// Phase `objects` are rendered when the action starts: no phase has run.
     Objects,
     Artifacts {
-        main: &'a [String],
+        main: &'a [&'a str],
     },
     /// Wait/WaitV2 `condition`: rendered against the fetched object, so
     /// only its syntax can be checked.
     Fetched,
 }
 
-struct Validator {
+/// Most template texts remembered per validation (see [`Validator::template`]).
+const MAX_CHECKED: usize = 32;
+/// Longest template text remembered: repeats are short (`{{ .StatefulSet.Namespace }}` in
+/// each phase); long scripts differ, and comparing them would cost more than it saves.
+const MAX_CHECKED_LEN: usize = 256;
+
+struct Validator<'d> {
     report: Report,
+    /// Template texts of this Blueprint checked so far, with what the check found.
+    checked: Vec<(&'d str, Result<Vec<String>, template::TemplateError>)>,
 }
 
-impl Validator {
+impl<'d> Validator<'d> {
     fn error(&mut self, ctx: Ctx<'_>, rule: Rule, message: String) {
         self.report.errors.push(problem(ctx, rule, message));
     }
@@ -200,7 +214,8 @@ impl Validator {
     /// would silently not apply, so it is a warning.
     fn phase_timeouts(&mut self, doc: &Value) {
         let Some(raw) = doc
-            .pointer("/metadata/annotations")
+            .get("metadata")
+            .and_then(|m| m.get("annotations"))
             .and_then(|a| a.get(ANNOTATION_PHASE_TIMEOUTS))
         else {
             return;
@@ -236,7 +251,7 @@ impl Validator {
                 );
                 continue;
             };
-            let known = doc.pointer("/actions").and_then(|a| a.get(action));
+            let known = doc.get("actions").and_then(|a| a.get(action));
             let mut names: Vec<String> = known
                 .and_then(|a| a.get("phases"))
                 .and_then(Value::as_array)
@@ -291,7 +306,8 @@ impl Validator {
     /// so it is a warning.
     fn rerun_on_restart(&mut self, doc: &Value) {
         let Some(raw) = doc
-            .pointer("/metadata/annotations")
+            .get("metadata")
+            .and_then(|m| m.get("annotations"))
             .and_then(|a| a.get(ANNOTATION_RERUN_ON_RESTART))
         else {
             return;
@@ -308,7 +324,7 @@ impl Validator {
         // Every phase of the Blueprint: (action, phase value).
         let mut phases: Vec<(String, &Value)> = Vec::new();
         for (action, a) in doc
-            .pointer("/actions")
+            .get("actions")
             .and_then(Value::as_object)
             .into_iter()
             .flatten()
@@ -369,7 +385,7 @@ impl Validator {
         }
     }
 
-    fn action(&mut self, name: &str, action: &Value) {
+    fn action(&mut self, name: &str, action: &'d Value) {
         let path = format!("actions.{name}");
         let ctx = Ctx {
             action: Some(name),
@@ -383,7 +399,7 @@ impl Validator {
             );
         };
 
-        let phases: Vec<&Value> = match action.get("phases") {
+        let phases: Vec<&Value> = match field(action, "phases") {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(list)) => list.iter().collect(),
             Some(_) => {
@@ -395,7 +411,7 @@ impl Validator {
                 Vec::new()
             }
         };
-        let defer = match action.get("deferPhase") {
+        let defer = match field(action, "deferPhase") {
             None | Some(Value::Null) => None,
             Some(Value::Array(list)) => {
                 let message = if super::is_pruned_list(list) {
@@ -418,13 +434,13 @@ impl Validator {
         };
 
         // Names first: they scope the `.Phases` checks below.
-        let main_names: Vec<String> = phases.iter().copied().map(phase_name).collect();
-        let defer_name = defer.map(phase_name);
-        self.duplicate_names(&ctx, &main_names, defer_name.as_deref());
+        let main_names: Vec<&str> = phases.iter().copied().map(phase_name_of).collect();
+        let defer_name = defer.map(phase_name_of);
+        self.duplicate_names(&ctx, &main_names, defer_name);
 
         let phases_ctx = ctx.at("phases");
         for (i, phase) in phases.iter().enumerate() {
-            let label = label(&main_names[i], i);
+            let label = label(main_names[i], i);
             let pctx = Ctx {
                 phase: Some(&label),
                 ..phases_ctx.index(i)
@@ -434,13 +450,13 @@ impl Validator {
                 phase,
                 Stage::Main {
                     earlier: &main_names[..i],
-                    current: &main_names[i],
+                    current: main_names[i],
                 },
                 defer.is_some(),
             );
         }
         if let Some(d) = defer {
-            let label = label(defer_name.as_deref().unwrap_or_default(), usize::MAX);
+            let label = label(defer_name.unwrap_or_default(), usize::MAX);
             let dctx = Ctx {
                 phase: Some(&label),
                 ..ctx.at("deferPhase")
@@ -453,14 +469,14 @@ impl Validator {
 
         self.output_artifacts(
             &ctx,
-            action.get("outputArtifacts"),
+            field(action, "outputArtifacts"),
             &main_names,
             defer.is_some(),
         );
         self.scale_to_zero_without_defer(&ctx, &phases, defer.is_some());
     }
 
-    fn duplicate_names(&mut self, ctx: &Ctx, main: &[String], defer: Option<&str>) {
+    fn duplicate_names(&mut self, ctx: &Ctx, main: &[&str], defer: Option<&str>) {
         // Where each name is: `Some(i)` for `phases[i]`, `None` for the deferPhase; spelled out
         // only for a duplicate.
         let spell = |at: Option<usize>| match at {
@@ -471,7 +487,7 @@ impl Validator {
         let all = main
             .iter()
             .enumerate()
-            .map(|(i, n)| (n.as_str(), Some(i)))
+            .map(|(i, n)| (*n, Some(i)))
             .chain(defer.map(|n| (n, None)));
         for (name, at) in all {
             if let Some(&first) = seen.get(name) {
@@ -490,7 +506,7 @@ impl Validator {
         }
     }
 
-    fn phase(&mut self, ctx: Ctx<'_>, phase: &Value, stage: Stage, has_defer: bool) {
+    fn phase(&mut self, ctx: Ctx<'_>, phase: &'d Value, stage: Stage, has_defer: bool) {
         let Some(phase) = phase.as_object() else {
             return self.error(
                 ctx,
@@ -498,7 +514,7 @@ impl Validator {
                 "a phase must be a map with func, name and args".into(),
             );
         };
-        match phase.get("name") {
+        match field(phase, "name") {
             None | Some(Value::Null) => {}
             Some(Value::String(n)) if !n.is_empty() && !is_identifier(n) => self.warn(
                 ctx.at("name"),
@@ -508,7 +524,7 @@ impl Validator {
             Some(_) => self.error(ctx.at("name"), Rule::Structure, "name must be a string".into()),
         }
         let func =
-            match phase.get("func") {
+            match field(phase, "func") {
                 Some(Value::String(f)) => registry::function(f).ok_or(f.as_str()),
                 Some(_) => {
                     return self.error(
@@ -556,7 +572,7 @@ impl Validator {
                 ),
             );
         }
-        if let Some(objects) = phase.get("objects").filter(|o| !o.is_null()) {
+        if let Some(objects) = field(phase, "objects").filter(|o| !o.is_null()) {
             self.templates_in(
                 &ctx.at("objects"),
                 objects,
@@ -565,11 +581,11 @@ impl Validator {
                 has_defer,
             );
         }
-        match phase.get("args") {
-            None | Some(Value::Null) => {
-                self.args(&ctx.at("args"), func, &Map::new(), stage, has_defer)
+        match field(phase, "args") {
+            None | Some(Value::Null) => self.args(&ctx.at("args"), func, None, stage, has_defer),
+            Some(Value::Object(args)) => {
+                self.args(&ctx.at("args"), func, Some(args), stage, has_defer)
             }
-            Some(Value::Object(args)) => self.args(&ctx.at("args"), func, args, stage, has_defer),
             Some(_) => self.error(
                 ctx.at("args"),
                 Rule::Structure,
@@ -582,11 +598,11 @@ impl Validator {
         &mut self,
         ctx: &Ctx,
         func: &Function,
-        args: &Map<String, Value>,
+        args: Option<&'d Map<String, Value>>,
         stage: Stage,
         has_defer: bool,
     ) {
-        for (name, value) in args {
+        for (name, value) in args.into_iter().flatten() {
             match func.arg(name) {
                 None => self.error(
                     ctx.at(name),
@@ -632,7 +648,7 @@ impl Validator {
             }
         }
         for (name, _) in func.required {
-            match args.get(*name) {
+            match args.and_then(|a| field(a, name)) {
                 Some(v) if !v.is_null() => {}
                 _ => self.error(
                     ctx.at(name),
@@ -646,8 +662,8 @@ impl Validator {
     fn output_artifacts(
         &mut self,
         ctx: &Ctx,
-        artifacts: Option<&Value>,
-        main: &[String],
+        artifacts: Option<&'d Value>,
+        main: &[&str],
         has_defer: bool,
     ) {
         let ctx = ctx.at("outputArtifacts");
@@ -672,7 +688,7 @@ impl Validator {
                 );
                 continue;
             };
-            match artifact.get("keyValue") {
+            match field(artifact, "keyValue") {
                 None | Some(Value::Null) => {}
                 Some(Value::Object(kv)) => {
                     let kv_ctx = actx.at("keyValue");
@@ -701,7 +717,7 @@ impl Validator {
                     "keyValue must be a map of strings".into(),
                 ),
             }
-            match artifact.get("kopiaSnapshot") {
+            match field(artifact, "kopiaSnapshot") {
                 None | Some(Value::Null) => {}
                 Some(Value::String(s)) => self.template(
                     &actx.at("kopiaSnapshot"),
@@ -726,8 +742,8 @@ impl Validator {
             return;
         }
         for (i, p) in phases.iter().enumerate() {
-            let zero = p.get("func").and_then(Value::as_str) == Some("ScaleWorkload")
-                && matches!(p.pointer("/args/replicas"), Some(r) if r == 0 || r == "0");
+            let zero = get(p, "func").and_then(Value::as_str) == Some("ScaleWorkload")
+                && matches!(p.get("args").and_then(|a| a.get("replicas")), Some(r) if r == 0 || r == "0");
             if zero && i + 1 < phases.len() {
                 let phases_ctx = ctx.at("phases");
                 self.warn(
@@ -741,7 +757,14 @@ impl Validator {
     /// Checks every template string inside `value`, map keys too, as
     /// Kanister renders them; `own` marks Wait/WaitV2 args, which render
     /// themselves (keys are not rendered, `condition` sees the object).
-    fn templates_in(&mut self, ctx: &Ctx, value: &Value, own: bool, stage: Stage, has_defer: bool) {
+    fn templates_in(
+        &mut self,
+        ctx: &Ctx,
+        value: &'d Value,
+        own: bool,
+        stage: Stage,
+        has_defer: bool,
+    ) {
         match value {
             Value::String(s) => self.template(ctx, s, stage, has_defer),
             Value::Array(list) => {
@@ -766,13 +789,37 @@ impl Validator {
         }
     }
 
-    fn template(&mut self, ctx: &Ctx, text: &str, stage: Stage, has_defer: bool) {
+    fn template(&mut self, ctx: &Ctx, text: &'d str, stage: Stage, has_defer: bool) {
         if !is_template(text) {
             return;
         }
+        // The same text is often written several times: checked once per Blueprint.
+        // Bounded, so that many distinct texts cost hardly more than without it.
+        let short = text.len() <= MAX_CHECKED_LEN;
+        if short && let Some(i) = self.checked.iter().position(|(t, _)| *t == text) {
+            let found = std::mem::replace(&mut self.checked[i].1, Ok(Vec::new()));
+            self.references(ctx, &found, stage, has_defer);
+            self.checked[i].1 = found;
+            return;
+        }
         // Parsed borrowed, only for its references: nothing is kept to render.
-        let references = match template::check(text) {
-            Ok(r) => r,
+        let found = template::check_fields(text);
+        self.references(ctx, &found, stage, has_defer);
+        if short && self.checked.len() < MAX_CHECKED {
+            self.checked.push((text, found));
+        }
+    }
+
+    /// Reports what the check of a template found.
+    fn references(
+        &mut self,
+        ctx: &Ctx,
+        found: &Result<Vec<String>, template::TemplateError>,
+        stage: Stage,
+        has_defer: bool,
+    ) {
+        let fields = match found {
+            Ok(f) => f,
             Err(e) => {
                 return self.error(
                     *ctx,
@@ -782,8 +829,8 @@ impl Validator {
             }
         };
         let mut reported = BTreeSet::new();
-        for field in references.fields {
-            if field.trim_start_matches('.').split('.').next() == Some(REPOSITORY_SERVER) {
+        for field in fields {
+            if segments(field).next() == Some(REPOSITORY_SERVER) {
                 // Released Kanister's parameter for its Kopia repository server: admitted, but
                 // this executor has none, so the template fails to render here.
                 if reported.insert(REPOSITORY_SERVER.to_string()) {
@@ -794,10 +841,41 @@ impl Validator {
                 }
                 continue;
             }
-            if let Some(message) = reference_problem(&field, stage, has_defer)
+            if let Some(message) = reference_problem(field, stage, has_defer)
                 && reported.insert(message.clone())
             {
                 self.error(*ctx, Rule::TemplateReference, message);
+            }
+        }
+    }
+}
+
+/// The segments of a `.A.B` field path, as `path.trim_start_matches('.').split('.')` gives
+/// them, found by a byte loop (a `char` searcher per call cost more on these short paths).
+struct Segments<'a> {
+    rest: Option<&'a str>,
+}
+
+fn segments(path: &str) -> Segments<'_> {
+    let dots = path.bytes().take_while(|&b| b == b'.').count();
+    Segments {
+        rest: Some(&path[dots..]),
+    }
+}
+
+impl<'a> Iterator for Segments<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let rest = self.rest?;
+        match rest.bytes().position(|b| b == b'.') {
+            Some(i) => {
+                self.rest = Some(&rest[i + 1..]);
+                Some(&rest[..i])
+            }
+            None => {
+                self.rest = None;
+                Some(rest)
             }
         }
     }
@@ -808,7 +886,7 @@ fn reference_problem(field: &str, stage: Stage, has_defer: bool) -> Option<Strin
     if matches!(stage, Stage::Fetched) {
         return None;
     }
-    let mut parts = field.trim_start_matches('.').split('.');
+    let mut parts = segments(field);
     // Messages name the parameter root, not the whole path, so that
     // `.Phases.x.Output.a` and `.Phases.x.Output.b` report `x` once.
     let top = parts.next().unwrap_or_default();
@@ -825,7 +903,7 @@ fn reference_problem(field: &str, stage: Stage, has_defer: bool) -> Option<Strin
     match top {
         "Phases" => {
             let name = second?;
-            let (visible, when): (&[String], &str) = match stage {
+            let (visible, when): (&[&str], &str) = match stage {
                 Stage::Main { current, .. } if current == name => {
                     return (parts.next() == Some("Output"))
                         .then(|| format!(".Phases.{name}.Output: a phase cannot read its own output; only earlier phases' outputs exist"));
@@ -835,7 +913,7 @@ fn reference_problem(field: &str, stage: Stage, has_defer: bool) -> Option<Strin
                 Stage::Fetched => return None,
                 Stage::Objects => return Some(format!("{field}: phase objects are rendered when the action starts, before any phase ran")),
             };
-            (!visible.iter().any(|n| n == name)).then(|| format!(".Phases.{name}: '{name}' is not {when}, so .Phases.{name} does not exist here"))
+            (!visible.contains(&name)).then(|| format!(".Phases.{name}: '{name}' is not {when}, so .Phases.{name} does not exist here"))
         }
         "DeferPhase" if !has_defer => Some(".DeferPhase: this action has no deferPhase".into()),
         "DeferPhase" if second == Some("Output") && !matches!(stage, Stage::Artifacts { .. }) => {
@@ -858,19 +936,24 @@ fn problem(ctx: Ctx<'_>, rule: Rule, message: String) -> Problem {
     }
 }
 
+/// A phase's name, empty when it has none, borrowed.
+fn phase_name_of(p: &Value) -> &str {
+    get(p, "name").and_then(Value::as_str).unwrap_or_default()
+}
+
 fn phase_name(p: &Value) -> String {
-    p.get("name")
+    get(p, "name")
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned()
 }
 
 /// Name shown in `action/phase` locations; unnamed phases by position.
-fn label(name: &str, index: usize) -> String {
+fn label(name: &str, index: usize) -> Cow<'_, str> {
     match (name.is_empty(), index) {
-        (false, _) => name.to_owned(),
+        (false, _) => Cow::Borrowed(name),
         (true, usize::MAX) => "deferPhase".into(),
-        (true, i) => format!("phases[{i}]"),
+        (true, i) => format!("phases[{i}]").into(),
     }
 }
 
@@ -999,6 +1082,61 @@ mod tests {
             "{:?}",
             r.errors
         );
+    }
+
+    /// A template text written several times is checked once, but its references are judged
+    /// where each copy is: `.Phases.dump` exists in the second phase, not in the first.
+    #[test]
+    fn a_repeated_template_is_judged_at_each_place() {
+        let t = "{{ .Phases.dump.Output.x }} {{ .Nope }}";
+        let doc = json!({
+            "metadata": {"name": "b"},
+            "actions": {"backup": {"phases": [
+                {"func": "KubeTask", "name": "dump", "args": {"image": t, "command": [t]}},
+                {"func": "KubeTask", "name": "up", "args": {"image": t, "command": ["{{ .Bad"]}},
+                {"func": "KubeTask", "name": "again", "args": {"image": "x", "command": ["{{ .Bad"]}},
+            ]}},
+        });
+        let m = messages(&validate(&doc).errors);
+        let at = |path: &str| {
+            m.iter()
+                .filter(|e| e.starts_with(&format!("{path}|")))
+                .count()
+        };
+        assert_eq!(at("actions.backup.phases[0].args.image"), 2, "{m:?}");
+        assert_eq!(at("actions.backup.phases[0].args.command[0]"), 2, "{m:?}");
+        assert_eq!(at("actions.backup.phases[1].args.image"), 1, "{m:?}");
+        assert_eq!(at("actions.backup.phases[1].args.command[0]"), 1, "{m:?}");
+        assert_eq!(at("actions.backup.phases[2].args.command[0]"), 1, "{m:?}");
+        assert!(
+            m.iter().any(|e| e.starts_with(
+                "actions.backup.phases[2].args.command[0]|backup/again|template does not parse"
+            )),
+            "{m:?}"
+        );
+        assert_eq!(m.len(), 7, "{m:?}");
+    }
+
+    #[test]
+    fn segments_are_the_dot_split() {
+        for path in [
+            "",
+            ".",
+            "..",
+            ".A",
+            "A",
+            ".A.B",
+            "..A..B.",
+            ".Phases.x.Output",
+            "A.",
+            ".ä.ö",
+        ] {
+            assert_eq!(
+                segments(path).collect::<Vec<_>>(),
+                path.trim_start_matches('.').split('.').collect::<Vec<_>>(),
+                "{path:?}"
+            );
+        }
     }
 
     #[test]

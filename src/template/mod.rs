@@ -108,6 +108,14 @@ pub fn check(text: &str) -> Result<References, TemplateError> {
         .map_err(parse_error)
 }
 
+/// The field paths of [`check`]`(text)` alone: the functions are neither collected, sorted
+/// nor copied (the admission checks use only the fields).
+pub fn check_fields(text: &str) -> Result<Vec<String>, TemplateError> {
+    parse::parse(text)
+        .map(|tree| collect_refs(&tree, false).fields)
+        .map_err(parse_error)
+}
+
 /// Whether `text` has a `{{`, i.e. whether it is a template at all.
 pub fn has_action(text: &str) -> bool {
     lexer::find_open(text).is_some()
@@ -153,21 +161,30 @@ impl Template {
 }
 
 fn references(tree: &Tree<'_>) -> References {
-    let mut r = Refs::default();
+    let mut r = collect_refs(tree, true);
+    // Sorted and deduplicated while borrowed: only the distinct names are copied.
+    r.functions.sort_unstable();
+    r.functions.dedup();
+    References {
+        fields: r.fields,
+        functions: r.functions.into_iter().map(str::to_string).collect(),
+    }
+}
+
+/// The references of a tree: fields deduplicated, functions (when `functions`) as found.
+fn collect_refs<'t>(tree: &'t Tree<'_>, functions: bool) -> Refs<'t> {
+    let mut r = Refs {
+        fields: Vec::new(),
+        functions: Vec::new(),
+        want_functions: functions,
+    };
     refs_nodes(&tree.root, Roots::BOTH, &mut r);
     // A defined template's `.` and `$` are whatever its caller passes.
     for body in tree.defs.values() {
         refs_nodes(body, Roots::NONE, &mut r);
     }
-    // Sorted and deduplicated while borrowed: only the distinct names are copied.
-    r.functions.sort_unstable();
-    r.functions.dedup();
-    let mut fields = r.fields;
-    first_occurrences(&mut fields);
-    References {
-        fields,
-        functions: r.functions.into_iter().map(str::to_string).collect(),
-    }
+    first_occurrences(&mut r.fields);
+    r
 }
 
 /// Parameters converted once, for rendering many templates.
@@ -292,10 +309,18 @@ fn first_occurrences(fields: &mut Vec<String>) {
 }
 
 /// References being collected from a tree: function names borrowed from it.
-#[derive(Default)]
 struct Refs<'t> {
     fields: Vec<String>,
     functions: Vec<&'t str>,
+    want_functions: bool,
+}
+
+impl<'t> Refs<'t> {
+    fn function(&mut self, name: &'t str) {
+        if self.want_functions {
+            self.functions.push(name);
+        }
+    }
 }
 
 fn refs_nodes<'t>(nodes: &'t [Node<'_>], roots: Roots, r: &mut Refs<'t>) {
@@ -326,7 +351,7 @@ fn refs_nodes<'t>(nodes: &'t [Node<'_>], roots: Roots, r: &mut Refs<'t>) {
 fn refs_pipe<'t>(p: &'t Pipe<'_>, root_dot: Roots, r: &mut Refs<'t>) {
     for c in &p.cmds {
         if let Some(Arg::Func(name)) = c.args.first() {
-            r.functions.push(name);
+            r.function(name);
             if name == "index"
                 && let Some(base) = c.args.get(1).and_then(|a| root_path(a, root_dot))
             {
@@ -378,7 +403,7 @@ fn refs_arg<'t>(a: &'t Arg<'_>, root_dot: Roots, r: &mut Refs<'t>) {
         return;
     }
     match a {
-        Arg::Func(name) => r.functions.push(name),
+        Arg::Func(name) => r.function(name),
         Arg::Pipe(p) => refs_pipe(p, root_dot, r),
         Arg::Chain(inner, _) => refs_arg(inner, root_dot, r),
         _ => {}

@@ -240,6 +240,23 @@ fn parse_time_checks_and_references() {
 }
 
 #[test]
+fn check_fields_are_the_fields_of_check() {
+    for text in [
+        "{{ .A.B }} {{ .A.B }} {{ index .Phases.p.Output \"k\" | toString }}",
+        "{{ range $i, $e := .X }}{{ $e.Y }}{{ $.Z.W }}{{ end }}{{ define \"d\" }}{{ .Q }}{{ end }}",
+        "{{ with .W }}{{ .Inner }}{{ else }}{{ .Outer }}{{ end }}{{ (.P).Q | printf \"%s\" }}",
+        "no template",
+        "{{ .Broken",
+    ] {
+        assert_eq!(
+            super::check_fields(text),
+            super::check(text).map(|r| r.fields),
+            "{text}"
+        );
+    }
+}
+
+#[test]
 fn render_args_walks_like_kanister() {
     let args = json!({
         "command": ["sh", "-c", "echo {{ .StatefulSet.Name }}"],

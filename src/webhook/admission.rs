@@ -301,8 +301,15 @@ pub fn parse_envelope(route: Route, body: &[u8]) -> Result<Envelope<'_>, Outcome
         .filter(|(k, _)| k != "object" && k != "oldObject")
     {
         rest.push(if rest.is_empty() { '{' } else { ',' });
-        // A name is written back escaped (it was unescaped when read).
-        rest.push_str(&serde_json::to_string(name).map_err(not_json)?);
+        // A name is written back escaped (it was unescaped when read); the usual names need
+        // no escape (serde_json escapes only `"`, `\\` and control characters).
+        if name.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
+            rest.push_str(&serde_json::to_string(name).map_err(not_json)?);
+        } else {
+            rest.push('"');
+            rest.push_str(name);
+            rest.push('"');
+        }
         rest.push(':');
         rest.push_str(value.get());
     }
@@ -438,7 +445,8 @@ impl Parsed {
         ) && self
             .object
             .as_ref()
-            .and_then(|o| o.pointer("/metadata/deletionTimestamp"))
+            .and_then(|o| blueprint::get(o, "metadata"))
+            .and_then(|m| blueprint::get(m, "deletionTimestamp"))
             .is_none_or(Value::is_null)
     }
 }
@@ -594,11 +602,13 @@ fn encode_review(response: AdmissionResponse) -> serde_json::Result<Vec<u8>> {
 }
 
 fn object_name(obj: &Value) -> String {
-    obj.pointer("/metadata/name")
+    blueprint::get(obj, "metadata")
+        .and_then(|m| blueprint::get(m, "name"))
         .and_then(Value::as_str)
         .filter(|n| !n.is_empty())
         .or_else(|| {
-            obj.pointer("/metadata/generateName")
+            blueprint::get(obj, "metadata")
+                .and_then(|m| blueprint::get(m, "generateName"))
                 .and_then(Value::as_str)
         })
         .unwrap_or("")
@@ -636,8 +646,8 @@ fn mutate_blueprint(base: AdmissionResponse, obj: &Value) -> (AdmissionResponse,
             format!("{n} deferPhase list(s) that cannot be normalized"),
         );
     }
-    let normalized = blueprint::normalize(obj);
-    let patch: Patch = json_patch::diff(obj, &normalized);
+    let patch: Patch = blueprint::normalization_patch(obj)
+        .unwrap_or_else(|| json_patch::diff(obj, &blueprint::normalize(obj)));
     if patch.0.is_empty() {
         return (base, Verdict::Allowed, "already normalized".into());
     }
@@ -658,8 +668,7 @@ fn defer_phase_lists(obj: &Value) -> BTreeSet<String> {
         .into_iter()
         .flatten()
         .filter(|(_, action)| {
-            action
-                .get("deferPhase")
+            blueprint::get(action, "deferPhase")
                 .and_then(Value::as_array)
                 .is_some_and(|l| l.len() >= 2 || blueprint::is_pruned_list(l))
         })
