@@ -285,8 +285,8 @@ async fn settle(ctx: &Ctx, rest: Rest) -> Result<bool, Error> {
         created,
     } = rest;
     let now = Utc::now();
-    apply::announce_created(ctx, &s, &created).await;
-    apply::announce_skips(ctx, &s, &labels, &p.skips).await;
+    Box::pin(apply::announce_created(ctx, &s, &created)).await;
+    Box::pin(apply::announce_skips(ctx, &s, &labels, &p.skips)).await;
     let mut status = old.clone();
     status.observed_generation = s.metadata.generation;
     status::record_plan(&mut status, &p);
@@ -305,7 +305,9 @@ async fn settle(ctx: &Ctx, rest: Rest) -> Result<bool, Error> {
         &by_name,
         &runs,
     );
-    let rotation = rotate::rotate(ctx, &remover, &selected, &old, now).await?;
+    // Boxed, as the Events' and the status write's futures: thousands of settles wait at
+    // a tick, each as big as its largest step.
+    let rotation = Box::pin(rotate::rotate(ctx, &remover, &selected, &old, now)).await?;
     runs.retain(|r| !rotation.removed.contains(&r.name));
     // A suspended schedule starts no tick, but its active runs still complete.
     let next_tick = p.next.filter(|_| !s.spec.suspend);
@@ -315,14 +317,14 @@ async fn settle(ctx: &Ctx, rest: Rest) -> Result<bool, Error> {
 
     // Summary.
     if sum.consecutive_failures > old.consecutive_failures {
-        publish(
+        Box::pin(publish(
             ctx,
             &s,
             true,
             "RunFailed",
             "Observe",
             format!("{} consecutive failed run(s)", sum.consecutive_failures),
-        )
+        ))
         .await;
     }
     ctx.metrics
@@ -336,7 +338,7 @@ async fn settle(ctx: &Ctx, rest: Rest) -> Result<bool, Error> {
         s.metadata.generation,
         &old.conditions,
     )];
-    write_status(ctx, &api, &s, status).await?;
+    Box::pin(write_status(ctx, &api, &s, status)).await?;
     Ok(rotation.waiting)
 }
 
