@@ -82,9 +82,9 @@ pub(super) async fn write_status(
     // Behind the creates of all reconciles (see `gate`).
     let written = ctx.request(|| api.patch_status(&name, &pp, &patch)).await?;
     let version = written.resource_version();
-    match (&version, s.resource_version()) {
-        (Some(v), before) => {
-            let ahead = before.map(|b| (b, Arc::new(written)));
+    match &version {
+        Some(v) => {
+            let ahead = s.resource_version().map(|b| (b, Arc::new(written)));
             ctx.known().insert(
                 key,
                 Known {
@@ -93,7 +93,7 @@ pub(super) async fn write_status(
                 },
             );
         }
-        (None, _) => {
+        None => {
             ctx.known().remove(&key);
         }
     }

@@ -148,14 +148,11 @@ impl Ctx {
     }
 }
 
-fn requeue(next: Option<DateTime<Utc>>, now: DateTime<Utc>, extra: Option<Duration>) -> Action {
-    let mut d = next
+fn requeue(next: Option<DateTime<Utc>>, now: DateTime<Utc>) -> Action {
+    let d = next
         .map(|n| (n - now).to_std().unwrap_or_default() + Duration::from_millis(100))
         .unwrap_or(MAX_REQUEUE)
         .min(MAX_REQUEUE);
-    if let Some(e) = extra {
-        d = d.min(e);
-    }
     Action::requeue(d)
 }
 
@@ -249,7 +246,7 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
             }
         }
     });
-    Ok(requeue(next, Utc::now(), None))
+    Ok(requeue(next, Utc::now()))
 }
 
 /// What a reconcile leaves to [`settle`]: the schedule as read, its plan and
@@ -496,13 +493,9 @@ mod tests {
         let now = DateTime::from_timestamp(1_000, 0).unwrap();
         let next = DateTime::from_timestamp(1_010, 0);
         assert_eq!(
-            requeue(next, now, None),
+            requeue(next, now),
             Action::requeue(Duration::from_millis(10_100))
         );
-        assert_eq!(
-            requeue(next, now, Some(Duration::from_secs(2))),
-            Action::requeue(Duration::from_secs(2))
-        );
-        assert_eq!(requeue(None, now, None), Action::requeue(MAX_REQUEUE));
+        assert_eq!(requeue(None, now), Action::requeue(MAX_REQUEUE));
     }
 }

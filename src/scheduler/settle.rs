@@ -113,10 +113,9 @@ impl Settling {
                 let _ = again.unbounded_send(obj);
             }
         });
-        // The driver is gone only when the controller stops.
-        if let Err(e) = self.tasks.unbounded_send(task) {
-            drop(e.into_inner());
-        }
+        // The driver is gone only when the controller stops; the task is then
+        // dropped, and with it `ending`.
+        let _ = self.tasks.unbounded_send(task);
     }
 }
 
