@@ -252,14 +252,14 @@ impl<'d> Validator<'d> {
                 continue;
             };
             let known = doc.get("actions").and_then(|a| a.get(action));
-            let mut names: Vec<String> = known
+            let mut names: Vec<&str> = known
                 .and_then(|a| a.get("phases"))
                 .and_then(Value::as_array)
-                .map(|l| l.iter().map(phase_name).collect())
+                .map(|l| l.iter().map(phase_name_of).collect())
                 .unwrap_or_default();
             match known.and_then(|a| a.get("deferPhase")) {
-                Some(Value::Array(l)) => names.extend(l.iter().map(phase_name)),
-                Some(d @ Value::Object(_)) => names.push(phase_name(d)),
+                Some(Value::Array(l)) => names.extend(l.iter().map(phase_name_of)),
+                Some(d @ Value::Object(_)) => names.push(phase_name_of(d)),
                 _ => {}
             }
             if known.is_none() {
@@ -286,7 +286,7 @@ impl<'d> Validator<'d> {
                         format!("{action}.{phase} is not a string: {fix}"),
                     ),
                 }
-                if known.is_some() && !names.contains(phase) {
+                if known.is_some() && !names.contains(&phase.as_str()) {
                     self.warn(
                         pctx,
                         format!(
@@ -350,10 +350,10 @@ impl<'d> Validator<'d> {
             };
             let found: Vec<&(String, &Value)> = phases
                 .iter()
-                .filter(|(_, p)| phase_name(p) == name)
+                .filter(|(_, p)| phase_name_of(p) == name)
                 .collect();
             if found.is_empty() {
-                let mut all: Vec<String> = phases.iter().map(|(_, p)| phase_name(p)).collect();
+                let mut all: Vec<&str> = phases.iter().map(|(_, p)| phase_name_of(p)).collect();
                 all.sort();
                 all.dedup();
                 self.warn(
@@ -939,13 +939,6 @@ fn problem(ctx: Ctx<'_>, rule: Rule, message: String) -> Problem {
 /// A phase's name, empty when it has none, borrowed.
 fn phase_name_of(p: &Value) -> &str {
     get(p, "name").and_then(Value::as_str).unwrap_or_default()
-}
-
-fn phase_name(p: &Value) -> String {
-    get(p, "name")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned()
 }
 
 /// Name shown in `action/phase` locations; unnamed phases by position.
