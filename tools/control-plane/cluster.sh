@@ -104,19 +104,33 @@ load_bins() {
 }
 
 # --- helpers --------------------------------------------------------------------------------
-used_ports=""
+# Ports are reserved machine-wide (a symlink per port to the cluster directory): clusters that
+# start at the same time pick their ports before any of them binds, so checking that nothing
+# listens is not enough. A reservation whose cluster directory is gone is stale and taken over.
+port_dir="${TMPDIR:-/tmp}/bpo-ports"
 free_port() {
   local p
+  mkdir -p "$port_dir"
   while true; do
     # below the kernel's ephemeral range (32768+), so outgoing connections don't take it meanwhile
     p=$((20000 + RANDOM % 12000))
-    [[ " $used_ports " == *" $p "* ]] && continue
+    if [[ -L "$port_dir/$p" && ! -e "$port_dir/$p" ]]; then rm -f "$port_dir/$p"; fi
+    ln -s "$dir" "$port_dir/$p" 2>/dev/null || continue
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-      used_ports+=" $p"
       echo "$p"
       return
     fi
+    rm -f "$port_dir/$p"
   done
+}
+
+release_ports() {
+  local key p abs
+  [[ -f "$dir/ports" ]] || return 0
+  abs="$(cd "$dir" && pwd)"
+  while IFS='=' read -r key p; do
+    if [[ "$(readlink "$port_dir/$p" 2>/dev/null)" == "$abs" ]]; then rm -f "$port_dir/$p"; fi
+  done <"$dir/ports"
 }
 
 # wait_until DESC NAME CMD...: poll CMD until it succeeds; fail when the process NAME died.
@@ -272,7 +286,7 @@ cmd_up() {
   mkdir -p "$dir"
   dir="$(cd "$dir" && pwd)"
   # On any failure stop what was started; the state directory (logs) stays for inspection.
-  trap 'stop_all' EXIT
+  trap 'stop_all; release_ports' EXIT
 
   local bins
   bins="$("$here/build.sh")" || die "could not build the control plane binaries (see above)"
@@ -422,6 +436,7 @@ cmd_down() {
   load_bins
   stop_all
   if [[ -d "$dir" ]]; then
+    release_ports
     rm -rf "$dir"
     log "cluster in $dir stopped"
   fi

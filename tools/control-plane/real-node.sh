@@ -126,6 +126,10 @@ real_node_start() {
   RN_PROXY_METRICS_PORT="$(free_port)"
   RN_DNS_HEALTH_PORT="$(free_port)"
   RN_DNS_READY_PORT="$(free_port)"
+  # released with the cluster's own ports (cluster.sh release_ports)
+  printf '%s\n' "RN_HEALTHZ_PORT=$RN_HEALTHZ_PORT" "RN_PROXY_HEALTHZ_PORT=$RN_PROXY_HEALTHZ_PORT" \
+    "RN_PROXY_METRICS_PORT=$RN_PROXY_METRICS_PORT" "RN_DNS_HEALTH_PORT=$RN_DNS_HEALTH_PORT" \
+    "RN_DNS_READY_PORT=$RN_DNS_READY_PORT" >>"$dir/ports"
   rn_fill containerd.toml.in "$rd/containerd.toml"
   rn_fill cni.conflist.in "$rd/cni/net.d/10-bpo-real.conflist"
   rn_fill kubelet-config.yaml.in "$rd/kubelet-config.yaml"
