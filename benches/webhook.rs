@@ -9,14 +9,17 @@
 //! so its CPU time (`/proc/<pid>/stat` utime + stime) and memory (VmRSS, sampled every 10 ms)
 //! are its own, not the clients'. With two or more cores the server is pinned to CPU 0 and the
 //! clients to the others (the server alone on one core, as issue 27 compared it with Kanister's
-//! webhook; `BENCH_PIN=0` lets them share all cores). For a small and a large corpus Blueprint (Kanister's MySQL
-//! and PostgreSQL WAL-E examples, `KANISTER_CORPUS`), at 16 and 64 concurrent clients, each
-//! route reports requests/s, p50/p99 latency, the server's CPU µs per request, its peak RSS
-//! and thread count, twice: every request with the same object ("same", as GitOps tools
-//! re-send unchanged objects: answered from what the webhook remembers) and each with its own
-//! ("distinct": 8 x as many objects as it remembers, so every review is made afresh). Before the load, each stage of a review is timed in-process (one core,
-//! no TLS): JSON decoding, the AdmissionReview, validation, normalization, the whole review,
-//! and the whole review answered as before.
+//! webhook; `BENCH_PIN=0` lets them share all cores). For a small and a large corpus Blueprint
+//! (Kanister's MySQL and PostgreSQL WAL-E examples, `KANISTER_CORPUS`), at 16 and 64 concurrent
+//! clients, each route reports requests/s, p50/p99 latency, the server's CPU µs per request,
+//! its peak RSS and thread count, three times: every request with the same object ("same", as
+//! GitOps tools re-send unchanged objects: answered from what the webhook remembers); each with
+//! its own, an annotation differing ("distinct": 8 x as many objects as it remembers, so every
+//! review is made afresh, its template texts' checks remembered); and each with its own template
+//! texts too ("new text": nothing remembered, the worst case). Before the load, each stage of
+//! a review is timed in-process (one core, no TLS): JSON decoding, the AdmissionReview,
+//! validation, normalization, the whole review, the whole review with every template checked
+//! anew, and the whole review answered as before.
 //!
 //! Without `--bench` (as `cargo test --all-targets` runs it) it only sends a few requests to
 //! check that everything works.
@@ -131,7 +134,9 @@ fn strip_names(mut bp: Value) -> Value {
 }
 
 /// `n` reviews of `object`, each with its own `bench/n` annotation when `n` > 1.
-fn bodies_of(object: &Value, n: usize) -> Vec<Vec<u8>> {
+/// `n` reviews of `object`: one, or each with its own annotation; with `new_templates`, every
+/// template text is made new too (a word appended), so no template check is remembered.
+fn bodies_of(object: &Value, n: usize, new_templates: bool) -> Vec<Vec<u8>> {
     if n == 1 {
         return vec![blueprint_review("bench", object)];
     }
@@ -139,9 +144,21 @@ fn bodies_of(object: &Value, n: usize) -> Vec<Vec<u8>> {
         .map(|i| {
             let mut o = object.clone();
             o["metadata"]["annotations"]["bench/n"] = json!(i.to_string());
+            if new_templates {
+                mark_templates(&mut o, i);
+            }
             blueprint_review("bench", &o)
         })
         .collect()
+}
+
+fn mark_templates(v: &mut Value, i: usize) {
+    match v {
+        Value::String(s) if s.contains("{{") => s.push_str(&format!(" #{i}")),
+        Value::Array(items) => items.iter_mut().for_each(|v| mark_templates(v, i)),
+        Value::Object(map) => map.values_mut().for_each(|v| mark_templates(v, i)),
+        _ => {}
+    }
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -313,6 +330,10 @@ fn stages(name: &str, route: Route, body: &[u8], rounds: usize) {
     let whole = time_us(rounds, || {
         std::hint::black_box(admission::handle_review(route, body));
     });
+    let new_templates = time_us(rounds, || {
+        blueprint_operator::template::forget_checked();
+        std::hint::black_box(admission::handle_review(route, body));
+    });
     let answers = blueprint_operator::webhook::answers::Answers::default();
     admission::review_blueprint(route, body, &answers);
     let remembered = time_us(rounds, || {
@@ -321,7 +342,7 @@ fn stages(name: &str, route: Route, body: &[u8], rounds: usize) {
         std::hint::black_box(out);
     });
     println!(
-        "{name:<6} {:<20} {decode:>8.1} {parse:>8.1} {validate:>9.1} {normalize:>9.1} {whole:>8.1} {remembered:>10.1}",
+        "{name:<6} {:<20} {decode:>8.1} {parse:>8.1} {validate:>9.1} {normalize:>9.1} {whole:>8.1} {new_templates:>9.1} {remembered:>10.1}",
         route.path()
     );
 }
@@ -446,8 +467,16 @@ fn main() {
             "\nstages, CPU µs per review in-process (one thread, no TLS, best of 5 x {rounds}):"
         );
         println!(
-            "{:<6} {:<20} {:>8} {:>8} {:>9} {:>9} {:>8} {:>10}",
-            "", "route", "json", "parse", "validate", "normalize", "review", "remembered"
+            "{:<6} {:<20} {:>8} {:>8} {:>9} {:>9} {:>8} {:>9} {:>10}",
+            "",
+            "route",
+            "json",
+            "parse",
+            "validate",
+            "normalize",
+            "review",
+            "new text",
+            "remembered"
         );
         for (name, _, v, m, ..) in &blueprints {
             stages(name, Route::ValidateBlueprint, v, rounds);
@@ -541,8 +570,12 @@ fn main() {
                 ("/validate/blueprint", normalized, false),
                 ("/mutate/blueprint", unnamed, true),
             ] {
-                for (objects, label) in [(1, "same"), (distinct, "distinct")] {
-                    let bodies = Arc::new(bodies_of(object, objects));
+                for (objects, label, new_templates) in [
+                    (1, "same", false),
+                    (distinct, "distinct", false),
+                    (distinct, "new text", true),
+                ] {
+                    let bodies = Arc::new(bodies_of(object, objects, new_templates));
                     for &c in &clients {
                         if warmup > 0 {
                             run_route(addr, tls.clone(), route, bodies.clone(), c, warmup, patch)

