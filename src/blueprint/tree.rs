@@ -38,21 +38,28 @@ fn reads_as_value(tree: &Tree) -> bool {
     match tree {
         Tree::Array(items) => items.iter().all(reads_as_value),
         Tree::Object(map) => {
-            let fields = map.as_vec();
-            let unique = if fields.len() <= SMALL_MAP {
-                fields
-                    .iter()
-                    .enumerate()
-                    .all(|(i, (k, _))| fields[i + 1..].iter().all(|(other, _)| other != k))
-            } else {
-                let mut keys: Vec<&str> = map.keys().collect();
-                keys.sort_unstable();
-                keys.windows(2).all(|w| w[0] != w[1])
-            };
-            unique && map.keys().next() != Some(RAW_VALUE_KEY) && map.values().all(reads_as_value)
+            map.keys().next() != Some(RAW_VALUE_KEY)
+                && unique_keys(map)
+                && map.values().all(reads_as_value)
         }
         _ => true,
     }
+}
+
+fn unique_keys(map: &serde_json_borrow::ObjectAsVec) -> bool {
+    if map.len() > SMALL_MAP {
+        let mut keys: Vec<&str> = map.keys().collect();
+        keys.sort_unstable();
+        return keys.windows(2).all(|w| w[0] != w[1]);
+    }
+    let mut seen = [""; SMALL_MAP];
+    for (i, key) in map.keys().enumerate() {
+        if seen[..i].contains(&key) {
+            return false;
+        }
+        seen[i] = key;
+    }
+    true
 }
 
 /// A document [`super::validate`] reads: the tree itself, or a `serde_json::Value` (the CLI's
