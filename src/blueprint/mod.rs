@@ -2,15 +2,18 @@
 //! and the `validate` / `normalize` CLI.
 //!
 //! Both work on the JSON value, not on typed structs, so unknown fields a
-//! user wrote survive normalization and are never silently dropped.
+//! user wrote survive normalization and are never silently dropped. Validation reads a
+//! borrowed tree of the JSON text ([`Tree`]), normalization a `serde_json::Value`.
 
 mod late_failures;
 mod normalize;
 mod report;
+mod tree;
 mod validate;
 
 pub use normalize::{is_pruned_list, normalize, patch as normalization_patch};
 pub use report::{Problem, Report, Rule};
+pub use tree::{AsTree, Tree, decode};
 pub use validate::validate;
 
 use serde_json::{Map, Value};

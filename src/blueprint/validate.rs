@@ -8,11 +8,11 @@ use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
+use serde_json_borrow::{ObjectAsVec as Map, Value};
 
 use super::late_failures;
 use super::report::{Problem, Report, Rule};
-use super::{field, get};
+use super::tree::{self, AsTree, get};
 use crate::functions::registry::{self, ArgType, Function, Restart};
 use crate::functions::weak;
 use crate::model::labels::{ANNOTATION_PHASE_TIMEOUTS, ANNOTATION_RERUN_ON_RESTART};
@@ -45,13 +45,16 @@ const PARAMS: &[&str] = &[
 /// Released Kanister's template parameter for its RepositoryServer CR (gone from HEAD).
 const REPOSITORY_SERVER: &str = "RepositoryServer";
 
-pub fn validate(doc: &Value) -> Report {
-    // Fields are reached with `get`, not `Value::pointer`: a pointer copies every segment of
-    // its path into two new Strings per call.
+/// Checks a Blueprint: the tree the webhook decodes ([`super::decode`]), or a
+/// `serde_json::Value`.
+pub fn validate(doc: &(impl AsTree + ?Sized)) -> Report {
+    check(&doc.tree())
+}
+
+fn check(doc: &Value) -> Report {
     let mut v = Validator {
         report: Report {
-            name: doc
-                .get("metadata")
+            name: get(doc, "metadata")
                 .and_then(|m| get(m, "name"))
                 .and_then(Value::as_str)
                 .unwrap_or_default()
@@ -64,7 +67,7 @@ pub fn validate(doc: &Value) -> Report {
         Value::Object(root) => match root.get("actions") {
             None | Some(Value::Null) => {}
             Some(Value::Object(actions)) => {
-                for (name, action) in actions {
+                for (name, action) in actions.iter() {
                     v.action(name, action);
                 }
             }
@@ -214,10 +217,9 @@ impl<'d> Validator<'d> {
     /// so it is an error; a name that is not an action or one of its phases
     /// would silently not apply, so it is a warning.
     fn phase_timeouts(&mut self, doc: &Value) {
-        let Some(raw) = doc
-            .get("metadata")
-            .and_then(|m| m.get("annotations"))
-            .and_then(|a| a.get(ANNOTATION_PHASE_TIMEOUTS))
+        let Some(raw) = get(doc, "metadata")
+            .and_then(|m| get(m, "annotations"))
+            .and_then(|a| get(a, ANNOTATION_PHASE_TIMEOUTS))
         else {
             return;
         };
@@ -225,7 +227,9 @@ impl<'d> Validator<'d> {
         let ctx = Ctx::root(&root);
         let fix =
             r#"write {"<action>": {"<phase>": "2h"}} with Go durations (0 disables the timeout)"#;
-        let parsed = raw.as_str().map(serde_json::from_str::<Map<String, Value>>);
+        let parsed = raw
+            .as_str()
+            .map(serde_json::from_str::<serde_json::Map<String, serde_json::Value>>);
         let all = match parsed {
             Some(Ok(all)) => all,
             Some(Err(e)) => {
@@ -252,13 +256,13 @@ impl<'d> Validator<'d> {
                 );
                 continue;
             };
-            let known = doc.get("actions").and_then(|a| a.get(action));
+            let known = get(doc, "actions").and_then(|a| get(a, action));
             let mut names: Vec<&str> = known
-                .and_then(|a| a.get("phases"))
+                .and_then(|a| get(a, "phases"))
                 .and_then(Value::as_array)
                 .map(|l| l.iter().map(phase_name_of).collect())
                 .unwrap_or_default();
-            match known.and_then(|a| a.get("deferPhase")) {
+            match known.and_then(|a| get(a, "deferPhase")) {
                 Some(Value::Array(l)) => names.extend(l.iter().map(phase_name_of)),
                 Some(d @ Value::Object(_)) => names.push(phase_name_of(d)),
                 _ => {}
@@ -306,10 +310,9 @@ impl<'d> Validator<'d> {
     /// pod is re-attached, or its function is re-entered), has no effect,
     /// so it is a warning.
     fn rerun_on_restart(&mut self, doc: &Value) {
-        let Some(raw) = doc
-            .get("metadata")
-            .and_then(|m| m.get("annotations"))
-            .and_then(|a| a.get(ANNOTATION_RERUN_ON_RESTART))
+        let Some(raw) = get(doc, "metadata")
+            .and_then(|m| get(m, "annotations"))
+            .and_then(|a| get(a, ANNOTATION_RERUN_ON_RESTART))
         else {
             return;
         };
@@ -324,23 +327,21 @@ impl<'d> Validator<'d> {
         };
         // Every phase of the Blueprint: (action, phase value).
         let mut phases: Vec<(String, &Value)> = Vec::new();
-        for (action, a) in doc
-            .get("actions")
+        for (action, a) in get(doc, "actions")
             .and_then(Value::as_object)
             .into_iter()
-            .flatten()
+            .flat_map(Map::iter)
         {
-            for p in a
-                .get("phases")
+            for p in get(a, "phases")
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
             {
-                phases.push((action.clone(), p));
+                phases.push((action.to_owned(), p));
             }
-            match a.get("deferPhase") {
-                Some(Value::Array(l)) => phases.extend(l.iter().map(|p| (action.clone(), p))),
-                Some(d @ Value::Object(_)) => phases.push((action.clone(), d)),
+            match get(a, "deferPhase") {
+                Some(Value::Array(l)) => phases.extend(l.iter().map(|p| (action.to_owned(), p))),
+                Some(d @ Value::Object(_)) => phases.push((action.to_owned(), d)),
                 _ => {}
             }
         }
@@ -367,9 +368,13 @@ impl<'d> Validator<'d> {
                 continue;
             }
             for (action, p) in found {
-                let func = p.get("func").and_then(Value::as_str).unwrap_or_default();
-                let args = p.get("args").and_then(Value::as_object);
-                let what = match registry::after_restart(func, args) {
+                let func = get(p, "func").and_then(Value::as_str).unwrap_or_default();
+                // The executor's rule reads its own JSON values: converted here, where an
+                // annotation names the phase.
+                let args = get(p, "args")
+                    .and_then(Value::as_object)
+                    .map(serde_json::Map::from);
+                let what = match registry::after_restart(func, args.as_ref()) {
                     Restart::AtMostOnce => continue,
                     Restart::Reattach => "its pod is re-attached after a restart",
                     Restart::Reenter => "it is entered again after a restart anyway",
@@ -400,7 +405,7 @@ impl<'d> Validator<'d> {
             );
         };
 
-        let phases: Vec<&Value> = match field(action, "phases") {
+        let phases: Vec<&Value> = match action.get("phases") {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(list)) => list.iter().collect(),
             Some(_) => {
@@ -412,10 +417,12 @@ impl<'d> Validator<'d> {
                 Vec::new()
             }
         };
-        let defer = match field(action, "deferPhase") {
+        let defer = match action.get("deferPhase") {
             None | Some(Value::Null) => None,
             Some(Value::Array(list)) => {
-                let message = if super::is_pruned_list(list) {
+                // Normalization's rule reads `serde_json` values: converted on this denial path.
+                let owned: Vec<serde_json::Value> = list.iter().map(tree::to_value).collect();
+                let message = if super::is_pruned_list(&owned) {
                     format!(
                         "deferPhase arrived as a list of {} empty phase(s): the Blueprint CRD types deferPhase as one object (Kanister's CRD does) and the API server removed the phases' fields before admission. Write deferPhase as one phase, not a list, or let `blueprint-operator controller --relax-kanister-deferphase-schema` (on by default) relax the CRD",
                         list.len()
@@ -470,7 +477,7 @@ impl<'d> Validator<'d> {
 
         self.output_artifacts(
             &ctx,
-            field(action, "outputArtifacts"),
+            action.get("outputArtifacts"),
             &main_names,
             defer.is_some(),
         );
@@ -515,18 +522,18 @@ impl<'d> Validator<'d> {
                 "a phase must be a map with func, name and args".into(),
             );
         };
-        match field(phase, "name") {
+        match phase.get("name") {
             None | Some(Value::Null) => {}
-            Some(Value::String(n)) if !n.is_empty() && !is_identifier(n) => self.warn(
+            Some(Value::Str(n)) if !n.is_empty() && !is_identifier(n) => self.warn(
                 ctx.at("name"),
                 format!("phase name '{n}' is not a Go template identifier: refer to its output with index .Phases \"{n}\" rather than .Phases.{n}"),
             ),
-            Some(Value::String(_)) => {}
+            Some(Value::Str(_)) => {}
             Some(_) => self.error(ctx.at("name"), Rule::Structure, "name must be a string".into()),
         }
         let func =
-            match field(phase, "func") {
-                Some(Value::String(f)) => registry::function(f).ok_or(f.as_str()),
+            match phase.get("func") {
+                Some(Value::Str(f)) => registry::function(f).ok_or(f.as_ref()),
                 Some(_) => {
                     return self.error(
                         ctx.at("func"),
@@ -573,7 +580,7 @@ impl<'d> Validator<'d> {
                 ),
             );
         }
-        if let Some(objects) = field(phase, "objects").filter(|o| !o.is_null()) {
+        if let Some(objects) = phase.get("objects").filter(|o| !o.is_null()) {
             self.templates_in(
                 &ctx.at("objects"),
                 objects,
@@ -582,7 +589,7 @@ impl<'d> Validator<'d> {
                 has_defer,
             );
         }
-        match field(phase, "args") {
+        match phase.get("args") {
             None | Some(Value::Null) => self.args(&ctx.at("args"), func, None, stage, has_defer),
             Some(Value::Object(args)) => {
                 self.args(&ctx.at("args"), func, Some(args), stage, has_defer)
@@ -599,11 +606,11 @@ impl<'d> Validator<'d> {
         &mut self,
         ctx: &Ctx,
         func: &Function,
-        args: Option<&'d Map<String, Value>>,
+        args: Option<&'d Map<'d>>,
         stage: Stage,
         has_defer: bool,
     ) {
-        for (name, value) in args.into_iter().flatten() {
+        for (name, value) in args.into_iter().flat_map(Map::iter) {
             match func.arg(name) {
                 None => self.error(
                     ctx.at(name),
@@ -629,7 +636,7 @@ impl<'d> Validator<'d> {
                                 "argument '{name}' of {} must be {}, found {}{inside}",
                                 func.name,
                                 ty.describe(),
-                                weak::describe(value)
+                                tree::describe(value)
                             ),
                         );
                     } else {
@@ -649,7 +656,7 @@ impl<'d> Validator<'d> {
             }
         }
         for (name, _) in func.required {
-            match args.and_then(|a| field(a, name)) {
+            match args.and_then(|a| a.get(name)) {
                 Some(v) if !v.is_null() => {}
                 _ => self.error(
                     ctx.at(name),
@@ -679,7 +686,7 @@ impl<'d> Validator<'d> {
                         .into(),
                 ),
             };
-        for (name, artifact) in artifacts {
+        for (name, artifact) in artifacts.iter() {
             let actx = ctx.at(name);
             let Some(artifact) = artifact.as_object() else {
                 self.error(
@@ -689,13 +696,13 @@ impl<'d> Validator<'d> {
                 );
                 continue;
             };
-            match field(artifact, "keyValue") {
+            match artifact.get("keyValue") {
                 None | Some(Value::Null) => {}
                 Some(Value::Object(kv)) => {
                     let kv_ctx = actx.at("keyValue");
-                    for (k, v) in kv {
+                    for (k, v) in kv.iter() {
                         match v {
-                            Value::String(s) => self.template(
+                            Value::Str(s) => self.template(
                                 &kv_ctx.at(k),
                                 s,
                                 Stage::Artifacts { main },
@@ -706,7 +713,7 @@ impl<'d> Validator<'d> {
                                 Rule::ArgumentType,
                                 format!(
                                     "artifact values must be strings, found {}",
-                                    weak::describe(v)
+                                    tree::describe(v)
                                 ),
                             ),
                         }
@@ -718,9 +725,9 @@ impl<'d> Validator<'d> {
                     "keyValue must be a map of strings".into(),
                 ),
             }
-            match field(artifact, "kopiaSnapshot") {
+            match artifact.get("kopiaSnapshot") {
                 None | Some(Value::Null) => {}
-                Some(Value::String(s)) => self.template(
+                Some(Value::Str(s)) => self.template(
                     &actx.at("kopiaSnapshot"),
                     s,
                     Stage::Artifacts { main },
@@ -731,7 +738,7 @@ impl<'d> Validator<'d> {
                     Rule::ArgumentType,
                     format!(
                         "kopiaSnapshot must be a string, found {}",
-                        weak::describe(v)
+                        tree::describe(v)
                     ),
                 ),
             }
@@ -744,7 +751,10 @@ impl<'d> Validator<'d> {
         }
         for (i, p) in phases.iter().enumerate() {
             let zero = get(p, "func").and_then(Value::as_str) == Some("ScaleWorkload")
-                && matches!(p.get("args").and_then(|a| a.get("replicas")), Some(r) if r == 0 || r == "0");
+                && matches!(
+                    get(p, "args").and_then(|a| get(a, "replicas")),
+                    Some(r) if r.as_i64() == Some(0) || r.as_str() == Some("0")
+                );
             if zero && i + 1 < phases.len() {
                 let phases_ctx = ctx.at("phases");
                 self.warn(
@@ -767,14 +777,14 @@ impl<'d> Validator<'d> {
         has_defer: bool,
     ) {
         match value {
-            Value::String(s) => self.template(ctx, s, stage, has_defer),
+            Value::Str(s) => self.template(ctx, s, stage, has_defer),
             Value::Array(list) => {
                 for (i, v) in list.iter().enumerate() {
                     self.templates_in(&ctx.index(i), v, own, stage, has_defer);
                 }
             }
             Value::Object(map) => {
-                for (k, v) in map {
+                for (k, v) in map.iter() {
                     if !own {
                         self.template(&ctx.at(k), k, stage, has_defer);
                     }
@@ -931,7 +941,7 @@ fn problem(ctx: Ctx<'_>, rule: Rule, message: String) -> Problem {
 }
 
 /// A phase's name, empty when it has none, borrowed.
-fn phase_name_of(p: &Value) -> &str {
+fn phase_name_of<'v>(p: &'v Value) -> &'v str {
     get(p, "name").and_then(Value::as_str).unwrap_or_default()
 }
 
@@ -952,7 +962,8 @@ fn is_template(s: &str) -> bool {
 /// it does. A template in an integer or boolean is checked once rendered, at run time.
 fn type_mismatch(ty: ArgType, v: &Value) -> Option<weak::Mismatch> {
     // Shapes the decoding always takes, answered without building the decoded value (which
-    // copies every string); anything else goes to the decoding itself for its exact message.
+    // copies every string); anything else goes to the decoding itself, on a `serde_json` copy
+    // of the value, for its exact answer and message.
     let scalar = |v: &Value| !matches!(v, Value::Array(_) | Value::Object(_));
     let fits = match (ty, v) {
         (ArgType::Str, v) => scalar(v),
@@ -960,6 +971,8 @@ fn type_mismatch(ty: ArgType, v: &Value) -> Option<weak::Mismatch> {
         (ArgType::StrList, v) => scalar(v),
         (ArgType::Map, Value::Object(_)) => true,
         (ArgType::StrMap, Value::Object(m)) => m.values().all(scalar),
+        (ArgType::Int, Value::Number(n)) => n.as_i64().is_some(),
+        (ArgType::Bool, Value::Bool(_) | Value::Number(_)) => true,
         _ => false,
     };
     if fits {
@@ -969,18 +982,18 @@ fn type_mismatch(ty: ArgType, v: &Value) -> Option<weak::Mismatch> {
     match ty {
         _ if v.is_null() => None,
         ArgType::Any => None,
-        ArgType::Str => weak::string(v).err(),
-        ArgType::StrList => weak::strings(v).err(),
+        ArgType::Str => weak::string(&tree::to_value(v)).err(),
+        ArgType::StrList => weak::strings(&tree::to_value(v)).err(),
         ArgType::Int if template => None,
-        ArgType::Int => weak::int(v).err(),
+        ArgType::Int => weak::int(&tree::to_value(v)).err(),
         ArgType::Bool if template => None,
-        ArgType::Bool => weak::boolean(v).err(),
-        ArgType::Map => weak::json_map(v).err(),
-        ArgType::StrMap => weak::string_map(v).err(),
+        ArgType::Bool => weak::boolean(&tree::to_value(v)).err(),
+        ArgType::Map => weak::json_map(&tree::to_value(v)).err(),
+        ArgType::StrMap => weak::string_map(&tree::to_value(v)).err(),
         ArgType::Struct if v.is_object() => None,
         ArgType::Struct => Some(weak::Mismatch {
             at: String::new(),
-            message: format!("expected a map, got {}", weak::describe(v)),
+            message: format!("expected a map, got {}", tree::describe(v)),
         }),
     }
 }
@@ -1010,7 +1023,7 @@ fn closest_function(name: &str) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn bp(annotation: &str) -> Value {
         json!({

@@ -246,7 +246,9 @@ async fn decide(st: &Shared, route: Route, bytes: Bytes) -> Outcome {
     // An ActionSchedule: parse, look its Blueprints up (async), decide.
     let parsed = match st
         .workers
-        .run(len, move || admission::parse(route, &bytes))
+        .run(len, move || {
+            admission::parse(route, &bytes).map(admission::Parsed::into_owned)
+        })
         .await
     {
         Ok(Ok(p)) => p,
