@@ -166,10 +166,11 @@ fn template_strings(bp: &BlueprintAction) -> Vec<String> {
 fn output_keys(bp: &BlueprintAction) -> BTreeMap<Option<String>, Vec<String>> {
     let mut keys: BTreeMap<Option<String>, Vec<String>> = BTreeMap::new();
     for text in template_strings(bp) {
-        let Ok(t) = template::Template::parse(&text) else {
+        // Only the field paths are needed: checked, not compiled to render.
+        let Ok(fields) = template::check_fields(&text) else {
             continue;
         };
-        for f in t.references().fields {
+        for f in fields {
             let parts: Vec<&str> = f.trim_start_matches('.').split('.').collect();
             match parts.as_slice() {
                 ["Phases", p, "Output", k, ..] => keys

@@ -3,7 +3,7 @@
 //! `go_oracle` and `prerequisite` (through `mod support;`, or included beside them by path).
 #![allow(dead_code)]
 
-use blueprint_operator::template::Template;
+use blueprint_operator::template;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -153,15 +153,14 @@ pub fn params(kind: &str, templates: &[String]) -> Value {
         "PodAnnotations": {"team": "storage"},
         "PodLabels": {"tier": "db"}
     });
-    let obj = p.as_object_mut().map(|o| {
+    if let Some(o) = p.as_object_mut() {
         o.insert(kind.to_string(), workload(&kind.to_lowercase()));
-    });
-    let _ = obj;
+    }
     for t in templates {
-        let Ok(tpl) = Template::parse(t) else {
+        let Ok(fields) = template::check_fields(t) else {
             continue;
         };
-        for f in tpl.references().fields {
+        for f in fields {
             let segs: Vec<&str> = f.trim_start_matches('.').split('.').collect();
             match segs.as_slice() {
                 ["Phases", phase, "Output", key, ..] => set_path(
