@@ -6,7 +6,6 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
 
 use serde_json_borrow::{ObjectAsVec as Map, Value};
 
@@ -61,7 +60,6 @@ fn check(doc: &Value) -> Report {
                 .to_owned(),
             ..Report::default()
         },
-        checked: Vec::new(),
     };
     match doc {
         Value::Object(root) => match root.get("actions") {
@@ -189,19 +187,11 @@ enum Stage<'a> {
     Fetched,
 }
 
-/// Most template texts remembered per validation (see [`Validator::template`]).
-const MAX_CHECKED: usize = 32;
-/// Longest template text remembered: repeats are short (`{{ .StatefulSet.Namespace }}` in
-/// each phase); long scripts differ, and comparing them would cost more than it saves.
-const MAX_CHECKED_LEN: usize = 256;
-
-struct Validator<'d> {
+struct Validator {
     report: Report,
-    /// Template texts of this Blueprint checked so far, with what the check found.
-    checked: Vec<(&'d str, Arc<template::Checked>)>,
 }
 
-impl<'d> Validator<'d> {
+impl Validator {
     fn error(&mut self, ctx: Ctx<'_>, rule: Rule, message: String) {
         self.report.errors.push(problem(ctx, rule, message));
     }
@@ -391,7 +381,7 @@ impl<'d> Validator<'d> {
         }
     }
 
-    fn action(&mut self, name: &str, action: &'d Value) {
+    fn action(&mut self, name: &str, action: &Value) {
         let path = format!("actions.{name}");
         let ctx = Ctx {
             action: Some(name),
@@ -514,7 +504,7 @@ impl<'d> Validator<'d> {
         }
     }
 
-    fn phase(&mut self, ctx: Ctx<'_>, phase: &'d Value, stage: Stage, has_defer: bool) {
+    fn phase(&mut self, ctx: Ctx<'_>, phase: &Value, stage: Stage, has_defer: bool) {
         let Some(phase) = phase.as_object() else {
             return self.error(
                 ctx,
@@ -606,7 +596,7 @@ impl<'d> Validator<'d> {
         &mut self,
         ctx: &Ctx,
         func: &Function,
-        args: Option<&'d Map<'d>>,
+        args: Option<&Map<'_>>,
         stage: Stage,
         has_defer: bool,
     ) {
@@ -670,7 +660,7 @@ impl<'d> Validator<'d> {
     fn output_artifacts(
         &mut self,
         ctx: &Ctx,
-        artifacts: Option<&'d Value>,
+        artifacts: Option<&Value>,
         main: &[&str],
         has_defer: bool,
     ) {
@@ -768,14 +758,7 @@ impl<'d> Validator<'d> {
     /// Checks every template string inside `value`, map keys too, as
     /// Kanister renders them; `own` marks Wait/WaitV2 args, which render
     /// themselves (keys are not rendered, `condition` sees the object).
-    fn templates_in(
-        &mut self,
-        ctx: &Ctx,
-        value: &'d Value,
-        own: bool,
-        stage: Stage,
-        has_defer: bool,
-    ) {
+    fn templates_in(&mut self, ctx: &Ctx, value: &Value, own: bool, stage: Stage, has_defer: bool) {
         match value {
             Value::Str(s) => self.template(ctx, s, stage, has_defer),
             Value::Array(list) => {
@@ -800,24 +783,14 @@ impl<'d> Validator<'d> {
         }
     }
 
-    fn template(&mut self, ctx: &Ctx, text: &'d str, stage: Stage, has_defer: bool) {
+    fn template(&mut self, ctx: &Ctx, text: &str, stage: Stage, has_defer: bool) {
         if !is_template(text) {
             return;
         }
-        // The same text is often written several times: checked once per Blueprint.
-        // Bounded, so that many distinct texts cost hardly more than without it.
-        let short = text.len() <= MAX_CHECKED_LEN;
-        if short && let Some((_, found)) = self.checked.iter().find(|(t, _)| *t == text) {
-            let found = found.clone();
-            self.references(ctx, &found, stage, has_defer);
-            return;
-        }
-        // Parsed borrowed, only for its references: nothing is kept to render.
+        // Parsed borrowed, only for its references, and remembered by text (a text written
+        // several times in one Blueprint, or seen in an earlier review, is parsed once).
         let found = template::check_fields_memo(text);
         self.references(ctx, &found, stage, has_defer);
-        if short && self.checked.len() < MAX_CHECKED {
-            self.checked.push((text, found));
-        }
     }
 
     /// Reports what the check of a template found.
