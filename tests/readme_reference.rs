@@ -42,9 +42,8 @@ const REFERENCE: &str = "docs/reference.md";
 
 /// Flags the reference names, by subcommand, with the line each was read from.
 fn reference_flags() -> BTreeMap<String, Vec<(String, usize)>> {
-    let reference =
-        std::fs::read_to_string(format!("{}/{REFERENCE}", env!("CARGO_MANIFEST_DIR")))
-            .expect(REFERENCE);
+    let reference = std::fs::read_to_string(format!("{}/{REFERENCE}", env!("CARGO_MANIFEST_DIR")))
+        .expect(REFERENCE);
     let mut section = "";
     let mut table_of: Option<String> = None;
     let mut by_command: BTreeMap<String, Vec<(String, usize)>> = BTreeMap::new();
