@@ -160,7 +160,7 @@ async fn claimed_actionsets_run_here_and_unclaimed_ones_are_left_to_kanister() -
     for ns in [&hooked, &bare] {
         kanister_controller_pod(&client, ns).await?;
     }
-    let _webhook = webhook_for(&client, &hooked).await?;
+    let webhook = webhook_for(&client, &hooked).await?;
 
     // Claimed before the controller starts, then deleted before it started: nothing runs and
     // its finalizer goes.
@@ -291,6 +291,17 @@ async fn claimed_actionsets_run_here_and_unclaimed_ones_are_left_to_kanister() -
     );
     let kanisters = sets_hooked.get("kanisters").await?;
     assert!(kanisters.status.is_none(), "{:?}", kanisters.status);
+
+    // The webhook down: a labelled ActionSet is refused, and the error names the webhook.
+    webhook.shutdown().await?;
+    let refused = create(&client, &actionset(&hooked, "while-down", labelled())?).await;
+    let error = refused.expect_err("created unclaimed while the webhook was down");
+    assert!(
+        error
+            .to_string()
+            .contains("claim.actionsets.blueprint-operator.io"),
+        "{error}"
+    );
     Api::<MutatingWebhookConfiguration>::all(client.clone())
         .delete(&format!("bpo-e2e-claim-{hooked}"), &DeleteParams::default())
         .await?;
