@@ -129,17 +129,19 @@ fn overlap_watch(client: &Client, ns: &str, watched: &[&str]) -> Arc<Mutex<Vec<S
     );
     let out = overlaps.clone();
     tokio::spawn(async move {
-        let mut states: BTreeMap<String, Option<State>> = BTreeMap::new();
+        // Started and not ended (a claimed run is `running` before it starts).
+        let mut states: BTreeMap<String, bool> = BTreeMap::new();
         let stream = watcher(api, watcher::Config::default()).applied_objects();
         futures::pin_mut!(stream);
         while let Ok(Some(a)) = stream.try_next().await {
             if !watched.contains(&a.name_any()) {
                 continue;
             }
-            states.insert(a.name_any(), a.state());
+            let started = a.state() == Some(State::Running) && !claim::not_started(&a);
+            states.insert(a.name_any(), started);
             let running: Vec<&String> = states
                 .iter()
-                .filter(|(_, s)| **s == Some(State::Running))
+                .filter(|(_, started)| **started)
                 .map(|(n, _)| n)
                 .collect();
             if running.len() > 1 {
