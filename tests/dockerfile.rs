@@ -277,7 +277,7 @@ fn check_build_context(build: &Stage, workdir: &str) {
     // `cargo fetch` parses the manifest as `cargo build` does (every declared target's file
     // must exist) and, with --locked, fails when Cargo.lock does not match it. Not --offline:
     // it fetches packages of every platform, which a fresh machine's `cargo build` never
-    // downloaded (issue 13); the registry is reachable, as it is for the image build.
+    // downloaded; the registry is reachable, as it is for the image build.
     let out = Command::new(env!("CARGO"))
         .args(["fetch", "--locked", "--manifest-path"])
         .arg(ctx.join("Cargo.toml"))

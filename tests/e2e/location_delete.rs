@@ -123,7 +123,7 @@ async fn deletes_exactly_the_objects_under_the_artifact_path() -> anyhow::Result
     Ok(())
 }
 
-/// Issue 17.1: the test object store makes no bucket on first use (gofakes3's `-autobucket`
+/// The test object store makes no bucket on first use (gofakes3's `-autobucket`
 /// makes it with a check-then-create, so of concurrent first PUTs all but one could get 404
 /// NoSuchBucket); a Profile's bucket exists before the Profile does, so concurrent first
 /// writes into fresh buckets all succeed.

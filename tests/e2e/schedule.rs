@@ -1168,7 +1168,7 @@ async fn a_suspended_schedules_preview_lists_what_its_active_runs_rotate() -> an
     Ok(())
 }
 
-/// Issue 27: many schedules due at one tick against an API server that lets one write through
+/// Many schedules due at one tick against an API server that lets one write through
 /// at a time (and refuses the rest with 429, as without API Priority and Fairness): the
 /// scheduler backs off and sends the same creates again, and every schedule's run for the
 /// tick exists exactly once, under its tick's name, with the tick recorded in its status.
