@@ -1,4 +1,4 @@
-//! Exclusive runs per application (issue 26.4): ActionSets on one object that ask with the
+//! Exclusive runs per application: ActionSets on one object that ask with the
 //! annotation `blueprint-operator.io/exclusive` never run at the same time; the later ones
 //! stay `pending`, name the run they wait for (annotation and Event), start one at a time in
 //! creation order, or fail at their wait timeout naming it. The controller binary against the
@@ -339,7 +339,7 @@ fn rotation_watch(client: &Client, ns: &str) -> Arc<Mutex<Vec<String>>> {
     bad
 }
 
-/// Issue 26.6 with exclusive runs: a schedule's run that waits for its turn (behind another
+/// Rotation with exclusive runs: a schedule's run that waits for its turn (behind another
 /// run of the same schedule), the running one and the newest complete one are never rotated
 /// (keepLast 0, keepFailed 0); `status.retention.nextRotation` lists exactly what the next
 /// rotation deletes, and it does.
