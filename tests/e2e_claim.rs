@@ -12,8 +12,7 @@ use std::time::Duration;
 
 use blueprint_operator::model::labels::{ANNOTATION_CLAIMED, ANNOTATION_EXECUTOR_RECORD};
 use blueprint_operator::model::{
-    ANNOTATION_RUN_NOW, ActionSchedule, ActionSet, EXECUTOR_LABEL_VALUE, LABEL_EXECUTOR,
-    LABEL_SCHEDULE, State,
+    ANNOTATION_RUN_NOW, ActionSchedule, ActionSet, EXECUTOR_LABEL_VALUE, LABEL_EXECUTOR, State,
 };
 use blueprint_operator::webhook::certs;
 use blueprint_operator::webhook::server::{self, ServerConfig};
@@ -205,18 +204,7 @@ async fn claimed_actionsets_run_here_and_unclaimed_ones_are_left_to_kanister() -
     run_here(&client, &hooked, "through-webhook").await?;
     run_here(&client, &hooked, "pending-by-hand").await?;
     run_here(&client, &free, "unclaimed").await?;
-    let run = support::poll(FINISH, || {
-        let api = sets_bare.clone();
-        async move {
-            let runs = api
-                .list(&ListParams::default().labels(&format!("{LABEL_SCHEDULE}=nightly")))
-                .await
-                .ok()?
-                .items;
-            runs.into_iter().next()
-        }
-    })
-    .await?;
+    let run = support::kanister::first_run(&client, &bare, "nightly", FINISH).await?;
     let run = run_here(&client, &bare, &run.name_any()).await?;
     assert_eq!(
         run.annotations()

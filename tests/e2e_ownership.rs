@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use blueprint_operator::model::{
     ANNOTATION_RUN_NOW, ActionSchedule, ActionSet, Blueprint, EXECUTOR_LABEL_VALUE, LABEL_EXECUTOR,
-    LABEL_SCHEDULE, State,
+    State,
 };
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, PostParams};
@@ -110,18 +110,7 @@ async fn only_opted_in_actionsets_run_and_foreign_runs_are_never_resumed() -> an
     complete(&client, &labels_ns, "labelled").await?;
     complete(&client, &whole_ns, "plain").await?;
     let api: Api<ActionSet> = Api::namespaced(client.clone(), &labels_ns);
-    let run = support::poll(FINISH, || {
-        let api = api.clone();
-        async move {
-            let runs = api
-                .list(&ListParams::default().labels(&format!("{LABEL_SCHEDULE}=nightly")))
-                .await
-                .ok()?
-                .items;
-            runs.into_iter().next()
-        }
-    })
-    .await?;
+    let run = support::kanister::first_run(&client, &labels_ns, "nightly", FINISH).await?;
     assert_eq!(run.labels()[LABEL_EXECUTOR], EXECUTOR_LABEL_VALUE);
     complete(&client, &labels_ns, &run.name_any()).await?;
 

@@ -500,7 +500,7 @@ fn other_values_reach_the_objects() {
         panic!("not the controller: {a:?}")
     };
     assert_eq!(parsed.namespace.as_deref(), Some("apps"));
-    assert_eq!(parsed.run_namespaces, ["apps", "db"]);
+    assert_eq!(parsed.run_namespaces.names(), ["apps", "db"]);
     assert_eq!(parsed.trusted_namespaces, ["kanister", "ops"]);
     assert!(parsed.no_scheduler && parsed.no_leader_election, "{a:?}");
     assert!(!parsed.relax_kanister_deferphase_schema, "{a:?}");

@@ -25,16 +25,8 @@ pub struct ControllerArgs {
     /// (default: all namespaces); every ActionSet in it is run, labelled or not.
     #[arg(long, env = "BPO_NAMESPACE")]
     pub namespace: Option<String>,
-    /// Run every ActionSet of these namespaces (comma-separated), labelled or
-    /// not; elsewhere only ActionSets labelled
-    /// blueprint-operator.io/executor=blueprint-operator are run.
-    #[arg(
-        long,
-        env = "BPO_RUN_NAMESPACES",
-        value_delimiter = ',',
-        value_name = "NS,..."
-    )]
-    pub run_namespaces: Vec<String>,
+    #[command(flatten)]
+    pub run_namespaces: super::RunNamespaces,
     /// Label selector of Kanister's controller pods ("" turns the check off). An opted-in
     /// ActionSet that was not claimed at creation (no webhook) is not started in a namespace
     /// where such a pod runs, since Kanister's controller starts it too.
@@ -263,7 +255,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     }
     let cfg = Config {
         namespace: args.namespace.clone(),
-        run_namespaces: args.run_namespaces.clone(),
+        run_namespaces: args.run_namespaces.names(),
         deletion_timeout: Duration::from_secs(args.deletion_timeout),
         instance,
         timeouts: crate::executor::deadline::Defaults {

@@ -16,6 +16,33 @@ pub mod logging;
 pub mod shutdown;
 pub mod webhook;
 
+/// `--run-namespaces`, shared by `controller` (which runs every ActionSet there) and `webhook`
+/// (which claims every ActionSet created there).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct RunNamespaces {
+    /// Namespaces (comma-separated) whose every ActionSet, labelled or not, is this operator's:
+    /// the controller runs them, the webhook claims them at creation. Elsewhere only ActionSets
+    /// labelled blueprint-operator.io/executor=blueprint-operator are.
+    #[arg(
+        long = "run-namespaces",
+        env = "BPO_RUN_NAMESPACES",
+        value_delimiter = ',',
+        value_name = "NS,..."
+    )]
+    names: Vec<String>,
+}
+
+impl RunNamespaces {
+    /// The names given, trimmed, without empty ones.
+    pub fn names(&self) -> Vec<String> {
+        self.names
+            .iter()
+            .map(|n| n.trim().to_string())
+            .filter(|n| !n.is_empty())
+            .collect()
+    }
+}
+
 /// Runs `work` to completion on a new Tokio runtime (multi-threaded for the servers, one thread
 /// for the commands), or says why the runtime could not start and gives exit code 2.
 pub fn block_on<F: std::future::Future>(

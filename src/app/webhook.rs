@@ -61,15 +61,9 @@ pub struct WebhookArgs {
     /// Connections open at once per listener; further connections are closed at once.
     #[arg(long, default_value_t = 512)]
     pub max_connections: usize,
-    /// The controller's `--namespace` and `--run-namespaces` (comma-separated): /mutate/actionset
-    /// claims every ActionSet created there, labelled or not; elsewhere only labelled ones.
-    #[arg(
-        long,
-        env = "BPO_RUN_NAMESPACES",
-        value_delimiter = ',',
-        value_name = "NS,..."
-    )]
-    pub run_namespaces: Vec<String>,
+    // The controller's `--namespace` belongs here too: every ActionSet there is claimed.
+    #[command(flatten)]
+    pub run_namespaces: super::RunNamespaces,
 }
 
 /// The [`Limits`] of the flags; a zero timeout or limit would refuse every request.
@@ -131,12 +125,7 @@ pub async fn run(args: WebhookArgs) -> anyhow::Result<()> {
         client,
         lookup_timeout: Duration::from_millis(args.lookup_timeout_ms),
         limits,
-        run_namespaces: args
-            .run_namespaces
-            .iter()
-            .map(|n| n.trim().to_string())
-            .filter(|n| !n.is_empty())
-            .collect(),
+        run_namespaces: args.run_namespaces.names(),
     };
     let running = tokio::select! {
         r = start(config) => r?,

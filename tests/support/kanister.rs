@@ -178,3 +178,19 @@ pub fn states(a: &ActionSet) -> (Vec<State>, State) {
         st.defer_phase.state,
     )
 }
+
+/// The first ActionSet schedule `schedule` created in `ns`, once there is one.
+pub async fn first_run(
+    client: &Client,
+    ns: &str,
+    schedule: &str,
+    timeout: std::time::Duration,
+) -> anyhow::Result<ActionSet> {
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
+    let selector = format!("{}={schedule}", blueprint_operator::model::LABEL_SCHEDULE);
+    super::poll(timeout, || {
+        let (api, lp) = (api.clone(), ListParams::default().labels(&selector));
+        async move { api.list(&lp).await.ok()?.items.into_iter().next() }
+    })
+    .await
+}
