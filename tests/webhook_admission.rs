@@ -474,10 +474,10 @@ proptest! {
         let mut obj = bp(actions);
         obj["spec"] = spec;
         for route in Route::ALL {
-            let kind = if route == Route::ValidateActionSchedule {
-                ("blueprint-operator.io", "ActionSchedule")
-            } else {
-                ("cr.kanister.io", "Blueprint")
+            let kind = match route {
+                Route::ValidateActionSchedule => ("blueprint-operator.io", "ActionSchedule"),
+                Route::MutateActionSet => ("cr.kanister.io", "ActionSet"),
+                _ => ("cr.kanister.io", "Blueprint"),
             };
             let (status, body) = handle_review(route, &review("u", kind.0, kind.1, &obj, false));
             prop_assert_eq!(status, 200);

@@ -19,12 +19,17 @@ pub const FINALIZER_DEFER_PHASE: &str = "blueprint-operator.io/defer-phase";
 /// unknown fields, so what the status cannot hold lives here.
 pub const ANNOTATION_EXECUTOR_RECORD: &str = "blueprint-operator.io/executor";
 
+/// ActionSet annotation: the ActionSet was claimed for this executor before any controller saw
+/// it (`admission`, `schedule` or `ctl`: who claimed it). A claimed ActionSet is created
+/// `running` so that Kanister's controller never starts it (`executor::claim`).
+pub const ANNOTATION_CLAIMED: &str = "blueprint-operator.io/claimed";
+
 /// Annotation on an ActionSet made by `ctl create --from`: the run it restores from (nothing
 /// acts on it; `ctl describe` shows it).
 pub const ANNOTATION_RESTORED_FROM: &str = "blueprint-operator.io/restored-from";
 /// ActionSet annotation, `"true"`: its actions never run beside another ActionSet's on the
-/// same object (`kind/namespace/name`); the later one waits (issue 26.4,
-/// `executor::exclusive`). ActionSchedules ask with `spec.exclusive`, and their runs carry it.
+/// same object (`kind/namespace/name`); the later one waits
+/// (`executor::exclusive`). ActionSchedules ask with `spec.exclusive`, and their runs carry it.
 pub const ANNOTATION_EXCLUSIVE: &str = "blueprint-operator.io/exclusive";
 /// ActionSet annotation, a Go duration: an exclusive wait longer than this (since the
 /// ActionSet's creation) fails the ActionSet, naming the run it waited for.

@@ -173,7 +173,7 @@ pub(super) fn new_action_set(
         run.scheduled_time.to_rfc3339(),
     );
     annotations.insert(ANNOTATION_SCHEDULE.to_string(), s.name_any());
-    // Exclusive runs (issue 26.4); a retention delete action does not wait.
+    // Exclusive runs; a retention delete action does not wait.
     if s.spec.exclusive && delete_for.is_none() {
         annotations.insert(ANNOTATION_EXCLUSIVE.to_string(), "true".to_string());
         if let Some(t) = &s.spec.exclusive_wait_timeout {
@@ -187,7 +187,11 @@ pub(super) fn new_action_set(
         annotations: Some(annotations),
         ..Default::default()
     };
-    ActionSet::new(meta, spec)
+    let mut a = ActionSet::new(meta, spec);
+    // Created already claimed: Kanister's controller in the same namespace never starts it,
+    // with or without the webhook.
+    crate::executor::claim::claim(&mut a, crate::executor::claim::By::Schedule);
+    a
 }
 
 /// `concurrencyPolicy: Replace`: delete the active runs `victims` (and drop

@@ -1,5 +1,5 @@
 //! sprig v2.22.0 number, path, regex, date, URL, environment, network,
-//! random and version functions, and Go's `call` builtin (issue 18.4).
+//! random and version functions, and Go's `call` builtin.
 
 use super::args::{Ctx, FnResult, arity, at_least, int, s, to_f64, to_i64};
 use super::error::FuncError;
@@ -435,7 +435,7 @@ fn call_inner(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
             }
         }
         // The operator's own environment is not the Blueprint's business:
-        // every variable reads as unset (see README, template differences).
+        // every variable reads as unset (see docs/template-engine.md, "Differences from Kanister").
         "env" => {
             arity(name, args, 1)?;
             s(&args[0])?;

@@ -48,13 +48,16 @@ pub enum Route {
     MutateBlueprint,
     ValidateBlueprint,
     ValidateActionSchedule,
+    /// Claims ActionSets at creation (`super::claim`).
+    MutateActionSet,
 }
 
 impl Route {
-    pub const ALL: [Route; 3] = [
+    pub const ALL: [Route; 4] = [
         Route::MutateBlueprint,
         Route::ValidateBlueprint,
         Route::ValidateActionSchedule,
+        Route::MutateActionSet,
     ];
 
     pub fn path(self) -> &'static str {
@@ -62,6 +65,7 @@ impl Route {
             Route::MutateBlueprint => "/mutate/blueprint",
             Route::ValidateBlueprint => "/validate/blueprint",
             Route::ValidateActionSchedule => "/validate/actionschedule",
+            Route::MutateActionSet => "/mutate/actionset",
         }
     }
 
@@ -74,6 +78,7 @@ impl Route {
         match self {
             Route::MutateBlueprint | Route::ValidateBlueprint => (KANISTER_GROUP, "Blueprint"),
             Route::ValidateActionSchedule => (SCHEDULE_GROUP, "ActionSchedule"),
+            Route::MutateActionSet => (KANISTER_GROUP, "ActionSet"),
         }
     }
 }
@@ -94,7 +99,7 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    fn bad_request(reason: impl Into<String>) -> Self {
+    pub(super) fn bad_request(reason: impl Into<String>) -> Self {
         let reason = reason.into();
         Outcome {
             status: 400,
@@ -214,6 +219,10 @@ pub fn review(
             summary: "body over the limit".into(),
         };
     }
+    if route == Route::MutateActionSet {
+        // Without the server's flags, only labelled ActionSets are ours.
+        return super::claim::review(body, &Default::default());
+    }
     match parse(route, body) {
         Ok(parsed) => {
             let found: Vec<(BlueprintRef, Lookup)> = parsed
@@ -269,6 +278,12 @@ impl Parsed {
 pub fn decide(parsed: Parsed, lookups: &[(BlueprintRef, Lookup)]) -> Outcome {
     let uid = parsed.request.uid.clone();
     let dry_run = parsed.request.dry_run;
+    let refused = |reason: String| {
+        let mut out = Outcome::bad_request(reason);
+        out.uid = Some(uid.clone());
+        out.dry_run = dry_run;
+        out
+    };
     let base = AdmissionResponse::from(&parsed.request);
     let (response, verdict, summary) = match (&parsed.object, parsed.route) {
         _ if !parsed.needs_review() => (
@@ -281,16 +296,16 @@ pub fn decide(parsed: Parsed, lookups: &[(BlueprintRef, Lookup)]) -> Outcome {
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_owned))
                 .unwrap_or_default();
-            let mut out = Outcome::bad_request(format!(
+            return refused(format!(
                 "request.object is missing for a {operation} request"
             ));
-            out.uid = Some(uid);
-            out.dry_run = dry_run;
-            return out;
         }
         (Some(obj), Route::MutateBlueprint) => mutate_blueprint(base, obj),
         (Some(obj), Route::ValidateBlueprint) => validate_blueprint(base, obj),
         (Some(obj), Route::ValidateActionSchedule) => super::schedule::validate(base, obj, lookups),
+        (Some(_), Route::MutateActionSet) => {
+            return refused("ActionSet reviews are answered by webhook::claim::review".into());
+        }
     };
     match encode_review(response) {
         Ok(body) => Outcome {
@@ -315,7 +330,7 @@ pub fn decide(parsed: Parsed, lookups: &[(BlueprintRef, Lookup)]) -> Outcome {
 /// The AdmissionReview JSON. kube serializes `response.patch` (a `Vec<u8>`) as an array of
 /// numbers, which Go decodes too; we send the canonical form, a base64 string, as Go clients
 /// do (a third of the size, and what people reading logs expect).
-fn encode_review(response: AdmissionResponse) -> serde_json::Result<Vec<u8>> {
+pub(super) fn encode_review(response: AdmissionResponse) -> serde_json::Result<Vec<u8>> {
     if response.patch.is_none() {
         // Nothing to rewrite: written in one pass, the same bytes as through a `Value` (whose
         // maps keep the fields' order).

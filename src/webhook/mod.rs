@@ -3,6 +3,7 @@
 //!
 //! * [`admission`]: pure handlers, an AdmissionReview in and an HTTP answer out
 //!   (`/mutate/blueprint`, `/validate/blueprint`, `/validate/actionschedule`);
+//! * [`claim`]: `/mutate/actionset`, ActionSets claimed at creation for the executor;
 //! * [`schedule`]: the ActionSchedule checks;
 //! * [`response`]: what the handlers share: denials, warnings, the Blueprint lookup;
 //! * [`server`]: axum + rustls server, body limit, probes, metrics, graceful shutdown;
@@ -14,6 +15,7 @@
 
 pub mod admission;
 pub mod certs;
+pub mod claim;
 pub mod limits;
 pub mod metrics;
 pub mod response;
