@@ -13,13 +13,12 @@
 //! (Kanister's MySQL and PostgreSQL WAL-E examples, `KANISTER_CORPUS`), at 16 and 64 concurrent
 //! clients, each route reports requests/s, p50/p99 latency, the server's CPU µs per request,
 //! its peak RSS and thread count, three times: every request with the same object ("same", as
-//! GitOps tools re-send unchanged objects: answered from what the webhook remembers); each with
-//! its own, an annotation differing ("distinct": 8 x as many objects as it remembers, so every
-//! review is made afresh, its template texts' checks remembered); and each with its own template
-//! texts too ("new text": nothing remembered, the worst case). Before the load, each stage of
-//! a review is timed in-process (one core, no TLS): JSON decoding, the AdmissionReview,
-//! validation, normalization, the whole review, the whole review with every template checked
-//! anew, and the whole review answered as before.
+//! GitOps tools re-send unchanged objects); each with its own, an annotation differing
+//! ("distinct", [`DISTINCT`] objects); and each with its own template texts too ("new text").
+//! The webhook remembers nothing between reviews, so the three show that the work does not
+//! depend on what came before. Before the load, each stage of a review is timed in-process (one
+//! core, no TLS): JSON decoding, the AdmissionReview, validation, normalization and the whole
+//! review.
 //!
 //! Without `--bench` (as `cargo test --all-targets` runs it) it only sends a few requests to
 //! check that everything works.
@@ -49,6 +48,8 @@ use webhook_client::{Conn, blueprint_review, client_config};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const SERVE_ENV: &str = "BENCH_WEBHOOK_SERVE";
+/// Objects of the "distinct" and "new text" rows.
+const DISTINCT: usize = 2048;
 /// The CPU the server process is pinned to (set by the bench for its child).
 const SERVER_CPU_ENV: &str = "BENCH_WEBHOOK_SERVER_CPU";
 
@@ -133,9 +134,8 @@ fn strip_names(mut bp: Value) -> Value {
     bp
 }
 
-/// `n` reviews of `object`, each with its own `bench/n` annotation when `n` > 1.
 /// `n` reviews of `object`: one, or each with its own annotation; with `new_templates`, every
-/// template text is made new too (a word appended), so no template check is remembered.
+/// template text is made new too (a word appended).
 fn bodies_of(object: &Value, n: usize, new_templates: bool) -> Vec<Vec<u8>> {
     if n == 1 {
         return vec![blueprint_review("bench", object)];
@@ -315,10 +315,6 @@ fn time_us(rounds: usize, mut f: impl FnMut()) -> f64 {
 fn stages(name: &str, route: Route, body: &[u8], rounds: usize) {
     let mut review: Value = serde_json::from_slice(body).expect("review parses");
     let obj = review["request"]["object"].take();
-    // Validation reads a tree of the object's text (as `/validate/blueprint` decodes it),
-    // normalization the `Value`.
-    let text = obj.to_string();
-    let tree = blueprint_operator::blueprint::decode(&text).expect("object");
     let decode = time_us(rounds, || {
         std::hint::black_box(serde_json::from_slice::<Value>(body).expect("JSON"));
     });
@@ -326,7 +322,7 @@ fn stages(name: &str, route: Route, body: &[u8], rounds: usize) {
         std::hint::black_box(admission::parse(route, body).expect("review"));
     });
     let validate = time_us(rounds, || {
-        std::hint::black_box(blueprint_operator::blueprint::validate(&tree));
+        std::hint::black_box(blueprint_operator::blueprint::validate(&obj));
     });
     let normalize = time_us(rounds, || {
         std::hint::black_box(blueprint_operator::blueprint::normalize(&obj));
@@ -334,19 +330,8 @@ fn stages(name: &str, route: Route, body: &[u8], rounds: usize) {
     let whole = time_us(rounds, || {
         std::hint::black_box(admission::handle_review(route, body));
     });
-    let new_templates = time_us(rounds, || {
-        blueprint_operator::template::forget_checked();
-        std::hint::black_box(admission::handle_review(route, body));
-    });
-    let answers = blueprint_operator::webhook::answers::Answers::default();
-    admission::review_blueprint(route, body, &answers);
-    let remembered = time_us(rounds, || {
-        let out = admission::review_blueprint(route, body, &answers);
-        assert!(out.remembered);
-        std::hint::black_box(out);
-    });
     println!(
-        "{name:<6} {:<20} {decode:>8.1} {parse:>8.1} {validate:>9.1} {normalize:>9.1} {whole:>8.1} {new_templates:>9.1} {remembered:>10.1}",
+        "{name:<6} {:<20} {decode:>8.1} {parse:>8.1} {validate:>9.1} {normalize:>9.1} {whole:>8.1}",
         route.path()
     );
 }
@@ -442,13 +427,7 @@ fn main() {
     } else {
         (20, 0)
     };
-    // "distinct": every request within this many carries another object (an annotation
-    // differs), 8 times what the webhook remembers, so every review is made afresh.
-    let distinct = if full {
-        8 * blueprint_operator::webhook::answers::MAX_ENTRIES
-    } else {
-        4
-    };
+    let distinct = if full { DISTINCT } else { 4 };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
@@ -472,16 +451,8 @@ fn main() {
             "\nstages, CPU µs per review in-process (one thread, no TLS, best of 5 x {rounds}):"
         );
         println!(
-            "{:<6} {:<20} {:>8} {:>8} {:>9} {:>9} {:>8} {:>9} {:>10}",
-            "",
-            "route",
-            "json",
-            "parse",
-            "validate",
-            "normalize",
-            "review",
-            "new text",
-            "remembered"
+            "{:<6} {:<20} {:>8} {:>8} {:>9} {:>9} {:>8}",
+            "", "route", "json", "parse", "validate", "normalize", "review"
         );
         for (name, _, v, m, ..) in &blueprints {
             stages(name, Route::ValidateBlueprint, v, rounds);

@@ -17,7 +17,6 @@ pub mod functions;
 pub mod kando;
 pub mod kanister_crd;
 pub mod kube_error;
-pub mod memo;
 pub mod metrics;
 pub mod model;
 pub mod redact;

@@ -3,9 +3,8 @@
 //! validator (a Blueprint valid for Kanister stays valid here), with a warning that says what
 //! will happen and how to write it instead.
 
-use serde_json_borrow::Value;
+use serde_json::Value;
 
-use super::tree;
 use crate::functions::kube_ops::parse_operation;
 use crate::functions::multi_container_run::parse_quantity;
 use crate::functions::registry::{ArgType, Function};
@@ -35,7 +34,7 @@ pub fn check(func: &Function, name: &str, ty: ArgType, value: &Value) -> Vec<Lat
         found.extend(literal_string(func, name, ty, text).map(LateFailure::new));
     }
     match (ty, value) {
-        (ArgType::StrList, Value::Str(s))
+        (ArgType::StrList, Value::String(s))
             if is_command(name) && has_spaces_outside_templates(s) =>
         {
             found.push(LateFailure::new(format!(
@@ -54,10 +53,8 @@ pub fn check(func: &Function, name: &str, ty: ArgType, value: &Value) -> Vec<Lat
                 })
             }))
         }
-        // Only a boolean entry warns: the decoding's merge of entries (on a `serde_json` copy)
-        // runs for a map that has one.
-        (ArgType::StrMap, _) if has_boolean_entry(value) => {
-            if let Ok(entries) = weak::map_entries(&tree::to_value(value)) {
+        (ArgType::StrMap, _) => {
+            if let Ok(entries) = weak::map_entries(value) {
                 found.extend(entries.into_iter().filter_map(|e| {
                     let b = e.value.as_bool()?;
                     Some(LateFailure {
@@ -68,7 +65,7 @@ pub fn check(func: &Function, name: &str, ty: ArgType, value: &Value) -> Vec<Lat
             }
         }
         (ArgType::Int, _) if func.name == "ScaleWorkload" && name == "replicas" => {
-            if let Ok(n) = weak::int(&tree::to_value(value))
+            if let Ok(n) = weak::int(value)
                 && n < 0
             {
                 found.push(LateFailure::new(format!(
@@ -79,15 +76,6 @@ pub fn check(func: &Function, name: &str, ty: ArgType, value: &Value) -> Vec<Lat
         _ => {}
     }
     found
-}
-
-/// Whether a map, or a list of maps as [`weak::map_entries`] reads one, has a boolean value.
-fn has_boolean_entry(value: &Value) -> bool {
-    match value {
-        Value::Object(m) => m.values().any(Value::is_bool),
-        Value::Array(items) => items.iter().any(has_boolean_entry),
-        _ => false,
-    }
 }
 
 /// Checks of a plain (template-free) string that Kanister only parses when the phase runs.
@@ -154,7 +142,7 @@ fn shorten(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::{Value, json};
+    use serde_json::json;
 
     use super::*;
     use crate::functions::registry;
@@ -163,7 +151,7 @@ mod tests {
     fn warnings(func: &str, arg: &str, value: Value) -> Vec<String> {
         let f = registry::function(func).unwrap();
         let ty = f.arg(arg).unwrap();
-        check(f, arg, ty, &tree::Tree::from(&value))
+        check(f, arg, ty, &value)
             .into_iter()
             .map(|w| format!("{}: {}", w.at, w.message))
             .collect()

@@ -59,7 +59,7 @@ impl Plan {
 }
 
 fn plan(action: &Map<String, Value>) -> Plan {
-    let (defer_change, defer) = match super::field(action, "deferPhase") {
+    let (defer_change, defer) = match action.get("deferPhase") {
         Some(Value::Array(list)) if list.len() == 1 && !is_pruned_list(list) => {
             (DeferChange::Unwrap, list.first())
         }
@@ -71,7 +71,7 @@ fn plan(action: &Map<String, Value>) -> Plan {
     // Names already written by the user are reserved first, so a default
     // never collides with a later explicit name.
     let mut taken: HashSet<String> = HashSet::new();
-    let phases = super::field(action, "phases").and_then(Value::as_array);
+    let phases = action.get("phases").and_then(Value::as_array);
     for phase in phases.into_iter().flatten().chain(defer) {
         if let Some(name) = explicit_name(phase) {
             taken.insert(name.to_owned());
@@ -212,7 +212,8 @@ fn explicit_name(phase: &Value) -> Option<&str> {
 
 /// A phase's name if it has a non-empty string one.
 fn explicit_name_of(phase: &Map<String, Value>) -> Option<&str> {
-    super::field(phase, "name")
+    phase
+        .get("name")
         .and_then(Value::as_str)
         .filter(|n| !n.is_empty())
 }

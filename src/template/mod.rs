@@ -50,10 +50,9 @@ mod sprig_strings;
 mod value;
 mod xstrings;
 
-use crate::memo::Memo;
 use parse::{Arg, Node, Pipe, Tree};
 use std::fmt;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 /// Template failure, displayed like Kanister reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,35 +115,6 @@ pub fn check_fields(text: &str) -> Result<Vec<String>, TemplateError> {
     parse::parse(text)
         .map(|tree| collect_refs(&tree, false).fields)
         .map_err(parse_error)
-}
-
-/// What [`check_fields`] found for a text.
-pub type Checked = Result<Vec<String>, TemplateError>;
-
-/// Most template texts whose check is remembered, and most bytes of their text: all 87
-/// Blueprints of the Kanister corpus hold 277 distinct texts, 98 KB. Twice these (2048 / 512
-/// KiB) raised the webhook's peak RSS under the load bench from 1.9x to 2.1x its idle RSS.
-const CHECKED_ENTRIES: usize = 1024;
-const CHECKED_BYTES: usize = 256 * 1024;
-
-static CHECKED: LazyLock<Memo<(), Checked>> =
-    LazyLock::new(|| Memo::new(CHECKED_ENTRIES, CHECKED_BYTES));
-
-/// [`check_fields`], remembered by text for the whole process: a Blueprint applied again with
-/// a few lines changed, or many Blueprints written from the same example, bring the same
-/// template texts back, and a parse costs far more than the lookup.
-pub fn check_fields_memo(text: &str) -> Arc<Checked> {
-    if let Some(found) = CHECKED.get((), text.as_bytes()) {
-        return found;
-    }
-    let found = Arc::new(check_fields(text));
-    CHECKED.put((), text.as_bytes(), found.clone());
-    found
-}
-
-/// Forgets what [`check_fields_memo`] remembered (benchmarks measure checks made afresh).
-pub fn forget_checked() {
-    CHECKED.clear();
 }
 
 /// Whether `text` has a `{{`, i.e. whether it is a template at all.

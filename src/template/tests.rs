@@ -573,17 +573,3 @@ fn non_deterministic_functions_have_the_right_shape() {
         Ok(true)
     );
 }
-
-#[test]
-fn remembered_checks_are_the_checks() {
-    for text in [
-        "{{ .Phases.memo_test.Output.key }} {{ index .Object.metadata.labels \"x\" }}",
-        "{{ .Bad",
-        "{{ nosuchfunction_memo_test .X }}",
-    ] {
-        let first = check_fields_memo(text);
-        assert_eq!(*first, check_fields(text), "{text}");
-        // Asked again, the same answer comes back without a parse.
-        assert!(Arc::ptr_eq(&first, &check_fields_memo(text)), "{text}");
-    }
-}

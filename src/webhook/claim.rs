@@ -57,7 +57,6 @@ pub fn review(body: &[u8], ownership: &Ownership) -> Outcome {
             uid: Some(uid),
             dry_run,
             summary,
-            remembered: false,
         },
         Err(e) => Outcome {
             status: 500,
@@ -66,7 +65,6 @@ pub fn review(body: &[u8], ownership: &Ownership) -> Outcome {
             uid: Some(uid),
             dry_run,
             summary: e.to_string(),
-            remembered: false,
         },
     }
 }

@@ -6,8 +6,6 @@
 //! * `blueprint_operator_webhook_build_info{version}`: 1 while the process runs
 //! * `blueprint_operator_webhook_connections_closed_total{reason}`: connections the server
 //!   refused or cut: `limit` (over `--max-connections`), `header`, `idle` (timeouts)
-//! * `blueprint_operator_webhook_reviews_remembered_total{route}`: reviews answered from
-//!   [`super::answers`] (an object seen before)
 //!
 //! `verdict` is one of [`Verdict::label`]: allowed, patched, denied, bad_request, too_large,
 //! error. Every route × verdict pair is pre-created so zeros are exported.
@@ -65,11 +63,6 @@ struct RequestLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RouteLabels {
-    route: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReloadLabels {
     result: String,
 }
@@ -96,7 +89,6 @@ pub struct Metrics {
     duration: Family<RequestLabels, Histogram, Buckets>,
     tls_reloads: Family<ReloadLabels, Counter>,
     connections_closed: Family<CloseLabels, Counter>,
-    remembered: Family<RouteLabels, Counter>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -114,7 +106,6 @@ impl Metrics {
         let duration = Family::<RequestLabels, Histogram, Buckets>::new_with_constructor(Buckets);
         let tls_reloads = Family::<ReloadLabels, Counter>::default();
         let connections_closed = Family::<CloseLabels, Counter>::default();
-        let remembered = Family::<RouteLabels, Counter>::default();
         registry.register(
             "requests",
             "Admission requests handled, by route and verdict",
@@ -135,11 +126,6 @@ impl Metrics {
             "Connections refused (reason=limit) or closed by a timeout (header, idle)",
             connections_closed.clone(),
         );
-        registry.register(
-            "reviews_remembered",
-            "Admission reviews answered as before for an object seen before, by route",
-            remembered.clone(),
-        );
         crate::metrics::register_build_info(
             registry,
             "build_info",
@@ -151,7 +137,6 @@ impl Metrics {
             });
         }
         for &route in routes {
-            let _ = remembered.get_or_create(&RouteLabels { route });
             for verdict in Verdict::ALL {
                 let l = RequestLabels {
                     route,
@@ -171,7 +156,6 @@ impl Metrics {
             duration,
             tls_reloads,
             connections_closed,
-            remembered,
         }
     }
 
@@ -193,11 +177,6 @@ impl Metrics {
         self.duration.get_or_create(&l).observe(seconds);
     }
 
-    /// A review answered from [`super::answers`].
-    pub fn remembered(&self, route: &'static str) {
-        self.remembered.get_or_create(&RouteLabels { route }).inc();
-    }
-
     pub fn tls_reload(&self, result: &str) {
         self.tls_reloads
             .get_or_create(&ReloadLabels {
@@ -217,7 +196,6 @@ mod tests {
         let m = Metrics::new(&mut registry, &["/validate/blueprint"]);
         m.observe("/validate/blueprint", Verdict::Denied, 0.001);
         m.observe("/validate/blueprint", Verdict::Denied, 0.002);
-        m.remembered("/validate/blueprint");
         let text = crate::metrics::Exported::new(registry).encode();
         assert!(
             text.contains(
@@ -237,12 +215,6 @@ mod tests {
         );
         assert!(
             text.contains("blueprint_operator_webhook_build_info{version="),
-            "{text}"
-        );
-        assert!(
-            text.contains(
-                r#"blueprint_operator_webhook_reviews_remembered_total{route="/validate/blueprint"} 1"#
-            ),
             "{text}"
         );
     }

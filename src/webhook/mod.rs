@@ -4,7 +4,6 @@
 //! * [`admission`]: pure handlers, an AdmissionReview in and an HTTP answer out
 //!   (`/mutate/blueprint`, `/validate/blueprint`, `/validate/actionschedule`);
 //! * [`claim`]: `/mutate/actionset`, ActionSets claimed at creation for the executor;
-//! * [`answers`]: answers already given to Blueprint reviews, by the object's bytes;
 //! * [`schedule`]: the ActionSchedule checks;
 //! * [`response`]: what the handlers share: denials, warnings, the Blueprint lookup;
 //! * [`server`]: axum + rustls server, body limit, probes, metrics, graceful shutdown;
@@ -15,7 +14,6 @@
 //! * [`workers`]: where the review's CPU work runs (inline, or a pool sized to the cores).
 
 pub mod admission;
-pub mod answers;
 pub mod certs;
 pub mod claim;
 pub mod limits;

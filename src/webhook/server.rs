@@ -33,7 +33,6 @@ use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use tokio::sync::watch;
 
 use super::admission::{self, MAX_BODY_BYTES, Outcome, Route};
-use super::answers::Answers;
 use super::limits::{GuardAcceptor, Limits};
 use super::response::{BlueprintRef, Lookup};
 use prometheus_client::registry::Registry;
@@ -86,8 +85,6 @@ struct AppState {
     body_timeout: Duration,
     /// Where the reviews' CPU work runs.
     workers: Workers,
-    /// Answers to Blueprint reviews, for objects seen again.
-    answers: Answers,
     /// Which ActionSets `/mutate/actionset` claims.
     ownership: Ownership,
 }
@@ -163,7 +160,6 @@ async fn admit(st: Shared, route: Route, body: Body) -> Response {
             uid: None,
             dry_run: false,
             summary: "body over the limit".into(),
-            remembered: false,
         },
         Err(BodyError::TimedOut) => Outcome {
             status: 408,
@@ -176,7 +172,6 @@ async fn admit(st: Shared, route: Route, body: Body) -> Response {
             uid: None,
             dry_run: false,
             summary: "body timeout".into(),
-            remembered: false,
         },
         Err(BodyError::Broken(why)) => Outcome {
             status: 400,
@@ -185,16 +180,12 @@ async fn admit(st: Shared, route: Route, body: Body) -> Response {
             uid: None,
             dry_run: false,
             summary: why,
-            remembered: false,
         },
         Ok(bytes) => decide(&st, route, bytes).await,
     };
     let elapsed = started.elapsed();
     st.metrics
         .observe(route.path(), outcome.verdict, elapsed.as_secs_f64());
-    if outcome.remembered {
-        st.metrics.remembered(route.path());
-    }
     let uid = outcome.uid.as_deref().unwrap_or("");
     let latency_ms = elapsed.as_secs_f64() * 1000.0;
     if outcome.status == 200 {
@@ -242,12 +233,10 @@ async fn decide(st: &Shared, route: Route, bytes: Bytes) -> Outcome {
         return super::claim::review(&bytes, &st.ownership);
     }
     if route != Route::ValidateActionSchedule {
-        let st = st.clone();
         return st
             .workers
-            .clone()
             .run(len, move || {
-                admission::review_blueprint(route, &bytes, &st.answers)
+                admission::review(route, &bytes, |_| Lookup::NotChecked("not needed".into()))
             })
             .await
             .unwrap_or_else(internal_error);
@@ -255,9 +244,7 @@ async fn decide(st: &Shared, route: Route, bytes: Bytes) -> Outcome {
     // An ActionSchedule: parse, look its Blueprints up (async), decide.
     let parsed = match st
         .workers
-        .run(len, move || {
-            admission::parse(route, &bytes).map(admission::Parsed::into_owned)
-        })
+        .run(len, move || admission::parse(route, &bytes))
         .await
     {
         Ok(Ok(p)) => p,
@@ -286,7 +273,6 @@ fn internal_error(e: WorkerError) -> Outcome {
         uid: None,
         dry_run: false,
         summary: e.to_string(),
-        remembered: false,
     }
 }
 
@@ -378,7 +364,6 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<Running> {
         lookup_timeout: config.lookup_timeout,
         body_timeout: config.limits.body_timeout,
         workers: Workers::per_core(),
-        answers: Answers::default(),
         ownership: Ownership::new(None, &config.run_namespaces),
     });
     let (stop_tx, stop_rx) = watch::channel(false);
