@@ -273,7 +273,9 @@ fn delete_and_objects_being_deleted_are_allowed() {
 #[test]
 fn oversized_bodies_get_413() {
     let body = vec![b' '; MAX_BODY_BYTES + 1];
-    let out = admission::review(Route::ValidateBlueprint, &body, |_| Lookup::Missing);
+    let out = admission::review(Route::ValidateBlueprint, &body, &Default::default(), |_| {
+        Lookup::Missing
+    });
     assert_eq!(out.status, 413);
 }
 
@@ -335,10 +337,15 @@ fn actionschedule_route_checks_the_schedule() {
         &fixed,
         false,
     );
-    let out = admission::review(Route::ValidateActionSchedule, &body, |(ns, name)| {
-        assert_eq!((ns.as_str(), name.as_str()), ("default", "bp"));
-        Lookup::Found(json!({"actions": {"restore": {}}}))
-    });
+    let out = admission::review(
+        Route::ValidateActionSchedule,
+        &body,
+        &Default::default(),
+        |(ns, name)| {
+            assert_eq!((ns.as_str(), name.as_str()), ("default", "bp"));
+            Lookup::Found(json!({"actions": {"restore": {}}}))
+        },
+    );
     let resp: Value = serde_json::from_slice(&out.body).unwrap();
     assert_eq!(resp["response"]["allowed"], false, "{resp}");
     let msg = resp["response"]["status"]["message"].as_str().unwrap();
@@ -347,7 +354,12 @@ fn actionschedule_route_checks_the_schedule() {
         "{msg}"
     );
     // Not visible: allowed with a warning.
-    let out = admission::review(Route::ValidateActionSchedule, &body, |_| Lookup::Missing);
+    let out = admission::review(
+        Route::ValidateActionSchedule,
+        &body,
+        &Default::default(),
+        |_| Lookup::Missing,
+    );
     let resp: Value = serde_json::from_slice(&out.body).unwrap();
     assert_eq!(resp["response"]["allowed"], true, "{resp}");
     assert!(

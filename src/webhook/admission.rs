@@ -27,6 +27,7 @@ use serde_json::Value;
 use super::metrics::Verdict;
 use super::response::{BlueprintRef, Lookup, deny, limit_warnings};
 use crate::blueprint::{self, Problem, Rule};
+use crate::executor::ownership::Ownership;
 
 /// Largest request body accepted: 7 MiB.
 ///
@@ -99,7 +100,7 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    pub(super) fn bad_request(reason: impl Into<String>) -> Self {
+    fn bad_request(reason: impl Into<String>) -> Self {
         let reason = reason.into();
         Outcome {
             status: 400,
@@ -196,7 +197,8 @@ pub fn parse(route: Route, body: &[u8]) -> Result<Parsed, Outcome> {
 /// The pure handler used by the fuzz target and the property tests: parse and decide, with no
 /// Blueprint lookup for ActionSchedules. Returns the HTTP status and body.
 pub fn handle_review(route: Route, body: &[u8]) -> (u16, Vec<u8>) {
-    let out = review(route, body, |_| {
+    // Without the server's flags, only labelled ActionSets are claimed.
+    let out = review(route, body, &Ownership::default(), |_| {
         Lookup::NotChecked("no API access in this context".into())
     });
     (out.status, out.body)
@@ -207,6 +209,7 @@ pub fn handle_review(route: Route, body: &[u8]) -> (u16, Vec<u8>) {
 pub fn review(
     route: Route,
     body: &[u8],
+    claims: &Ownership,
     mut lookup: impl FnMut(&BlueprintRef) -> Lookup,
 ) -> Outcome {
     if body.len() > MAX_BODY_BYTES {
@@ -219,10 +222,6 @@ pub fn review(
             summary: "body over the limit".into(),
         };
     }
-    if route == Route::MutateActionSet {
-        // Without the server's flags, only labelled ActionSets are ours.
-        return super::claim::review(body, &Default::default());
-    }
     match parse(route, body) {
         Ok(parsed) => {
             let found: Vec<(BlueprintRef, Lookup)> = parsed
@@ -233,7 +232,7 @@ pub fn review(
                     (r, l)
                 })
                 .collect();
-            decide(parsed, &found)
+            decide(parsed, &found, claims)
         }
         Err(out) => out,
     }
@@ -274,8 +273,9 @@ impl Parsed {
 }
 
 /// Decides on a parsed review. `lookups` holds the result for each of
-/// [`Parsed::blueprint_refs`] (missing entries count as not checked).
-pub fn decide(parsed: Parsed, lookups: &[(BlueprintRef, Lookup)]) -> Outcome {
+/// [`Parsed::blueprint_refs`] (missing entries count as not checked); `claims` says which
+/// ActionSets `/mutate/actionset` claims.
+pub fn decide(parsed: Parsed, lookups: &[(BlueprintRef, Lookup)], claims: &Ownership) -> Outcome {
     let uid = parsed.request.uid.clone();
     let dry_run = parsed.request.dry_run;
     let refused = |reason: String| {
@@ -303,8 +303,8 @@ pub fn decide(parsed: Parsed, lookups: &[(BlueprintRef, Lookup)]) -> Outcome {
         (Some(obj), Route::MutateBlueprint) => mutate_blueprint(base, obj),
         (Some(obj), Route::ValidateBlueprint) => validate_blueprint(base, obj),
         (Some(obj), Route::ValidateActionSchedule) => super::schedule::validate(base, obj, lookups),
-        (Some(_), Route::MutateActionSet) => {
-            return refused("ActionSet reviews are answered by webhook::claim::review".into());
+        (Some(obj), Route::MutateActionSet) => {
+            super::claim::review(base, &parsed.request, obj, claims)
         }
     };
     match encode_review(response) {
@@ -330,7 +330,7 @@ pub fn decide(parsed: Parsed, lookups: &[(BlueprintRef, Lookup)]) -> Outcome {
 /// The AdmissionReview JSON. kube serializes `response.patch` (a `Vec<u8>`) as an array of
 /// numbers, which Go decodes too; we send the canonical form, a base64 string, as Go clients
 /// do (a third of the size, and what people reading logs expect).
-pub(super) fn encode_review(response: AdmissionResponse) -> serde_json::Result<Vec<u8>> {
+fn encode_review(response: AdmissionResponse) -> serde_json::Result<Vec<u8>> {
     if response.patch.is_none() {
         // Nothing to rewrite: written in one pass, the same bytes as through a `Value` (whose
         // maps keep the fields' order).

@@ -4,76 +4,39 @@
 //! same review always gets the same answer, and a dry run the same patch.
 
 use kube::core::DynamicObject;
-use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
+use kube::core::admission::{AdmissionRequest, AdmissionResponse, Operation};
+use serde_json::Value;
 
-use super::admission::{Outcome, encode_review};
 use super::metrics::Verdict;
 use crate::executor::claim::{self, By};
 use crate::executor::ownership::Ownership;
 
-/// Reviews one ActionSet `AdmissionReview`.
-pub fn review(body: &[u8], ownership: &Ownership) -> Outcome {
-    let review: AdmissionReview<DynamicObject> = match serde_json::from_slice(body) {
-        Ok(r) => r,
-        Err(e) => return Outcome::bad_request(format!("body is not an AdmissionReview: {e}")),
-    };
-    let request: AdmissionRequest<DynamicObject> = match review.try_into() {
-        Ok(r) => r,
-        Err(e) => return Outcome::bad_request(format!("AdmissionReview has no request: {e}")),
-    };
-    if (request.kind.group.as_str(), request.kind.kind.as_str()) != ("cr.kanister.io", "ActionSet")
-    {
-        return Outcome::bad_request(format!(
-            "/mutate/actionset reviews cr.kanister.io ActionSets, not {}/{}",
-            request.kind.group, request.kind.kind
-        ));
+/// The answer to the ActionSet `obj` of `request`: a claim patch on CREATE of one of ours, else
+/// allowed as it is.
+pub fn review(
+    base: AdmissionResponse,
+    request: &AdmissionRequest<DynamicObject>,
+    obj: &Value,
+    claims: &Ownership,
+) -> (AdmissionResponse, Verdict, String) {
+    let ns = request.namespace.as_deref().unwrap_or_default();
+    if request.operation != Operation::Create || !claim::at_admission(claims, ns, obj) {
+        return (base, Verdict::Allowed, "not claimed".into());
     }
-    let base = AdmissionResponse::from(&request);
-    let (response, verdict, summary) = match (&request.operation, &request.object) {
-        (Operation::Create, Some(obj)) => {
-            let obj = serde_json::to_value(obj).unwrap_or_default();
-            let ns = request.namespace.as_deref().unwrap_or_default();
-            if claim::at_admission(ownership, ns, &obj) {
-                match base.clone().with_patch(claim::patch(&obj, By::Admission)) {
-                    Ok(r) => (r, Verdict::Patched, "claimed for blueprint-operator".into()),
-                    Err(e) => (base, Verdict::Allowed, format!("patch not sent: {e}")),
-                }
-            } else {
-                (base, Verdict::Allowed, "not claimed".to_string())
-            }
-        }
-        (Operation::Create, None) => {
-            return Outcome::bad_request("request.object is missing for a CREATE request");
-        }
-        _ => (base, Verdict::Allowed, "not reviewed (operation)".into()),
-    };
-    let uid = request.uid.clone();
-    let dry_run = request.dry_run;
-    match encode_review(response) {
-        Ok(body) => Outcome {
-            status: 200,
-            body,
-            verdict,
-            uid: Some(uid),
-            dry_run,
-            summary,
-        },
-        Err(e) => Outcome {
-            status: 500,
-            body: format!("could not encode the AdmissionReview: {e}").into_bytes(),
-            verdict: Verdict::Error,
-            uid: Some(uid),
-            dry_run,
-            summary: e.to_string(),
-        },
+    match base.clone().with_patch(claim::patch(obj, By::Admission)) {
+        Ok(r) => (r, Verdict::Patched, "claimed for blueprint-operator".into()),
+        // Serializing a patch of JSON values cannot fail; answer without one if it ever did.
+        Err(e) => (base, Verdict::Allowed, format!("patch not sent: {e}")),
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::admission::{self, Outcome, Route};
     use super::*;
     use crate::model::labels::ANNOTATION_CLAIMED;
     use crate::model::{EXECUTOR_LABEL_VALUE, LABEL_EXECUTOR};
+    use crate::webhook::response::Lookup;
     use base64::Engine as _;
     use serde_json::{Value, json};
 
@@ -98,6 +61,10 @@ mod tests {
             }
         }))
         .unwrap()
+    }
+
+    fn review(body: &[u8], claims: &Ownership) -> Outcome {
+        admission::review(Route::MutateActionSet, body, claims, |_| Lookup::Missing)
     }
 
     fn answer(out: &Outcome) -> Value {

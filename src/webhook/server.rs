@@ -229,14 +229,14 @@ async fn admit(st: Shared, route: Route, body: Body) -> Response {
 
 async fn decide(st: &Shared, route: Route, bytes: Bytes) -> Outcome {
     let len = bytes.len();
-    if route == Route::MutateActionSet {
-        return super::claim::review(&bytes, &st.ownership);
-    }
     if route != Route::ValidateActionSchedule {
+        let claims = st.ownership.clone();
         return st
             .workers
             .run(len, move || {
-                admission::review(route, &bytes, |_| Lookup::NotChecked("not needed".into()))
+                admission::review(route, &bytes, &claims, |_| {
+                    Lookup::NotChecked("not needed".into())
+                })
             })
             .await
             .unwrap_or_else(internal_error);
@@ -260,7 +260,9 @@ async fn decide(st: &Shared, route: Route, bytes: Bytes) -> Outcome {
         lookups.push((r, found));
     }
     st.workers
-        .run(len, move || admission::decide(parsed, &lookups))
+        .run(len, move || {
+            admission::decide(parsed, &lookups, &Ownership::default())
+        })
         .await
         .unwrap_or_else(internal_error)
 }
