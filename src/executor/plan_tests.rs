@@ -233,106 +233,110 @@ struct Seen {
     overlap: bool,
 }
 
-/// The driver against an in-memory ActionSet: [`decide`], run the step (its result as the
-/// case says), [`record`] it, with restarts and a deletion at the case's writes.
-fn simulate(case: &Case) -> Seen {
-    let bp = blueprint(case.phases, case.func, case.defer_func);
-    let timeouts = Timeouts::default();
-    let (mut status, mut record) = started(&bp);
-    let mut seen = Seen::default();
-    let writes = std::cell::Cell::new(0usize);
-    // The step to run was resumed after a restart (its run goes on, it does not begin).
-    let mut resumed = false;
-    let mut memory: Option<Step> = None;
-    let fact = |writes: usize, started: Option<Step>| {
-        let deleting = case.deleted.is_some_and(|d| writes >= d);
-        let ago = if case.long_ago {
+/// The driver against an in-memory ActionSet: what it remembers, and what was seen.
+struct Sim<'a> {
+    case: &'a Case,
+    bp: BlueprintAction,
+    timeouts: Timeouts,
+    status: ActionSetStatus,
+    record: Record,
+    writes: usize,
+    /// The step started with the last result (lost on a restart).
+    memory: Option<Step>,
+    seen: Seen,
+}
+
+impl Sim<'_> {
+    fn facts(&self, started: Option<Step>) -> Facts<'_> {
+        let deleting = self.case.deleted.is_some_and(|d| self.writes >= d);
+        let ago = if self.case.long_ago {
             2 * TIMEOUT
         } else {
             TIMEOUT / 2
         };
+        let ago = chrono::Duration::from_std(ago).unwrap_or_default();
         Facts {
-            base_error: (case.failure == Failure::Launch).then_some("no profile"),
+            base_error: (self.case.failure == Failure::Launch).then_some("no profile"),
             deleting,
-            deleted_at: deleting
-                .then(|| now() - chrono::Duration::from_std(ago).unwrap_or_default()),
+            deleted_at: deleting.then(|| now() - ago),
             started,
-            ..facts(&bp, &timeouts)
+            ..facts(&self.bp, &self.timeouts)
         }
-    };
-    // Records `t` (with the next start when `chain`); false when the controller restarts.
-    let write = |status: &mut ActionSetStatus,
-                 record: &mut Record,
-                 t: Transition,
-                 chain: bool,
-                 memory: &mut Option<Step>,
-                 seen: &mut Seen|
-     -> bool {
-        let before = status.actions[0].defer_phase.state;
+    }
+
+    /// Records `t` (with the next step's start when `chain`), as the driver does; false
+    /// when the controller restarts after this write.
+    fn write(&mut self, t: Transition, chain: bool) -> bool {
+        let before = self.status.actions[0].defer_phase.state;
         let ctx = Ctx {
             actionset: "as",
             now: NOW,
         };
-        let f = fact(writes.get(), None);
-        let (_, next) = record_with(status, record, t, ctx, chain.then_some(&f));
-        writes.set(writes.get() + 1);
-        let writes = writes.get();
-        *memory = next;
-        let st = &status.actions[0];
+        let f = chain.then(|| self.facts(None));
+        let what = format!("{t:?}");
+        let (mut status, mut rec) = (self.status.clone(), self.record.clone());
+        let r = record(&mut status, &mut rec, 0, t, ctx, f.as_ref());
+        // Another writer never interferes here: nothing may be stale.
+        let (_, next) = r.unwrap_or_else(|e| panic!("{what}: {e} in {:?}", self.case));
+        (self.status, self.record, self.memory) = (status, rec, next);
+        self.writes += 1;
+        let (st, seen) = (&self.status.actions[0], &mut self.seen);
         let after = st.defer_phase.state;
         if before != State::Running && after == State::Running {
-            seen.starts.push(writes);
+            seen.starts.push(self.writes);
             seen.overlap |= st.phases.iter().any(|p| p.state == State::Running);
         }
         if before != after && matches!(after, State::Complete | State::Failed) {
-            seen.ends.push(writes);
+            seen.ends.push(self.writes);
         }
-        if status.state.is_terminal() && seen.terminal.is_none() {
-            seen.terminal = Some(writes);
+        if self.status.state.is_terminal() && seen.terminal.is_none() {
+            seen.terminal = Some(self.writes);
         }
-        if case.restarts.contains(&writes) {
-            *memory = None;
+        if self.case.restarts.contains(&self.writes) {
+            self.memory = None;
             return false;
         }
         true
+    }
+}
+
+/// Runs the case: [`decide`], run the step (its result as the case says), record it, with
+/// restarts and the deletion after the case's writes.
+fn simulate(case: &Case) -> Seen {
+    let bp = blueprint(case.phases, case.func, case.defer_func);
+    let (status, record) = started(&bp);
+    let mut sim = Sim {
+        case,
+        bp,
+        timeouts: Timeouts::default(),
+        status,
+        record,
+        writes: 0,
+        memory: None,
+        seen: Seen::default(),
     };
+    // The step to run was resumed after a restart: its run goes on, it does not begin.
+    let mut resumed = false;
     for _ in 0..100 {
         let from_resume = std::mem::take(&mut resumed);
-        let f = fact(writes.get(), memory.take());
-        let (st, rec) = (&status.actions[0], &record.actions[0]);
-        let plan = decide(st, rec, &f);
+        let memory = sim.memory.take();
+        let f = sim.facts(memory);
         let deleting = f.deleting;
+        let plan = decide(&sim.status.actions[0], &sim.record.actions[0], &f);
         match plan {
-            Plan::Done => return seen,
+            Plan::Done => return sim.seen,
             Plan::Missing(what) => panic!("{what} missing for {case:?}"),
             Plan::Record(t) => {
-                write(&mut status, &mut record, t, true, &mut memory, &mut seen);
+                sim.write(t, true);
             }
             Plan::Resume { how, step } => {
                 assert_ne!(how, How::Rerun, "no phase may be re-run here");
-                if write(
-                    &mut status,
-                    &mut record,
-                    Transition::Resumed(how),
-                    false,
-                    &mut memory,
-                    &mut seen,
-                ) {
-                    memory = Some(step);
-                    resumed = true;
+                if sim.write(Transition::Resumed(how), false) {
+                    (sim.memory, resumed) = (Some(step), true);
                 }
             }
             Plan::RunPhase { phase, start } => {
-                if start
-                    && !write(
-                        &mut status,
-                        &mut record,
-                        Transition::PhaseStarted(phase),
-                        false,
-                        &mut memory,
-                        &mut seen,
-                    )
-                {
+                if start && !sim.write(Transition::PhaseStarted(phase), false) {
                     continue;
                 }
                 let t = if deleting {
@@ -342,57 +346,29 @@ fn simulate(case: &Case) -> Seen {
                 } else {
                     Transition::PhaseSucceeded(phase, Default::default())
                 };
-                write(&mut status, &mut record, t, true, &mut memory, &mut seen);
+                sim.write(t, true);
             }
             Plan::RunDefer { start } => {
-                if start
-                    && !write(
-                        &mut status,
-                        &mut record,
-                        Transition::DeferStarted,
-                        false,
-                        &mut memory,
-                        &mut seen,
-                    )
-                {
+                if start && !sim.write(Transition::DeferStarted, false) {
                     continue;
                 }
-                if !from_resume {
-                    seen.executions += 1;
-                }
+                sim.seen.executions += usize::from(!from_resume);
                 let t = if case.failure == Failure::Defer {
                     Transition::DeferFailed("boom".into())
                 } else {
                     Transition::DeferSucceeded(Default::default())
                 };
-                write(&mut status, &mut record, t, true, &mut memory, &mut seen);
+                sim.write(t, true);
             }
             Plan::Finish { render } => {
-                let arts = render.then(|| Ok(BTreeMap::new()));
-                write(
-                    &mut status,
-                    &mut record,
-                    Transition::Finished(arts),
+                sim.write(
+                    Transition::Finished(render.then(|| Ok(BTreeMap::new()))),
                     true,
-                    &mut memory,
-                    &mut seen,
                 );
             }
         }
     }
     panic!("the action did not end: {case:?}");
-}
-
-/// [`record`] for action 0; another writer never interferes here, so nothing is stale.
-fn record_with(
-    status: &mut ActionSetStatus,
-    rec: &mut Record,
-    t: Transition,
-    ctx: Ctx<'_>,
-    facts: Option<&Facts>,
-) -> (Vec<EventSpec>, Option<Step>) {
-    let what = format!("{t:?}");
-    record(status, rec, 0, t, ctx, facts).unwrap_or_else(|e| panic!("{what}: {e}"))
 }
 
 fn case() -> impl Strategy<Value = Case> {

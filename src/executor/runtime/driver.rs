@@ -1,5 +1,6 @@
-//! The action driver: one task per ActionSet runs each action's next step (phase, deferPhase,
-//! finish) through the pure [`machine`], within its deadlines and the deletion timeout.
+//! The action driver: one task per ActionSet; for each action it runs the step the pure
+//! [`plan::decide`] chooses (a phase, the deferPhase, the finish) within its deadlines and
+//! records the result through the pure [`machine`].
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -181,7 +182,7 @@ pub(super) async fn delete_pods(client: &Client, pods: &[String]) {
     }
 }
 
-/// Runs action `i` to its end: each step [`plan::decide`]s, then its result recorded.
+/// Runs action `i` to its end: the step [`plan::decide`] chooses, then its result recorded.
 pub(super) async fn drive_action(
     run: &Run<'_>,
     i: usize,
