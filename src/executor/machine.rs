@@ -1,7 +1,9 @@
 //! The action state machine, as pure code: it reads an ActionSet's status
 //! (plus our small [`Record`]), says what to do next ([`next_step`]) and
 //! applies what happened ([`apply`]) to the status, returning the Kanister
-//! Events to publish, in order. It knows nothing of the API server.
+//! Events to publish, in order. It knows nothing of the API server;
+//! [`super::plan`] turns the next step and what the driver observed into
+//! what the driver does.
 //!
 //! Rules (per action; actions of one ActionSet are independent and run in
 //! parallel):

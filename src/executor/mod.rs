@@ -2,7 +2,7 @@
 //! a guaranteed, durable deferPhase.
 //!
 //! - [`machine`]: the pure action state machine (next step, transitions,
-//!   status and Events);
+//!   status and Events); [`plan`]: what an action's driver does next (pure);
 //! - [`deadline`]: phase and action timeouts (pure);
 //! - [`status_size`]: size budgets for errors and outputs in status (pure);
 //! - [`events`]: Kanister's Event reasons and messages;
@@ -31,6 +31,7 @@ pub mod machine;
 pub mod metrics;
 pub mod ownership;
 pub mod params;
+pub mod plan;
 pub mod pod_logs;
 pub mod pod_sweep;
 pub mod resume;

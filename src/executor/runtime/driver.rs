@@ -1,8 +1,32 @@
-//! The action driver: one task per ActionSet runs each action's next step (phase, deferPhase,
-//! finish) through the pure [`machine`], within its deadlines and the deletion timeout.
+//! The action driver: one task per ActionSet; for each action it runs the step the pure
+//! [`plan::decide`] chooses (a phase, the deferPhase, the finish) within its deadlines and
+//! records the result through the pure [`machine`].
 
-use super::*;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use futures::future::join_all;
+use kube::api::Api;
+use kube::{Client, Resource};
+use tokio::sync::watch;
+use tracing::{debug, error, info, warn};
+
+use super::Inner;
+use super::env::{
+    ActionEnv, Resumed, StepPods, action_env, exec_phase, phase_objects, phases_shown, step_context,
+};
+use super::events::event_publisher;
+use super::gate;
+use super::write::{Run, WriteError, now_rfc3339, update};
+use crate::executor::claim;
+use crate::executor::deadline::{self, Deadline};
+use crate::executor::machine::{self, ActionRecord, InitError, Record, Step, Transition};
+use crate::executor::params;
+use crate::executor::plan::{self, Plan};
 use crate::executor::pod_logs;
+use crate::executor::resume::How;
+use crate::functions;
+use crate::model::{ActionSet, ActionStatus, Artifact, Blueprint, BlueprintAction, State};
 
 pub(super) async fn get_blueprint(
     client: &Client,
@@ -158,34 +182,7 @@ pub(super) async fn delete_pods(client: &Client, pods: &[String]) {
     }
 }
 
-/// How the step of action `st` found running after a restart goes on
-/// (`None`: it is failed), with the step it is.
-pub(super) fn resume_decision(
-    env: &ActionEnv,
-    st: &crate::model::ActionStatus,
-    rec: &machine::ActionRecord,
-) -> Option<(How, Step)> {
-    let bp = env.bp.as_ref().filter(|_| env.base_error.is_none())?;
-    let (phase, step, defer) = match st.phases.iter().position(|p| p.state == State::Running) {
-        Some(p) => (bp.phases.get(p)?, Step::RunPhase(p), false),
-        None if st.defer_phase.state == State::Running => {
-            (bp.defer_phase.as_ref()?, Step::RunDefer, true)
-        }
-        None => return None,
-    };
-    let again = rec
-        .rerun
-        .contains(&machine::ActionRecord::rerun_key(&phase.name, defer));
-    let how = resume::decide(
-        &phase.func,
-        phase.args.as_ref(),
-        &phase.name,
-        &env.rerun,
-        again,
-    )?;
-    Some((how, step))
-}
-
+/// Runs action `i` to its end: the step [`plan::decide`] chooses, then its result recorded.
 pub(super) async fn drive_action(
     run: &Run<'_>,
     i: usize,
@@ -194,345 +191,233 @@ pub(super) async fn drive_action(
 ) -> Result<(), WriteError> {
     let env = action_env(run, &obj, i).await;
     let timeout = run.inner.cfg.deletion_timeout;
-    let cancelled_msg = "execution cancelled: the ActionSet is being deleted";
-    // A step whose start was written together with the previous transition.
-    let mut started_step: Option<Step> = None;
+    // A step whose start was written together with the previous result.
+    let mut started: Option<Step> = None;
     // A step resumed after a restart: what its first run recorded.
-    let mut resume_pods: Option<Resumed> = None;
+    let mut resumed: Option<Resumed> = None;
     let pods = StepPods::default();
     loop {
-        let pre_started = started_step.is_some();
-        let deleting = *rx.borrow() || obj.metadata.deletion_timestamp.is_some();
-        let n = obj.status.as_ref().map(|s| s.actions.len()).unwrap_or(0);
-        let (rec, _) = Record::from_meta(&obj.metadata, n, &now_rfc3339());
-        let Some(st) = obj.status.as_ref().and_then(|s| s.actions.get(i)).cloned() else {
-            return Err(WriteError::Missing {
-                what: "action".into(),
-                place: "status",
-            });
-        };
-        let Some(rec) = rec.actions.get(i).cloned() else {
-            return Err(WriteError::Missing {
-                what: "action".into(),
-                place: "the record",
-            });
-        };
-        // Its spec entry was removed while it ran: stop before the next
-        // phase (the deferPhase still runs).
-        let removed = machine::spec_action_for(obj.spec.as_ref(), &st, i).is_none();
-        let step = match started_step.take() {
-            Some(s) => s,
-            None => machine::next_step(&st, &rec, deleting),
-        };
-        debug!(actionset = %run.name, action = %st.name, ?step, "next step");
-        let t = match step {
-            Step::Done => return Ok(()),
-            Step::Interrupted => match resume_decision(&env, &st, &rec) {
-                None => Transition::Interrupted,
-                Some((how, next)) => {
-                    info!(actionset = %run.name, action = %st.name, ?how, "resuming the phase that was running when the controller stopped");
-                    if how != How::Reattach {
-                        // Helper pods of the interrupted run are not this run's.
-                        delete_pods(&run.inner.client, &rec.pods).await;
-                    }
-                    obj = run.write(i, Transition::Resumed(how), &obj).await?;
-                    resume_pods = Some(Resumed {
-                        reentered: how == How::Reenter,
-                        pods: (how == How::Reattach).then(|| rec.pods.clone()),
-                        output: match how {
-                            How::Reenter => rec.early_output.clone(),
-                            _ => Map::new(),
-                        },
-                    });
-                    started_step = Some(next);
-                    continue;
+        let (st, rec) = action_at(&obj, i)?;
+        let facts = env.facts(&obj, i, *rx.borrow(), timeout, started.take());
+        let plan = plan::decide(&st, &rec, &facts);
+        debug!(actionset = %run.name, action = %st.name, ?plan, "next step");
+        let t = match plan {
+            Plan::Done => return Ok(()),
+            Plan::Missing(what) => return Err(missing_in_blueprint(what)),
+            Plan::Record(t) => t,
+            Plan::Resume { how, step } => {
+                info!(actionset = %run.name, action = %st.name, ?how, "resuming the phase that was running when the controller stopped");
+                if how != How::Reattach {
+                    // Helper pods of the interrupted run are not this run's.
+                    delete_pods(&run.inner.client, &rec.pods).await;
                 }
-            },
-            Step::Stop => {
-                let next = st
-                    .phases
-                    .iter()
-                    .find(|p| p.state == State::Pending)
-                    .map(|p| p.name.clone())
-                    .unwrap_or_default();
-                Transition::Stopped(format!(
-                    "ActionSet is being deleted: phase {next} and the phases after it were not run"
-                ))
+                obj = run.write(i, Transition::Resumed(how), &obj).await?;
+                resumed = Some(Resumed::of(how, &rec));
+                started = Some(step);
+                continue;
             }
-            Step::RunPhase(_) if removed && !pre_started => {
-                Transition::Stopped(machine::removed_message(&st))
-            }
-            Step::RunPhase(_) if env.broken.is_some() => {
-                Transition::Stopped(env.broken.clone().unwrap_or_default())
-            }
-            Step::RunPhase(_) if env.base_error.is_some() => {
-                Transition::LaunchFailed(env.base_error.clone().unwrap_or_default())
-            }
-            Step::RunPhase(p) if !pre_started && action_expired(&env, &st, &rec, p).is_some() => {
-                Transition::Stopped(action_expired(&env, &st, &rec, p).unwrap_or_default())
-            }
-            Step::RunPhase(p) => {
-                let Some(phase) = env.bp.as_ref().and_then(|b| b.phases.get(p)) else {
-                    return Err(WriteError::Missing {
-                        what: format!("phase #{p}"),
-                        place: "the Blueprint",
-                    });
-                };
-                if !pre_started {
-                    obj = run.write(i, Transition::PhaseStarted(p), &obj).await?;
+            Plan::RunPhase { phase, start } => {
+                if start {
+                    obj = run.write(i, Transition::PhaseStarted(phase), &obj).await?;
                 }
-                let st_now = action_status(&obj, i);
-                let dl = deadline::for_phase(
-                    &env.timeouts,
-                    &st_now.name,
-                    deadline::parse_time(Some(&rec.time)),
-                    &phase.name,
-                    st_now.phases.get(p).and_then(|ph| {
-                        deadline::parse_time(ph.progress.last_transition_time.as_deref())
-                    }),
-                    chrono::Utc::now(),
-                );
-                let started = Instant::now();
-                let fctx = step_context(run, &env, i, Some(p), resume_pods.take(), &pods);
-                let fut = async {
-                    let objs = phase_objects(
-                        &env,
-                        &run.inner.client,
-                        run.ns,
-                        &st_now,
-                        phases_shown(&st_now, p),
-                    )
-                    .await?;
-                    let params = params::for_phase(&env.base, &st_now, p, &objs);
-                    exec_phase(&fctx, phase, params).await
-                };
-                let res = tokio::select! {
-                    r = fut => r.map_err(|e| e.to_string()),
-                    Ok(_) = rx.wait_for(|d| *d) => Err(cancelled_msg.to_string()),
-                    m = expire(dl.as_ref()) => Err(m),
-                };
-                run.inner
-                    .metrics
-                    .phase_ended(false, res.is_ok(), started.elapsed());
-                match res {
-                    Ok(out) => Transition::PhaseSucceeded(p, out),
-                    Err(e) => Transition::PhaseFailed(p, e),
-                }
+                let fctx = step_context(run, &env, i, Some(phase), resumed.take(), &pods);
+                run_phase(run, &env, &fctx, &obj, i, phase, &rec, &mut rx).await?
             }
-            Step::RunDefer if pre_started => {
-                let Some(defer) = env.bp.as_ref().and_then(|b| b.defer_phase.clone()) else {
-                    return Err(WriteError::Missing {
-                        what: "deferPhase".into(),
-                        place: "the Blueprint",
-                    });
-                };
-                let fctx = step_context(run, &env, i, None, resume_pods.take(), &pods);
+            Plan::RunDefer { start } => {
+                let defer = env.bp.as_ref().and_then(|b| b.defer_phase.clone());
+                let defer = defer.ok_or_else(|| missing_in_blueprint("deferPhase".into()))?;
+                if start {
+                    obj = run.write(i, Transition::DeferStarted, &obj).await?;
+                }
+                let fctx = step_context(run, &env, i, None, resumed.take(), &pods);
                 run_defer(run, &env, &fctx, &defer, &mut obj, i, &rec, &mut rx).await
             }
-            Step::RunDefer => {
-                let deadline = deletion_deadline(&obj, timeout);
-                let Some(defer) = env.bp.as_ref().and_then(|b| b.defer_phase.clone()) else {
-                    let why = env
-                        .broken
-                        .clone()
-                        .unwrap_or_else(|| "deferPhase missing from the Blueprint".into());
-                    obj = run
-                        .write(
-                            i,
-                            Transition::DeferFailed(format!("deferPhase not run: {why}")),
-                            &obj,
-                        )
-                        .await?;
-                    continue;
-                };
-                if deadline.is_some_and(|d| d <= tokio::time::Instant::now()) {
-                    obj = run
-                        .write(
-                            i,
-                            Transition::DeferFailed(format!(
-                                "deferPhase not run: the ActionSet was deleted and the deletion timeout ({}s) elapsed",
-                                timeout.as_secs()
-                            )),
-                            &obj,
-                        )
-                        .await?;
-                    continue;
-                }
-                obj = run.write(i, Transition::DeferStarted, &obj).await?;
-                let fctx = step_context(run, &env, i, None, resume_pods.take(), &pods);
-                run_defer(run, &env, &fctx, &defer, &mut obj, i, &rec, &mut rx).await
-            }
-            Step::Finish => {
-                let arts = if machine::succeeded(&st, &rec) {
-                    let bp_arts = env
-                        .bp
-                        .as_ref()
-                        .map(|b| b.output_artifacts.clone())
-                        .unwrap_or_default();
-                    let objs = env
-                        .objects
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .clone();
-                    let p = params::for_artifacts(&env.base, &st, &rec, &objs);
-                    Some(params::render_artifacts(&bp_arts, &p).map_err(|e| e.to_string()))
-                } else {
-                    None
-                };
-                Transition::Finished(arts)
+            Plan::Finish { render } => {
+                Transition::Finished(render.then(|| artifacts(&env, &st, &rec)))
             }
         };
-        if let Some(latest) = pods.take_latest() {
-            obj = latest;
-        }
-        // Pods of the step that ends: deleted once its result is recorded.
-        let ended = matches!(
-            t,
-            Transition::PhaseSucceeded(..)
-                | Transition::PhaseFailed(..)
-                | Transition::DeferSucceeded(_)
-                | Transition::DeferFailed(_)
-                | Transition::Interrupted
-        );
-        let mut ended_pods = Vec::new();
-        if ended {
-            ended_pods = rec.pods.clone();
-            ended_pods.extend(pods.take_created());
-            if let Some(r) = obj
-                .status
-                .as_ref()
-                .map(|s| Record::from_meta(&obj.metadata, s.actions.len(), "").0)
-                .and_then(|r| r.actions.get(i).cloned())
-            {
-                ended_pods.extend(r.pods);
-            }
-            ended_pods.sort();
-            ended_pods.dedup();
-        }
-        let chain = |step: Step| {
-            if *rx.borrow() {
-                return None;
-            }
-            match step {
-                Step::RunPhase(j)
-                    if !removed
-                        && env.broken.is_none()
-                        && env.base_error.is_none()
-                        && env.bp.as_ref().is_some_and(|b| b.phases.len() > j)
-                        && action_expired_at(&env, &obj, i, j).is_none() =>
-                {
-                    Some(Transition::PhaseStarted(j))
-                }
-                Step::RunDefer if env.bp.as_ref().is_some_and(|b| b.defer_phase.is_some()) => {
-                    Some(Transition::DeferStarted)
-                }
-                _ => None,
-            }
-        };
-        // A failed step: its message without credentials, and its pods'
-        // last log lines kept before they are deleted.
-        let redactor = pod_logs::redactor(
-            &env.base,
-            &env.objects.lock().unwrap_or_else(|e| e.into_inner()),
-        );
-        let (t, failed_step) = match t {
-            Transition::PhaseFailed(p, e) => (
-                Transition::PhaseFailed(p, redactor.redact(&e)),
-                Some(Some(p)),
-            ),
-            Transition::DeferFailed(e) => {
-                (Transition::DeferFailed(redactor.redact(&e)), Some(None))
-            }
-            t => (t, None),
-        };
-        let written = run.write_chain(i, t, &obj, chain).await;
-        (obj, started_step) = match written {
-            Ok(o) => o,
-            Err(e) => {
-                // The step's pods are this task's to delete (a cancelled step's guards left
-                // them for their log lines), also when its result cannot be recorded.
-                delete_pods(&run.inner.client, &ended_pods).await;
-                if let WriteError::Stale(e) = &e {
-                    error!(error = %e, "status changed under the executor; this action stops here");
-                }
-                return Err(e);
-            }
-        };
-        if let Some(step) = failed_step.filter(|_| !ended_pods.is_empty()) {
-            let kept = pod_logs::capture(&run.inner.client, &ended_pods, &redactor).await;
-            if !kept.is_empty() {
-                let logs = pod_logs::output_value(&kept);
-                match run.write(i, Transition::PodLogs(step, logs), &obj).await {
-                    Ok(o) => obj = o,
-                    Err(WriteError::Gone) => {
-                        delete_pods(&run.inner.client, &ended_pods).await;
-                        return Err(WriteError::Gone);
-                    }
-                    Err(e) => warn!(error = %e, "could not keep the log lines of a failed step"),
-                }
-                let st = action_status(&obj, i);
-                let what = match step {
-                    Some(p) => format!(
-                        "phase {}",
-                        st.phases.get(p).map(|x| x.name.as_str()).unwrap_or("?")
-                    ),
-                    None => format!("deferPhase {}", st.defer_phase.name),
-                };
-                let related = obj.object_ref(&());
-                for k in &kept {
-                    let ev = pod_logs::event(&what, k);
-                    run.inner
-                        .events
-                        .publish(&k.pod, Some(&related), ev.note())
-                        .await;
-                }
-            }
-        }
-        delete_pods(&run.inner.client, &ended_pods).await;
+        (obj, started) = record_result(run, &env, i, t, obj, &rec, &pods, &rx).await?;
     }
 }
 
+fn missing_in_blueprint(what: String) -> WriteError {
+    WriteError::Missing {
+        what,
+        place: "the Blueprint",
+    }
+}
+
+/// Action `i`'s status and record in `obj`.
+fn action_at(obj: &ActionSet, i: usize) -> Result<(ActionStatus, ActionRecord), WriteError> {
+    let missing = |place| WriteError::Missing {
+        what: "action".into(),
+        place,
+    };
+    let st = obj.status.as_ref().and_then(|s| s.actions.get(i)).cloned();
+    let st = st.ok_or_else(|| missing("status"))?;
+    let n = obj.status.as_ref().map(|s| s.actions.len()).unwrap_or(0);
+    let (rec, _) = Record::from_meta(&obj.metadata, n, &now_rfc3339());
+    let rec = rec
+        .actions
+        .into_iter()
+        .nth(i)
+        .ok_or_else(|| missing("the record"))?;
+    Ok((st, rec))
+}
+
+/// The output artifacts of a succeeded action, rendered (or why they could not be).
+fn artifacts(
+    env: &ActionEnv,
+    st: &ActionStatus,
+    rec: &ActionRecord,
+) -> Result<BTreeMap<String, Artifact>, String> {
+    let bp_arts = env.bp.as_ref().map(|b| b.output_artifacts.clone());
+    let objs = env
+        .objects
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    let p = params::for_artifacts(&env.base, st, rec, &objs);
+    params::render_artifacts(&bp_arts.unwrap_or_default(), &p).map_err(|e| e.to_string())
+}
+
+/// Executes main phase `p` (already recorded running) within its deadlines; deletion cancels it.
+#[allow(clippy::too_many_arguments)]
+async fn run_phase(
+    run: &Run<'_>,
+    env: &ActionEnv,
+    fctx: &functions::Context,
+    obj: &ActionSet,
+    i: usize,
+    p: usize,
+    rec: &ActionRecord,
+    rx: &mut watch::Receiver<bool>,
+) -> Result<Transition, WriteError> {
+    let phase = env.bp.as_ref().and_then(|b| b.phases.get(p));
+    let phase = phase.ok_or_else(|| missing_in_blueprint(format!("phase #{p}")))?;
+    let st_now = action_status(obj, i);
+    let dl = deadline::for_phase(
+        &env.timeouts,
+        &st_now.name,
+        deadline::parse_time(Some(&rec.time)),
+        &phase.name,
+        st_now
+            .phases
+            .get(p)
+            .and_then(|ph| deadline::parse_time(ph.progress.last_transition_time.as_deref())),
+        chrono::Utc::now(),
+    );
+    let started = Instant::now();
+    let fut = async {
+        let shown = phases_shown(&st_now, p);
+        let objs = phase_objects(env, &run.inner.client, run.ns, &st_now, shown).await?;
+        let params = params::for_phase(&env.base, &st_now, p, &objs);
+        exec_phase(fctx, phase, params).await
+    };
+    let res = tokio::select! {
+        r = fut => r.map_err(|e| e.to_string()),
+        Ok(_) = rx.wait_for(|d| *d) => Err("execution cancelled: the ActionSet is being deleted".to_string()),
+        m = expire(dl.as_ref()) => Err(m),
+    };
+    run.inner
+        .metrics
+        .phase_ended(false, res.is_ok(), started.elapsed());
+    Ok(match res {
+        Ok(out) => Transition::PhaseSucceeded(p, out),
+        Err(e) => Transition::PhaseFailed(p, e),
+    })
+}
+
+/// Records result `t` of action `i` (a failure without credentials) with the next step's
+/// start, then keeps a failed step's log lines and deletes its pods, as [`plan::after`] says.
+#[allow(clippy::too_many_arguments)]
+async fn record_result(
+    run: &Run<'_>,
+    env: &ActionEnv,
+    i: usize,
+    t: Transition,
+    mut obj: ActionSet,
+    rec: &ActionRecord,
+    pods: &StepPods,
+    rx: &watch::Receiver<bool>,
+) -> Result<(ActionSet, Option<Step>), WriteError> {
+    if let Some(latest) = pods.take_latest() {
+        obj = latest;
+    }
+    let after = plan::after(&t);
+    let mut ended = Vec::new();
+    if after.delete_pods {
+        ended = rec.pods.clone();
+        ended.extend(pods.take_created());
+        if let Ok((_, now)) = action_at(&obj, i) {
+            ended.extend(now.pods);
+        }
+        ended.sort();
+        ended.dedup();
+    }
+    let redactor = pod_logs::redactor(
+        &env.base,
+        &env.objects.lock().unwrap_or_else(|e| e.into_inner()),
+    );
+    let t = match t {
+        Transition::PhaseFailed(p, e) => Transition::PhaseFailed(p, redactor.redact(&e)),
+        Transition::DeferFailed(e) => Transition::DeferFailed(redactor.redact(&e)),
+        t => t,
+    };
+    let facts = env.facts(&obj, i, *rx.borrow(), run.inner.cfg.deletion_timeout, None);
+    let (mut obj, started) = match run.write_chain(i, t, &obj, Some(&facts)).await {
+        Ok(o) => o,
+        Err(e) => {
+            // The step's pods are this task's to delete, also when its result cannot be
+            // recorded.
+            delete_pods(&run.inner.client, &ended).await;
+            if let WriteError::Stale(e) = &e {
+                error!(error = %e, "status changed under the executor; this action stops here");
+            }
+            return Err(e);
+        }
+    };
+    if let Some(step) = after.keep_logs.filter(|_| !ended.is_empty()) {
+        let kept = pod_logs::capture(&run.inner.client, &ended, &redactor).await;
+        if !kept.is_empty() {
+            let logs = pod_logs::output_value(&kept);
+            match run.write(i, Transition::PodLogs(step, logs), &obj).await {
+                Ok(o) => obj = o,
+                Err(WriteError::Gone) => {
+                    delete_pods(&run.inner.client, &ended).await;
+                    return Err(WriteError::Gone);
+                }
+                Err(e) => warn!(error = %e, "could not keep the log lines of a failed step"),
+            }
+            let st = action_status(&obj, i);
+            let what = match step {
+                Some(p) => format!(
+                    "phase {}",
+                    st.phases.get(p).map(|x| x.name.as_str()).unwrap_or("?")
+                ),
+                None => format!("deferPhase {}", st.defer_phase.name),
+            };
+            let related = obj.object_ref(&());
+            for k in &kept {
+                let ev = pod_logs::event(&what, k);
+                run.inner
+                    .events
+                    .publish(&k.pod, Some(&related), ev.note())
+                    .await;
+            }
+        }
+    }
+    delete_pods(&run.inner.client, &ended).await;
+    Ok((obj, started))
+}
+
 /// The recorded status of action `i` (empty before the first write).
-pub(super) fn action_status(obj: &ActionSet, i: usize) -> crate::model::ActionStatus {
+fn action_status(obj: &ActionSet, i: usize) -> ActionStatus {
     obj.status
         .as_ref()
         .and_then(|s| s.actions.get(i))
         .cloned()
         .unwrap_or_default()
-}
-
-/// The message to stop action `st` with before main phase `next`, if its
-/// action timeout has passed.
-pub(super) fn action_expired(
-    env: &ActionEnv,
-    st: &crate::model::ActionStatus,
-    rec: &machine::ActionRecord,
-    next: usize,
-) -> Option<String> {
-    let phase = st
-        .phases
-        .get(next)
-        .map(|p| p.name.as_str())
-        .unwrap_or_default();
-    deadline::action_expired(
-        &env.timeouts,
-        &st.name,
-        deadline::parse_time(Some(&rec.time)),
-        phase,
-        chrono::Utc::now(),
-    )
-}
-
-/// [`action_expired`] for action `i` of `obj`.
-pub(super) fn action_expired_at(
-    env: &ActionEnv,
-    obj: &ActionSet,
-    i: usize,
-    next: usize,
-) -> Option<String> {
-    let n = obj.status.as_ref().map(|s| s.actions.len()).unwrap_or(0);
-    let (rec, _) = Record::from_meta(&obj.metadata, n, &now_rfc3339());
-    action_expired(env, &action_status(obj, i), rec.actions.get(i)?, next)
 }
 
 /// Resolves with the deadline's message once it has passed (never without

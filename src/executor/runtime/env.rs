@@ -1,7 +1,24 @@
 //! What one action needs to run its phases: the Blueprint action, template parameters, the
 //! function context (tenancy, pod labels, the step's pod records) and fetched phase objects.
 
-use super::*;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::DateTime;
+use kube::{Client, ResourceExt};
+use serde_json::{Map, Value};
+
+use super::driver::get_blueprint;
+use super::write::{Run, now_rfc3339, record_step};
+use crate::executor::deadline;
+use crate::executor::machine::{self, ActionRecord, Record, Step};
+use crate::executor::params::{self, PhaseObjects};
+use crate::executor::plan::Facts;
+use crate::executor::resume::{self, How};
+use crate::executor::tenancy::{self, Scope};
+use crate::functions;
+use crate::model::{ActionSet, ActionSpec, ActionStatus, BlueprintAction, State};
+use crate::template;
 
 /// Everything one action needs to execute phases.
 pub(super) struct ActionEnv {
@@ -17,6 +34,37 @@ pub(super) struct ActionEnv {
     pub(super) objects: Mutex<PhaseObjects>,
     /// Phases the Blueprint declares safe to re-run after a restart.
     pub(super) rerun: Vec<String>,
+}
+
+impl ActionEnv {
+    /// What [`crate::executor::plan::decide`] needs besides action `i`'s status and record
+    /// in `obj`, now; `deleting`: the task was told of the deletion.
+    pub(super) fn facts(
+        &self,
+        obj: &ActionSet,
+        i: usize,
+        deleting: bool,
+        deletion_timeout: Duration,
+        started: Option<Step>,
+    ) -> Facts<'_> {
+        let deleted_at = obj.metadata.deletion_timestamp.as_ref();
+        let st = obj.status.as_ref().and_then(|s| s.actions.get(i));
+        Facts {
+            bp: self.bp.as_ref(),
+            broken: self.broken.as_deref(),
+            base_error: self.base_error.as_deref(),
+            rerun: &self.rerun,
+            timeouts: &self.timeouts,
+            now: chrono::Utc::now(),
+            deleting: deleting || deleted_at.is_some(),
+            deleted_at: deleted_at
+                .and_then(|t| DateTime::from_timestamp_millis(t.0.as_millisecond())),
+            deletion_timeout,
+            removed: st
+                .is_some_and(|st| machine::spec_action_for(obj.spec.as_ref(), st, i).is_none()),
+            started,
+        }
+    }
 }
 
 pub(super) async fn action_env(run: &Run<'_>, obj: &ActionSet, i: usize) -> ActionEnv {
@@ -121,7 +169,7 @@ pub(super) async fn phase_objects(
     env: &ActionEnv,
     client: &Client,
     ns: &str,
-    st: &crate::model::ActionStatus,
+    st: &ActionStatus,
     indexes: impl Iterator<Item = usize>,
 ) -> Result<PhaseObjects, PhaseError> {
     let cached = || {
@@ -153,10 +201,7 @@ pub(super) async fn phase_objects(
 }
 
 /// Main phases that `.Phases` shows to phase `p`: those that ran, and `p`.
-pub(super) fn phases_shown(
-    st: &crate::model::ActionStatus,
-    p: usize,
-) -> impl Iterator<Item = usize> + '_ {
+pub(super) fn phases_shown(st: &ActionStatus, p: usize) -> impl Iterator<Item = usize> + '_ {
     st.phases.iter().enumerate().filter_map(move |(j, ph)| {
         (j == p || (j < p && matches!(ph.state, State::Complete | State::Failed))).then_some(j)
     })
@@ -240,4 +285,17 @@ pub(super) struct Resumed {
     pub(super) pods: Option<Vec<String>>,
     /// Its early outputs, when it is entered again.
     pub(super) output: Map<String, Value>,
+}
+
+impl Resumed {
+    pub(super) fn of(how: How, rec: &ActionRecord) -> Resumed {
+        Resumed {
+            reentered: how == How::Reenter,
+            pods: (how == How::Reattach).then(|| rec.pods.clone()),
+            output: match how {
+                How::Reenter => rec.early_output.clone(),
+                _ => Map::new(),
+            },
+        }
+    }
 }

@@ -1,7 +1,12 @@
 //! The Events of a transition, queued and published in order by one task per ActionSet, off
 //! the critical path; failures are also posted to the Blueprint, as Kanister does.
 
-use super::*;
+use k8s_openapi::api::core::v1::ObjectReference as CoreRef;
+use kube::Resource;
+
+use super::write::Run;
+use crate::executor::events::EventSpec;
+use crate::model::ActionSet;
 
 /// Publishes queued Events in order until the queue closes.
 pub(super) async fn event_publisher(

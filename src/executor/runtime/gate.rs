@@ -6,13 +6,23 @@
 //! [`ANNOTATION_WAITING_FOR`] and says why in a `WaitingForExclusiveRun` Event.
 
 use std::collections::HashSet;
+use std::sync::Mutex;
+use std::time::Duration;
 
+use kube::ResourceExt;
 use kube::runtime::reflector::Store;
+use tokio::sync::watch;
+use tracing::{info, warn};
 
-use super::*;
+use super::events::as_ref;
+use super::write::{Run, WriteError, update};
+use crate::executor::claim;
+use crate::executor::events::EventSpec;
 use crate::executor::exclusive::{
     self as excl, ANNOTATION_WAITING_FOR, Ask, Blocker, Entry, Standing,
 };
+use crate::executor::ownership::{Decision, Ownership};
+use crate::model::{ActionSet, State, WatchedActionSet};
 
 /// The store the decisions read, its change signal, and the starts claimed here.
 pub(super) struct Gate {

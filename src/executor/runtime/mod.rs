@@ -1,12 +1,12 @@
 //! The ActionSet reconciler: a kube `Controller` on ActionSets that starts
 //! one task per running ActionSet; the task drives each action through the
-//! pure [`machine`] and writes every transition to the ActionSet (the whole
+//! pure [`crate::executor::machine`] and writes every transition to the ActionSet (the whole
 //! object: Kanister's CRD has no status subresource) with conflict retry,
 //! then publishes the transition's Events in order.
 //!
 //! - **Restart**: a `running` ActionSet without a task in this process is
 //!   resumed; completed phases are not re-run; a phase or deferPhase
-//!   recorded `running` goes on as [`resume`] decides by its function
+//!   recorded `running` goes on as [`crate::executor::resume`] decides by its function
 //!   (re-attached to its pod, re-entered, re-run once if the Blueprint says
 //!   so) or is failed ("controller restarted while phase X was running"; the
 //!   deferPhase then runs). Pods a phase creates are recorded in the
@@ -19,7 +19,7 @@
 //!   gets until `deletionTimestamp + deletion_timeout`; past it, it is
 //!   cancelled (or not started) and recorded failed, and the finalizer goes.
 //!   An ActionSet deleted before it started runs nothing.
-//! - **Deadlines** ([`deadline`]): a main phase running past its phase
+//! - **Deadlines** ([`crate::executor::deadline`]): a main phase running past its phase
 //!   timeout or its action's timeout, or a deferPhase past its phase
 //!   timeout, is cancelled (its future dropped: pods it created are deleted
 //!   once its failure and their last log lines are recorded) and recorded
@@ -34,31 +34,25 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::StreamExt;
-use futures::future::join_all;
 use k8s_openapi::api::core::v1::ObjectReference as CoreRef;
 use kube::api::{Api, ApiResource, DynamicObject, ObjectMeta, PostParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
-use serde_json::{Map, Value};
 use tokio::sync::watch;
-use tracing::{debug, error, info, warn};
+use tracing::{debug, info, warn};
 
 use super::claim;
-use super::deadline::{self, Deadline};
+use super::deadline;
 use super::events::EventSpec;
-use super::machine::{self, Ctx, InitError, Record, Step, Transition};
 use super::metrics::Metrics;
 use super::ownership::{self, Decision, Ownership};
-use super::params::{self, PhaseObjects};
-use super::resume::{self, How};
-use super::tenancy::{self, Policy, Scope};
+use super::tenancy::Policy;
 use crate::functions;
-use crate::model::{ActionSet, ActionSpec, Blueprint, BlueprintAction, State, WatchedActionSet};
-use crate::template;
+use crate::model::{ActionSet, State, WatchedActionSet};
 
 mod driver;
 mod env;
@@ -66,10 +60,7 @@ mod events;
 mod gate;
 mod write;
 
-use driver::*;
-use env::*;
-use events::*;
-use write::*;
+use driver::run_actionset;
 
 /// Runtime settings.
 #[derive(Clone, Debug)]

@@ -2,7 +2,19 @@
 //! CRD has no status subresource), GET-mutate-REPLACE retried on conflicts and transient
 //! errors.
 
-use super::*;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ObjectReference as CoreRef;
+use kube::api::{Api, PostParams};
+use tracing::{info, warn};
+
+use super::Inner;
+use super::env::StepPods;
+use crate::executor::events::EventSpec;
+use crate::executor::machine::{self, Ctx, Record, Step, Transition};
+use crate::executor::plan::{self, Facts};
+use crate::functions;
+use crate::model::{ActionSet, State};
 
 /// Why a write loop gave up.
 #[derive(Debug, thiserror::Error)]
@@ -100,48 +112,43 @@ impl Run<'_> {
         t: Transition,
         cached: &ActionSet,
     ) -> Result<ActionSet, WriteError> {
-        self.write_chain(i, t, cached, |_| None)
-            .await
-            .map(|(o, _)| o)
+        self.write_chain(i, t, cached, None).await.map(|(o, _)| o)
     }
 
-    /// Applies `t`, then, in the same write, the start of the next step if
-    /// `chain` returns one for it (`PhaseStarted`/`DeferStarted`): one API
-    /// write per phase instead of two. Returns the step that was started.
+    /// Applies `t` and, given `facts`, the start of the next step in the same write
+    /// ([`plan::record`]). Returns the step that was started.
     pub(super) async fn write_chain(
         &self,
         i: usize,
         t: Transition,
         cached: &ActionSet,
-        chain: impl Fn(Step) -> Option<Transition>,
+        facts: Option<&Facts<'_>>,
     ) -> Result<(ActionSet, Option<Step>), WriteError> {
         let ((obj, evs), started) = {
             let mut started = None;
             let r = update(&self.api, self.name, Some(cached.clone()), |obj| {
-                started = None;
                 // One record per status action: the spec may have changed.
                 let n = obj.status.as_ref().map(|s| s.actions.len()).unwrap_or(0);
                 let now = now_rfc3339();
                 let (mut rec, _) = Record::from_meta(&obj.metadata, n, &now);
+                // What the object now says of deletion and of the action's spec entry.
+                let removed = obj
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.actions.get(i))
+                    .is_some_and(|st| machine::spec_action_for(obj.spec.as_ref(), st, i).is_none());
+                let facts = facts.map(|f| Facts {
+                    deleting: f.deleting || obj.metadata.deletion_timestamp.is_some(),
+                    removed: f.removed || removed,
+                    ..*f
+                });
                 let status = obj.status.as_mut().ok_or_else(|| WriteError::NoStatus)?;
                 let ctx = Ctx {
                     actionset: self.name,
                     now: &now,
                 };
-                let mut evs = machine::apply(status, &mut rec, i, t.clone(), ctx)?;
-                if obj.metadata.deletion_timestamp.is_none()
-                    && let (Some(st), Some(r)) = (status.actions.get(i), rec.actions.get(i))
-                {
-                    let step = machine::next_step(st, r, false);
-                    // No next main phase for an action whose spec entry is gone.
-                    let removed = machine::spec_action_for(obj.spec.as_ref(), st, i).is_none();
-                    let next =
-                        chain(step).filter(|_| !(removed && matches!(step, Step::RunPhase(_))));
-                    if let Some(next) = next {
-                        evs.extend(machine::apply(status, &mut rec, i, next, ctx)?);
-                        started = Some(step);
-                    }
-                }
+                let evs;
+                (evs, started) = plan::record(status, &mut rec, i, t.clone(), ctx, facts.as_ref())?;
                 rec.to_meta(&mut obj.metadata);
                 let state = status.state;
                 machine::sync_finalizer(&mut obj.metadata, state);
