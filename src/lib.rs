@@ -20,6 +20,7 @@ pub mod kube_error;
 pub mod memo;
 pub mod metrics;
 pub mod model;
+pub mod param;
 pub mod redact;
 pub mod scheduler;
 pub mod template;
