@@ -19,6 +19,7 @@ pub mod kanister_crd;
 pub mod kube_error;
 pub mod metrics;
 pub mod model;
+pub mod param;
 pub mod redact;
 pub mod scheduler;
 pub mod template;

@@ -14,31 +14,8 @@ use super::report::{Problem, Report, Rule};
 use crate::functions::registry::{self, ArgType, Function, Restart};
 use crate::functions::weak;
 use crate::model::labels::{ANNOTATION_PHASE_TIMEOUTS, ANNOTATION_RERUN_ON_RESTART};
+use crate::param;
 use crate::template;
-
-/// Top-level template parameters an executor provides (Kanister's
-/// `param.TemplateParams`, plus `.Outcome` for the deferPhase).
-const PARAMS: &[&str] = &[
-    "ArtifactsIn",
-    "ConfigMaps",
-    "CurrentPhase",
-    "DeferPhase",
-    "Deployment",
-    "DeploymentConfig",
-    "Namespace",
-    "Object",
-    "Options",
-    "Outcome",
-    "PVC",
-    "Phases",
-    "PodAnnotations",
-    "PodLabels",
-    "PodOverride",
-    "Profile",
-    "Secrets",
-    "StatefulSet",
-    "Time",
-];
 
 /// Released Kanister's template parameter for its RepositoryServer CR (gone from HEAD).
 const REPOSITORY_SERVER: &str = "RepositoryServer";
@@ -831,10 +808,11 @@ fn reference_problem(field: &str, stage: Stage, has_defer: bool) -> Option<Strin
     if top.is_empty() {
         return None;
     }
-    if !PARAMS.contains(&top) {
+    let params = param::top_level_names();
+    if !params.contains(&top) {
         return Some(format!(
             "{field}: there is no template parameter .{top}; parameters are .{}",
-            PARAMS.join(", .")
+            params.join(", .")
         ));
     }
     let second = parts.next();

@@ -26,6 +26,7 @@ use crate::model::{
     ActionSet, ActionSetSpec, ActionSpec, ActionStatus, Blueprint, BlueprintAction, BlueprintPhase,
     State,
 };
+use crate::param;
 use crate::redact::Redactor;
 use crate::template;
 
@@ -173,11 +174,11 @@ fn output_keys(bp: &BlueprintAction) -> BTreeMap<Option<String>, Vec<String>> {
         for f in fields {
             let parts: Vec<&str> = f.trim_start_matches('.').split('.').collect();
             match parts.as_slice() {
-                ["Phases", p, "Output", k, ..] => keys
+                [param::PHASES, p, "Output", k, ..] => keys
                     .entry(Some(p.to_string()))
                     .or_default()
                     .push(k.to_string()),
-                ["DeferPhase", "Output", k, ..] => {
+                [param::DEFER_PHASE, "Output", k, ..] => {
                     keys.entry(None).or_default().push(k.to_string())
                 }
                 _ => {}
@@ -411,7 +412,7 @@ fn after_main(after: &ActionStatus) -> ActionStatus {
 /// Collects the Secrets each step saw, for redaction.
 fn merge_params(into: &mut Value, p: &Value) {
     if let (Some(into), Some(p)) = (into.as_object_mut(), p.as_object()) {
-        for k in ["Phases", "CurrentPhase", "DeferPhase"] {
+        for k in [param::PHASES, param::CURRENT_PHASE, param::DEFER_PHASE] {
             if let Some(v) = p.get(k) {
                 let entry = into.entry(k.to_string()).or_insert_with(|| json!({}));
                 if let (Some(e), Some(v)) = (entry.as_object_mut(), v.as_object()) {

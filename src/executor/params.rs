@@ -24,6 +24,7 @@ use super::machine::{ActionRecord, outcome};
 use super::tenancy::{Policy, Scope};
 use crate::functions;
 use crate::model::{ActionSpec, ActionStatus, Artifact, ObjectReference, Profile, State};
+use crate::param;
 use crate::template;
 
 /// Builds the ActionSet-level parameters of one action, under the default
@@ -52,17 +53,17 @@ pub async fn fetch_base_with(
     let scope = policy.scope(namespace);
     let mut p = Map::new();
     let mut errors = Vec::new();
-    p.insert("Time".into(), json!(time));
-    p.insert("Options".into(), json!(spec.options));
-    p.insert("ArtifactsIn".into(), json!(spec.artifacts));
+    p.insert(param::TIME.into(), json!(time));
+    p.insert(param::OPTIONS.into(), json!(spec.options));
+    p.insert(param::ARTIFACTS_IN.into(), json!(spec.artifacts));
     if let Some(po) = &spec.pod_override {
-        p.insert("PodOverride".into(), Value::Object(po.clone()));
+        p.insert(param::POD_OVERRIDE.into(), Value::Object(po.clone()));
     }
     if let Some(a) = &spec.pod_annotations {
-        p.insert("PodAnnotations".into(), json!(a));
+        p.insert(param::POD_ANNOTATIONS.into(), json!(a));
     }
     if let Some(l) = &spec.pod_labels {
-        p.insert("PodLabels".into(), json!(l));
+        p.insert(param::POD_LABELS.into(), json!(l));
     }
     match fetch_object(client, namespace, &spec.object, &scope).await {
         Ok(extra) => p.extend(extra),
@@ -84,7 +85,7 @@ pub async fn fetch_base_with(
                 .push(get(format!("ConfigMap {ns}/{} (configMaps.{name})", r.name))(e).to_string()),
         }
     }
-    p.insert("ConfigMaps".into(), Value::Object(cms));
+    p.insert(param::CONFIG_MAPS.into(), Value::Object(cms));
     let mut secrets = Map::new();
     for (name, r) in &spec.secrets {
         let ns = or_ns(&r.namespace, namespace);
@@ -99,7 +100,7 @@ pub async fn fetch_base_with(
             Err(e) => errors.push(format!("{e} (secrets.{name})")),
         }
     }
-    p.insert("Secrets".into(), Value::Object(secrets));
+    p.insert(param::SECRETS.into(), Value::Object(secrets));
     if let Some(r) = &spec.profile {
         let ns = or_ns(&r.namespace, namespace);
         let fetched = match scope.check("Profile", ns, &r.name, "profile") {
@@ -108,7 +109,7 @@ pub async fn fetch_base_with(
         };
         match fetched {
             Ok(v) => {
-                p.insert("Profile".into(), v);
+                p.insert(param::PROFILE.into(), v);
             }
             Err(e) => errors.push(e.to_string()),
         }
@@ -282,26 +283,29 @@ async fn fetch_object(
         "deployment" | "statefulset" | "deploymentconfig" => {
             use functions::workload::Kind;
             let (field, wkind) = match kind.as_str() {
-                "deployment" => ("Deployment", Kind::Deployment),
-                "statefulset" => ("StatefulSet", Kind::StatefulSet),
-                _ => ("DeploymentConfig", Kind::DeploymentConfig),
+                "deployment" => (param::DEPLOYMENT, Kind::Deployment),
+                "statefulset" => (param::STATEFUL_SET, Kind::StatefulSet),
+                _ => (param::DEPLOYMENT_CONFIG, Kind::DeploymentConfig),
             };
             let workload = workload_params(client, wkind, ns, &obj.name, &object).await?;
             p.insert(field.into(), workload);
         }
         "pvc" | "persistentvolumeclaim" => {
-            p.insert("PVC".into(), json!({"Name": obj.name, "Namespace": ns}));
+            p.insert(
+                param::PVC.into(),
+                json!({"Name": obj.name, "Namespace": ns}),
+            );
         }
         // Kanister quirk: both come from object.namespace.
         "namespace" => {
             p.insert(
-                "Namespace".into(),
+                param::NAMESPACE.into(),
                 json!({"Name": obj.namespace, "Namespace": obj.namespace}),
             );
         }
         _ => {}
     }
-    p.insert("Object".into(), object);
+    p.insert(param::OBJECT.into(), object);
     Ok(p)
 }
 
@@ -487,10 +491,10 @@ pub fn for_phase(
         phases.insert(ph.name.clone(), phase_entry(output, objects.get(&ph.name)));
     }
     if let Some(cur) = st.phases.get(index).and_then(|ph| phases.get(&ph.name)) {
-        p.insert("CurrentPhase".into(), cur.clone());
+        p.insert(param::CURRENT_PHASE.into(), cur.clone());
     }
-    p.insert("Phases".into(), Value::Object(phases));
-    p.insert("DeferPhase".into(), json!({}));
+    p.insert(param::PHASES.into(), Value::Object(phases));
+    p.insert(param::DEFER_PHASE.into(), json!({}));
     Value::Object(p)
 }
 
@@ -517,9 +521,9 @@ pub fn for_defer(
     defer_objects: Option<&Map<String, Value>>,
 ) -> Value {
     let mut p = base.clone();
-    p.insert("Phases".into(), Value::Object(ran_phases(st, objects)));
-    p.insert("DeferPhase".into(), phase_entry(None, defer_objects));
-    p.insert("Outcome".into(), json!(outcome(st, rec)));
+    p.insert(param::PHASES.into(), Value::Object(ran_phases(st, objects)));
+    p.insert(param::DEFER_PHASE.into(), phase_entry(None, defer_objects));
+    p.insert(param::OUTCOME.into(), json!(outcome(st, rec)));
     Value::Object(p)
 }
 
@@ -531,10 +535,10 @@ pub fn for_artifacts(
     objects: &PhaseObjects,
 ) -> Value {
     let mut p = base.clone();
-    p.insert("Phases".into(), Value::Object(ran_phases(st, objects)));
+    p.insert(param::PHASES.into(), Value::Object(ran_phases(st, objects)));
     let defer = (st.defer_phase.state == State::Complete).then_some(&st.defer_phase.output);
-    p.insert("DeferPhase".into(), phase_entry(defer, None));
-    p.insert("Outcome".into(), json!(outcome(st, rec)));
+    p.insert(param::DEFER_PHASE.into(), phase_entry(defer, None));
+    p.insert(param::OUTCOME.into(), json!(outcome(st, rec)));
     Value::Object(p)
 }
 
@@ -627,8 +631,8 @@ pub async fn fetch_phase_objects(
         }
     }
     let mut m = Map::new();
-    m.insert("Secrets".into(), Value::Object(secrets));
-    m.insert("ConfigMaps".into(), Value::Object(cms));
+    m.insert(param::SECRETS.into(), Value::Object(secrets));
+    m.insert(param::CONFIG_MAPS.into(), Value::Object(cms));
     Ok(m)
 }
 
@@ -658,6 +662,23 @@ mod tests {
 
     fn render(t: &str, p: &Value) -> Result<String, template::TemplateError> {
         template::render_str(t, p)
+    }
+
+    /// Every name the executor fills is one of `param.TemplateParams`.
+    #[test]
+    fn params_are_fields_of_the_schema() {
+        let base = Map::new();
+        let (st, rec) = (status(), ActionRecord::default());
+        let objs = PhaseObjects::new();
+        for p in [
+            for_phase(&base, &st, 1, &objs),
+            for_defer(&base, &st, &rec, &objs, None),
+            for_artifacts(&base, &st, &rec, &objs),
+        ] {
+            for k in p.as_object().unwrap().keys() {
+                assert!(param::top_level_names().contains(&k.as_str()), "{k}");
+            }
+        }
     }
 
     #[test]

@@ -5,49 +5,15 @@
 //! Go matches JSON keys to struct fields ignoring case, so both spellings
 //! work: Kanister's own `toJson` writes `{"Location":{"type":..,"bucket":..}}`
 //! (the CRD's JSON tags), this executor's writes `{"Location":{"Type":..,
-//! "Bucket":..}}`. The keys are put in one spelling here, then the Profile
-//! is checked and made an S3 connection by the executor's own code
+//! "Bucket":..}}`. The value is checked against `param.Profile`'s schema
+//! ([`crate::param`]) and put in `toJson`'s spelling, then the Profile is
+//! checked and made an S3 connection by the executor's own code
 //! ([`crate::functions::s3::profile_from_params`], as LocationDelete does).
 
 use serde_json::{Map, Value};
 
-use crate::functions::profile;
 use crate::functions::s3::{self, S3Profile};
-
-/// A field of a Go struct as JSON.
-enum Field {
-    Str,
-    Bool,
-    Object(&'static [(&'static str, Field)]),
-    /// Kept as given (a Secret's `data`, `metadata`, the Kopia server secret).
-    Any,
-}
-
-const SECRET: &[(&str, Field)] = &[
-    ("type", Field::Str),
-    ("data", Field::Any),
-    ("stringData", Field::Any),
-    ("metadata", Field::Any),
-];
-const KEY_PAIR: &[(&str, Field)] = &[("ID", Field::Str), ("Secret", Field::Str)];
-const CREDENTIAL: &[(&str, Field)] = &[
-    ("Type", Field::Str),
-    ("KeyPair", Field::Object(KEY_PAIR)),
-    ("Secret", Field::Object(SECRET)),
-    ("KopiaServerSecret", Field::Any),
-];
-const LOCATION: &[(&str, Field)] = &[
-    ("Type", Field::Str),
-    ("Bucket", Field::Str),
-    ("Endpoint", Field::Str),
-    ("Prefix", Field::Str),
-    ("Region", Field::Str),
-];
-const PROFILE: &[(&str, Field)] = &[
-    ("Location", Field::Object(LOCATION)),
-    ("Credential", Field::Object(CREDENTIAL)),
-    ("SkipSSLVerify", Field::Bool),
-];
+use crate::param::{self, Ty, profile};
 
 /// Why `--profile` is no s3Compliant Profile kando can use.
 #[derive(Debug, thiserror::Error)]
@@ -92,9 +58,9 @@ pub fn parse(json: &str) -> Result<S3Profile, ProfileFlagError> {
     if v.is_null() {
         return Err(ProfileFlagError::Null);
     }
-    let profile = canonical(&v, PROFILE, "Profile")?;
-    let location_type = profile
-        .pointer("/Location/Type")
+    let profile = canonical(&v, param::profile_ty(), "Profile")?;
+    let location_type = param::get(&profile, "Location")
+        .and_then(|l| param::get(l, "Type"))
         .and_then(Value::as_str)
         .unwrap_or("");
     match location_type {
@@ -109,30 +75,34 @@ pub fn parse(json: &str) -> Result<S3Profile, ProfileFlagError> {
         .map_err(ProfileFlagError::Invalid)
 }
 
-/// `v` with the keys of `fields` spelled as there (matched ignoring case,
-/// the last of several spellings winning, as Go does); other keys dropped.
-fn canonical(v: &Value, fields: &[(&str, Field)], at: &str) -> Result<Value, ProfileFlagError> {
+/// `v` read as a value of struct type `ty`: keys matched to fields ignoring
+/// case (the last of several spellings winning, as Go does) and written as
+/// `json.Marshal` would; other keys dropped. Strings, booleans and nested
+/// structs are checked; maps, embedded metadata and the rest are kept as given.
+fn canonical(v: &Value, ty: &Ty, at: &str) -> Result<Value, ProfileFlagError> {
     let obj = match v {
         Value::Object(o) => o,
         Value::Null => return Ok(Value::Null),
         other => return Err(type_error(at, "a JSON object", other)),
     };
+    let fields = ty.as_struct().map(|(_, f)| f).unwrap_or_default();
     let mut out = Map::new();
     for (k, val) in obj {
-        let Some((name, field)) = fields.iter().find(|(n, _)| n.eq_ignore_ascii_case(k)) else {
+        let Some(field) = fields.iter().find(|f| {
+            f.name.eq_ignore_ascii_case(k) || f.json.is_some_and(|j| j.eq_ignore_ascii_case(k))
+        }) else {
             continue;
         };
-        let here = format!("{at}.{name}");
-        let val = match (field, val) {
+        let here = format!("{at}.{}", field.name);
+        let val = match (&field.ty, val) {
             (_, Value::Null) => Value::Null,
-            (Field::Str, Value::String(_)) | (Field::Bool, Value::Bool(_)) | (Field::Any, _) => {
-                val.clone()
-            }
-            (Field::Str, other) => return Err(type_error(&here, "a string", other)),
-            (Field::Bool, other) => return Err(type_error(&here, "true or false", other)),
-            (Field::Object(sub), _) => canonical(val, sub, &here)?,
+            (Ty::Str, Value::String(_)) | (Ty::Bool, Value::Bool(_)) => val.clone(),
+            (Ty::Str, other) => return Err(type_error(&here, "a string", other)),
+            (Ty::Bool, other) => return Err(type_error(&here, "true or false", other)),
+            (ty, _) if !field.embedded && ty.as_struct().is_some() => canonical(val, ty, &here)?,
+            _ => val.clone(),
         };
-        out.insert(name.to_string(), val);
+        out.insert(field.json.unwrap_or(field.name).to_string(), val);
     }
     Ok(Value::Object(out))
 }

@@ -15,11 +15,13 @@
 
 use chrono::{DateTime, Utc};
 use kube::core::admission::AdmissionResponse;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::metrics::Verdict;
 use super::response::{BlueprintRef, Lookup, deny_kind, limit_warnings};
 use crate::blueprint::{Problem, Rule};
+use crate::model::{ConcurrencyPolicy, MissedRunPolicy, OnDelete};
 use crate::scheduler::cron::{Schedule, parse_time_zone};
 use crate::scheduler::delete_action::is_namespace;
 
@@ -165,20 +167,8 @@ pub fn check(obj: &Value, lookups: &[(BlueprintRef, Lookup)]) -> (Vec<Problem>, 
             format!("must be a whole number of seconds ≥ 1, got {v}"),
         ));
     }
-    enum_field(
-        spec,
-        "spec",
-        "concurrencyPolicy",
-        &["Allow", "Forbid", "Replace"],
-        &mut errors,
-    );
-    enum_field(
-        spec,
-        "spec",
-        "missedRunPolicy",
-        &["RunLatest", "Skip"],
-        &mut errors,
-    );
+    enum_field::<ConcurrencyPolicy>(spec, "spec", "concurrencyPolicy", &mut errors);
+    enum_field::<MissedRunPolicy>(spec, "spec", "missedRunPolicy", &mut errors);
 
     // Retention.
     let mut delete_action = None;
@@ -247,13 +237,7 @@ pub fn check(obj: &Value, lookups: &[(BlueprintRef, Lookup)]) -> (Vec<Problem>, 
                     format!("must be Namespace or the kind of the runs' object, got {v}"),
                 )),
             }
-            enum_field(
-                r,
-                "spec.retention",
-                "onDelete",
-                &["Retain", "Delete"],
-                &mut errors,
-            );
+            enum_field::<OnDelete>(r, "spec.retention", "onDelete", &mut errors);
             if r.get("onDelete").and_then(Value::as_str) == Some("Delete")
                 && delete_action.is_none()
             {
@@ -432,22 +416,51 @@ fn missing_action(doc: &Value, bp: &str, action: &str) -> Option<String> {
     ))
 }
 
-/// `map.key` (at path `at.key`) is absent or one of `allowed`.
-fn enum_field(
+/// `map.key` (at path `at.key`) is absent or a value of the enum `E`.
+fn enum_field<E: DeserializeOwned>(
     map: &serde_json::Map<String, Value>,
     at: &str,
     key: &str,
-    allowed: &[&str],
     errors: &mut Vec<Problem>,
 ) {
     match map.get(key) {
         None | Some(Value::Null) => {}
-        Some(Value::String(s)) if allowed.contains(&s.as_str()) => {}
+        Some(v) if E::deserialize(v).is_ok() => {}
         Some(v) => errors.push(problem(
             &format!("{at}.{key}"),
-            format!("must be one of {}, got {v}", allowed.join(", ")),
+            format!("must be one of {}, got {v}", variants::<E>().join(", ")),
         )),
     }
+}
+
+/// The names of enum `E`'s variants as serde reads them, so the model's type
+/// is the one list of allowed values.
+fn variants<E: DeserializeOwned>() -> &'static [&'static str] {
+    use serde::de::{Error, Visitor, value};
+    struct Names<'a>(&'a mut &'static [&'static str]);
+    impl<'de> serde::Deserializer<'de> for Names<'_> {
+        type Error = value::Error;
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, value::Error> {
+            Err(value::Error::custom("not an enum"))
+        }
+        fn deserialize_enum<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            variants: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, value::Error> {
+            *self.0 = variants;
+            Err(value::Error::custom("names read"))
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+            option unit unit_struct newtype_struct seq tuple tuple_struct map struct identifier
+            ignored_any
+        }
+    }
+    let mut names: &'static [&'static str] = &[];
+    let _ = E::deserialize(Names(&mut names));
+    names
 }
 
 /// The admission answer for an ActionSchedule.
@@ -521,6 +534,16 @@ mod tests {
         let (e, w) = check_spec(json!({"exclusiveWaitTimeout": "2h"}));
         assert!(e.is_empty(), "{e:?}");
         assert!(w[0].message.contains("without exclusive: true"), "{w:?}");
+    }
+
+    #[test]
+    fn enum_values_come_from_the_model() {
+        assert_eq!(
+            variants::<ConcurrencyPolicy>(),
+            ["Allow", "Forbid", "Replace"]
+        );
+        assert_eq!(variants::<MissedRunPolicy>(), ["RunLatest", "Skip"]);
+        assert_eq!(variants::<OnDelete>(), ["Retain", "Delete"]);
     }
 
     #[test]
