@@ -118,6 +118,7 @@ async fn bench() -> anyhow::Result<()> {
             instance: "bench".into(),
             timeouts: Default::default(),
             controller: None,
+            kanister_selector: None,
             tenancy: Default::default(),
         },
         metrics,

@@ -378,6 +378,7 @@ fn serve(dir: &Path) {
             client: None,
             lookup_timeout: Duration::from_secs(1),
             limits: Default::default(),
+            run_namespaces: Vec::new(),
         })
         .await
         .expect("server");

@@ -70,6 +70,7 @@ fn config(dir: &Path, probe: Option<SocketAddr>) -> ServerConfig {
         client: None,
         lookup_timeout: Duration::from_secs(1),
         limits: Default::default(),
+        run_namespaces: Vec::new(),
     }
 }
 

@@ -35,6 +35,16 @@ pub struct ControllerArgs {
         value_name = "NS,..."
     )]
     pub run_namespaces: Vec<String>,
+    /// Label selector of Kanister's controller pods ("" turns the check off). An opted-in
+    /// ActionSet that was not claimed at creation (no webhook) is not started in a namespace
+    /// where such a pod runs, since Kanister's controller starts it too.
+    #[arg(
+        long,
+        env = "BPO_KANISTER_CONTROLLER_SELECTOR",
+        default_value = "app=kanister-operator",
+        value_name = "SELECTOR"
+    )]
+    pub kanister_controller_selector: String,
     /// Seconds a deleted ActionSet's deferPhase may run before the finalizer
     /// is removed anyway.
     #[arg(long, default_value_t = 600, value_name = "SECONDS")]
@@ -271,6 +281,9 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
                 .collect(),
             allow_metadata_endpoints: args.allow_metadata_endpoints,
         },
+        kanister_selector: Some(args.kanister_controller_selector.trim())
+            .filter(|s| !s.is_empty())
+            .map(str::to_string),
     };
     // Before the executor runs anything: every labelled pod in scope is a leftover now.
     let sweeper = pod_sweep::start(

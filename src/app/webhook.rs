@@ -61,6 +61,15 @@ pub struct WebhookArgs {
     /// Connections open at once per listener; further connections are closed at once.
     #[arg(long, default_value_t = 512)]
     pub max_connections: usize,
+    /// The controller's `--namespace` and `--run-namespaces` (comma-separated): /mutate/actionset
+    /// claims every ActionSet created there, labelled or not; elsewhere only labelled ones.
+    #[arg(
+        long,
+        env = "BPO_RUN_NAMESPACES",
+        value_delimiter = ',',
+        value_name = "NS,..."
+    )]
+    pub run_namespaces: Vec<String>,
 }
 
 /// The [`Limits`] of the flags; a zero timeout or limit would refuse every request.
@@ -122,6 +131,12 @@ pub async fn run(args: WebhookArgs) -> anyhow::Result<()> {
         client,
         lookup_timeout: Duration::from_millis(args.lookup_timeout_ms),
         limits,
+        run_namespaces: args
+            .run_namespaces
+            .iter()
+            .map(|n| n.trim().to_string())
+            .filter(|n| !n.is_empty())
+            .collect(),
     };
     let running = tokio::select! {
         r = start(config) => r?,

@@ -469,7 +469,12 @@ pub async fn build(conn: &Conn, args: &CreateArgs) -> Result<ActionSet, CtlError
     };
     check_references(conn, &spec).await?;
     let meta = metadata(args, ns, &spec, parent.as_deref());
-    Ok(ActionSet::new(meta, spec))
+    let mut a = ActionSet::new(meta, spec);
+    if !args.no_executor_label {
+        // Claimed at creation, so Kanister's controller never starts it too.
+        crate::executor::claim::claim(&mut a, crate::executor::claim::By::Ctl);
+    }
+    Ok(a)
 }
 
 /// Each action's Blueprint has the action; each Profile exists.

@@ -15,12 +15,14 @@
 //! - [`tenancy`]: which namespaces an ActionSet may reach; [`endpoints`]:
 //!   Profile endpoints refused in metadata ranges;
 //! - [`ownership`]: which ActionSets this executor runs (label, namespaces);
+//!   [`claim`]: ActionSets made `running` at creation so no other controller starts them;
 //! - [`exclusive`]: which ActionSet a not-started exclusive one waits for (pure);
 //! - [`runtime`]: the reconciler on ActionSets (kube Controller, finalizer,
 //!   status writes with conflict retry).
 //!
 //! The `controller` subcommand that runs it is [`crate::app::controller`].
 
+pub mod claim;
 pub mod deadline;
 pub mod endpoints;
 pub mod events;

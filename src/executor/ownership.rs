@@ -6,9 +6,12 @@
 //! `blueprint-operator.io/executor=blueprint-operator` (ActionSchedule runs get
 //! it) or lives in a namespace the controller runs whole (`--namespace`,
 //! `--run-namespaces`). One that we started (our record annotation or our
-//! finalizer is on it) stays ours whatever happens to the label, so it is
-//! always finished. One that is `running` without either marker was started
-//! by someone else and is never resumed.
+//! finalizer is on it, or it was claimed, see [`super::claim`]) stays ours
+//! whatever happens to the label, so it is always finished. One that is
+//! `running` without any marker was started by someone else and is never
+//! resumed. An opted-in ActionSet that was not claimed at creation is not
+//! started in a namespace where Kanister's controller runs: that controller
+//! starts it too ([`not_claimed_event`]).
 
 use std::collections::BTreeSet;
 
@@ -16,7 +19,7 @@ use kube::core::ObjectMeta;
 
 use super::events::EventSpec;
 use crate::events::Kind;
-use crate::model::labels::{ANNOTATION_EXECUTOR_RECORD, FINALIZER_DEFER_PHASE};
+use crate::model::labels::{ANNOTATION_CLAIMED, ANNOTATION_EXECUTOR_RECORD, FINALIZER_DEFER_PHASE};
 use crate::model::{EXECUTOR_LABEL_VALUE, LABEL_EXECUTOR, State};
 
 /// The namespaces whose every ActionSet is opted in.
@@ -50,15 +53,14 @@ impl Ownership {
         Ownership { namespaces }
     }
 
-    /// This executor initialised the ActionSet.
+    /// This executor claimed or initialised the ActionSet.
     pub fn started_here(meta: &ObjectMeta) -> bool {
-        meta.annotations
+        meta.annotations.as_ref().is_some_and(|a| {
+            a.contains_key(ANNOTATION_EXECUTOR_RECORD) || a.contains_key(ANNOTATION_CLAIMED)
+        }) || meta
+            .finalizers
             .as_ref()
-            .is_some_and(|a| a.contains_key(ANNOTATION_EXECUTOR_RECORD))
-            || meta
-                .finalizers
-                .as_ref()
-                .is_some_and(|f| f.iter().any(|f| f == FINALIZER_DEFER_PHASE))
+            .is_some_and(|f| f.iter().any(|f| f == FINALIZER_DEFER_PHASE))
     }
 
     /// The label or the namespace opts the ActionSet in.
@@ -102,6 +104,20 @@ pub fn started_elsewhere_event() -> EventSpec {
         reason: "ActionSetNotResumed".into(),
         message: format!(
             "ActionSet is running but blueprint-operator did not start it (no {ANNOTATION_EXECUTOR_RECORD} annotation or {FINALIZER_DEFER_PHASE} finalizer): another controller, such as Kanister, runs it, so this executor does not resume it; create a new ActionSet to run it here"
+        ),
+        blueprint: None,
+    }
+}
+
+/// Warning on an opted-in ActionSet that was not claimed at creation, in a namespace where
+/// Kanister's controller runs (`pods` of it found): left to that controller, which starts
+/// every ActionSet there, instead of both running it.
+pub fn not_claimed_event(ns: &str, pods: &str) -> EventSpec {
+    EventSpec {
+        kind: Kind::Warning,
+        reason: "ActionSetNotClaimed".into(),
+        message: format!(
+            "ActionSet was not claimed at creation ({ANNOTATION_CLAIMED}) and Kanister's controller runs in namespace {ns} (pod {pods}), which starts every ActionSet there: blueprint-operator does not run it, so it is not run twice. Install blueprint-operator's webhook (it claims ActionSets at admission), create the ActionSet with `blueprint-operator ctl create` or from an ActionSchedule, or use a namespace Kanister's controller does not watch"
         ),
         blueprint: None,
     }

@@ -19,6 +19,11 @@ pub const FINALIZER_DEFER_PHASE: &str = "blueprint-operator.io/defer-phase";
 /// unknown fields, so what the status cannot hold lives here.
 pub const ANNOTATION_EXECUTOR_RECORD: &str = "blueprint-operator.io/executor";
 
+/// ActionSet annotation: the ActionSet was claimed for this executor before any controller saw
+/// it (`admission`, `schedule` or `ctl`: who claimed it). A claimed ActionSet is created
+/// `running` so that Kanister's controller never starts it (`executor::claim`).
+pub const ANNOTATION_CLAIMED: &str = "blueprint-operator.io/claimed";
+
 /// Annotation on an ActionSet made by `ctl create --from`: the run it restores from (nothing
 /// acts on it; `ctl describe` shows it).
 pub const ANNOTATION_RESTORED_FROM: &str = "blueprint-operator.io/restored-from";

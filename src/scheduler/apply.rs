@@ -187,7 +187,11 @@ pub(super) fn new_action_set(
         annotations: Some(annotations),
         ..Default::default()
     };
-    ActionSet::new(meta, spec)
+    let mut a = ActionSet::new(meta, spec);
+    // Created already claimed: Kanister's controller in the same namespace never starts it,
+    // with or without the webhook.
+    crate::executor::claim::claim(&mut a, crate::executor::claim::By::Schedule);
+    a
 }
 
 /// `concurrencyPolicy: Replace`: delete the active runs `victims` (and drop

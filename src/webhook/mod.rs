@@ -3,6 +3,7 @@
 //!
 //! * [`admission`]: pure handlers, an AdmissionReview in and an HTTP answer out
 //!   (`/mutate/blueprint`, `/validate/blueprint`, `/validate/actionschedule`);
+//! * [`claim`]: `/mutate/actionset`, ActionSets claimed at creation for the executor;
 //! * [`answers`]: answers already given to Blueprint reviews, by the object's bytes;
 //! * [`schedule`]: the ActionSchedule checks;
 //! * [`response`]: what the handlers share: denials, warnings, the Blueprint lookup;
@@ -16,6 +17,7 @@
 pub mod admission;
 pub mod answers;
 pub mod certs;
+pub mod claim;
 pub mod limits;
 pub mod metrics;
 pub mod response;

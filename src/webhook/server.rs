@@ -41,6 +41,7 @@ use prometheus_client::registry::Registry;
 use super::metrics::{Metrics, Verdict};
 use super::tls::{CertFiles, Tls};
 use super::workers::{WorkerError, Workers};
+use crate::executor::ownership::Ownership;
 use crate::metrics::Exported;
 
 /// What [`start`] needs; built from the flags by [`crate::app::webhook::run`], or directly by tests.
@@ -57,6 +58,9 @@ pub struct ServerConfig {
     pub lookup_timeout: Duration,
     /// Timeouts and the connection limit of both listeners.
     pub limits: Limits,
+    /// Namespaces whose every ActionSet the controller runs (its `--namespace` and
+    /// `--run-namespaces`): `/mutate/actionset` claims their ActionSets, labelled or not.
+    pub run_namespaces: Vec<String>,
 }
 
 impl std::fmt::Debug for ServerConfig {
@@ -84,6 +88,8 @@ struct AppState {
     workers: Workers,
     /// Answers to Blueprint reviews, for objects seen again.
     answers: Answers,
+    /// Which ActionSets `/mutate/actionset` claims.
+    ownership: Ownership,
 }
 
 impl AppState {
@@ -232,6 +238,9 @@ async fn admit(st: Shared, route: Route, body: Body) -> Response {
 
 async fn decide(st: &Shared, route: Route, bytes: Bytes) -> Outcome {
     let len = bytes.len();
+    if route == Route::MutateActionSet {
+        return super::claim::review(&bytes, &st.ownership);
+    }
     if route != Route::ValidateActionSchedule {
         let st = st.clone();
         return st
@@ -370,6 +379,7 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<Running> {
         body_timeout: config.limits.body_timeout,
         workers: Workers::per_core(),
         answers: Answers::default(),
+        ownership: Ownership::new(None, &config.run_namespaces),
     });
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut handles = Vec::new();

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use blueprint_operator::executor::claim;
 use blueprint_operator::model::{ActionSchedule, ActionSet, Blueprint, State};
 use blueprint_operator::scheduler::plan;
 use futures::TryStreamExt;
@@ -71,12 +72,23 @@ async fn wait_state(client: &Client, ns: &str, name: &str, state: State) -> Acti
         .unwrap_or_else(|e| panic!("{name} never {state:?}: {e}"))
 }
 
-/// Waits until `name` is pending and names `blocker` as the run it waits for.
+/// Waits until `name` has started (`running`, and no longer only claimed).
+async fn wait_started(client: &Client, ns: &str, name: &str) -> ActionSet {
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
+    support::wait_for(&api, name, FINISH, |a| {
+        a.state() == Some(State::Running) && !claim::not_started(a)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{name} never started: {e}"))
+}
+
+/// Waits until `name` waits, not started (`pending`, or `running` as claimed at creation), and
+/// names `blocker` as the run it waits for.
 async fn wait_waiting_for(client: &Client, ns: &str, name: &str, blocker: &str) -> ActionSet {
     let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
     let want = format!("{ns}/{blocker}");
     support::wait_for(&api, name, FINISH, |a| {
-        a.state() == Some(State::Pending) && a.annotations().get(WAITING_FOR) == Some(&want)
+        claim::not_started(a) && a.annotations().get(WAITING_FOR) == Some(&want)
     })
     .await
     .unwrap_or_else(|e| panic!("{name} never waited for {blocker}: {e}"))
@@ -178,7 +190,7 @@ async fn runs_on_one_object_wait_in_creation_order_and_a_wait_timeout_names_the_
         exclusive.clone(),
     )
     .await;
-    wait_state(&client, &ns, "first", State::Running).await;
+    wait_started(&client, &ns, "first").await;
     actionset(&client, &ns, "restore", "held", object.clone(), json!({})).await;
     // The second exclusive backup from the command line.
     let o = ctl(
@@ -201,7 +213,9 @@ async fn runs_on_one_object_wait_in_creation_order_and_a_wait_timeout_names_the_
     wait_waiting_for(&client, &ns, "second", "first").await;
     let d = json_of(&ctl(&ns, &["describe", "second", "-o", "json"]));
     assert_eq!(d["waitingFor"], format!("{ns}/first"), "{d:#}");
-    assert_eq!(d["state"], "pending", "{d:#}");
+    // Claimed by `ctl create`, it stays `running` while it waits: Kanister's controller starts
+    // `pending` ones.
+    assert_eq!(d["state"], "running", "{d:#}");
     // Said in an Event: the run, the object, why.
     let key = format!("namespace/{ns}/{ns}");
     let notes = support::poll(support::WAIT, || async {
@@ -245,12 +259,12 @@ async fn runs_on_one_object_wait_in_creation_order_and_a_wait_timeout_names_the_
         .await?;
     let other = json!({"apiVersion": "v1", "resource": "configmaps", "kind": "ConfigMap", "name": "other", "namespace": ns});
     actionset(&client, &ns, "elsewhere", "held", other, exclusive.clone()).await;
-    wait_state(&client, &ns, "elsewhere", State::Running).await;
+    wait_started(&client, &ns, "elsewhere").await;
 
     // first ends: restore (created first) starts, second now waits for it.
     release(&client, &ns, "first").await;
     wait_state(&client, &ns, "first", State::Complete).await;
-    let r = wait_state(&client, &ns, "restore", State::Running).await;
+    let r = wait_started(&client, &ns, "restore").await;
     assert!(
         !r.annotations().contains_key(WAITING_FOR),
         "the annotation goes when it starts: {:?}",
@@ -258,7 +272,7 @@ async fn runs_on_one_object_wait_in_creation_order_and_a_wait_timeout_names_the_
     );
     wait_waiting_for(&client, &ns, "second", "restore").await;
     release(&client, &ns, "restore").await;
-    wait_state(&client, &ns, "second", State::Running).await;
+    wait_started(&client, &ns, "second").await;
     release(&client, &ns, "second").await;
     wait_state(&client, &ns, "second", State::Complete).await;
     release(&client, &ns, "elsewhere").await;
@@ -357,11 +371,11 @@ async fn waiting_running_and_newest_complete_runs_are_never_rotated() -> anyhow:
         }
     };
     let r1 = run_now("t1").await;
-    wait_state(&client, &ns, &r1, State::Running).await;
+    wait_started(&client, &ns, &r1).await;
     release(&client, &ns, &r1).await;
     wait_state(&client, &ns, &r1, State::Complete).await;
     let r2 = run_now("t2").await;
-    let a2 = wait_state(&client, &ns, &r2, State::Running).await;
+    let a2 = wait_started(&client, &ns, &r2).await;
     assert_eq!(
         a2.annotations().get(EXCLUSIVE).map(String::as_str),
         Some("true")
@@ -413,7 +427,7 @@ async fn waiting_running_and_newest_complete_runs_are_never_rotated() -> anyhow:
 
     // r2 completes: r1 goes (no longer the newest); r3 starts; the preview names r2.
     release(&client, &ns, &r2).await;
-    wait_state(&client, &ns, &r3, State::Running).await;
+    wait_started(&client, &ns, &r3).await;
     present(&[&r2, &r3]).await;
     preview(vec![r2.clone()]).await;
     // r3 completes: r2 goes, r3 stays.

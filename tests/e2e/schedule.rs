@@ -10,6 +10,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use blueprint_operator::app::leader::{self, LeaseConfig};
+use blueprint_operator::executor::claim;
+use blueprint_operator::model::labels::ANNOTATION_CLAIMED;
 use blueprint_operator::model::{
     ANNOTATION_RUN_NOW, ANNOTATION_SCHEDULE, ANNOTATION_SCHEDULED_TIME, ActionSchedule, ActionSet,
     FINALIZER_DELETE_RUNS, LABEL_EXECUTOR, LABEL_SCHEDULE, LABEL_TRIGGER,
@@ -154,7 +156,8 @@ fn scheduled(v: &[ActionSet]) -> Vec<&ActionSet> {
 
 async fn set_state(client: &Client, ns: &str, name: &str, state: &str) -> anyhow::Result<()> {
     let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
-    let status = json!({"status": {"state": state, "actions": [{
+    // Decided by hand: no longer a claimed run waiting for the executor.
+    let status = json!({"metadata": {"annotations": {ANNOTATION_CLAIMED: null}}, "status": {"state": state, "actions": [{
         "name": "backup", "blueprint": "demo-bp",
         "object": {"kind": "Deployment", "name": "app", "namespace": ns},
         "artifacts": {"snap": {"keyValue": {"id": format!("id-{name}")}}},
@@ -294,7 +297,7 @@ async fn decide_runs(
         );
         for a in scheduled(&runs(client, ns, schedule).await?) {
             let n = a.name_any();
-            if a.status.is_none() && !decided.contains_key(&n) && decided.len() < states.len() {
+            if claim::not_started(a) && !decided.contains_key(&n) && decided.len() < states.len() {
                 let state = states[decided.len()];
                 set_state(client, ns, &n, state).await?;
                 decided.insert(n, state);
@@ -319,7 +322,7 @@ async fn suspend(client: &Client, ns: &str, name: &str) -> anyhow::Result<Vec<St
     .await?;
     let mut late = Vec::new();
     for a in scheduled(&runs(client, ns, name).await?) {
-        if a.status.is_none() {
+        if claim::not_started(a) {
             set_state(client, ns, &a.name_any(), "complete").await?;
             late.push(a.name_any());
         }
@@ -354,7 +357,7 @@ async fn runs_on_time_and_rotation_keeps_n_complete_and_last_2_failed() -> anyho
         let v = runs(&client, &ns, "rot").await?;
         for a in scheduled(&v) {
             let n = a.name_any();
-            if a.status.is_none() && !decided.contains_key(&n) {
+            if claim::not_started(a) && !decided.contains_key(&n) {
                 let state = if decided.len().is_multiple_of(2) {
                     "complete"
                 } else {
@@ -372,7 +375,7 @@ async fn runs_on_time_and_rotation_keeps_n_complete_and_last_2_failed() -> anyho
     let kept = support::poll(LONG, || async {
         let v = runs(&client, &ns, "rot").await.ok()?;
         for a in scheduled(&v) {
-            if a.status.is_none() {
+            if claim::not_started(a) {
                 set_state(&client, &ns, &a.name_any(), "complete")
                     .await
                     .ok()?;
@@ -658,7 +661,7 @@ async fn delete_action_runs_before_a_rotated_run_is_removed() -> anyhow::Result<
         );
         let v = runs(&client, &ns, "da").await?;
         for a in scheduled(&v) {
-            if a.status.is_none() && done.len() < 2 {
+            if claim::not_started(a) && done.len() < 2 {
                 set_state(&client, &ns, &a.name_any(), "complete").await?;
                 done.push(a.name_any());
             }
@@ -1044,7 +1047,7 @@ async fn on_delete_delete_lets_the_schedule_go_at_the_time_limit() -> anyhow::Re
     for run in &complete {
         let d = sets.get_opt(&plan::delete_name(run)).await?;
         assert!(
-            d.is_some_and(|d| d.status.is_none()),
+            d.is_some_and(|d| claim::not_started(&d)),
             "{run}: its delete action was started and never ran"
         );
     }

@@ -69,6 +69,7 @@ fn webhook() -> &'static Webhook {
                     client,
                     lookup_timeout: Duration::from_secs(5),
                     limits: Default::default(),
+                    run_namespaces: Vec::new(),
                 })
                 .await
                 .expect("webhook server starts");

@@ -52,3 +52,11 @@ helm.sh/chart: {{ printf "%s-%s" .ctx.Chart.Name .ctx.Chart.Version }}
 {{- fail "controller.leaderElection.enabled=false runs without a Lease: set controller.replicas to 1 (several replicas would run the same ActionSets)" -}}
 {{- end -}}
 {{- end -}}
+
+{{/* The namespaces the controller runs whole (watchNamespace, runNamespaces), comma-separated;
+     the webhook claims every ActionSet created there. Empty when there are none. */}}
+{{- define "bpo.runNamespaces" -}}
+{{- $c := .Values.controller -}}
+{{- $all := concat (list $c.watchNamespace) ($c.runNamespaces | default list) | compact | uniq -}}
+{{- join "," $all -}}
+{{- end -}}

@@ -77,7 +77,7 @@ pub(super) async fn run_actionset_with(
         kube::Error::Api(s) if s.code == 404 => WriteError::Gone,
         e => WriteError::Read(e),
     })?;
-    let started = matches!(obj.state(), None | Some(State::Unset | State::Pending));
+    let started = claim::not_started(&obj);
     if started {
         // Exclusive runs (issue 26.4): its turn first.
         match gate::wait_turn(run, &obj, &mut rx).await? {
@@ -89,7 +89,7 @@ pub(super) async fn run_actionset_with(
     let obj = if started {
         let resolved = resolve(&inner.client, ns, &obj).await;
         let (obj, evs) = update(&run.api, name, None, |o| {
-            if !matches!(o.state(), None | Some(State::Unset | State::Pending)) {
+            if !claim::not_started(o) {
                 return Ok(None);
             }
             let now = now_rfc3339();

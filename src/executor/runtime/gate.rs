@@ -97,9 +97,9 @@ fn entry(ownership: &Ownership, w: &WatchedActionSet, claimed: &HashSet<String>)
         return None;
     };
     let uid = a.metadata.uid.clone()?;
-    let not_started = matches!(a.state(), None | Some(State::Unset | State::Pending));
+    let not_started = claim::not_started(a);
     let ended = a.state().is_some_and(State::is_terminal);
-    let standing = if (claimed.contains(&uid) && !ended) || a.state() == Some(State::Running) {
+    let standing = if !ended && (claimed.contains(&uid) || !not_started) {
         Standing::Started
     } else if not_started
         && a.metadata.deletion_timestamp.is_none()
@@ -195,10 +195,13 @@ pub(super) async fn wait_turn(
 /// Records that the ActionSet waits for `b` (`pending`, the annotation) and says why.
 async fn show_waiting(run: &Run<'_>, b: &Blocker, ask: &Ask) -> Result<(), WriteError> {
     let (obj, waiting) = update(&run.api, run.name, None, |o| {
-        if !matches!(o.state(), None | Some(State::Unset | State::Pending)) {
+        if !claim::not_started(o) {
             return Ok(false);
         }
-        o.status.get_or_insert_with(Default::default).state = State::Pending;
+        // A claimed ActionSet stays `running`: Kanister's controller starts `pending` ones.
+        if !claim::claimed_not_started(&o.metadata) {
+            o.status.get_or_insert_with(Default::default).state = State::Pending;
+        }
         o.metadata
             .annotations
             .get_or_insert_with(Default::default)
@@ -224,7 +227,7 @@ async fn show_waiting(run: &Run<'_>, b: &Blocker, ask: &Ask) -> Result<(), Write
 /// ActionSet whose Blueprint is missing). Kanister's launch failure Event for each action.
 pub(super) async fn refuse(run: &Run<'_>, message: &str) -> Result<(), WriteError> {
     let (obj, failed) = update(&run.api, run.name, None, |o| {
-        if !matches!(o.state(), None | Some(State::Unset | State::Pending)) {
+        if !claim::not_started(o) {
             return Ok(false);
         }
         let status = o.status.get_or_insert_with(Default::default);

@@ -47,6 +47,7 @@ use serde_json::{Map, Value};
 use tokio::sync::watch;
 use tracing::{debug, error, info, warn};
 
+use super::claim;
 use super::deadline::{self, Deadline};
 use super::events::EventSpec;
 use super::machine::{self, Ctx, InitError, Record, Step, Transition};
@@ -90,6 +91,9 @@ pub struct Config {
     pub controller: Option<functions::context::ControllerIdentity>,
     /// What ActionSets may reach (namespaces, Profile endpoints).
     pub tenancy: Policy,
+    /// Label selector of Kanister's controller pods (None: not looked for). An ActionSet that
+    /// was not claimed at creation is not started where such a pod runs (see [`ownership`]).
+    pub kanister_selector: Option<String>,
 }
 
 /// `reportingController` of our Events.
@@ -237,20 +241,26 @@ async fn reconcile(watched: Arc<WatchedActionSet>, inner: Arc<Inner>) -> Result<
                 .remove(&uid);
         }
     }
-    match obj.state() {
-        None | Some(State::Unset | State::Pending) if deleting => {
-            if has_finalizer {
-                remove_finalizer(&inner, &ns, &name).await?;
-            }
-            return Ok(Action::await_change());
+    let not_started = claim::not_started(obj);
+    if (deleting && not_started) || obj.state().is_some_and(State::is_terminal) {
+        if has_finalizer {
+            remove_finalizer(&inner, &ns, &name).await?;
         }
-        Some(State::Complete | State::Failed) => {
-            if has_finalizer {
-                remove_finalizer(&inner, &ns, &name).await?;
-            }
-            return Ok(Action::await_change());
-        }
-        _ => {}
+        return Ok(Action::await_change());
+    }
+    if not_started
+        && !Ownership::started_here(&obj.metadata)
+        && let Some(pod) = kanister_controller(&inner, &ns).await?
+    {
+        warn!(actionset = %name, namespace = %ns, kanister_pod = %pod, "ActionSet was not claimed at creation and Kanister's controller runs in its namespace; not started here (install the webhook, or create it with ctl create or an ActionSchedule)");
+        report_once(
+            &inner,
+            &uid,
+            &obj.metadata,
+            ownership::not_claimed_event(&ns, &pod),
+        )
+        .await;
+        return Ok(Action::await_change());
     }
     // Not terminal and no task here: start (or resume) it.
     let (tx, rx) = watch::channel(deleting);
@@ -287,6 +297,26 @@ impl Drop for TaskGuard {
             .remove(&self.uid);
         self.inner.gate.release(&self.uid);
     }
+}
+
+/// A running pod of Kanister's controller in `ns` (`--kanister-controller-selector`), by name.
+async fn kanister_controller(inner: &Inner, ns: &str) -> Result<Option<String>, Error> {
+    let Some(selector) = inner.cfg.kanister_selector.as_deref() else {
+        return Ok(None);
+    };
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(inner.client.clone(), ns);
+    let list = pods
+        .list(&kube::api::ListParams::default().labels(selector))
+        .await?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .find(|p| {
+            let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+            !matches!(phase, Some("Succeeded" | "Failed"))
+        })
+        .map(|p| p.name_any()))
 }
 
 /// Publishes `ev` about an ActionSet unless the same was already reported.
