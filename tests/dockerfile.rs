@@ -8,7 +8,7 @@
 //! build would; `cargo metadata` lists the targets, whose files must be there).
 //!
 //! What this cannot show (it needs `docker build`): that the build stage compiles and the image
-//! starts. README "Container image" lists the manual check that stands in for it.
+//! starts. docs/testing.md ("The container image") lists the manual check that stands in for it.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

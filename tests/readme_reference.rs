@@ -1,5 +1,6 @@
-//! The README's reference names only flags the binary has: every `--flag` in a row of the
-//! "Commands" table or of a "Configuration" table must appear in that subcommand's `--help`.
+//! The reference the README links to (docs/reference.md) names only flags the binary has: every
+//! `--flag` in a row of the "Commands" table or of a subcommand's "Configuration" table must
+//! appear in that subcommand's `--help`.
 //! (Metric names are checked against live scrapes by tests/e2e/monitoring.rs.)
 
 use std::collections::BTreeMap;
@@ -37,15 +38,17 @@ fn flags(line: &str) -> Vec<String> {
     found
 }
 
-/// Flags the README names, by subcommand, with the line each was read from.
-fn readme_flags() -> BTreeMap<String, Vec<(String, usize)>> {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
-        .expect("README.md");
+const REFERENCE: &str = "docs/reference.md";
+
+/// Flags the reference names, by subcommand, with the line each was read from.
+fn reference_flags() -> BTreeMap<String, Vec<(String, usize)>> {
+    let reference = std::fs::read_to_string(format!("{}/{REFERENCE}", env!("CARGO_MANIFEST_DIR")))
+        .expect(REFERENCE);
     let mut section = "";
     let mut table_of: Option<String> = None;
     let mut by_command: BTreeMap<String, Vec<(String, usize)>> = BTreeMap::new();
-    for (n, line) in readme.lines().enumerate() {
-        if let Some(h) = line.strip_prefix("### ") {
+    for (n, line) in reference.lines().enumerate() {
+        if let Some(h) = line.strip_prefix("## ") {
             section = if h.starts_with("Commands") || h.starts_with("Configuration") {
                 h
             } else {
@@ -55,9 +58,14 @@ fn readme_flags() -> BTreeMap<String, Vec<(String, usize)>> {
             continue;
         }
         if section.starts_with("Configuration")
-            && let Some(h) = line.strip_prefix("#### ")
+            && let Some(h) = line.strip_prefix("### ")
         {
-            table_of = Some(h.trim_matches('`').to_string());
+            // `webhook`, `controller`: a subcommand's flags; other tables (the Helm chart's
+            // values) are not read.
+            table_of = h
+                .strip_prefix('`')
+                .and_then(|h| h.strip_suffix('`'))
+                .map(str::to_string);
             continue;
         }
         if section.is_empty() || !line.starts_with("| `") {
@@ -90,12 +98,12 @@ fn readme_flags() -> BTreeMap<String, Vec<(String, usize)>> {
 }
 
 #[test]
-fn every_flag_the_readme_names_exists() {
-    let named = readme_flags();
+fn every_flag_the_reference_names_exists() {
+    let named = reference_flags();
     for sub in ["webhook", "controller", "validate", "certs"] {
         assert!(
             named.contains_key(sub),
-            "the README's reference names no flag of `{sub}`: the parser no longer finds its table ({:?})",
+            "{REFERENCE} names no flag of `{sub}`: the parser no longer finds its table ({:?})",
             named.keys()
         );
     }
@@ -110,7 +118,7 @@ fn every_flag_the_readme_names_exists() {
             });
             if !present {
                 missing.push(format!(
-                    "README.md:{line}: `{command} {flag}` is not a flag of the binary"
+                    "{REFERENCE}:{line}: `{command} {flag}` is not a flag of the binary"
                 ));
             }
         }

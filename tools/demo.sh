@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The demo (README "Quickstart", docs/development.md "The demo").
+# The demo (README "Two commands: the demo and the tests", docs/development.md "The demo").
 #
 #   tools/demo.sh                       the real node (root): a real PostgreSQL in a StatefulSet on
 #                                       the real kubelet node, the operator installed from its image

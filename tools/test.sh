@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The project's test command (README "Set-up").
+# The project's test command (README "Two commands: the demo and the tests").
 #
 #   tools/test.sh [CARGO TEST ARGS]   the fast tier: builds or reuses the test control plane, then runs
 #                                     every test; the e2e binary (tests/e2e/) starts one cluster on

@@ -50,7 +50,7 @@ pub fn execute(tree: &Tree<'_>, data: &Value, now: &GoTime) -> R<String> {
 
 /// Functions that change their first argument in place in Go (maps are
 /// references there); our values are immutable, so the result is written
-/// back to the variable that was passed (see README, template differences).
+/// back to the variable that was passed (see docs/template-engine.md, "Differences from Kanister").
 const MUTATORS: &[&str] = &["set", "unset", "merge", "mergeOverwrite"];
 
 impl State<'_> {

@@ -435,7 +435,7 @@ fn call_inner(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
             }
         }
         // The operator's own environment is not the Blueprint's business:
-        // every variable reads as unset (see README, template differences).
+        // every variable reads as unset (see docs/template-engine.md, "Differences from Kanister").
         "env" => {
             arity(name, args, 1)?;
             s(&args[0])?;

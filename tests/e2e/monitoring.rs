@@ -408,21 +408,24 @@ async fn alerts_dashboard_and_readme_name_only_exported_metrics() {
             }
         }
     }
-    // The README's metric names, too (`blueprint_operator_...`, `kanister_...` in backquotes).
-    let readme = std::fs::read_to_string(repo.join("README.md")).unwrap();
-    for word in readme.split('`').skip(1).step_by(2) {
-        let name = word.split(['{', '[', ' ']).next().unwrap();
-        if (name.starts_with("blueprint_operator_") || name.starts_with("kanister_"))
-            && !name.ends_with('_')
-            && !name.contains("...")
-        {
-            checked += 1;
-            if !metrics.contains_key(name)
-                && !metrics
-                    .keys()
-                    .any(|m| m.strip_suffix("_bucket") == Some(name))
+    // The metric names of the README and of the reference pages it links to, too
+    // (`blueprint_operator_...`, `kanister_...` in backquotes).
+    for page in ["README.md", "docs/reference.md", "docs/security.md"] {
+        let text = std::fs::read_to_string(repo.join(page)).unwrap();
+        for word in text.split('`').skip(1).step_by(2) {
+            let name = word.split(['{', '[', ' ']).next().unwrap();
+            if (name.starts_with("blueprint_operator_") || name.starts_with("kanister_"))
+                && !name.ends_with('_')
+                && !name.contains("...")
             {
-                problems.push(format!("README: {name} is not exported"));
+                checked += 1;
+                if !metrics.contains_key(name)
+                    && !metrics
+                        .keys()
+                        .any(|m| m.strip_suffix("_bucket") == Some(name))
+                {
+                    problems.push(format!("{page}: {name} is not exported"));
+                }
             }
         }
     }

@@ -1,4 +1,4 @@
-//! The operator installed from its image exactly as the README says ("Install on a cluster",
+//! The operator installed from its image exactly as the README says ("Install", "With kustomize",
 //! Kanister already installed: Kanister's own CRDs, the self-signed overlay), then the README's
 //! examples run to completion on the real node.
 
