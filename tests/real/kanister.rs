@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use blueprint_operator::kanister_crd::{self, Plan};
+use blueprint_operator::model::labels::{ANNOTATION_CLAIMED, ANNOTATION_EXECUTOR_RECORD};
 use futures::TryStreamExt as _;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
@@ -562,4 +563,140 @@ async fn every_corpus_blueprint_passes_ours_and_kanisters_webhooks() {
     assert_eq!(unnamed["phases"][0]["name"], "phase0", "{unnamed:#}");
     assert_eq!(unnamed["phases"][1]["name"], "phase1", "{unnamed:#}");
     assert_eq!(unnamed["deferPhase"]["name"], "deferPhase", "{unnamed:#}");
+}
+
+/// Asserts that ours alone ran each ActionSet of `actionsets`, claimed `by` (the admission
+/// webhook or the scheduler): our claim and record annotations, and no `Started Action` or
+/// `Started Phase` of Kanister's (its controller still records `Update Complete` on any
+/// ActionSet of its namespace that turns complete).
+fn run_by_ours(actionsets: &[Value], by: &str) {
+    let events = events_by_actionset();
+    for a in actionsets {
+        let name = a["metadata"]["name"].as_str().unwrap();
+        assert_eq!(a["status"]["state"], "complete", "{name}: {a:#}");
+        let annotations = &a["metadata"]["annotations"];
+        assert_eq!(
+            annotations[ANNOTATION_CLAIMED], by,
+            "{name}: {annotations:#}"
+        );
+        assert!(
+            annotations[ANNOTATION_EXECUTOR_RECORD].is_string(),
+            "{name}: no record of ours: {annotations:#}"
+        );
+        let seen = events.get(name).cloned().unwrap_or_default();
+        assert!(
+            !seen
+                .iter()
+                .any(|(c, r)| c == KANISTER_COMPONENT
+                    && (r == "Started Action" || r == "Started Phase")),
+            "{name}: Kanister's controller ran it too: {seen:?}"
+        );
+    }
+}
+
+/// At least `runs` runs of an ActionSchedule every 2 s, with 20 labelled and 10 unlabelled
+/// ActionSets of the same Blueprint created among them, in Kanister's namespace; with `restart`
+/// the leader of our controllers is deleted halfway through the runs.
+async fn ours_and_kanisters_side_by_side(tag: &str, runs: usize, restart: bool) {
+    let _kanister = install().await;
+    let client = real::client().await;
+    let claim = format!("lines-{tag}");
+    let blueprint = format!("append-{tag}");
+    let dir = pvc(&client, &claim).await;
+    apply_yaml(&appending_blueprint(&blueprint, &claim)).unwrap();
+    let schedule = format!("every-{tag}");
+    apply_yaml(&format!(
+        "apiVersion: blueprint-operator.io/v1alpha1\nkind: ActionSchedule\nmetadata: {{name: {schedule}, namespace: {NS}}}\n\
+         spec:\n  schedule: '@every 2s'\n  actionSetTemplate:\n    actions:\n    - name: backup\n      blueprint: {blueprint}\n      \
+         object: {{kind: Namespace, name: {NS}}}\n      options: {{line: {schedule}}}\n  \
+         retention: {{keepLast: 1000, keepFailed: 1000}}\n"
+    ))
+    .expect("the ActionSchedule is admitted");
+    let runs_of = || {
+        let list = get_json(&[
+            "get",
+            "actionsets.cr.kanister.io",
+            "-n",
+            NS,
+            "-l",
+            &format!("blueprint-operator.io/schedule={schedule}"),
+        ]);
+        list["items"].as_array().cloned().unwrap_or_default()
+    };
+    let at_least = |n: usize| {
+        let runs_of = &runs_of;
+        support::poll(real::WAIT * 5, move || async move {
+            (runs_of().len() >= n).then_some(())
+        })
+    };
+    at_least(2).await.expect("the schedule runs");
+    let ours: Vec<String> = (0..20).map(|i| format!("{tag}-ours-{i}")).collect();
+    let theirs: Vec<String> = (0..10).map(|i| format!("{tag}-theirs-{i}")).collect();
+    let sets: Vec<Value> = ours
+        .iter()
+        .map(|n| actionset(n, &blueprint, true))
+        .chain(theirs.iter().map(|n| actionset(n, &blueprint, false)))
+        .collect();
+    create_all(&sets);
+    if restart {
+        at_least(runs / 2).await.expect("half the runs");
+        let old = crate::restart::leader().expect("a controller of ours holds the executor Lease");
+        kubectl(&["delete", "pod", "-n", install::NS, &old, "--wait=false"]).unwrap();
+    }
+    at_least(runs).await.expect("the runs");
+    kubectl(&[
+        "patch",
+        "actionschedules",
+        "-n",
+        NS,
+        &schedule,
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"suspend":true}}"#,
+    ])
+    .unwrap();
+    // Suspended: the runs made so far are all there will be, once the suspension is observed.
+    support::poll(real::WAIT, || async {
+        let s = get_json(&["get", "actionschedules", "-n", NS, &schedule]);
+        (s["status"]["observedGeneration"] == s["metadata"]["generation"]).then_some(())
+    })
+    .await
+    .expect("the suspension is observed");
+    let scheduled: Vec<String> = runs_of()
+        .iter()
+        .map(|a| a["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(scheduled.len() >= runs, "{scheduled:?}");
+    let all: Vec<String> = scheduled
+        .iter()
+        .chain(&ours)
+        .chain(&theirs)
+        .cloned()
+        .collect();
+    let done = ended(&all).await;
+    let named = |names: &[String]| -> Vec<Value> {
+        done.iter()
+            .filter(|a| names.iter().any(|n| a["metadata"]["name"] == n.as_str()))
+            .cloned()
+            .collect()
+    };
+    run_by_ours(&named(&scheduled), "schedule");
+    run_by_ours(&named(&ours), "admission");
+    run_by_kanister_alone(&theirs, &named(&theirs));
+    let mut lines: Vec<(String, usize)> =
+        ours.iter().chain(&theirs).map(|n| (n.clone(), 1)).collect();
+    lines.push((schedule.clone(), scheduled.len()));
+    every_line_once(&dir, &lines);
+}
+
+#[tokio::test]
+#[ignore = "real tier: tools/test.sh --real"]
+async fn ours_and_kanisters_actionsets_each_run_once_by_their_controller() {
+    ours_and_kanisters_side_by_side("mixed", 50, false).await;
+}
+
+#[tokio::test]
+#[ignore = "real tier: tools/test.sh --real"]
+async fn ours_and_kanisters_actionsets_each_run_once_across_a_restart_of_ours() {
+    ours_and_kanisters_side_by_side("restart", 50, true).await;
 }
