@@ -36,8 +36,9 @@ const KANISTER_COMPONENT: &str = "Kanister Controller";
 /// What our executor and webhook write on ActionSets: annotations, labels and finalizers.
 const OUR_PREFIX: &str = "blueprint-operator.io/";
 
-/// Kanister's chart, copied with its CRD links resolved (the source is read-only in CI, and its
-/// `crds/` are links into `pkg/customresource/`).
+/// Kanister's chart, copied (the source is read-only in CI). Its `crds/` are git symlinks into
+/// `pkg/customresource/`, which this copy of the source holds as files naming their target:
+/// they are replaced by the target's text, as in the chart Kanister publishes.
 fn chart() -> PathBuf {
     let src = std::env::var_os("KANISTER_SRC")
         .map(PathBuf::from)
@@ -61,6 +62,14 @@ fn chart() -> PathBuf {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    for entry in std::fs::read_dir(copy.join("crds")).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        if !text.contains('\n') && text.ends_with(".yaml") {
+            let target = src.join("crds").join(text.trim());
+            std::fs::write(&path, std::fs::read(&target).unwrap()).unwrap();
+        }
+    }
     copy
 }
 
@@ -69,7 +78,8 @@ pub struct Installed;
 
 impl Drop for Installed {
     fn drop(&mut self) {
-        let _ = helm(&["uninstall", RELEASE, "--namespace", NS, "--wait"]);
+        // No --wait (see crate::helm): deleting the namespace waits for its pods.
+        let _ = helm(&["uninstall", RELEASE, "--namespace", NS]);
         let _ = kubectl(&[
             "delete",
             "namespace",
@@ -96,11 +106,23 @@ pub async fn install() -> Installed {
             "--namespace",
             NS,
             "--create-namespace",
+            // Kanister's CRDs are already here (kubectl-applied by our install): Helm 4's
+            // server-side apply of the chart's crds/ conflicts with them, its client-side
+            // install leaves CRDs that exist alone, as Helm 3 did.
+            "--server-side=false",
         ])
         .unwrap_or_else(|e| panic!("{e}"));
         std::fs::remove_dir_all(&chart).unwrap();
         rewritten_then_relaxed(&client, &version).await;
     }
+    // Kanister's chart no longer binds `edit` cluster-wide: its users grant the controller
+    // `edit` in each application's namespace (Kanister's docs/rbac.rst), here its own.
+    apply_yaml(&format!(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {{name: kanister-edit, namespace: {NS}}}\n\
+         roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}}\n\
+         subjects: [{{kind: ServiceAccount, name: {DEPLOYMENT}, namespace: {NS}}}]\n"
+    ))
+    .expect("the RoleBinding for Kanister's controller");
     let pod = kanister_pod(None).await;
     let images = kubectl(&[
         "get",
