@@ -665,7 +665,7 @@ fn run_by_ours(actionsets: &[Value], by: &str) {
 
 /// At least `runs` runs of an ActionSchedule every 2 s, with 20 labelled and 10 unlabelled
 /// ActionSets of the same Blueprint created among them, in Kanister's namespace; with `restart`
-/// the leader of our controllers is deleted halfway through the runs.
+/// the leader of our controllers is deleted as they start.
 async fn ours_and_kanisters_side_by_side(tag: &str, runs: usize, restart: bool) {
     let _kanister = install().await;
     let client = real::client().await;
@@ -698,7 +698,9 @@ async fn ours_and_kanisters_side_by_side(tag: &str, runs: usize, restart: bool) 
             (runs_of().len() >= n).then_some(())
         })
     };
-    at_least(2).await.expect("the schedule runs");
+    // Halfway through the runs, the ActionSets, and with `restart` the deletion of our
+    // executor's leader while they and the schedule's runs are under way.
+    at_least(runs / 2).await.expect("half the runs");
     let ours: Vec<String> = (0..20).map(|i| format!("{tag}-ours-{i}")).collect();
     let theirs: Vec<String> = (0..10).map(|i| format!("{tag}-theirs-{i}")).collect();
     let sets: Vec<Value> = ours
@@ -707,11 +709,11 @@ async fn ours_and_kanisters_side_by_side(tag: &str, runs: usize, restart: bool) 
         .chain(theirs.iter().map(|n| actionset(n, &blueprint, false)))
         .collect();
     create_all(&sets);
-    if restart {
-        at_least(runs / 2).await.expect("half the runs");
+    let old_leader = restart.then(|| {
         let old = crate::restart::leader().expect("a controller of ours holds the executor Lease");
         kubectl(&["delete", "pod", "-n", install::NS, &old, "--wait=false"]).unwrap();
-    }
+        old
+    });
     at_least(runs).await.expect("the runs");
     kubectl(&[
         "patch",
@@ -752,6 +754,10 @@ async fn ours_and_kanisters_side_by_side(tag: &str, runs: usize, restart: bool) 
     run_by_ours(&named(&scheduled), "schedule");
     run_by_ours(&named(&ours), "admission");
     run_by_kanister_alone(&theirs, &named(&theirs));
+    if let Some(old) = old_leader {
+        let new = crate::restart::leader().expect("a controller of ours holds the executor Lease");
+        assert_ne!(new, old, "another replica of ours took over");
+    }
     let mut lines: Vec<(String, usize)> =
         ours.iter().chain(&theirs).map(|n| (n.clone(), 1)).collect();
     lines.push((schedule.clone(), scheduled.len()));
