@@ -1,4 +1,4 @@
-//! Leader handover during a run (issue 29 point 4).
+//! Leader handover during a run.
 //!
 //! `cargo bench --bench handover` starts the test control plane (or uses `BPO_KUBECONFIG`),
 //! runs two controller processes for one namespace with leader election on one Lease, as the

@@ -8,7 +8,7 @@
 //! The server runs in a child process (this binary again, started with `BENCH_WEBHOOK_SERVE`),
 //! so its CPU time (`/proc/<pid>/stat` utime + stime) and memory (VmRSS, sampled every 10 ms)
 //! are its own, not the clients'. With two or more cores the server is pinned to CPU 0 and the
-//! clients to the others (the server alone on one core, as issue 27 compared it with Kanister's
+//! clients to the others (the server alone on one core, as it is compared with Kanister's
 //! webhook; `BENCH_PIN=0` lets them share all cores). For a small and a large corpus Blueprint
 //! (Kanister's MySQL and PostgreSQL WAL-E examples, `KANISTER_CORPUS`), at 16 and 64 concurrent
 //! clients, each route reports requests/s, p50/p99 latency, the server's CPU µs per request,
@@ -516,7 +516,7 @@ fn main() {
         return;
     }
 
-    // As issue 27 compared the webhooks: the server alone on one core (CPU 0), the clients on
+    // As the webhooks are compared: the server alone on one core (CPU 0), the clients on
     // the others, so that they do not take turns on the server's core. BENCH_PIN=0 shares all.
     let pin = cores > 1 && std::env::var("BENCH_PIN").map_or(true, |v| v != "0");
     let mut command = std::process::Command::new(std::env::current_exe().expect("own path"));

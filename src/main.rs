@@ -7,8 +7,8 @@ use clap::{Parser, Subcommand};
 use blueprint_operator::cli;
 
 /// mimalloc instead of glibc's malloc: a webhook review makes a few hundred small allocations
-/// (JSON values, template tokens, paths), and glibc's malloc, free and fastbin consolidation
-/// took ~37% of the webhook's CPU under load (`perf`, `cargo bench --bench webhook`).
+/// (JSON values, template tokens, paths), which glibc serves at a much higher CPU cost under
+/// load (the measurement is in docs/design.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

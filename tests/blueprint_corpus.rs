@@ -195,7 +195,7 @@ fn functions_of(bp: &serde_json::Value) -> Vec<String> {
 }
 
 /// All 87 corpus Blueprints use only functions this executor runs, and the validator
-/// warns about none of them (the RDS functions run since issue 28).
+/// warns about none of them.
 #[test]
 fn corpus_blueprints_are_all_runnable() {
     let Some(docs) = corpus_documents() else {

@@ -510,7 +510,7 @@ fn functions_this_executor_does_not_run_are_warned_about() {
 }
 
 /// Every message the validator produces over a spread of bad input reads as text: no Rust
-/// Debug of tokens (`Some(Comma)`), options or structs (issue 17.10).
+/// Debug of tokens (`Some(Comma)`), options or structs.
 #[test]
 fn messages_over_bad_input_contain_no_rust_debug_dumps() {
     let templates = [
@@ -616,7 +616,7 @@ fn messages_over_bad_input_contain_no_rust_debug_dumps() {
 }
 
 /// Kanister decodes arguments with mapstructure's WeaklyTypedInput: a single value where a list
-/// is expected is a one-element list (issue 18.4).
+/// is expected is a one-element list.
 #[test]
 fn a_single_string_where_a_list_is_expected_is_a_one_element_list() {
     for command in [json!("echo hi"), json!("{{ .Options.cmd }}"), json!(7)] {
@@ -638,7 +638,7 @@ fn a_single_string_where_a_list_is_expected_is_a_one_element_list() {
 }
 
 /// Booleans as Go's strconv.ParseBool reads them (mapstructure's weak decoding), plus numbers
-/// and the empty string; integers as ScaleWorkload reads them (issue 18.4).
+/// and the empty string; integers as ScaleWorkload reads them.
 #[test]
 fn bool_and_int_spellings_kanister_accepts() {
     for b in [
@@ -701,7 +701,7 @@ fn bool_and_int_spellings_kanister_accepts() {
 
 /// mapstructure's other weak conversions: an empty map is an empty list, a list of maps is one
 /// merged map (an empty list an empty map), numbers and booleans are strings, inside lists and
-/// maps too; what it refuses is located inside the argument (issue 18).
+/// maps too; what it refuses is located inside the argument.
 #[test]
 fn weak_decoding_of_lists_and_maps_as_kanister() {
     let r = check(bp(json!({"a": {"phases": [
@@ -736,7 +736,7 @@ fn weak_decoding_of_lists_and_maps_as_kanister() {
 }
 
 /// The *UsingKopiaServer functions of released Kanister are admitted with their arguments;
-/// `validate` warns that this executor does not run them, and why (issue 18.4).
+/// `validate` warns that this executor does not run them, and why.
 #[test]
 fn kopia_server_functions_of_released_kanister_are_admitted_with_a_warning() {
     let r = check(bp(json!({
@@ -777,7 +777,7 @@ fn kopia_server_functions_of_released_kanister_are_admitted_with_a_warning() {
 
 /// CopyVolumeDataUsingKopiaServer, BackupDataAllUsingKopiaServer and
 /// BackupDataStatsUsingKopiaServer were proposed for Kanister and never merged: no release
-/// registers them, so they are unknown functions, and the error says so (issue 18).
+/// registers them, so they are unknown functions, and the error says so.
 #[test]
 fn never_released_kopia_server_functions_are_unknown() {
     for (func, pr) in [
@@ -800,7 +800,7 @@ fn never_released_kopia_server_functions_are_unknown() {
 }
 
 /// `.RepositoryServer` (released Kanister's template parameter) is admitted with a warning; a
-/// misspelling of it is still an error (issue 18.4).
+/// misspelling of it is still an error.
 #[test]
 fn repository_server_template_parameter_is_admitted_with_a_warning() {
     let r = check(bp(
@@ -823,7 +823,7 @@ fn repository_server_template_parameter_is_admitted_with_a_warning() {
 
 #[test]
 fn templates_using_the_whole_sprig_library_and_define_are_accepted() {
-    // Issue 18: Kanister accepts every sprig v2.22.0 function and
+    // Kanister accepts every sprig v2.22.0 function and
     // define/template/block; so does the validator.
     let cmd = r#"{{ define "p" }}{{ . | trunc 3 }}{{ end }}{{ template "p" (regexReplaceAll "-[0-9]+$" (index .StatefulSet.Pods 0) "") }} {{ until 3 | join "," }} {{ uuidv4 | len }} {{ merge (dict "a" 1) (dict "b" 2) | keys | sortAlpha }} {{ semverCompare ">=1.0" "1.2.0" }} {{ (semver "1.2.3").Minor }} {{ snakecase .StatefulSet.Name }} {{ encryptAES "key" "text" | decryptAES "key" }} {{ (genCA "ca" 365).Cert | b64enc }}"#;
     let r = check(bp(json!({"backup": {"phases": [task("dump", cmd)]}})));

@@ -104,34 +104,16 @@ fn copy_args(args: &str) -> (Option<String>, Vec<String>, String) {
     (from, words, dst)
 }
 
-fn cargo_toml() -> toml_lite::Doc {
-    toml_lite::Doc(std::fs::read_to_string(root().join("Cargo.toml")).unwrap())
+fn cargo_toml() -> toml::Table {
+    std::fs::read_to_string(root().join("Cargo.toml"))
+        .unwrap()
+        .parse()
+        .unwrap()
 }
 
-/// Just enough of Cargo.toml for the checks (keys of `[package]` and `[[bin]]`).
-mod toml_lite {
-    pub struct Doc(pub String);
-    impl Doc {
-        /// `key = "value"` inside the first `[section]` (or `[[section]]`) of that name.
-        pub fn get(&self, section: &str, key: &str) -> Option<String> {
-            let mut inside = false;
-            for line in self.0.lines() {
-                let t = line.trim();
-                if t.starts_with('[') {
-                    inside = t.trim_matches(|c| c == '[' || c == ']') == section;
-                    continue;
-                }
-                if inside
-                    && let Some((k, v)) = t.split_once('=')
-                    && k.trim() == key
-                {
-                    let v = v.split('#').next().unwrap().trim();
-                    return Some(v.trim_matches('"').to_string());
-                }
-            }
-            None
-        }
-    }
+/// `[package]` `key` of Cargo.toml, a string.
+fn package(cargo: &toml::Table, key: &str) -> String {
+    cargo["package"][key].as_str().unwrap().to_string()
 }
 
 fn version(v: &str) -> (u32, u32) {
@@ -176,7 +158,7 @@ fn check_dockerfile() -> Image {
 
     // The final stage copies the binary from the build stage, to the ENTRYPOINT.
     let cargo = cargo_toml();
-    let bin = cargo.get("bin", "name").expect("[[bin]] name");
+    let bin = cargo["bin"][0]["name"].as_str().expect("[[bin]] name");
     let copies: Vec<_> = fin.all("COPY").map(copy_args).collect();
     let (from, srcs, dst) = copies
         .iter()
@@ -199,7 +181,7 @@ fn check_dockerfile() -> Image {
         .strip_prefix("rust:")
         .unwrap_or_else(|| panic!("build stage is {}", build.image));
     let image_rust = version(tag.split('-').next().unwrap());
-    let msrv = version(&cargo.get("package", "rust-version").unwrap());
+    let msrv = version(&package(&cargo, "rust-version"));
     assert!(image_rust >= msrv, "rust:{tag} is older than rust-version");
     let run = build
         .all("RUN")
@@ -277,7 +259,7 @@ fn check_build_context(build: &Stage, workdir: &str) {
     // `cargo fetch` parses the manifest as `cargo build` does (every declared target's file
     // must exist) and, with --locked, fails when Cargo.lock does not match it. Not --offline:
     // it fetches packages of every platform, which a fresh machine's `cargo build` never
-    // downloaded (issue 13); the registry is reachable, as it is for the image build.
+    // downloaded; the registry is reachable, as it is for the image build.
     let out = Command::new(env!("CARGO"))
         .args(["fetch", "--locked", "--manifest-path"])
         .arg(ctx.join("Cargo.toml"))
@@ -425,7 +407,7 @@ fn image_is_multi_stage_distroless_non_root_and_runs_what_the_deployments_say() 
 fn deployments_run_the_image_tagged_with_the_crate_version() {
     // tools/images/build.sh tags the image with this version: a version bump must move the
     // manifests along, or the nodes would run (or fail to find) another image.
-    let version = cargo_toml().get("package", "version").unwrap();
+    let version = package(&cargo_toml(), "version");
     for file in DEPLOYMENTS {
         let c = &deployment(file)["spec"]["template"]["spec"]["containers"][0];
         assert_eq!(
@@ -456,51 +438,49 @@ const DISTROLESS_CC_LIBS: &[&str] = &[
 ];
 const DISTROLESS_CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
 
-/// The ELF interpreter and the DT_NEEDED libraries of a 64-bit little-endian ELF file.
+/// The ELF interpreter and the DT_NEEDED libraries of an ELF file.
 fn elf_deps(data: &[u8]) -> (Option<String>, Vec<String>) {
-    assert!(
-        data.starts_with(b"\x7fELF") && data[4] == 2 && data[5] == 1,
-        "not a 64-bit little-endian ELF file"
-    );
-    let u16_at = |o: usize| u16::from_le_bytes(data[o..o + 2].try_into().unwrap()) as usize;
-    let u32_at = |o: usize| u32::from_le_bytes(data[o..o + 4].try_into().unwrap());
-    let u64_at = |o: usize| u64::from_le_bytes(data[o..o + 8].try_into().unwrap()) as usize;
-    let cstr = |o: usize| {
-        let end = o + data[o..].iter().position(|&b| b == 0).unwrap();
-        String::from_utf8(data[o..end].to_vec()).unwrap()
-    };
-    let (phoff, phentsize, phnum) = (u64_at(0x20), u16_at(0x36), u16_at(0x38));
-    let (mut interp, mut dynamic, mut loads) = (None, None, Vec::new());
-    for i in 0..phnum {
-        let p = phoff + i * phentsize;
-        let (off, vaddr, filesz) = (u64_at(p + 8), u64_at(p + 16), u64_at(p + 32));
-        match u32_at(p) {
-            1 => loads.push((vaddr, off, filesz)), // PT_LOAD
-            2 => dynamic = Some((off, filesz)),    // PT_DYNAMIC
-            3 => interp = Some(cstr(off)),         // PT_INTERP
-            _ => {}
-        }
+    let elf = goblin::elf::Elf::parse(data).expect("an ELF file");
+    let needed = elf.libraries.iter().map(|l| l.to_string()).collect();
+    (elf.interpreter.map(str::to_string), needed)
+}
+
+/// Where distroless cc-debian12 has the loader and each library a binary needs, the loader
+/// first; or what it does not have.
+fn distroless_paths(interp: Option<&str>, needed: &[String]) -> Result<Vec<String>, String> {
+    let interp = interp.ok_or("not dynamically linked (cc: glibc)")?;
+    if !DISTROLESS_CC_LIBS.contains(&interp) {
+        return Err(format!("interpreter {interp}"));
     }
-    let Some((dyn_off, dyn_size)) = dynamic else {
-        return (interp, Vec::new());
-    };
-    let (mut needed, mut strtab) = (Vec::new(), None);
-    for e in (dyn_off..dyn_off + dyn_size).step_by(16) {
-        match (u64_at(e), u64_at(e + 8)) {
-            (0, _) => break,
-            (1, name) => needed.push(name), // DT_NEEDED
-            (5, addr) => {
-                // DT_STRTAB: an address; the PT_LOAD segment holding it gives the file offset.
-                strtab = loads
-                    .iter()
-                    .find(|(v, _, n)| (*v..v + n).contains(&addr))
-                    .map(|(v, o, _)| addr - v + o)
-            }
-            _ => {}
-        }
+    if !needed.iter().any(|l| l == "libc.so.6") {
+        return Err(format!("no libc.so.6 in {needed:?}"));
     }
-    let strtab = strtab.expect("DT_STRTAB in a loaded segment");
-    (interp, needed.iter().map(|n| cstr(strtab + n)).collect())
+    let mut wanted = vec![interp.to_string()];
+    for lib in needed {
+        let at = DISTROLESS_CC_LIBS
+            .iter()
+            .find(|p| p.rsplit('/').next() == Some(lib.as_str()))
+            .ok_or_else(|| format!("the binary needs {lib}, which distroless cc-debian12 lacks"))?;
+        wanted.push(at.to_string());
+    }
+    Ok(wanted)
+}
+
+/// The binary this test run built links only what distroless cc-debian12 has (the image's
+/// release build links the same libraries; the real tier checks the image itself).
+#[test]
+fn the_binary_links_only_libraries_distroless_cc_has() {
+    let bin = std::fs::read(env!("CARGO_BIN_EXE_blueprint-operator")).unwrap();
+    let (interp, needed) = elf_deps(&bin);
+    assert_eq!(interp.as_deref(), Some("/lib64/ld-linux-x86-64.so.2"));
+    assert!(needed.iter().any(|l| l == "libgcc_s.so.1"), "{needed:?}");
+    let wanted = distroless_paths(interp.as_deref(), &needed).unwrap();
+    assert!(wanted.contains(&"/lib/x86_64-linux-gnu/libc.so.6".to_string()));
+    // What distroless lacks is named.
+    let mut more = needed.clone();
+    more.push("libz.so.1".into());
+    let err = distroless_paths(interp.as_deref(), &more).unwrap_err();
+    assert!(err.contains("libz.so.1"), "{err}");
 }
 
 /// An OCI image archive of tools/images/build.sh, unpacked.
@@ -628,7 +608,7 @@ impl Unpacked {
 #[ignore = "real tier: built by tools/images/build.sh (tools/test.sh --real)"]
 fn the_assembled_image_has_the_dockerfiles_files_in_the_same_places() {
     let image = check_dockerfile();
-    let version = cargo_toml().get("package", "version").unwrap();
+    let version = package(&cargo_toml(), "version");
     let img = Unpacked::built("blueprint-operator");
     // `image: blueprint-operator:V` in a pod is docker.io/library/blueprint-operator:V to the kubelet.
     assert_eq!(
@@ -665,31 +645,17 @@ fn the_assembled_image_has_the_dockerfiles_files_in_the_same_places() {
 
     // Every library the binary needs, where distroless cc-debian12 has it.
     let (interp, needed) = elf_deps(&std::fs::read(&bin).unwrap());
-    let interp = interp.expect("a dynamically linked binary (cc: glibc)");
-    let mut wanted = vec![interp.clone()];
-    for lib in &needed {
-        let at = DISTROLESS_CC_LIBS
-            .iter()
-            .find(|p| p.rsplit('/').next() == Some(lib.as_str()))
-            .unwrap_or_else(|| {
-                panic!("the binary needs {lib}, which distroless cc-debian12 does not have")
-            });
-        wanted.push(at.to_string());
-    }
-    assert!(
-        DISTROLESS_CC_LIBS.contains(&interp.as_str()),
-        "interpreter {interp}"
-    );
+    let wanted = distroless_paths(interp.as_deref(), &needed).unwrap_or_else(|e| panic!("{e}"));
     for path in &wanted {
         assert!(img.host_path(path).is_file(), "{path} in the image");
     }
-    assert!(needed.iter().any(|l| l == "libc.so.6"), "{needed:?}");
+    let interp = &wanted[0];
     // And they are enough: the image's loader runs the binary with the image's libraries only
     // (a glibc older than the binary needs would fail here).
     let lib_path = ["/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu"]
         .map(|d| img.host_path(d).display().to_string())
         .join(":");
-    let out = Command::new(img.host_path(&interp))
+    let out = Command::new(img.host_path(interp))
         .args(["--inhibit-cache", "--library-path", &lib_path])
         .arg(&bin)
         .arg("--help")

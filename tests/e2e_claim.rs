@@ -10,10 +10,7 @@ mod support;
 
 use std::time::Duration;
 
-use blueprint_operator::executor::claim;
-use blueprint_operator::model::labels::{
-    ANNOTATION_CLAIMED, ANNOTATION_EXECUTOR_RECORD, FINALIZER_DEFER_PHASE,
-};
+use blueprint_operator::model::labels::{ANNOTATION_CLAIMED, ANNOTATION_EXECUTOR_RECORD};
 use blueprint_operator::model::{
     ANNOTATION_RUN_NOW, ActionSchedule, ActionSet, EXECUTOR_LABEL_VALUE, LABEL_EXECUTOR,
     LABEL_SCHEDULE, State,
@@ -160,18 +157,9 @@ async fn claimed_actionsets_run_here_and_unclaimed_ones_are_left_to_kanister() -
     for ns in [&hooked, &bare] {
         kanister_controller_pod(&client, ns).await?;
     }
-    let _webhook = webhook_for(&client, &hooked).await?;
+    let webhook = webhook_for(&client, &hooked).await?;
 
-    // Claimed before the controller starts, then deleted before it started: nothing runs and
-    // its finalizer goes.
-    let mut gone = actionset(&bare, "deleted-before-start", labelled())?;
-    claim::claim(&mut gone, claim::By::Ctl);
-    create(&client, &gone).await?;
     let sets_bare: Api<ActionSet> = Api::namespaced(client.clone(), &bare);
-    sets_bare
-        .delete("deleted-before-start", &DeleteParams::default())
-        .await?;
-
     let _controller = Controller::spawn(&[], &[]);
 
     // Through the webhook: stored claimed, then run here.
@@ -182,12 +170,6 @@ async fn claimed_actionsets_run_here_and_unclaimed_ones_are_left_to_kanister() -
             .get(ANNOTATION_CLAIMED)
             .map(String::as_str),
         Some("admission")
-    );
-    assert!(
-        stored
-            .finalizers()
-            .iter()
-            .any(|f| f == FINALIZER_DEFER_PHASE)
     );
     let st = stored.status.as_ref().expect("a claimed status");
     assert_eq!(st.state, State::Running);
@@ -264,24 +246,6 @@ async fn claimed_actionsets_run_here_and_unclaimed_ones_are_left_to_kanister() -
     assert!(unclaimed.status.is_none(), "{:?}", unclaimed.status);
     assert!(unclaimed.finalizers().is_empty());
 
-    support::poll(FINISH, || {
-        let api = sets_bare.clone();
-        async move {
-            api.get_opt("deleted-before-start")
-                .await
-                .ok()
-                .and_then(|a| a.is_none().then_some(()))
-        }
-    })
-    .await?;
-    assert!(
-        events_about(&client, &bare, "deleted-before-start")
-            .await
-            .iter()
-            .all(|e| e.reason.as_deref() != Some("Started Action")),
-        "an ActionSet deleted before it started ran"
-    );
-
     let sets_hooked: Api<ActionSet> = Api::namespaced(client.clone(), &hooked);
     let running = sets_hooked.get("running-by-hand").await?;
     assert!(
@@ -291,6 +255,17 @@ async fn claimed_actionsets_run_here_and_unclaimed_ones_are_left_to_kanister() -
     );
     let kanisters = sets_hooked.get("kanisters").await?;
     assert!(kanisters.status.is_none(), "{:?}", kanisters.status);
+
+    // The webhook down: a labelled ActionSet is refused, and the error names the webhook.
+    webhook.shutdown().await?;
+    let refused = create(&client, &actionset(&hooked, "while-down", labelled())?).await;
+    let error = refused.expect_err("created unclaimed while the webhook was down");
+    assert!(
+        error
+            .to_string()
+            .contains("claim.actionsets.blueprint-operator.io"),
+        "{error}"
+    );
     Api::<MutatingWebhookConfiguration>::all(client.clone())
         .delete(&format!("bpo-e2e-claim-{hooked}"), &DeleteParams::default())
         .await?;

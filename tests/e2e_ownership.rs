@@ -1,4 +1,4 @@
-//! Which ActionSets the executor runs (issue 17.4), with the controller as it
+//! Which ActionSets the executor runs, with the controller as it
 //! is deployed: all namespaces, executor and scheduler. This file has one test
 //! so that its controller is the only one in this test binary's cluster.
 //! Opted in: the label `blueprint-operator.io/executor=blueprint-operator`

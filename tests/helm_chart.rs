@@ -550,6 +550,26 @@ fn other_values_reach_the_objects() {
             );
         }
     }
+    // The namespaces the controller runs whole: the webhook claims every ActionSet there.
+    let claim = find(&docs, "MutatingWebhookConfiguration", full)["webhooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["name"] == "claim.namespaces.blueprint-operator.io")
+        .cloned()
+        .expect("a claim webhook for the namespaces run whole");
+    assert_eq!(
+        claim["clientConfig"]["service"]["path"],
+        "/mutate/actionset"
+    );
+    assert_eq!(
+        claim["namespaceSelector"]["matchExpressions"][2],
+        serde_json::json!({"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["apps", "db"]})
+    );
+    assert!(
+        wa.contains(&"--run-namespaces=apps,db".to_string()),
+        "{wa:?}"
+    );
     // Bindings name the ServiceAccounts and roles of this release.
     for b in docs
         .iter()

@@ -1,4 +1,4 @@
-//! Issue 17.2: a Blueprint whose template nests 100,000 parentheses is
+//! A Blueprint whose template nests 100,000 parentheses is
 //! refused by `blueprint-operator validate` with a located error (exit 1),
 //! not a stack overflow.
 

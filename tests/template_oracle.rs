@@ -214,7 +214,7 @@ const CASES: &[&str] = &[
     "{{ define \"config\" }}c{{ end }}  ",
     "{{ define \"r\" }}{{ if gt . 0 }}{{ . }}{{ template \"r\" (sub . 1) }}{{ end }}{{ end }}{{ template \"r\" 5 }}",
     "{{ template \"nope\" }}",
-    // sprig strings added for issue 18.4
+    // sprig strings beyond the original subset
     "{{ abbrev 5 \"hello world\" }}|{{ abbrev 3 \"hello\" }}|{{ abbrevboth 5 10 \"1234 5678 9123 4567\" }}|{{ abbrevboth 0 3 \"abc\" }}",
     "{{ trunc 5 \"hello world\" }}|{{ trunc 50 \"hi\" }}|{{ trunc -1 \"hi\" }}",
     "{{ substr 0 5 \"hello world\" }}|{{ substr 6 -1 \"hello world\" }}|{{ substr -1 3 \"hello\" }}|{{ substr 2 99 \"hello\" }}",
@@ -274,7 +274,7 @@ const CASES: &[&str] = &[
     "{{ bcrypt \"x\" }}",
     "{{ genPrivateKey \"dsa\" }}",
     "{{ genPrivateKey \"ed25519\" }}",
-    // semver (Masterminds/semver v1.5.0) and xstrings case conversions (issue 18)
+    // semver (Masterminds/semver v1.5.0) and xstrings case conversions
     "{{ semver \"1.2.3\" }} {{ semver \"v1.2.3-beta.1+c0ff33\" }} {{ semver \"1\" }} {{ semver \"v1.2\" }} {{ semver \"01.002.0003-01\" }}",
     "{{ $s := semver \"v1.2.3-beta.1+c0ff33\" }}{{ $s.Major }}.{{ $s.Minor }}.{{ $s.Patch }}|{{ $s.Prerelease }}|{{ $s.Metadata }}|{{ $s.Original }}|{{ $s.String }}|{{ $s }}",
     "{{ with semver \"1.5\" }}{{ .Minor }}{{ .Original }}{{ end }} {{ (semver \"1.2.3\").Major | add 1 }} {{ eq (semver \"1\").Major 1 }}",

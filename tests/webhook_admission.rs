@@ -525,6 +525,9 @@ proptest! {
         for route in Route::ALL {
             let (status, out) = handle_review(route, &body);
             prop_assert!(status == 200 || status == 400, "status {}", status);
+            if route == Route::MutateActionSet {
+                continue;
+            }
             for _ in 0..2 {
                 let remembered = admission::review_blueprint(route, &body, &answers);
                 prop_assert_eq!((remembered.status, &remembered.body), (status, &out));
@@ -537,10 +540,10 @@ proptest! {
         let mut obj = bp(actions);
         obj["spec"] = spec;
         for route in Route::ALL {
-            let kind = if route == Route::ValidateActionSchedule {
-                ("blueprint-operator.io", "ActionSchedule")
-            } else {
-                ("cr.kanister.io", "Blueprint")
+            let kind = match route {
+                Route::ValidateActionSchedule => ("blueprint-operator.io", "ActionSchedule"),
+                Route::MutateActionSet => ("cr.kanister.io", "ActionSet"),
+                _ => ("cr.kanister.io", "Blueprint"),
             };
             let (status, body) = handle_review(route, &review("u", kind.0, kind.1, &obj, false));
             prop_assert_eq!(status, 200);

@@ -61,11 +61,13 @@ fn webhook_configurations_are_safe_and_match_the_routes() {
             assert_eq!(svc["name"], "blueprint-operator-webhook");
             let path = svc["path"].as_str().unwrap();
             let route = Route::from_path(path).unwrap_or_else(|| panic!("{name}: no route {path}"));
-            if c["kind"] == "MutatingWebhookConfiguration" {
-                assert_eq!(route, Route::MutateBlueprint);
-            } else {
-                assert_ne!(route, Route::MutateBlueprint);
-            }
+            let mutates = matches!(route, Route::MutateBlueprint | Route::MutateActionSet);
+            assert_eq!(
+                mutates,
+                c["kind"] == "MutatingWebhookConfiguration",
+                "{name}: {path} in a {}",
+                c["kind"]
+            );
             paths.push(path.to_owned());
         }
     }

@@ -1,4 +1,4 @@
-//! Validation of one Blueprint document (overview.md section 2). Every
+//! Validation of one Blueprint document. Every
 //! problem is collected, none stops the walk, so a user sees all of them at
 //! once. Differences from Kanister's `validate.Do`: phase names must be
 //! unique per action (not per Blueprint, since `.Phases` is action-scoped),

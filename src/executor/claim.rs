@@ -4,8 +4,9 @@
 //! writes a `pending` status when there is none and starts every ActionSet that is `pending`.
 //! An ActionSet meant for this executor is therefore created already claimed: `running`, each
 //! spec action listed with no phase yet (Kanister's validation accepts that, its controller
-//! neither starts it nor marks it complete), with our finalizer and the
-//! [`ANNOTATION_CLAIMED`] annotation. The mutating webhook claims at admission; the scheduler
+//! neither starts it nor marks it complete), with the [`ANNOTATION_CLAIMED`] annotation. It
+//! gets our finalizer when it starts, not before: deleted before it started, it ran nothing, so
+//! nothing has to hold its deletion (and none is left behind where no executor runs). The mutating webhook claims at admission; the scheduler
 //! and `ctl create` create their ActionSets claimed, so they are safe while the webhook is down.
 //! The executor starts a claimed ActionSet exactly as a `pending` one.
 //!
@@ -20,7 +21,7 @@ use kube::core::ObjectMeta;
 use serde_json::{Value, json};
 
 use super::ownership::Ownership;
-use crate::model::labels::{ANNOTATION_CLAIMED, ANNOTATION_EXECUTOR_RECORD, FINALIZER_DEFER_PHASE};
+use crate::model::labels::{ANNOTATION_CLAIMED, ANNOTATION_EXECUTOR_RECORD};
 use crate::model::{ActionSet, ActionSetSpec, ActionSetStatus, ActionStatus, State};
 
 /// Who claimed an ActionSet: the value of [`ANNOTATION_CLAIMED`].
@@ -65,10 +66,6 @@ pub fn claim(a: &mut ActionSet, by: By) {
         .annotations
         .get_or_insert_with(Default::default)
         .insert(ANNOTATION_CLAIMED.into(), by.as_str().into());
-    let fins = a.metadata.finalizers.get_or_insert_with(Vec::new);
-    if !fins.iter().any(|f| f == FINALIZER_DEFER_PHASE) {
-        fins.push(FINALIZER_DEFER_PHASE.into());
-    }
     a.status = Some(status(a.spec.as_ref()));
 }
 
@@ -140,20 +137,6 @@ pub fn patch(obj: &Value, by: By) -> Patch {
         None => add(
             PointerBuf::from_tokens(["metadata", "annotations"]),
             json!({ ANNOTATION_CLAIMED: by.as_str() }),
-        ),
-    }
-    match meta
-        .and_then(|m| m.get("finalizers"))
-        .and_then(Value::as_array)
-    {
-        Some(f) if f.iter().any(|f| f == FINALIZER_DEFER_PHASE) => {}
-        Some(_) => add(
-            PointerBuf::from_tokens(["metadata", "finalizers", "-"]),
-            FINALIZER_DEFER_PHASE.into(),
-        ),
-        None => add(
-            PointerBuf::from_tokens(["metadata", "finalizers"]),
-            json!([FINALIZER_DEFER_PHASE]),
         ),
     }
     add(PointerBuf::from_tokens(["status"]), status);
@@ -259,10 +242,7 @@ mod tests {
             a.metadata.annotations.as_ref().unwrap()[ANNOTATION_CLAIMED],
             "admission"
         );
-        assert_eq!(
-            a.metadata.finalizers.as_deref(),
-            Some(&[FINALIZER_DEFER_PHASE.to_string()][..])
-        );
+        assert!(a.metadata.finalizers.is_none(), "ours once it starts");
         assert!(claimed_not_started(&a.metadata) && not_started(&a));
         assert!(Ownership::started_here(&a.metadata));
     }
@@ -280,10 +260,7 @@ mod tests {
             v["metadata"]["annotations"][ANNOTATION_CLAIMED],
             "admission"
         );
-        assert_eq!(
-            v["metadata"]["finalizers"],
-            json!(["example.com/keep", FINALIZER_DEFER_PHASE])
-        );
+        assert_eq!(v["metadata"]["finalizers"], json!(["example.com/keep"]));
         assert_eq!(v["spec"], obj["spec"]);
     }
 

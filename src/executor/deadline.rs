@@ -1,4 +1,4 @@
-//! Phase and action deadlines, as pure code (issue 17.5): which timeouts
+//! Phase and action deadlines, as pure code: which timeouts
 //! apply to an action, when a phase or the deferPhase must have ended, and
 //! the message that says so. Deadlines are computed from the start times
 //! recorded in the ActionSet (a phase's `progress.lastTransitionTime` when it

@@ -1,4 +1,4 @@
-//! Profile endpoints in link-local and cloud metadata ranges (issue 17.8).
+//! Profile endpoints in link-local and cloud metadata ranges.
 //!
 //! A Profile's `location.endpoint` is where the controller (LocationDelete)
 //! and the data-mover pods (restic) send requests signed with the Profile's

@@ -1,4 +1,4 @@
-//! Exclusive runs per application (issue 26.4), as pure decisions: which ActionSet a
+//! Exclusive runs per application, as pure decisions: which ActionSet a
 //! not-yet-started ActionSet waits for.
 //!
 //! An ActionSet asks with the annotation [`ANNOTATION_EXCLUSIVE`] (`"true"`; Kanister's

@@ -770,7 +770,7 @@ mod tests {
         .clone()
     }
 
-    /// Issue 18.1: a later phase (and the deferPhase, and output artifacts)
+    /// A later phase (and the deferPhase, and output artifacts)
     /// reads `.Phases.<earlier>.Secrets` / `.ConfigMaps`, as the corpus
     /// elasticsearch-incremental and mongodb-atlas Blueprints do.
     #[test]
@@ -811,7 +811,7 @@ mod tests {
         assert_eq!(render(t, &p).unwrap(), "pw/v");
     }
 
-    /// Issue 18.6: a keyPair Secret without the named key is Kanister's error, not "".
+    /// A keyPair Secret without the named key is Kanister's error, not "".
     #[test]
     fn key_pair_keys_must_exist() {
         use base64::Engine;

@@ -1,4 +1,4 @@
-//! Size budgets for what the executor records in an ActionSet (issue 17.7),
+//! Size budgets for what the executor records in an ActionSet,
 //! as pure code. Kanister's CRD has no status subresource, so the status is
 //! written with the whole object, which etcd refuses above ~1.5 MiB, and
 //! the executor's record annotation counts against the API server's 256 KiB

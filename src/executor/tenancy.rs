@@ -1,4 +1,4 @@
-//! What an ActionSet may reach (issue 17.8).
+//! What an ActionSet may reach.
 //!
 //! Kanister runs every ActionSet with the controller's cluster-wide rights:
 //! whoever may create an ActionSet (and, here, a Blueprint in the same

@@ -225,7 +225,7 @@ mod tests {
         }
     }
 
-    /// Issue 17.7: `..` must not leave the Profile's prefix (or the bucket's root).
+    /// `..` must not leave the Profile's prefix (or the bucket's root).
     #[test]
     fn dot_dot_cannot_escape_the_profile_prefix() {
         for a in [

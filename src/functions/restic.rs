@@ -893,7 +893,7 @@ mod tests {
         );
     }
 
-    /// Issue 17.7/17.8: no credential is on the exec command line, they
+    /// No credential is on the exec command line, they
     /// arrive on stdin; positional values come after `--`. Runs the real
     /// command line with bash and a stand-in `restic` that prints what it got.
     #[test]

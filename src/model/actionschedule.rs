@@ -8,6 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::CustomResource;
 use kube::CustomResourceExt;
 use schemars::JsonSchema;
+use schemars::transform::RecursiveTransform;
 use serde::{Deserialize, Serialize};
 
 use super::ActionSetSpec;
@@ -37,6 +38,7 @@ pub const SCHEDULE_GROUP: &str = "blueprint-operator.io";
     printcolumn = r#"{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = RecursiveTransform(unsigned_as_int64))]
 pub struct ActionScheduleSpec {
     /// Kubernetes CronJob syntax: 5 fields (`minute hour day-of-month month
     /// day-of-week`), or `@yearly`, `@monthly`, `@weekly`, `@daily`,
@@ -193,6 +195,7 @@ impl Default for Retention {
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = RecursiveTransform(unsigned_as_int64))]
 pub struct ActionScheduleStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
@@ -280,6 +283,22 @@ pub struct RotationEntry {
     /// `WaitingForRun` (a deleted schedule waits for a run to end).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progress: Option<String>,
+}
+
+/// The API server knows the integer formats `int32` and `int64` only and warns about
+/// schemars' `uint32`/`uint64`: unsigned integers become `int64`, keeping schemars'
+/// `minimum: 0`, and a `u32` gets its maximum so that the API server refuses what
+/// would not decode.
+fn unsigned_as_int64(schema: &mut schemars::Schema) {
+    let maximum = match schema.get("format").and_then(|f| f.as_str()) {
+        Some("uint32") => Some(u32::MAX),
+        Some("uint64") => None,
+        _ => return,
+    };
+    schema.insert("format".into(), "int64".into());
+    if let Some(max) = maximum {
+        schema.insert("maximum".into(), max.into());
+    }
 }
 
 fn preserve_unknown_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {

@@ -28,8 +28,8 @@ pub const ANNOTATION_CLAIMED: &str = "blueprint-operator.io/claimed";
 /// acts on it; `ctl describe` shows it).
 pub const ANNOTATION_RESTORED_FROM: &str = "blueprint-operator.io/restored-from";
 /// ActionSet annotation, `"true"`: its actions never run beside another ActionSet's on the
-/// same object (`kind/namespace/name`); the later one waits (issue 26.4,
-/// `executor::exclusive`). ActionSchedules ask with `spec.exclusive`, and their runs carry it.
+/// same object (`kind/namespace/name`); the later one waits
+/// (`executor::exclusive`). ActionSchedules ask with `spec.exclusive`, and their runs carry it.
 pub const ANNOTATION_EXCLUSIVE: &str = "blueprint-operator.io/exclusive";
 /// ActionSet annotation, a Go duration: an exclusive wait longer than this (since the
 /// ActionSet's creation) fails the ActionSet, naming the run it waited for.

@@ -173,7 +173,7 @@ pub(super) fn new_action_set(
         run.scheduled_time.to_rfc3339(),
     );
     annotations.insert(ANNOTATION_SCHEDULE.to_string(), s.name_any());
-    // Exclusive runs (issue 26.4); a retention delete action does not wait.
+    // Exclusive runs; a retention delete action does not wait.
     if s.spec.exclusive && delete_for.is_none() {
         annotations.insert(ANNOTATION_EXCLUSIVE.to_string(), "true".to_string());
         if let Some(t) = &s.spec.exclusive_wait_timeout {

@@ -7,41 +7,20 @@
 //! is not something a user sets by accident. Runs carry no ownerReference to
 //! the schedule, so the garbage collector never deletes them with it; a
 //! schedule re-created under the same name finds (adopts) them.
-//!
-//! Runs made by earlier versions carry a controller ownerReference to their
-//! schedule instead of the annotation. They count as the schedule's runs, and
-//! [`migration_patch`] turns them into the new form (the controller applies it
-//! to every such run it sees), so that deleting the schedule keeps them.
 
 use kube::core::ObjectMeta;
-use serde_json::{Value, json};
 
 use super::plan::schedule_label_value;
-use crate::model::{ANNOTATION_SCHEDULE, LABEL_SCHEDULE, SCHEDULE_GROUP};
+use crate::model::{ANNOTATION_SCHEDULE, LABEL_SCHEDULE};
 
-/// Name of the ActionSchedule that an ownerReference of an earlier version
-/// points to.
-pub fn legacy_owner(meta: &ObjectMeta) -> Option<&str> {
-    meta.owner_references
-        .iter()
-        .flatten()
-        .find(|o| is_schedule_ref(&o.api_version, &o.kind))
-        .map(|o| o.name.as_str())
-}
-
-fn is_schedule_ref(api_version: &str, kind: &str) -> bool {
-    kind == "ActionSchedule" && api_version.split('/').next() == Some(SCHEDULE_GROUP)
-}
-
-/// The schedule an ActionSet belongs to, by annotation, else by an earlier
-/// version's ownerReference (`None`: not a schedule's run).
+/// The schedule an ActionSet belongs to, by its label and annotation
+/// (`None`: not a schedule's run).
 pub fn schedule_of(meta: &ObjectMeta) -> Option<&str> {
     meta.labels.as_ref()?.get(LABEL_SCHEDULE)?;
     meta.annotations
-        .as_ref()
-        .and_then(|a| a.get(ANNOTATION_SCHEDULE))
+        .as_ref()?
+        .get(ANNOTATION_SCHEDULE)
         .map(String::as_str)
-        .or_else(|| legacy_owner(meta))
 }
 
 /// True when the ActionSet was created by the schedule `schedule` (this one or
@@ -52,37 +31,14 @@ pub fn is_run_of(meta: &ObjectMeta, schedule: &str) -> bool {
         && schedule_of(meta) == Some(schedule)
 }
 
-/// For a run of an earlier version: a merge patch that removes the
-/// ownerReference to its schedule and adds the annotation in its place. It
-/// carries the resourceVersion it was computed from, so a concurrent change
-/// makes it fail (409) instead of dropping another ownerReference.
-pub fn migration_patch(meta: &ObjectMeta) -> Option<Value> {
-    let schedule = legacy_owner(meta)?;
-    let others: Vec<_> = meta
-        .owner_references
-        .iter()
-        .flatten()
-        .filter(|o| !is_schedule_ref(&o.api_version, &o.kind))
-        .collect();
-    Some(json!({
-        "metadata": {
-            "resourceVersion": meta.resource_version,
-            "ownerReferences": if others.is_empty() { Value::Null } else { json!(others) },
-            "annotations": { ANNOTATION_SCHEDULE: schedule },
-        }
-    }))
-}
-
 #[cfg(test)]
 mod tests {
+    use serde_json::{Value, json};
+
     use super::*;
 
     fn meta(v: Value) -> ObjectMeta {
         serde_json::from_value(v).unwrap()
-    }
-
-    fn owner(kind: &str, name: &str) -> Value {
-        json!({"apiVersion": "blueprint-operator.io/v1alpha1", "kind": kind, "name": name, "uid": "u1", "controller": true})
     }
 
     #[test]
@@ -109,29 +65,5 @@ mod tests {
             "annotations": {ANNOTATION_SCHEDULE: a}}));
         assert!(is_run_of(&m, &a));
         assert!(!is_run_of(&m, &b));
-    }
-
-    #[test]
-    fn an_earlier_versions_run_counts_and_is_migrated() {
-        let other = json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "c", "uid": "u2"});
-        let m = meta(json!({"name": "db-1", "resourceVersion": "7",
-            "labels": {LABEL_SCHEDULE: "db"},
-            "ownerReferences": [owner("ActionSchedule", "db"), other]}));
-        assert!(is_run_of(&m, "db"));
-        assert_eq!(schedule_of(&m), Some("db"));
-        let p = migration_patch(&m).unwrap();
-        assert_eq!(p["metadata"]["resourceVersion"], "7");
-        assert_eq!(p["metadata"]["annotations"][ANNOTATION_SCHEDULE], "db");
-        assert_eq!(p["metadata"]["ownerReferences"], json!([other]));
-        // Only ownerReference: the field is removed.
-        let m = meta(json!({"name": "db-1", "labels": {LABEL_SCHEDULE: "db"},
-            "ownerReferences": [owner("ActionSchedule", "db")]}));
-        assert_eq!(
-            migration_patch(&m).unwrap()["metadata"]["ownerReferences"],
-            Value::Null
-        );
-        // Nothing to migrate: no reference to a schedule.
-        let m = meta(json!({"name": "x", "ownerReferences": [owner("Other", "db")]}));
-        assert_eq!(migration_patch(&m), None);
     }
 }

@@ -5,7 +5,7 @@
 //! - [`plan`]: pure planning: given spec, status, now and existing runs, decide.
 //! - [`retention`]: pure selection of the ActionSets to rotate, with reasons.
 //! - [`identity`]: which ActionSets are a schedule's runs (label + annotation,
-//!   no ownerReference), and the migration of an earlier version's runs.
+//!   no ownerReference).
 //! - [`finalize`]: pure rule for a deleted schedule with `onDelete: Delete`.
 //! - [`delete_action`]: pure: the ActionSet that runs a rotated run's delete action.
 //! - [`reconcile`]: one reconcile: [`read`], plan (the pure modules above and
@@ -39,13 +39,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
-use kube::api::{Patch, PatchParams};
-use kube::core::ObjectMeta;
 use kube::runtime::controller::{self, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Predicate, WatchStreamExt, predicates, reflector, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
-use tracing::{info, warn};
 
 use crate::events::Publisher;
 use crate::model::{ActionSchedule, LABEL_SCHEDULE, WatchedActionSet};
@@ -140,9 +137,6 @@ async fn run_controller(
     ctx.metrics = opts.metrics.clone();
     ctx.gate = gate::Gate::new(opts.max_in_flight);
     let ctx = Arc::new(ctx);
-    // Runs of an earlier version that still carry an ownerReference to their
-    // schedule, as the watch delivers them (all of them at start).
-    let (legacy_tx, legacy_rx) = tokio::sync::mpsc::unbounded_channel::<ObjectMeta>();
     let (store, writer) = reflector::store();
     // Our own status writes change neither generation nor annotations, so
     // they trigger no reconcile: the next one is already queued for the next
@@ -166,12 +160,7 @@ async fn run_controller(
         runs.apply_watched(&event);
         event
     })
-    .touched_objects()
-    .inspect_ok(move |a| {
-        if identity::legacy_owner(a.meta()).is_some() {
-            let _ = legacy_tx.send(a.meta().clone());
-        }
-    });
+    .touched_objects();
     // Runs carry no ownerReference: a run's event reconciles the schedule
     // its label and annotation name.
     let controller = Controller::for_stream(schedule_events, store.clone())
@@ -184,7 +173,6 @@ async fn run_controller(
         .with_config(controller::Config::default().concurrency(opts.concurrency));
     let (again, settle) = settling.split();
     let controller = controller.reconcile_on(again);
-    let migrate = migrate_legacy_runs(client, legacy_rx);
     let housekeeping = {
         let ctx = ctx.clone();
         async move {
@@ -206,41 +194,7 @@ async fn run_controller(
     tokio::select! {
         _ = run => {}
         _ = housekeeping => {}
-        _ = migrate => {}
         _ = settle => {}
         _ = shutdown => {}
-    }
-}
-
-/// Remove the ownerReference to their schedule from runs of an earlier
-/// version (and annotate them), so that deleting the schedule keeps them. A
-/// failed patch is retried when the watch delivers the run again (its next
-/// change, or the next relist).
-async fn migrate_legacy_runs(
-    client: Client,
-    mut legacy: tokio::sync::mpsc::UnboundedReceiver<ObjectMeta>,
-) {
-    while let Some(meta) = legacy.recv().await {
-        let (Some(name), Some(ns), Some(patch)) = (
-            meta.name.as_deref(),
-            meta.namespace.as_deref(),
-            identity::migration_patch(&meta),
-        ) else {
-            continue;
-        };
-        let api: Api<WatchedActionSet> = Api::namespaced(client.clone(), ns);
-        match api
-            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
-            Ok(_) => {
-                info!(actionset = %name, namespace = %ns, "removed the ownerReference to its ActionSchedule (runs outlive their schedule)")
-            }
-            // Gone, or changed since: the watch brings the new version.
-            Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
-            Err(e) => {
-                warn!(actionset = %name, namespace = %ns, error = %e, "cannot remove the ownerReference to its ActionSchedule; retried on its next change")
-            }
-        }
     }
 }

@@ -12,7 +12,7 @@
 //! running, or their deferPhase is), the newest complete run, ActionSets this
 //! schedule did not create, and delete-action ActionSets (the reconciler
 //! handles those with their run). A run that waits for its turn (an exclusive
-//! run, issue 26.4) is pending until it runs, so it is active here: whatever
+//! run) is pending until it runs, so it is active here: whatever
 //! marks a run as waiting must keep [`RunRecord::is_active`] true for it (the
 //! one predicate rotation, its preview and the deleted schedule's path use).
 //! The executor's gate (`executor/runtime/gate.rs`) keeps it `pending` and

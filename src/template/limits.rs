@@ -1,5 +1,5 @@
 //! Bounds that keep a hostile template from crashing or exhausting the
-//! webhook and the controller (issue 17.2). Every limit is far above what a
+//! webhook and the controller. Every limit is far above what a
 //! real Blueprint needs (Kanister's corpus nests at most 3 deep and renders
 //! strings of a few KiB); each error says which limit was hit and how to fix.
 

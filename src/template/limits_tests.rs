@@ -1,4 +1,4 @@
-//! Hostile templates (issue 17.2): every limit of `limits.rs` is reached
+//! Hostile templates: every limit of `limits.rs` is reached
 //! with an error that names it, never a crash, on a webhook-sized stack.
 
 use super::limits::*;

@@ -8,7 +8,7 @@
 //! checks, and [`render_args`] for whole argument trees.
 //!
 //! # Engine choice
-//! This is our own small engine (lexer, parser, evaluator), not `gotmpl`.
+//! This is our own engine (lexer, parser, evaluator, sprig), not `gotmpl`.
 //! Kanister's data is a typed Go struct, and the differences that matter
 //! come from types: struct fields vs map keys (missing field vs
 //! `missingkey=error`), nil pointers (`.Deployment.Name` must fail, not print
@@ -17,9 +17,10 @@
 //! tags in `toJson .Profile`, and undefined functions failing at parse time
 //! (needed by the admission validator). `gotmpl`'s untyped `Value` model
 //! diverges on each of these, so we would have had to wrap or pre-check
-//! around it; owning ~2k lines that are checked byte-for-byte against real
-//! Go (`tools/template-oracle`, `tests/template_oracle.rs`) is simpler and
-//! keeps the typed data model in one place. The public API below is engine
+//! around it; owning an engine of ~9k lines whose output is checked
+//! byte-for-byte against real Go (`tools/template-oracle`,
+//! `tests/template_oracle.rs`) is simpler and keeps the typed data model in
+//! one place. The public API below is engine
 //! neutral.
 //!
 //! Differences: `Local` time is UTC (as in Kanister's images); strings are

@@ -1,4 +1,4 @@
-//! sprig v2.22.0 list, dict and reflection functions (issue 18.4), after
+//! sprig v2.22.0 list, dict and reflection functions, after
 //! `list.go`, `dict.go`, `numeric.go` (`until`), `reflect.go` and mergo.
 //! Values are immutable: `set`, `unset`, `merge` and `mergeOverwrite`
 //! return the changed map (exec writes it back to the variable passed).

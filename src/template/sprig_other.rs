@@ -1,5 +1,5 @@
 //! sprig v2.22.0 number, path, regex, date, URL, environment, network,
-//! random and version functions, and Go's `call` builtin (issue 18.4).
+//! random and version functions, and Go's `call` builtin.
 
 use super::args::{Ctx, FnResult, arity, at_least, int, s, to_f64, to_i64};
 use super::error::FuncError;

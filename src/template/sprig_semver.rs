@@ -128,8 +128,8 @@ fn parse_constraint(c: &str) -> Result<Constraint, SemverError> {
 impl Constraint {
     fn check(&self, v: &Version) -> bool {
         let c = &self.con;
-        // A prerelease only satisfies constraints that name one (semver
-        // issue 21); Go skips this rule for an exact `!=`.
+        // A prerelease only satisfies constraints that name one
+        // (Masterminds/semver's rule); Go skips this rule for an exact `!=`.
         let exact_ne = self.op == Op::NotEqual && !self.dirty;
         if !v.pre.is_empty() && c.pre.is_empty() && !exact_ne {
             return false;

@@ -1,4 +1,4 @@
-//! sprig v2.22.0 string functions beyond the original subset (issue 18.4),
+//! sprig v2.22.0 string functions beyond the original subset,
 //! after `strings.go` and Masterminds/goutils.
 
 use super::args::{FnResult, arity, int, s};

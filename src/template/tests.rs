@@ -300,9 +300,19 @@ proptest::proptest! {
         proptest::prop_assert_eq!(has_action(&s), s.contains("{{"));
     }
 
+    /// Any text around template actions with real-looking pipelines (fields, variables,
+    /// functions with arguments, pipes, parentheses, control keywords, trim markers) whose
+    /// pieces may be any characters: parsing, rendering and the checks never panic, and the
+    /// borrowed check agrees with the owned tree.
     #[test]
-    fn never_panics_any_string(s in "\\PC{0,40}") {
+    fn never_panics_any_string(s in text_with_actions()) {
+        proptest::prop_assert!(s.contains("{{"));
         let _ = render_str(&s, &params());
+        let now = "2024-01-02T03:04:05Z".parse().unwrap();
+        if let Ok(t) = Template::parse(&s) {
+            let _ = t.render_at(&params(), now);
+        }
+        proptest::prop_assert_eq!(check(&s), Template::parse(&s).map(|t| t.references()));
     }
 
     /// Every function with hostile arguments, called directly and as the
@@ -322,6 +332,70 @@ proptest::proptest! {
             let _ = t.render_at(&params(), now);
         }
     }
+}
+
+/// Operands of [`text_with_actions`] besides [`HOSTILE_ARGS`].
+const FIELDS: &[&str] = &[
+    ".",
+    "$",
+    ".StatefulSet.Name",
+    ".Options.a",
+    ".Phases.backup.Output.key",
+    ".Nope.x",
+];
+
+/// Text (any characters) with at least one action `{{ ... }}` whose pipeline looks like a real
+/// one: fields, [`HOSTILE_ARGS`], quoted or bare characters, and calls of every function but the
+/// key and certificate generators (slow in a debug build; `no_function_panics_on_any_arguments`
+/// calls them), piped; in plain actions, assignments, `if`/`with`/`range` blocks with `else`,
+/// and stray keywords.
+fn text_with_actions() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+    use proptest::sample::select;
+    let names: Vec<&str> = funcs::all_names()
+        .into_iter()
+        .filter(|f| !f.starts_with("gen"))
+        .collect();
+    let operand = prop_oneof![
+        3 => select(FIELDS).prop_map(String::from),
+        3 => select(HOSTILE_ARGS).prop_map(String::from),
+        2 => "\\PC{0,6}".prop_map(|s| format!("\"{}\"", s.replace(['"', '\\'], ""))),
+        1 => "\\PC{0,6}",
+    ];
+    let call = (select(names), vec(operand.clone(), 0..3))
+        .prop_map(|(f, args)| format!("{f} {}", args.join(" ")));
+    let command = prop_oneof![2 => call, 1 => operand];
+    let pipeline = vec(command, 1..4).prop_map(|c| c.join(" | "));
+    let text = "\\PC{0,10}";
+    let open = |l: bool| if l { "{{- " } else { "{{ " };
+    let close = |r: bool| if r { " -}}" } else { " }}" };
+    let plain = prop_oneof![
+        4 => pipeline.clone(),
+        1 => pipeline.clone().prop_map(|p| format!("({p}).Field")),
+        1 => pipeline.clone().prop_map(|p| format!("$x := {p}")),
+        1 => select(&["else", "end", "break", "/* c */", "template \"t\" ."][..]).prop_map(String::from),
+    ];
+    let plain = (any::<bool>(), plain, any::<bool>())
+        .prop_map(move |(l, body, r)| format!("{}{body}{}", open(l), close(r)));
+    let block = (
+        select(&["if", "with", "range", "range $i, $e :="][..]),
+        pipeline,
+        text,
+        proptest::option::of(text),
+        any::<bool>(),
+    )
+        .prop_map(move |(kw, p, body, other, trim)| {
+            let other = other.map(|o| format!("{}else{}{o}", open(trim), close(trim)));
+            format!(
+                "{{{{ {kw} {p} }}}}{body}{}{{{{ end }}}}",
+                other.unwrap_or_default()
+            )
+        });
+    let action = prop_oneof![3 => plain, 1 => block];
+    let piece = prop_oneof![text, action.clone()];
+    (text, action, vec(piece, 0..6))
+        .prop_map(|(text, action, rest)| format!("{text}{action}{}", rest.concat()))
 }
 
 const HOSTILE_ARGS: &[&str] = &[

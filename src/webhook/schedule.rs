@@ -135,7 +135,7 @@ pub fn check(obj: &Value, lookups: &[(BlueprintRef, Lookup)]) -> (Vec<Problem>, 
         )),
     }
 
-    // Exclusive runs (issue 26.4): the wait timeout is a Go duration, and means nothing alone.
+    // Exclusive runs: the wait timeout is a Go duration, and means nothing alone.
     match spec.get("exclusiveWaitTimeout") {
         None | Some(Value::Null) => {}
         Some(Value::String(t)) => {

@@ -466,7 +466,7 @@ async fn corpus_csi_snapshot_blueprint_backs_up_restores_and_deletes() -> anyhow
     Ok(())
 }
 
-/// A context whose calls record what the executor would (issue 29): `reentered` says the phase
+/// A context whose calls record what the executor would: `reentered` says the phase
 /// is entered again after a controller restart, with `recorded` from its first run.
 fn step_ctx(
     ns: &str,

@@ -1,6 +1,6 @@
 //! `blueprint-operator ctl` (and `kubectl bpo` through a link) end to end: the binary as a
 //! user runs it, with the test cluster's kubeconfig, against the real controller (executor
-//! and scheduler, one namespace) with kwok running the pods. Issue 26, points 2 and 5.
+//! and scheduler, one namespace) with kwok running the pods.
 
 use crate::support;
 
@@ -527,7 +527,7 @@ async fn render_shows_what_an_actionset_would_run_and_creates_nothing() -> anyho
     Ok(())
 }
 
-/// Issue 26.3: the pod of a failed phase is deleted, and its last log lines stay on the
+/// The pod of a failed phase is deleted, and its last log lines stay on the
 /// ActionSet (the failed phase's output and a Warning Event), with the Profile's credentials
 /// redacted; `ctl describe` shows them.
 #[tokio::test]

@@ -1,7 +1,7 @@
-//! Phase and action deadlines (issue 17.5) and status size budgets (issue
-//! 17.7) end to end: the real `blueprint-operator controller` binary against
-//! the test control plane, where kwok runs the pods. A KubeTask pod without
-//! an exit annotation stays Running forever: a hung phase.
+//! Phase and action deadlines and status size budgets end to end: the real
+//! `blueprint-operator controller` binary against the test control plane,
+//! where kwok runs the pods. A KubeTask pod without an exit annotation stays
+//! Running forever: a hung phase.
 
 use crate::support;
 
@@ -258,7 +258,7 @@ async fn hung_phases_time_out_and_the_defer_phase_runs() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Issue 26.3 for a phase its timeout cancels: its pod's last log lines stay on the ActionSet
+/// For a phase its timeout cancels: its pod's last log lines stay on the ActionSet
 /// (the failed phase's output and a PodLogKept Event about the pod) and the pod is deleted
 /// after. Before, the cancelled phase's pod guard deleted the pod before they were read.
 #[tokio::test]

@@ -1,4 +1,4 @@
-//! Exclusive runs per application (issue 26.4): ActionSets on one object that ask with the
+//! Exclusive runs per application: ActionSets on one object that ask with the
 //! annotation `blueprint-operator.io/exclusive` never run at the same time; the later ones
 //! stay `pending`, name the run they wait for (annotation and Event), start one at a time in
 //! creation order, or fail at their wait timeout naming it. The controller binary against the
@@ -129,17 +129,19 @@ fn overlap_watch(client: &Client, ns: &str, watched: &[&str]) -> Arc<Mutex<Vec<S
     );
     let out = overlaps.clone();
     tokio::spawn(async move {
-        let mut states: BTreeMap<String, Option<State>> = BTreeMap::new();
+        // Started and not ended (a claimed run is `running` before it starts).
+        let mut states: BTreeMap<String, bool> = BTreeMap::new();
         let stream = watcher(api, watcher::Config::default()).applied_objects();
         futures::pin_mut!(stream);
         while let Ok(Some(a)) = stream.try_next().await {
             if !watched.contains(&a.name_any()) {
                 continue;
             }
-            states.insert(a.name_any(), a.state());
+            let started = a.state() == Some(State::Running) && !claim::not_started(&a);
+            states.insert(a.name_any(), started);
             let running: Vec<&String> = states
                 .iter()
-                .filter(|(_, s)| **s == Some(State::Running))
+                .filter(|(_, started)| **started)
                 .map(|(n, _)| n)
                 .collect();
             if running.len() > 1 {
@@ -337,7 +339,7 @@ fn rotation_watch(client: &Client, ns: &str) -> Arc<Mutex<Vec<String>>> {
     bad
 }
 
-/// Issue 26.6 with exclusive runs: a schedule's run that waits for its turn (behind another
+/// Rotation with exclusive runs: a schedule's run that waits for its turn (behind another
 /// run of the same schedule), the running one and the newest complete one are never rotated
 /// (keepLast 0, keepFailed 0); `status.retention.nextRotation` lists exactly what the next
 /// rotation deletes, and it does.

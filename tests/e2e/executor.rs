@@ -457,7 +457,7 @@ async fn pods_created(
 }
 
 /// SIGKILL the controller while a KubeTask phase's pod runs; a new controller re-attaches to
-/// that pod (issue 29): the phase completes with the pod's output, the pod is created once, the
+/// that pod: the phase completes with the pod's output, the pod is created once, the
 /// later phase and the deferPhase run once, and the ActionSet completes.
 #[tokio::test]
 async fn controller_killed_mid_phase_reattaches_to_its_pod() -> anyhow::Result<()> {
@@ -592,7 +592,7 @@ async fn controller_killed_mid_defer_phase_reattaches_to_its_pod() -> anyhow::Re
     Ok(())
 }
 
-/// The soak of issue 29: an ActionSchedule ticks while the controller (executor and scheduler)
+/// The restart soak: an ActionSchedule ticks while the controller (executor and scheduler)
 /// is SIGKILLed again and again, each time while a run's phase or deferPhase pod runs, and
 /// restarted. Every run completes, and each run's phase pod and deferPhase pod are created
 /// exactly once.
@@ -1039,9 +1039,9 @@ async fn pod_exists(client: &Client, ns: &str, name: &str) -> bool {
     matches!(pods.get_opt(name).await, Ok(Some(p)) if p.metadata.deletion_timestamp.is_none())
 }
 
-/// Issue 17.6: pods linked to an ActionSet are swept at start and then
+/// Pods linked to an ActionSet are swept at start and then
 /// periodically (ActionSet gone or ended), never those of a running ActionSet
-/// (a resumed phase re-attaches to its pod, issue 29) nor those of another
+/// (a resumed phase re-attaches to its pod) nor those of another
 /// controller's scope.
 #[tokio::test]
 async fn leftover_pods_are_swept_at_start_and_periodically() -> anyhow::Result<()> {
@@ -1104,7 +1104,7 @@ async fn leftover_pods_are_swept_at_start_and_periodically() -> anyhow::Result<(
     Ok(())
 }
 
-/// Issue 18.3: `.Deployment.Pods` are the pods of the Deployment's current
+/// `.Deployment.Pods` are the pods of the Deployment's current
 /// ReplicaSet (owner references, as Kanister), also mid-rollout when the old
 /// ReplicaSet's pods still run and match the selector, and with a selector
 /// written as matchExpressions only.
@@ -1193,7 +1193,7 @@ async fn deployment_pods_come_from_the_current_replica_set() -> anyhow::Result<(
     Ok(())
 }
 
-/// Issue 18.2 through the controller: a KubeTask pod in the controller's
+/// A KubeTask pod in the controller's
 /// namespace runs as the ServiceAccount from POD_SERVICE_ACCOUNT, else as
 /// the one of the controller's own pod (POD_NAME), as Kanister finds it.
 #[tokio::test]
@@ -1319,7 +1319,7 @@ async fn json_patch(client: &Client, ns: &str, name: &str, ops: Value) -> anyhow
 
 /// One ActionSet whose `status.state` our model does not know: it is
 /// reported (Event) and skipped, every other ActionSet still runs (a typed
-/// list used to fail as a whole), and once fixed it runs too (issue 17.3).
+/// list used to fail as a whole), and once fixed it runs too.
 #[tokio::test]
 async fn unreadable_actionset_is_reported_and_others_still_run() -> anyhow::Result<()> {
     let Some((client, ns)) = setup("exec-invalid").await else {
@@ -1452,8 +1452,7 @@ async fn remove_first_action(client: &Client, ns: &str, name: &str) -> anyhow::R
 
 /// Two actions; the first one's spec entry is removed while its phase runs:
 /// its later phases do not run, its deferPhase does, the second action
-/// (now first in the spec) finishes, and the ActionSet fails saying why
-/// (issue 17.3).
+/// (now first in the spec) finishes, and the ActionSet fails saying why.
 #[tokio::test]
 async fn action_removed_from_spec_while_running_stops_and_runs_defer() -> anyhow::Result<()> {
     let Some((client, ns)) = setup("exec-removed").await else {
@@ -1502,7 +1501,7 @@ async fn action_removed_from_spec_while_running_stops_and_runs_defer() -> anyhow
 /// The controller dies while both actions run; an action's entry is removed
 /// from the spec meanwhile. The new controller does not panic: both
 /// actions are settled (their running phases re-attached to their pods and
-/// ended, deferPhase run) and the ActionSet ends (issue 17.3).
+/// ended, deferPhase run) and the ActionSet ends.
 #[tokio::test]
 async fn resume_after_an_action_was_removed_from_spec_settles_every_action() -> anyhow::Result<()> {
     let Some((client, ns)) = setup("exec-removed-resume").await else {
@@ -1546,8 +1545,7 @@ async fn resume_after_an_action_was_removed_from_spec_settles_every_action() -> 
 }
 
 /// Fields of Kanister's status that our model lacks (progress sizes), written
-/// by someone else while the ActionSet runs, survive our status writes
-/// (issue 18.5).
+/// by someone else while the ActionSet runs, survive our status writes.
 #[tokio::test]
 async fn status_fields_our_model_lacks_survive_the_run() -> anyhow::Result<()> {
     let Some((client, ns)) = setup("exec-unknown").await else {
@@ -1589,7 +1587,7 @@ async fn status_fields_our_model_lacks_survive_the_run() -> anyhow::Result<()> {
 
 /// MultiContainerRun and PrepareData run their work in a pod, like KubeTask: the controller is
 /// SIGKILLed during each of them in turn and every new controller re-attaches to the running
-/// pod (issue 29 point 1): each pod is created once, each phase's output is its pod's, and the
+/// pod: each pod is created once, each phase's output is its pod's, and the
 /// deferPhase runs once after both.
 #[tokio::test]
 async fn controller_killed_during_multicontainerrun_and_preparedata_reattaches_to_their_pods()
@@ -1682,7 +1680,7 @@ async fn controller_killed_during_multicontainerrun_and_preparedata_reattaches_t
     Ok(())
 }
 
-/// ScaleWorkload found running after a restart is entered again (issue 29 point 3): the
+/// ScaleWorkload found running after a restart is entered again: the
 /// controller is SIGKILLed while the phase waits for a Deployment scaled from 1 to 3 whose pods
 /// cannot be scheduled; once they can, the new controller scales to the same count, waits, and
 /// outputs the `originalReplicaCount` the first run recorded (1), not the count it finds (3).
@@ -1766,7 +1764,7 @@ async fn controller_killed_during_scaleworkload_enters_it_again_with_the_recorde
     Ok(())
 }
 
-/// A KubeOps `patch` phase found running after a restart is entered again (issue 29 point 3):
+/// A KubeOps `patch` phase found running after a restart is entered again:
 /// a patch applied twice is the patch applied once. A patch is too quick to kill the controller
 /// during it, so the state a kill leaves is made this way: the phase `patch` is first a slow
 /// KubeTask, the controller is SIGKILLed while it runs, and the Blueprint (read again by the next

@@ -23,7 +23,7 @@ async fn setup(prefix: &str) -> Option<(Client, String)> {
     Some((client, ns))
 }
 
-/// Issue 17.9: the function tests call the functions as the controller's ServiceAccount of
+/// The function tests call the functions as the controller's ServiceAccount of
 /// manifests/ (not as admin), so a verb the code needs but the shipped RBAC lacks fails them:
 /// the client is that ServiceAccount and is refused what the manifests do not grant.
 #[tokio::test]
@@ -630,7 +630,7 @@ async fn kube_task_pod_carries_overrides_labels_and_annotations() -> anyhow::Res
     Ok(())
 }
 
-/// Issue 17.7: a large pod log is read as a stream: outputs from its start
+/// A large pod log is read as a stream: outputs from its start
 /// and its end both arrive, and a failure message shows only its last lines.
 #[tokio::test]
 async fn kube_task_reads_a_large_log_as_a_stream() -> anyhow::Result<()> {

@@ -123,36 +123,6 @@ async fn deletes_exactly_the_objects_under_the_artifact_path() -> anyhow::Result
     Ok(())
 }
 
-/// Issue 17.1: the test object store makes no bucket on first use (gofakes3's `-autobucket`
-/// makes it with a check-then-create, so of concurrent first PUTs all but one could get 404
-/// NoSuchBucket); a Profile's bucket exists before the Profile does, so concurrent first
-/// writes into fresh buckets all succeed.
-#[tokio::test]
-async fn profile_buckets_exist_before_concurrent_first_writes() -> anyhow::Result<()> {
-    let (client, ns, _) = setup("ld-race", "bpo-ld-race").await?;
-    let e = support::data_plane::store_client()
-        .put_object("bpo-ld-no-profile", "k", Bytes::from_static(b"x"))
-        .await
-        .expect_err("a bucket no Profile names does not exist")
-        .to_string();
-    assert!(e.contains("404 NoSuchBucket"), "{e}");
-    for i in 0..8 {
-        let bucket = format!("bpo-ld-race-{i}");
-        support::data_plane::s3_profile(&client, &ns, &format!("race-{i}"), &bucket).await?;
-        // A fresh client: every PUT opens its own connection, so they arrive together.
-        let c = support::data_plane::store_client();
-        let keys: Vec<String> = (0..64).map(|k| format!("k/{k:02}")).collect();
-        let puts = keys
-            .iter()
-            .map(|k| c.put_object(&bucket, k, Bytes::from(format!("object {k}\n"))));
-        for (k, r) in keys.iter().zip(futures::future::join_all(puts).await) {
-            r.map_err(|e| anyhow::anyhow!("PUT {bucket}/{k}: {e}"))?;
-        }
-        assert_eq!(sorted(c.list_all(&bucket, "", None).await?), keys);
-    }
-    Ok(())
-}
-
 /// `s3://<bucket>/<path>` and a path without the bucket, with the Profile's
 /// location.prefix put in front as Kanister does.
 #[tokio::test]

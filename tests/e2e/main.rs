@@ -12,7 +12,6 @@ mod support;
 #[path = "../support/webhook_e2e.rs"]
 mod webhook_e2e;
 
-mod cluster;
 mod csi_snapshot;
 mod csi_static;
 mod ctl;
@@ -24,6 +23,7 @@ mod demo;
 mod exclusive;
 mod executor;
 mod functions;
+mod harness;
 mod kando;
 mod location_delete;
 mod monitoring;

@@ -22,6 +22,8 @@ use std::time::Duration;
 
 use blueprint_operator::model::ActionSchedule;
 use kube::api::{Api, PostParams};
+use promql_parser::label::Labels;
+use promql_parser::parser::{Expr, VectorSelector};
 use serde_json::{Value, json};
 
 struct Killed(Child);
@@ -83,139 +85,64 @@ struct Use {
     labels: BTreeSet<String>,
 }
 
-/// The keywords followed by a list of label names: `by (a, b)`, `on (a)`, `group_left (a)`.
-const GROUPING: &[&str] = &[
-    "by",
-    "without",
-    "on",
-    "ignoring",
-    "group_left",
-    "group_right",
-];
-
-/// The other keywords and the functions' names: not metrics.
-const KEYWORDS: &[&str] = &[
-    "bool",
-    "and",
-    "or",
-    "unless",
-    "offset",
-    "inf",
-    "nan",
-    // aggregation operators, also written `sum by (x) (...)`
-    "sum",
-    "min",
-    "max",
-    "avg",
-    "group",
-    "stddev",
-    "stdvar",
-    "count",
-    "count_values",
-    "bottomk",
-    "topk",
-    "quantile",
-];
-
-/// The metrics of a PromQL expression: identifiers that are not functions (followed by `(`),
-/// keywords, label names (inside `{}` or a grouping's `()`), durations or strings. Labels in
-/// `by (...)` are attributed to every metric of the expression.
+/// The metrics of a PromQL expression, each with the label names of its matchers and of the
+/// groupings above it (`by (...)`, `on (...)`, `group_left (...)`). Grafana's
+/// `$__rate_interval` is read as a range of 5m.
 fn promql_uses(expr: &str) -> Vec<Use> {
-    let chars: Vec<char> = expr.chars().collect();
-    let mut uses: Vec<Use> = Vec::new();
-    let mut grouping_labels = BTreeSet::new();
-    let mut i = 0;
-    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':';
-    while i < chars.len() {
-        let c = chars[i];
-        if c == '"' || c == '\'' {
-            i += 1;
-            while i < chars.len() && chars[i] != c {
-                i += if chars[i] == '\\' { 2 } else { 1 };
-            }
-            i += 1;
-        } else if c == '[' {
-            while i < chars.len() && chars[i] != ']' {
-                i += 1;
-            }
-            i += 1;
-        } else if c == '$' {
-            // Grafana variables ($__rate_interval, ${datasource}).
-            i += 1;
-            while i < chars.len() && (ident(chars[i]) || "{}".contains(chars[i])) {
-                i += 1;
-            }
-        } else if c.is_ascii_digit() || c == '.' {
-            while i < chars.len() && (ident(chars[i]) || chars[i] == '.') {
-                i += 1;
-            }
-        } else if ident(c) {
-            let start = i;
-            while i < chars.len() && ident(chars[i]) {
-                i += 1;
-            }
-            let word: String = chars[start..i].iter().collect();
-            let mut j = i;
-            while j < chars.len() && chars[j] == ' ' {
-                j += 1;
-            }
-            let next = chars.get(j).copied();
-            if GROUPING.contains(&word.as_str()) && next == Some('(') {
-                let end = j + chars[j..].iter().position(|&c| c == ')').unwrap();
-                let inner: String = chars[j + 1..end].iter().collect();
-                grouping_labels.extend(
-                    inner
-                        .split(',')
-                        .map(|s| s.trim().to_string())
-                        .filter(|s| !s.is_empty()),
-                );
-                i = end + 1;
-            } else if next == Some('(')
-                || GROUPING.contains(&word.as_str())
-                || KEYWORDS.contains(&word.as_str())
-            {
-                // a function or keyword
-            } else {
-                let mut labels = BTreeSet::new();
-                if next == Some('{') {
-                    // name op "value", ... up to the closing brace (quotes skipped)
-                    let mut k = j + 1;
-                    let mut name = String::new();
-                    while k < chars.len() && chars[k] != '}' {
-                        match chars[k] {
-                            '"' | '\'' => {
-                                let q = chars[k];
-                                k += 1;
-                                while k < chars.len() && chars[k] != q {
-                                    k += if chars[k] == '\\' { 2 } else { 1 };
-                                }
-                                if !name.trim().is_empty() {
-                                    labels.insert(name.trim().to_string());
-                                }
-                                name.clear();
-                            }
-                            '=' | '!' | '~' | ',' => {}
-                            c => name.push(c),
-                        }
-                        k += 1;
-                    }
-                    i = k + 1;
-                }
-                uses.push(Use {
-                    metric: word,
-                    labels,
-                });
-            }
-        } else {
-            i += 1;
-        }
-    }
-    for u in &mut uses {
-        // `le` is every histogram bucket's label.
-        u.labels
-            .extend(grouping_labels.iter().filter(|l| *l != "le").cloned());
-    }
+    let expr = expr.replace("$__rate_interval", "5m");
+    let ast = promql_parser::parser::parse(&expr).unwrap_or_else(|e| panic!("{expr}: {e}"));
+    let mut uses = Vec::new();
+    collect_uses(&ast, &BTreeSet::new(), &mut uses);
     uses
+}
+
+fn collect_uses(e: &Expr, grouping: &BTreeSet<String>, out: &mut Vec<Use>) {
+    let with = |labels: &[Option<&Labels>]| {
+        let mut g = grouping.clone();
+        g.extend(
+            labels
+                .iter()
+                .flatten()
+                .flat_map(|l| l.labels.iter().cloned()),
+        );
+        g
+    };
+    let selector = |v: &VectorSelector| Use {
+        metric: v.name.clone().expect("a metric name"),
+        labels: (v.matchers.matchers.iter().map(|m| m.name.clone()))
+            .filter(|l| l != "__name__")
+            .chain(grouping.iter().cloned())
+            .collect(),
+    };
+    match e {
+        Expr::Aggregate(a) => {
+            let inner = with(&[a.modifier.as_ref().map(|m| m.labels())]);
+            collect_uses(&a.expr, &inner, out);
+            if let Some(p) = &a.param {
+                collect_uses(p, grouping, out);
+            }
+        }
+        Expr::Binary(b) => {
+            let m = b.modifier.as_ref();
+            let both = with(&[
+                m.and_then(|m| m.matching.as_ref()).map(|l| l.labels()),
+                m.and_then(|m| m.card.labels()),
+            ]);
+            collect_uses(&b.lhs, &both, out);
+            collect_uses(&b.rhs, &both, out);
+        }
+        Expr::Unary(u) => collect_uses(&u.expr, grouping, out),
+        Expr::Paren(p) => collect_uses(&p.expr, grouping, out),
+        Expr::Subquery(s) => collect_uses(&s.expr, grouping, out),
+        Expr::Call(c) => {
+            for a in &c.args.args {
+                collect_uses(a, grouping, out);
+            }
+        }
+        Expr::VectorSelector(v) => out.push(selector(v)),
+        Expr::MatrixSelector(m) => out.push(selector(&m.vs)),
+        Expr::NumberLiteral(_) | Expr::StringLiteral(_) | Expr::Extension(_) => {}
+    }
 }
 
 fn rule_exprs(repo: &Path) -> Vec<(String, String)> {
@@ -256,13 +183,43 @@ fn nested_exprs(
 }
 
 #[test]
-fn promql_parser_finds_metrics_and_labels() {
+fn promql_uses_finds_metrics_and_the_labels_used_on_them() {
     let uses = promql_uses(
-        r#"histogram_quantile(0.99, sum by (le, route) (rate(a_bucket{verdict="x,}"}[5m]))) > 1 and on(job) absent(b) or c_total offset 5m"#,
+        r#"histogram_quantile(0.99, sum by (le, route) (rate(a_bucket{verdict="x,}"}[$__rate_interval]))) > 1 and on(job) absent(b) or c_total offset 5m"#,
     );
-    let names: Vec<&str> = uses.iter().map(|u| u.metric.as_str()).collect();
-    assert_eq!(names, ["a_bucket", "b", "c_total"]);
-    assert!(uses[0].labels.contains("verdict") && uses[0].labels.contains("route"));
+    let found: Vec<(&str, Vec<&str>)> = uses
+        .iter()
+        .map(|u| {
+            (
+                u.metric.as_str(),
+                u.labels.iter().map(String::as_str).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("a_bucket", vec!["job", "le", "route", "verdict"]),
+            ("b", vec!["job"]),
+            ("c_total", vec![]),
+        ]
+    );
+}
+
+#[test]
+fn every_alert_and_panel_expression_parses_and_names_a_metric() {
+    let repo = support::repo_root();
+    let exprs: Vec<_> = rule_exprs(repo)
+        .into_iter()
+        .chain(dashboard_exprs(repo))
+        .collect();
+    assert!(exprs.len() > 20, "{exprs:?}");
+    for (what, expr) in exprs {
+        assert!(
+            !promql_uses(&expr).is_empty(),
+            "{what}: names no metric: {expr}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -581,7 +581,7 @@ async fn corpus_postgres_blueprint_backup_and_restore_with_multi_container_run()
     Ok(())
 }
 
-/// Issues 18.2 and 17.6: in the controller's namespace, KubeTask and
+/// In the controller's namespace, KubeTask and
 /// MultiContainerRun pods run as the controller's ServiceAccount (as in
 /// Kanister) unless podOverride names one; in another namespace they keep
 /// that namespace's default. Every pod carries its ActionSet's link.

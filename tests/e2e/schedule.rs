@@ -14,7 +14,7 @@ use blueprint_operator::executor::claim;
 use blueprint_operator::model::labels::ANNOTATION_CLAIMED;
 use blueprint_operator::model::{
     ANNOTATION_RUN_NOW, ANNOTATION_SCHEDULE, ANNOTATION_SCHEDULED_TIME, ActionSchedule, ActionSet,
-    FINALIZER_DELETE_RUNS, LABEL_EXECUTOR, LABEL_SCHEDULE, LABEL_TRIGGER,
+    FINALIZER_DELETE_RUNS, LABEL_SCHEDULE, LABEL_TRIGGER,
 };
 use blueprint_operator::scheduler::{self, SchedulerOptions, plan};
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -897,60 +897,6 @@ async fn a_recreated_schedule_adopts_its_runs() -> anyhow::Result<()> {
 }
 
 #[tokio::test]
-async fn runs_of_an_earlier_version_outlive_their_schedule_after_the_upgrade() -> anyhow::Result<()>
-{
-    let (client, ns) = setup("sched-upgrade").await?;
-    let s = create_schedule(
-        &client,
-        &ns,
-        "up",
-        json!({"schedule": "@every 1h", "retention": {"keepLast": 10}}),
-    )
-    .await?;
-    // What the earlier version made: a controller ownerReference, no annotation.
-    let sets: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
-    let mut old_runs = BTreeSet::new();
-    for i in 0..2 {
-        let tick = chrono::DateTime::from_timestamp(1_780_000_000 + i * 3600, 0).unwrap();
-        let name = plan::run_name("up", tick);
-        let a: ActionSet = serde_json::from_value(json!({
-            "apiVersion": "cr.kanister.io/v1alpha1", "kind": "ActionSet",
-            "metadata": {
-                "name": name,
-                "labels": {LABEL_SCHEDULE: "up", LABEL_TRIGGER: "scheduled",
-                           LABEL_EXECUTOR: "blueprint-operator"},
-                "annotations": {ANNOTATION_SCHEDULED_TIME: tick.to_rfc3339()},
-                "ownerReferences": [{
-                    "apiVersion": "blueprint-operator.io/v1alpha1", "kind": "ActionSchedule",
-                    "name": "up", "uid": s.uid().unwrap(), "controller": true,
-                }],
-            },
-            "spec": {"actions": []},
-        }))?;
-        sets.create(&PostParams::default(), &a).await?;
-        set_state(&client, &ns, &name, "complete").await?;
-        old_runs.insert(name);
-    }
-    // The upgraded controller starts: it drops those ownerReferences.
-    let ctl = start(&client, &ns, None);
-    support::poll(LONG, || async {
-        let v = runs(&client, &ns, "up").await.ok()?;
-        v.iter()
-            .all(|a| a.owner_references().is_empty())
-            .then_some(())
-    })
-    .await?;
-    for a in runs(&client, &ns, "up").await? {
-        assert_run_of(&a, "up");
-    }
-    delete_schedule(&client, &ns, "up").await?;
-    gc_settled(&client, &ns).await?;
-    assert_eq!(names(&runs(&client, &ns, "up").await?), old_runs);
-    ctl.stop().await;
-    Ok(())
-}
-
-#[tokio::test]
 async fn rotation_spares_running_and_newest_runs_and_the_preview_says_so() -> anyhow::Result<()> {
     let (client, ns) = setup("sched-preview").await?;
     let ctl = start(&client, &ns, None);
@@ -1225,7 +1171,7 @@ async fn a_suspended_schedules_preview_lists_what_its_active_runs_rotate() -> an
     Ok(())
 }
 
-/// Issue 27: many schedules due at one tick against an API server that lets one write through
+/// Many schedules due at one tick against an API server that lets one write through
 /// at a time (and refuses the rest with 429, as without API Priority and Fairness): the
 /// scheduler backs off and sends the same creates again, and every schedule's run for the
 /// tick exists exactly once, under its tick's name, with the tick recorded in its status.

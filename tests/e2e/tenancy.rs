@@ -1,5 +1,5 @@
-//! What an ActionSet may reach (issue 17.8) and the template parameters the
-//! controller builds from the references it is allowed (issue 18.1, 18.6),
+//! What an ActionSet may reach and the template parameters the
+//! controller builds from the references it is allowed,
 //! with the real `blueprint-operator controller` binary against the test
 //! control plane (kwok runs the pods; the ActionSet's podAnnotations tell
 //! every pod to exit 0 with a phase-output log).
@@ -181,8 +181,8 @@ async fn functions_stay_in_the_actionset_namespace() -> anyhow::Result<()> {
 }
 
 /// A Profile endpoint in the metadata range is refused before anything
-/// connects (issue 17.8); a keyPair Secret without the named key is
-/// Kanister's error (issue 18.6). Both fail the action; the deferPhase runs.
+/// connects; a keyPair Secret without the named key is
+/// Kanister's error. Both fail the action; the deferPhase runs.
 #[tokio::test]
 async fn profile_endpoint_and_credential_keys_are_checked() -> anyhow::Result<()> {
     let Some((client, ns)) = setup("ten-prof").await else {
@@ -248,7 +248,7 @@ async fn profile_endpoint_and_credential_keys_are_checked() -> anyhow::Result<()
     Ok(())
 }
 
-/// Issue 18.1: corpus Blueprints that read `.Phases.<earlier phase>.Secrets`
+/// Corpus Blueprints that read `.Phases.<earlier phase>.Secrets`
 /// run through the controller: mongodb-atlas `restore` (the Secret named by
 /// the input artifact, read again by the next phase) and
 /// elasticsearch-incremental `delete`.

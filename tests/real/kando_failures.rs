@@ -1,4 +1,4 @@
-//! Bad input to `kando location push` on the real node (issue 23, "Bad input"): a Profile with
+//! Bad input to `kando location push` on the real node: a Profile with
 //! wrong credentials, a bucket that does not exist, a store that is not there, and a store stopped
 //! in the middle of a multipart push. Each time the backup phase fails with the store's (or the
 //! network's) own reason in the ActionSet's status and its Warning Event, the deferPhase runs, and

@@ -1,4 +1,4 @@
-//! Issue 26.3 on the real node: a failed phase's pod is deleted, and the last lines of its
+//! On the real node: a failed phase's pod is deleted, and the last lines of its
 //! container log (from the kubelet) stay on the ActionSet, with the credentials the action
 //! reads redacted, in the failed phase's output and a Warning Event about the pod; `ctl
 //! describe` shows them without the pod.

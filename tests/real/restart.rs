@@ -1,4 +1,4 @@
-//! The installed controller survives its own restart (issue 29): the pod that holds the
+//! The installed controller survives its own restart: the pod that holds the
 //! executor Lease is deleted while a KubeTask phase's container sleeps; the other replica takes
 //! the Lease, re-attaches to the phase's pod and the ActionSet completes with the phase's output.
 

@@ -4,8 +4,8 @@
 //! TokenRequest token of `blueprint-operator/blueprint-operator-controller`.
 //!
 //! Function tests call the functions with [`controller_client`] and start the controller with
-//! [`controller_kubeconfig`], so a verb the code needs but the manifests lack fails a test
-//! (issue 17.9). Fixtures are still made with the admin client of `support::client()`.
+//! [`controller_kubeconfig`], so a verb the code needs but the manifests lack fails a test.
+//! Fixtures are still made with the admin client of `support::client()`.
 //! What a Blueprint's KubeOps or Wait phases touch beyond the shipped rules is granted the way
 //! the README tells users to: a ClusterRole labelled to aggregate into the controller's
 //! ([`grant_controller`]).

@@ -79,7 +79,7 @@ pub(super) async fn run_actionset_with(
     })?;
     let started = claim::not_started(&obj);
     if started {
-        // Exclusive runs (issue 26.4): its turn first.
+        // Exclusive runs: its turn first.
         match gate::wait_turn(run, &obj, &mut rx).await? {
             gate::Turn::Go => {}
             gate::Turn::Refuse(message) => return gate::refuse(run, &message).await,

@@ -1,4 +1,4 @@
-//! The exclusive gate (issue 26.4): before its first write, a not-started ActionSet waits for
+//! The exclusive gate: before its first write, a not-started ActionSet waits for
 //! its turn ([`crate::executor::exclusive`]) on the executor's own ActionSet store, woken by
 //! the watch's events (no polling), and claims the start within this process in the same
 //! step, so two of its tasks never both start on one object. While it waits it stays

@@ -20,7 +20,7 @@
 //! - Documents are read and written with `quick-xml` ([`xml`]); error
 //!   responses are decoded (`<Error><Code>`) and worded with what to check in
 //!   the Profile ([`error`]); transient failures (5xx, connection errors) are
-//!   retried three times with `backon` ([`client`]).
+//!   tried up to three times with `backon` ([`client`]).
 
 use serde_json::Value;
 

@@ -1,7 +1,13 @@
-//! End-to-end checks of the test control plane itself: Kanister CRDs, Deployments made Ready by
-//! kwok, plain pods that finish with a chosen exit code and log.
+//! The harness's self-tests: what the other tests rely on does what docs/testing.md says. The
+//! test control plane (Kanister's CRDs store what Kanister's do, kwok makes Deployments Ready
+//! and ends plain pods with the chosen exit code and log), the test object store (a Profile's
+//! bucket exists before its first write) and the S3 stand-in's signature verifier (AWS's
+//! published signatures). Run them alone with `cargo test --test e2e harness::`.
 
 use crate::support;
+use crate::support::s3_stub::{SignedRequest, expected_signature};
+
+use bytes::Bytes;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
@@ -257,4 +263,103 @@ async fn two_container_pod_serves_a_log_file_for_each_container() -> anyhow::Res
         assert_eq!(pods.logs("two", &lp).await?, "line one\nline two\n");
     }
     Ok(())
+}
+
+/// The test object store makes no bucket on first use (gofakes3's `-autobucket`
+/// makes it with a check-then-create, so of concurrent first PUTs all but one could get 404
+/// NoSuchBucket); a Profile's bucket exists before the Profile does, so concurrent first
+/// writes into fresh buckets all succeed.
+#[tokio::test]
+async fn profile_buckets_exist_before_concurrent_first_writes() -> anyhow::Result<()> {
+    assert!(
+        support::data_plane::available(),
+        "the test data plane (gofakes3) is not available: run tools/data-plane/build.sh"
+    );
+    let client = support::client().await;
+    support::install_crds(&client).await?;
+    let ns = support::namespace(&client, "harness-buckets").await;
+    let e = support::data_plane::store_client()
+        .put_object("bpo-harness-no-profile", "k", Bytes::from_static(b"x"))
+        .await
+        .expect_err("a bucket no Profile names does not exist")
+        .to_string();
+    assert!(e.contains("404 NoSuchBucket"), "{e}");
+    for i in 0..8 {
+        let bucket = format!("bpo-harness-race-{i}");
+        support::data_plane::s3_profile(&client, &ns, &format!("race-{i}"), &bucket).await?;
+        // A fresh client: every PUT opens its own connection, so they arrive together.
+        let c = support::data_plane::store_client();
+        let keys: Vec<String> = (0..64).map(|k| format!("k/{k:02}")).collect();
+        let puts = keys
+            .iter()
+            .map(|k| c.put_object(&bucket, k, Bytes::from(format!("object {k}\n"))));
+        for (k, r) in keys.iter().zip(futures::future::join_all(puts).await) {
+            r.map_err(|e| anyhow::anyhow!("PUT {bucket}/{k}: {e}"))?;
+        }
+        let mut listed = c.list_all(&bucket, "", None).await?;
+        listed.sort();
+        assert_eq!(listed, keys);
+    }
+    Ok(())
+}
+
+/// The verifier itself gives AWS's published signatures.
+#[test]
+fn the_stubs_verifier_matches_aws_published_signatures() {
+    /// A published GET request and its signature.
+    struct Vector<'a> {
+        source: &'a str,
+        secret: &'a str,
+        amz_date: &'a str,
+        scope: &'a str,
+        path: &'a str,
+        query: &'a [(&'a str, &'a str)],
+        /// The signed headers before x-amz-date.
+        headers: &'a [(&'a str, &'a str)],
+        signature: &'a str,
+    }
+    let empty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+    let vectors = [
+        Vector {
+            source: "AWS SigV4 test suite, get-vanilla-query-order-key-case",
+            secret: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+            amz_date: "20150830T123600Z",
+            scope: "20150830/us-east-1/service/aws4_request",
+            path: "/",
+            query: &[("Param2", "value2"), ("Param1", "value1")],
+            headers: &[("host", "example.amazonaws.com")],
+            signature: "b97d918cfa904a5beff61c982a1b6f458b799221646efd99d3219ec94cdf2500",
+        },
+        Vector {
+            source: "S3 documentation, GET Object with a Range header (examplebucket)",
+            secret: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            amz_date: "20130524T000000Z",
+            scope: "20130524/us-east-1/s3/aws4_request",
+            path: "/test.txt",
+            query: &[],
+            headers: &[
+                ("host", "examplebucket.s3.amazonaws.com"),
+                ("range", "bytes=0-9"),
+                ("x-amz-content-sha256", empty),
+            ],
+            signature: "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41",
+        },
+    ];
+    for v in vectors {
+        let headers: Vec<(String, String)> = v
+            .headers
+            .iter()
+            .chain(&[("x-amz-date", v.amz_date)])
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let request = SignedRequest {
+            method: "GET",
+            path: v.path,
+            query: v.query,
+            headers: &headers,
+            payload_hash: empty,
+        };
+        let sig = expected_signature(v.secret, v.amz_date, v.scope, &request);
+        assert_eq!(sig, v.signature, "{}", v.source);
+    }
 }
