@@ -8,8 +8,9 @@
 #                                     e.g. `tools/test.sh --test e2e executor::`
 #   tools/test.sh --real [FILTER]     the real tier (root): installs the Debian packages the real node
 #                                     needs, builds the images, starts ONE cluster with a real kubelet
-#                                     node, and runs the tests of tests/real (everything a pod does)
-#                                     against it; FILTER selects tests by name.
+#                                     node, and runs the tests of tests/real (everything a pod does,
+#                                     Kanister's own controller beside ours) against it; FILTER
+#                                     selects tests by name.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export KANISTER_CORPUS="${KANISTER_CORPUS:-$PWD/../shared/kanister-corpus}"
@@ -60,7 +61,10 @@ tools/control-plane/build.sh >/dev/null
 tools/data-plane/build.sh >/dev/null
 tools/moto/build.sh >/dev/null
 tools/helm/build.sh >/dev/null
-step "images (operator, tools, pause, databases)"
+# Kanister's own controller from its source (tests/real/kanister.rs installs it with its chart).
+step "Kanister's controller and kando"
+tools/kanister/build.sh >/dev/null
+step "images (operator, tools, pause, databases, Kanister's controller)"
 tools/images/build.sh >/dev/null
 step "the assembled operator image against the Dockerfile"
 cargo test --test dockerfile -- --ignored

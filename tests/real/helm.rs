@@ -22,7 +22,7 @@ use crate::support;
 
 const RELEASE: &str = "blueprint-operator";
 
-fn helm_path() -> PathBuf {
+pub fn helm_path() -> PathBuf {
     let out = Command::new(support::repo_root().join("tools/helm/build.sh"))
         .arg("--print")
         .output()
@@ -42,7 +42,7 @@ fn helm_path() -> PathBuf {
 }
 
 /// Runs helm against the test cluster; stdout, or the error with stderr.
-fn helm(args: &[&str]) -> Result<String, String> {
+pub fn helm(args: &[&str]) -> Result<String, String> {
     let tmp = std::env::temp_dir();
     let out = Command::new(helm_path())
         .arg("--kubeconfig")

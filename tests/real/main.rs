@@ -16,6 +16,7 @@ mod functions;
 mod helm;
 mod install;
 mod kando_failures;
+mod kanister;
 mod node;
 mod pod_logs;
 mod rds;

@@ -10,7 +10,7 @@ use crate::real::{self, kubectl, tools_image};
 use crate::support;
 
 /// The executor Lease's holder (a controller pod name), if any.
-fn leader() -> Option<String> {
+pub fn leader() -> Option<String> {
     kubectl(&[
         "get",
         "lease",

@@ -24,6 +24,9 @@
 #   postgres-kanister-tools-rds  ghcr.io/kanisterio/postgres-kanister-tools:0.119.0: the same as
 #                             postgres-kanister-tools, the image of ExportRDSSnapshotToLocation's and
 #                             RestoreRDSSnapshot's dump pods (the functions' default, Kanister's)
+#   kanister-controller       ghcr.io/kanisterio/controller:0.119.0, Kanister's own controller, the
+#                             name its Helm chart runs: the static binary tools/kanister/build.sh
+#                             builds from Kanister's source, and the CA bundle
 # VERSION is Cargo.toml's package version. Images reference docker.io/library/NAME because that is
 # what the kubelet asks containerd for when a pod says `image: NAME:TAG`.
 #
@@ -81,6 +84,8 @@ tools_key="$(hash_paths tools/images)"
 crate_key="$(hash_paths Cargo.toml Cargo.lock src benches)-$(cd "$repo" && rustc -V 2>/dev/null | tr ' ' _ || echo no-rustc)"
 operator_bin="$target/release/blueprint-operator"
 restic_bin="$("$repo/tools/data-plane/build.sh" --print 2>/dev/null | sed -n 's/^restic=//p')" || true
+# Kanister's controller is cached by Kanister's version (tools/kanister/build.sh): the path names it.
+kanister_controller="$("$repo/tools/kanister/build.sh" --print 2>/dev/null | sed -n 's/^controller=//p')" || true
 
 # ---- prerequisites (run only when an image that needs them is built) ----------------------------
 
@@ -112,6 +117,13 @@ restic_ready() {
   log "restic missing: building the data plane (tools/data-plane/build.sh)"
   restic_bin="$("$repo/tools/data-plane/build.sh" | sed -n 's/^restic=//p')"
   [[ -x "$restic_bin" ]] || fail "tools/data-plane/build.sh printed no restic"
+}
+
+kanister_ready() {
+  [[ -n "$kanister_controller" && -x "$kanister_controller" ]] && return 0
+  log "Kanister's controller missing: building it (tools/kanister/build.sh)"
+  kanister_controller="$("$repo/tools/kanister/build.sh" | sed -n 's/^controller=//p')"
+  [[ -x "$kanister_controller" ]] || fail "tools/kanister/build.sh printed no controller"
 }
 
 pause_bin() { echo "$work/pause"; }
@@ -426,9 +438,19 @@ define_images() {
     --cmd '["/bin/bash"]' --workdir /root \
     --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     --env SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
+
+  # Kanister's own controller, the peer tests/real/kanister.rs installs with Kanister's Helm chart
+  # (which names this image). Kanister's Dockerfile adds the static binary to ubi-minimal as
+  # /controller; the chart sets the user (1000) and a read-only root filesystem.
+  image kanister-controller ghcr.io/kanisterio/controller:0.119.0 \
+    --ca-bundle --dir /tmp:1777 \
+    --before kanister_ready --key "kanister:$kanister_controller" \
+    --file "/controller=$kanister_controller" \
+    --entrypoint '["/controller"]' \
+    --env SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
 }
 
-known=" pause blueprint-operator blueprint-operator-tools kanister-tools busybox postgres-db mariadb-db postgres-kanister-tools postgres-kanister-tools-rds mysql-sidecar "
+known=" pause blueprint-operator blueprint-operator-tools kanister-tools busybox postgres-db mariadb-db postgres-kanister-tools postgres-kanister-tools-rds mysql-sidecar kanister-controller "
 for n in "${selected[@]}"; do
   [[ "$known" == *" $n "* ]] || fail "unknown image $n (images:$known)"
 done
