@@ -350,23 +350,9 @@ fn serve(dir: &Path) {
         .build()
         .expect("runtime");
     rt.block_on(async move {
-        let running = server::start(ServerConfig {
-            listen: "127.0.0.1:0".parse().expect("address"),
-            probe_listen: None,
-            tls: CertFiles {
-                cert: dir.join("tls.crt"),
-                key: dir.join("tls.key"),
-            },
-            tls_reload_interval: Duration::from_secs(5),
-            shutdown_delay: Duration::ZERO,
-            shutdown_grace: Duration::from_secs(5),
-            client: None,
-            lookup_timeout: Duration::from_secs(1),
-            limits: Default::default(),
-            run_namespaces: Vec::new(),
-        })
-        .await
-        .expect("server");
+        let running = server::start(ServerConfig::local(&dir))
+            .await
+            .expect("server");
         println!("listening {}", running.addr);
         std::io::stdout().flush().expect("stdout");
         tokio::task::spawn_blocking(|| {

@@ -86,19 +86,8 @@ async fn webhook_for(client: &Client, ns: &str) -> anyhow::Result<server::Runnin
     let dev = certs::generate(&["127.0.0.1".into()], 2)?;
     certs::write(&dev, &dir, true)?;
     let running = server::start(ServerConfig {
-        listen: "127.0.0.1:0".parse()?,
-        probe_listen: None,
-        tls: CertFiles {
-            cert: dir.join("tls.crt"),
-            key: dir.join("tls.key"),
-        },
-        tls_reload_interval: Duration::from_secs(5),
-        shutdown_delay: Duration::ZERO,
         shutdown_grace: Duration::from_secs(1),
-        client: None,
-        lookup_timeout: Duration::from_secs(1),
-        limits: Default::default(),
-        run_namespaces: Vec::new(),
+        ..ServerConfig::local(&dir)
     })
     .await?;
     // As the manifests register it, with the test's namespace only.

@@ -58,19 +58,9 @@ fn write_secret_volume(dir: &Path, generation: u32, cert: &[u8], key: &[u8]) {
 
 fn config(dir: &Path, probe: Option<SocketAddr>) -> ServerConfig {
     ServerConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
         probe_listen: probe,
-        tls: CertFiles {
-            cert: dir.join("tls.crt"),
-            key: dir.join("tls.key"),
-        },
         tls_reload_interval: Duration::from_millis(100),
-        shutdown_delay: Duration::ZERO,
-        shutdown_grace: Duration::from_secs(5),
-        client: None,
-        lookup_timeout: Duration::from_secs(1),
-        limits: Default::default(),
-        run_namespaces: Vec::new(),
+        ..ServerConfig::local(dir)
     }
 }
 

@@ -836,14 +836,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn s3_params() -> Value {
-        json!({"Profile": {
-            "Location": {"Type": "s3Compliant", "Bucket": "bkt", "Endpoint": "http://127.0.0.1:9000/",
-                         "Prefix": "", "Region": "us-east-1"},
-            "Credential": {"Type": "keyPair", "KeyPair": {"ID": "AKID", "Secret": "s3cr$t'x"}},
-            "SkipSSLVerify": false,
-        }})
-    }
+    use crate::param::profile::s3_params;
 
     #[test]
     fn s3_command_exports_kanisters_environment_quoted() {

@@ -278,19 +278,21 @@ fn path_join(parts: &[&str]) -> String {
     }
 }
 
+/// Template parameters with an s3Compliant Profile, as the executor renders them (for tests).
+#[cfg(test)]
+pub(crate) fn s3_params() -> Value {
+    serde_json::json!({"Profile": {
+        "Location": {"Type": "s3Compliant", "Bucket": "bkt", "Endpoint": "http://127.0.0.1:9000/",
+                     "Prefix": "", "Region": "us-east-1"},
+        "Credential": {"Type": "keyPair", "KeyPair": {"ID": "AKID", "Secret": "s3cr$t'x"}},
+        "SkipSSLVerify": false,
+    }})
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-
-    fn s3_params() -> Value {
-        json!({"Profile": {
-            "Location": {"Type": "s3Compliant", "Bucket": "bkt", "Endpoint": "http://127.0.0.1:9000/",
-                         "Prefix": "", "Region": "us-east-1"},
-            "Credential": {"Type": "keyPair", "KeyPair": {"ID": "AKID", "Secret": "s3cr$t'x"}},
-            "SkipSSLVerify": false,
-        }})
-    }
 
     fn err(p: &Value) -> String {
         Profile::from_params(p).unwrap_err().to_string()

@@ -62,6 +62,28 @@ pub struct ServerConfig {
     pub run_namespaces: Vec<String>,
 }
 
+impl ServerConfig {
+    /// A server on 127.0.0.1 (a free port), no probe listener, serving `tls.crt`/`tls.key` of
+    /// `cert_dir`, without API access, stopping at once: what tests and benchmarks start.
+    pub fn local(cert_dir: &std::path::Path) -> ServerConfig {
+        ServerConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            probe_listen: None,
+            tls: CertFiles {
+                cert: cert_dir.join("tls.crt"),
+                key: cert_dir.join("tls.key"),
+            },
+            tls_reload_interval: Duration::from_secs(5),
+            shutdown_delay: Duration::ZERO,
+            shutdown_grace: Duration::from_secs(5),
+            client: None,
+            lookup_timeout: Duration::from_secs(1),
+            limits: Limits::default(),
+            run_namespaces: Vec::new(),
+        }
+    }
+}
+
 impl std::fmt::Debug for ServerConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServerConfig")

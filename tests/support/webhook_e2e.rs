@@ -57,19 +57,10 @@ fn webhook() -> &'static Webhook {
             rt.block_on(async move {
                 let client = support::try_client().await.ok();
                 let running = server::start(ServerConfig {
-                    listen: "127.0.0.1:0".parse().unwrap(),
-                    probe_listen: None,
-                    tls: CertFiles {
-                        cert: dir.join("tls.crt"),
-                        key: dir.join("tls.key"),
-                    },
-                    tls_reload_interval: Duration::from_secs(5),
-                    shutdown_delay: Duration::ZERO,
                     shutdown_grace: Duration::from_secs(1),
                     client,
                     lookup_timeout: Duration::from_secs(5),
-                    limits: Default::default(),
-                    run_namespaces: Vec::new(),
+                    ..ServerConfig::local(&dir)
                 })
                 .await
                 .expect("webhook server starts");
