@@ -35,7 +35,6 @@ use std::time::{Duration, Instant};
 use blueprint_operator::webhook::admission::{self, Route};
 use blueprint_operator::webhook::certs;
 use blueprint_operator::webhook::server::{self, ServerConfig};
-use blueprint_operator::webhook::tls::CertFiles;
 use serde::Deserialize as _;
 use serde_json::{Value, json};
 
@@ -350,7 +349,7 @@ fn serve(dir: &Path) {
         .build()
         .expect("runtime");
     rt.block_on(async move {
-        let running = server::start(ServerConfig::local(&dir))
+        let running = server::start(ServerConfig::local(dir))
             .await
             .expect("server");
         println!("listening {}", running.addr);

@@ -16,7 +16,6 @@ use blueprint_operator::model::{
 };
 use blueprint_operator::webhook::certs;
 use blueprint_operator::webhook::server::{self, ServerConfig};
-use blueprint_operator::webhook::tls::CertFiles;
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;

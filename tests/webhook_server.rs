@@ -9,7 +9,6 @@ use std::time::Duration;
 use blueprint_operator::webhook::certs::{self, DevCerts};
 use blueprint_operator::webhook::limits::Limits;
 use blueprint_operator::webhook::server::{self, ServerConfig};
-use blueprint_operator::webhook::tls::CertFiles;
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject as _;
 use serde_json::json;

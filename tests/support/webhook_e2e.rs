@@ -20,7 +20,6 @@ use anyhow::Context as _;
 use blueprint_operator::kanister_crd;
 use blueprint_operator::webhook::certs;
 use blueprint_operator::webhook::server::{self, ServerConfig};
-use blueprint_operator::webhook::tls::CertFiles;
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
