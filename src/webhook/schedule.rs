@@ -1,4 +1,5 @@
-//! `/validate/actionschedule`: checks an ActionSchedule as a JSON value, listing every error.
+//! `/validate/actionschedule`: decodes each section of the spec as its model type, checks it
+//! and lists every error.
 //!
 //! * `spec.schedule` parses as Kubernetes CronJob syntax and fires at least once in five years;
 //! * `spec.timeZone` is an IANA zone;
@@ -16,12 +17,14 @@
 use chrono::{DateTime, Utc};
 use kube::core::admission::AdmissionResponse;
 use serde::de::DeserializeOwned;
-use serde_json::Value;
+use serde_json::{Map, Value};
+
+type Object = Map<String, Value>;
 
 use super::metrics::Verdict;
 use super::response::{BlueprintRef, Lookup, deny_kind, limit_warnings};
 use crate::blueprint::{Problem, Rule};
-use crate::model::{ConcurrencyPolicy, MissedRunPolicy, OnDelete};
+use crate::model::{ConcurrencyPolicy, MissedRunPolicy, OnDelete, Retention};
 use crate::scheduler::cron::{Schedule, parse_time_zone};
 use crate::scheduler::delete_action::is_namespace;
 
@@ -36,27 +39,60 @@ pub fn blueprint_refs(obj: &Value, namespace: Option<&str>) -> Vec<BlueprintRef>
     if ns.is_empty() {
         return Vec::new();
     }
+    let actions = obj
+        .pointer("/spec/actionSetTemplate/actions")
+        .and_then(Value::as_array);
     let mut out: Vec<BlueprintRef> = Vec::new();
-    for action in actions(obj) {
-        if let Some(bp) = action
-            .get("blueprint")
-            .and_then(Value::as_str)
-            .filter(|b| !b.is_empty())
-        {
-            let r = (ns.clone(), bp.to_owned());
-            if !out.contains(&r) {
-                out.push(r);
-            }
+    for bp in actions
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a.get("blueprint")?.as_str())
+    {
+        let r = (ns.clone(), bp.to_owned());
+        if !bp.is_empty() && !out.contains(&r) {
+            out.push(r);
         }
     }
     out
 }
 
-fn actions(obj: &Value) -> impl Iterator<Item = &Value> {
-    obj.pointer("/spec/actionSetTemplate/actions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
+/// Errors (the answer is a denial) and warnings, in the order they were found.
+#[derive(Default)]
+struct Report {
+    errors: Vec<Problem>,
+    warnings: Vec<Problem>,
+}
+
+impl Report {
+    fn error(&mut self, path: &str, message: impl Into<String>) {
+        self.errors.push(problem(path, message.into()));
+    }
+    fn warn(&mut self, path: &str, message: impl Into<String>) {
+        self.warnings.push(problem(path, message.into()));
+    }
+    /// `map[key]` as its model type (absent or null: `None`); a value that does not decode,
+    /// or that `valid` refuses, is reported at `at.key` as "`why`, got `value`".
+    fn decode<T: DeserializeOwned>(
+        &mut self,
+        map: &Object,
+        at: &str,
+        key: &str,
+        why: &str,
+        valid: fn(&T) -> bool,
+    ) -> Option<T> {
+        match field(map, key) {
+            Ok(t) if t.as_ref().is_none_or(valid) => t,
+            _ => {
+                self.error(&format!("{at}.{key}"), format!("{why}, got {}", map[key]));
+                None
+            }
+        }
+    }
+    /// `map[key]` as a value of the model's enum `E`, whose values the error lists.
+    fn choice<E: DeserializeOwned>(&mut self, map: &Object, at: &str, key: &str) -> Option<E> {
+        let why = format!("must be one of {}", variants::<E>().join(", "));
+        self.decode(map, at, key, &why, |_| true)
+    }
 }
 
 fn problem(path: &str, message: String) -> Problem {
@@ -69,6 +105,15 @@ fn problem(path: &str, message: String) -> Problem {
     }
 }
 
+/// `map[key]` decoded as its model type: `Ok(None)` when absent or null. Each field is
+/// decoded on its own so that every bad one is reported, not only the first serde meets.
+fn field<'a, T: DeserializeOwned>(map: &'a Object, key: &str) -> Result<Option<T>, &'a Value> {
+    match map.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => T::deserialize(v).map(Some).map_err(|_| v),
+    }
+}
+
 /// A fixed reference time, so the answer never depends on the clock.
 fn reference_time() -> DateTime<Utc> {
     DateTime::from_timestamp(1_767_225_600, 0).unwrap_or_default() // 2026-01-01T00:00:00Z
@@ -76,272 +121,244 @@ fn reference_time() -> DateTime<Utc> {
 
 /// Checks the schedule; returns `(errors, warnings)`.
 pub fn check(obj: &Value, lookups: &[(BlueprintRef, Lookup)]) -> (Vec<Problem>, Vec<Problem>) {
-    let mut errors = Vec::new();
-    let mut warnings = Vec::new();
+    let mut report = Report::default();
     let Some(spec) = obj.get("spec").and_then(Value::as_object) else {
-        errors.push(problem(
+        report.error(
             "spec",
-            "an ActionSchedule needs a spec with schedule and actionSetTemplate".into(),
-        ));
-        return (errors, warnings);
+            "an ActionSchedule needs a spec with schedule and actionSetTemplate",
+        );
+        return (report.errors, report.warnings);
     };
+    let tz = check_time_zone(spec, &mut report);
+    check_schedule(spec, tz.as_deref(), &mut report);
+    check_exclusive(spec, &mut report);
+    check_run_policies(spec, &mut report);
+    let deletion = check_retention(spec, &mut report);
+    check_actions(spec, &deletion, lookups, &mut report);
+    // The same deleteAction error may be found through several actions: report it once.
+    report
+        .errors
+        .dedup_by(|a, b| a.path == b.path && a.message == b.message);
+    (report.errors, report.warnings)
+}
 
-    // Time zone and schedule, reported separately.
-    let tz = match spec.get("timeZone") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(z)) => match parse_time_zone(Some(z)) {
-            Ok(_) => Some(z.as_str()),
-            Err(e) => {
-                errors.push(problem("spec.timeZone", e.to_string()));
-                None
-            }
+/// `spec.timeZone`, when it is a valid zone (an invalid one is reported apart from the schedule).
+fn check_time_zone(spec: &Object, report: &mut Report) -> Option<String> {
+    let at = "spec.timeZone";
+    let z = field::<String>(spec, "timeZone")
+        .map_err(|_| report.error(at, "timeZone must be a string such as \"Europe/Berlin\""))
+        .ok()??;
+    let valid = parse_time_zone(Some(&z)).map_err(|e| report.error(at, e.to_string()));
+    valid.ok().map(|_| z)
+}
+
+fn check_schedule(spec: &Object, tz: Option<&str>, report: &mut Report) {
+    let at = "spec.schedule";
+    let s = match field::<String>(spec, "schedule") {
+        Ok(Some(s)) => s,
+        Ok(None) => {
+            return report.error(at, "schedule is required, e.g. \"0 3 * * *\" or \"@daily\"");
+        }
+        Err(_) => return report.error(at, "schedule must be a string, e.g. \"0 3 * * *\""),
+    };
+    match Schedule::parse(&s, tz) {
+        Err(e) => report.error(at, e.to_string()),
+        Ok(schedule) => match schedule.every_seconds() {
+            Some(secs) if secs < 60 => report.warn(
+                at,
+                format!("{s:?} starts a run every {secs}s; check that retention keeps up"),
+            ),
+            Some(_) => {}
+            None if schedule.next_after(reference_time()).is_none() => report.error(
+                at,
+                format!("{s:?} never fires (no matching date): check day-of-month and month"),
+            ),
+            None => {}
         },
+    }
+}
+
+/// The wait timeout is a Go duration, and means nothing without `exclusive`.
+fn check_exclusive(spec: &Object, report: &mut Report) {
+    let at = "spec.exclusiveWaitTimeout";
+    match field::<String>(spec, "exclusiveWaitTimeout") {
+        Err(_) => report.error(at, "exclusiveWaitTimeout must be a string such as \"2h\""),
+        Ok(None) => {}
+        Ok(Some(t)) => match crate::duration::parse_timeout(&t) {
+            Err(e) => report.error(
+                at,
+                format!("{t:?} is not a wait timeout ({e}); write a Go duration such as \"2h\", or \"0\" to wait as long as it takes"),
+            ),
+            Ok(_) if field::<bool>(spec, "exclusive") != Ok(Some(true)) => {
+                report.warn(at, "exclusiveWaitTimeout has no effect without exclusive: true")
+            }
+            Ok(_) => {}
+        },
+    }
+}
+
+/// `startingDeadlineSeconds`, `concurrencyPolicy` and `missedRunPolicy`.
+fn check_run_policies(spec: &Object, report: &mut Report) {
+    let whole = "must be a whole number of seconds ≥ 1";
+    report.decode::<i64>(spec, "spec", "startingDeadlineSeconds", whole, |n| *n >= 1);
+    report.choice::<ConcurrencyPolicy>(spec, "spec", "concurrencyPolicy");
+    report.choice::<MissedRunPolicy>(spec, "spec", "missedRunPolicy");
+}
+
+/// What the actions' checks need from `spec.retention`.
+#[derive(Default)]
+struct Deletion {
+    action: Option<String>,
+    kind: Option<String>,
+    /// `deleteActionKind` is set, valid or not: the Blueprint's declared kind is then not used.
+    kind_given: bool,
+}
+
+fn check_retention(spec: &Object, report: &mut Report) -> Deletion {
+    let r = match spec.get("retention") {
+        None | Some(Value::Null) => return Deletion::default(),
+        Some(Value::Object(r)) => r,
         Some(_) => {
-            errors.push(problem(
-                "spec.timeZone",
-                "timeZone must be a string such as \"Europe/Berlin\"".into(),
-            ));
-            None
+            report.error(
+                "spec.retention",
+                "retention must be a map, e.g. {keepLast: 7, keepFailed: 2}",
+            );
+            return Deletion::default();
         }
     };
-    match spec.get("schedule") {
-        Some(Value::String(s)) => {
-            match Schedule::parse(s, tz) {
-                Ok(schedule) => {
-                    if let Some(secs) = schedule.every_seconds() {
-                        if secs < 60 {
-                            warnings.push(problem(
-                            "spec.schedule",
-                            format!("{s:?} starts a run every {secs}s; check that retention keeps up"),
-                        ));
-                        }
-                    } else if schedule.next_after(reference_time()).is_none() {
-                        errors.push(problem(
-                            "spec.schedule",
-                            format!(
-                                "{s:?} never fires (no matching date): check day-of-month and month"
-                            ),
-                        ));
-                    }
-                }
-                Err(e) => errors.push(problem("spec.schedule", e.to_string())),
-            }
-        }
-        None | Some(Value::Null) => errors.push(problem(
-            "spec.schedule",
-            "schedule is required, e.g. \"0 3 * * *\" or \"@daily\"".into(),
-        )),
-        Some(_) => errors.push(problem(
-            "spec.schedule",
-            "schedule must be a string, e.g. \"0 3 * * *\"".into(),
-        )),
+    let given = |key: &str| r.get(key).is_some_and(|v| !v.is_null());
+    let at = "spec.retention";
+    // A count that does not decode keeps nothing.
+    let mut count = |key: &str| {
+        let why = "must be a whole number ≥ 0";
+        report.decode::<u32>(r, at, key, why, |_| true).unwrap_or(0)
+    };
+    let keep_last = if given("keepLast") {
+        count("keepLast")
+    } else {
+        Retention::default().keep_last
+    };
+    count("keepFailed");
+    let buckets =
+        ["Hourly", "Daily", "Weekly", "Monthly", "Yearly"].map(|b| count(&format!("keep{b}")));
+    if keep_last == 0 && buckets.iter().all(|n| *n == 0) {
+        report.warn(
+            at,
+            "keepLast is 0 and no keepHourly/Daily/Weekly/Monthly/Yearly: only the newest complete run is kept",
+        );
     }
-
-    // Exclusive runs: the wait timeout is a Go duration, and means nothing alone.
-    match spec.get("exclusiveWaitTimeout") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(t)) => {
-            if let Err(e) = crate::duration::parse_timeout(t) {
-                errors.push(problem(
-                    "spec.exclusiveWaitTimeout",
-                    format!("{t:?} is not a wait timeout ({e}); write a Go duration such as \"2h\", or \"0\" to wait as long as it takes"),
-                ));
-            } else if spec.get("exclusive") != Some(&Value::Bool(true)) {
-                warnings.push(problem(
-                    "spec.exclusiveWaitTimeout",
-                    "exclusiveWaitTimeout has no effect without exclusive: true".into(),
-                ));
-            }
-        }
-        Some(_) => errors.push(problem(
-            "spec.exclusiveWaitTimeout",
-            "exclusiveWaitTimeout must be a string such as \"2h\"".into(),
-        )),
+    let named = |s: &String| !s.is_empty();
+    let why = "must be the name of a Blueprint action";
+    let action = report.decode(r, at, "deleteAction", why, named);
+    let why = "must be Namespace or the kind of the runs' object";
+    let kind = report.decode(r, at, "deleteActionKind", why, named);
+    if kind.is_some() && action.is_none() {
+        report.warn(
+            "spec.retention.deleteActionKind",
+            "deleteActionKind has no effect without deleteAction",
+        );
     }
-
-    if let Some(v) = spec.get("startingDeadlineSeconds").filter(|v| !v.is_null())
-        && v.as_i64().is_none_or(|n| n < 1)
-    {
-        errors.push(problem(
-            "spec.startingDeadlineSeconds",
-            format!("must be a whole number of seconds ≥ 1, got {v}"),
-        ));
+    let on_delete = report.choice(r, at, "onDelete");
+    if on_delete == Some(OnDelete::Delete) && action.is_none() {
+        report.warn(
+            "spec.retention.onDelete",
+            "onDelete: Delete without deleteAction removes only the runs' ActionSets when the schedule is deleted; the backups' data stays in the object store. Set deleteAction to the Blueprint's delete action",
+        );
     }
-    enum_field::<ConcurrencyPolicy>(spec, "spec", "concurrencyPolicy", &mut errors);
-    enum_field::<MissedRunPolicy>(spec, "spec", "missedRunPolicy", &mut errors);
-
-    // Retention.
-    let mut delete_action = None;
-    let mut delete_kind = None;
-    let mut delete_kind_given = false;
-    match spec.get("retention") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(r)) => {
-            let mut keeps_complete = false;
-            for key in [
-                "keepLast",
-                "keepFailed",
-                "keepHourly",
-                "keepDaily",
-                "keepWeekly",
-                "keepMonthly",
-                "keepYearly",
-            ] {
-                match r.get(key) {
-                    None | Some(Value::Null) => {
-                        if key == "keepLast" {
-                            keeps_complete = true; // default 3
-                        }
-                    }
-                    Some(v) => match v.as_u64() {
-                        Some(n) if n <= u64::from(u32::MAX) => {
-                            if key != "keepFailed" && n > 0 {
-                                keeps_complete = true;
-                            }
-                        }
-                        _ => errors.push(problem(
-                            &format!("spec.retention.{key}"),
-                            format!("must be a whole number ≥ 0, got {v}"),
-                        )),
-                    },
-                }
-            }
-            if !keeps_complete {
-                warnings.push(problem(
-                    "spec.retention",
-                    "keepLast is 0 and no keepHourly/Daily/Weekly/Monthly/Yearly: only the newest complete run is kept".into(),
-                ));
-            }
-            match r.get("deleteAction") {
-                None | Some(Value::Null) => {}
-                Some(Value::String(a)) if !a.is_empty() => delete_action = Some(a.as_str()),
-                Some(v) => errors.push(problem(
-                    "spec.retention.deleteAction",
-                    format!("must be the name of a Blueprint action, got {v}"),
-                )),
-            }
-            delete_kind_given = r.get("deleteActionKind").is_some_and(|v| !v.is_null());
-            match r.get("deleteActionKind") {
-                None | Some(Value::Null) => {}
-                Some(Value::String(k)) if !k.is_empty() => {
-                    delete_kind = Some(k.as_str());
-                    if delete_action.is_none() {
-                        warnings.push(problem(
-                            "spec.retention.deleteActionKind",
-                            "deleteActionKind has no effect without deleteAction".into(),
-                        ));
-                    }
-                }
-                Some(v) => errors.push(problem(
-                    "spec.retention.deleteActionKind",
-                    format!("must be Namespace or the kind of the runs' object, got {v}"),
-                )),
-            }
-            enum_field::<OnDelete>(r, "spec.retention", "onDelete", &mut errors);
-            if r.get("onDelete").and_then(Value::as_str) == Some("Delete")
-                && delete_action.is_none()
-            {
-                warnings.push(problem(
-                    "spec.retention.onDelete",
-                    "onDelete: Delete without deleteAction removes only the runs' ActionSets when the schedule is deleted; the backups' data stays in the object store. Set deleteAction to the Blueprint's delete action".into(),
-                ));
-            }
-        }
-        Some(_) => errors.push(problem(
-            "spec.retention",
-            "retention must be a map, e.g. {keepLast: 7, keepFailed: 2}".into(),
-        )),
+    Deletion {
+        action,
+        kind,
+        kind_given: given("deleteActionKind"),
     }
+}
 
-    // The ActionSet template and the Blueprints it uses.
-    let list = spec
+/// `spec.actionSetTemplate.actions` and the Blueprints they use. Only the fields checked are
+/// read: decoding the whole ActionSetSpec would deny templates whose other fields are not
+/// validated here.
+fn check_actions(
+    spec: &Object,
+    deletion: &Deletion,
+    lookups: &[(BlueprintRef, Lookup)],
+    report: &mut Report,
+) {
+    let at = "spec.actionSetTemplate.actions";
+    let Some(list) = spec
         .get("actionSetTemplate")
         .and_then(|t| t.get("actions"))
-        .and_then(Value::as_array);
-    match list {
-        None => errors.push(problem(
-            "spec.actionSetTemplate.actions",
-            "actionSetTemplate needs actions: a list of {name, blueprint, object}".into(),
-        )),
-        Some(l) if l.is_empty() => errors.push(problem(
-            "spec.actionSetTemplate.actions",
-            "actionSetTemplate.actions is empty: name at least one Blueprint action to run".into(),
-        )),
-        Some(l) => {
-            let ns = lookups
-                .first()
-                .map(|((ns, _), _)| ns.as_str())
-                .unwrap_or("");
-            for (i, action) in l.iter().enumerate() {
-                let path = format!("spec.actionSetTemplate.actions[{i}]");
-                let name = action.get("name").and_then(Value::as_str).unwrap_or("");
-                let bp = action
-                    .get("blueprint")
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
-                if name.is_empty() {
-                    errors.push(problem(
-                        &format!("{path}.name"),
-                        "name the Blueprint action to run, e.g. backup".into(),
-                    ));
-                }
-                if bp.is_empty() {
-                    errors.push(problem(
-                        &format!("{path}.blueprint"),
-                        "name the Blueprint that holds the action".into(),
-                    ));
-                    continue;
-                }
-                let kind = action
-                    .pointer("/object/kind")
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
-                if let Some(k) = delete_kind
-                    && !is_namespace(k)
-                    && !k.eq_ignore_ascii_case(kind)
-                {
-                    errors.push(problem(
-                        "spec.retention.deleteActionKind",
-                        format!(
-                            "{k:?} is neither Namespace nor the kind of the runs' object ({path}.object.kind: {kind:?}); the delete action runs on the namespace of that object (Namespace, as kanctl --namespacetargets) or on the object itself ({kind:?})"
-                        ),
-                    ));
-                }
-                let found = lookups.iter().find(|((_, b), _)| b == bp).map(|(_, l)| l);
-                match found {
-                    Some(Lookup::Found(doc)) => {
-                        let mut wanted = vec![(format!("{path}.name"), name)];
-                        if let Some(d) = delete_action {
-                            wanted.push(("spec.retention.deleteAction".into(), d));
-                        }
-                        for (at, wanted_action) in wanted {
-                            if wanted_action.is_empty() {
-                                continue;
-                            }
-                            if let Some(msg) = missing_action(doc, bp, wanted_action) {
-                                errors.push(problem(&at, msg));
-                            }
-                        }
-                        if let Some(d) = delete_action
-                            && !delete_kind_given
-                        {
-                            delete_object_problems(doc, bp, d, kind, &mut errors, &mut warnings);
-                        }
+        .and_then(Value::as_array)
+    else {
+        return report.error(
+            at,
+            "actionSetTemplate needs actions: a list of {name, blueprint, object}",
+        );
+    };
+    if list.is_empty() {
+        return report.error(
+            at,
+            "actionSetTemplate.actions is empty: name at least one Blueprint action to run",
+        );
+    }
+    let ns = lookups
+        .first()
+        .map(|((ns, _), _)| ns.as_str())
+        .unwrap_or("");
+    for (i, action) in list.iter().enumerate() {
+        let path = format!("{at}[{i}]");
+        let text = |p: &str| action.pointer(p).and_then(Value::as_str).unwrap_or("");
+        let (name, bp, kind) = (text("/name"), text("/blueprint"), text("/object/kind"));
+        if name.is_empty() {
+            report.error(
+                &format!("{path}.name"),
+                "name the Blueprint action to run, e.g. backup",
+            );
+        }
+        if bp.is_empty() {
+            report.error(
+                &format!("{path}.blueprint"),
+                "name the Blueprint that holds the action",
+            );
+            continue;
+        }
+        if let Some(k) = &deletion.kind
+            && !is_namespace(k)
+            && !k.eq_ignore_ascii_case(kind)
+        {
+            report.error(
+                "spec.retention.deleteActionKind",
+                format!(
+                    "{k:?} is neither Namespace nor the kind of the runs' object ({path}.object.kind: {kind:?}); the delete action runs on the namespace of that object (Namespace, as kanctl --namespacetargets) or on the object itself ({kind:?})"
+                ),
+            );
+        }
+        match lookups.iter().find(|((_, b), _)| b == bp).map(|(_, l)| l) {
+            Some(Lookup::Found(doc)) => {
+                let delete_action = deletion.action.as_deref().unwrap_or("");
+                let wanted = [
+                    (format!("{path}.name"), name),
+                    ("spec.retention.deleteAction".into(), delete_action),
+                ];
+                for (at, wanted_action) in wanted {
+                    if !wanted_action.is_empty()
+                        && let Some(msg) = missing_action(doc, bp, wanted_action)
+                    {
+                        report.error(&at, msg);
                     }
-                    Some(Lookup::Missing) => warnings.push(problem(
-                        &format!("{path}.blueprint"),
-                        format!(
-                            "Blueprint {bp:?} not found in namespace {ns:?}; runs fail until it exists"
-                        ),
-                    )),
-                    Some(Lookup::NotChecked(_)) | None => {}
+                }
+                if let Some(d) = &deletion.action
+                    && !deletion.kind_given
+                {
+                    delete_object_problems(doc, bp, d, kind, report);
                 }
             }
+            Some(Lookup::Missing) => report.warn(
+                &format!("{path}.blueprint"),
+                format!(
+                    "Blueprint {bp:?} not found in namespace {ns:?}; runs fail until it exists"
+                ),
+            ),
+            Some(Lookup::NotChecked(_)) | None => {}
         }
     }
-    // The same deleteAction error may be found through several actions: report it once.
-    errors.dedup_by(|a, b| a.path == b.path && a.message == b.message);
-    (errors, warnings)
 }
 
 /// Without `deleteActionKind`, the delete action `d` of Blueprint `bp` (`doc`)
@@ -350,14 +367,7 @@ pub fn check(obj: &Value, lookups: &[(BlueprintRef, Lookup)]) -> (Vec<Problem>, 
 /// Namespace object sets, so on the runs' object it would fail every time.
 /// Warning: it declares a kind that is neither Namespace nor the runs'
 /// (Kanister ignores a declared kind; so does the scheduler then).
-fn delete_object_problems(
-    doc: &Value,
-    bp: &str,
-    d: &str,
-    kind: &str,
-    errors: &mut Vec<Problem>,
-    warnings: &mut Vec<Problem>,
-) {
+fn delete_object_problems(doc: &Value, bp: &str, d: &str, kind: &str, report: &mut Report) {
     let Some(action) = doc.pointer(&format!(
         "/actions/{}",
         d.replace('~', "~0").replace('/', "~1")
@@ -369,19 +379,19 @@ fn delete_object_problems(
         return;
     }
     if !declared.is_empty() {
-        warnings.push(problem(
+        report.warn(
             "spec.retention.deleteAction",
             format!(
                 "Blueprint {bp:?} declares kind {declared:?} for action {d:?}, but the runs' object is a {kind}; the delete action runs on that object. Set spec.retention.deleteActionKind to Namespace or {kind} to say so"
             ),
-        ));
+        );
     } else if renders_namespace(action) {
-        errors.push(problem(
+        report.error(
             "spec.retention.deleteActionKind",
             format!(
                 "action {d:?} of Blueprint {bp:?} renders .Namespace, which is set only when it runs on a Namespace, and declares no kind: on the runs' {kind} it would fail. Set deleteActionKind: Namespace (it then runs on the namespace of the runs' object, as kanctl --namespacetargets)"
             ),
-        ));
+        );
     }
 }
 
@@ -414,23 +424,6 @@ fn missing_action(doc: &Value, bp: &str, action: &str) -> Option<String> {
             have.join(", ")
         }
     ))
-}
-
-/// `map.key` (at path `at.key`) is absent or a value of the enum `E`.
-fn enum_field<E: DeserializeOwned>(
-    map: &serde_json::Map<String, Value>,
-    at: &str,
-    key: &str,
-    errors: &mut Vec<Problem>,
-) {
-    match map.get(key) {
-        None | Some(Value::Null) => {}
-        Some(v) if E::deserialize(v).is_ok() => {}
-        Some(v) => errors.push(problem(
-            &format!("{at}.{key}"),
-            format!("must be one of {}, got {v}", variants::<E>().join(", ")),
-        )),
-    }
 }
 
 /// The names of enum `E`'s variants as serde reads them, so the model's type
