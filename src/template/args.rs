@@ -2,7 +2,7 @@
 //! (Go's and sprig's conversion rules), and the context a call may need.
 
 use super::error::FuncError;
-use super::limits::check_len;
+use super::error::check_len;
 use super::print::fmt_v;
 use super::value::{GoTime, Value};
 

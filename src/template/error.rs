@@ -169,3 +169,33 @@ impl FuncError {
         }
     }
 }
+
+/// The error for a string that would exceed [`MAX_STRING`].
+pub fn string_too_long(what: &str) -> FuncError {
+    FuncError::StringTooLong {
+        what: what.to_string(),
+    }
+}
+
+/// The error for a list that would exceed [`MAX_LIST`].
+pub fn list_too_long(what: &str) -> FuncError {
+    FuncError::ListTooLong {
+        what: what.to_string(),
+    }
+}
+
+/// `Ok` when a string of `n` bytes is allowed.
+pub fn check_len(n: usize, what: &str) -> Result<(), FuncError> {
+    if n > MAX_STRING {
+        return Err(string_too_long(what));
+    }
+    Ok(())
+}
+
+/// `Ok` when a list of `n` elements is allowed.
+pub fn check_count(n: usize, what: &str) -> Result<(), FuncError> {
+    if n > MAX_LIST {
+        return Err(list_too_long(what));
+    }
+    Ok(())
+}

@@ -2,6 +2,7 @@
 
 use super::TemplateError;
 use super::args::Ctx;
+use super::error;
 use super::funcs;
 use super::limits::{
     self, MAX_EXEC_DEPTH, MAX_LIST, MAX_OUTPUT, MAX_STEPS, MAX_STRING, MAX_VALUE_DEPTH, MAX_WORK,
@@ -100,20 +101,20 @@ impl State<'_> {
         let size = match v {
             Value::Str(s) => {
                 if s.len() > MAX_STRING {
-                    return self.err(limits::string_too_long(&what()).to_string());
+                    return self.err(error::string_too_long(&what()).to_string());
                 }
                 s.len()
             }
             Value::Bytes(b) => b.len(),
             Value::List(l, _) => {
                 if l.len() > MAX_LIST {
-                    return self.err(limits::list_too_long(&what()).to_string());
+                    return self.err(error::list_too_long(&what()).to_string());
                 }
                 l.len()
             }
             Value::Map(m) => {
                 if m.entries.len() > MAX_LIST {
-                    return self.err(limits::list_too_long(&what()).to_string());
+                    return self.err(error::list_too_long(&what()).to_string());
                 }
                 m.entries.len()
             }

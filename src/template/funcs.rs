@@ -6,7 +6,8 @@ use super::args::{Ctx, FnResult};
 use super::error::FuncError;
 use super::value::Value;
 use super::{
-    builtins, sprig_core, sprig_crypto, sprig_lists, sprig_other, sprig_semver, sprig_strings,
+    builtins, sprig_certs, sprig_core, sprig_crypto, sprig_lists, sprig_other, sprig_semver,
+    sprig_strings,
 };
 
 const SPRIG_OTHER: &[&str] = &[
@@ -116,6 +117,7 @@ pub fn is_defined(name: &str) -> bool {
         || sprig_other::NAMES.contains(&name)
         || sprig_semver::NAMES.contains(&name)
         || sprig_crypto::NAMES.contains(&name)
+        || sprig_certs::NAMES.contains(&name)
 }
 
 /// Every function a template may call (Go builtins and sprig), for tests.
@@ -130,6 +132,7 @@ pub fn all_names() -> Vec<&'static str> {
         .chain(sprig_other::NAMES)
         .chain(sprig_semver::NAMES)
         .chain(sprig_crypto::NAMES)
+        .chain(sprig_certs::NAMES)
         .copied()
         .filter(|n| is_defined(n))
         .collect()
@@ -146,7 +149,8 @@ pub fn call(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
         .or_else(|| sprig_lists::call(name, args))
         .or_else(|| sprig_other::call(name, args, ctx))
         .or_else(|| sprig_semver::call(name, args))
-        .or_else(|| sprig_crypto::call(name, args, ctx))
+        .or_else(|| sprig_crypto::call(name, args))
+        .or_else(|| sprig_certs::call(name, args, ctx))
         // Last: it answers every name (with "not defined").
         .or_else(|| sprig_strings::call(name, args))
         .unwrap_or_else(|| Err(FuncError::NotDefined(name.to_string())))
@@ -172,6 +176,7 @@ mod tests {
             sprig_other::NAMES,
             sprig_semver::NAMES,
             sprig_crypto::NAMES,
+            sprig_certs::NAMES,
         ];
         for name in lists.iter().copied().flatten() {
             assert!(is_defined(name), "{name}");

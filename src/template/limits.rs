@@ -31,8 +31,6 @@ pub const MAX_STEPS: usize = 10_000_000;
 /// bounds the total allocation and time even when each value is small.
 pub const MAX_WORK: usize = 256 << 20;
 
-use super::error::FuncError;
-
 /// A human size for limit messages.
 pub fn human(n: usize) -> String {
     if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
@@ -40,34 +38,4 @@ pub fn human(n: usize) -> String {
     } else {
         n.to_string()
     }
-}
-
-/// The error for a string that would exceed [`MAX_STRING`].
-pub fn string_too_long(what: &str) -> FuncError {
-    FuncError::StringTooLong {
-        what: what.to_string(),
-    }
-}
-
-/// The error for a list that would exceed [`MAX_LIST`].
-pub fn list_too_long(what: &str) -> FuncError {
-    FuncError::ListTooLong {
-        what: what.to_string(),
-    }
-}
-
-/// `Ok` when a string of `n` bytes is allowed.
-pub fn check_len(n: usize, what: &str) -> Result<(), FuncError> {
-    if n > MAX_STRING {
-        return Err(string_too_long(what));
-    }
-    Ok(())
-}
-
-/// `Ok` when a list of `n` elements is allowed.
-pub fn check_count(n: usize, what: &str) -> Result<(), FuncError> {
-    if n > MAX_LIST {
-        return Err(list_too_long(what));
-    }
-    Ok(())
 }

@@ -60,6 +60,15 @@ fn parse_segment(x: &str) -> Result<i64, SemverError> {
 }
 
 impl Version {
+    /// The Go type's name, as `printf "%T"` and errors print it.
+    pub fn type_name(ptr: bool) -> &'static str {
+        if ptr {
+            "*semver.Version"
+        } else {
+            "semver.Version"
+        }
+    }
+
     /// Go `NewVersion`.
     pub fn parse(v: &str) -> Result<Version, SemverError> {
         let Some(m) = VERSION_RE.captures(v) else {

@@ -7,8 +7,8 @@ use super::args::{
 };
 use super::encoding::{b32_encode, go_b64_decode, sha1_hex, sha256_hex};
 use super::error::FuncError;
+use super::error::{check_count, check_len};
 use super::gotime;
-use super::limits::{check_count, check_len};
 use super::print::{JsonError, go_quote, to_json};
 use super::value::Value;
 use base64::Engine;
@@ -131,7 +131,7 @@ fn call_known(name: &str, args: &[Value], ctx: &Ctx) -> Result<Option<Value>, Fu
                 Ok(j) => Value::str(j),
                 Err(JsonError::Unsupported) => Value::str(""),
                 Err(JsonError::TooLong) => {
-                    return Err(super::limits::string_too_long("the JSON text"));
+                    return Err(super::error::string_too_long("the JSON text"));
                 }
             }
         }

@@ -1,33 +1,24 @@
 //! sprig v2.22.0 `encryptAES`, `decryptAES` and `genPrivateKey` (with
-//! Kanister's FIPS filter), the PEM and RSA helpers they share with the
-//! certificate functions of [`super::sprig_certs`].
+//! Kanister's FIPS filter), and the PEM and RSA helpers the certificate
+//! functions of [`super::sprig_certs`] use too.
 
-use super::args::{Ctx, FnResult, arity, s};
+use super::args::{FnResult, arity, s};
 use super::encoding::go_b64_decode;
 use super::error::FuncError;
-use super::limits::check_len;
+use super::error::check_len;
 use super::sprig_other::random_bytes;
 use super::value::Value;
 use base64::Engine;
 
-pub const NAMES: &[&str] = &[
-    "encryptAES",
-    "decryptAES",
-    "genPrivateKey",
-    "genCA",
-    "genSelfSignedCert",
-    "genSignedCert",
-    "buildCustomCert",
-];
+pub const NAMES: &[&str] = &["encryptAES", "decryptAES", "genPrivateKey"];
 
-pub fn call(name: &str, args: &[Value], ctx: &Ctx) -> Option<FnResult> {
+pub fn call(name: &str, args: &[Value]) -> Option<FnResult> {
     if !NAMES.contains(&name) {
         return None;
     }
     Some(match name {
         "encryptAES" | "decryptAES" => aes_call(name, args),
-        "genPrivateKey" => gen_private_key(args),
-        _ => super::sprig_certs::call(name, args, ctx),
+        _ => gen_private_key(args),
     })
 }
 

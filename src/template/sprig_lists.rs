@@ -4,8 +4,8 @@
 //! return the changed map (exec writes it back to the variable passed).
 
 use super::args::{FnResult, arity, at_least, empty, int, s, strslice, strval, to_i64};
+use super::error::check_count;
 use super::error::{FuncError, NIL_DEREFERENCE};
-use super::limits::check_count;
 use super::value::Value;
 use std::collections::BTreeMap;
 

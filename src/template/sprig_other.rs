@@ -3,8 +3,8 @@
 
 use super::args::{Ctx, FnResult, arity, at_least, int, s, to_f64, to_i64};
 use super::error::FuncError;
+use super::error::check_count;
 use super::gotime;
-use super::limits::check_count;
 use super::print::sprint;
 use super::value::{GoTime, Value};
 use std::collections::BTreeMap;
@@ -157,7 +157,7 @@ fn random_string(count: i64, alphabet: &[u8]) -> Result<String, FuncError> {
         return Ok(String::new());
     }
     let count = count as usize;
-    super::limits::check_len(count, "the random string")?;
+    super::error::check_len(count, "the random string")?;
     let bytes = random_bytes(count * 2)?;
     Ok(bytes
         .chunks(2)
@@ -358,7 +358,7 @@ fn call_inner(name: &str, args: &[Value], ctx: &Ctx) -> FnResult {
             let (re, x, repl) = (s(&args[0])?, s(&args[1])?, s(&args[2])?);
             let r = regex(re)?;
             let matches = r.find_iter(x).count();
-            super::limits::check_len(
+            super::error::check_len(
                 x.len()
                     .saturating_add(matches.saturating_mul(repl.len() * 2)),
                 &format!("the result of {name}"),

@@ -237,14 +237,6 @@ const PTR_METHODS: &[(&str, usize)] = &[
 
 const FIELDS: &[&str] = &["major", "minor", "patch", "pre", "metadata", "original"];
 
-pub fn type_name(ptr: bool) -> &'static str {
-    if ptr {
-        "*semver.Version"
-    } else {
-        "semver.Version"
-    }
-}
-
 /// The number of arguments method `name` takes, or why there is no such method.
 pub fn method_arity(name: &str, ptr: bool) -> Result<usize, MethodError> {
     let mut methods = VALUE_METHODS
@@ -253,7 +245,7 @@ pub fn method_arity(name: &str, ptr: bool) -> Result<usize, MethodError> {
     if let Some((_, n)) = methods.find(|(m, _)| *m == name) {
         return Ok(*n);
     }
-    let ty = type_name(ptr);
+    let ty = Version::type_name(ptr);
     Err(MethodError::NoField(if FIELDS.contains(&name) {
         format!("{name} is an unexported field of struct type {ty}")
     } else {

@@ -3,7 +3,7 @@
 
 use super::args::{FnResult, arity, int, s};
 use super::error::FuncError;
-use super::limits::check_len;
+use super::error::check_len;
 use super::value::Value;
 use super::xstrings;
 use std::collections::BTreeMap;

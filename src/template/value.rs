@@ -166,7 +166,7 @@ impl Value {
             Value::Map(m) => m.ty.to_string(),
             Value::Struct(s) => s.ty.to_string(),
             Value::Time(_) => "time.Time".into(),
-            Value::Semver(_, ptr) => super::sprig_semver::type_name(*ptr).into(),
+            Value::Semver(_, ptr) => super::semver::Version::type_name(*ptr).into(),
         }
     }
 
