@@ -420,7 +420,7 @@ pub fn newest_complete<'a>(runs: &'a [ActionSet], schedule: &str) -> Option<&'a 
                 .and_then(|l| l.get(crate::model::LABEL_TRIGGER))
                 != Some(&"delete".to_string())
         })
-        .max_by_key(|a| super::runs::started(a))
+        .max_by_key(|a| super::cells::started(a))
 }
 
 /// The ActionSet the flags describe, checked against the cluster (the

@@ -13,9 +13,9 @@ use kube::api::{Api, ListParams};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::cells::{self, time_cell};
 use super::connect::Conn;
 use super::output::{self, Format};
-use super::runs::{self, time_cell};
 use super::{CtlError, Done};
 use crate::executor::machine::{ActionRecord, outcome};
 use crate::executor::pod_logs::OUTPUT_KEY as POD_LOGS;
@@ -36,9 +36,9 @@ pub struct Description {
     pub name: String,
     pub namespace: String,
     pub state: String,
-    #[serde(serialize_with = "runs::ser_time")]
+    #[serde(serialize_with = "cells::ser_time")]
     pub started: Option<DateTime<Utc>>,
-    #[serde(serialize_with = "runs::ser_time")]
+    #[serde(serialize_with = "cells::ser_time")]
     pub ended: Option<DateTime<Utc>>,
     pub duration_seconds: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -164,7 +164,7 @@ pub fn defer_outcome(st: &ActionStatus, rec: &ActionRecord) -> String {
 }
 
 pub fn describe(a: &ActionSet, events: Vec<EventRow>, now: DateTime<Utc>) -> Description {
-    let rec = runs::record(a);
+    let rec = cells::record(a);
     let specs = a
         .spec
         .as_ref()
@@ -205,10 +205,10 @@ pub fn describe(a: &ActionSet, events: Vec<EventRow>, now: DateTime<Utc>) -> Des
     Description {
         name: a.metadata.name.clone().unwrap_or_default(),
         namespace: a.metadata.namespace.clone().unwrap_or_default(),
-        state: runs::state_text(a),
-        started: runs::started(a),
-        ended: runs::ended(a),
-        duration_seconds: runs::duration_seconds(a, now),
+        state: cells::state_text(a),
+        started: cells::started(a),
+        ended: cells::ended(a),
+        duration_seconds: cells::duration_seconds(a, now),
         schedule: annotations.get(ANNOTATION_SCHEDULE).cloned(),
         trigger: labels.get(LABEL_TRIGGER).cloned().unwrap_or_default(),
         restored_from: annotations
@@ -243,7 +243,7 @@ fn indent(text: &str) -> String {
 }
 
 fn artifacts_text(arts: &BTreeMap<String, Artifact>) -> String {
-    runs::artifacts_cell(&BTreeMap::from([(String::new(), arts.clone())]))
+    cells::artifacts_cell(&BTreeMap::from([(String::new(), arts.clone())]))
 }
 
 /// The table form.

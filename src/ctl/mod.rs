@@ -12,6 +12,7 @@
 //!   creating nothing;
 //! - [`output`]: tables, JSON and YAML.
 
+pub mod cells;
 pub mod connect;
 pub mod create;
 pub mod describe;

@@ -11,11 +11,12 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde::Serialize;
 use serde_json::json;
 
+use super::cells::{
+    artifacts_cell, duration_seconds, parse, ser_time, started, state_text, time_cell,
+};
 use super::connect::Conn;
 use super::output::{self, Format};
 use super::{CtlError, Done};
-use crate::executor::machine::Record;
-use crate::model::labels::ANNOTATION_EXECUTOR_RECORD;
 use crate::model::{
     ANNOTATION_RUN_NOW, ANNOTATION_SCHEDULED_TIME, ActionSchedule, ActionSet, Artifact,
     LABEL_SCHEDULE, LABEL_TRIGGER,
@@ -59,69 +60,6 @@ pub struct RunRow {
     pub error: String,
 }
 
-/// RFC 3339 in UTC (chrono's serde support is not enabled).
-pub fn ser_time<S: serde::Serializer>(t: &Option<DateTime<Utc>>, s: S) -> Result<S::Ok, S::Error> {
-    match t {
-        Some(t) => s.serialize_str(&t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
-        None => s.serialize_none(),
-    }
-}
-
-fn parse(t: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(t)
-        .ok()
-        .map(|d| d.with_timezone(&Utc))
-}
-
-/// When the ActionSet's actions started (the executor records each action's
-/// `.Time`), else when it was created.
-pub fn started(a: &ActionSet) -> Option<DateTime<Utc>> {
-    record(a)
-        .actions
-        .iter()
-        .filter_map(|r| parse(&r.time))
-        .min()
-        .or_else(|| {
-            a.metadata
-                .creation_timestamp
-                .as_ref()
-                .and_then(|t| parse(&t.0.to_string()))
-        })
-}
-
-/// The executor's record of the ActionSet (empty before it started it).
-pub fn record(a: &ActionSet) -> Record {
-    a.metadata
-        .annotations
-        .as_ref()
-        .and_then(|m| m.get(ANNOTATION_EXECUTOR_RECORD))
-        .and_then(|t| serde_json::from_str(t).ok())
-        .unwrap_or_default()
-}
-
-/// When it ended (its last transition, once `complete` or `failed`).
-pub fn ended(a: &ActionSet) -> Option<DateTime<Utc>> {
-    let st = a.status.as_ref().filter(|s| s.state.is_terminal())?;
-    st.progress.last_transition_time.as_deref().and_then(parse)
-}
-
-pub fn duration_seconds(a: &ActionSet, now: DateTime<Utc>) -> Option<i64> {
-    let start = started(a)?;
-    let end = match a.state() {
-        Some(s) if s.is_terminal() => ended(a)?,
-        Some(_) => now,
-        None => return None,
-    };
-    Some((end - start).num_seconds().max(0))
-}
-
-pub fn state_text(a: &ActionSet) -> String {
-    match a.state().map(|s| s.as_str()) {
-        None | Some("") => "pending".into(),
-        Some(s) => s.into(),
-    }
-}
-
 pub fn row(a: &ActionSet, now: DateTime<Utc>) -> RunRow {
     let labels = a.metadata.labels.clone().unwrap_or_default();
     let annotations = a.metadata.annotations.clone().unwrap_or_default();
@@ -148,27 +86,6 @@ pub fn row(a: &ActionSet, now: DateTime<Utc>) -> RunRow {
             .map(|s| s.error.message.clone())
             .unwrap_or_default(),
     }
-}
-
-/// `name.key=value` of each output artifact (the kopia snapshot as `name=<id>`).
-pub fn artifacts_cell(arts: &BTreeMap<String, BTreeMap<String, Artifact>>) -> String {
-    let mut parts = Vec::new();
-    for by_name in arts.values() {
-        for (name, a) in by_name {
-            for (k, v) in &a.key_value {
-                parts.push(format!("{name}.{k}={v}"));
-            }
-            if !a.kopia_snapshot.is_empty() {
-                parts.push(format!("{name}={}", a.kopia_snapshot));
-            }
-        }
-    }
-    parts.join(",")
-}
-
-pub fn time_cell(t: Option<DateTime<Utc>>) -> String {
-    t.map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
-        .unwrap_or_else(|| "-".into())
 }
 
 pub fn runs_table(rows: &[RunRow]) -> String {

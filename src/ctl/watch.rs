@@ -26,7 +26,7 @@ pub struct WatchArgs {
 /// What the ActionSet shows now, one fact per line: its state, and each
 /// phase's and deferPhase's state.
 pub fn facts(a: &ActionSet) -> Vec<String> {
-    let mut out = vec![format!("actionset {}", super::runs::state_text(a))];
+    let mut out = vec![format!("actionset {}", super::cells::state_text(a))];
     for act in a.status.iter().flat_map(|s| s.actions.iter()) {
         for p in &act.phases {
             if p.state != State::Pending && p.state != State::Unset {
@@ -52,7 +52,7 @@ pub fn new_facts(a: &ActionSet, seen: &mut HashSet<String>) -> Vec<String> {
 /// The last line: how it ended.
 pub fn summary(a: &ActionSet) -> String {
     let name = a.metadata.name.as_deref().unwrap_or_default();
-    let took = super::runs::duration_seconds(a, Utc::now())
+    let took = super::cells::duration_seconds(a, Utc::now())
         .map(|s| format!(" in {}", output::duration(s)))
         .unwrap_or_default();
     match a.state() {
