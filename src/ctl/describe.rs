@@ -18,7 +18,7 @@ use super::connect::Conn;
 use super::output::{self, Format};
 use super::{CtlError, Done};
 use crate::executor::machine::{ActionRecord, outcome};
-use crate::executor::pod_logs::OUTPUT_KEY as POD_LOGS;
+use crate::model::labels::OUTPUT_POD_LOGS as POD_LOGS;
 use crate::model::{
     ANNOTATION_SCHEDULE, ActionSet, ActionStatus, Artifact, LABEL_TRIGGER, ObjectReference, Phase,
     State,

@@ -40,7 +40,7 @@ use crate::model::{
     State,
 };
 
-use crate::model::labels::{ANNOTATION_EXECUTOR_RECORD, FINALIZER_DEFER_PHASE};
+use crate::model::labels::{self, ANNOTATION_EXECUTOR_RECORD, FINALIZER_DEFER_PHASE};
 
 /// What the executor must remember across restarts and the status schema
 /// cannot hold: one entry per spec action, same order.
@@ -578,7 +578,7 @@ pub fn apply(
                 return Err(stale("the step has not failed"));
             };
             p.output
-                .insert(super::pod_logs::OUTPUT_KEY.into(), Value::Object(logs));
+                .insert(labels::OUTPUT_POD_LOGS.into(), Value::Object(logs));
             // Not a transition of the action: the aggregate fields stay.
             return Ok(evs);
         }

@@ -1,6 +1,6 @@
 //! What failed stays visible: before the pods of a failed phase (or
 //! deferPhase) are deleted, the last lines of each container's log are kept
-//! on the ActionSet, in the failed step's `output` under [`OUTPUT_KEY`]
+//! on the ActionSet, in the failed step's `output` under [`OUTPUT_POD_LOGS`](crate::model::labels::OUTPUT_POD_LOGS)
 //! (Kanister's status schema keeps `output` whole and prunes unknown
 //! fields elsewhere), and in a Warning Event about the pod (related to the
 //! ActionSet: Events about the ActionSet keep Kanister's sequence). Bounded ([`MAX_LINES`] lines,
@@ -15,9 +15,6 @@ use super::events::EventSpec;
 use super::params::PhaseObjects;
 use crate::redact::Redactor;
 
-/// Key of the kept log lines in a failed step's `output`:
-/// `{"<namespace>/<pod>": {"<container>": "<last lines>"}}`.
-pub const OUTPUT_KEY: &str = "blueprint-operator.io/podLogs";
 pub const MAX_LINES: usize = 20;
 pub const MAX_BYTES: usize = 2048;
 pub const MAX_PODS: usize = 4;
@@ -110,7 +107,7 @@ pub async fn capture(client: &kube::Client, pods: &[String], redactor: &Redactor
     out
 }
 
-/// What the failed step's `output` keeps under [`OUTPUT_KEY`].
+/// What the failed step's `output` keeps under [`OUTPUT_POD_LOGS`](crate::model::labels::OUTPUT_POD_LOGS).
 pub fn output_value(kept: &[Kept]) -> Map<String, Value> {
     kept.iter()
         .map(|k| (k.key.clone(), Value::Object(k.containers.clone())))
@@ -188,7 +185,10 @@ mod tests {
         assert!(apply(Transition::PodLogs(None, logs)).is_err());
         let st = &status.actions[0];
         assert_eq!(st.phases[0].state, State::Failed);
-        assert_eq!(st.phases[0].output[OUTPUT_KEY]["ns/p"]["main"], "boom");
+        assert_eq!(
+            st.phases[0].output[crate::model::labels::OUTPUT_POD_LOGS]["ns/p"]["main"],
+            "boom"
+        );
         assert_eq!(status.state, State::Running);
     }
 

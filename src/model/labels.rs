@@ -24,6 +24,10 @@ pub const ANNOTATION_EXECUTOR_RECORD: &str = "blueprint-operator.io/executor";
 /// `running` so that Kanister's controller never starts it (`executor::claim`).
 pub const ANNOTATION_CLAIMED: &str = "blueprint-operator.io/claimed";
 
+/// Key in a failed step's `output` under which the executor keeps the last lines of the logs
+/// of the pods it ran (`executor::pod_logs`): `{"<namespace>/<pod>": {"<container>": "<lines>"}}`.
+pub const OUTPUT_POD_LOGS: &str = "blueprint-operator.io/podLogs";
+
 /// Annotation on an ActionSet made by `ctl create --from`: the run it restores from (nothing
 /// acts on it; `ctl describe` shows it).
 pub const ANNOTATION_RESTORED_FROM: &str = "blueprint-operator.io/restored-from";
