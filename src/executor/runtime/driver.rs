@@ -13,7 +13,8 @@ use tracing::{debug, error, info, warn};
 
 use super::Inner;
 use super::env::{
-    ActionEnv, Resumed, StepPods, action_env, exec_phase, phase_objects, phases_shown, step_context,
+    ActionEnv, Resumed, StepPods, action_env, exec_phase, get_blueprint, phase_objects,
+    phases_shown, step_context,
 };
 use super::events::event_publisher;
 use super::gate;
@@ -26,17 +27,7 @@ use crate::executor::plan::{self, Plan};
 use crate::executor::pod_logs;
 use crate::executor::resume::How;
 use crate::functions;
-use crate::model::{ActionSet, ActionStatus, Artifact, Blueprint, BlueprintAction, State};
-
-pub(super) async fn get_blueprint(
-    client: &Client,
-    ns: &str,
-    name: &str,
-) -> Result<Blueprint, kube::Error> {
-    Api::<Blueprint>::namespaced(client.clone(), ns)
-        .get(name)
-        .await
-}
+use crate::model::{ActionSet, ActionStatus, Artifact, BlueprintAction, State};
 
 /// Resolves the Blueprint action of every spec action (for init).
 pub(super) async fn resolve(

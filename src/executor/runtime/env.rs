@@ -5,19 +5,20 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::DateTime;
+use kube::api::Api;
 use kube::{Client, ResourceExt};
 use serde_json::{Map, Value};
+use tracing::warn;
 
-use super::driver::get_blueprint;
-use super::write::{Run, now_rfc3339, record_step};
+use super::write::{Run, WriteError, now_rfc3339, update};
 use crate::executor::deadline;
-use crate::executor::machine::{self, ActionRecord, Record, Step};
+use crate::executor::machine::{self, ActionRecord, Ctx, Record, Step, Transition};
 use crate::executor::params::{self, PhaseObjects};
 use crate::executor::plan::Facts;
 use crate::executor::resume::{self, How};
 use crate::executor::tenancy::{self, Scope};
 use crate::functions;
-use crate::model::{ActionSet, ActionSpec, ActionStatus, BlueprintAction, State};
+use crate::model::{ActionSet, ActionSpec, ActionStatus, Blueprint, BlueprintAction, State};
 use crate::template;
 
 /// Everything one action needs to execute phases.
@@ -298,4 +299,56 @@ impl Resumed {
             },
         }
     }
+}
+
+/// Records what the running step of action `i` did.
+pub(super) async fn record_step(
+    api: &Api<ActionSet>,
+    name: &str,
+    i: usize,
+    ev: functions::context::StepEvent,
+    pods: &StepPods,
+) {
+    use functions::context::StepEvent;
+    let t = match ev {
+        StepEvent::PodCreated(pod) => {
+            pods.created
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(pod.clone());
+            Transition::PodCreated(pod)
+        }
+        StepEvent::Output(k, v) => Transition::EarlyOutput(k, v),
+    };
+    let r = update(api, name, None, |obj| {
+        let n = obj.status.as_ref().map(|s| s.actions.len()).unwrap_or(0);
+        let now = now_rfc3339();
+        let (mut rec, _) = Record::from_meta(&obj.metadata, n, &now);
+        let status = obj.status.as_mut().ok_or_else(|| WriteError::NoStatus)?;
+        let ctx = Ctx {
+            actionset: name,
+            now: &now,
+        };
+        machine::apply(status, &mut rec, i, t.clone(), ctx)?;
+        rec.to_meta(&mut obj.metadata);
+        Ok(())
+    })
+    .await;
+    match r {
+        Ok((written, ())) => *pods.latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(written),
+        Err(e) => {
+            warn!(actionset = name, transition = ?t, error = %e, "could not record what the phase did in the ActionSet")
+        }
+    }
+}
+
+/// The ActionSet's Blueprint, read afresh.
+pub(super) async fn get_blueprint(
+    client: &Client,
+    ns: &str,
+    name: &str,
+) -> Result<Blueprint, kube::Error> {
+    Api::<Blueprint>::namespaced(client.clone(), ns)
+        .get(name)
+        .await
 }

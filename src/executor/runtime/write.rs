@@ -9,11 +9,9 @@ use kube::api::{Api, PostParams};
 use tracing::{info, warn};
 
 use super::Inner;
-use super::env::StepPods;
 use crate::executor::events::EventSpec;
 use crate::executor::machine::{self, Ctx, Record, Step, Transition};
 use crate::executor::plan::{self, Facts};
-use crate::functions;
 use crate::model::{ActionSet, State};
 
 /// Why a write loop gave up.
@@ -163,46 +161,5 @@ impl Run<'_> {
             info!(actionset = %self.name, namespace = %self.ns, state = %state, "ActionSet finished");
         }
         Ok((obj, started))
-    }
-}
-
-/// Records what the running step of action `i` did.
-pub(super) async fn record_step(
-    api: &Api<ActionSet>,
-    name: &str,
-    i: usize,
-    ev: functions::context::StepEvent,
-    pods: &StepPods,
-) {
-    use functions::context::StepEvent;
-    let t = match ev {
-        StepEvent::PodCreated(pod) => {
-            pods.created
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(pod.clone());
-            Transition::PodCreated(pod)
-        }
-        StepEvent::Output(k, v) => Transition::EarlyOutput(k, v),
-    };
-    let r = update(api, name, None, |obj| {
-        let n = obj.status.as_ref().map(|s| s.actions.len()).unwrap_or(0);
-        let now = now_rfc3339();
-        let (mut rec, _) = Record::from_meta(&obj.metadata, n, &now);
-        let status = obj.status.as_mut().ok_or_else(|| WriteError::NoStatus)?;
-        let ctx = Ctx {
-            actionset: name,
-            now: &now,
-        };
-        machine::apply(status, &mut rec, i, t.clone(), ctx)?;
-        rec.to_meta(&mut obj.metadata);
-        Ok(())
-    })
-    .await;
-    match r {
-        Ok((written, ())) => *pods.latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(written),
-        Err(e) => {
-            warn!(actionset = name, transition = ?t, error = %e, "could not record what the phase did in the ActionSet")
-        }
     }
 }
