@@ -12,12 +12,12 @@ use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 use tracing::{info, warn};
 
+use super::ctx::Known;
+use super::ctx::{Ctx, Error};
 use super::gate::Priority;
 use super::identity;
 use super::metrics::{Labels, with};
 use super::plan::{self, NewRun, RunRecord, RunState, Skip, SkipReason, Trigger};
-use super::read::Known;
-use super::reconcile::{Ctx, Error};
 use super::status::status_patch;
 use crate::events::{Kind, Note};
 use crate::model::{

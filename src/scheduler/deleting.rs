@@ -11,11 +11,11 @@ use kube::runtime::controller::Action;
 use tracing::info;
 
 use super::apply::{publish, set_finalizer, write_status};
+use super::ctx::{Ctx, DELETE_POLL, Error};
 use super::finalize::{self, Kept};
 use super::metrics::Labels;
 use super::plan;
 use super::read::Found;
-use super::reconcile::{Ctx, DELETE_POLL, Error};
 use super::rotate::{Remover, Step};
 use super::status::{condition, delete_failed_before, from_time};
 use crate::model::{ActionSchedule, ActionSet, RotationEntry};

@@ -1,6 +1,6 @@
 //! Prometheus metrics of the scheduler (prometheus-client, no global state): [`Metrics::new`]
 //! registers them (prefix `blueprint_operator_actionschedule_`) in the process's registry and
-//! the reconciler counts through [`super::reconcile::Ctx::metrics`].
+//! the reconciler counts through [`super::ctx::Ctx::metrics`].
 
 use std::sync::atomic::AtomicU64;
 

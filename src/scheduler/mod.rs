@@ -19,6 +19,7 @@
 
 mod apply;
 pub mod cron;
+pub mod ctx;
 pub mod delete_action;
 mod deleting;
 pub mod finalize;
@@ -87,7 +88,7 @@ impl Default for SchedulerOptions {
             namespace: None,
             controller_name: "blueprint-operator-scheduler".into(),
             concurrency: DEFAULT_CONCURRENCY,
-            finalize_timeout: reconcile::FINALIZE_TIMEOUT,
+            finalize_timeout: ctx::FINALIZE_TIMEOUT,
             metrics: Metrics::unregistered(),
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
         }
@@ -127,7 +128,7 @@ async fn run_controller(
             None => (Api::all(client.clone()), Api::all(client.clone())),
         };
     let runs = Arc::new(runs::RunIndex::default());
-    let (mut ctx, settling) = reconcile::Ctx::new(
+    let (mut ctx, settling) = ctx::Ctx::new(
         client.clone(),
         // kube's Recorder used the controller's name as instance when given none.
         Publisher::new(client.clone(), &opts.controller_name, &opts.controller_name),

@@ -8,50 +8,16 @@ use chrono::{DateTime, Utc};
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 
+use super::ctx::{Ctx, Error};
 use super::gate::Priority;
 use super::identity;
 use super::plan::{self, PlanSettings, RunRecord, RunState, Trigger};
-use super::reconcile::{Ctx, Error};
 use super::status::from_time;
 use crate::model::{
     ANNOTATION_RUN_NOW, ANNOTATION_SCHEDULED_TIME, ActionSchedule, ActionScheduleSpec,
     ActionScheduleStatus, ActionSet, LABEL_DELETE_FOR, LABEL_SCHEDULE, LABEL_TRIGGER, State,
     WatchedActionSet,
 };
-
-/// A schedule as this controller last read or wrote it.
-#[derive(Clone, Debug)]
-pub struct Known {
-    /// Its resourceVersion then: a cached object at it needs no fresh read.
-    pub version: String,
-    /// Our own write's result while the watch cache may still hold the
-    /// version it was made from (`.0`): no change but ours came between.
-    pub ahead: Option<(String, Arc<ActionSchedule>)>,
-}
-
-impl Known {
-    pub fn at(version: String) -> Known {
-        Known {
-            version,
-            ahead: None,
-        }
-    }
-
-    /// The newest version of the schedule, given the watch cache's `cached`,
-    /// when no fresh read is needed.
-    fn newest(&mut self, cached: &ActionSchedule) -> Option<ActionSchedule> {
-        let v = cached.resource_version()?;
-        if self.version == v {
-            // The cache has caught up with our write.
-            self.ahead = None;
-            return Some(cached.clone());
-        }
-        self.ahead
-            .as_ref()
-            .filter(|(before, _)| *before == v)
-            .map(|(_, ours)| ours.as_ref().clone())
-    }
-}
 
 /// The schedule at its newest version, or `None` when it is gone. The watch
 /// cache may be older than our own last status write: the cached object is
@@ -228,6 +194,7 @@ pub(super) fn plan_settings(spec: &ActionScheduleSpec) -> PlanSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scheduler::ctx::Known;
     use serde_json::{Value, json};
 
     fn actionset(v: Value) -> ActionSet {

@@ -16,137 +16,34 @@
 //! `retention.onDelete: Delete` puts a finalizer on it, which removes them
 //! through the rotation path first (see [`finalize`](super::finalize)).
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
-use kube::{Client, ResourceExt};
 use tracing::warn;
 
 use super::apply::{self, publish, set_finalizer, write_status};
 use super::cron::Schedule;
-use super::gate::{Gate, Priority, Sent};
-use super::metrics::{Labels, Metrics, schedule_labels, with};
+use super::ctx::{Ctx, DELETE_POLL, Error};
+use super::metrics::{Labels, schedule_labels, with};
 use super::plan::{self, NewRun, RunRecord};
 use super::retention::{self, Policy};
 use super::rotate::{self, Remover};
-use super::runs::RunIndex;
-use super::settle::{Driver, Settling};
 use super::status::{self, condition, from_time};
 use super::{deleting, read};
-use crate::events::Publisher;
 use crate::model::{
     ActionSchedule, ActionScheduleStatus, ActionSet, FINALIZER_DELETE_RUNS, OnDelete,
 };
 
-/// How often to look again while a delete action is running.
-pub(super) const DELETE_POLL: Duration = Duration::from_secs(15);
 /// Longest sleep between reconciles of a healthy schedule.
 const MAX_REQUEUE: Duration = Duration::from_secs(3600);
 /// How long after a failed reconcile it is tried again.
 const RETRY: Duration = Duration::from_secs(5);
-/// Default time limit for removing a deleted schedule's runs (`onDelete: Delete`).
-pub const FINALIZE_TIMEOUT: Duration = Duration::from_secs(3600);
-
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("Kubernetes API call failed: {0}")]
-    Kube(#[from] kube::Error),
-    #[error("ActionSchedule {0} lacks metadata.{1}; it was not read from the API server")]
-    Metadata(String, &'static str),
-    #[error("cannot encode status: {0}")]
-    Json(#[from] serde_json::Error),
-}
-
-impl Error {
-    pub fn metric_label(&self) -> &'static str {
-        match self {
-            Error::Kube(_) => "kube",
-            Error::Metadata(..) => "metadata",
-            Error::Json(_) => "json",
-        }
-    }
-}
-
-pub struct Ctx {
-    pub client: Client,
-    /// Its Events, repeats merged into series.
-    pub events: Publisher,
-    /// ActionSets of every schedule, from the controller's watch.
-    pub runs: Arc<RunIndex>,
-    /// Each schedule as this controller last read or wrote it (see
-    /// [`read::current`]).
-    pub known: Mutex<HashMap<(String, String), read::Known>>,
-    /// How long a deleted schedule with `onDelete: Delete` waits for its runs
-    /// and delete actions to end before it goes anyway.
-    pub finalize_timeout: Duration,
-    /// Where the reconciler counts (registered by the caller, or unregistered).
-    pub metrics: Metrics,
-    /// Bounds and orders the requests of all reconciles (creates first) and
-    /// backs off when the API server is overloaded.
-    pub gate: Gate,
-    /// Schedules whose last reconcile is still settling (see [`settle`](super::settle)).
-    pub settling: Arc<Settling>,
-}
-
-impl Ctx {
-    /// The context, and the [`Driver`] that must run beside the controller
-    /// for reconciles to settle.
-    pub fn new(client: Client, events: Publisher, runs: Arc<RunIndex>) -> (Self, Driver) {
-        let (settling, driver) = Settling::new();
-        let ctx = Ctx {
-            client,
-            events,
-            runs,
-            known: Mutex::default(),
-            finalize_timeout: FINALIZE_TIMEOUT,
-            metrics: Metrics::unregistered(),
-            gate: Gate::new(super::DEFAULT_MAX_IN_FLIGHT),
-            settling,
-        };
-        (ctx, driver)
-    }
-
-    /// Send a request through the [`Gate`], counting throttled attempts.
-    pub(super) async fn send<T, F, Fut>(&self, priority: Priority, call: F) -> Sent<T>
-    where
-        F: FnMut() -> Fut,
-        Fut: std::future::Future<Output = Result<T, kube::Error>>,
-    {
-        let request = match priority {
-            Priority::Create => "create",
-            Priority::Other => "other",
-        };
-        self.gate
-            .send(priority, call, || {
-                self.metrics
-                    .throttled
-                    .get_or_create(&vec![("request".into(), request.into())])
-                    .inc();
-            })
-            .await
-    }
-
-    /// [`Ctx::send`] for a request that is not a create; its result.
-    pub(super) async fn request<T, F, Fut>(&self, call: F) -> Result<T, kube::Error>
-    where
-        F: FnMut() -> Fut,
-        Fut: std::future::Future<Output = Result<T, kube::Error>>,
-    {
-        self.send(Priority::Other, call).await.result
-    }
-
-    pub(super) fn known(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<(String, String), read::Known>> {
-        // Poisoning only means another reconcile panicked; the map is still usable.
-        self.known.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
 
 fn requeue(next: Option<DateTime<Utc>>, now: DateTime<Utc>) -> Action {
     let d = next
@@ -427,6 +324,9 @@ pub fn housekeeping(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::events::Publisher;
+    use crate::scheduler::ctx::Known;
+    use kube::Client;
     use serde_json::json;
 
     fn schedule(ns: &str, name: &str, next: &str) -> Arc<ActionSchedule> {
@@ -454,7 +354,7 @@ mod tests {
         let (a, b) = (("hk", "a"), ("hk", "b"));
         for (ns, n) in [a, b] {
             ctx.known()
-                .insert((ns.into(), n.into()), read::Known::at("1".into()));
+                .insert((ns.into(), n.into()), Known::at("1".into()));
         }
         ctx.metrics
             .consecutive_failures

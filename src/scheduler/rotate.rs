@@ -10,10 +10,10 @@ use kube::api::{Api, PostParams};
 use kube::{Client, ResourceExt};
 
 use super::apply::{delete_owned, new_action_set, publish, rotated};
+use super::ctx::{Ctx, Error};
 use super::delete_action::{delete_spec, effective_kind};
 use super::metrics::{Labels, Metrics, with};
 use super::plan::{self, NewRun, RunRecord, RunState, Trigger};
-use super::reconcile::{Ctx, Error};
 use super::retention::RetentionPlan;
 use super::status::delete_failed_before;
 use crate::model::{ActionSchedule, ActionScheduleStatus, ActionSet, Blueprint, RotationEntry};
