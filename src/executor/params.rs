@@ -388,7 +388,7 @@ async fn fetch_profile(
             .await
             .map_err(ParamError::Endpoint)?;
     }
-    let mut cred = json!({"Type": prof.credential.type_});
+    let mut key_pair_value = None;
     if let Some(kp) = &prof.credential.key_pair {
         let sns = or_ns(&kp.secret.namespace, ns);
         scope
@@ -400,8 +400,9 @@ async fn fetch_profile(
             )
             .map_err(ParamError::from)?;
         let s = get_secret(client, sns, &kp.secret.name).await?;
-        cred["KeyPair"] = key_pair(&s, &kp.id_field, &kp.secret_field)?;
+        key_pair_value = Some(key_pair(&s, &kp.id_field, &kp.secret_field)?);
     }
+    let mut secret = None;
     if let Some(r) = &prof.credential.secret {
         let sns = or_ns(&r.namespace, ns);
         scope
@@ -412,25 +413,19 @@ async fn fetch_profile(
                 &format!("credential.secret of Profile {ns}/{name}"),
             )
             .map_err(ParamError::from)?;
-        cred["Secret"] = get_secret(client, sns, &r.name).await?;
+        secret = Some(get_secret(client, sns, &r.name).await?);
     }
-    if let Some(k) = &prof.credential.kopia_server_secret {
-        cred["KopiaServerSecret"] = k.clone();
-    }
-    Ok(json!({
-        "Location": {
-            "Type": l.type_, "Bucket": l.bucket, "Endpoint": l.endpoint,
-            "Prefix": l.prefix, "Region": l.region,
-        },
-        "Credential": cred,
-        "SkipSSLVerify": prof.skip_ssl_verify,
-    }))
+    Ok(param::profile::param_value(&prof, key_pair_value, secret))
 }
 
 /// `{ID, Secret}` from a keyPair credential's Secret, as Kanister's
 /// `fetchKeyPairCredential`: a missing key is an error (an empty value is
 /// not; ValidateProfile reports that later).
-pub fn key_pair(secret: &Value, id_field: &str, secret_field: &str) -> Result<Value, ParamError> {
+pub fn key_pair(
+    secret: &Value,
+    id_field: &str,
+    secret_field: &str,
+) -> Result<(String, String), ParamError> {
     let ns = secret
         .pointer("/metadata/namespace")
         .and_then(Value::as_str)
@@ -457,7 +452,7 @@ pub fn key_pair(secret: &Value, id_field: &str, secret_field: &str) -> Result<Va
         ns: ns.into(),
         name: name.into(),
     })?;
-    Ok(json!({"ID": id, "Secret": sec}))
+    Ok((id, sec))
 }
 
 fn phase_entry(output: Option<&Map<String, Value>>, objects: Option<&Map<String, Value>>) -> Value {
@@ -843,7 +838,7 @@ mod tests {
         });
         assert_eq!(
             key_pair(&secret, "id", "key").unwrap(),
-            json!({"ID": "AKID", "Secret": "SK"})
+            ("AKID".to_string(), "SK".to_string())
         );
         assert_eq!(
             key_pair(&secret, "nope", "key").unwrap_err().to_string(),
@@ -854,7 +849,7 @@ mod tests {
             "Value 'nope' not found in secret 'ns:s3'"
         );
         // Present but empty is not this error (ValidateProfile says "... is not set").
-        assert_eq!(key_pair(&secret, "id", "empty").unwrap()["Secret"], "");
+        assert_eq!(key_pair(&secret, "id", "empty").unwrap().1, "");
         let no_data = json!({"metadata": {"name": "s3", "namespace": "ns"}});
         assert!(key_pair(&no_data, "id", "key").is_err());
     }

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// Kanister location types (`crv1alpha1.LocationType*`).
 pub const LOCATION_S3: &str = "s3Compliant";
@@ -123,6 +123,35 @@ pub struct Profile {
     pub location: Location,
     pub credential: Credential,
     pub skip_ssl_verify: bool,
+}
+
+/// The `.Profile` parameter for a Profile object, as Kanister's `fetchProfile` fills
+/// `param.Profile`: `key_pair` (ID, secret) and `secret` (the Secret object) are what its
+/// credential's Secrets held, read by the caller; [`Profile::from_params`] reads it back.
+pub fn param_value(
+    profile: &crate::model::Profile,
+    key_pair: Option<(String, String)>,
+    secret: Option<Value>,
+) -> Value {
+    let l = &profile.location;
+    let mut credential = json!({"Type": profile.credential.type_});
+    if let Some((id, secret)) = key_pair {
+        credential["KeyPair"] = json!({"ID": id, "Secret": secret});
+    }
+    if let Some(s) = secret {
+        credential["Secret"] = s;
+    }
+    if let Some(k) = &profile.credential.kopia_server_secret {
+        credential["KopiaServerSecret"] = k.clone();
+    }
+    json!({
+        "Location": {
+            "Type": l.type_, "Bucket": l.bucket, "Endpoint": l.endpoint,
+            "Prefix": l.prefix, "Region": l.region,
+        },
+        "Credential": credential,
+        "SkipSSLVerify": profile.skip_ssl_verify,
+    })
 }
 
 /// `v.<path>` by Go field names (`/Credential/Type`), each matched as [`super::get`] does.
@@ -296,6 +325,39 @@ mod tests {
 
     fn err(p: &Value) -> String {
         Profile::from_params(p).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn the_parameter_written_for_a_profile_object_reads_back() {
+        let object: crate::model::Profile = serde_json::from_value(json!({
+            "location": {"type": "s3Compliant", "bucket": "b", "endpoint": "http://e",
+                "prefix": "p", "region": "r"},
+            "credential": {"type": "keyPair",
+                "keyPair": {"idField": "id", "secretField": "key",
+                    "secret": {"name": "s", "namespace": "ns"}}},
+            "skipSSLVerify": true,
+        }))
+        .unwrap();
+        let value = param_value(&object, Some(("AKID".into(), "SK".into())), None);
+        let read = Profile::from_params(&json!({ "Profile": value })).unwrap();
+        assert_eq!(read.location.bucket, "b");
+        assert_eq!(read.location.endpoint, "http://e");
+        assert_eq!(read.location.prefix, "p");
+        assert_eq!(read.location.region, "r");
+        assert!(read.skip_ssl_verify);
+        assert_eq!(
+            read.credential,
+            Credential::KeyPair {
+                id: "AKID".into(),
+                secret: "SK".into()
+            }
+        );
+        // Without the key pair's Secret it is Kanister's "Empty KeyPair field".
+        let value = param_value(&object, None, None);
+        assert_eq!(
+            Profile::from_params(&json!({ "Profile": value })),
+            Err(ProfileError::EmptyKeyPair)
+        );
     }
 
     #[test]
