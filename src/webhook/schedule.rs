@@ -16,6 +16,7 @@
 
 use chrono::{DateTime, Utc};
 use kube::core::admission::AdmissionResponse;
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
@@ -24,7 +25,7 @@ type Object = Map<String, Value>;
 use super::metrics::Verdict;
 use super::response::{BlueprintRef, Lookup, deny_kind, limit_warnings};
 use crate::blueprint::{Problem, Rule};
-use crate::model::{ConcurrencyPolicy, MissedRunPolicy, OnDelete, Retention};
+use crate::model::{ActionSpec, ConcurrencyPolicy, MissedRunPolicy, OnDelete, Retention};
 use crate::scheduler::cron::{Schedule, parse_time_zone};
 use crate::scheduler::delete_action::is_namespace;
 
@@ -272,9 +273,8 @@ fn check_retention(spec: &Object, report: &mut Report) -> Deletion {
     }
 }
 
-/// `spec.actionSetTemplate.actions` and the Blueprints they use. Only the fields checked are
-/// read: decoding the whole ActionSetSpec would deny templates whose other fields are not
-/// validated here.
+/// `spec.actionSetTemplate.actions` and the Blueprints they use. Each action is decoded as the
+/// ActionSpec the scheduler copies into its runs, on its own, so that every bad one is reported.
 fn check_actions(
     spec: &Object,
     deletion: &Deletion,
@@ -304,8 +304,21 @@ fn check_actions(
         .unwrap_or("");
     for (i, action) in list.iter().enumerate() {
         let path = format!("{at}[{i}]");
-        let text = |p: &str| action.pointer(p).and_then(Value::as_str).unwrap_or("");
-        let (name, bp, kind) = (text("/name"), text("/blueprint"), text("/object/kind"));
+        let action = match ActionSpec::deserialize(action) {
+            Ok(a) => a,
+            Err(e) => {
+                report.error(
+                    &path,
+                    format!("not an ActionSet action ({{name, blueprint, object, ...}}): {e}"),
+                );
+                continue;
+            }
+        };
+        let (name, bp, kind) = (
+            action.name.as_str(),
+            action.blueprint.as_str(),
+            action.object.kind.as_str(),
+        );
         if name.is_empty() {
             report.error(
                 &format!("{path}.name"),
@@ -537,6 +550,26 @@ mod tests {
         );
         assert_eq!(variants::<MissedRunPolicy>(), ["RunLatest", "Skip"]);
         assert_eq!(variants::<OnDelete>(), ["Retain", "Delete"]);
+    }
+
+    #[test]
+    fn an_action_that_is_no_actionset_action_is_located_and_the_others_still_checked() {
+        let obj = sched(json!({
+            "schedule": "@daily",
+            "actionSetTemplate": {"actions": [
+                {"name": "backup", "blueprint": "bp", "secrets": "not-a-map"},
+                {"name": "backup"},
+            ]},
+        }));
+        let (e, _) = check(&obj, &[]);
+        assert_eq!(
+            paths(&e),
+            [
+                "spec.actionSetTemplate.actions[0]",
+                "spec.actionSetTemplate.actions[1].blueprint"
+            ]
+        );
+        assert!(e[0].message.contains("not an ActionSet action"), "{e:?}");
     }
 
     #[test]
