@@ -8,6 +8,7 @@
 //! so the line is byte for byte the one Kanister's kando prints.
 
 use crate::functions::output::MARKER;
+use crate::template::go_json_string;
 
 /// Kanister's `output.ValidateKey` (same texts).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -36,41 +37,6 @@ pub fn line(key: &str, value: &[u8]) -> String {
         go_json_string(key.as_bytes()),
         go_json_string(value)
     )
-}
-
-/// A JSON string as Go's `encoding/json` (with HTML escaping) writes `s`.
-pub fn go_json_string(s: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for chunk in s.utf8_chunks() {
-        for c in chunk.valid().chars() {
-            match c {
-                '"' => out.push_str("\\\""),
-                '\\' => out.push_str("\\\\"),
-                '\n' => out.push_str("\\n"),
-                '\r' => out.push_str("\\r"),
-                '\t' => out.push_str("\\t"),
-                '\u{8}' => out.push_str("\\b"),
-                '\u{c}' => out.push_str("\\f"),
-                '<' | '>' | '&' | '\u{0}'..='\u{1f}' => {
-                    let b = c as u8;
-                    out.push_str("\\u00");
-                    out.push(HEX[(b >> 4) as usize] as char);
-                    out.push(HEX[(b & 15) as usize] as char);
-                }
-                '\u{2028}' => out.push_str("\\u2028"),
-                '\u{2029}' => out.push_str("\\u2029"),
-                c => out.push(c),
-            }
-        }
-        // Go decodes rune by rune: every byte of an invalid sequence is one U+FFFD.
-        for _ in chunk.invalid() {
-            out.push_str("\\ufffd");
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]

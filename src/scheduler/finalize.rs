@@ -97,22 +97,7 @@ pub fn kept_message(schedule: &str, label: &str, kept: &[(String, Kept)]) -> Str
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn t(s: &str) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
-    }
-
-    fn run(name: &str, at: &str, state: RunState) -> RunRecord {
-        RunRecord {
-            name: name.into(),
-            scheduled_time: t(at),
-            state,
-            defer_state: None,
-            trigger: Trigger::Scheduled,
-            ours: true,
-            delete_for: None,
-        }
-    }
+    use crate::scheduler::plan::fixtures::{run, t};
 
     #[test]
     fn finished_runs_are_removed_active_ones_waited_for() {

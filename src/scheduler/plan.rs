@@ -387,13 +387,35 @@ pub fn summarize(runs: &[RunRecord], counted: &Counted) -> Summary {
     }
 }
 
+/// Runs and times for the scheduler's tests.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub mod fixtures {
+    use super::{RunRecord, RunState, Trigger};
+    use chrono::{DateTime, Utc};
 
-    fn t(s: &str) -> DateTime<Utc> {
+    /// An RFC 3339 time.
+    pub fn t(s: &str) -> DateTime<Utc> {
         DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
     }
+
+    /// A scheduled run of this schedule at `at`.
+    pub fn run(name: &str, at: &str, state: RunState) -> RunRecord {
+        RunRecord {
+            name: name.into(),
+            scheduled_time: t(at),
+            state,
+            defer_state: None,
+            trigger: Trigger::Scheduled,
+            ours: true,
+            delete_for: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::{run, t};
+    use super::*;
 
     /// [`plan`] of schedule `db` with the window `[from, now]` (RFC 3339 times).
     fn plan_db(
@@ -412,18 +434,6 @@ mod tests {
             concurrency_policy: ConcurrencyPolicy::Allow,
             starting_deadline_seconds: None,
             missed_run_policy: MissedRunPolicy::RunLatest,
-        }
-    }
-
-    fn run(name: &str, at: &str, state: RunState) -> RunRecord {
-        RunRecord {
-            name: name.into(),
-            scheduled_time: t(at),
-            state,
-            defer_state: None,
-            trigger: Trigger::Scheduled,
-            ours: true,
-            delete_for: None,
         }
     }
 
@@ -541,18 +551,22 @@ mod tests {
     #[test]
     fn forbid_skips_while_active_replace_deletes() {
         let s = Schedule::parse("@every 1m", None).unwrap();
+        // The first tick after the window start, with `runs` as they stand.
+        let tick = |st: &PlanSettings, runs: &[RunRecord]| {
+            plan_db(
+                &s,
+                st,
+                ["2026-06-01T00:00:00Z", "2026-06-01T00:01:01Z"],
+                runs,
+                None,
+            )
+        };
         let runs = [run("db-a", "2026-06-01T00:00:00Z", RunState::Running)];
-        let st = PlanSettings {
+        let forbid = PlanSettings {
             concurrency_policy: ConcurrencyPolicy::Forbid,
             ..settings()
         };
-        let p = plan_db(
-            &s,
-            &st,
-            ["2026-06-01T00:00:00Z", "2026-06-01T00:01:01Z"],
-            &runs,
-            None,
-        );
+        let p = tick(&forbid, &runs);
         assert!(p.create.is_empty());
         assert_eq!(p.skips[0].reason, SkipReason::ConcurrencyForbid);
         assert_eq!(p.last_skipped_time, Some(t("2026-06-01T00:01:00Z")));
@@ -561,36 +575,16 @@ mod tests {
         // A deferPhase still running counts as active.
         let mut deferring = run("db-a", "2026-06-01T00:00:00Z", RunState::Complete);
         deferring.defer_state = Some(RunState::Running);
-        let p = plan_db(
-            &s,
-            &st,
-            ["2026-06-01T00:00:00Z", "2026-06-01T00:01:01Z"],
-            &[deferring.clone()],
-            None,
-        );
-        assert!(p.create.is_empty());
+        assert!(tick(&forbid, &[deferring]).create.is_empty());
         // Runs this schedule did not create do not count.
         let mut foreign = runs[0].clone();
         foreign.ours = false;
-        let p = plan_db(
-            &s,
-            &st,
-            ["2026-06-01T00:00:00Z", "2026-06-01T00:01:01Z"],
-            &[foreign],
-            None,
-        );
-        assert_eq!(p.create.len(), 1);
-        let st = PlanSettings {
+        assert_eq!(tick(&forbid, &[foreign]).create.len(), 1);
+        let replace = PlanSettings {
             concurrency_policy: ConcurrencyPolicy::Replace,
             ..settings()
         };
-        let p = plan_db(
-            &s,
-            &st,
-            ["2026-06-01T00:00:00Z", "2026-06-01T00:01:01Z"],
-            &runs,
-            None,
-        );
+        let p = tick(&replace, &runs);
         assert_eq!(p.replace, vec!["db-a".to_string()]);
         assert_eq!(p.create.len(), 1);
     }

@@ -278,11 +278,8 @@ fn describe(p: &Policy) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scheduler::plan::fixtures::t;
     use chrono::Duration;
-
-    fn t(s: &str) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
-    }
 
     fn rec(i: usize, at: DateTime<Utc>, state: RunState) -> RunRecord {
         RunRecord {

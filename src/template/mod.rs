@@ -51,6 +51,8 @@ mod value;
 mod xstrings;
 
 use parse::{Arg, Node, Pipe, Tree};
+/// Go's `json.Marshal` text of a string, as `toJson` and Kanister's `kando output` write it.
+pub use print::go_json_string;
 use std::fmt;
 use std::sync::Arc;
 

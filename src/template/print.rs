@@ -593,23 +593,38 @@ pub fn sprintf(format: &str, args: &[Value]) -> String {
 
 /// Go `json.Marshal` string encoding (HTML-safe).
 fn json_str(out: &mut String, s: &str) {
+    json_bytes(out, s.as_bytes());
+}
+
+/// A JSON string as Go's `encoding/json` (with HTML escaping) writes `s`.
+pub fn go_json_string(s: &[u8]) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    json_bytes(&mut out, s);
+    out
+}
+
+/// [`go_json_string`] into `out`.
+fn json_bytes(out: &mut String, s: &[u8]) {
     out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\x08' => out.push_str("\\b"),
-            '\x0c' => out.push_str("\\f"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
+    for chunk in s.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                '\x08' => out.push_str("\\b"),
+                '\x0c' => out.push_str("\\f"),
+                '<' | '>' | '&' | '\u{2028}' | '\u{2029}' | '\u{0}'..='\u{1f}' => {
+                    let _ = write!(out, "\\u{:04x}", c as u32);
+                }
+                c => out.push(c),
             }
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
+        }
+        // Go decodes rune by rune: every byte of an invalid sequence is one U+FFFD.
+        for _ in chunk.invalid() {
+            out.push_str("\\ufffd");
         }
     }
     out.push('"');
