@@ -339,9 +339,10 @@ fn page(examples: &[(&str, &str)], known: &[Known]) -> String {
          what it generates). Each example runs once by Kanister 0.119.0's controller (an\n\
          unlabelled ActionSet in namespace `kanister`) and once by ours (labelled, in a namespace\n\
          of its own) against equal targets. Compared, after replacing the namespace, the\n\
-         ActionSet's name and times by `<ns>`, `<actionset>` and `<time>`: the final state and\n\
-         error, each phase's state and output, the output artifacts, the object-store keys the run\n\
-         added and removed, and the Events on the ActionSet in the order they were created.\n\
+         ActionSet's name, the bucket, times, restic's content IDs and the outputs each run makes\n\
+         anew (`backupID`, `backupTag`) by placeholders: the final state and error, each phase's\n\
+         state and output, the output artifacts, the object-store keys the run added and removed,\n\
+         and the Events on the ActionSet in the order they were created (` → ` between them).\n\
          Every difference not below fails the test, and so does one below that is gone.\n\n\
          Examples:\n",
     );
