@@ -45,7 +45,16 @@ struct Known {
 
 /// Every difference the tests expect; a test fails on any other of its examples and on one of
 /// them that is gone.
-const KNOWN: &[Known] = &[];
+const KNOWN: &[Known] = &[Known {
+    example: "time-log backup",
+    field: "actions[0] phase backupToS3 output",
+    kanister: r#"{"backupID":"<backupID>","backupTag":"<backupTag>","fileCount":"1","phySize":"","size":"30 B","version":"v0.0.0"}"#,
+    ours: r#"{"backupID":"<backupID>","backupTag":"<backupTag>","fileCount":"1","phySize":"<phySize>","size":"30 B","version":"v0.0.0"}"#,
+    why: "`phySize`: Kanister's parser of restic's backup log (`SnapshotStatsFromBackupLog`) reads \
+          only the line `Added to the repo: <size>`; restic 0.18.1, the tools image's, prints \
+          `Added to the repository: <size> (<size> stored)`, which ours reads as well. Kept: the \
+          value is restic's, Kanister leaves it empty only because its pattern predates the line.",
+}];
 
 /// The examples of the tests: name (as in [`Known`]) and what runs.
 const PG_EXAMPLES: &[(&str, &str)] = &[
@@ -340,7 +349,7 @@ fn page(examples: &[(&str, &str)], known: &[Known]) -> String {
          unlabelled ActionSet in namespace `kanister`) and once by ours (labelled, in a namespace\n\
          of its own) against equal targets. Compared, after replacing the namespace, the\n\
          ActionSet's name, the bucket, times, restic's content IDs and the outputs each run makes\n\
-         anew (`backupID`, `backupTag`) by placeholders: the final state and error, each phase's\n\
+         anew (`backupID`, `backupTag`, `phySize`) by placeholders: the final state and error, each phase's\n\
          state and output, the output artifacts, the object-store keys the run added and removed,\n\
          and the Events on the ActionSet in the order they were created (` → ` between them).\n\
          Every difference not below fails the test, and so does one below that is gone.\n\n\
@@ -398,7 +407,7 @@ async fn store_keys(buckets: &[&str]) -> BTreeSet<String> {
 }
 
 /// The values of the phase outputs named `keys` in `a`, each with the placeholder `<key>`:
-/// values each run makes anew (restic's snapshot IDs and tags).
+/// values each run makes anew (restic's snapshot IDs, tags and stored sizes).
 fn random_outputs(a: &Value, keys: &[&str]) -> Vec<(String, String)> {
     let mut subs = Vec::new();
     for action in a["status"]["actions"].as_array().into_iter().flatten() {
@@ -491,6 +500,13 @@ async fn run(
         );
     }
     let observed = observe(&a, &before, &after, &events, &subs);
+    // A run that did nothing would compare equal to another: each side must have run its phases.
+    assert!(
+        observed["events"].contains("Normal Started Action: Executing action")
+            && observed["events"].contains("Normal Ended Phase"),
+        "{side:?} {ns}/{name}: {observed:#?}"
+    );
+    eprintln!("{side:?} {ns}/{name}: {observed:#?}");
     (a, observed)
 }
 
@@ -559,6 +575,9 @@ async fn corpus_postgres_backup_and_restore_by_kanister_and_by_ours_compare_and_
     .await;
     assert_eq!(k_backup["status"]["state"], "complete", "{k_backup:#}");
     assert_eq!(o_backup["status"]["state"], "complete", "{o_backup:#}");
+    for obs in [&k_obs, &o_obs] {
+        assert!(obs["store added"].contains("/backup.sql.gz"), "{obs:#?}");
+    }
     found.extend(differences("postgresql backup", &k_obs, &o_obs));
     let artifact = |a: &Value| a["status"]["actions"][0]["artifacts"]["cloudObject"].clone();
     let (k_art, o_art) = (artifact(&k_backup), artifact(&o_backup));
@@ -916,7 +935,8 @@ async fn corpus_time_log_backup_and_restore_by_kanister_and_by_ours_compare() {
     let (k_bucket, o_bucket) = ("bpo-real-parity-tl-k", "bpo-real-parity-tl-o");
     time_logger(kns, k_bucket).await;
     time_logger(&ours_ns, o_bucket).await;
-    let random = ["backupID", "backupTag"];
+    // Made anew by each run; restic's stored size varies with the file's metadata (times).
+    let random = ["backupID", "backupTag", "phySize"];
 
     let mut found = Vec::new();
     let (k_backup, k_obs) = run(
@@ -937,6 +957,12 @@ async fn corpus_time_log_backup_and_restore_by_kanister_and_by_ours_compare() {
     .await;
     assert_eq!(k_backup["status"]["state"], "complete", "{k_backup:#}");
     assert_eq!(o_backup["status"]["state"], "complete", "{o_backup:#}");
+    for obs in [&k_obs, &o_obs] {
+        assert!(
+            obs["store added"].contains("/time-log/snapshots/<id>"),
+            "{obs:#?}"
+        );
+    }
     found.extend(differences("time-log backup", &k_obs, &o_obs));
 
     // The log is lost; the restore scales the app down, restores the volume, scales it up.
