@@ -212,13 +212,33 @@ fn observe(
         "error".into(),
         value_text(&status["error"]["message"], subs),
     );
+    f.insert("progress".into(), value_text(&status["progress"], subs));
+    // Which fields each controller writes (an empty one included), not only their values.
+    let keys = |v: &Value| {
+        let k: Vec<&String> = v
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, _)| k)
+            .collect();
+        format!("{k:?}")
+    };
+    f.insert("status fields".into(), keys(status));
     let actions = status["actions"].as_array().cloned().unwrap_or_default();
     f.insert("actions".into(), actions.len().to_string());
     for (i, action) in actions.iter().enumerate() {
+        f.insert(format!("actions[{i}] fields"), keys(action));
+        f.insert(
+            format!("actions[{i}] object"),
+            value_text(&action["object"], subs),
+        );
         let phases = action["phases"].as_array().into_iter().flatten();
         let defer = action.get("deferPhase").filter(|d| d.is_object());
         for p in phases.chain(defer) {
-            let name = p["name"].as_str().unwrap_or_default();
+            let name = match p["name"].as_str().unwrap_or_default() {
+                "" => "\"\"",
+                n => n,
+            };
             let kind = if defer.is_some_and(|d| std::ptr::eq(d, p)) {
                 "deferPhase"
             } else {
@@ -351,7 +371,8 @@ fn page(examples: &[(&str, &str)], known: &[Known]) -> String {
          ActionSet's name, the bucket, times, restic's content IDs and the outputs each run makes\n\
          anew (`backupID`, `backupTag`, `phySize`) by placeholders: the final state and error, each phase's\n\
          state and output, the output artifacts, the object-store keys the run added and removed,\n\
-         and the Events on the ActionSet in the order they were created (` → ` between them).\n\
+         and the Events on the ActionSet in the order they were created (` → ` between them);\n\
+         also the progress, the action's object and which status fields each writes.\n\
          Every difference not below fails the test, and so does one below that is gone.\n\n\
          Examples:\n",
     );
