@@ -61,7 +61,14 @@ pub async fn postgres(prefix: &str, bucket: &str) -> String {
     install().await;
     let client = real::client().await;
     let ns = support::namespace(&client, prefix).await;
-    support::data_plane::s3_profile(&client, &ns, "s3", bucket)
+    postgres_in(&ns, bucket).await;
+    ns
+}
+
+/// [`postgres`] in the namespace `ns`, which exists.
+pub async fn postgres_in(ns: &str, bucket: &str) {
+    let client = real::client().await;
+    support::data_plane::s3_profile(&client, ns, "s3", bucket)
         .await
         .unwrap();
     apply_yaml(&format!(
@@ -115,12 +122,11 @@ spec:
         "rollout",
         "status",
         "-n",
-        &ns,
+        ns,
         &format!("statefulset/{PG_STS}"),
         "--timeout=180s",
     ])
     .unwrap();
-    ns
 }
 
 pub fn psql(ns: &str, sql: &str) -> String {

@@ -64,7 +64,8 @@ pub async fn wait_end(ns: &str, name: &str) -> Value {
     .unwrap_or_else(|e| panic!("ActionSet {ns}/{name} did not end: {e}"))
 }
 
-fn apply_create(obj: &Value) -> String {
+/// `kubectl create` of `obj`; the created object's name.
+pub fn apply_create(obj: &Value) -> String {
     let path = std::env::temp_dir().join(format!("bpo-real-{}.json", std::process::id()));
     std::fs::write(&path, obj.to_string()).unwrap();
     let name = kubectl(&[

@@ -32,7 +32,7 @@ const RELEASE: &str = "kanister";
 const DEPLOYMENT: &str = "kanister-kanister-operator";
 const IMAGE: &str = "ghcr.io/kanisterio/controller:0.119.0";
 /// The source component of the Events Kanister's controller records.
-const KANISTER_COMPONENT: &str = "Kanister Controller";
+pub const KANISTER_COMPONENT: &str = "Kanister Controller";
 /// What our executor and webhook write on ActionSets: annotations, labels and finalizers.
 const OUR_PREFIX: &str = "blueprint-operator.io/";
 

@@ -17,6 +17,7 @@ mod helm;
 mod install;
 mod kando_failures;
 mod kanister;
+mod kanister_parity;
 mod node;
 mod pod_logs;
 mod rds;

@@ -27,6 +27,9 @@
 #   kanister-controller       ghcr.io/kanisterio/controller:0.119.0, Kanister's own controller, the
 #                             name its Helm chart runs: the static binary tools/kanister/build.sh
 #                             builds from Kanister's source, and the CA bundle
+#   postgres-kanister-kando   docker.io/library/postgres-kanister-kando:0.119.0: postgres-kanister-tools
+#                             with Kanister's own kando (tools/kanister/build.sh) instead of ours,
+#                             for the PostgreSQL Blueprint run by Kanister's controller beside ours
 # VERSION is Cargo.toml's package version. Images reference docker.io/library/NAME because that is
 # what the kubelet asks containerd for when a pod says `image: NAME:TAG`.
 #
@@ -86,6 +89,7 @@ operator_bin="$target/release/blueprint-operator"
 restic_bin="$("$repo/tools/data-plane/build.sh" --print 2>/dev/null | sed -n 's/^restic=//p')" || true
 # Kanister's controller is cached by Kanister's version (tools/kanister/build.sh): the path names it.
 kanister_controller="$("$repo/tools/kanister/build.sh" --print 2>/dev/null | sed -n 's/^controller=//p')" || true
+kanister_kando="$("$repo/tools/kanister/build.sh" --print 2>/dev/null | sed -n 's/^kando=//p')" || true
 
 # ---- prerequisites (run only when an image that needs them is built) ----------------------------
 
@@ -124,6 +128,13 @@ kanister_ready() {
   log "Kanister's controller missing: building it (tools/kanister/build.sh)"
   kanister_controller="$("$repo/tools/kanister/build.sh" | sed -n 's/^controller=//p')"
   [[ -x "$kanister_controller" ]] || fail "tools/kanister/build.sh printed no controller"
+}
+
+kanister_kando_ready() {
+  [[ -n "$kanister_kando" && -x "$kanister_kando" ]] && return 0
+  log "Kanister's kando missing: building it (tools/kanister/build.sh)"
+  kanister_kando="$("$repo/tools/kanister/build.sh" | sed -n 's/^kando=//p')"
+  [[ -x "$kanister_kando" ]] || fail "tools/kanister/build.sh printed no kando"
 }
 
 pause_bin() { echo "$work/pause"; }
@@ -448,9 +459,26 @@ define_images() {
     --file "/controller=$kanister_controller" \
     --entrypoint '["/controller"]' \
     --env SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
+
+  # The corpus PostgreSQL Blueprint's tools with Kanister's own kando (a static Go binary), so
+  # that a dump Kanister's controller makes is pushed and pulled by Kanister's code
+  # (tests/real/kanister_parity.rs restores it with ours and the other way round).
+  image postgres-kanister-kando docker.io/library/postgres-kanister-kando:0.119.0 \
+    --packages "bash postgresql-client-15 gzip tar sed coreutils grep ca-certificates" \
+    --link /bin/sh=bash \
+    --file "/etc/passwd=$here/files/root/passwd" --file "/etc/group=$here/files/root/group" \
+    --file "/etc/nsswitch.conf=$here/files/nsswitch.conf" \
+    --dir /tmp:1777 --dir /var/tmp:1777 --dir /root:700 \
+    --before kanister_kando_ready --key "kanister:$kanister_kando" \
+    --file "/usr/local/bin/kando=$kanister_kando" \
+    --check-elf /bin/bash --check-elf /bin/gzip --check-elf /usr/lib/postgresql/15/bin/pg_dumpall \
+    --check-elf /usr/lib/postgresql/15/bin/psql \
+    --cmd '["/bin/bash"]' --workdir /root \
+    --env PATH=/usr/local/sbin:/usr/local/bin:/usr/lib/postgresql/15/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    --env SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
 }
 
-known=" pause blueprint-operator blueprint-operator-tools kanister-tools busybox postgres-db mariadb-db postgres-kanister-tools postgres-kanister-tools-rds mysql-sidecar kanister-controller "
+known=" pause blueprint-operator blueprint-operator-tools kanister-tools busybox postgres-db mariadb-db postgres-kanister-tools postgres-kanister-tools-rds mysql-sidecar kanister-controller postgres-kanister-kando "
 for n in "${selected[@]}"; do
   [[ "$known" == *" $n "* ]] || fail "unknown image $n (images:$known)"
 done
