@@ -17,7 +17,8 @@ pub type Labels = Vec<(String, String)>;
 pub struct Metrics {
     /// ActionSets created, by trigger (`scheduled`, `run-now`, `delete`).
     pub runs_created: Family<Labels, Counter>,
-    /// Ticks not started, by reason (`Missed`, `DeadlineExceeded`, `Suspended`, `ConcurrencyForbid`).
+    /// Ticks not started, by reason (`Missed`, `DeadlineExceeded`, `Suspended`, `ConcurrencyForbid`,
+    /// `OutsideWindow`, `TooManyFailures`).
     pub runs_skipped: Family<Labels, Counter>,
     /// ActionSets removed by retention, by state.
     pub runs_rotated: Family<Labels, Counter>,

@@ -47,10 +47,15 @@ pub(super) fn condition(
     }
 }
 
-/// `Ready` of a schedule that is not being deleted: suspended, scheduled, or
+/// The `Ready` reason while `suspendAfterFailures` holds scheduled runs back.
+pub(super) const TOO_MANY_FAILURES: &str = "TooManyFailures";
+
+/// `Ready` of a schedule that is not being deleted: suspended, held back by
+/// `suspendAfterFailures` (`breaker`: failures and limit; not ready), scheduled, or
 /// without a next tick.
 pub(super) fn ready(
     suspend: bool,
+    breaker: Option<(u32, u32)>,
     next: Option<DateTime<Utc>>,
     generation: Option<i64>,
     old: &[Condition],
@@ -59,6 +64,13 @@ pub(super) fn ready(
         (
             "Suspended",
             "schedule is suspended; run-now requests still run".to_string(),
+        )
+    } else if let Some((failures, limit)) = breaker {
+        (
+            TOO_MANY_FAILURES,
+            format!(
+                "{failures} consecutive failed runs (suspendAfterFailures: {limit}): no scheduled run until a run completes (run-now still runs) or the limit is raised or removed"
+            ),
         )
     } else {
         match next {
@@ -69,7 +81,8 @@ pub(super) fn ready(
             ),
         }
     };
-    condition(reason != "NoNextTick", reason, msg, generation, old)
+    let is_ready = reason != "NoNextTick" && reason != TOO_MANY_FAILURES;
+    condition(is_ready, reason, msg, generation, old)
 }
 
 /// Status as a merge patch that also clears fields that became empty.
