@@ -58,6 +58,11 @@ fn minutes(field: &'static str, text: &str) -> Result<u32, WindowError> {
     }
 }
 
+/// Whether `text` is a wall-clock time `HH:MM`.
+pub fn is_wall_time(text: &str) -> bool {
+    minutes("start", text).is_ok()
+}
+
 fn day_index(d: WindowDay) -> usize {
     match d {
         WindowDay::Mon => 0,
