@@ -237,6 +237,10 @@ async fn settle(ctx: &Ctx, rest: Rest) -> Result<bool, Error> {
         .consecutive_failures
         .get_or_create(&labels)
         .set(i64::from(sum.consecutive_failures));
+    ctx.metrics
+        .suspended_by_failures
+        .get_or_create(&labels)
+        .set(i64::from(breaker.is_some()));
     status::record_summary(&mut status, &sum);
     Box::pin(announce_breaker(ctx, &s, &old, breaker)).await;
     status.conditions = vec![status::ready(
@@ -357,6 +361,7 @@ pub fn housekeeping(
         let labels = schedule_labels(ns, name);
         ctx.metrics.overdue.remove(&labels);
         ctx.metrics.consecutive_failures.remove(&labels);
+        ctx.metrics.suspended_by_failures.remove(&labels);
     }
     ctx.known().retain(|k, _| present.contains(k));
     *tracked = present;

@@ -207,6 +207,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_breaker_makes_the_schedule_not_ready_and_suspend_says_suspended() {
+        let next = DateTime::from_timestamp(1_000, 0);
+        let c = ready(false, Some((3, 2)), next, None, &[]);
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("False", TOO_MANY_FAILURES)
+        );
+        assert!(c.message.contains("suspendAfterFailures: 2"), "{c:?}");
+        let c = ready(true, Some((3, 2)), next, None, &[]);
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("True", "Suspended")
+        );
+        let c = ready(false, None, next, None, &[]);
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("True", "Scheduled")
+        );
+    }
+
+    #[test]
     fn status_patch_clears_emptied_fields() {
         let p = status_patch(&ActionScheduleStatus::default()).unwrap();
         assert_eq!(p["status"]["nextScheduleTime"], Value::Null);
