@@ -263,6 +263,10 @@ async fn announce_breaker(
     old: &ActionScheduleStatus,
     breaker: Option<(u32, u32)>,
 ) {
+    if s.spec.suspend {
+        // `Ready` says Suspended meanwhile; the breaker is announced once the suspend ends.
+        return;
+    }
     let was_open = old
         .conditions
         .iter()
