@@ -410,5 +410,12 @@ mod tests {
         assert_eq!(s.concurrency_policy, ConcurrencyPolicy::Allow);
         assert_eq!(s.missed_run_policy, MissedRunPolicy::RunLatest);
         assert_eq!(s.action_set_template.actions[0].blueprint, "bp");
+        // Jitter, window and the breaker are off unless asked for.
+        assert_eq!(
+            (s.jitter, s.window, s.suspend_after_failures),
+            (None, None, None)
+        );
+        let w: RunWindow = serde_yaml::from_str("{start: '22:00', end: '04:00'}").unwrap();
+        assert_eq!((w.days, w.outside), (None, OutsideWindow::Skip));
     }
 }
