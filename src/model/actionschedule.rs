@@ -75,6 +75,23 @@ pub struct ActionScheduleSpec {
     /// takes. Runs get it as the annotation `blueprint-operator.io/exclusive-wait-timeout`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exclusive_wait_timeout: Option<String>,
+    /// Spread the runs of schedules that share a cron line: each run is created this long
+    /// (Go duration, e.g. `30m`) at most after its tick, by an offset stable for the schedule
+    /// (a hash of `namespace/name`). Run names and `scheduledTime` stay the nominal tick;
+    /// `status.nextScheduleTime` includes the offset. Must be shorter than the schedule's
+    /// shortest interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter: Option<String>,
+    /// When runs may start: ticks outside this daily or weekly time range (in `timeZone`) are
+    /// skipped or wait for its start (`outside`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<RunWindow>,
+    /// Stop creating scheduled runs after this many consecutive failed runs (ticks are
+    /// recorded as skipped, `TooManyFailures`) until a run completes or the limit is raised
+    /// or removed. `run-now` still runs. Default: never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub suspend_after_failures: Option<u32>,
     /// The `spec` of the ActionSets to create (Kanister's ActionSetSpec).
     #[schemars(schema_with = "preserve_unknown_object")]
     pub action_set_template: ActionSetSpec,
@@ -93,6 +110,45 @@ pub enum ConcurrencyPolicy {
     Forbid,
     /// Delete the active runs, then start the new one.
     Replace,
+}
+
+/// A daily (or, with `days`, weekly) time range in the schedule's time zone. `start` is
+/// inclusive, `end` exclusive; `end` before `start` crosses midnight (`22:00`-`04:00`), and
+/// such a window belongs to the day it starts on.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunWindow {
+    /// Wall-clock `HH:MM`.
+    pub start: String,
+    /// Wall-clock `HH:MM`; not equal to `start`.
+    pub end: String,
+    /// Days the window opens on (`Mon` ... `Sun`); default every day.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub days: Option<Vec<WindowDay>>,
+    /// What a tick outside the window does.
+    #[serde(default)]
+    pub outside: OutsideWindow,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum WindowDay {
+    Mon,
+    Tue,
+    Wed,
+    Thu,
+    Fri,
+    Sat,
+    Sun,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum OutsideWindow {
+    /// The tick is recorded as skipped (`OutsideWindow`).
+    #[default]
+    Skip,
+    /// The tick's run is created when the window next opens (still one run per tick, named
+    /// by the tick); ticks that pass meanwhile are folded into the latest one.
+    Wait,
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
@@ -209,8 +265,10 @@ pub struct ActionScheduleStatus {
     /// Nominal time of the newest run that reached `complete`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_successful_time: Option<Time>,
-    /// Next tick, also while suspended (that tick is then recorded as a skip); absent when the
-    /// schedule is invalid or has no further tick.
+    /// When the next run is created: the next tick plus the jitter offset (or, for a tick
+    /// waiting for the window, the window's start plus the offset), also while suspended (that
+    /// tick is then recorded as a skip); absent when the schedule is invalid or has no further
+    /// tick.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_schedule_time: Option<Time>,
     /// Runs of this schedule that are pending or running.
@@ -257,7 +315,8 @@ pub struct RunReference {
 pub struct SkippedRun {
     /// RFC 3339 nominal time of the (latest) tick.
     pub scheduled_time: String,
-    /// `Missed`, `DeadlineExceeded`, `Suspended`, `ConcurrencyForbid`.
+    /// `Missed`, `DeadlineExceeded`, `Suspended`, `ConcurrencyForbid`, `OutsideWindow`,
+    /// `TooManyFailures`.
     pub reason: String,
     /// How many ticks this entry stands for (several missed ticks are one entry).
     pub count: u32,
@@ -351,5 +410,12 @@ mod tests {
         assert_eq!(s.concurrency_policy, ConcurrencyPolicy::Allow);
         assert_eq!(s.missed_run_policy, MissedRunPolicy::RunLatest);
         assert_eq!(s.action_set_template.actions[0].blueprint, "bp");
+        // Jitter, window and the breaker are off unless asked for.
+        assert_eq!(
+            (s.jitter, s.window, s.suspend_after_failures),
+            (None, None, None)
+        );
+        let w: RunWindow = serde_yaml::from_str("{start: '22:00', end: '04:00'}").unwrap();
+        assert_eq!((w.days, w.outside), (None, OutsideWindow::Skip));
     }
 }

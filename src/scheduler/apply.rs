@@ -361,8 +361,14 @@ pub(super) async fn announce_skips(ctx: &Ctx, s: &ActionSchedule, labels: &Label
             SkipReason::DeadlineExceeded => "MissedDeadline",
             SkipReason::Suspended => "SkippedSuspended",
             SkipReason::ConcurrencyForbid => "SkippedConcurrency",
+            SkipReason::OutsideWindow => "SkippedOutsideWindow",
+            SkipReason::TooManyFailures => "SkippedTooManyFailures",
         };
-        let warning = skip.reason.is_missed() || skip.reason == SkipReason::ConcurrencyForbid;
+        let warning = skip.reason.is_missed()
+            || matches!(
+                skip.reason,
+                SkipReason::ConcurrencyForbid | SkipReason::TooManyFailures
+            );
         publish(
             ctx,
             s,

@@ -17,7 +17,8 @@ pub type Labels = Vec<(String, String)>;
 pub struct Metrics {
     /// ActionSets created, by trigger (`scheduled`, `run-now`, `delete`).
     pub runs_created: Family<Labels, Counter>,
-    /// Ticks not started, by reason (`Missed`, `DeadlineExceeded`, `Suspended`, `ConcurrencyForbid`).
+    /// Ticks not started, by reason (`Missed`, `DeadlineExceeded`, `Suspended`, `ConcurrencyForbid`,
+    /// `OutsideWindow`, `TooManyFailures`).
     pub runs_skipped: Family<Labels, Counter>,
     /// ActionSets removed by retention, by state.
     pub runs_rotated: Family<Labels, Counter>,
@@ -27,6 +28,8 @@ pub struct Metrics {
     /// (0 when on track): the controller is behind or not running as leader.
     pub overdue: Family<Labels, Gauge<f64, AtomicU64>>,
     pub consecutive_failures: Family<Labels, Gauge>,
+    /// 1 while `suspendAfterFailures` holds the schedule's runs back, else 0.
+    pub suspended_by_failures: Family<Labels, Gauge>,
     /// Reconcile failures by error kind.
     pub reconcile_errors: Family<Labels, Counter>,
     /// 1 while this replica holds the controller Lease and runs the scheduler.
@@ -70,6 +73,7 @@ impl Metrics {
             creation_lag: Histogram::new(exponential_buckets(0.05, 2.0, 14)),
             overdue: Family::default(),
             consecutive_failures: Family::default(),
+            suspended_by_failures: Family::default(),
             reconcile_errors: Family::default(),
             leader: Gauge::default(),
             throttled,
@@ -109,6 +113,11 @@ impl Metrics {
             "consecutive_failures",
             "Failed runs since the newest complete one",
             m.consecutive_failures.clone(),
+        );
+        r.register(
+            "suspended_by_failures",
+            "1 while suspendAfterFailures holds the schedule's scheduled runs back",
+            m.suspended_by_failures.clone(),
         );
         r.register(
             "reconcile_errors",

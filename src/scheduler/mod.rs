@@ -34,6 +34,7 @@ mod rotate;
 pub mod runs;
 pub mod settle;
 mod status;
+pub mod window;
 
 use std::future::Future;
 use std::sync::Arc;

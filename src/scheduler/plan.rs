@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 
 use super::cron::Schedule;
+use super::window::Window;
 use crate::model::{ConcurrencyPolicy, MissedRunPolicy};
 
 /// A tick handled more than this many seconds late counts as missed under
@@ -100,6 +101,11 @@ pub struct PlanSettings {
     pub concurrency_policy: ConcurrencyPolicy,
     pub starting_deadline_seconds: Option<i64>,
     pub missed_run_policy: MissedRunPolicy,
+    /// Seconds each tick's run is created after the tick ([`jitter_offset`](super::window::jitter_offset)).
+    pub jitter_offset: i64,
+    pub window: Option<Window>,
+    /// `(consecutive failures, suspendAfterFailures)` while the breaker is open.
+    pub too_many_failures: Option<(u32, u32)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,6 +117,11 @@ pub enum SkipReason {
     DeadlineExceeded,
     Suspended,
     ConcurrencyForbid,
+    /// Outside `spec.window` (with `outside: Skip`; with `Wait`, ticks folded into a later
+    /// one while waiting).
+    OutsideWindow,
+    /// `suspendAfterFailures` reached.
+    TooManyFailures,
 }
 
 impl SkipReason {
@@ -120,6 +131,8 @@ impl SkipReason {
             SkipReason::DeadlineExceeded => "DeadlineExceeded",
             SkipReason::Suspended => "Suspended",
             SkipReason::ConcurrencyForbid => "ConcurrencyForbid",
+            SkipReason::OutsideWindow => "OutsideWindow",
+            SkipReason::TooManyFailures => "TooManyFailures",
         }
     }
     /// Missed ticks (not a decision) versus skipped ones.
@@ -157,7 +170,9 @@ pub struct Plan {
     /// New `status.lastScheduleTime` / `lastSkippedTime` if they change.
     pub last_schedule_time: Option<DateTime<Utc>>,
     pub last_skipped_time: Option<DateTime<Utc>>,
-    /// The next tick after this plan, suspended or not (None: the schedule has no further tick).
+    /// When the next run is due: the next tick (suspended or not) plus the jitter offset, or a
+    /// tick waiting for the window's start plus the offset (None: the schedule has no further
+    /// tick).
     pub next: Option<DateTime<Utc>>,
     /// Run-now token consumed by this plan.
     pub run_now_token: Option<String>,
@@ -167,7 +182,12 @@ pub struct Plan {
 ///
 /// `window_start` is the latest of `status.lastScheduleTime`,
 /// `status.lastSkippedTime` and the schedule's creation time: ticks after it
-/// and up to `now` are due. `runs` are the ActionSets of this schedule.
+/// are due once their run's start time (the tick, or the run window's next start with
+/// `outside: Wait`, plus the jitter offset) is up to `now`. `runs` are the ActionSets of this
+/// schedule.
+///
+/// Lateness (`startingDeadlineSeconds`, `missedRunPolicy: Skip`) is measured from that start
+/// time, so neither the jitter nor a wait for the window makes a tick late.
 pub fn plan(
     schedule_name: &str,
     schedule: &Schedule,
@@ -178,32 +198,86 @@ pub fn plan(
     run_now: Option<&str>,
 ) -> Plan {
     let mut p = Plan::default();
-    let (latest, count) = schedule.last_between(window_start, now, MISSED_COUNT_LIMIT);
+    let tz = schedule.time_zone();
+    let offset = chrono::Duration::seconds(settings.jitter_offset);
+    // Ticks up to here have reached their (jittered) time; the offset is the same for every
+    // tick, so the order of ticks and their names stay as without it.
+    let due = now - offset;
+    let outside = |tick| {
+        settings
+            .window
+            .as_ref()
+            .is_some_and(|w| !w.contains(tick, tz))
+    };
+    let waits = |tick| outside(tick) && settings.window.as_ref().is_some_and(|w| w.wait);
+    // When the run of `tick` starts (None: the window never opens again).
+    let start_of = |tick: DateTime<Utc>| match &settings.window {
+        Some(w) if waits(tick) => w.next_open(tick, tz).map(|o| o + offset),
+        _ => Some(tick + offset),
+    };
+    let (latest, count) = schedule.last_between(window_start, due, MISSED_COUNT_LIMIT);
     // `@every` ticks chain from the previous tick; cron ticks are absolute.
     let base = latest.unwrap_or(window_start);
-    p.next = if schedule.every_seconds().is_some() {
+    let next_tick = if schedule.every_seconds().is_some() {
         schedule.next_after(base)
     } else {
-        schedule.next_after(now.max(base))
+        schedule.next_after(due.max(base))
+    };
+    p.next = next_tick.and_then(start_of);
+    let blocked = if settings.suspend {
+        Some((
+            SkipReason::Suspended,
+            "schedule is suspended (spec.suspend: true)".to_string(),
+        ))
+    } else {
+        settings.too_many_failures.map(|(failures, limit)| {
+            (
+                SkipReason::TooManyFailures,
+                format!(
+                    "{failures} consecutive failed runs (suspendAfterFailures: {limit}): no scheduled run until a run completes"
+                ),
+            )
+        })
     };
 
     if let Some(tick) = latest {
+        let start = start_of(tick);
+        if blocked.is_none()
+            && waits(tick)
+            && let Some(start) = start.filter(|s| *s > now)
+        {
+            // Waiting for the window: nothing is recorded, the tick is planned again then.
+            p.next = Some(start);
+            return with_run_now(p, schedule_name, now, run_now);
+        }
         let earlier = count.saturating_sub(1);
         let first = schedule.next_after(window_start).unwrap_or(tick);
-        if earlier > 0 && !settings.suspend {
+        if earlier > 0 && blocked.is_none() {
+            // With `outside: Wait`, ticks outside the window waited and were overtaken.
+            let (reason, why) = if waits(first) || waits(tick) {
+                (
+                    SkipReason::OutsideWindow,
+                    "were folded into the latest while waiting for the window",
+                )
+            } else {
+                (
+                    SkipReason::Missed,
+                    "passed without a run; only the latest is considered",
+                )
+            };
             p.skips.push(Skip {
                 scheduled_time: first,
                 count: earlier,
-                reason: SkipReason::Missed,
+                reason,
                 message: format!(
-                    "{earlier}{} tick(s) between {} and {} passed without a run; only the latest is considered",
+                    "{earlier}{} tick(s) between {} and {} {why}",
                     if count >= MISSED_COUNT_LIMIT { "+" } else { "" },
                     first.to_rfc3339(),
                     tick.to_rfc3339()
                 ),
             });
         }
-        let late = (now - tick).num_seconds();
+        let late = (now - start.unwrap_or(tick + offset)).num_seconds();
         let active: Vec<&RunRecord> = runs
             .iter()
             .filter(|r| r.ours && r.trigger != Trigger::Delete && r.is_active())
@@ -214,11 +288,16 @@ pub fn plan(
             reason,
             message,
         };
-        if settings.suspend {
+        if let Some((reason, message)) = blocked {
+            p.skips.push(skip(reason, count, message));
+        } else if outside(tick) && (!waits(tick) || start.is_none()) {
             p.skips.push(skip(
-                SkipReason::Suspended,
-                count,
-                "schedule is suspended (spec.suspend: true)".into(),
+                SkipReason::OutsideWindow,
+                1,
+                format!(
+                    "tick {} is outside spec.window (outside: Skip)",
+                    tick.to_rfc3339()
+                ),
             ));
         } else if let Some(d) = settings.starting_deadline_seconds.filter(|d| late > *d) {
             p.skips.push(skip(
@@ -267,7 +346,17 @@ pub fn plan(
             p.last_skipped_time = Some(tick);
         }
     }
+    with_run_now(p, schedule_name, now, run_now)
+}
 
+/// `p` with the run of a run-now request added (suspended, breaker open or outside the
+/// window alike: it is an explicit request).
+fn with_run_now(
+    mut p: Plan,
+    schedule_name: &str,
+    now: DateTime<Utc>,
+    run_now: Option<&str>,
+) -> Plan {
     if let Some(token) = run_now {
         p.create.push(NewRun {
             name: run_now_name(schedule_name, token),
@@ -434,6 +523,9 @@ mod tests {
             concurrency_policy: ConcurrencyPolicy::Allow,
             starting_deadline_seconds: None,
             missed_run_policy: MissedRunPolicy::RunLatest,
+            jitter_offset: 0,
+            window: None,
+            too_many_failures: None,
         }
     }
 
@@ -646,6 +738,167 @@ mod tests {
         );
         assert_eq!(a.create[0].name, "db-20261025003000");
         assert_eq!(b.create[0].name, "db-20261025013000");
+    }
+
+    #[test]
+    fn jitter_creates_the_nominal_tick_after_its_offset() {
+        let s = Schedule::parse("0 2 * * *", None).unwrap();
+        let st = PlanSettings {
+            jitter_offset: 1381,
+            ..settings()
+        };
+        let window = |now: &str| plan_db(&s, &st, ["2026-06-01T00:00:00Z", now], &[], None);
+        // At the tick itself nothing yet; the next run is due at tick + offset.
+        let p = window("2026-06-01T02:10:00Z");
+        assert!(p.create.is_empty() && p.skips.is_empty(), "{p:?}");
+        assert_eq!(p.next, Some(t("2026-06-01T02:23:01Z")));
+        // After the offset: the run keeps the nominal tick's name and time.
+        let p = window("2026-06-01T02:23:01Z");
+        assert_eq!(p.create[0].name, "db-20260601020000");
+        assert_eq!(p.create[0].scheduled_time, t("2026-06-01T02:00:00Z"));
+        assert_eq!(p.last_schedule_time, Some(t("2026-06-01T02:00:00Z")));
+        assert_eq!(p.next, Some(t("2026-06-02T02:23:01Z")));
+        // The deadline counts from tick + offset: 200 s after it is within 300 s.
+        let st = PlanSettings {
+            starting_deadline_seconds: Some(300),
+            ..st
+        };
+        let p = plan_db(
+            &s,
+            &st,
+            ["2026-06-01T00:00:00Z", "2026-06-01T02:26:21Z"],
+            &[],
+            None,
+        );
+        assert_eq!(p.create.len(), 1, "{p:?}");
+    }
+
+    fn window(start: &str, end: &str, outside: crate::model::OutsideWindow) -> Option<Window> {
+        Window::parse(&crate::model::RunWindow {
+            start: start.into(),
+            end: end.into(),
+            days: None,
+            outside,
+        })
+        .ok()
+    }
+
+    #[test]
+    fn a_tick_outside_the_window_is_skipped_or_waits() {
+        use crate::model::OutsideWindow::{Skip as Out, Wait};
+        let s = Schedule::parse("0 * * * *", Some("Europe/Berlin")).unwrap();
+        let skip = PlanSettings {
+            window: window("01:00", "05:00", Out),
+            ..settings()
+        };
+        // 06:00 CEST is outside: skipped, recorded so it is not planned again.
+        let p = plan_db(
+            &s,
+            &skip,
+            ["2026-06-01T03:30:00Z", "2026-06-01T04:00:01Z"],
+            &[],
+            None,
+        );
+        assert!(p.create.is_empty());
+        assert_eq!(p.skips[0].reason, SkipReason::OutsideWindow);
+        assert_eq!(p.last_skipped_time, Some(t("2026-06-01T04:00:00Z")));
+        // 04:00 CEST is inside.
+        let p = plan_db(
+            &s,
+            &skip,
+            ["2026-06-01T01:30:00Z", "2026-06-01T02:00:01Z"],
+            &[],
+            None,
+        );
+        assert_eq!(p.create.len(), 1);
+        let wait = PlanSettings {
+            window: window("01:00", "05:00", Wait),
+            jitter_offset: 60,
+            ..settings()
+        };
+        // 06:00 CEST waits for 01:00 CEST the next day (+ the offset); nothing is recorded.
+        let p = plan_db(
+            &s,
+            &wait,
+            ["2026-06-01T03:30:00Z", "2026-06-01T04:01:01Z"],
+            &[],
+            None,
+        );
+        assert!(p.create.is_empty() && p.skips.is_empty(), "{p:?}");
+        assert_eq!((p.last_schedule_time, p.last_skipped_time), (None, None));
+        assert_eq!(p.next, Some(t("2026-06-01T23:01:00Z")));
+        // When it opens: one run for the latest tick, named by it; the ticks passed while
+        // waiting are folded into it, and it is not late.
+        let st = PlanSettings {
+            starting_deadline_seconds: Some(120),
+            missed_run_policy: MissedRunPolicy::Skip,
+            ..wait
+        };
+        let p = plan_db(
+            &s,
+            &st,
+            ["2026-06-01T03:30:00Z", "2026-06-01T23:01:30Z"],
+            &[],
+            None,
+        );
+        assert_eq!(p.create.len(), 1, "{p:?}");
+        assert_eq!(p.create[0].name, "db-20260601230000");
+        assert_eq!(
+            (p.skips[0].reason, p.skips[0].count),
+            (SkipReason::OutsideWindow, 19)
+        );
+        // Opened long ago (the controller was down): the deadline applies from the opening.
+        let p = plan_db(
+            &s,
+            &st,
+            ["2026-06-01T03:30:00Z", "2026-06-01T23:10:00Z"],
+            &[],
+            None,
+        );
+        assert!(p.create.is_empty());
+        assert!(
+            p.skips
+                .iter()
+                .any(|k| k.reason == SkipReason::DeadlineExceeded)
+        );
+    }
+
+    #[test]
+    fn the_breaker_skips_ticks_until_closed_and_run_now_still_runs() {
+        let s = Schedule::parse("*/10 * * * *", None).unwrap();
+        let open = PlanSettings {
+            too_many_failures: Some((3, 3)),
+            window: window("01:00", "02:00", crate::model::OutsideWindow::Wait),
+            ..settings()
+        };
+        let p = plan_db(
+            &s,
+            &open,
+            ["2026-06-01T00:00:00Z", "2026-06-01T00:35:00Z"],
+            &[],
+            Some("tok"),
+        );
+        assert_eq!(
+            (p.skips.len(), p.skips[0].reason, p.skips[0].count),
+            (1, SkipReason::TooManyFailures, 3)
+        );
+        assert!(p.skips[0].message.contains("suspendAfterFailures: 3"));
+        assert_eq!(p.last_skipped_time, Some(t("2026-06-01T00:30:00Z")));
+        assert_eq!(p.create.len(), 1);
+        assert_eq!(p.create[0].trigger, Trigger::RunNow);
+        let closed = PlanSettings {
+            too_many_failures: None,
+            window: None,
+            ..open
+        };
+        let p = plan_db(
+            &s,
+            &closed,
+            ["2026-06-01T00:30:00Z", "2026-06-01T00:40:01Z"],
+            &[],
+            None,
+        );
+        assert_eq!(p.create[0].trigger, Trigger::Scheduled);
     }
 
     #[test]

@@ -13,10 +13,10 @@ use super::gate::Priority;
 use super::identity;
 use super::plan::{self, PlanSettings, RunRecord, RunState, Trigger};
 use super::status::from_time;
+use super::window::{self, Window};
 use crate::model::{
-    ANNOTATION_RUN_NOW, ANNOTATION_SCHEDULED_TIME, ActionSchedule, ActionScheduleSpec,
-    ActionScheduleStatus, ActionSet, LABEL_DELETE_FOR, LABEL_SCHEDULE, LABEL_TRIGGER, State,
-    WatchedActionSet,
+    ANNOTATION_RUN_NOW, ANNOTATION_SCHEDULED_TIME, ActionSchedule, ActionScheduleStatus, ActionSet,
+    LABEL_DELETE_FOR, LABEL_SCHEDULE, LABEL_TRIGGER, State, WatchedActionSet,
 };
 
 /// The schedule at its newest version, or `None` when it is gone. The watch
@@ -182,13 +182,30 @@ pub(super) fn run_now_token(s: &ActionSchedule, old: &ActionScheduleStatus) -> O
         .cloned()
 }
 
-pub(super) fn plan_settings(spec: &ActionScheduleSpec) -> PlanSettings {
-    PlanSettings {
+/// What planning takes from the spec of `s`, whose runs failed `failures` times in a row.
+/// A `jitter` or `window` that does not parse (the webhook refuses them) is the error, naming
+/// the field.
+pub(super) fn plan_settings(s: &ActionSchedule, failures: u32) -> Result<PlanSettings, String> {
+    let spec = &s.spec;
+    let jitter = match &spec.jitter {
+        None => 0,
+        Some(j) => window::parse_jitter(j)
+            .map_err(|e| format!("spec.jitter: {j:?} is not a Go duration ({e})"))?,
+    };
+    let ns = s.namespace().unwrap_or_default();
+    let run_window = match &spec.window {
+        None => None,
+        Some(w) => Some(Window::parse(w).map_err(|e| format!("spec.window.{}: {e}", e.field()))?),
+    };
+    Ok(PlanSettings {
         suspend: spec.suspend,
         concurrency_policy: spec.concurrency_policy,
         starting_deadline_seconds: spec.starting_deadline_seconds,
         missed_run_policy: spec.missed_run_policy,
-    }
+        jitter_offset: window::jitter_offset(&ns, &s.name_any(), jitter),
+        window: run_window,
+        too_many_failures: window::breaker(spec.suspend_after_failures, failures),
+    })
 }
 
 #[cfg(test)]

@@ -35,7 +35,7 @@ use super::plan::{self, NewRun, RunRecord};
 use super::retention::{self, Policy};
 use super::rotate::{self, Remover};
 use super::status::{self, condition, from_time};
-use super::{deleting, read};
+use super::{deleting, read, window};
 use crate::model::{
     ActionSchedule, ActionScheduleStatus, ActionSet, FINALIZER_DELETE_RUNS, OnDelete,
 };
@@ -91,19 +91,30 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
         Err(e) => {
             let mut status = old.clone();
             status.observed_generation = s.metadata.generation;
-            return invalid_schedule(&ctx, &api, &s, status, e).await;
+            let msg = format!("{e}; fix spec.schedule/spec.timeZone");
+            return invalid_schedule(&ctx, &api, &s, status, msg).await;
         }
     };
 
     // Read.
     let found = read::runs(&ctx, &ns, &name).await?;
     let mut runs = found.records.clone();
+    // The breaker looks at the runs as they are now: a run that just completed closes it.
+    let failures = plan::summarize(&runs, &status::counted(&old)).consecutive_failures;
+    let settings = match read::plan_settings(&s, failures) {
+        Ok(x) => x,
+        Err(msg) => {
+            let mut status = old.clone();
+            status.observed_generation = s.metadata.generation;
+            return invalid_schedule(&ctx, &api, &s, status, msg).await;
+        }
+    };
 
     // Plan the ticks, then create the runs; the rest settles after this reconcile.
     let plan = plan::plan(
         &name,
         &schedule,
-        &read::plan_settings(&s.spec),
+        &settings,
         read::window_start(&s, &old, now),
         now,
         &runs,
@@ -203,8 +214,9 @@ async fn settle(ctx: &Ctx, rest: Rest) -> Result<bool, Error> {
     // a tick, each as big as its largest step.
     let rotation = Box::pin(rotate::rotate(ctx, &remover, &selected, &old, now)).await?;
     runs.retain(|r| !rotation.removed.contains(&r.name));
+    let breaker = window::breaker(s.spec.suspend_after_failures, sum.consecutive_failures);
     // A suspended schedule starts no tick, but its active runs still complete.
-    let next_tick = p.next.filter(|_| !s.spec.suspend);
+    let next_tick = p.next.filter(|_| !s.spec.suspend && breaker.is_none());
     status.retention.next_rotation =
         status::next_rotation(&runs, &policy, next_tick, &rotation.removing);
     status.retention.removing = rotation.removing;
@@ -225,9 +237,15 @@ async fn settle(ctx: &Ctx, rest: Rest) -> Result<bool, Error> {
         .consecutive_failures
         .get_or_create(&labels)
         .set(i64::from(sum.consecutive_failures));
+    ctx.metrics
+        .suspended_by_failures
+        .get_or_create(&labels)
+        .set(i64::from(breaker.is_some()));
     status::record_summary(&mut status, &sum);
+    Box::pin(announce_breaker(ctx, &s, &old, breaker)).await;
     status.conditions = vec![status::ready(
         s.spec.suspend,
+        breaker,
         p.next,
         s.metadata.generation,
         &old.conditions,
@@ -236,17 +254,48 @@ async fn settle(ctx: &Ctx, rest: Rest) -> Result<bool, Error> {
     Ok(rotation.waiting)
 }
 
-/// `spec.schedule` or `spec.timeZone` does not parse: say so (once) and wait
-/// for an edit.
+/// A Warning Event when `suspendAfterFailures` opens the breaker, a Normal one when it
+/// closes (a run completed, or the limit was raised or removed); once each, as the `Ready`
+/// condition of the previous status tells.
+async fn announce_breaker(
+    ctx: &Ctx,
+    s: &ActionSchedule,
+    old: &ActionScheduleStatus,
+    breaker: Option<(u32, u32)>,
+) {
+    if s.spec.suspend {
+        // `Ready` says Suspended meanwhile; the breaker is announced once the suspend ends.
+        return;
+    }
+    let was_open = old
+        .conditions
+        .iter()
+        .any(|c| c.type_ == "Ready" && c.reason == status::TOO_MANY_FAILURES);
+    match breaker {
+        Some((failures, limit)) if !was_open => {
+            let note = format!(
+                "{failures} consecutive failed runs (suspendAfterFailures: {limit}): scheduled runs stop until a run completes (run-now still runs) or the limit is raised or removed"
+            );
+            publish(ctx, s, true, status::TOO_MANY_FAILURES, "Suspend", note).await;
+        }
+        None if was_open => {
+            let note = "scheduled runs resume: fewer consecutive failed runs than suspendAfterFailures (or the limit removed)".to_string();
+            publish(ctx, s, false, "Resumed", "Resume", note).await;
+        }
+        _ => {}
+    }
+}
+
+/// `spec.schedule`, `spec.timeZone`, `spec.jitter` or `spec.window` does not parse: say so
+/// (`msg`, once) and wait for an edit.
 async fn invalid_schedule(
     ctx: &Ctx,
     api: &Api<ActionSchedule>,
     s: &ActionSchedule,
     mut status: ActionScheduleStatus,
-    e: impl std::fmt::Display,
+    msg: String,
 ) -> Result<Action, Error> {
     let old = s.status.clone().unwrap_or_default();
-    let msg = format!("{e}; fix spec.schedule/spec.timeZone");
     let was = old
         .conditions
         .iter()
@@ -316,6 +365,7 @@ pub fn housekeeping(
         let labels = schedule_labels(ns, name);
         ctx.metrics.overdue.remove(&labels);
         ctx.metrics.consecutive_failures.remove(&labels);
+        ctx.metrics.suspended_by_failures.remove(&labels);
     }
     ctx.known().retain(|k, _| present.contains(k));
     *tracked = present;

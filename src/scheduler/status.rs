@@ -47,10 +47,15 @@ pub(super) fn condition(
     }
 }
 
-/// `Ready` of a schedule that is not being deleted: suspended, scheduled, or
+/// The `Ready` reason while `suspendAfterFailures` holds scheduled runs back.
+pub(super) const TOO_MANY_FAILURES: &str = "TooManyFailures";
+
+/// `Ready` of a schedule that is not being deleted: suspended, held back by
+/// `suspendAfterFailures` (`breaker`: failures and limit; not ready), scheduled, or
 /// without a next tick.
 pub(super) fn ready(
     suspend: bool,
+    breaker: Option<(u32, u32)>,
     next: Option<DateTime<Utc>>,
     generation: Option<i64>,
     old: &[Condition],
@@ -59,6 +64,13 @@ pub(super) fn ready(
         (
             "Suspended",
             "schedule is suspended; run-now requests still run".to_string(),
+        )
+    } else if let Some((failures, limit)) = breaker {
+        (
+            TOO_MANY_FAILURES,
+            format!(
+                "{failures} consecutive failed runs (suspendAfterFailures: {limit}): no scheduled run until a run completes (run-now still runs) or the limit is raised or removed"
+            ),
         )
     } else {
         match next {
@@ -69,7 +81,8 @@ pub(super) fn ready(
             ),
         }
     };
-    condition(reason != "NoNextTick", reason, msg, generation, old)
+    let is_ready = reason != "NoNextTick" && reason != TOO_MANY_FAILURES;
+    condition(is_ready, reason, msg, generation, old)
 }
 
 /// Status as a merge patch that also clears fields that became empty.
@@ -192,6 +205,27 @@ pub(super) fn delete_failed_before(old: &ActionScheduleStatus, run: &str) -> boo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_breaker_makes_the_schedule_not_ready_and_suspend_says_suspended() {
+        let next = DateTime::from_timestamp(1_000, 0);
+        let c = ready(false, Some((3, 2)), next, None, &[]);
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("False", TOO_MANY_FAILURES)
+        );
+        assert!(c.message.contains("suspendAfterFailures: 2"), "{c:?}");
+        let c = ready(true, Some((3, 2)), next, None, &[]);
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("True", "Suspended")
+        );
+        let c = ready(false, None, next, None, &[]);
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("True", "Scheduled")
+        );
+    }
 
     #[test]
     fn status_patch_clears_emptied_fields() {

@@ -3,7 +3,11 @@
 //!
 //! * `spec.schedule` parses as Kubernetes CronJob syntax and fires at least once in five years;
 //! * `spec.timeZone` is an IANA zone;
-//! * `spec.startingDeadlineSeconds` ≥ 1, `concurrencyPolicy`/`missedRunPolicy` known values;
+//! * `spec.startingDeadlineSeconds` ≥ 1, `concurrencyPolicy`/`missedRunPolicy` known values,
+//!   `suspendAfterFailures` ≥ 1;
+//! * `spec.jitter` is a Go duration shorter than the schedule's shortest interval;
+//! * `spec.window`: `start`/`end` are `HH:MM` and differ, `days` (if given) is not empty,
+//!   `outside` is `Skip` or `Wait`; with `Skip`, some tick of the schedule must fall inside;
 //! * `spec.retention`: counts are non-negative integers; warns when nothing but the newest
 //!   complete run would be kept; `onDelete` is `Retain` or `Delete` (warns when `Delete`
 //!   has no `deleteAction`: the backups' data would stay behind); `deleteActionKind` is
@@ -25,9 +29,13 @@ type Object = Map<String, Value>;
 use super::metrics::Verdict;
 use super::response::{BlueprintRef, Lookup, deny_kind, limit_warnings};
 use crate::blueprint::{Problem, Rule};
-use crate::model::{ActionSpec, ConcurrencyPolicy, MissedRunPolicy, OnDelete, Retention};
+use crate::model::{
+    ActionSpec, ConcurrencyPolicy, MissedRunPolicy, OnDelete, OutsideWindow, Retention, RunWindow,
+    WindowDay,
+};
 use crate::scheduler::cron::{Schedule, parse_time_zone};
 use crate::scheduler::delete_action::is_namespace;
+use crate::scheduler::window::{self, Window};
 
 /// Blueprints referenced by `spec.actionSetTemplate.actions[*].blueprint`, in the schedule's
 /// namespace (where its ActionSets are created and Kanister looks Blueprints up).
@@ -131,7 +139,9 @@ pub fn check(obj: &Value, lookups: &[(BlueprintRef, Lookup)]) -> (Vec<Problem>, 
         return (report.errors, report.warnings);
     };
     let tz = check_time_zone(spec, &mut report);
-    check_schedule(spec, tz.as_deref(), &mut report);
+    let schedule = check_schedule(spec, tz.as_deref(), &mut report);
+    check_jitter(spec, schedule.as_ref(), &mut report);
+    check_window(spec, schedule.as_ref(), &mut report);
     check_exclusive(spec, &mut report);
     check_run_policies(spec, &mut report);
     let deletion = check_retention(spec, &mut report);
@@ -153,29 +163,148 @@ fn check_time_zone(spec: &Object, report: &mut Report) -> Option<String> {
     valid.ok().map(|_| z)
 }
 
-fn check_schedule(spec: &Object, tz: Option<&str>, report: &mut Report) {
+/// `spec.schedule`, parsed when valid (in the zone, when that is valid).
+fn check_schedule(spec: &Object, tz: Option<&str>, report: &mut Report) -> Option<Schedule> {
     let at = "spec.schedule";
     let s = match field::<String>(spec, "schedule") {
         Ok(Some(s)) => s,
         Ok(None) => {
-            return report.error(at, "schedule is required, e.g. \"0 3 * * *\" or \"@daily\"");
+            report.error(at, "schedule is required, e.g. \"0 3 * * *\" or \"@daily\"");
+            return None;
         }
-        Err(_) => return report.error(at, "schedule must be a string, e.g. \"0 3 * * *\""),
+        Err(_) => {
+            report.error(at, "schedule must be a string, e.g. \"0 3 * * *\"");
+            return None;
+        }
     };
     match Schedule::parse(&s, tz) {
-        Err(e) => report.error(at, e.to_string()),
-        Ok(schedule) => match schedule.every_seconds() {
-            Some(secs) if secs < 60 => report.warn(
+        Err(e) => {
+            report.error(at, e.to_string());
+            None
+        }
+        Ok(schedule) => {
+            check_fires(&s, &schedule, report);
+            Some(schedule)
+        }
+    }
+}
+
+/// A warning for a schedule faster than a minute, an error for one that never fires.
+fn check_fires(s: &str, schedule: &Schedule, report: &mut Report) {
+    let at = "spec.schedule";
+    match schedule.every_seconds() {
+        Some(secs) if secs < 60 => report.warn(
+            at,
+            format!("{s:?} starts a run every {secs}s; check that retention keeps up"),
+        ),
+        Some(_) => {}
+        None if schedule.next_after(reference_time()).is_none() => report.error(
+            at,
+            format!("{s:?} never fires (no matching date): check day-of-month and month"),
+        ),
+        None => {}
+    }
+}
+
+/// `spec.jitter`: a Go duration shorter than the schedule's shortest interval (a longer one
+/// would move a run past the next tick's).
+fn check_jitter(spec: &Object, schedule: Option<&Schedule>, report: &mut Report) {
+    let at = "spec.jitter";
+    let text = match field::<String>(spec, "jitter") {
+        Ok(None) => return,
+        Ok(Some(t)) => t,
+        Err(v) => {
+            return report.error(
                 at,
-                format!("{s:?} starts a run every {secs}s; check that retention keeps up"),
-            ),
-            Some(_) => {}
-            None if schedule.next_after(reference_time()).is_none() => report.error(
+                format!("jitter must be a Go duration such as \"30m\", got {v}"),
+            );
+        }
+    };
+    let secs = match window::parse_jitter(&text) {
+        Ok(s) => s,
+        Err(e) => {
+            return report.error(
                 at,
-                format!("{s:?} never fires (no matching date): check day-of-month and month"),
+                format!("{text:?} is not a jitter ({e}); write a Go duration such as \"30m\""),
+            );
+        }
+    };
+    let Some(s) = spec
+        .get("schedule")
+        .and_then(Value::as_str)
+        .filter(|_| schedule.is_some())
+    else {
+        return;
+    };
+    if let Some(interval) = window::shortest_interval(s, reference_time())
+        && secs >= interval
+    {
+        report.error(
+            at,
+            format!(
+                "jitter {text:?} ({secs}s) is not shorter than the shortest interval of {s:?} ({interval}s between two ticks): a run could start after the next tick's; use less than {interval}s"
             ),
-            None => {}
-        },
+        );
+    }
+}
+
+/// `spec.window`: each field typed and located; a window that never opens, and (with
+/// `outside: Skip`) one that no tick of the schedule falls in, are refused.
+fn check_window(spec: &Object, schedule: Option<&Schedule>, report: &mut Report) {
+    let at = "spec.window";
+    let w = match spec.get("window") {
+        None | Some(Value::Null) => return,
+        Some(Value::Object(w)) => w,
+        Some(v) => {
+            return report.error(
+                at,
+                format!(
+                    "window must be a map such as {{start: \"01:00\", end: \"05:00\"}}, got {v}"
+                ),
+            );
+        }
+    };
+    let hhmm = "must be a wall-clock time HH:MM (00:00 to 23:59)";
+    let time = |report: &mut Report, key: &str| {
+        let t = report.decode::<String>(w, at, key, hhmm, |t| window::is_wall_time(t));
+        if t.is_none() && w.get(key).is_none_or(Value::is_null) {
+            report.error(&format!("{at}.{key}"), format!("{key} is required: {hhmm}"));
+        }
+        t
+    };
+    let start = time(report, "start");
+    let end = time(report, "end");
+    let why = format!("must be a list of {}", variants::<WindowDay>().join(", "));
+    let days_ok = field::<Vec<WindowDay>>(w, "days").is_ok();
+    let days = report.decode::<Vec<WindowDay>>(w, at, "days", &why, |_| true);
+    let outside = report.choice::<OutsideWindow>(w, at, "outside");
+    let outside_ok = field::<OutsideWindow>(w, "outside").is_ok();
+    let (Some(start), Some(end), true, true) = (start, end, days_ok, outside_ok) else {
+        return;
+    };
+    let run_window = RunWindow {
+        start,
+        end,
+        days,
+        outside: outside.unwrap_or_default(),
+    };
+    let errors = Window::errors(&run_window);
+    for e in &errors {
+        report.error(&format!("{at}.{}", e.field()), e.to_string());
+    }
+    if !errors.is_empty() || run_window.outside != OutsideWindow::Skip {
+        return;
+    }
+    if let (Some(s), Ok(parsed)) = (schedule, Window::parse(&run_window))
+        && !window::some_tick_inside(s, &parsed, reference_time())
+    {
+        report.error(
+            at,
+            format!(
+                "no tick of {s} falls in the window {}-{}: with outside: Skip every tick would be skipped; widen the window, change the schedule, or use outside: Wait",
+                run_window.start, run_window.end
+            ),
+        );
     }
 }
 
@@ -202,6 +331,8 @@ fn check_exclusive(spec: &Object, report: &mut Report) {
 fn check_run_policies(spec: &Object, report: &mut Report) {
     let whole = "must be a whole number of seconds ≥ 1";
     report.decode::<i64>(spec, "spec", "startingDeadlineSeconds", whole, |n| *n >= 1);
+    let why = "must be a whole number of failed runs ≥ 1 (leave it out to never suspend)";
+    report.decode::<u32>(spec, "spec", "suspendAfterFailures", why, |n| *n >= 1);
     report.choice::<ConcurrencyPolicy>(spec, "spec", "concurrencyPolicy");
     report.choice::<MissedRunPolicy>(spec, "spec", "missedRunPolicy");
 }
@@ -542,6 +673,101 @@ mod tests {
         assert!(w[0].message.contains("without exclusive: true"), "{w:?}");
     }
 
+    /// `check` of a schedule `schedule` with the spec fields `extra` and a visible Blueprint.
+    fn check_timing(schedule: &str, extra: Value) -> (Vec<Problem>, Vec<Problem>) {
+        let mut spec = json!({"schedule": schedule,
+            "actionSetTemplate": {"actions": [{"name": "backup", "blueprint": "bp"}]}});
+        for (k, v) in extra.as_object().unwrap() {
+            spec[k] = v.clone();
+        }
+        let obj = sched(spec);
+        let refs = blueprint_refs(&obj, None);
+        check(
+            &obj,
+            &[(
+                refs[0].clone(),
+                Lookup::Found(json!({"actions": {"backup": {}}})),
+            )],
+        )
+    }
+
+    #[test]
+    fn jitter_is_a_duration_shorter_than_the_shortest_interval() {
+        let (e, w) = check_timing("0 2 * * *", json!({"jitter": "30m"}));
+        assert!(e.is_empty() && w.is_empty(), "{e:?} {w:?}");
+        let (e, _) = check_timing("0 2 * * *", json!({"jitter": "24h"}));
+        assert_eq!(paths(&e), ["spec.jitter"]);
+        assert!(e[0].message.contains("86400s between two ticks"), "{e:?}");
+        // Two ticks an hour apart on weekdays: the hour is what counts.
+        let (e, _) = check_timing("0 2,3 * * 1-5", json!({"jitter": "90m"}));
+        assert_eq!(paths(&e), ["spec.jitter"]);
+        let (e, _) = check_timing("@every 10s", json!({"jitter": "10s"}));
+        assert_eq!(paths(&e), ["spec.jitter"]);
+        for bad in [json!("soon"), json!("-5m"), json!(30)] {
+            let (e, _) = check_timing("@daily", json!({"jitter": bad}));
+            assert_eq!(paths(&e), ["spec.jitter"], "{bad}");
+        }
+        // A bad schedule is reported once, at the schedule.
+        let (e, _) = check_timing("61 * * * *", json!({"jitter": "1h"}));
+        assert_eq!(paths(&e), ["spec.schedule"]);
+    }
+
+    #[test]
+    fn a_window_that_never_opens_or_that_no_tick_falls_in_is_refused_where_it_is_wrong() {
+        let ok = json!({"timeZone": "Europe/Berlin",
+            "window": {"start": "22:00", "end": "04:00", "days": ["Fri", "Sat"], "outside": "Skip"}});
+        let (e, w) = check_timing("30 23 * * *", ok);
+        assert!(e.is_empty() && w.is_empty(), "{e:?} {w:?}");
+        let (e, _) = check_timing(
+            "@daily",
+            json!({"window": {"start": "01:00", "end": "01:00", "days": []}}),
+        );
+        assert_eq!(paths(&e), ["spec.window.end", "spec.window.days"]);
+        assert!(e[0].message.contains("never opens"), "{e:?}");
+        let (e, _) = check_timing(
+            "@daily",
+            json!({"window": {"start": "1am", "days": ["Monday"], "outside": "Later"}}),
+        );
+        assert_eq!(
+            paths(&e),
+            [
+                "spec.window.start",
+                "spec.window.end",
+                "spec.window.days",
+                "spec.window.outside"
+            ]
+        );
+        assert!(e[2].message.contains("Mon, Tue"), "{e:?}");
+        assert!(e[3].message.contains("Skip, Wait"), "{e:?}");
+        // 12:00 never lies in 01:00-05:00: with Skip nothing would ever run; Wait is fine.
+        let window = |outside: &str| json!({"window": {"start": "01:00", "end": "05:00", "outside": outside}});
+        let (e, _) = check_timing("0 12 * * *", window("Skip"));
+        assert_eq!(paths(&e), ["spec.window"]);
+        assert!(e[0].message.contains("outside: Wait"), "{e:?}");
+        let (e, _) = check_timing("0 12 * * *", window("Wait"));
+        assert!(e.is_empty(), "{e:?}");
+        let (e, _) = check_timing("@daily", json!({"window": "nightly"}));
+        assert_eq!(paths(&e), ["spec.window"]);
+    }
+
+    #[test]
+    fn suspend_after_failures_is_at_least_one() {
+        for (n, bad) in [
+            (json!(3), false),
+            (json!(0), true),
+            (json!(-1), true),
+            (json!("3"), true),
+        ] {
+            let (e, _) = check_timing("@daily", json!({"suspendAfterFailures": n}));
+            let want: &[&str] = if bad {
+                &["spec.suspendAfterFailures"]
+            } else {
+                &[]
+            };
+            assert_eq!(paths(&e), want, "{n}");
+        }
+    }
+
     #[test]
     fn enum_values_come_from_the_model() {
         assert_eq!(
@@ -550,6 +776,7 @@ mod tests {
         );
         assert_eq!(variants::<MissedRunPolicy>(), ["RunLatest", "Skip"]);
         assert_eq!(variants::<OnDelete>(), ["Retain", "Delete"]);
+        assert_eq!(variants::<OutsideWindow>(), ["Skip", "Wait"]);
     }
 
     #[test]

@@ -1365,3 +1365,163 @@ async fn a_throttling_api_server_gets_every_run_of_a_tick_exactly_once() -> anyh
     drop(own);
     Ok(())
 }
+
+/// The `Ready` condition's reason of the schedule, if it has one.
+fn ready_reason(s: &ActionSchedule) -> Option<String> {
+    s.status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Ready")
+        .map(|c| c.reason.clone())
+}
+
+#[tokio::test]
+async fn the_breaker_opens_after_n_failed_runs_and_a_completed_run_now_closes_it()
+-> anyhow::Result<()> {
+    let (client, ns) = setup("sched-breaker").await?;
+    let ctl = start(&client, &ns, None);
+    create_schedule(
+        &client,
+        &ns,
+        "br",
+        json!({"schedule": "@every 2s", "suspendAfterFailures": 2, "retention": {"keepFailed": 5}}),
+    )
+    .await?;
+    decide_runs(&client, &ns, "br", &["failed", "failed"]).await?;
+    // Open: not ready, said once by a Warning Event, and ticks are skipped with the reason.
+    support::poll(LONG, || async {
+        let s = get_schedule(&client, &ns, "br").await.ok()?;
+        let st = s.status.as_ref()?;
+        (ready_reason(&s).as_deref() == Some("TooManyFailures")
+            && st
+                .recent_skips
+                .iter()
+                .any(|k| k.reason == "TooManyFailures"))
+        .then_some(())
+    })
+    .await?;
+    let s = get_schedule(&client, &ns, "br").await?;
+    let st = s.status.clone().unwrap_or_default();
+    assert!(st.consecutive_failures >= 2, "{st:?}");
+    assert!(!s.spec.suspend, "the breaker must not write the spec");
+    let open_runs = scheduled(&runs(&client, &ns, "br").await?).len();
+    support::poll(LONG, || async {
+        let st = get_schedule(&client, &ns, "br").await.ok()?.status?;
+        (st.skipped_runs >= st_skipped(&s) + 3).then_some(())
+    })
+    .await?;
+    assert_eq!(
+        scheduled(&runs(&client, &ns, "br").await?).len(),
+        open_runs,
+        "scheduled runs created while the breaker was open"
+    );
+    let reasons = event_reasons(&client, &ns).await?;
+    assert!(
+        reasons.contains("TooManyFailures") && reasons.contains("SkippedTooManyFailures"),
+        "{reasons:?}"
+    );
+    // run-now still runs while it is open; once it completes the breaker closes.
+    patch_schedule(
+        &client,
+        &ns,
+        "br",
+        json!({"metadata": {"annotations": {ANNOTATION_RUN_NOW: "fix-1"}}}),
+    )
+    .await?;
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
+    let now_run = plan::run_now_name("br", "fix-1");
+    support::wait_for(&api, &now_run, LONG, |_| true).await?;
+    set_state(&client, &ns, &now_run, "complete").await?;
+    support::poll(LONG, || async {
+        let s = get_schedule(&client, &ns, "br").await.ok()?;
+        let st = s.status.as_ref()?;
+        (ready_reason(&s).as_deref() == Some("Scheduled") && st.consecutive_failures == 0)
+            .then_some(())
+    })
+    .await?;
+    // Scheduled runs start again.
+    support::poll(LONG, || async {
+        let n = scheduled(&runs(&client, &ns, "br").await.ok()?).len();
+        (n > open_runs).then_some(())
+    })
+    .await?;
+    assert!(event_reasons(&client, &ns).await?.contains("Resumed"));
+    ctl.stop().await;
+    Ok(())
+}
+
+fn st_skipped(s: &ActionSchedule) -> u64 {
+    s.status.as_ref().map(|st| st.skipped_runs).unwrap_or(0)
+}
+
+#[tokio::test]
+async fn a_jittered_run_is_created_after_its_tick_by_the_offset_next_schedule_time_says()
+-> anyhow::Result<()> {
+    use blueprint_operator::scheduler::window::jitter_offset;
+    let (client, ns) = setup("sched-jitter").await?;
+    // A name whose offset is not 0 in this (randomly named) namespace.
+    let name = (0..100)
+        .map(|i| format!("jt{i}"))
+        .find(|n| jitter_offset(&ns, n, 15) >= 3)
+        .expect("an offset of 3 s or more among 100 names");
+    let offset = chrono::Duration::seconds(jitter_offset(&ns, &name, 15));
+    let ctl = start(&client, &ns, None);
+    let s = create_schedule(
+        &client,
+        &ns,
+        &name,
+        json!({"schedule": "@every 20s", "jitter": "15s"}),
+    )
+    .await?;
+    let created = s
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .map(|t| t.0.as_second())
+        .unwrap_or_default();
+    let tick = chrono::DateTime::from_timestamp(created + 20, 0).unwrap();
+    let next = |s: &ActionSchedule| {
+        s.status
+            .as_ref()
+            .and_then(|st| st.next_schedule_time.as_ref())
+            .map(|t| t.0.as_second())
+    };
+    // Before the first run: the next run is the first tick plus the offset.
+    let first_next = support::poll(LONG, || async {
+        next(&get_schedule(&client, &ns, &name).await.ok()?)
+    })
+    .await?;
+    assert_eq!(first_next, (tick + offset).timestamp());
+    // The run keeps the nominal tick's name and time, and was created no earlier than
+    // tick + offset.
+    let run = support::poll(LONG, || async {
+        runs(&client, &ns, &name).await.ok()?.into_iter().next()
+    })
+    .await?;
+    assert_eq!(run.name_any(), plan::run_name(&name, tick));
+    assert_eq!(
+        run.annotations()[ANNOTATION_SCHEDULED_TIME],
+        tick.to_rfc3339()
+    );
+    let run_created = run
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .map(|t| t.0.as_second())
+        .unwrap_or_default();
+    assert!(
+        run_created >= (tick + offset).timestamp(),
+        "created at {run_created}, tick {tick} + offset {offset}"
+    );
+    // Then the next tick plus the offset.
+    let second = (tick + chrono::Duration::seconds(20) + offset).timestamp();
+    support::poll(LONG, || async {
+        let n = next(&get_schedule(&client, &ns, &name).await.ok()?)?;
+        (n >= second).then_some(n)
+    })
+    .await
+    .map(|n| assert_eq!((n - second) % 20, 0, "{n} is not a tick plus the offset"))?;
+    ctl.stop().await;
+    Ok(())
+}
