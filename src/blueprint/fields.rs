@@ -178,8 +178,9 @@ pub fn check(path: &str, scope: &Scope) -> Option<Finding> {
     let segs: Vec<&str> = path.trim_start_matches('.').split('.').collect();
     let top = *segs.first()?;
     let mut ty = param::template_params();
-    // A warning is kept while the walk goes on: an error further along wins.
-    let mut warning = None;
+    // What the action's declarations say is kept while the walk goes on: a misspelt field
+    // further along is the more useful report.
+    let mut pending = None;
     for (i, seg) in segs.iter().enumerate() {
         let so_far = || format!(".{}", segs[..i].join("."));
         match ty {
@@ -207,16 +208,13 @@ pub fn check(path: &str, scope: &Scope) -> Option<Finding> {
                     });
                 };
                 if i == 0 && segs.len() > 1 {
-                    match kind_rule(top, scope) {
-                        Some(Finding::Error(e)) => return Some(Finding::Error(e)),
-                        w => warning = warning.or(w),
-                    }
+                    pending = worse(pending, kind_rule(top, scope));
                 }
                 ty = &field.ty;
             }
             Ty::Map(elem, _) => {
                 match (i, segs.as_slice()) {
-                    (1, _) => warning = warning.or(undeclared(top, seg, scope)),
+                    (1, _) => pending = worse(pending, undeclared(top, seg, scope)),
                     (3, [param::PHASES, phase, which, ..]) => {
                         if let Some(e) = missing_object(phase, which, seg, scope) {
                             return Some(e);
@@ -236,7 +234,16 @@ pub fn check(path: &str, scope: &Scope) -> Option<Finding> {
             }
         }
     }
-    warning
+    pending
+}
+
+/// The error if either is one, else the first warning.
+fn worse(a: Option<Finding>, b: Option<Finding>) -> Option<Finding> {
+    match (a, b) {
+        (a @ Some(Finding::Error(_)), _) => a,
+        (_, b @ Some(Finding::Error(_))) => b,
+        (a, b) => a.or(b),
+    }
 }
 
 /// A path through the workload parameter `top` (`.Deployment.Name`): nil
