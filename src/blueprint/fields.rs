@@ -192,12 +192,13 @@ pub fn check(path: &str, scope: &Scope) -> Option<Finding> {
                     let hint = suggest::hint(seg, known.iter().copied());
                     if partially_modelled(type_name) {
                         // A near miss of a modelled field is most likely a typo.
-                        return (!hint.is_empty()).then(|| {
+                        let typo = (!hint.is_empty()).then(|| {
                             Finding::Warning(format!(
                                 "{path}: {type_name} has no field {seg}{hint} among those Blueprints use ({})",
                                 known.join(", ")
                             ))
                         });
+                        return worse(pending, typo);
                     }
                     // The top level is reported by the parameter-name check.
                     return (i > 0).then(|| {
@@ -440,6 +441,8 @@ mod tests {
         // Real Go fields this model leaves out (TypeMeta, UID...) are not refused.
         assert_eq!(check(".Phases.dump.Secrets.pg.UID", &s), None);
         assert_eq!(check(".Phases.dump.Secrets.pg.Kind", &s), None);
+        // What the action does not declare is still said.
+        assert!(warning(".Secrets.other.UID", &s).contains("secretNames"));
     }
 
     #[test]
