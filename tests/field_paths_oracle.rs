@@ -173,11 +173,7 @@ fn fill(v: &mut Value, ty: &Ty, segs: &[&str], declared: bool) {
         return;
     };
     match ty {
-        Ty::Ptr(inner) => {
-            if !v.is_null() {
-                fill(v, inner, segs, declared)
-            }
-        }
+        Ty::Ptr(inner) if !v.is_null() => fill(v, inner, segs, declared),
         Ty::Struct(_, fields) => {
             let Some(obj) = v.as_object_mut() else { return };
             if let Some(f) = fields.iter().find(|f| f.name == *first) {
