@@ -228,7 +228,7 @@ pub fn check(path: &str, scope: &Scope) -> Option<Finding> {
             Ty::Any => break,
             scalar => {
                 return Some(Finding::Error(format!(
-                    "{path}: {} is a {}, which has no field {seg}",
+                    "{path}: {} has type {}, which has no field {seg}",
                     so_far(),
                     go_type(scalar)
                 )));
@@ -384,9 +384,9 @@ mod tests {
         let e = error(".Profile.Location.Bucket.Name", &s);
         assert_eq!(
             e,
-            ".Profile.Location.Bucket.Name: .Profile.Location.Bucket is a string, which has no field Name"
+            ".Profile.Location.Bucket.Name: .Profile.Location.Bucket has type string, which has no field Name"
         );
-        assert!(error(".StatefulSet.Pods.first", &s).contains("is a []string"));
+        assert!(error(".StatefulSet.Pods.first", &s).contains("has type []string"));
         assert!(
             error(".Phases.dump.Outptu.x", &s)
                 .contains("param.Phase has no field Outptu (did you mean Output?)")
