@@ -19,8 +19,10 @@ pub struct Scope {
     input_artifacts: Option<Vec<String>>,
     config_maps: Option<Vec<String>>,
     secrets: Option<Vec<String>>,
-    /// Each phase's `objects`, by phase name.
+    /// Each main phase's `objects`, by phase name.
     objects: Vec<(String, Objects)>,
+    /// The deferPhase's name and `objects`.
+    defer: Option<(String, Objects)>,
 }
 
 /// A phase's `objects` keys, by the kind Kanister fetches them as.
@@ -54,29 +56,8 @@ impl Scope {
     /// The scope of one action of a Blueprint (any JSON shape: what is not
     /// shaped as Kanister's types is left unchecked).
     pub fn of(action: &Map<String, Value>) -> Scope {
-        let mut objects = Vec::new();
         let phases = action.get("phases").and_then(Value::as_array);
         let defer = action.get("deferPhase").filter(|d| d.is_object());
-        for p in phases.into_iter().flatten().chain(defer) {
-            let name = p.get("name").and_then(Value::as_str).unwrap_or_default();
-            let mut o = Objects::default();
-            for (key, obj) in p
-                .get("objects")
-                .and_then(Value::as_object)
-                .into_iter()
-                .flatten()
-            {
-                match obj.get("kind").and_then(Value::as_str) {
-                    Some(k) if k.eq_ignore_ascii_case("secret") => o.secrets.push(key.clone()),
-                    Some(k) if k.eq_ignore_ascii_case("configmap") => {
-                        o.config_maps.push(key.clone())
-                    }
-                    Some(k) if !k.contains("{{") => {}
-                    _ => o.unknown_kind = true,
-                }
-            }
-            objects.push((name.to_owned(), o));
-        }
         Scope {
             kind: action
                 .get("kind")
@@ -86,9 +67,33 @@ impl Scope {
             input_artifacts: names(action.get("inputArtifactNames")),
             config_maps: names(action.get("configMapNames")),
             secrets: names(action.get("secretNames")),
-            objects,
+            objects: phases.into_iter().flatten().map(objects_of).collect(),
+            defer: defer.map(objects_of),
         }
     }
+}
+
+/// A phase's name and `objects`.
+fn objects_of(phase: &Value) -> (String, Objects) {
+    let name = phase
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let mut o = Objects::default();
+    for (key, obj) in phase
+        .get("objects")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        match obj.get("kind").and_then(Value::as_str) {
+            Some(k) if k.eq_ignore_ascii_case("secret") => o.secrets.push(key.clone()),
+            Some(k) if k.eq_ignore_ascii_case("configmap") => o.config_maps.push(key.clone()),
+            Some(k) if !k.contains("{{") => {}
+            _ => o.unknown_kind = true,
+        }
+    }
+    (name.to_owned(), o)
 }
 
 /// The template parameter Kanister fills for an ActionSet object of `kind`
@@ -217,7 +222,16 @@ pub fn check(path: &str, scope: &Scope) -> Option<Finding> {
                 match (i, segs.as_slice()) {
                     (1, _) => pending = worse(pending, undeclared(top, seg, scope)),
                     (3, [param::PHASES, phase, which, ..]) => {
-                        if let Some(e) = missing_object(phase, which, seg, scope) {
+                        let objects = scope.objects.iter().find(|(n, _)| n == phase);
+                        let at = format!(".{}.{phase}", param::PHASES);
+                        if let Some(e) = objects.and_then(|o| missing_object(&at, o, which, seg)) {
+                            return Some(e);
+                        }
+                    }
+                    (2, [param::DEFER_PHASE, which, ..]) => {
+                        let at = format!(".{}", param::DEFER_PHASE);
+                        let defer = scope.defer.as_ref();
+                        if let Some(e) = defer.and_then(|o| missing_object(&at, o, which, seg)) {
                             return Some(e);
                         }
                     }
@@ -286,10 +300,15 @@ fn undeclared(top: &str, name: &str, scope: &Scope) -> Option<Finding> {
     )))
 }
 
-/// `.Phases.<phase>.Secrets.<key>` (or `.ConfigMaps`) when that phase's
-/// `objects` have no such key: Kanister fetched only the ones listed.
-fn missing_object(phase: &str, which: &str, key: &str, scope: &Scope) -> Option<Finding> {
-    let (_, objects) = scope.objects.iter().find(|(n, _)| n == phase)?;
+/// `.Phases.<phase>.Secrets.<key>` (or `.ConfigMaps`, or the deferPhase's at
+/// `.DeferPhase`) when that phase's `objects` have no such key: Kanister
+/// fetched only the ones listed.
+fn missing_object(
+    at: &str,
+    (phase, objects): &(String, Objects),
+    which: &str,
+    key: &str,
+) -> Option<Finding> {
     let (keys, kind) = match which {
         param::SECRETS => (&objects.secrets, "Secret"),
         param::CONFIG_MAPS => (&objects.config_maps, "ConfigMap"),
@@ -305,7 +324,7 @@ fn missing_object(phase: &str, which: &str, key: &str, scope: &Scope) -> Option<
         keys.join(", ")
     };
     Some(Finding::Error(format!(
-        ".Phases.{phase}.{which}.{key}: phase {phase}'s objects have no {kind} {key}{hint} (they have {has}); add it to the phase's objects"
+        "{at}.{which}.{key}: phase {phase}'s objects have no {kind} {key}{hint} (they have {has}); add it to the phase's objects"
     )))
 }
 
@@ -427,6 +446,14 @@ mod tests {
             ".Phases.dump.Secrets.gp: phase dump's objects have no Secret gp (did you mean pg?) (they have pg); add it to the phase's objects"
         );
         assert!(error(".Phases.dump.ConfigMaps.pg.Data", &s).contains("they have cfg"));
+        let d =
+            scope(json!({"deferPhase": {"name": "clean", "objects": {"s": {"kind": "Secret"}}}}));
+        assert_eq!(check(".DeferPhase.Secrets.s.Data.k", &d), None);
+        assert!(
+            error(".DeferPhase.Secrets.t.Data.k", &d)
+                .starts_with(".DeferPhase.Secrets.t: phase clean's objects have no Secret t")
+        );
+        assert_eq!(check(".DeferPhase.Secrets.t.Data.k", &sts()), None);
         // An error further along the path wins over a warning.
         assert!(
             error(".ArtifactsIn.nope.KeyVal", &s)
