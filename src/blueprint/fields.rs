@@ -40,6 +40,9 @@ struct Objects {
 pub enum Finding {
     Error(String),
     Warning(String),
+    /// A field of this workload parameter in an action that declares no
+    /// kind: said once per action ([`no_kind_message`]), not at every template.
+    NoKind(&'static str),
 }
 
 fn names(v: Option<&Value>) -> Option<Vec<String>> {
@@ -214,7 +217,7 @@ pub fn check(path: &str, scope: &Scope) -> Option<Finding> {
                     });
                 };
                 if i == 0 && segs.len() > 1 {
-                    pending = worse(pending, kind_rule(top, scope));
+                    pending = worse(pending, kind_rule(field.name, scope));
                 }
                 ty = &field.ty;
             }
@@ -263,7 +266,7 @@ fn worse(a: Option<Finding>, b: Option<Finding>) -> Option<Finding> {
 
 /// A path through the workload parameter `top` (`.Deployment.Name`): nil
 /// unless the ActionSet's object is of its kind.
-fn kind_rule(top: &str, scope: &Scope) -> Option<Finding> {
+fn kind_rule(top: &'static str, scope: &Scope) -> Option<Finding> {
     let wanted = kind_of_parameter(top)?;
     match scope.kind.as_deref() {
         Some(kind) if parameter_of_kind(kind) == Some(top) => None,
@@ -275,10 +278,16 @@ fn kind_rule(top: &str, scope: &Scope) -> Option<Finding> {
                 ".{top}: the action declares kind: {kind}, so .{top} is nil and reading its fields fails (Kanister sets it only for an ActionSet object of kind {wanted}){instead}"
             )))
         }
-        None => Some(Finding::Warning(format!(
-            ".{top}: the action declares no kind, so .{top} is nil and reading its fields fails unless the ActionSet's object is a {wanted}: declare kind: {wanted} on the action"
-        ))),
+        None => Some(Finding::NoKind(top)),
     }
+}
+
+/// The warning for [`Finding::NoKind`].
+pub fn no_kind_message(top: &str) -> String {
+    let wanted = kind_of_parameter(top).unwrap_or(top);
+    format!(
+        ".{top}: the action declares no kind, so .{top} is nil and reading its fields fails unless the ActionSet's object is a {wanted}: declare kind: {wanted} on the action (said once per action)"
+    )
 }
 
 /// `.ArtifactsIn.<name>` (and `.ConfigMaps`, `.Secrets`) that the action does
@@ -428,7 +437,11 @@ mod tests {
         assert_eq!(check(".Namespace.Name", &ns), None);
         // Not declared: only ActionSets on another kind fail.
         let none = scope(json!({}));
-        assert!(warning(".Deployment.Name", &none).contains("declare kind: Deployment"));
+        assert_eq!(
+            check(".Deployment.Name", &none),
+            Some(Finding::NoKind("Deployment"))
+        );
+        assert!(no_kind_message("Deployment").contains("declare kind: Deployment"));
         // A misspelt field is an error whatever the kind.
         assert!(error(".Namespace.Nme", &none).contains("did you mean Name?"));
     }

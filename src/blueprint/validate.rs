@@ -25,6 +25,7 @@ const REPOSITORY_SERVER: &str = "RepositoryServer";
 pub fn validate(doc: &Value) -> Report {
     let mut v = Validator {
         scope: fields::Scope::default(),
+        no_kind: Vec::new(),
         report: Report {
             name: doc
                 .get("metadata")
@@ -165,6 +166,8 @@ struct Validator {
     report: Report,
     /// What the action being walked declares, for the field path checks.
     scope: fields::Scope,
+    /// Workload parameters read in this action without a declared kind, already warned about.
+    no_kind: Vec<&'static str>,
 }
 
 impl Validator {
@@ -369,6 +372,7 @@ impl Validator {
             );
         };
         self.scope = fields::Scope::of(action);
+        self.no_kind.clear();
 
         let phases: Vec<&Value> = match action.get("phases") {
             None | Some(Value::Null) => Vec::new(),
@@ -807,6 +811,10 @@ impl Validator {
                 }
                 Some(Finding::Warning(message)) if reported.insert(message.clone()) => {
                     self.warn(*ctx, message);
+                }
+                Some(Finding::NoKind(top)) if !self.no_kind.contains(&top) => {
+                    self.no_kind.push(top);
+                    self.warn(*ctx, fields::no_kind_message(top));
                 }
                 _ => {}
             }
