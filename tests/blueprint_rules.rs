@@ -213,9 +213,9 @@ fn phases_references_must_be_earlier_phases_of_the_same_action() {
         "its own output",
     );
     // A phase's own objects (Secrets) are fine.
-    let r = check(bp(
-        json!({"a": {"phases": [task("one", "{{ .Phases.one.Secrets.s.Data.k | toString }}")]}}),
-    ));
+    let mut one = task("one", "{{ .Phases.one.Secrets.s.Data.k | toString }}");
+    one["objects"] = json!({"s": {"kind": "Secret", "name": "creds"}});
+    let r = check(bp(json!({"a": {"phases": [one]}})));
     assert!(r.is_valid(), "{r}");
 }
 
@@ -743,7 +743,7 @@ fn kopia_server_functions_of_released_kanister_are_admitted_with_a_warning() {
         "backup": {"phases": [{"func": "BackupDataUsingKopiaServer", "name": "b", "args": {
             "namespace": "ns", "pod": "p", "container": "kanister-tools", "includePath": "/data",
             "snapshotTags": "a,b", "repositoryServerUserHostname": "host"}}]},
-        "restore": {"phases": [{"func": "RestoreDataUsingKopiaServer", "name": "r", "args": {
+        "restore": {"inputArtifactNames": ["backupIdentifier"], "phases": [{"func": "RestoreDataUsingKopiaServer", "name": "r", "args": {
             "namespace": "ns", "image": "ghcr.io/kanisterio/kanister-tools:0.116.0",
             "backupIdentifier": "{{ .ArtifactsIn.backupIdentifier.KeyValue.id }}",
             "restorePath": "/data", "pod": "p", "podLabels": {"a": "b"}}}]},
@@ -828,4 +828,107 @@ fn templates_using_the_whole_sprig_library_and_define_are_accepted() {
     let cmd = r#"{{ define "p" }}{{ . | trunc 3 }}{{ end }}{{ template "p" (regexReplaceAll "-[0-9]+$" (index .StatefulSet.Pods 0) "") }} {{ until 3 | join "," }} {{ uuidv4 | len }} {{ merge (dict "a" 1) (dict "b" 2) | keys | sortAlpha }} {{ semverCompare ">=1.0" "1.2.0" }} {{ (semver "1.2.3").Minor }} {{ snakecase .StatefulSet.Name }} {{ encryptAES "key" "text" | decryptAES "key" }} {{ (genCA "ca" 365).Cert | b64enc }}"#;
     let r = check(bp(json!({"backup": {"phases": [task("dump", cmd)]}})));
     assert!(r.is_valid(), "{r}");
+}
+
+/// Each template Kanister fails to render once the phase runs is refused (or warned about
+/// when an ActionSet may still supply what it reads), located at its argument.
+#[test]
+fn field_paths_are_checked_against_kanisters_parameter_types() {
+    let action = |kind: &str, cmd: &str| json!({"a": {"kind": kind, "phases": [task("p", cmd)]}});
+    let at = "actions.a.phases[0].args.command[2]";
+    for (cmd, text) in [
+        (
+            "{{ .StatefulSet.Nmespace }}",
+            "param.StatefulSetParams has no field Nmespace (did you mean Namespace?)",
+        ),
+        (
+            "{{ .Profile.Locaton.Bucket }}",
+            "param.Profile has no field Locaton (did you mean Location?)",
+        ),
+        (
+            "{{ .Namespace.Nme }}",
+            "param.NamespaceParams has no field Nme (did you mean Name?)",
+        ),
+        (
+            "{{ .Deployment.Name }}",
+            "declares kind: StatefulSet, so .Deployment is nil",
+        ),
+        (
+            "{{ .Phases.p.Secrets.creds.Data.k }}",
+            "phase p's objects have no Secret creds",
+        ),
+        (
+            "{{ .Tme }}",
+            "there is no template parameter .Tme (did you mean Time?)",
+        ),
+    ] {
+        let r = check(bp(action("StatefulSet", cmd)));
+        only_error(&r, Rule::TemplateReference, at, text);
+        assert_eq!(r.errors[0].location(), "a/p");
+    }
+    // Paths an ActionSet may satisfy are admitted with a warning.
+    for (kind, cmd, text) in [
+        (
+            "StatefulSet",
+            "{{ .ArtifactsIn.foo.KeyValue.x }}",
+            "foo is not in the action's inputArtifactNames",
+        ),
+        (
+            "",
+            "{{ .Deployment.Name }}",
+            "declares no kind, so .Deployment is nil",
+        ),
+    ] {
+        let r = check(bp(action(kind, cmd)));
+        assert!(r.is_valid(), "{r}");
+        assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
+        assert_eq!(r.warnings[0].path, at);
+        assert!(r.warnings[0].message.contains(text), "{:?}", r.warnings[0]);
+    }
+    // Declared names, objects and untyped JSON pass.
+    let mut p = task(
+        "p",
+        "{{ .ArtifactsIn.foo.KeyValue.x }} {{ .Phases.p.Secrets.creds.Data.k }} {{ .Object.spec.x.y }} {{ .StatefulSet.Pods }}",
+    );
+    p["objects"] = json!({"creds": {"kind": "Secret", "name": "c"}});
+    let r = check(bp(
+        json!({"a": {"kind": "StatefulSet", "inputArtifactNames": ["foo"], "phases": [p]}}),
+    ));
+    assert!(r.is_valid(), "{r}");
+    assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+}
+
+#[test]
+fn unknown_functions_and_arguments_suggest_the_close_name() {
+    let r = check(bp(
+        json!({"a": {"phases": [{"func": "KubeTsk", "name": "p", "args": {"image": "x", "command": ["a"]}}]}}),
+    ));
+    only_error(
+        &r,
+        Rule::UnknownFunction,
+        "actions.a.phases[0].func",
+        "unknown function 'KubeTsk': did you mean KubeTask?",
+    );
+    // Only the suggestion, not all the functions.
+    assert!(
+        !r.errors[0].message.contains("ScaleWorkload"),
+        "{}",
+        r.errors[0]
+    );
+    let r = check(bp(
+        json!({"a": {"phases": [{"func": "Nothing", "name": "p", "args": {}}]}}),
+    ));
+    assert!(
+        r.errors[0].message.contains("Kanister functions are "),
+        "{r}"
+    );
+    let r = check(bp(
+        json!({"a": {"phases": [{"func": "KubeTask", "name": "p", "args": {"image": "x", "command": ["a"], "namespce": "n"}}]}}),
+    ));
+    only_error(
+        &r,
+        Rule::UnsupportedArgument,
+        "actions.a.phases[0].args.namespce",
+        "not supported by KubeTask (did you mean namespace?): it takes",
+    );
 }

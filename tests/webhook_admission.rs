@@ -195,6 +195,30 @@ fn values_that_fail_only_at_run_time_are_admitted_with_a_warning() {
     );
 }
 
+/// A template field Kanister's parameter types do not have is refused on apply, located at
+/// its argument, with the close field.
+#[test]
+fn a_misspelt_template_field_is_denied_with_the_close_one() {
+    let mut task = kubetask(Some("dump"));
+    task["args"]["command"] = json!(["sh", "-c", "echo {{ .Profile.Locaton.Bucket }}"]);
+    let (status, resp) = call(
+        Route::ValidateBlueprint,
+        &bp(json!({"backup": {"phases": [task]}})),
+    );
+    assert_eq!(status, 200);
+    let r = &resp["response"];
+    assert_eq!(r["allowed"], false, "{resp}");
+    assert_eq!(
+        first_cause(r)["field"],
+        "actions.backup.phases[0].args.command[2]"
+    );
+    let msg = r["status"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("param.Profile has no field Locaton (did you mean Location?)"),
+        "{msg}"
+    );
+}
+
 #[test]
 fn dry_run_gets_the_same_answer() {
     let good = bp(json!({"backup": {"phases": [kubetask(None)]}}));

@@ -9,8 +9,10 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{Map, Value};
 
+use super::fields::{self, Finding};
 use super::late_failures;
 use super::report::{Problem, Report, Rule};
+use super::suggest;
 use crate::functions::registry::{self, ArgType, Function, Restart};
 use crate::functions::weak;
 use crate::model::labels::{ANNOTATION_PHASE_TIMEOUTS, ANNOTATION_RERUN_ON_RESTART};
@@ -22,6 +24,8 @@ const REPOSITORY_SERVER: &str = "RepositoryServer";
 
 pub fn validate(doc: &Value) -> Report {
     let mut v = Validator {
+        scope: fields::Scope::default(),
+        no_kind: Vec::new(),
         report: Report {
             name: doc
                 .get("metadata")
@@ -160,6 +164,10 @@ enum Stage<'a> {
 
 struct Validator {
     report: Report,
+    /// What the action being walked declares, for the field path checks.
+    scope: fields::Scope,
+    /// Workload parameters read in this action without a declared kind, already warned about.
+    no_kind: Vec<&'static str>,
 }
 
 impl Validator {
@@ -363,6 +371,8 @@ impl Validator {
                 "an action must be a map with phases".into(),
             );
         };
+        self.scope = fields::Scope::of(action);
+        self.no_kind.clear();
 
         let phases: Vec<&Value> = match action.get("phases") {
             None | Some(Value::Null) => Vec::new(),
@@ -509,21 +519,19 @@ impl Validator {
             Ok(f) => f,
             Err(name) => {
                 let unreleased = registry::NEVER_RELEASED.iter().find(|(f, _)| *f == name);
-                let hint = match (unreleased, closest_function(name)) {
+                let message = match (unreleased, closest_function(name)) {
                     (Some((_, pr)), _) => format!(
-                        " (proposed in {pr} but never merged: no Kanister release registers it)"
-                    ),
-                    (None, Some(f)) => format!(" (did you mean {f}?)"),
-                    (None, None) => String::new(),
-                };
-                return self.error(
-                    ctx.at("func"),
-                    Rule::UnknownFunction,
-                    format!(
-                        "unknown function '{name}'{hint}: Kanister functions are {}",
+                        "unknown function '{name}' (proposed in {pr} but never merged: no Kanister release registers it): Kanister functions are {}",
                         function_list()
                     ),
-                );
+                    // A near miss is a typo: the one name says more than all of them.
+                    (None, Some(f)) => format!("unknown function '{name}': did you mean {f}?"),
+                    (None, None) => format!(
+                        "unknown function '{name}': Kanister functions are {}",
+                        function_list()
+                    ),
+                };
+                return self.error(ctx.at("func"), Rule::UnknownFunction, message);
             }
         };
         if !func.runs() {
@@ -573,8 +581,9 @@ impl Validator {
                     ctx.at(name),
                     Rule::UnsupportedArgument,
                     format!(
-                        "argument '{name}' is not supported by {}: it takes {}",
+                        "argument '{name}' is not supported by {}{}: it takes {}",
                         func.name,
+                        suggest::hint(name, func.arg_names()),
                         func.arg_names().collect::<Vec<_>>().join(", ")
                     ),
                 ),
@@ -787,10 +796,27 @@ impl Validator {
                 }
                 continue;
             }
-            if let Some(message) = reference_problem(field, stage, has_defer)
-                && reported.insert(message.clone())
-            {
-                self.error(*ctx, Rule::TemplateReference, message);
+            if let Some(message) = reference_problem(field, stage, has_defer) {
+                if reported.insert(message.clone()) {
+                    self.error(*ctx, Rule::TemplateReference, message);
+                }
+                continue;
+            }
+            if matches!(stage, Stage::Fetched) {
+                continue;
+            }
+            match fields::check(field, &self.scope) {
+                Some(Finding::Error(message)) if reported.insert(message.clone()) => {
+                    self.error(*ctx, Rule::TemplateReference, message);
+                }
+                Some(Finding::Warning(message)) if reported.insert(message.clone()) => {
+                    self.warn(*ctx, message);
+                }
+                Some(Finding::NoKind(top)) if !self.no_kind.contains(&top) => {
+                    self.no_kind.push(top);
+                    self.warn(*ctx, fields::no_kind_message(top));
+                }
+                _ => {}
             }
         }
     }
@@ -811,7 +837,8 @@ fn reference_problem(field: &str, stage: Stage, has_defer: bool) -> Option<Strin
     let params = param::top_level_names();
     if !params.contains(&top) {
         return Some(format!(
-            "{field}: there is no template parameter .{top}; parameters are .{}",
+            "{field}: there is no template parameter .{top}{}; parameters are .{}",
+            suggest::hint(top, params.iter().copied()),
             params.join(", .")
         ));
     }
@@ -921,12 +948,9 @@ fn function_list() -> String {
     names.join(", ")
 }
 
-/// A registered function whose name differs from `name` only in case.
+/// The registered function `name` is most likely a typo of.
 fn closest_function(name: &str) -> Option<&'static str> {
-    registry::FUNCTIONS
-        .iter()
-        .find(|f| f.name.eq_ignore_ascii_case(name))
-        .map(|f| f.name)
+    suggest::closest(name, registry::FUNCTIONS.iter().map(|f| f.name))
 }
 
 #[cfg(test)]

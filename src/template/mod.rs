@@ -361,7 +361,8 @@ fn refs_pipe<'t>(p: &'t Pipe<'_>, root_dot: Roots, r: &mut Refs<'t>) {
                 let mut path = base;
                 for k in &c.args[2..] {
                     match k {
-                        Arg::Str(s) => {
+                        // A key with a dot (or none) cannot be told apart in a dotted path.
+                        Arg::Str(s) if !s.is_empty() && !s.contains('.') => {
                             path.push('.');
                             path.push_str(s);
                         }

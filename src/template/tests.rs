@@ -237,6 +237,15 @@ fn parse_time_checks_and_references() {
     }
     assert!(!refs.fields.iter().any(|f| f == ".Ignored"));
     assert_eq!(refs.functions, vec!["index", "toJson", "toString"]);
+    // A key with a dot would read as two fields: the path stops before it.
+    let t = Template::parse(
+        "{{ index .Secrets \"my.secret\" \"Data\" }} {{ index .Object.metadata.labels \"app.kubernetes.io/name\" }}",
+    )
+    .unwrap();
+    assert_eq!(
+        t.references().fields,
+        [".Secrets", ".Object.metadata.labels"]
+    );
 }
 
 #[test]

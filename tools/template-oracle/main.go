@@ -20,29 +20,52 @@ import (
 	"github.com/Masterminds/sprig"
 )
 
-// Mirrors of Kanister's param types (same Go field names and JSON tags).
+// Mirrors of Kanister's param types (same Go field names and JSON tags), so
+// that a field path renders here exactly when it renders in Kanister. The
+// Kubernetes types carry their other fields too (all empty in the cases,
+// omitted by toJson as their omitempty tags say), so that a path through a
+// field the Rust model leaves out still renders; creationTimestamp,
+// ownerReferences and managedFields are left out (their zero values would
+// change toJson).
+
+type TypeMeta struct {
+	Kind       string `json:"kind,omitempty"`
+	APIVersion string `json:"apiVersion,omitempty"`
+}
 
 type ObjectMeta struct {
-	Name        string            `json:"name,omitempty"`
-	Namespace   string            `json:"namespace,omitempty"`
-	Labels      map[string]string `json:"labels,omitempty"`
-	Annotations map[string]string `json:"annotations,omitempty"`
+	Name                       string            `json:"name,omitempty"`
+	GenerateName               string            `json:"generateName,omitempty"`
+	Namespace                  string            `json:"namespace,omitempty"`
+	SelfLink                   string            `json:"selfLink,omitempty"`
+	UID                        string            `json:"uid,omitempty"`
+	ResourceVersion            string            `json:"resourceVersion,omitempty"`
+	Generation                 int64             `json:"generation,omitempty"`
+	DeletionTimestamp          *time.Time        `json:"deletionTimestamp,omitempty"`
+	DeletionGracePeriodSeconds *int64            `json:"deletionGracePeriodSeconds,omitempty"`
+	Labels                     map[string]string `json:"labels,omitempty"`
+	Annotations                map[string]string `json:"annotations,omitempty"`
+	Finalizers                 []string          `json:"finalizers,omitempty"`
 }
 
 type Secret struct {
+	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`
+	Immutable  *bool             `json:"immutable,omitempty"`
 	Data       map[string][]byte `json:"data,omitempty"`
 	StringData map[string]string `json:"stringData,omitempty"`
 	Type       string            `json:"type,omitempty"`
 }
 
 type ConfigMap struct {
+	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`
+	Immutable  *bool             `json:"immutable,omitempty"`
 	Data       map[string]string `json:"data,omitempty"`
 	BinaryData map[string][]byte `json:"binaryData,omitempty"`
 }
 
-type WorkloadParams struct {
+type StatefulSetParams struct {
 	Name                   string
 	Namespace              string
 	Pods                   []string
@@ -50,10 +73,16 @@ type WorkloadParams struct {
 	PersistentVolumeClaims map[string]map[string]string
 }
 
+type DeploymentConfigParams StatefulSetParams
+
+type DeploymentParams StatefulSetParams
+
 type PVCParams struct {
 	Name      string
 	Namespace string
 }
+
+type NamespaceParams PVCParams
 
 type Artifact struct {
 	KeyValue      map[string]string `json:"keyValue,omitempty"`
@@ -101,11 +130,11 @@ type Phase struct {
 }
 
 type TemplateParams struct {
-	StatefulSet      *WorkloadParams
-	DeploymentConfig *WorkloadParams
-	Deployment       *WorkloadParams
+	StatefulSet      *StatefulSetParams
+	DeploymentConfig *DeploymentConfigParams
+	Deployment       *DeploymentParams
 	PVC              *PVCParams
-	Namespace        *PVCParams
+	Namespace        *NamespaceParams
 	ArtifactsIn      map[string]Artifact
 	ConfigMaps       map[string]ConfigMap
 	Secrets          map[string]Secret
