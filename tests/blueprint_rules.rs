@@ -878,6 +878,12 @@ fn field_paths_are_checked_against_kanisters_parameter_types() {
             "{{ .Deployment.Name }}",
             "declares no kind, so .Deployment is nil",
         ),
+        // Go skips a branch whose condition is the nil parameter.
+        (
+            "StatefulSet",
+            "{{ if .Deployment }}{{ .Deployment.Name }}{{ end }}",
+            "the template tests .Deployment first",
+        ),
     ] {
         let r = check(bp(action(kind, cmd)));
         assert!(r.is_valid(), "{r}");

@@ -43,6 +43,9 @@ pub enum Finding {
     /// A field of this workload parameter in an action that declares no
     /// kind: said once per action ([`no_kind_message`]), not at every template.
     NoKind(&'static str),
+    /// A field of workload parameter `.0` in an action that declares another kind: an error,
+    /// unless the template tests `.0` itself first (`{{ if .Deployment }}`), which Go skips.
+    WrongKind(&'static str, String),
 }
 
 fn names(v: Option<&Value>) -> Option<Vec<String>> {
@@ -258,8 +261,8 @@ pub fn check(path: &str, scope: &Scope) -> Option<Finding> {
 /// The error if either is one, else the first warning.
 fn worse(a: Option<Finding>, b: Option<Finding>) -> Option<Finding> {
     match (a, b) {
-        (a @ Some(Finding::Error(_)), _) => a,
-        (_, b @ Some(Finding::Error(_))) => b,
+        (a @ Some(Finding::Error(_) | Finding::WrongKind(..)), _) => a,
+        (_, b @ Some(Finding::Error(_) | Finding::WrongKind(..))) => b,
         (a, b) => a.or(b),
     }
 }
@@ -274,9 +277,12 @@ fn kind_rule(top: &'static str, scope: &Scope) -> Option<Finding> {
             let instead = parameter_of_kind(kind)
                 .map(|p| format!("; this action's object is .{p}"))
                 .unwrap_or_default();
-            Some(Finding::Error(format!(
-                ".{top}: the action declares kind: {kind}, so .{top} is nil and reading its fields fails (Kanister sets it only for an ActionSet object of kind {wanted}){instead}"
-            )))
+            Some(Finding::WrongKind(
+                top,
+                format!(
+                    ".{top}: the action declares kind: {kind}, so .{top} is nil and reading its fields fails (Kanister sets it only for an ActionSet object of kind {wanted}){instead}"
+                ),
+            ))
         }
         None => Some(Finding::NoKind(top)),
     }

@@ -784,6 +784,12 @@ impl Validator {
             }
         };
         let mut reported = BTreeSet::new();
+        // Workload parameters the template tests on their own (`{{ if .Deployment }}`).
+        let tested: BTreeSet<&str> = fields
+            .iter()
+            .filter_map(|f| f.strip_prefix('.'))
+            .filter(|f| !f.contains('.'))
+            .collect();
         for field in fields {
             if field.trim_start_matches('.').split('.').next() == Some(REPOSITORY_SERVER) {
                 // Released Kanister's parameter for its Kopia repository server: admitted, but
@@ -815,6 +821,13 @@ impl Validator {
                 Some(Finding::NoKind(top)) if !self.no_kind.contains(&top) => {
                     self.no_kind.push(top);
                     self.warn(*ctx, fields::no_kind_message(top));
+                }
+                Some(Finding::WrongKind(top, message)) if reported.insert(message.clone()) => {
+                    if tested.contains(top) {
+                        self.warn(*ctx, format!("{message}; the template tests .{top} first, so that part is skipped"));
+                    } else {
+                        self.error(*ctx, Rule::TemplateReference, message);
+                    }
                 }
                 _ => {}
             }
