@@ -23,10 +23,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::args::Args;
-use super::backup_data::{OUTPUT_VERSION, encryption_key, non_empty};
-use super::profile;
-use super::restic::{self, Repository, Target};
+use super::data::{self, OUTPUT_VERSION, encryption_key, non_empty};
 use super::{Context, FunctionError, Output};
+use crate::restic::{self, Repository, Target};
 
 const NAME: &str = "BackupDataAll";
 /// Kanister's `BackupDataAllOutput`.
@@ -147,7 +146,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
     let prefix = non_empty(a, "backupArtifactPrefix")?;
     let key = encryption_key(a)?;
     let insecure_tls = a.flag("insecureTLS")?;
-    let profile = profile::for_function(NAME, params, "Failed to validate Profile")?;
+    let profile = data::profile(NAME, params, "Failed to validate Profile")?;
     let pods = target_pods(a, params, "Failed to get pods")?;
     let results = join_all(pods.iter().map(|pod| {
         let repo = Repository::new(&profile, &pod_prefix(&prefix, pod), &key, insecure_tls);

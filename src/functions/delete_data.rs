@@ -16,12 +16,12 @@
 use serde_json::{Value, json};
 
 use super::args::Args;
-use super::backup_data::{encryption_key, non_empty};
-use super::data_pod;
-use super::profile;
-use super::restic::{self, Repository, Snapshot, Target};
+use super::data::{self, encryption_key, non_empty};
 use super::restore_data::snapshot_arg;
 use super::{Context, FunctionError, Output};
+use crate::param::profile;
+use crate::pods::helper as data_pod;
+use crate::restic::{self, Repository, Snapshot, Target};
 
 const NAME: &str = "DeleteData";
 /// Kanister's `deleteDataJobPrefix`.
@@ -101,7 +101,7 @@ impl ForgetArgs {
             insecure_tls: a.flag("insecureTLS")?,
             image: data_pod::image_or_tools(a)?,
             extras: data_pod::pod_extras(a, ctx)?,
-            profile: profile::for_function(a.function, params, "")?,
+            profile: data::profile(a.function, params, "")?,
         })
     }
 

@@ -41,7 +41,7 @@ pub enum FunctionError {
         function: &'static str,
         context: String,
         #[source]
-        source: Box<super::rds::RdsError>,
+        source: Box<crate::aws::rds::RdsError>,
     },
     /// Any other failure, already worded for the user.
     #[error("{function}: {message}")]
@@ -70,7 +70,7 @@ impl FunctionError {
     pub(crate) fn rds(
         function: &'static str,
         context: impl Into<String>,
-        source: super::rds::RdsError,
+        source: crate::aws::rds::RdsError,
     ) -> Self {
         FunctionError::Rds {
             function,

@@ -11,8 +11,8 @@
 //! would run the command on the test machine and exercise the output path.
 
 use super::args::Args;
-use super::pod::exec;
 use super::{Context, FunctionError, Output};
+use crate::pods::exec;
 
 const NAME: &str = "KubeExec";
 

@@ -8,8 +8,8 @@
 use futures::future::join_all;
 
 use super::args::Args;
-use super::pod::exec;
 use super::{Context, FunctionError, Output};
+use crate::pods::exec;
 
 const NAME: &str = "KubeExecAll";
 

@@ -23,8 +23,8 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use super::args::Args;
-use super::pod::{self, CONTAINER, merge_labels, merge_overrides};
 use super::{Context, FunctionError, Output};
+use crate::pods::{self as pod, CONTAINER, merge_labels, merge_overrides};
 
 const NAME: &str = "MultiContainerRun";
 

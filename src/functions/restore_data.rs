@@ -17,11 +17,10 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::args::Args;
-use super::backup_data::{encryption_key, non_empty};
-use super::data_pod;
-use super::profile;
-use super::restic::{self, Repository, Snapshot};
+use super::data::{self, encryption_key, non_empty};
 use super::{Context, FunctionError, Output};
+use crate::pods::helper as data_pod;
+use crate::restic::{self, Repository, Snapshot};
 
 const NAME: &str = "RestoreData";
 /// Kanister's `restoreDataJobPrefix`.
@@ -99,7 +98,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
     }
     let snapshot = snapshot_arg(a, "backupTag", "backupIdentifier")?;
     let insecure_tls = a.flag("insecureTLS")?;
-    let profile = profile::for_function(NAME, params, "")?;
+    let profile = data::profile(NAME, params, "")?;
     let repo = Repository::new(&profile, &prefix, &key, insecure_tls);
     let vols = if vols.is_empty() {
         fetch_pod_volumes(&pod, params).map_err(|e| FunctionError::failed(NAME, e.to_string()))?

@@ -28,9 +28,9 @@ use serde_json::{Value, json};
 
 use super::args::Args;
 use super::context::{StepEvent, note};
-use super::settle::{self, Settle, Settling};
-use super::workload;
 use super::{Context, FunctionError, Output};
+use crate::pods::settle::{self, Settle, Settling};
+use crate::pods::workload;
 
 /// The output key, also recorded early.
 const ORIGINAL: &str = "originalReplicaCount";

@@ -1,7 +1,7 @@
 //! LocationDelete against a real S3-compatible object store (gofakes3 of
 //! tools/data-plane) with the Profile read by the executor's own code from a
 //! Kanister Profile: objects are put with the S3 client of
-//! `functions::s3`, the function runs, the bucket is listed again.
+//! `aws::s3`, the function runs, the bucket is listed again.
 //!
 //! gofakes3 checks no signatures, so the credential errors are checked
 //! against a small stand-in on 127.0.0.1 that verifies AWS Signature V4 of
@@ -14,7 +14,7 @@ use crate::support;
 use std::net::TcpListener;
 
 use crate::support::s3_stub::{self, GOOD_KEY, GOOD_SECRET, STUB_REGION};
-use blueprint_operator::functions::s3::S3Client;
+use blueprint_operator::aws::s3::S3Client;
 use blueprint_operator::functions::{self, Context, FunctionError, Output};
 use blueprint_operator::model::ObjectReference;
 use bytes::Bytes;

@@ -7,9 +7,12 @@
 
 mod create;
 mod exec;
+pub mod helper;
 mod run;
+pub mod settle;
 mod spec;
 mod wait;
+pub mod workload;
 
 pub use create::{PodGuard, create, find_resumed, stamp};
 pub use exec::{ExecResult, exec, exec_with_stdin, failure_message, outcome};

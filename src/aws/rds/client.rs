@@ -1,5 +1,5 @@
 //! The RDS client: AWS's query protocol (a form-encoded POST of `Action`, `Version` and the
-//! call's parameters, an XML answer), signed with SigV4 by [`crate::functions::s3::sigv4`]
+//! call's parameters, an XML answer), signed with SigV4 by [`crate::aws::sigv4`]
 //! (service `rds`), sent through hyper and rustls, retried as AWS's SDKs retry (throttling,
 //! server errors, no answer: ten attempts, Kanister's `RetryMaxAttempts`), XML read with the
 //! S3 client's `quick-xml` element tree. The typed calls are the ones Kanister's
@@ -16,9 +16,9 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
 use super::error::RdsError;
-use crate::functions::s3::sigv4::{self, Credentials, sha256_hex, uri_encode};
-use crate::functions::s3::tls::{tls_config, tls_hint};
-use crate::functions::s3::xml::{self, Element};
+use crate::aws::sigv4::{self, Credentials, sha256_hex, uri_encode};
+use crate::aws::tls::{tls_config, tls_hint};
+use crate::aws::xml::{self, Element};
 use crate::kube_error::describe_chain;
 
 /// The RDS API version of the query protocol.
@@ -89,8 +89,7 @@ impl RdsClient {
             .ok_or_else(|| {
                 RdsError::Config(format!("the RDS endpoint {endpoint:?} names no host"))
             })?;
-        let tls =
-            tls_config(scheme == "https", false).map_err(|e| RdsError::Config(e.to_string()))?;
+        let tls = tls_config(scheme == "https", false).map_err(RdsError::Config)?;
         let mut http = HttpConnector::new();
         http.enforce_http(false);
         http.set_connect_timeout(Some(Duration::from_secs(15)));

@@ -1,4 +1,4 @@
-//! The S3 client: one endpoint, requests signed by [`super::sigv4`], sent
+//! The S3 client: one endpoint, requests signed by [`crate::aws::sigv4`], sent
 //! through hyper and rustls, retried with `backon`; ListObjectsV2,
 //! PutObject, DeleteObject, DeleteObjects (streamed transfers are in
 //! [`super::transfer`]).
@@ -14,10 +14,10 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
-use super::sigv4::{self, Credentials, canonical_query, sha256_hex, uri_encode};
-use super::tls::{tls_config, tls_hint};
-use super::xml::{self, DeleteFailure, ListPage, ServiceError};
 use super::{DEFAULT_REGION, S3Error};
+use crate::aws::sigv4::{self, Credentials, canonical_query, sha256_hex, uri_encode};
+use crate::aws::tls::{tls_config, tls_hint};
+use crate::aws::xml::{self, DeleteFailure, ListPage, ServiceError};
 use crate::kube_error::describe_chain;
 
 /// Keys per DeleteObjects request (the S3 maximum).
@@ -132,7 +132,7 @@ impl S3Client {
             )));
         }
         let base_path = uri.path().trim_end_matches('/').to_string();
-        let tls = tls_config(scheme == "https", cfg.skip_ssl_verify)?;
+        let tls = tls_config(scheme == "https", cfg.skip_ssl_verify).map_err(S3Error::Config)?;
         let mut http = HttpConnector::new();
         http.enforce_http(false);
         http.set_connect_timeout(Some(Duration::from_secs(15)));
