@@ -43,7 +43,8 @@
 
 use serde_json::Value;
 
-use crate::functions::{Context, FunctionError};
+use crate::functions::context::Context;
+use crate::functions::error::FunctionError;
 use crate::param::profile::{
     AWS_ACCESS_KEY_ID_KEY, AWS_ROLE_KEY, AWS_SECRET_ACCESS_KEY_KEY, AWS_SECRET_TYPE,
     AWS_SESSION_TOKEN_KEY, AZURE_ACCOUNT_ID_KEY, AZURE_ACCOUNT_KEY_KEY, Credential, LOCATION_AZURE,

@@ -15,8 +15,10 @@
 use serde_json::Value;
 
 use super::args::Args;
+use super::context::Context;
 use super::data::{self, backup_output, encryption_key, non_empty};
-use super::{Context, FunctionError, Output};
+use super::error::FunctionError;
+use super::output::Output;
 use crate::restic::{self, Repository, Target};
 
 const NAME: &str = "BackupData";

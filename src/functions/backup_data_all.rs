@@ -23,8 +23,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::args::Args;
+use super::context::Context;
 use super::data::{self, OUTPUT_VERSION, encryption_key, non_empty};
-use super::{Context, FunctionError, Output};
+use super::error::FunctionError;
+use super::output::Output;
 use crate::restic::{self, Repository, Target};
 
 const NAME: &str = "BackupDataAll";

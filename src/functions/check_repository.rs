@@ -19,8 +19,10 @@
 use serde_json::{Value, json};
 
 use super::args::Args;
+use super::context::Context;
 use super::data::{self, OUTPUT_VERSION, encryption_key, non_empty};
-use super::{Context, FunctionError, Output};
+use super::error::FunctionError;
+use super::output::Output;
 use crate::pods::helper as data_pod;
 use crate::restic::{self, RepoCheck, Repository};
 

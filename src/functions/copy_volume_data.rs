@@ -18,8 +18,10 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::args::Args;
+use super::context::Context;
 use super::data::{self, backup_output, encryption_key, non_empty};
-use super::{Context, FunctionError, Output};
+use super::error::FunctionError;
+use super::output::Output;
 use crate::pods::helper as data_pod;
 use crate::restic::{self, Repository};
 

@@ -13,8 +13,9 @@
 use serde_json::Value;
 
 use super::args::Args;
+use super::error::FunctionError;
+use super::output::Output;
 use super::rds;
-use super::{FunctionError, Output};
 use crate::aws::rds::{RdsError, error::DB_CLUSTER_NOT_FOUND, wait};
 
 const NAME: &str = "CreateRDSSnapshot";

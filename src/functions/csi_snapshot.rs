@@ -47,8 +47,10 @@ use kube::core::{ApiResource, DynamicObject};
 use serde_json::{Value, json};
 
 use super::args::Args;
+use super::context::Context;
+use super::error::FunctionError;
 use super::multi_container_run::parse_quantity;
-use super::{Context, FunctionError, Output};
+use super::output::Output;
 
 /// The snapshot API group and version used.
 pub const GROUP: &str = "snapshot.storage.k8s.io";

@@ -39,8 +39,10 @@ use kube::core::{ApiResource, DynamicObject};
 use serde_json::{Value, json};
 
 use super::args::Args;
+use super::context::Context;
 use super::csi_snapshot::{self, GROUP, KIND, VERSION};
-use super::{Context, FunctionError, Output};
+use super::error::FunctionError;
+use super::output::Output;
 
 const FUNC: &str = "CreateCSISnapshotStatic";
 
@@ -350,7 +352,7 @@ mod tests {
     fn decoded(v: Value) -> Result<Static, FunctionError> {
         let m = v.as_object().unwrap().clone();
         let a = Args::new(FUNC, &m);
-        a.check_supported()?;
+        crate::functions::registry::check_args(&a)?;
         decode(&a, "as-ns")
     }
 

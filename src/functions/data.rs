@@ -5,7 +5,8 @@
 use serde_json::{Value, json};
 
 use super::args::Args;
-use super::{FunctionError, Output};
+use super::error::FunctionError;
+use super::output::Output;
 use crate::param::profile::Profile;
 use crate::restic;
 

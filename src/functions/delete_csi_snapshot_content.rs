@@ -19,9 +19,11 @@ use kube::api::{Api, DeleteParams};
 use kube::core::DynamicObject;
 
 use super::args::Args;
+use super::context::Context;
 use super::csi_snapshot;
 use super::csi_snapshot_static::volume_snapshot_content_resource;
-use super::{Context, FunctionError, Output};
+use super::error::FunctionError;
+use super::output::Output;
 
 const FUNC: &str = "DeleteCSISnapshotContent";
 
@@ -65,7 +67,7 @@ mod tests {
     fn decoded(v: Value) -> Result<String, FunctionError> {
         let m = v.as_object().unwrap().clone();
         let a = Args::new(FUNC, &m);
-        a.check_supported()?;
+        crate::functions::registry::check_args(&a)?;
         decode(&a)
     }
 

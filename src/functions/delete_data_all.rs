@@ -17,9 +17,11 @@ use serde_json::Value;
 
 use super::args::Args;
 use super::backup_data_all::{parse_backup_info, pod_prefix};
+use super::context::Context;
 use super::data::non_empty;
 use super::delete_data::ForgetArgs;
-use super::{Context, FunctionError, Output};
+use super::error::FunctionError;
+use super::output::Output;
 use crate::restic::Snapshot;
 
 const NAME: &str = "DeleteDataAll";

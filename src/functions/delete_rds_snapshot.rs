@@ -9,8 +9,9 @@
 use serde_json::Value;
 
 use super::args::Args;
+use super::error::FunctionError;
+use super::output::Output;
 use super::rds;
-use super::{FunctionError, Output};
 use crate::aws::rds::{error, wait};
 
 const NAME: &str = "DeleteRDSSnapshot";

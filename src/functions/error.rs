@@ -4,7 +4,7 @@
 /// A function failure; the Display reads like Kanister's phase errors.
 #[derive(Debug, thiserror::Error)]
 pub enum FunctionError {
-    /// A Kanister function this executor does not run ([`super::registry::unsupported`]).
+    /// A Kanister function this executor does not run (the registry says which, and why).
     #[error("function {function} is not supported by this executor{hint} (supported: {supported})")]
     Unsupported {
         function: &'static str,

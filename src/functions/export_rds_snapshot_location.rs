@@ -15,8 +15,10 @@
 use serde_json::Value;
 
 use super::args::Args;
+use super::context::Context;
+use super::error::FunctionError;
+use super::output::Output;
 use super::rds::{self, dump, instance};
-use super::{Context, FunctionError, Output};
 use crate::aws::rds::RdsClient;
 use crate::param::profile::Profile;
 use crate::pods::helper as data_pod;

@@ -11,7 +11,9 @@
 //! would run the command on the test machine and exercise the output path.
 
 use super::args::Args;
-use super::{Context, FunctionError, Output};
+use super::context::Context;
+use super::error::FunctionError;
+use super::output::Output;
 use crate::pods::exec;
 
 const NAME: &str = "KubeExec";

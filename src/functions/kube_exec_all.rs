@@ -8,7 +8,9 @@
 use futures::future::join_all;
 
 use super::args::Args;
-use super::{Context, FunctionError, Output};
+use super::context::Context;
+use super::error::FunctionError;
+use super::output::Output;
 use crate::pods::exec;
 
 const NAME: &str = "KubeExecAll";

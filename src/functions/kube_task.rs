@@ -14,7 +14,9 @@ use k8s_openapi::api::core::v1::Pod;
 use serde_json::{Map, Value, json};
 
 use super::args::Args;
-use super::{Context, FunctionError, Output};
+use super::context::Context;
+use super::error::FunctionError;
+use super::output::Output;
 use crate::pods::{CONTAINER, build_pod, merge_labels, merge_overrides, run_pod};
 
 const NAME: &str = "KubeTask";

@@ -34,7 +34,7 @@ pub mod delete_csi_snapshot_content;
 pub mod delete_data;
 pub mod delete_data_all;
 pub mod delete_rds_snapshot;
-mod error;
+pub(crate) mod error;
 pub mod export_rds_snapshot_location;
 pub mod kube_exec;
 pub mod kube_exec_all;

@@ -23,7 +23,9 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use super::args::Args;
-use super::{Context, FunctionError, Output};
+use super::context::Context;
+use super::error::FunctionError;
+use super::output::Output;
 use crate::pods::{self as pod, CONTAINER, merge_labels, merge_overrides};
 
 const NAME: &str = "MultiContainerRun";
@@ -357,8 +359,7 @@ mod tests {
             "{e}"
         );
         let m = obj(json!({"backgroundImage": "x", "image": "y"}));
-        let e = Args::new(NAME, &m)
-            .check_supported()
+        let e = crate::functions::registry::check_args(&Args::new(NAME, &m))
             .unwrap_err()
             .to_string();
         assert!(e.contains("argument image is not supported"), "{e}");

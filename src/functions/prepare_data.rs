@@ -24,7 +24,9 @@ use kube::api::Api;
 use serde_json::{Map, Value, json};
 
 use super::args::Args;
-use super::{Context, FunctionError, Output};
+use super::context::Context;
+use super::error::FunctionError;
+use super::output::Output;
 use crate::pods::{self as pod, CONTAINER, merge_labels, merge_overrides};
 
 const NAME: &str = "PrepareData";

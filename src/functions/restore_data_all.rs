@@ -22,9 +22,11 @@ use super::args::Args;
 use super::backup_data_all::{
     BackupInfo, parse_backup_info, per_pod_errors, pod_prefix, target_pods,
 };
+use super::context::Context;
 use super::data::{self, encryption_key, non_empty};
+use super::error::FunctionError;
+use super::output::Output;
 use super::restore_data::{fetch_pod_volumes, restore_path};
-use super::{Context, FunctionError, Output};
 use crate::pods::helper::{self as data_pod, PodExtras};
 use crate::restic::{self, Repository, Snapshot};
 

@@ -27,8 +27,10 @@ use kube::api::DynamicObject;
 use serde_json::{Map, Value};
 
 use super::args::Args;
+use super::context::Context;
+use super::error::FunctionError;
 use super::objref;
-use super::{Context, FunctionError, Output};
+use super::output::Output;
 use crate::model::ObjectReference;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

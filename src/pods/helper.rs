@@ -18,7 +18,8 @@ use kube::api::Api;
 use serde_json::{Map, Value, json};
 
 use crate::functions::args::Args;
-use crate::functions::{Context, FunctionError};
+use crate::functions::context::Context;
+use crate::functions::error::FunctionError;
 use crate::pods::{self as pod, CONTAINER, PodGuard};
 use crate::restic::Target;
 

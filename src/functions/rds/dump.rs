@@ -19,7 +19,9 @@ use std::collections::BTreeMap;
 use base64::Engine as _;
 use serde_json::Value;
 
-use crate::functions::{Context, FunctionError, Output};
+use crate::functions::context::Context;
+use crate::functions::error::FunctionError;
+use crate::functions::output::Output;
 use crate::pods;
 use crate::pods::helper::{self, PodExtras, PodOptions};
 use crate::restic::sh_quote;

@@ -6,7 +6,7 @@
 use crate::aws::rds::RdsClient;
 use crate::aws::rds::error::DB_INSTANCE_NOT_FOUND;
 use crate::aws::rds::wait::{self, Waits};
-use crate::functions::FunctionError;
+use crate::functions::error::FunctionError;
 
 /// The endpoint address and engine version of instance `id`; a failed call reads
 /// `<context>: <why>`, an instance without an endpoint `<context>: <no_endpoint>`.

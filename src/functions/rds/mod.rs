@@ -20,8 +20,8 @@ use serde_json::Value;
 
 use crate::aws::Credentials;
 use crate::aws::rds::{RdsClient, Waits, client};
-use crate::functions::FunctionError;
 use crate::functions::args::Args;
+use crate::functions::error::FunctionError;
 use crate::param::profile::{self, Credential, Profile};
 
 pub mod dump;
