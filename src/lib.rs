@@ -22,6 +22,7 @@ pub mod metrics;
 pub mod model;
 pub mod objectstore;
 pub mod param;
+pub mod phase_output;
 pub mod pods;
 pub mod redact;
 pub mod restic;

@@ -18,7 +18,7 @@ use super::args::Args;
 use super::context::Context;
 use super::data::{self, backup_output, encryption_key, non_empty};
 use super::error::FunctionError;
-use super::output::Output;
+use crate::phase_output::Output;
 use crate::restic::{self, Repository, Target};
 
 const NAME: &str = "BackupData";

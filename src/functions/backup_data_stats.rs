@@ -27,7 +27,7 @@ use super::args::Args;
 use super::context::Context;
 use super::data::{self, OUTPUT_VERSION, encryption_key, non_empty};
 use super::error::FunctionError;
-use super::output::Output;
+use crate::phase_output::Output;
 use crate::pods::helper as data_pod;
 use crate::restic::{self, Repository};
 

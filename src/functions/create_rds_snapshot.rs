@@ -14,9 +14,9 @@ use serde_json::Value;
 
 use super::args::Args;
 use super::error::FunctionError;
-use super::output::Output;
 use super::rds;
 use crate::aws::rds::{RdsError, error::DB_CLUSTER_NOT_FOUND, wait};
+use crate::phase_output::Output;
 
 const NAME: &str = "CreateRDSSnapshot";
 

@@ -50,7 +50,7 @@ use super::args::Args;
 use super::context::Context;
 use super::error::FunctionError;
 use super::multi_container_run::parse_quantity;
-use super::output::Output;
+use crate::phase_output::Output;
 
 /// The snapshot API group and version used.
 pub const GROUP: &str = "snapshot.storage.k8s.io";

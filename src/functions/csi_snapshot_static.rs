@@ -42,7 +42,7 @@ use super::args::Args;
 use super::context::Context;
 use super::csi_snapshot::{self, GROUP, KIND, VERSION};
 use super::error::FunctionError;
-use super::output::Output;
+use crate::phase_output::Output;
 
 const FUNC: &str = "CreateCSISnapshotStatic";
 

@@ -6,8 +6,8 @@ use serde_json::{Value, json};
 
 use super::args::Args;
 use super::error::FunctionError;
-use super::output::Output;
 use crate::param::profile::Profile;
+use crate::phase_output::Output;
 use crate::restic;
 
 /// [`Profile::from_params`] for a function: its error reads `<function>: <context>: <why>` as the

@@ -23,7 +23,7 @@ use super::context::Context;
 use super::csi_snapshot;
 use super::csi_snapshot_static::volume_snapshot_content_resource;
 use super::error::FunctionError;
-use super::output::Output;
+use crate::phase_output::Output;
 
 const FUNC: &str = "DeleteCSISnapshotContent";
 

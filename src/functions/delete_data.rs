@@ -19,9 +19,9 @@ use super::args::Args;
 use super::context::Context;
 use super::data::{self, encryption_key, non_empty};
 use super::error::FunctionError;
-use super::output::Output;
 use super::restore_data::snapshot_arg;
 use crate::param::profile;
+use crate::phase_output::Output;
 use crate::pods::helper as data_pod;
 use crate::restic::{self, Repository, Snapshot, Target};
 

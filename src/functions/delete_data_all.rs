@@ -21,7 +21,7 @@ use super::context::Context;
 use super::data::non_empty;
 use super::delete_data::ForgetArgs;
 use super::error::FunctionError;
-use super::output::Output;
+use crate::phase_output::Output;
 use crate::restic::Snapshot;
 
 const NAME: &str = "DeleteDataAll";

@@ -10,9 +10,9 @@ use serde_json::Value;
 
 use super::args::Args;
 use super::error::FunctionError;
-use super::output::Output;
 use super::rds;
 use crate::aws::rds::{error, wait};
+use crate::phase_output::Output;
 
 const NAME: &str = "DeleteRDSSnapshot";
 

@@ -13,7 +13,7 @@
 use super::args::Args;
 use super::context::Context;
 use super::error::FunctionError;
-use super::output::Output;
+use crate::phase_output::Output;
 use crate::pods::exec;
 
 const NAME: &str = "KubeExec";
@@ -30,7 +30,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>) -> Result<Output, FunctionError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::functions::output;
+    use crate::phase_output as output;
 
     #[test]
     fn stdout_phase_output_is_parsed() {

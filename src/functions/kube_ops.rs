@@ -20,8 +20,8 @@ use super::args::Args;
 use super::context::Context;
 use super::error::FunctionError;
 use super::objref::{self, Resolved};
-use super::output::Output;
 use crate::model::ObjectReference;
+use crate::phase_output::Output;
 
 const NAME: &str = "KubeOps";
 

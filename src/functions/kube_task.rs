@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 use super::args::Args;
 use super::context::Context;
 use super::error::FunctionError;
-use super::output::Output;
+use crate::phase_output::Output;
 use crate::pods::{CONTAINER, build_pod, merge_labels, merge_overrides, run_pod};
 
 const NAME: &str = "KubeTask";

@@ -30,9 +30,9 @@ use serde_json::Value;
 use super::args::Args;
 use super::context::Context;
 use super::error::FunctionError;
-use super::output::Output;
 use crate::aws::s3::S3Client;
 use crate::objectstore::{self, key_prefix};
+use crate::phase_output::Output;
 
 const NAME: &str = "LocationDelete";
 

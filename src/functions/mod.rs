@@ -43,7 +43,6 @@ pub mod kube_task;
 pub mod location_delete;
 pub mod multi_container_run;
 pub mod objref;
-pub mod output;
 pub mod prepare_data;
 pub mod rds;
 pub mod registry;
@@ -55,9 +54,9 @@ pub mod wait;
 pub mod wait_v2;
 pub mod weak;
 
+pub use crate::phase_output::Output;
 pub use context::Context;
 pub use error::FunctionError;
-pub use output::Output;
 
 /// Run one Kanister function ([`registry::run`]). `func` is matched exactly (Kanister names
 /// are case-sensitive); unsupported Kanister functions and unknown names fail.

@@ -25,7 +25,7 @@ use serde_json::{Map, Value, json};
 use super::args::Args;
 use super::context::Context;
 use super::error::FunctionError;
-use super::output::Output;
+use crate::phase_output::Output;
 use crate::pods::{self as pod, CONTAINER, merge_labels, merge_overrides};
 
 const NAME: &str = "MultiContainerRun";

@@ -18,7 +18,6 @@ use serde_json::{Map, Value};
 use super::args::Args;
 use super::context::Context;
 use super::error::FunctionError;
-use super::output::Output;
 use super::{
     backup_data, backup_data_all, backup_data_stats, check_repository, copy_volume_data,
     create_rds_snapshot, csi_snapshot, csi_snapshot_static, delete_csi_snapshot_content,
@@ -26,6 +25,7 @@ use super::{
     kube_exec_all, kube_ops, kube_task, location_delete, multi_container_run, prepare_data,
     restore_data, restore_data_all, restore_rds_snapshot, scale_workload, wait, wait_v2,
 };
+use crate::phase_output::Output;
 
 /// The JSON type a function argument takes after Kanister's weak decoding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

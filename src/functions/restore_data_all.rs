@@ -25,8 +25,8 @@ use super::backup_data_all::{
 use super::context::Context;
 use super::data::{self, encryption_key, non_empty};
 use super::error::FunctionError;
-use super::output::Output;
 use super::restore_data::{fetch_pod_volumes, restore_path};
+use crate::phase_output::Output;
 use crate::pods::helper::{self as data_pod, PodExtras};
 use crate::restic::{self, Repository, Snapshot};
 

@@ -18,10 +18,10 @@ use serde_json::Value;
 use super::args::Args;
 use super::context::Context;
 use super::error::FunctionError;
-use super::output::Output;
 use super::rds::{self, dump, instance};
 use crate::aws::rds::{RdsClient, Waits, error, wait};
 use crate::param::profile::Profile;
+use crate::phase_output::Output;
 use crate::pods::helper as data_pod;
 
 const NAME: &str = "RestoreRDSSnapshot";

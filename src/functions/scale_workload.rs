@@ -30,7 +30,7 @@ use super::args::Args;
 use super::context::Context;
 use super::context::{StepEvent, note};
 use super::error::FunctionError;
-use super::output::Output;
+use crate::phase_output::Output;
 use crate::pods::settle::{self, Settle, Settling};
 use crate::pods::workload;
 

@@ -30,8 +30,8 @@ use super::args::Args;
 use super::context::Context;
 use super::error::FunctionError;
 use super::objref;
-use super::output::Output;
 use crate::model::ObjectReference;
+use crate::phase_output::Output;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flavor {

@@ -7,8 +7,8 @@ use serde_json::Value;
 use super::args::Args;
 use super::context::Context;
 use super::error::FunctionError;
-use super::output::Output;
 use super::wait::{Flavor, run_flavor};
+use crate::phase_output::Output;
 
 pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, FunctionError> {
     run_flavor(ctx, a, params, Flavor::Template).await

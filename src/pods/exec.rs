@@ -9,8 +9,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::functions::context::Context;
 use crate::functions::error::FunctionError;
-use crate::functions::output;
-use crate::functions::output::Output;
+use crate::phase_output as output;
+use crate::phase_output::Output;
 
 /// What a finished exec produced, read in bounded memory: the last
 /// [`output::TAIL_BYTES`] of stdout and stderr, and the phase output parsed

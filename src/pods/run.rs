@@ -8,8 +8,8 @@ use kube::api::{Api, LogParams};
 use super::{create, find_resumed, wait_finished};
 use crate::functions::context::Context;
 use crate::functions::error::FunctionError;
-use crate::functions::output;
-use crate::functions::output::Output;
+use crate::phase_output as output;
+use crate::phase_output::Output;
 
 /// Create `pod`, wait until it has finished, read the log of its first
 /// container (streamed: [`PodLog`]), delete it (in a phase: the executor

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use crate::support::s3_stub::{self, GOOD_KEY, GOOD_SECRET, STUB_REGION, Stub};
 use blueprint_operator::aws::s3::transfer::PART_SIZE;
-use blueprint_operator::functions::output;
+use blueprint_operator::phase_output as output;
 use bytes::Bytes;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};

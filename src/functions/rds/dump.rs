@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use crate::functions::context::Context;
 use crate::functions::error::FunctionError;
-use crate::functions::output::Output;
+use crate::phase_output::Output;
 use crate::pods;
 use crate::pods::helper::{self, PodExtras, PodOptions};
 use crate::restic::sh_quote;
