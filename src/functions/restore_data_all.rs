@@ -19,13 +19,12 @@ use futures::future::join_all;
 use serde_json::Value;
 
 use super::args::Args;
-use super::backup_data_all::{
-    BackupInfo, parse_backup_info, per_pod_errors, pod_prefix, target_pods,
-};
 use super::context::Context;
-use super::data::{self, encryption_key, non_empty};
+use super::data::{
+    self, BackupInfo, encryption_key, fetch_pod_volumes, non_empty, parse_backup_info,
+    per_pod_errors, pod_prefix, restore_path, target_pods,
+};
 use super::error::FunctionError;
-use super::restore_data::{fetch_pod_volumes, restore_path};
 use crate::phase_output::Output;
 use crate::pods::helper::{self as data_pod, PodExtras};
 use crate::restic::{self, Repository, Snapshot};
