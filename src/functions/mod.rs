@@ -27,6 +27,7 @@ pub mod check_repository;
 pub mod context;
 pub mod copy_volume_data;
 pub mod create_rds_snapshot;
+pub mod csi;
 pub mod csi_snapshot;
 pub mod csi_snapshot_static;
 mod data;

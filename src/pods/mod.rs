@@ -8,6 +8,7 @@
 mod create;
 mod exec;
 pub mod helper;
+pub mod quantity;
 mod run;
 pub mod settle;
 mod spec;
