@@ -14,7 +14,7 @@
 //!
 //! Differences from Kanister: no pods at all (a workload scaled to zero, an
 //! empty `pods`) is an error instead of a successful backup of nothing
-//! (`BackupAllInfo` `{}`); see [`super::backup_data`] for the rest.
+//! (`BackupAllInfo` `{}`); see BackupData for the rest.
 
 use std::collections::BTreeMap;
 

@@ -24,6 +24,7 @@ pub mod backup_data;
 pub mod backup_data_all;
 pub mod backup_data_stats;
 pub mod check_repository;
+mod conditions;
 pub mod context;
 pub mod copy_volume_data;
 pub mod create_rds_snapshot;

@@ -5,13 +5,13 @@
 //! `<backupArtifactPrefix>/<pod>` into `restorePath` (default `/`) of a
 //! helper pod (`restore-data-all-…`, `image`) that mounts the pod's PVCs at
 //! the pod's mount paths, as RestoreData does with `pod` (its helpers:
-//! [`super::restore_data::fetch_pod_volumes`], [`crate::pods::helper`],
+//! [`super::data::fetch_pod_volumes`], [`crate::pods::helper`],
 //! [`super::restic::restore`]). The output merges what the restores printed
 //! as phase output (normally nothing).
 //!
 //! Differences from Kanister: a pod missing from `backupInfo` fails naming
 //! the pods it has (Kanister restores with an empty ID and fails in restic);
-//! no pods at all is an error (see [`super::backup_data_all`]).
+//! no pods at all is an error (as in BackupDataAll).
 
 use std::collections::BTreeMap;
 
