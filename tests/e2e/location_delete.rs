@@ -7,7 +7,7 @@
 //! against a small stand-in on 127.0.0.1 that verifies AWS Signature V4 of
 //! what arrives on the wire (`support::s3_stub`, with its own verifier; the
 //! client signs with `aws-sigv4`, checked against AWS's published vectors in
-//! `src/functions/s3/sigv4.rs`).
+//! `src/aws/sigv4.rs`).
 
 use crate::support;
 
