@@ -34,6 +34,30 @@ pub fn http_client(https: bool, skip_verify: bool) -> Result<HttpClient, String>
         .build(connector))
 }
 
+/// The scheme (`http` or `https`) and authority of `endpoint`; `named` words it in the error
+/// (`the RDS endpoint "..."`), `example` is a URL that would do.
+pub fn endpoint_parts(
+    endpoint: &str,
+    named: &str,
+    example: &str,
+) -> Result<(http::Uri, String, String), String> {
+    let uri: http::Uri = endpoint
+        .parse()
+        .map_err(|e| format!("{named} is not a URL ({e}); expected e.g. {example}"))?;
+    let scheme = uri.scheme_str().unwrap_or("https").to_ascii_lowercase();
+    if scheme != "http" && scheme != "https" {
+        return Err(format!(
+            "{named} has scheme {scheme:?}; only http and https are supported"
+        ));
+    }
+    let authority = uri
+        .authority()
+        .filter(|a| !a.host().is_empty())
+        .map(|a| a.as_str().to_string())
+        .ok_or_else(|| format!("{named} names no host"))?;
+    Ok((uri, scheme, authority))
+}
+
 /// Who signs and for which AWS service: `s3` is signed with S3's settings.
 pub struct Signer<'a> {
     pub credentials: &'a Credentials,

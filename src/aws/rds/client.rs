@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use backon::{ExponentialBuilder, Retryable as _};
 use bytes::Bytes;
-use http::{Method, Uri};
+use http::Method;
 
 use super::error::RdsError;
 use crate::aws::exchange::{
-    self, Answer, Failure, HttpClient, Limits, Request, Signer, http_client,
+    self, Answer, Failure, HttpClient, Limits, Request, Signer, endpoint_parts, http_client,
 };
 use crate::aws::sigv4::{Credentials, sha256_hex, uri_encode};
 use crate::aws::xml::{self, Element};
@@ -67,24 +67,12 @@ impl RdsClient {
             Some(e) if e.contains("://") => e.trim_end_matches('/').to_string(),
             Some(e) => format!("https://{}", e.trim_end_matches('/')),
         };
-        let uri: Uri = endpoint.parse().map_err(|e| {
-            RdsError::Config(format!(
-                "the RDS endpoint {endpoint:?} is not a URL ({e}); expected e.g. https://rds.us-east-1.amazonaws.com"
-            ))
-        })?;
-        let scheme = uri.scheme_str().unwrap_or("https").to_ascii_lowercase();
-        if scheme != "http" && scheme != "https" {
-            return Err(RdsError::Config(format!(
-                "the RDS endpoint {endpoint:?} has scheme {scheme:?}; only http and https are supported"
-            )));
-        }
-        let authority = uri
-            .authority()
-            .filter(|a| !a.host().is_empty())
-            .map(|a| a.as_str().to_string())
-            .ok_or_else(|| {
-                RdsError::Config(format!("the RDS endpoint {endpoint:?} names no host"))
-            })?;
+        let (_, scheme, authority) = endpoint_parts(
+            &endpoint,
+            &format!("the RDS endpoint {endpoint:?}"),
+            "https://rds.us-east-1.amazonaws.com",
+        )
+        .map_err(RdsError::Config)?;
         Ok(RdsClient {
             http: http_client(scheme == "https", false).map_err(RdsError::Config)?,
             endpoint: format!("{scheme}://{authority}"),

@@ -8,11 +8,11 @@ use std::time::Duration;
 use backon::{ExponentialBuilder, Retryable as _};
 use base64::Engine as _;
 use bytes::Bytes;
-use http::{Method, StatusCode, Uri};
+use http::{Method, StatusCode};
 
 use super::{DEFAULT_REGION, S3Error};
 use crate::aws::exchange::{
-    self, Answer, Failure, HttpClient, Limits, Request, Signer, http_client,
+    self, Answer, Failure, HttpClient, Limits, Request, Signer, endpoint_parts, http_client,
 };
 use crate::aws::sigv4::{Credentials, canonical_query, sha256_hex, uri_encode};
 use crate::aws::xml::{self, DeleteFailure, ListPage, ServiceError};
@@ -96,29 +96,12 @@ impl S3Client {
             e if e.contains("://") => e.to_string(),
             e => format!("https://{e}"),
         };
-        let uri: Uri = endpoint.parse().map_err(|e| {
-            S3Error::Config(format!(
-                "the Profile's location.endpoint {:?} is not a URL ({e}); expected e.g. http://minio.example:9000",
-                cfg.endpoint
-            ))
-        })?;
-        let scheme = uri.scheme_str().unwrap_or("https").to_ascii_lowercase();
-        if scheme != "http" && scheme != "https" {
-            return Err(S3Error::Config(format!(
-                "the Profile's location.endpoint {:?} has scheme {scheme:?}; only http and https are supported",
-                cfg.endpoint
-            )));
-        }
-        let authority = uri
-            .authority()
-            .filter(|a| !a.host().is_empty())
-            .map(|a| a.as_str().to_string())
-            .ok_or_else(|| {
-                S3Error::Config(format!(
-                    "the Profile's location.endpoint {:?} names no host",
-                    cfg.endpoint
-                ))
-            })?;
+        let (uri, scheme, authority) = endpoint_parts(
+            &endpoint,
+            &format!("the Profile's location.endpoint {:?}", cfg.endpoint),
+            "http://minio.example:9000",
+        )
+        .map_err(S3Error::Config)?;
         if uri.query().is_some() {
             return Err(S3Error::Config(format!(
                 "the Profile's location.endpoint {:?} must not have a query string",
