@@ -30,8 +30,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use blueprint_operator::executor::params;
-use blueprint_operator::functions::{self, restic};
+use blueprint_operator::functions;
 use blueprint_operator::model::{ActionSpec, ObjectReference};
+use blueprint_operator::restic;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 use serde_json::{Value, json};

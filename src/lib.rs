@@ -6,6 +6,7 @@
 //! (webhook server, reconcilers, functions) are thin shells around it.
 
 pub mod app;
+pub mod aws;
 pub mod blueprint;
 pub mod cli;
 pub mod ctl;
@@ -19,8 +20,12 @@ pub mod kanister_crd;
 pub mod kube_error;
 pub mod metrics;
 pub mod model;
+pub mod objectstore;
 pub mod param;
+pub mod phase_output;
+pub mod pods;
 pub mod redact;
+pub mod restic;
 pub mod scheduler;
 pub mod template;
 pub mod webhook;

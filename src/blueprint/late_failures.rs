@@ -6,10 +6,10 @@
 use serde_json::Value;
 
 use crate::functions::kube_ops::parse_operation;
-use crate::functions::multi_container_run::parse_quantity;
 use crate::functions::registry::{ArgType, Function};
 use crate::functions::scale_workload::parse_kind;
 use crate::functions::weak;
+use crate::pods::quantity::parse_quantity;
 
 /// One warning: where inside the argument (`""`, `".key"`, `"[1]"`) and what will happen.
 #[derive(Debug, PartialEq, Eq)]

@@ -22,9 +22,9 @@ use serde_json::{Map, Value, json};
 use super::endpoints;
 use super::machine::{ActionRecord, outcome};
 use super::tenancy::{Policy, Scope};
-use crate::functions;
 use crate::model::{ActionSpec, ActionStatus, Artifact, ObjectReference, Profile, State};
 use crate::param;
+use crate::pods;
 use crate::template;
 
 /// Builds the ActionSet-level parameters of one action, under the default
@@ -170,7 +170,7 @@ pub enum ParamError {
     },
     /// The workload's pods could not be listed.
     #[error(transparent)]
-    Workload(#[from] functions::workload::PodsError),
+    Workload(#[from] pods::workload::PodsError),
 }
 
 fn get(what: String) -> impl FnOnce(kube::Error) -> ParamError {
@@ -281,7 +281,7 @@ async fn fetch_object(
     let mut p = Map::new();
     match kind.as_str() {
         "deployment" | "statefulset" | "deploymentconfig" => {
-            use functions::workload::Kind;
+            use pods::workload::Kind;
             let (field, wkind) = match kind.as_str() {
                 "deployment" => (param::DEPLOYMENT, Kind::Deployment),
                 "statefulset" => (param::STATEFUL_SET, Kind::StatefulSet),
@@ -310,16 +310,16 @@ async fn fetch_object(
 }
 
 /// `{Name, Namespace, Pods, Containers, PersistentVolumeClaims}` from the
-/// running pods the workload owns (see [`functions::workload`]: owner
+/// running pods the workload owns (see [`pods::workload`]: owner
 /// references, as Kanister, not the label selector).
 async fn workload_params(
     client: &kube::Client,
-    kind: functions::workload::Kind,
+    kind: pods::workload::Kind,
     ns: &str,
     name: &str,
     object: &Value,
 ) -> Result<Value, ParamError> {
-    let pods = functions::workload::running_pods(client, kind, ns, name, object)
+    let pods = pods::workload::running_pods(client, kind, ns, name, object)
         .await
         .map_err(ParamError::Workload)?;
     Ok(workload_value(name, ns, &pods))

@@ -4,7 +4,7 @@
 //! their last log lines are kept),
 //! but a controller that is killed (SIGKILL, OOM, node loss) leaves them
 //! running. Every such pod carries its ActionSet's UID and namespace as
-//! labels ([`crate::model::labels`], set by [`crate::functions::pod`]), so:
+//! labels ([`crate::model::labels`], set by [`crate::pods`]), so:
 //!
 //! - **at start** and **periodically**, a labelled pod is deleted when its
 //!   ActionSet is gone (or was re-created: another UID) or has ended

@@ -3,7 +3,7 @@
 //!
 //! - **re-attach**: the work runs in a pod the phase created; the pod is the
 //!   phase. The phase runs again with its pod found, not created
-//!   (`functions::pod::find_resumed`), so its exit status, log and
+//!   (`pods::find_resumed`), so its exit status, log and
 //!   phase output are taken as if nothing had happened. A pod the ActionSet
 //!   records but that is gone fails the phase with that reason;
 //! - **re-enter**: the function's effect is a desired state or a wait

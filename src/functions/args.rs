@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::{FunctionError, registry, weak};
+use super::error::FunctionError;
+use super::weak;
 
 /// The phase's arguments, with the function name for error messages.
 pub struct Args<'a> {
@@ -17,28 +18,6 @@ pub struct Args<'a> {
 impl<'a> Args<'a> {
     pub fn new(function: &'static str, args: &'a Map<String, Value>) -> Self {
         Args { function, args }
-    }
-
-    /// Kanister's `Validate`: every argument must be one the function takes in the
-    /// [`registry`].
-    pub fn check_supported(&self) -> Result<(), FunctionError> {
-        let Some(f) = registry::function(self.function) else {
-            return Err(FunctionError::Unknown(self.function.to_string()));
-        };
-        for k in self.args.keys() {
-            if f.arg(k).is_none() {
-                return Err(FunctionError::arg(
-                    self.function,
-                    k,
-                    format!(
-                        "argument {k} is not supported; {} accepts: {}",
-                        self.function,
-                        f.arg_names().collect::<Vec<_>>().join(", ")
-                    ),
-                ));
-            }
-        }
-        Ok(())
     }
 
     fn err(&self, name: &str, msg: impl Into<String>) -> FunctionError {
@@ -262,15 +241,5 @@ mod tests {
             a.opt_string_map("volumes").unwrap_err().to_string(),
             "KubeTask: argument `volumes.pvc`: expected a string, got a list"
         );
-    }
-
-    #[test]
-    fn unsupported_arguments_are_named() {
-        let m = args(json!({"image": "x", "comand": ["a"]}));
-        let e = Args::new("KubeTask", &m)
-            .check_supported()
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("argument comand is not supported"), "{e}");
     }
 }

@@ -14,130 +14,30 @@
 //!
 //! Differences from Kanister: no pods at all (a workload scaled to zero, an
 //! empty `pods`) is an error instead of a successful backup of nothing
-//! (`BackupAllInfo` `{}`); see [`super::backup_data`] for the rest.
+//! (`BackupAllInfo` `{}`); see BackupData for the rest.
 
 use std::collections::BTreeMap;
 
 use futures::future::join_all;
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::args::Args;
-use super::backup_data::{OUTPUT_VERSION, encryption_key, non_empty};
-use super::profile;
-use super::restic::{self, Repository, Target};
-use super::{Context, FunctionError, Output};
+use super::context::Context;
+use super::data::{
+    self, BackupInfo, OUTPUT_VERSION, encryption_key, non_empty, per_pod_errors, pod_prefix,
+    target_pods,
+};
+use super::error::FunctionError;
+use crate::phase_output::Output;
+use crate::restic::{self, Repository, Target};
 
 const NAME: &str = "BackupDataAll";
 /// Kanister's `BackupDataAllOutput`.
 pub const OUTPUT_KEY: &str = "BackupAllInfo";
 
-/// One pod's backup (Kanister's `function.BackupInfo`; JSON field names as Go writes them).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BackupInfo {
-    #[serde(rename = "PodName", default)]
-    pub pod_name: String,
-    #[serde(rename = "BackupID", default)]
-    pub backup_id: String,
-    #[serde(rename = "BackupTag", default)]
-    pub backup_tag: String,
-}
-
 /// `BackupAllInfo` text: pod → [`BackupInfo`], keys sorted.
 pub fn backup_all_info(infos: &BTreeMap<String, BackupInfo>) -> String {
     serde_json::to_string(infos).unwrap_or_else(|_| "{}".into())
-}
-
-/// The `backupInfo` argument of RestoreDataAll/DeleteDataAll (Kanister:
-/// "Could not decode JSON data").
-pub fn parse_backup_info(
-    function: &'static str,
-    text: &str,
-) -> Result<BTreeMap<String, BackupInfo>, FunctionError> {
-    serde_json::from_str(text).map_err(|e| {
-        FunctionError::arg(
-            function,
-            "backupInfo",
-            format!(
-                "Could not decode JSON data: {e}; expected BackupDataAll's BackupAllInfo output, \
-                 {{\"<pod>\":{{\"PodName\":\"<pod>\",\"BackupID\":\"<id>\",\"BackupTag\":\"<tag>\"}}}}"
-            ),
-        )
-    })
-}
-
-/// The pods to work on: `pods` (space-separated; a list is accepted too)
-/// when given and not blank, else the ActionSet's Deployment's or
-/// StatefulSet's pods. `no_workload` is Kanister's error text for when
-/// neither is there.
-pub fn target_pods(
-    a: &Args,
-    params: &Value,
-    no_workload: &str,
-) -> Result<Vec<String>, FunctionError> {
-    let given: Vec<String> = a
-        .opt_string_list("pods")?
-        .unwrap_or_default()
-        .iter()
-        .flat_map(|s| s.split_whitespace().map(str::to_string).collect::<Vec<_>>())
-        .collect();
-    if !given.is_empty() {
-        return Ok(given);
-    }
-    let (kind, workload) = ["Deployment", "StatefulSet"]
-        .iter()
-        .find_map(|k| params.get(*k).filter(|v| v.is_object()).map(|v| (*k, v)))
-        .ok_or_else(|| {
-            FunctionError::failed(
-                a.function,
-                format!(
-                    "{no_workload}: give `pods`, or run the action on a Deployment or StatefulSet"
-                ),
-            )
-        })?;
-    let pods: Vec<String> = workload
-        .get("Pods")
-        .and_then(Value::as_array)
-        .map(|l| {
-            l.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default();
-    if pods.is_empty() {
-        let name = workload.get("Name").and_then(Value::as_str).unwrap_or("");
-        return Err(FunctionError::failed(
-            a.function,
-            format!(
-                "the {kind} {name} has no running pods, so there is nothing to work on (scale it up first, or give `pods`)"
-            ),
-        ));
-    }
-    Ok(pods)
-}
-
-/// `<prefix>/<pod>`: the per-pod artifact prefix of the `*All` functions.
-pub fn pod_prefix(prefix: &str, pod: &str) -> String {
-    format!("{}/{pod}", prefix.trim_end_matches('/'))
-}
-
-/// Kanister's per-pod failure wording, all failures one per line.
-pub fn per_pod_errors(
-    function: &'static str,
-    what: &str,
-    errors: Vec<(String, FunctionError)>,
-) -> FunctionError {
-    let lines: Vec<String> = errors
-        .into_iter()
-        .map(|(pod, e)| {
-            match restic::wrap(function, &format!("Failed to {what} for pod {pod}"), e) {
-                FunctionError::Failed { message, .. } => message,
-                other => other.to_string(),
-            }
-        })
-        .collect();
-    FunctionError::failed(function, lines.join("\n"))
 }
 
 pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, FunctionError> {
@@ -147,7 +47,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
     let prefix = non_empty(a, "backupArtifactPrefix")?;
     let key = encryption_key(a)?;
     let insecure_tls = a.flag("insecureTLS")?;
-    let profile = profile::for_function(NAME, params, "Failed to validate Profile")?;
+    let profile = data::profile(NAME, params, "Failed to validate Profile")?;
     let pods = target_pods(a, params, "Failed to get pods")?;
     let results = join_all(pods.iter().map(|pod| {
         let repo = Repository::new(&profile, &pod_prefix(&prefix, pod), &key, insecure_tls);
@@ -193,6 +93,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::functions::data::parse_backup_info;
 
     #[test]
     fn backup_all_info_is_what_go_marshals() {

@@ -24,11 +24,12 @@
 use serde_json::{Value, json};
 
 use super::args::Args;
-use super::backup_data::{OUTPUT_VERSION, encryption_key, non_empty};
-use super::data_pod;
-use super::profile;
-use super::restic::{self, Repository};
-use super::{Context, FunctionError, Output};
+use super::context::Context;
+use super::data::{self, OUTPUT_VERSION, encryption_key, non_empty};
+use super::error::FunctionError;
+use crate::phase_output::Output;
+use crate::pods::helper as data_pod;
+use crate::restic::{self, Repository};
 
 const NAME: &str = "BackupDataStats";
 /// Kanister's `backupDataStatsJobPrefix`.
@@ -94,7 +95,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
     let key = encryption_key(a)?;
     let image = data_pod::image_or_tools(a)?;
     let extras = data_pod::pod_extras(a, ctx)?;
-    let profile = profile::for_function(NAME, params, "Failed to validate Profile")?;
+    let profile = data::profile(NAME, params, "Failed to validate Profile")?;
     let repo = Repository::new(&profile, &prefix, &key, false);
     let cmd = repo
         .stats_command(&id, &mode)

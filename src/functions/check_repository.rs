@@ -19,11 +19,12 @@
 use serde_json::{Value, json};
 
 use super::args::Args;
-use super::backup_data::{OUTPUT_VERSION, encryption_key, non_empty};
-use super::data_pod;
-use super::profile;
-use super::restic::{self, RepoCheck, Repository};
-use super::{Context, FunctionError, Output};
+use super::context::Context;
+use super::data::{self, OUTPUT_VERSION, encryption_key, non_empty};
+use super::error::FunctionError;
+use crate::phase_output::Output;
+use crate::pods::helper as data_pod;
+use crate::restic::{self, RepoCheck, Repository};
 
 const NAME: &str = "CheckRepository";
 /// Kanister's `CheckRepositoryJobPrefix`.
@@ -55,7 +56,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
     let insecure_tls = a.flag("insecureTLS")?;
     let image = data_pod::image_or_tools(a)?;
     let extras = data_pod::pod_extras(a, ctx)?;
-    let profile = profile::for_function(NAME, params, "")?;
+    let profile = data::profile(NAME, params, "")?;
     let repo = Repository::new(&profile, &prefix, &key, insecure_tls);
     // Fail on an unusable location before making a pod.
     repo.env()

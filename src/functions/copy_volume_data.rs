@@ -18,11 +18,12 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::args::Args;
-use super::backup_data::{backup_output, encryption_key, non_empty};
-use super::data_pod;
-use super::profile;
-use super::restic::{self, Repository};
-use super::{Context, FunctionError, Output};
+use super::context::Context;
+use super::data::{self, backup_output, encryption_key, non_empty};
+use super::error::FunctionError;
+use crate::phase_output::Output;
+use crate::pods::helper as data_pod;
+use crate::restic::{self, Repository};
 
 const NAME: &str = "CopyVolumeData";
 /// Kanister's `CopyVolumeDataJobPrefix`.
@@ -45,7 +46,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
         .filter(|s| !s.trim().is_empty())
         .unwrap_or_else(|| default_mount_point(&pvc));
     let extras = data_pod::pod_extras(a, ctx)?;
-    let profile = profile::for_function(NAME, params, "Failed to validate Profile")?;
+    let profile = data::profile(NAME, params, "Failed to validate Profile")?;
     let repo = Repository::new(&profile, &prefix, &key, insecure_tls);
     let mount = data_pod::pvc_mount(ctx, NAME, &namespace, &pvc, &mount_point).await?;
     let opts = extras.options(

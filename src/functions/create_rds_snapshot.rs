@@ -13,8 +13,10 @@
 use serde_json::Value;
 
 use super::args::Args;
-use super::rds::{self, RdsError, error::DB_CLUSTER_NOT_FOUND};
-use super::{FunctionError, Output};
+use super::error::FunctionError;
+use super::rds;
+use crate::aws::rds::{RdsError, error::DB_CLUSTER_NOT_FOUND, wait};
+use crate::phase_output::Output;
 
 const NAME: &str = "CreateRDSSnapshot";
 
@@ -36,7 +38,7 @@ pub async fn run(
         rds.create_db_cluster_snapshot(&instance_id, &snapshot_id)
             .await
             .map_err(failed("Failed to create cluster snapshot"))?;
-        rds::wait::cluster_snapshot_available(&rds, &waits, &snapshot_id)
+        wait::cluster_snapshot_available(&rds, &waits, &snapshot_id)
             .await
             .map_err(failed("Error while waiting snapshot to be available"))?;
         0
@@ -45,7 +47,7 @@ pub async fn run(
             .create_db_snapshot(&instance_id, &snapshot_id)
             .await
             .map_err(failed("Failed to create snapshot"))?;
-        rds::wait::snapshot_available(&rds, &waits, &snapshot_id)
+        wait::snapshot_available(&rds, &waits, &snapshot_id)
             .await
             .map_err(failed("Error while waiting snapshot to be available"))?;
         snap.allocated_storage.unwrap_or(0)

@@ -35,37 +35,19 @@
 //! the status has them (`""` when missing, where Kanister writes `<nil>`).
 
 use kube::api::{Api, DeleteParams, PostParams};
-use kube::core::{ApiResource, DynamicObject};
+use kube::core::DynamicObject;
 use serde_json::{Value, json};
 
 use super::args::Args;
-use super::csi_snapshot::{self, GROUP, KIND, VERSION};
-use super::{Context, FunctionError, Output};
+use super::context::Context;
+use super::csi::{
+    self, CONTENT_KIND, GROUP, KIND, VERSION, volume_snapshot_class_resource,
+    volume_snapshot_content_resource,
+};
+use super::error::FunctionError;
+use crate::phase_output::Output;
 
 const FUNC: &str = "CreateCSISnapshotStatic";
-
-pub const CONTENT_KIND: &str = "VolumeSnapshotContent";
-pub const CLASS_KIND: &str = "VolumeSnapshotClass";
-
-fn resource(kind: &str, plural: &str) -> ApiResource {
-    ApiResource {
-        group: GROUP.into(),
-        version: VERSION.into(),
-        api_version: format!("{GROUP}/{VERSION}"),
-        kind: kind.into(),
-        plural: plural.into(),
-    }
-}
-
-/// `ApiResource` of `volumesnapshotcontents.snapshot.storage.k8s.io/v1` (cluster-scoped).
-pub fn volume_snapshot_content_resource() -> ApiResource {
-    resource(CONTENT_KIND, "volumesnapshotcontents")
-}
-
-/// `ApiResource` of `volumesnapshotclasses.snapshot.storage.k8s.io/v1` (cluster-scoped).
-pub fn volume_snapshot_class_resource() -> ApiResource {
-    resource(CLASS_KIND, "volumesnapshotclasses")
-}
 
 /// CreateCSISnapshotStatic's decoded arguments.
 #[derive(Debug, Clone, PartialEq)]
@@ -167,7 +149,7 @@ pub fn snapshot_manifest(s: &Static, content: &str) -> Value {
 
 /// The output from the ready VolumeSnapshot's data: Kanister's four keys.
 pub fn output(name: &str, namespace: &str, data: &Value) -> Output {
-    let mut out = csi_snapshot::create_output(name, "", namespace, data);
+    let mut out = csi::create_output(name, "", namespace, data);
     out.remove("pvc");
     out
 }
@@ -179,7 +161,7 @@ fn dynamic(function: &'static str, v: Value, what: &str) -> Result<DynamicObject
 
 pub async fn run(ctx: &Context, a: &Args<'_>) -> Result<Output, FunctionError> {
     let s = decode(a, &ctx.namespace)?;
-    let snapshots = csi_snapshot::snapshot_api(ctx, FUNC, &s.namespace).await?;
+    let snapshots = csi::snapshot_api(ctx, FUNC, &s.namespace).await?;
     let classes: Api<DynamicObject> =
         Api::all_with(ctx.client.clone(), &volume_snapshot_class_resource());
     let contents: Api<DynamicObject> =
@@ -282,7 +264,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>) -> Result<Output, FunctionError> {
             e,
         ));
     }
-    let ready = csi_snapshot::wait_ready(&snapshots, FUNC, &s.name, &s.namespace).await?;
+    let ready = csi::wait_ready(&snapshots, FUNC, &s.name, &s.namespace).await?;
     Ok(output(&s.name, &s.namespace, &ready.data))
 }
 
@@ -350,7 +332,7 @@ mod tests {
     fn decoded(v: Value) -> Result<Static, FunctionError> {
         let m = v.as_object().unwrap().clone();
         let a = Args::new(FUNC, &m);
-        a.check_supported()?;
+        crate::functions::registry::check_args(&a)?;
         decode(&a, "as-ns")
     }
 

@@ -19,9 +19,10 @@ use kube::api::{Api, DeleteParams};
 use kube::core::DynamicObject;
 
 use super::args::Args;
-use super::csi_snapshot;
-use super::csi_snapshot_static::volume_snapshot_content_resource;
-use super::{Context, FunctionError, Output};
+use super::context::Context;
+use super::csi::{self, volume_snapshot_content_resource};
+use super::error::FunctionError;
+use crate::phase_output::Output;
 
 const FUNC: &str = "DeleteCSISnapshotContent";
 
@@ -41,7 +42,7 @@ pub fn decode(a: &Args) -> Result<String, FunctionError> {
 pub async fn run(ctx: &Context, a: &Args<'_>) -> Result<Output, FunctionError> {
     let name = decode(a)?;
     // Fails clearly when the cluster does not serve the snapshot API (the namespace is unused).
-    csi_snapshot::snapshot_api(ctx, FUNC, &ctx.namespace).await?;
+    csi::snapshot_api(ctx, FUNC, &ctx.namespace).await?;
     let contents: Api<DynamicObject> =
         Api::all_with(ctx.client.clone(), &volume_snapshot_content_resource());
     match contents.delete(&name, &DeleteParams::default()).await {
@@ -65,7 +66,7 @@ mod tests {
     fn decoded(v: Value) -> Result<String, FunctionError> {
         let m = v.as_object().unwrap().clone();
         let a = Args::new(FUNC, &m);
-        a.check_supported()?;
+        crate::functions::registry::check_args(&a)?;
         decode(&a)
     }
 

@@ -13,15 +13,14 @@
 //! Differences from Kanister: see [`super::restic`]; more IDs/tags than
 //! artifact prefixes is an argument error (Kanister indexes out of range).
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::args::Args;
-use super::backup_data::{encryption_key, non_empty};
-use super::data_pod;
-use super::profile;
-use super::restic::{self, Repository, Snapshot, Target};
-use super::restore_data::snapshot_arg;
-use super::{Context, FunctionError, Output};
+use super::context::Context;
+use super::data::{ForgetArgs, non_empty, snapshot_arg};
+use super::error::FunctionError;
+use crate::phase_output::Output;
+use crate::restic::Snapshot;
 
 const NAME: &str = "DeleteData";
 /// Kanister's `deleteDataJobPrefix`.
@@ -81,84 +80,6 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
         .collect::<Vec<_>>();
     f.forget_in_pod(ctx, NAME, &namespace, JOB_PREFIX, &snapshots)
         .await
-}
-
-/// What DeleteData and DeleteDataAll read after the snapshots to forget.
-pub struct ForgetArgs {
-    pub key: String,
-    pub reclaim: bool,
-    pub insecure_tls: bool,
-    pub image: String,
-    pub extras: data_pod::PodExtras,
-    pub profile: profile::Profile,
-}
-
-impl ForgetArgs {
-    pub fn read(a: &Args, ctx: &Context, params: &Value) -> Result<ForgetArgs, FunctionError> {
-        Ok(ForgetArgs {
-            key: encryption_key(a)?,
-            reclaim: a.flag("reclaimSpace")?,
-            insecure_tls: a.flag("insecureTLS")?,
-            image: data_pod::image_or_tools(a)?,
-            extras: data_pod::pod_extras(a, ctx)?,
-            profile: profile::for_function(a.function, params, "")?,
-        })
-    }
-
-    /// The repository at artifact prefix `path`.
-    pub fn repository(&self, path: &str) -> Repository {
-        Repository::new(&self.profile, path, &self.key, self.insecure_tls)
-    }
-
-    /// Runs [`forget_all`] for `snapshots` in a helper pod of `namespace` (`job_prefix`).
-    pub async fn forget_in_pod(
-        &self,
-        ctx: &Context,
-        function: &'static str,
-        namespace: &str,
-        job_prefix: &str,
-        snapshots: &[(Repository, Snapshot)],
-    ) -> Result<Output, FunctionError> {
-        let opts = self
-            .extras
-            .options(namespace, job_prefix, &self.image, Default::default());
-        data_pod::run_in(ctx, function, &opts, async |target| {
-            forget_all(ctx, function, target, snapshots, self.reclaim).await
-        })
-        .await
-    }
-}
-
-/// Forgets each snapshot of its repository from `target` (a tag resolved to its snapshot ID
-/// first), each followed by `restic prune` when `reclaim`; outputs `spaceFreed`, the bytes the
-/// prunes freed as "<n> B".
-async fn forget_all(
-    ctx: &Context,
-    function: &'static str,
-    target: &Target<'_>,
-    snapshots: &[(Repository, Snapshot)],
-    reclaim: bool,
-) -> Result<Output, FunctionError> {
-    let mut freed = 0i64;
-    for (repo, snap) in snapshots {
-        let id = match snap {
-            Snapshot::Id(id) => id.clone(),
-            Snapshot::Tag(tag) => {
-                restic::snapshot_id_by_tag(ctx, function, target, repo, tag).await?
-            }
-        };
-        restic::forget(ctx, function, target, repo, &id).await?;
-        if reclaim {
-            let s = restic::prune(ctx, function, target, repo)
-                .await
-                .map_err(|e| restic::wrap(function, "Error executing prune command", e))?;
-            freed += restic::parse_restic_size_bytes(&s);
-        }
-    }
-    Ok(match json!({"spaceFreed": format!("{freed} B")}) {
-        Value::Object(m) => m,
-        _ => Output::new(),
-    })
 }
 
 #[cfg(test)]

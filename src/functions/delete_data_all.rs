@@ -16,11 +16,11 @@
 use serde_json::Value;
 
 use super::args::Args;
-use super::backup_data::non_empty;
-use super::backup_data_all::{parse_backup_info, pod_prefix};
-use super::delete_data::ForgetArgs;
-use super::restic::Snapshot;
-use super::{Context, FunctionError, Output};
+use super::context::Context;
+use super::data::{ForgetArgs, non_empty, parse_backup_info, pod_prefix};
+use super::error::FunctionError;
+use crate::phase_output::Output;
+use crate::restic::Snapshot;
 
 const NAME: &str = "DeleteDataAll";
 /// Kanister's `deleteDataAllJobPrefix`.

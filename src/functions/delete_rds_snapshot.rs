@@ -9,8 +9,10 @@
 use serde_json::Value;
 
 use super::args::Args;
-use super::rds::{self, error};
-use super::{FunctionError, Output};
+use super::error::FunctionError;
+use super::rds;
+use crate::aws::rds::{error, wait};
+use crate::phase_output::Output;
 
 const NAME: &str = "DeleteRDSSnapshot";
 
@@ -38,7 +40,7 @@ pub async fn run(
                 ));
             }
         }
-        rds::wait::cluster_snapshot_deleted(&rds, &waits, &snapshot_id)
+        wait::cluster_snapshot_deleted(&rds, &waits, &snapshot_id)
             .await
             .map_err(|e| {
                 FunctionError::rds(
@@ -57,7 +59,7 @@ pub async fn run(
             }
             Err(e) => return Err(FunctionError::rds(NAME, "Failed to delete snapshot", e)),
         }
-        rds::wait::snapshot_deleted(&rds, &waits, &snapshot_id)
+        wait::snapshot_deleted(&rds, &waits, &snapshot_id)
             .await
             .map_err(|e| {
                 FunctionError::rds(NAME, "Error while waiting for snapshot to be deleted", e)

@@ -4,7 +4,7 @@
 /// A function failure; the Display reads like Kanister's phase errors.
 #[derive(Debug, thiserror::Error)]
 pub enum FunctionError {
-    /// A Kanister function this executor does not run ([`super::registry::unsupported`]).
+    /// A Kanister function this executor does not run (the registry says which, and why).
     #[error("function {function} is not supported by this executor{hint} (supported: {supported})")]
     Unsupported {
         function: &'static str,
@@ -41,7 +41,7 @@ pub enum FunctionError {
         function: &'static str,
         context: String,
         #[source]
-        source: Box<super::rds::RdsError>,
+        source: Box<crate::aws::rds::RdsError>,
     },
     /// Any other failure, already worded for the user.
     #[error("{function}: {message}")]
@@ -70,7 +70,7 @@ impl FunctionError {
     pub(crate) fn rds(
         function: &'static str,
         context: impl Into<String>,
-        source: super::rds::RdsError,
+        source: crate::aws::rds::RdsError,
     ) -> Self {
         FunctionError::Rds {
             function,

@@ -15,9 +15,13 @@
 use serde_json::Value;
 
 use super::args::Args;
-use super::profile::Profile;
+use super::context::Context;
+use super::error::FunctionError;
 use super::rds::{self, dump, instance};
-use super::{Context, FunctionError, Output, data_pod};
+use crate::aws::rds::RdsClient;
+use crate::param::profile::Profile;
+use crate::phase_output::Output;
+use crate::pods::helper as data_pod;
 
 const NAME: &str = "ExportRDSSnapshotToLocation";
 
@@ -123,7 +127,7 @@ fn inner(e: &FunctionError) -> String {
 #[allow(clippy::too_many_arguments)]
 async fn export(
     ctx: &Context,
-    rds: &rds::RdsClient,
+    rds: &RdsClient,
     tmp: &str,
     namespace: &str,
     prefix: &str,
@@ -135,7 +139,7 @@ async fn export(
 ) -> Result<Output, FunctionError> {
     let context = format!("Couldn't find endpoint for instance {tmp}");
     let (host, _) = instance::endpoint(NAME, rds, tmp, &context, "Received nil endpoint").await?;
-    let backup_id = format!("backup-{}.tar.gz", super::restic::random_tag());
+    let backup_id = format!("backup-{}.tar.gz", crate::restic::random_tag());
     let script = dump::backup_script(&host, prefix, &backup_id, databases);
     let pod = dump::pod(extras, namespace);
     dump::run(ctx, NAME, &pod, &script, username, password, params)

@@ -11,8 +11,10 @@
 //! would run the command on the test machine and exercise the output path.
 
 use super::args::Args;
-use super::pod::exec;
-use super::{Context, FunctionError, Output};
+use super::context::Context;
+use super::error::FunctionError;
+use crate::phase_output::Output;
+use crate::pods::exec;
 
 const NAME: &str = "KubeExec";
 
@@ -28,7 +30,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>) -> Result<Output, FunctionError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::functions::output;
+    use crate::phase_output as output;
 
     #[test]
     fn stdout_phase_output_is_parsed() {

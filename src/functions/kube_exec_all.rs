@@ -8,8 +8,10 @@
 use futures::future::join_all;
 
 use super::args::Args;
-use super::pod::exec;
-use super::{Context, FunctionError, Output};
+use super::context::Context;
+use super::error::FunctionError;
+use crate::phase_output::Output;
+use crate::pods::exec;
 
 const NAME: &str = "KubeExecAll";
 
@@ -57,7 +59,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>) -> Result<Output, FunctionError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::functions::output;
+    use crate::phase_output as output;
     use serde_json::Value;
     use serde_json::json;
 

@@ -17,10 +17,11 @@ use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Map, Value};
 
 use super::args::Args;
+use super::context::Context;
+use super::error::FunctionError;
 use super::objref::{self, Resolved};
-use super::registry::Restart;
-use super::{Context, FunctionError, Output};
 use crate::model::ObjectReference;
+use crate::phase_output::Output;
 
 const NAME: &str = "KubeOps";
 
@@ -66,18 +67,14 @@ pub fn object_reference(a: &Args) -> Result<Option<ObjectReference>, FunctionErr
     Ok(Some(r))
 }
 
-/// A merge patch applied twice is the patch applied once: a KubeOps patch found running after
-/// a restart is entered again; create and delete fail the second time (AlreadyExists,
-/// NotFound) as in Kanister, so they run at most once.
-pub fn after_restart(args: Option<&Map<String, Value>>) -> Restart {
+/// The phase's `operation` is a patch: a merge patch applied twice is the patch applied once,
+/// so a KubeOps patch found running after a restart can be entered again; create and delete
+/// fail the second time (AlreadyExists, NotFound) as in Kanister.
+pub fn is_patch(args: Option<&Map<String, Value>>) -> bool {
     let op = args
         .and_then(|a| a.get("operation"))
         .and_then(Value::as_str);
-    if op.is_some_and(|o| o.eq_ignore_ascii_case("patch")) {
-        Restart::Reenter
-    } else {
-        Restart::AtMostOnce
-    }
+    op.is_some_and(|o| o.eq_ignore_ascii_case("patch"))
 }
 
 pub async fn run(ctx: &Context, a: &Args<'_>) -> Result<Output, FunctionError> {

@@ -14,8 +14,10 @@ use k8s_openapi::api::core::v1::Pod;
 use serde_json::{Map, Value, json};
 
 use super::args::Args;
-use super::pod::{CONTAINER, build_pod, merge_labels, merge_overrides, run_pod};
-use super::{Context, FunctionError, Output};
+use super::context::Context;
+use super::error::FunctionError;
+use crate::phase_output::Output;
+use crate::pods::{CONTAINER, build_pod, merge_labels, merge_overrides, run_pod};
 
 const NAME: &str = "KubeTask";
 
@@ -52,7 +54,7 @@ pub fn task_pod(
     labels: BTreeMap<String, String>,
     annotations: BTreeMap<String, String>,
     pod_override: Option<&Map<String, Value>>,
-) -> Result<Pod, super::pod::InvalidPod> {
+) -> Result<Pod, crate::pods::InvalidPod> {
     let spec = json!({
         "restartPolicy": "Never",
         "containers": [{

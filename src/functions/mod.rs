@@ -1,7 +1,7 @@
 //! Kanister functions run by the executor, one file per function as in
 //! Kanister's `pkg/function`, each registered in [`registry`]: 28 run here (pods and exec, workloads,
-//! KubeOps, waits, the restic data movers on [`restic`], LocationDelete on
-//! [`s3`], CSI snapshots, the four RDS functions on [`rds`]). The three Kopia
+//! KubeOps, waits, the restic data movers on [`crate::restic`], LocationDelete on
+//! [`crate::objectstore`], CSI snapshots, the four RDS functions on [`crate::aws::rds`]). The three Kopia
 //! RepositoryServer functions of released Kanister are known but not run.
 //!
 //! Contract with the executor: [`execute`] gets the phase's `args` already
@@ -10,7 +10,7 @@
 //! the phase output (string values, as Kanister's phase-output protocol).
 //!
 //! Cancellation: the executor may drop the returned future at any await
-//! point. Pods (all made through [`pod`]) are deleted by a guard whose `Drop` spawns
+//! point. Pods (all made through [`crate::pods`]) are deleted by a guard whose `Drop` spawns
 //! a cleanup task on the current Tokio runtime (best effort: if the runtime
 //! itself is shutting down the pod stays behind). A dropped KubeExec/KubeExecAll
 //! closes its exec stream; whether the remote process stops is up to the
@@ -24,17 +24,19 @@ pub mod backup_data;
 pub mod backup_data_all;
 pub mod backup_data_stats;
 pub mod check_repository;
+mod conditions;
 pub mod context;
 pub mod copy_volume_data;
 pub mod create_rds_snapshot;
+pub mod csi;
 pub mod csi_snapshot;
 pub mod csi_snapshot_static;
-pub mod data_pod;
+mod data;
 pub mod delete_csi_snapshot_content;
 pub mod delete_data;
 pub mod delete_data_all;
 pub mod delete_rds_snapshot;
-mod error;
+pub(crate) mod error;
 pub mod export_rds_snapshot_location;
 pub mod kube_exec;
 pub mod kube_exec_all;
@@ -43,27 +45,20 @@ pub mod kube_task;
 pub mod location_delete;
 pub mod multi_container_run;
 pub mod objref;
-pub mod output;
-pub mod pod;
 pub mod prepare_data;
-pub mod profile;
 pub mod rds;
 pub mod registry;
-pub mod restic;
 pub mod restore_data;
 pub mod restore_data_all;
 pub mod restore_rds_snapshot;
-pub mod s3;
 pub mod scale_workload;
-pub mod settle;
 pub mod wait;
 pub mod wait_v2;
 pub mod weak;
-pub mod workload;
 
+pub use crate::phase_output::Output;
 pub use context::Context;
 pub use error::FunctionError;
-pub use output::Output;
 
 /// Run one Kanister function ([`registry::run`]). `func` is matched exactly (Kanister names
 /// are case-sensitive); unsupported Kanister functions and unknown names fail.

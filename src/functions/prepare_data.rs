@@ -24,8 +24,10 @@ use kube::api::Api;
 use serde_json::{Map, Value, json};
 
 use super::args::Args;
-use super::pod::{self, CONTAINER, merge_labels, merge_overrides};
-use super::{Context, FunctionError, Output};
+use super::context::Context;
+use super::error::FunctionError;
+use crate::phase_output::Output;
+use crate::pods::{self as pod, CONTAINER, merge_labels, merge_overrides};
 
 const NAME: &str = "PrepareData";
 /// `generateName` of the pod.

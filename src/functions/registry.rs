@@ -3,7 +3,7 @@
 //! releases register and document it, how this executor runs it, and what a restarted
 //! controller does with it. `validate` and the webhook read it, the executor runs it
 //! ([`super::execute`]) after checking the phase's arguments against it
-//! ([`super::args::Args::check_supported`]), and the restart logic asks it ([`after_restart`]).
+//! ([`check_args`]), and the restart logic asks it ([`after_restart`]).
 //!
 //! It holds the 28 functions of Kanister HEAD `pkg/function`, plus the three
 //! `*UsingKopiaServer` functions that released Kanister (0.9x to 0.116) registers and
@@ -16,7 +16,8 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
 use super::args::Args;
-use super::{Context, FunctionError, Output};
+use super::context::Context;
+use super::error::FunctionError;
 use super::{
     backup_data, backup_data_all, backup_data_stats, check_repository, copy_volume_data,
     create_rds_snapshot, csi_snapshot, csi_snapshot_static, delete_csi_snapshot_content,
@@ -24,6 +25,7 @@ use super::{
     kube_exec_all, kube_ops, kube_task, location_delete, multi_container_run, prepare_data,
     restore_data, restore_data_all, restore_rds_snapshot, scale_workload, wait, wait_v2,
 };
+use crate::phase_output::Output;
 
 /// The JSON type a function argument takes after Kanister's weak decoding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -219,6 +221,15 @@ fn at_most_once(_: Option<&Map<String, Value>>) -> Restart {
     Restart::AtMostOnce
 }
 
+/// A KubeOps patch is entered again; create and delete run at most once.
+fn kube_ops_restart(args: Option<&Map<String, Value>>) -> Restart {
+    if kube_ops::is_patch(args) {
+        Restart::Reenter
+    } else {
+        Restart::AtMostOnce
+    }
+}
+
 /// Every function: those this executor runs first, in the order messages list them, then the
 /// ones it does not run.
 pub static FUNCTIONS: &[Function] = &[
@@ -231,7 +242,7 @@ pub static FUNCTIONS: &[Function] = &[
     func!("ScaleWorkload", ["replicas": Int], ["namespace": Str, "name": Str, "kind": Str, "waitForReady": Bool],
           Head, run!(scale_workload::run), reenter),
     func!("KubeOps", ["operation": Str], ["spec": Str, "namespace": Str, "objectReference": Struct],
-          Head, run!(kube_ops::run), kube_ops::after_restart),
+          Head, run!(kube_ops::run), kube_ops_restart),
     func!("Wait", ["timeout": Str, "conditions": Struct], [],
           Head, run!(wait::run, params), reenter),
     func!("WaitV2", ["timeout": Str, "conditions": Struct], [],
@@ -350,6 +361,27 @@ pub fn unsupported(f: &Function) -> FunctionError {
     }
 }
 
+/// Kanister's `Validate`: every argument must be one the function takes.
+pub fn check_args(a: &Args<'_>) -> Result<(), FunctionError> {
+    let Some(f) = function(a.function) else {
+        return Err(FunctionError::Unknown(a.function.to_string()));
+    };
+    for k in a.args.keys() {
+        if f.arg(k).is_none() {
+            return Err(FunctionError::arg(
+                a.function,
+                k,
+                format!(
+                    "argument {k} is not supported; {} accepts: {}",
+                    a.function,
+                    f.arg_names().collect::<Vec<_>>().join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Runs `name` with its rendered `args`: unsupported Kanister functions, unknown names and
 /// arguments the function does not take fail before it runs.
 pub async fn run(
@@ -363,7 +395,7 @@ pub async fn run(
         return Err(unsupported(f));
     };
     let a = Args::new(f.name, args);
-    a.check_supported()?;
+    check_args(&a)?;
     runner(ctx, &a, params).await
 }
 
@@ -495,5 +527,14 @@ mod tests {
                 other => panic!("{}: {other}", f.name),
             }
         }
+    }
+
+    #[test]
+    fn unsupported_arguments_are_named() {
+        let m = json!({"image": "x", "comand": ["a"]});
+        let e = check_args(&Args::new("KubeTask", m.as_object().unwrap()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("argument comand is not supported"), "{e}");
     }
 }

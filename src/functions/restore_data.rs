@@ -12,75 +12,19 @@
 //! Kanister's `Arguments()` at HEAD) is accepted and not used by the restic
 //! data mover.
 
-use std::collections::BTreeMap;
-
 use serde_json::Value;
 
 use super::args::Args;
-use super::backup_data::{encryption_key, non_empty};
-use super::data_pod;
-use super::profile;
-use super::restic::{self, Repository, Snapshot};
-use super::{Context, FunctionError, Output};
+use super::context::Context;
+use super::data::{self, encryption_key, fetch_pod_volumes, non_empty, restore_path, snapshot_arg};
+use super::error::FunctionError;
+use crate::phase_output::Output;
+use crate::pods::helper as data_pod;
+use crate::restic::{self, Repository};
 
 const NAME: &str = "RestoreData";
 /// Kanister's `restoreDataJobPrefix`.
 pub const JOB_PREFIX: &str = "restore-data-";
-
-/// `restorePath`, `/` when absent or empty.
-pub fn restore_path(a: &Args) -> Result<String, FunctionError> {
-    Ok(a.opt_string("restorePath")?
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "/".into()))
-}
-
-/// `backupTag` xor `backupIdentifier` (Kanister: "Require one argument: backupTag or backupIdentifier").
-pub fn snapshot_arg(a: &Args, tag_arg: &str, id_arg: &str) -> Result<Snapshot, FunctionError> {
-    let tag = a.opt_string(tag_arg)?.unwrap_or_default();
-    let id = a.opt_string(id_arg)?.unwrap_or_default();
-    match (tag.is_empty(), id.is_empty()) {
-        (false, true) => Ok(Snapshot::Tag(tag)),
-        (true, false) => Ok(Snapshot::Id(id)),
-        _ => Err(FunctionError::failed(
-            a.function,
-            format!("Require one argument: {tag_arg} or {id_arg}"),
-        )),
-    }
-}
-
-/// Why the volumes of a pod are not known (Kanister's texts, with a hint).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PodVolumesError {
-    #[error(
-        "Invalid Template Params (pod needs the ActionSet's object to be a Deployment or StatefulSet; give `volumes` instead)"
-    )]
-    NoWorkload,
-    #[error("Failed to find volumes for the Pod: {0}")]
-    NotFound(String),
-}
-
-/// Kanister's `FetchPodVolumes`: PVC → mount path of `pod` from the
-/// `.Deployment` or `.StatefulSet` template parameter.
-pub fn fetch_pod_volumes(
-    pod: &str,
-    params: &Value,
-) -> Result<BTreeMap<String, String>, PodVolumesError> {
-    let workload = ["Deployment", "StatefulSet"]
-        .iter()
-        .find_map(|k| params.get(*k).filter(|v| v.is_object()))
-        .ok_or(PodVolumesError::NoWorkload)?;
-    let claims = workload
-        .pointer(&format!(
-            "/PersistentVolumeClaims/{}",
-            pod.replace('~', "~0").replace('/', "~1")
-        ))
-        .and_then(Value::as_object)
-        .ok_or_else(|| PodVolumesError::NotFound(pod.to_string()))?;
-    Ok(claims
-        .iter()
-        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
-        .collect())
-}
 
 pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, FunctionError> {
     let namespace = non_empty(a, "namespace")?;
@@ -99,7 +43,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
     }
     let snapshot = snapshot_arg(a, "backupTag", "backupIdentifier")?;
     let insecure_tls = a.flag("insecureTLS")?;
-    let profile = profile::for_function(NAME, params, "")?;
+    let profile = data::profile(NAME, params, "")?;
     let repo = Repository::new(&profile, &prefix, &key, insecure_tls);
     let vols = if vols.is_empty() {
         fetch_pod_volumes(&pod, params).map_err(|e| FunctionError::failed(NAME, e.to_string()))?
@@ -119,6 +63,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::restic::Snapshot;
     use serde_json::json;
 
     #[test]

@@ -5,13 +5,13 @@
 //! `<backupArtifactPrefix>/<pod>` into `restorePath` (default `/`) of a
 //! helper pod (`restore-data-all-…`, `image`) that mounts the pod's PVCs at
 //! the pod's mount paths, as RestoreData does with `pod` (its helpers:
-//! [`super::restore_data::fetch_pod_volumes`], [`super::data_pod`],
+//! [`super::data::fetch_pod_volumes`], [`crate::pods::helper`],
 //! [`super::restic::restore`]). The output merges what the restores printed
 //! as phase output (normally nothing).
 //!
 //! Differences from Kanister: a pod missing from `backupInfo` fails naming
 //! the pods it has (Kanister restores with an empty ID and fails in restic);
-//! no pods at all is an error (see [`super::backup_data_all`]).
+//! no pods at all is an error (as in BackupDataAll).
 
 use std::collections::BTreeMap;
 
@@ -19,15 +19,15 @@ use futures::future::join_all;
 use serde_json::Value;
 
 use super::args::Args;
-use super::backup_data::{encryption_key, non_empty};
-use super::backup_data_all::{
-    BackupInfo, parse_backup_info, per_pod_errors, pod_prefix, target_pods,
+use super::context::Context;
+use super::data::{
+    self, BackupInfo, encryption_key, fetch_pod_volumes, non_empty, parse_backup_info,
+    per_pod_errors, pod_prefix, restore_path, target_pods,
 };
-use super::data_pod::{self, PodExtras};
-use super::profile;
-use super::restic::{self, Repository, Snapshot};
-use super::restore_data::{fetch_pod_volumes, restore_path};
-use super::{Context, FunctionError, Output};
+use super::error::FunctionError;
+use crate::phase_output::Output;
+use crate::pods::helper::{self as data_pod, PodExtras};
+use crate::restic::{self, Repository, Snapshot};
 
 const NAME: &str = "RestoreDataAll";
 /// Kanister's `restoreDataAllJobPrefix`.
@@ -97,7 +97,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
     let key = encryption_key(a)?;
     let insecure_tls = a.flag("insecureTLS")?;
     let pods = target_pods(a, params, "Unsupported workload type")?;
-    let profile = profile::for_function(NAME, params, "")?;
+    let profile = data::profile(NAME, params, "")?;
     let job = Job {
         ctx,
         namespace: &namespace,

@@ -16,9 +16,13 @@
 use serde_json::Value;
 
 use super::args::Args;
-use super::profile::Profile;
-use super::rds::{self, RdsClient, Waits, dump, error, instance, wait};
-use super::{Context, FunctionError, Output, data_pod};
+use super::context::Context;
+use super::error::FunctionError;
+use super::rds::{self, dump, instance};
+use crate::aws::rds::{RdsClient, Waits, error, wait};
+use crate::param::profile::Profile;
+use crate::phase_output::Output;
+use crate::pods::helper as data_pod;
 
 const NAME: &str = "RestoreRDSSnapshot";
 /// Kanister's instance of a restored Aurora cluster.

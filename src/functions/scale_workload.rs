@@ -27,10 +27,12 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
 
 use super::args::Args;
+use super::context::Context;
 use super::context::{StepEvent, note};
-use super::settle::{self, Settle, Settling};
-use super::workload;
-use super::{Context, FunctionError, Output};
+use super::error::FunctionError;
+use crate::phase_output::Output;
+use crate::pods::settle::{self, Settle, Settling};
+use crate::pods::workload;
 
 /// The output key, also recorded early.
 const ORIGINAL: &str = "originalReplicaCount";
@@ -417,7 +419,7 @@ mod tests {
     /// [`super::decode`] after the registry's argument check, as a phase runs it.
     fn decode(object: &ObjectReference, args: &Map<String, Value>) -> Result<Spec, FunctionError> {
         let a = Args::new(NAME, args);
-        a.check_supported()?;
+        crate::functions::registry::check_args(&a)?;
         super::decode(object, &a)
     }
 

@@ -29,9 +29,9 @@ use std::future::Future;
 use std::io::IsTerminal as _;
 use std::os::fd::AsFd as _;
 
-use crate::functions::location_delete::{self, clean_path, clean_relative};
-use crate::functions::s3::transfer::{DownloadError, UploadError};
-use crate::functions::s3::{S3Client, S3Error, S3Profile};
+use crate::aws::s3::transfer::{DownloadError, UploadError};
+use crate::aws::s3::{S3Client, S3Error};
+use crate::objectstore::{self, S3Profile, clean_path, clean_relative};
 
 /// The source or target that means stdin/stdout.
 pub const PIPE: &str = "-";
@@ -235,7 +235,7 @@ fn std_stream(
 pub async fn delete(profile: &S3Profile, path: &str) -> Result<(String, usize), LocationError> {
     let key = object_key(&profile.prefix, path)?;
     let client = client(profile)?;
-    let n = location_delete::delete_path(&client, &profile.bucket, &key)
+    let n = objectstore::delete_path(&client, &profile.bucket, &key)
         .await
         .map_err(|source| LocationError::Delete {
             bucket: profile.bucket.clone(),

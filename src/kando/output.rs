@@ -1,13 +1,13 @@
 //! `kando output <key> <value>` (Kanister `pkg/kando/output.go`, `pkg/output`):
 //! one line `###Phase-output###: {"key":"<key>","value":"<value>"}` on
-//! stdout, which the executor's [`crate::functions::output`] parser (and
+//! stdout, which the executor's [`crate::phase_output`] parser (and
 //! Kanister's) turns into the phase output `<key>: <value>`.
 //!
 //! The JSON is written as Go's `json.Marshal` writes it (HTML characters,
 //! U+2028/U+2029 and control characters escaped, invalid UTF-8 as `\ufffd`),
 //! so the line is byte for byte the one Kanister's kando prints.
 
-use crate::functions::output::MARKER;
+use crate::phase_output::MARKER;
 use crate::template::go_json_string;
 
 /// Kanister's `output.ValidateKey` (same texts).
@@ -42,7 +42,7 @@ pub fn line(key: &str, value: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::functions::output;
+    use crate::phase_output as output;
 
     #[test]
     fn keys_as_kanister_validates_them() {

@@ -8,11 +8,11 @@
 //! "Bucket":..}}`. The value is checked against `param.Profile`'s schema
 //! ([`crate::param`]) and put in `toJson`'s spelling, then the Profile is
 //! checked and made an S3 connection by the executor's own code
-//! ([`crate::functions::s3::profile_from_params`], as LocationDelete does).
+//! ([`crate::objectstore::profile_from_params`], as LocationDelete does).
 
 use serde_json::{Map, Value};
 
-use crate::functions::s3::{self, S3Profile};
+use crate::objectstore::{self, S3Profile};
 use crate::param::{self, Ty, profile};
 
 /// Why `--profile` is no s3Compliant Profile kando can use.
@@ -71,7 +71,7 @@ pub fn parse(json: &str) -> Result<S3Profile, ProfileFlagError> {
         }
         other => return Err(ProfileFlagError::UnsupportedLocation(other.to_string())),
     }
-    s3::profile_from_params(&serde_json::json!({ "Profile": profile }))
+    objectstore::profile_from_params(&serde_json::json!({ "Profile": profile }))
         .map_err(ProfileFlagError::Invalid)
 }
 

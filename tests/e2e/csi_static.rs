@@ -16,7 +16,7 @@ use crate::support::csi::{
     bind_then_ready, created_snapshot, ctx, fail_by_error_status, set_status, setup, snapshots,
 };
 use crate::support::kanister;
-use blueprint_operator::functions::csi_snapshot_static::{
+use blueprint_operator::functions::csi::{
     volume_snapshot_class_resource, volume_snapshot_content_resource,
 };
 use blueprint_operator::model::Blueprint;

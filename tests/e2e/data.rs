@@ -66,7 +66,7 @@ fn snapshot_ids(snaps: &[Value]) -> Vec<String> {
 }
 
 /// Kanister's default key (BackupData without encryptionKey).
-const DEFAULT_KEY: &str = blueprint_operator::functions::restic::DEFAULT_ENCRYPTION_KEY;
+const DEFAULT_KEY: &str = blueprint_operator::restic::DEFAULT_ENCRYPTION_KEY;
 
 /// BackupData of a directory of a running pod's container, RestoreData by
 /// ID and by tag into other paths (byte-compared), DeleteData by ID and by

@@ -369,7 +369,7 @@ async fn all_pods_functions_fail_clearly() -> anyhow::Result<()> {
         "{e}"
     );
     assert!(!e.contains(&format!("pod {}:", pods[0])), "{e}");
-    let defaults = blueprint_operator::functions::restic::DEFAULT_ENCRYPTION_KEY;
+    let defaults = blueprint_operator::restic::DEFAULT_ENCRYPTION_KEY;
     assert_eq!(
         snapshots(&format!("{ns}/all/{}", pods[0]), defaults)?.len(),
         1
@@ -515,7 +515,7 @@ async fn mongodb_restic_blueprint_through_the_executor() -> anyhow::Result<()> {
     });
     kanister::create_blueprint(&client, &ns, "mongodb", actions).await?;
     let ctl = Controller::start(&ns, &[]);
-    let defaults = blueprint_operator::functions::restic::DEFAULT_ENCRYPTION_KEY;
+    let defaults = blueprint_operator::restic::DEFAULT_ENCRYPTION_KEY;
 
     let a = run_action(&client, &ns, "backup", json!({})).await?;
     let st = a.status.as_ref().expect("status");

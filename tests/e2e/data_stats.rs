@@ -16,8 +16,8 @@ use crate::support::data_plane::{app_params, ctx, out_str};
 use crate::support::files::{TempDir, noise};
 use crate::support::kanister;
 use blueprint_operator::functions::Output;
-use blueprint_operator::functions::restic::{DEFAULT_ENCRYPTION_KEY, parse_restic_size_bytes};
 use blueprint_operator::model::State;
+use blueprint_operator::restic::{DEFAULT_ENCRYPTION_KEY, parse_restic_size_bytes};
 use kube::Client;
 use serde_json::{Value, json};
 

@@ -15,8 +15,8 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use crate::support::s3_stub::{self, GOOD_KEY, GOOD_SECRET, STUB_REGION, Stub};
-use blueprint_operator::functions::output;
-use blueprint_operator::functions::s3::transfer::PART_SIZE;
+use blueprint_operator::aws::s3::transfer::PART_SIZE;
+use blueprint_operator::phase_output as output;
 use bytes::Bytes;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};

@@ -1,20 +1,20 @@
 //! LocationDelete against a real S3-compatible object store (gofakes3 of
 //! tools/data-plane) with the Profile read by the executor's own code from a
 //! Kanister Profile: objects are put with the S3 client of
-//! `functions::s3`, the function runs, the bucket is listed again.
+//! `aws::s3`, the function runs, the bucket is listed again.
 //!
 //! gofakes3 checks no signatures, so the credential errors are checked
 //! against a small stand-in on 127.0.0.1 that verifies AWS Signature V4 of
 //! what arrives on the wire (`support::s3_stub`, with its own verifier; the
 //! client signs with `aws-sigv4`, checked against AWS's published vectors in
-//! `src/functions/s3/sigv4.rs`).
+//! `src/aws/sigv4.rs`).
 
 use crate::support;
 
 use std::net::TcpListener;
 
 use crate::support::s3_stub::{self, GOOD_KEY, GOOD_SECRET, STUB_REGION};
-use blueprint_operator::functions::s3::S3Client;
+use blueprint_operator::aws::s3::S3Client;
 use blueprint_operator::functions::{self, Context, FunctionError, Output};
 use blueprint_operator::model::ObjectReference;
 use bytes::Bytes;

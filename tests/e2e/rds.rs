@@ -10,9 +10,7 @@
 use std::time::Duration;
 
 use anyhow::Context as _;
-use blueprint_operator::functions::rds::error::{
-    DB_CLUSTER_SNAPSHOT_NOT_FOUND, DB_SNAPSHOT_NOT_FOUND,
-};
+use blueprint_operator::aws::rds::error::{DB_CLUSTER_SNAPSHOT_NOT_FOUND, DB_SNAPSHOT_NOT_FOUND};
 use blueprint_operator::model::ActionSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Client;

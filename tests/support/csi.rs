@@ -1,6 +1,6 @@
 //! VolumeSnapshots for the CSI function tests: the test plays the snapshot controller.
 
-use blueprint_operator::functions::csi_snapshot::volume_snapshot_resource;
+use blueprint_operator::functions::csi::volume_snapshot_resource;
 use blueprint_operator::functions::{FunctionError, Output};
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams};

@@ -236,8 +236,8 @@ pub async fn fetch_params(ns: &str, spec: serde_json::Value) -> anyhow::Result<s
 }
 
 /// An S3 client of the test object store, with its credentials.
-pub fn store_client() -> blueprint_operator::functions::s3::S3Client {
-    use blueprint_operator::functions::s3::{Config, Credentials, S3Client};
+pub fn store_client() -> blueprint_operator::aws::s3::S3Client {
+    use blueprint_operator::aws::s3::{Config, Credentials, S3Client};
     let store = object_store();
     S3Client::new(&Config {
         endpoint: store.endpoint.clone(),

@@ -15,8 +15,8 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use blueprint_operator::functions::rds::client::{Config, RdsClient};
-use blueprint_operator::functions::s3::Credentials;
+use blueprint_operator::aws::rds::client::{Config, RdsClient};
+use blueprint_operator::aws::s3::Credentials;
 
 pub const REGION: &str = "us-east-1";
 
@@ -87,7 +87,7 @@ fn start() -> anyhow::Result<Moto> {
     iam("Action=CreateUser&UserName=bpo-test")?;
     iam(&format!(
         "Action=PutUserPolicy&UserName=bpo-test&PolicyName=all&PolicyDocument={}",
-        blueprint_operator::functions::s3::sigv4::uri_encode(
+        blueprint_operator::aws::sigv4::uri_encode(
             r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"*","Resource":"*"}]}"#,
             false
         )

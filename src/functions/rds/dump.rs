@@ -19,10 +19,12 @@ use std::collections::BTreeMap;
 use base64::Engine as _;
 use serde_json::Value;
 
-use crate::functions::data_pod::{self, PodExtras, PodOptions};
-use crate::functions::pod;
-use crate::functions::restic::sh_quote;
-use crate::functions::{Context, FunctionError, Output};
+use crate::functions::context::Context;
+use crate::functions::error::FunctionError;
+use crate::phase_output::Output;
+use crate::pods;
+use crate::pods::helper::{self, PodExtras, PodOptions};
+use crate::restic::sh_quote;
 
 /// Kanister's `defaultPostgresToolsImage`.
 pub const DEFAULT_IMAGE: &str = "ghcr.io/kanisterio/postgres-kanister-tools:0.119.0";
@@ -149,8 +151,8 @@ pub async fn run(
         .map(|s| s.to_string())
         .collect();
     let stdin = Some(stdin.as_bytes());
-    data_pod::run_in(ctx, function, opts, async |t| {
-        pod::exec_with_stdin(
+    helper::run_in(ctx, function, opts, async |t| {
+        pods::exec_with_stdin(
             ctx,
             function,
             t.namespace,

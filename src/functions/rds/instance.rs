@@ -3,10 +3,10 @@
 //! temporary instance of ExportRDSSnapshotToLocation, deleted by a guard when the export ends,
 //! fails or is dropped (a phase timeout, the ActionSet deleted).
 
-use super::client::RdsClient;
-use super::error::DB_INSTANCE_NOT_FOUND;
-use super::wait::{self, Waits};
-use crate::functions::FunctionError;
+use crate::aws::rds::RdsClient;
+use crate::aws::rds::error::DB_INSTANCE_NOT_FOUND;
+use crate::aws::rds::wait::{self, Waits};
+use crate::functions::error::FunctionError;
 
 /// The endpoint address and engine version of instance `id`; a failed call reads
 /// `<context>: <why>`, an instance without an endpoint `<context>: <no_endpoint>`.

@@ -18,20 +18,14 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::FunctionError;
-use super::args::Args;
-use super::profile::{self, Credential, Profile};
-use super::s3::Credentials;
+use crate::aws::Credentials;
+use crate::aws::rds::{RdsClient, Waits, client};
+use crate::functions::args::Args;
+use crate::functions::error::FunctionError;
+use crate::param::profile::{self, Credential, Profile};
 
-pub mod client;
 pub mod dump;
-pub mod error;
 pub mod instance;
-pub mod wait;
-
-pub use client::RdsClient;
-pub use error::RdsError;
-pub use wait::Waits;
 
 /// The endpoint environment variables, most specific first.
 pub const ENDPOINT_ENV: [&str; 2] = ["AWS_ENDPOINT_URL_RDS", "AWS_ENDPOINT_URL"];
@@ -274,7 +268,7 @@ pub fn yaml_output(list: &[String]) -> String {
 
 /// `<base>-<10 random characters>` (Kanister's `fmt.Sprintf("%s-%s", id, rand.String(10))`).
 pub fn random_id(base: &str) -> String {
-    format!("{base}-{}", super::restic::random_tag())
+    format!("{base}-{}", crate::restic::random_tag())
 }
 
 #[cfg(test)]

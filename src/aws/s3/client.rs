@@ -1,31 +1,29 @@
-//! The S3 client: one endpoint, requests signed by [`super::sigv4`], sent
+//! The S3 client: one endpoint, requests signed by [`crate::aws::sigv4`], sent
 //! through hyper and rustls, retried with `backon`; ListObjectsV2,
 //! PutObject, DeleteObject, DeleteObjects (streamed transfers are in
 //! [`super::transfer`]).
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use backon::{ExponentialBuilder, Retryable as _};
 use base64::Engine as _;
 use bytes::Bytes;
-use http::{Method, Request, StatusCode, Uri};
-use http_body_util::{BodyExt, Full, Limited};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
+use http::{Method, StatusCode};
 
-use super::sigv4::{self, Credentials, canonical_query, sha256_hex, uri_encode};
-use super::tls::{tls_config, tls_hint};
-use super::xml::{self, DeleteFailure, ListPage, ServiceError};
 use super::{DEFAULT_REGION, S3Error};
-use crate::kube_error::describe_chain;
+use crate::aws::exchange::{
+    self, Answer, Failure, HttpClient, Limits, Request, Signer, endpoint_parts, http_client,
+};
+use crate::aws::sigv4::{Credentials, canonical_query, sha256_hex, uri_encode};
+use crate::aws::xml::{self, DeleteFailure, ListPage, ServiceError};
 
 /// Keys per DeleteObjects request (the S3 maximum).
 const DELETE_BATCH: usize = 1000;
-/// Time one HTTP exchange may take.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
-/// Largest response body read (list pages are well below this).
-const MAX_BODY: usize = 64 << 20;
+/// Time one HTTP exchange may take; largest response body read (list pages are well below it).
+const LIMITS: Limits = Limits {
+    timeout: Duration::from_secs(120),
+    max_body: 64 << 20,
+};
 /// Tries of one exchange when the store or the network fails transiently.
 const ATTEMPTS: u32 = 3;
 
@@ -39,8 +37,6 @@ pub struct Config {
     pub credentials: Credentials,
     pub skip_ssl_verify: bool,
 }
-
-type HttpClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
 
 /// Where requests go and how they are signed; corrected once when the
 /// store names the bucket's region (as Kanister looks the region up).
@@ -63,11 +59,9 @@ pub(super) struct Exchange<'a> {
     pub extra: &'a [(&'a str, String)],
 }
 
-/// A successful answer (or, `Whole`, any answer inside
-/// [`S3Client::exchange`]).
+/// A successful answer.
 pub(super) enum Reply {
     Whole {
-        status: StatusCode,
         headers: http::HeaderMap,
         body: Bytes,
     },
@@ -102,29 +96,12 @@ impl S3Client {
             e if e.contains("://") => e.to_string(),
             e => format!("https://{e}"),
         };
-        let uri: Uri = endpoint.parse().map_err(|e| {
-            S3Error::Config(format!(
-                "the Profile's location.endpoint {:?} is not a URL ({e}); expected e.g. http://minio.example:9000",
-                cfg.endpoint
-            ))
-        })?;
-        let scheme = uri.scheme_str().unwrap_or("https").to_ascii_lowercase();
-        if scheme != "http" && scheme != "https" {
-            return Err(S3Error::Config(format!(
-                "the Profile's location.endpoint {:?} has scheme {scheme:?}; only http and https are supported",
-                cfg.endpoint
-            )));
-        }
-        let authority = uri
-            .authority()
-            .filter(|a| !a.host().is_empty())
-            .map(|a| a.as_str().to_string())
-            .ok_or_else(|| {
-                S3Error::Config(format!(
-                    "the Profile's location.endpoint {:?} names no host",
-                    cfg.endpoint
-                ))
-            })?;
+        let (uri, scheme, authority) = endpoint_parts(
+            &endpoint,
+            &format!("the Profile's location.endpoint {:?}", cfg.endpoint),
+            "http://minio.example:9000",
+        )
+        .map_err(S3Error::Config)?;
         if uri.query().is_some() {
             return Err(S3Error::Config(format!(
                 "the Profile's location.endpoint {:?} must not have a query string",
@@ -132,18 +109,8 @@ impl S3Client {
             )));
         }
         let base_path = uri.path().trim_end_matches('/').to_string();
-        let tls = tls_config(scheme == "https", cfg.skip_ssl_verify)?;
-        let mut http = HttpConnector::new();
-        http.enforce_http(false);
-        http.set_connect_timeout(Some(Duration::from_secs(15)));
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_or_http()
-            .enable_http1()
-            .wrap_connector(http);
-        let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(30))
-            .build(connector);
+        let client =
+            http_client(scheme == "https", cfg.skip_ssl_verify).map_err(S3Error::Config)?;
         Ok(S3Client {
             http: client,
             scheme,
@@ -297,83 +264,44 @@ impl S3Client {
         let url = format!("{}://{}{target}", self.scheme, route.authority);
         let mut headers: Vec<(&str, &str)> = vec![("host", &route.authority)];
         headers.extend(extra.iter().map(|(k, v)| (*k, v.as_str())));
-        let signed = sigv4::sign_s3(
-            &self.credentials,
-            &route.region,
-            SystemTime::now(),
-            &sigv4::Request {
-                method: method.as_str(),
-                url: &url,
-                headers: &headers,
-                payload_hash,
-            },
-        )
-        .map_err(|e| S3Error::Config(format!("{op} on {url}: {e}")))?;
-        let mut rb = Request::builder().method(method.clone()).uri(&url);
-        for (k, v) in headers
-            .iter()
-            .copied()
-            .chain(signed.iter().map(|(k, v)| (*k, v.as_str())))
-        {
-            rb = rb.header(k, v);
-        }
-        rb = rb.header(
-            "user-agent",
-            concat!("blueprint-operator/", env!("CARGO_PKG_VERSION")),
-        );
-        let request = rb.body(Full::new(body.clone())).map_err(|e| {
-            S3Error::Config(format!("{op}: cannot build the request for {url}: {e}"))
-        })?;
+        let signer = Signer {
+            credentials: &self.credentials,
+            region: &route.region,
+            service: "s3",
+        };
+        let request = Request {
+            method: method.clone(),
+            url: &url,
+            headers: &headers,
+            body: body.clone(),
+            payload_hash,
+        };
         let transport = |message: String| S3Error::Transport {
             op,
             url: url.clone(),
             message,
         };
-        let answer = tokio::time::timeout(REQUEST_TIMEOUT, async {
-            let resp = self.http.request(request).await.map_err(|e| {
-                let msg = tls_hint(describe_chain(&e));
-                if e.is_connect() && !msg.contains("skipSSLVerify") {
-                    transport(format!(
-                        "{msg} (cannot connect to {}: check the Profile's location.endpoint and that the object store is reachable from here)",
-                        route.endpoint
-                    ))
-                } else {
-                    transport(msg)
+        let answer = exchange::exchange(&self.http, &signer, request, LIMITS, stream)
+            .await
+            .map_err(|f| match f {
+                Failure::Sign(e) => S3Error::Config(format!("{op} on {url}: {e}")),
+                Failure::Build(e) => {
+                    S3Error::Config(format!("{op}: cannot build the request for {url}: {e}"))
                 }
+                Failure::Connect(msg) if !msg.contains("skipSSLVerify") => transport(format!(
+                    "{msg} (cannot connect to {}: check the Profile's location.endpoint and that the object store is reachable from here)",
+                    route.endpoint
+                )),
+                Failure::Connect(msg) | Failure::Transport(msg) => transport(msg),
             })?;
-            let status = resp.status();
-            if stream && status.is_success() {
-                return Ok(Reply::Open {
-                    url: url.clone(),
-                    response: resp,
-                });
-            }
-            let headers = resp.headers().clone();
-            let bytes = Limited::new(resp.into_body(), MAX_BODY)
-                .collect()
-                .await
-                .map_err(|e| transport(format!("reading the response: {e}")))?
-                .to_bytes();
-            Ok::<_, S3Error>(Reply::Whole {
-                status,
-                headers,
-                body: bytes,
-            })
-        })
-        .await
-        .unwrap_or_else(|_| {
-            Err(transport(format!(
-                "no answer within {} s",
-                REQUEST_TIMEOUT.as_secs()
-            )))
-        })?;
         let (status, headers, bytes) = match answer {
-            Reply::Whole {
+            Answer::Open(response) => return Ok(Reply::Open { url, response }),
+            Answer::Whole {
                 status,
                 headers,
                 body,
             } if !status.is_success() => (status, headers, body),
-            reply => return Ok(reply),
+            Answer::Whole { headers, body, .. } => return Ok(Reply::Whole { headers, body }),
         };
         let mut error = xml::parse_error(status, &String::from_utf8_lossy(&bytes));
         // A 301 names the bucket's region only in this header.

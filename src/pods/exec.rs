@@ -7,7 +7,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use kube::api::{Api, AttachParams};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::functions::{Context, FunctionError, Output, output};
+use crate::functions::context::Context;
+use crate::functions::error::FunctionError;
+use crate::phase_output as output;
+use crate::phase_output::Output;
 
 /// What a finished exec produced, read in bounded memory: the last
 /// [`output::TAIL_BYTES`] of stdout and stderr, and the phase output parsed

@@ -39,7 +39,7 @@ pub enum RdsError {
         call: &'static str,
         endpoint: String,
         #[source]
-        source: crate::functions::s3::xml::XmlError,
+        source: crate::aws::xml::XmlError,
     },
     /// A waiter gave up after its timeout.
     #[error(

@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use super::FunctionError;
+use crate::functions::error::FunctionError;
 
 /// Phase output: key → string value.
 pub type Output = serde_json::Map<String, Value>;

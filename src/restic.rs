@@ -3,13 +3,13 @@
 //! `pkg/restic`.
 //!
 //! The Profile (`ValidateProfile`, `ResolveArtifactPrefix`) is read by
-//! [`super::profile`]. Two layers, each usable on its own:
+//! [`crate::param::profile`]. Two layers, each usable on its own:
 //! 1. [`Repository`]: one restic repository (Profile location + artifact
 //!    prefix + encryption key) and the shell command lines Kanister runs:
 //!    `bash -o errexit -o pipefail -c "… restic <subcommand> …"`, the
 //!    environment on stdin ([`ResticCommand`]).
 //! 2. `async` helpers that exec those commands in a pod's container through
-//!    [`super::pod::exec`] and parse restic's output
+//!    [`crate::pods::exec`] and parse restic's output
 //!    ([`get_or_create_repository`], [`backup`], [`restore`],
 //!    [`snapshot_id_by_tag`], [`forget`], [`prune`], [`check_repository`]).
 //!
@@ -43,15 +43,16 @@
 
 use serde_json::Value;
 
-use super::pod::{self, ExecResult};
-use super::profile::{
+use crate::functions::context::Context;
+use crate::functions::error::FunctionError;
+use crate::param::profile::{
     AWS_ACCESS_KEY_ID_KEY, AWS_ROLE_KEY, AWS_SECRET_ACCESS_KEY_KEY, AWS_SECRET_TYPE,
     AWS_SESSION_TOKEN_KEY, AZURE_ACCOUNT_ID_KEY, AZURE_ACCOUNT_KEY_KEY, Credential, LOCATION_AZURE,
     LOCATION_GCS, LOCATION_S3,
 };
+use crate::pods::{self as pod, ExecResult};
 // The restic functions take the Profile from here with the repository.
-pub use super::profile::{Profile, resolve_artifact_prefix};
-use super::{Context, FunctionError};
+pub use crate::param::profile::{Profile, resolve_artifact_prefix};
 
 /// Kanister's `restic.GeneratePassword()`: the encryption key used when a
 /// Blueprint gives none (hex SHA-256 of "testpassword", the same for every

@@ -23,7 +23,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, ListParams};
 use serde_json::Value;
 
-use super::pod::FATAL_WAITING;
+use super::FATAL_WAITING;
 
 /// Revision annotation of a Deployment and its ReplicaSets.
 pub const REVISION: &str = "deployment.kubernetes.io/revision";

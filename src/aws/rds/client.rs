@@ -1,32 +1,30 @@
 //! The RDS client: AWS's query protocol (a form-encoded POST of `Action`, `Version` and the
-//! call's parameters, an XML answer), signed with SigV4 by [`crate::functions::s3::sigv4`]
+//! call's parameters, an XML answer), signed with SigV4 by [`crate::aws::sigv4`]
 //! (service `rds`), sent through hyper and rustls, retried as AWS's SDKs retry (throttling,
 //! server errors, no answer: ten attempts, Kanister's `RetryMaxAttempts`), XML read with the
 //! S3 client's `quick-xml` element tree. The typed calls are the ones Kanister's
 //! `pkg/aws/rds` makes; [`RdsClient::call`] makes any other (the tests set moto up with it).
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use backon::{ExponentialBuilder, Retryable as _};
 use bytes::Bytes;
-use http::{Method, Request, Uri};
-use http_body_util::{BodyExt, Full, Limited};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
+use http::Method;
 
 use super::error::RdsError;
-use crate::functions::s3::sigv4::{self, Credentials, sha256_hex, uri_encode};
-use crate::functions::s3::tls::{tls_config, tls_hint};
-use crate::functions::s3::xml::{self, Element};
-use crate::kube_error::describe_chain;
+use crate::aws::exchange::{
+    self, Answer, Failure, HttpClient, Limits, Request, Signer, endpoint_parts, http_client,
+};
+use crate::aws::sigv4::{Credentials, sha256_hex, uri_encode};
+use crate::aws::xml::{self, Element};
 
 /// The RDS API version of the query protocol.
 const VERSION: &str = "2014-10-31";
-/// Time one HTTP exchange may take.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
-/// Largest answer read.
-const MAX_BODY: usize = 16 << 20;
+/// Time one HTTP exchange may take; largest answer read.
+const LIMITS: Limits = Limits {
+    timeout: Duration::from_secs(60),
+    max_body: 16 << 20,
+};
 /// Attempts of one call (Kanister sets the SDK's `RetryMaxAttempts` to 10).
 const ATTEMPTS: usize = 10;
 
@@ -40,8 +38,6 @@ pub struct Config {
     /// Where the credentials came from, for error hints ("the Profile ns/name", ...).
     pub credentials_source: String,
 }
-
-type HttpClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
 
 /// An RDS client for one region and endpoint (cheap to clone: the connection pool is shared).
 #[derive(Clone)]
@@ -71,38 +67,14 @@ impl RdsClient {
             Some(e) if e.contains("://") => e.trim_end_matches('/').to_string(),
             Some(e) => format!("https://{}", e.trim_end_matches('/')),
         };
-        let uri: Uri = endpoint.parse().map_err(|e| {
-            RdsError::Config(format!(
-                "the RDS endpoint {endpoint:?} is not a URL ({e}); expected e.g. https://rds.us-east-1.amazonaws.com"
-            ))
-        })?;
-        let scheme = uri.scheme_str().unwrap_or("https").to_ascii_lowercase();
-        if scheme != "http" && scheme != "https" {
-            return Err(RdsError::Config(format!(
-                "the RDS endpoint {endpoint:?} has scheme {scheme:?}; only http and https are supported"
-            )));
-        }
-        let authority = uri
-            .authority()
-            .filter(|a| !a.host().is_empty())
-            .map(|a| a.as_str().to_string())
-            .ok_or_else(|| {
-                RdsError::Config(format!("the RDS endpoint {endpoint:?} names no host"))
-            })?;
-        let tls =
-            tls_config(scheme == "https", false).map_err(|e| RdsError::Config(e.to_string()))?;
-        let mut http = HttpConnector::new();
-        http.enforce_http(false);
-        http.set_connect_timeout(Some(Duration::from_secs(15)));
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_or_http()
-            .enable_http1()
-            .wrap_connector(http);
+        let (_, scheme, authority) = endpoint_parts(
+            &endpoint,
+            &format!("the RDS endpoint {endpoint:?}"),
+            "https://rds.us-east-1.amazonaws.com",
+        )
+        .map_err(RdsError::Config)?;
         Ok(RdsClient {
-            http: Client::builder(TokioExecutor::new())
-                .pool_idle_timeout(Duration::from_secs(30))
-                .build(connector),
+            http: http_client(scheme == "https", false).map_err(RdsError::Config)?,
             endpoint: format!("{scheme}://{authority}"),
             authority,
             region: cfg.region.clone(),
@@ -165,65 +137,40 @@ impl RdsClient {
             ("host", self.authority.as_str()),
             ("content-type", content_type),
         ];
-        let signed = sigv4::sign_service(
-            &self.credentials,
-            &self.region,
-            "rds",
-            SystemTime::now(),
-            &sigv4::Request {
-                method: "POST",
-                url: &url,
-                headers: &headers,
-                payload_hash: &sha256_hex(&body),
-            },
-        )
-        .map_err(|e| RdsError::Config(format!("RDS {call}: {e}")))?;
-        let mut rb = Request::builder().method(Method::POST).uri(&url);
-        for (k, v) in headers
-            .iter()
-            .copied()
-            .chain(signed.iter().map(|(k, v)| (*k, v.as_str())))
-        {
-            rb = rb.header(k, v);
-        }
-        rb = rb.header(
-            "user-agent",
-            concat!("blueprint-operator/", env!("CARGO_PKG_VERSION")),
-        );
-        let request = rb
-            .body(Full::new(body))
-            .map_err(|e| RdsError::Config(format!("RDS {call}: cannot build the request: {e}")))?;
+        let signer = Signer {
+            credentials: &self.credentials,
+            region: &self.region,
+            service: "rds",
+        };
+        let payload_hash = sha256_hex(&body);
+        let request = Request {
+            method: Method::POST,
+            url: &url,
+            headers: &headers,
+            body,
+            payload_hash: &payload_hash,
+        };
         let transport = |message: String| RdsError::Transport {
             call,
             endpoint: self.endpoint.clone(),
             message,
         };
-        let (status, bytes) = tokio::time::timeout(REQUEST_TIMEOUT, async {
-            let resp = self.http.request(request).await.map_err(|e| {
-                let msg = tls_hint(describe_chain(&e));
-                if e.is_connect() {
-                    transport(format!(
-                        "{msg} (cannot connect: check that RDS is reachable from the controller, and AWS_ENDPOINT_URL_RDS if set)"
-                    ))
-                } else {
-                    transport(msg)
+        let answer = exchange::exchange(&self.http, &signer, request, LIMITS, false)
+            .await
+            .map_err(|f| match f {
+                Failure::Sign(e) => RdsError::Config(format!("RDS {call}: {e}")),
+                Failure::Build(e) => {
+                    RdsError::Config(format!("RDS {call}: cannot build the request: {e}"))
                 }
+                Failure::Connect(msg) => transport(format!(
+                    "{msg} (cannot connect: check that RDS is reachable from the controller, and AWS_ENDPOINT_URL_RDS if set)"
+                )),
+                Failure::Transport(msg) => transport(msg),
             })?;
-            let status = resp.status();
-            let bytes = Limited::new(resp.into_body(), MAX_BODY)
-                .collect()
-                .await
-                .map_err(|e| transport(format!("reading the response: {e}")))?
-                .to_bytes();
-            Ok::<_, RdsError>((status, bytes))
-        })
-        .await
-        .unwrap_or_else(|_| {
-            Err(transport(format!(
-                "no answer within {} s",
-                REQUEST_TIMEOUT.as_secs()
-            )))
-        })?;
+        let (status, bytes) = match answer {
+            Answer::Whole { status, body, .. } => (status, body),
+            Answer::Open(_) => unreachable!("not asked to stream"),
+        };
         let text = String::from_utf8_lossy(&bytes);
         let parsed = xml::parse(&text);
         if status.is_success() {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
 
-use crate::functions::FunctionError;
+use crate::functions::error::FunctionError;
 
 /// How long a task pod may stay Pending (Kanister: `TIMEOUT_WORKER_POD_READY`, minutes, default 15).
 pub fn ready_timeout() -> Duration {

@@ -6,7 +6,10 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, LogParams};
 
 use super::{create, find_resumed, wait_finished};
-use crate::functions::{Context, FunctionError, Output, output};
+use crate::functions::context::Context;
+use crate::functions::error::FunctionError;
+use crate::phase_output as output;
+use crate::phase_output::Output;
 
 /// Create `pod`, wait until it has finished, read the log of its first
 /// container (streamed: [`PodLog`]), delete it (in a phase: the executor

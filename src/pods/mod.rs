@@ -7,9 +7,13 @@
 
 mod create;
 mod exec;
+pub mod helper;
+pub mod quantity;
 mod run;
+pub mod settle;
 mod spec;
 mod wait;
+pub mod workload;
 
 pub use create::{PodGuard, create, find_resumed, stamp};
 pub use exec::{ExecResult, exec, exec_with_stdin, failure_message, outcome};

@@ -26,8 +26,8 @@
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, PostParams};
 
-use crate::functions::context::{ActionSetRef, ControllerIdentity, StepEvent, note};
-use crate::functions::{Context, FunctionError};
+use crate::functions::context::{ActionSetRef, Context, ControllerIdentity, StepEvent, note};
+use crate::functions::error::FunctionError;
 use crate::model::labels::{
     ANNOTATION_ACTIONSET, LABEL_ACTIONSET_NAMESPACE, LABEL_ACTIONSET_UID, LABEL_PHASE,
 };

@@ -2,12 +2,12 @@
 //! `kube.NewPodRunner` with `PodOptions{Command: sh -c "tail -f /dev/null"}`
 //! and `WaitForPodReady`): a pod that only waits, with the given PVCs
 //! mounted, into which restic commands are exec'd; deleted afterwards, also
-//! when the phase fails or is cancelled ([`super::pod::PodGuard`]).
+//! when the phase fails or is cancelled ([`super::PodGuard`]).
 //!
-//! The pod is built by [`super::pod::build_pod`] (podOverride as a
+//! The pod is built by [`super::build_pod`] (podOverride as a
 //! strategic merge, the `createdBy: kanister` label), so it looks like every
 //! other pod this executor creates. Labels and annotations are merged as for
-//! every pod ([`super::pod::merge_labels`]: the Blueprint's win);
+//! every pod ([`super::merge_labels`]: the Blueprint's win);
 //! podOverride as Kanister's `GetPodSpecOverride` (the
 //! Blueprint's merged with the ActionSet's, the ActionSet's win).
 
@@ -17,10 +17,11 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kube::api::Api;
 use serde_json::{Map, Value, json};
 
-use super::args::Args;
-use super::pod::{self, CONTAINER, PodGuard};
-use super::restic::Target;
-use super::{Context, FunctionError};
+use crate::functions::args::Args;
+use crate::functions::context::Context;
+use crate::functions::error::FunctionError;
+use crate::pods::{self as pod, CONTAINER, PodGuard};
+use crate::restic::Target;
 
 /// The image Kanister uses when a data function gets none
 /// (`consts.GetKanisterToolsImage()`; env `KANISTER_TOOLS` overrides it).

@@ -1,9 +1,7 @@
-//! TLS of the S3 client: rustls (ring) with this machine's root
+//! TLS of the S3 and RDS clients: rustls (ring) with this machine's root
 //! certificates, or, with the Profile's `skipSSLVerify`, any certificate.
 
 use std::sync::Arc;
-
-use super::S3Error;
 
 /// Adds what to do when the server's certificate is not trusted.
 pub(crate) fn tls_hint(msg: String) -> String {
@@ -16,11 +14,12 @@ pub(crate) fn tls_hint(msg: String) -> String {
     }
 }
 
-pub(crate) fn tls_config(https: bool, skip_verify: bool) -> Result<rustls::ClientConfig, S3Error> {
+/// The client's TLS set-up; the error is worded for the user (the clients' `Config` error).
+pub(crate) fn tls_config(https: bool, skip_verify: bool) -> Result<rustls::ClientConfig, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| S3Error::Config(format!("TLS set-up: {e}")))?;
+        .map_err(|e| format!("TLS set-up: {e}"))?;
     let cfg = if skip_verify {
         builder
             .dangerous()
@@ -31,9 +30,9 @@ pub(crate) fn tls_config(https: bool, skip_verify: bool) -> Result<rustls::Clien
         builder
             .with_native_roots()
             .map_err(|e| {
-                S3Error::Config(format!(
+                format!(
                     "TLS set-up: cannot load this machine's root certificates ({e}); install CA certificates or set skipSSLVerify: true in the Profile"
-                ))
+                )
             })?
             .with_no_client_auth()
     } else {

@@ -1,4 +1,4 @@
-//! Streamed transfers on the S3 client of [`super::s3`], for `kando location
+//! Streamed transfers on the S3 client of [`super`], for `kando location
 //! push/pull` (src/kando): GetObject read chunk by chunk, and uploads of a
 //! stream of unknown length in bounded memory.
 //!
@@ -19,8 +19,8 @@ use http::Method;
 use http_body_util::BodyExt;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use super::xml::{self, complete_request_body, parse_upload_id};
 use super::{Exchange, Reply, S3Client, S3Error};
+use crate::aws::xml::{self, complete_request_body, parse_upload_id};
 
 /// Part size of parts 1..=5000.
 pub const PART_SIZE: usize = 8 << 20;

@@ -3,7 +3,7 @@
 
 use http::StatusCode;
 
-use super::xml::ServiceError;
+use crate::aws::xml::ServiceError;
 
 /// What went wrong talking to the object store.
 #[derive(Debug, thiserror::Error)]
@@ -43,7 +43,7 @@ pub enum S3Error {
         op: &'static str,
         url: String,
         #[source]
-        source: super::xml::XmlError,
+        source: crate::aws::xml::XmlError,
     },
 }
 
@@ -116,7 +116,7 @@ fn permission(op: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::functions::s3::xml::parse_error;
+    use crate::aws::xml::parse_error;
 
     #[test]
     fn error_documents_become_clear_errors() {

@@ -1,46 +1,16 @@
-//! A small S3 client for what the controller itself does on a Profile's
-//! object store (LocationDelete) and for kando's streams: ListObjectsV2
-//! (paginated), PutObject, DeleteObject and DeleteObjects, GetObject and
-//! multipart uploads ([`transfer`]), signed with AWS Signature Version 4.
-//!
-//! - HTTP/1.1 through hyper (the stack kube already uses), `http://` and
-//!   `https://` endpoints, TLS with rustls (ring) and the system's root
-//!   certificates; `skipSSLVerify` accepts any server certificate ([`tls`]).
-//! - Path-style URLs only (`<endpoint>/<bucket>/<key>`), as Kanister's stow
-//!   provider uses whenever an endpoint is set; without an endpoint
-//!   `https://s3.<region>.amazonaws.com`. Region default `us-east-1`; when
-//!   the store answers that the bucket is in another region
-//!   (AuthorizationHeaderMalformed / PermanentRedirect naming it), that
-//!   region is used from then on (Kanister looks the bucket's region up too).
-//! - Signed by AWS's `aws-sigv4` ([`sigv4`]); payloads are signed
-//!   (`x-amz-content-sha256` is the body's SHA-256).
-//! - DeleteObjects sends `x-amz-checksum-sha256` (AWS accepts it in place of
-//!   `Content-MD5`); stores that refuse the batch call (NotImplemented,
-//!   MissingContentMD5, ...) get one DeleteObject per key instead.
-//! - Documents are read and written with `quick-xml` ([`xml`]); error
-//!   responses are decoded (`<Error><Code>`) and worded with what to check in
-//!   the Profile ([`error`]); transient failures (5xx, connection errors) are
-//!   tried up to three times with `backon` ([`client`]).
+//! A Profile's object store, as Kanister's `pkg/location`: the s3Compliant Profile made an S3
+//! connection ([`profile_from_params`]), the object keys an artifact names ([`key`]), and deleting
+//! a path with what is below it ([`delete_path`]). LocationDelete and kando's `location`
+//! commands use it; the S3 client itself is [`crate::aws::s3`].
 
 use serde_json::Value;
 
-use super::profile::{self, Credential, Profile, ProfileError};
+use crate::aws::s3::{Config, Credentials, S3Client, S3Error};
+use crate::param::profile::{self, Credential, Profile, ProfileError};
 
-pub mod client;
-pub mod error;
-pub mod sigv4;
-pub(crate) mod tls;
-pub mod transfer;
-pub mod xml;
+mod key;
 
-pub use client::{Config, S3Client};
-use client::{Exchange, Reply};
-pub use error::S3Error;
-pub use sigv4::{Credentials, EMPTY_SHA256};
-pub use xml::{DeleteFailure, ListPage, ServiceError};
-
-/// Region used when the Profile names none.
-pub const DEFAULT_REGION: &str = "us-east-1";
+pub use key::{KeyPrefixError, clean_path, clean_relative, is_under, key_prefix};
 
 /// An s3Compliant Profile (`.Profile` template parameter), ready to connect.
 #[derive(Debug, Clone)]
@@ -99,6 +69,17 @@ pub fn from_profile(p: &Profile) -> Result<S3Profile, ProfileError> {
             skip_ssl_verify: p.skip_ssl_verify,
         },
     })
+}
+
+/// Deletes `path` and every key below it; returns how many objects went.
+pub async fn delete_path(client: &S3Client, bucket: &str, path: &str) -> Result<usize, S3Error> {
+    let keys: Vec<String> = client
+        .list_all(bucket, path, None)
+        .await?
+        .into_iter()
+        .filter(|k| is_under(k, path))
+        .collect();
+    client.delete_keys(bucket, &keys).await
 }
 
 #[cfg(test)]
