@@ -354,7 +354,7 @@ mod tests {
 
     fn error(path: &str, s: &Scope) -> String {
         match check(path, s) {
-            Some(Finding::Error(e)) => e,
+            Some(Finding::Error(e) | Finding::WrongKind(_, e)) => e,
             other => panic!("{path}: expected an error, got {other:?}"),
         }
     }
