@@ -305,11 +305,6 @@ impl Repository {
         }
     }
 
-    /// `restic snapshots --json`.
-    pub fn snapshots_command(&self) -> Result<ResticCommand, ResticError> {
-        self.command("snapshots", &["--json".into()], &[])
-    }
-
     /// `restic snapshots --last --json` (Kanister's existence check).
     pub fn latest_snapshots_command(&self) -> Result<ResticCommand, ResticError> {
         self.command("snapshots", &["--last".into(), "--json".into()], &[])

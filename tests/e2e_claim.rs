@@ -11,9 +11,7 @@ mod support;
 use std::time::Duration;
 
 use blueprint_operator::model::labels::{ANNOTATION_CLAIMED, ANNOTATION_EXECUTOR_RECORD};
-use blueprint_operator::model::{
-    ANNOTATION_RUN_NOW, ActionSchedule, ActionSet, EXECUTOR_LABEL_VALUE, LABEL_EXECUTOR, State,
-};
+use blueprint_operator::model::{ActionSet, EXECUTOR_LABEL_VALUE, LABEL_EXECUTOR, State};
 use blueprint_operator::webhook::certs;
 use blueprint_operator::webhook::server::{self, ServerConfig};
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
@@ -174,16 +172,7 @@ async fn claimed_actionsets_run_here_and_unclaimed_ones_are_left_to_kanister() -
     assert!(stored.status.is_none() && stored.annotations().is_empty());
 
     // No webhook: a schedule's run is created claimed, and runs here.
-    let schedule: ActionSchedule = serde_json::from_value(json!({
-        "apiVersion": "blueprint-operator.io/v1alpha1", "kind": "ActionSchedule",
-        "metadata": {"name": "nightly", "namespace": bare,
-            "annotations": {ANNOTATION_RUN_NOW: "t1"}},
-        "spec": {"schedule": "0 0 1 1 *", "actionSetTemplate": {"actions": [
-            {"name": "backup", "blueprint": "bp", "object": object(&bare)}]}},
-    }))?;
-    Api::<ActionSchedule>::namespaced(client.clone(), &bare)
-        .create(&PostParams::default(), &schedule)
-        .await?;
+    support::create_run_now_schedule(&client, &bare).await?;
     // No webhook, a labelled ActionSet not claimed: not run beside Kanister's controller ...
     create(&client, &actionset(&bare, "unclaimed", labelled())?).await?;
     // ... and run where no Kanister controller runs.

@@ -640,13 +640,10 @@ async fn deployments_run_as_their_service_accounts_with_least_privilege() {
             .create(&PostParams::default(), &ConfigMap::default())
             .await
     ));
+    let ctl_secrets = Api::<Secret>::namespaced(ctl.clone(), &ns);
+    assert!(is_forbidden(ctl_secrets.list(&ListParams::default()).await));
     assert!(is_forbidden(
-        Api::<Secret>::namespaced(ctl.clone(), &ns)
-            .list(&ListParams::default())
-            .await
-    ));
-    assert!(is_forbidden(
-        Api::<Secret>::namespaced(ctl.clone(), &ns)
+        ctl_secrets
             .create(&PostParams::default(), &Secret::default())
             .await
     ));

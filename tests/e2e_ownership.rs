@@ -11,8 +11,7 @@ mod support;
 use std::time::Duration;
 
 use blueprint_operator::model::{
-    ANNOTATION_RUN_NOW, ActionSchedule, ActionSet, Blueprint, EXECUTOR_LABEL_VALUE, LABEL_EXECUTOR,
-    State,
+    ActionSet, Blueprint, EXECUTOR_LABEL_VALUE, LABEL_EXECUTOR, State,
 };
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, PostParams};
@@ -96,16 +95,7 @@ async fn only_opted_in_actionsets_run_and_foreign_runs_are_never_resumed() -> an
 
     create(&client, &labels_ns, "labelled", labelled()).await?;
     create(&client, &whole_ns, "plain", json!({})).await?;
-    let schedule: ActionSchedule = serde_json::from_value(json!({
-        "apiVersion": "blueprint-operator.io/v1alpha1", "kind": "ActionSchedule",
-        "metadata": {"name": "nightly", "namespace": labels_ns,
-            "annotations": {ANNOTATION_RUN_NOW: "t1"}},
-        "spec": {"schedule": "0 0 1 1 *", "actionSetTemplate": {"actions": [
-            {"name": "backup", "blueprint": "bp", "object": object(&labels_ns)}]}},
-    }))?;
-    Api::<ActionSchedule>::namespaced(client.clone(), &labels_ns)
-        .create(&PostParams::default(), &schedule)
-        .await?;
+    support::create_run_now_schedule(&client, &labels_ns).await?;
 
     complete(&client, &labels_ns, "labelled").await?;
     complete(&client, &whole_ns, "plain").await?;

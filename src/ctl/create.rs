@@ -546,11 +546,6 @@ pub async fn run(conn: &Conn, args: &CreateArgs, format: Format) -> Result<Done,
     Ok(Done::Ok)
 }
 
-/// For tests and `render`: the spec of `args` without a cluster (no `--from`).
-pub fn offline_spec(args: &CreateArgs, namespace: &str) -> Result<ActionSetSpec, CtlError> {
-    new_spec(&request(args, namespace)?)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

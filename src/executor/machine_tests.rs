@@ -68,7 +68,7 @@ enum Exec {
     Fail(&'static str),
 }
 
-/// A script for [`drive`]: the deferPhase `cleanup` ends with `defer`, every other phase with
+/// A script for [`Sim::drive`]: the deferPhase `cleanup` ends with `defer`, every other phase with
 /// `main`.
 fn main_and_defer(main: Exec, defer: Exec) -> impl Fn(&str) -> Exec {
     move |p| {
@@ -78,100 +78,6 @@ fn main_and_defer(main: Exec, defer: Exec) -> impl Fn(&str) -> Exec {
             main.clone()
         }
     }
-}
-
-/// Drives one action through the machine the way the runtime does, with
-/// scripted results per phase name, and returns every Event (reason, message).
-fn drive(
-    status: &mut ActionSetStatus,
-    record: &mut Record,
-    action: usize,
-    script: &dyn Fn(&str) -> Exec,
-    deleting: bool,
-) -> Vec<EventSpec> {
-    let mut out = Vec::new();
-    for _ in 0..100 {
-        let st = &status.actions[action];
-        let rec = &record.actions[action];
-        let t = match next_step(st, rec, deleting) {
-            Step::Done => return out,
-            Step::RunPhase(i) => {
-                let name = st.phases[i].name.clone();
-                out.extend(step(status, record, action, Transition::PhaseStarted(i)));
-                match script(&name) {
-                    Exec::Ok(v) => Transition::PhaseSucceeded(i, json_map(v)),
-                    Exec::Fail(e) => Transition::PhaseFailed(i, e.to_string()),
-                }
-            }
-            Step::RunDefer => {
-                let name = st.defer_phase.name.clone();
-                out.extend(step(status, record, action, Transition::DeferStarted));
-                // The deferPhase is recorded running before it executes.
-                assert_eq!(status.actions[action].defer_phase.state, State::Running);
-                assert_eq!(status.state, State::Running);
-                match script(&name) {
-                    Exec::Ok(v) => Transition::DeferSucceeded(json_map(v)),
-                    Exec::Fail(e) => Transition::DeferFailed(e.to_string()),
-                }
-            }
-            Step::Interrupted => Transition::Interrupted,
-            Step::Stop => Transition::Stopped("ActionSet is being deleted".into()),
-            Step::Finish => {
-                let arts = if succeeded(st, rec) {
-                    let v = st
-                        .defer_phase
-                        .output
-                        .get("v")
-                        .and_then(|v| v.as_str())
-                        .unwrap_or("")
-                        .to_string();
-                    Some(Ok(BTreeMap::from([(
-                        "art".to_string(),
-                        Artifact {
-                            key_value: BTreeMap::from([("k".to_string(), v)]),
-                            ..Artifact::default()
-                        },
-                    )])))
-                } else {
-                    None
-                };
-                Transition::Finished(arts)
-            }
-        };
-        out.extend(step(status, record, action, t));
-    }
-    panic!("machine did not terminate");
-}
-
-/// Applies `t` to action `action`; the machine must accept it. Returns its Events.
-fn step(
-    status: &mut ActionSetStatus,
-    record: &mut Record,
-    action: usize,
-    t: Transition,
-) -> Vec<EventSpec> {
-    apply(status, record, action, t, ctx()).unwrap()
-}
-
-/// Whether the machine refuses `t` for action `action`.
-fn rejects(
-    status: &mut ActionSetStatus,
-    record: &mut Record,
-    action: usize,
-    t: Transition,
-) -> bool {
-    apply(status, record, action, t, ctx()).is_err()
-}
-
-/// Runs phase `i` of the first action to success with `output`.
-fn run_phase(
-    status: &mut ActionSetStatus,
-    record: &mut Record,
-    i: usize,
-    output: Map<String, Value>,
-) {
-    step(status, record, 0, Transition::PhaseStarted(i));
-    step(status, record, 0, Transition::PhaseSucceeded(i, output));
 }
 
 fn json_map(v: &str) -> Map<String, Value> {
@@ -203,19 +109,20 @@ impl Sim {
         Sim { status, record }
     }
 
-    /// [`step`].
+    /// Applies `t` to action `action`; the machine must accept it. Returns its Events.
     fn step(&mut self, action: usize, t: Transition) -> Vec<EventSpec> {
-        step(&mut self.status, &mut self.record, action, t)
+        apply(&mut self.status, &mut self.record, action, t, ctx()).unwrap()
     }
 
-    /// [`rejects`].
+    /// Whether the machine refuses `t` for action `action`.
     fn rejects(&mut self, action: usize, t: Transition) -> bool {
-        rejects(&mut self.status, &mut self.record, action, t)
+        apply(&mut self.status, &mut self.record, action, t, ctx()).is_err()
     }
 
-    /// [`run_phase`].
+    /// Runs phase `i` of the first action to success with `output`.
     fn run_phase(&mut self, i: usize, output: Map<String, Value>) {
-        run_phase(&mut self.status, &mut self.record, i, output)
+        self.step(0, Transition::PhaseStarted(i));
+        self.step(0, Transition::PhaseSucceeded(i, output));
     }
 
     /// Runs the first action's first phase, then starts its deferPhase.
@@ -224,14 +131,69 @@ impl Sim {
         self.step(0, Transition::DeferStarted);
     }
 
-    /// [`drive`].
+    /// Drives one action through the machine the way the runtime does, with
+    /// scripted results per phase name, and returns every Event (reason, message).
     fn drive(
         &mut self,
         action: usize,
         script: &dyn Fn(&str) -> Exec,
         deleting: bool,
     ) -> Vec<EventSpec> {
-        drive(&mut self.status, &mut self.record, action, script, deleting)
+        let mut out = Vec::new();
+        for _ in 0..100 {
+            let st = &self.status.actions[action];
+            let rec = &self.record.actions[action];
+            let t = match next_step(st, rec, deleting) {
+                Step::Done => return out,
+                Step::RunPhase(i) => {
+                    let name = st.phases[i].name.clone();
+                    out.extend(self.step(action, Transition::PhaseStarted(i)));
+                    match script(&name) {
+                        Exec::Ok(v) => Transition::PhaseSucceeded(i, json_map(v)),
+                        Exec::Fail(e) => Transition::PhaseFailed(i, e.to_string()),
+                    }
+                }
+                Step::RunDefer => {
+                    let name = st.defer_phase.name.clone();
+                    out.extend(self.step(action, Transition::DeferStarted));
+                    // The deferPhase is recorded running before it executes.
+                    assert_eq!(
+                        self.status.actions[action].defer_phase.state,
+                        State::Running
+                    );
+                    assert_eq!(self.status.state, State::Running);
+                    match script(&name) {
+                        Exec::Ok(v) => Transition::DeferSucceeded(json_map(v)),
+                        Exec::Fail(e) => Transition::DeferFailed(e.to_string()),
+                    }
+                }
+                Step::Interrupted => Transition::Interrupted,
+                Step::Stop => Transition::Stopped("ActionSet is being deleted".into()),
+                Step::Finish => {
+                    let arts = if succeeded(st, rec) {
+                        let v = st
+                            .defer_phase
+                            .output
+                            .get("v")
+                            .and_then(|v| v.as_str())
+                            .unwrap_or("")
+                            .to_string();
+                        Some(Ok(BTreeMap::from([(
+                            "art".to_string(),
+                            Artifact {
+                                key_value: BTreeMap::from([("k".to_string(), v)]),
+                                ..Artifact::default()
+                            },
+                        )])))
+                    } else {
+                        None
+                    };
+                    Transition::Finished(arts)
+                }
+            };
+            out.extend(self.step(action, t));
+        }
+        panic!("machine did not terminate");
     }
 }
 

@@ -82,6 +82,18 @@ mod tests {
         v.as_object().unwrap().clone()
     }
 
+    /// `img` running `true` in `ns`, without labels or annotations.
+    fn plain_pod(o: &Map<String, Value>) -> Result<Pod, crate::pods::InvalidPod> {
+        task_pod(
+            "ns",
+            "img",
+            &["true".into()],
+            BTreeMap::new(),
+            BTreeMap::new(),
+            Some(o),
+        )
+    }
+
     #[test]
     fn pod_shape_matches_kanister() {
         let pod = task_pod(
@@ -119,15 +131,7 @@ mod tests {
         }));
         let merged = merge_overrides(Some(bp), Some(&aset)).unwrap();
         assert_eq!(merged["nodeSelector"], json!({"disk": "ssd", "zone": "b"}));
-        let pod = task_pod(
-            "ns",
-            "img",
-            &["true".into()],
-            BTreeMap::new(),
-            BTreeMap::new(),
-            Some(&merged),
-        )
-        .unwrap();
+        let pod = plain_pod(&merged).unwrap();
         let v = serde_json::to_value(&pod).unwrap();
         let c = v["spec"]["containers"].as_array().unwrap();
         assert_eq!(c.len(), 1, "{c:?}");
@@ -143,15 +147,7 @@ mod tests {
             "containers": [{"name": "sidecar", "image": "x"}],
             "restartPolicy": null,
         }));
-        let pod = task_pod(
-            "ns",
-            "img",
-            &["true".into()],
-            BTreeMap::new(),
-            BTreeMap::new(),
-            Some(&o),
-        )
-        .unwrap();
+        let pod = plain_pod(&o).unwrap();
         let v = serde_json::to_value(&pod).unwrap();
         assert_eq!(v["spec"]["containers"].as_array().unwrap().len(), 2);
         assert!(v["spec"].get("restartPolicy").is_none());
@@ -160,16 +156,7 @@ mod tests {
     #[test]
     fn invalid_override_is_an_error_not_a_panic() {
         let o = obj(json!({"containers": "nope"}));
-        let e = task_pod(
-            "ns",
-            "img",
-            &["true".into()],
-            BTreeMap::new(),
-            BTreeMap::new(),
-            Some(&o),
-        )
-        .unwrap_err()
-        .to_string();
+        let e = plain_pod(&o).unwrap_err().to_string();
         assert!(e.contains("not a valid Pod"), "{e}");
     }
 }

@@ -668,63 +668,34 @@ mod tests {
     }
 
     #[test]
-    fn basic_fields() {
-        assert_eq!(
-            next("30 2 * * *", None, "2026-06-01T00:00:00Z"),
-            "2026-06-01T02:30:00+00:00"
-        );
-        assert_eq!(
-            next("*/15 * * * *", None, "2026-06-01T00:00:00Z"),
-            "2026-06-01T00:15:00+00:00"
-        );
-        assert_eq!(
-            next("5/15 * * * *", None, "2026-06-01T00:06:00Z"),
-            "2026-06-01T00:20:00+00:00"
-        );
-        assert_eq!(
-            next("*/61 * * * *", None, "2026-06-01T00:06:00Z"),
-            "2026-06-01T01:00:00+00:00"
-        );
-        assert_eq!(
-            next("0 0 1 jan *", None, "2026-06-01T00:00:00Z"),
-            "2027-01-01T00:00:00+00:00"
-        );
-        assert_eq!(
-            next("@hourly", None, "2026-06-01T00:00:00Z"),
-            "2026-06-01T01:00:00+00:00"
-        );
-        assert_eq!(
-            next("@midnight", None, "2026-06-01T00:00:00Z"),
-            "2026-06-02T00:00:00+00:00"
-        );
-        // Strictly after: an instant on an activation moves to the next one.
-        assert_eq!(
-            next("0 * * * *", None, "2026-06-01T01:00:00Z"),
-            "2026-06-01T02:00:00+00:00"
-        );
-    }
-
-    #[test]
-    fn dom_dow_or_and() {
-        // Both restricted: OR. 2026-06-05 is a Friday.
-        assert_eq!(
-            next("0 0 13 * fri", None, "2026-06-01T00:00:00Z"),
-            "2026-06-05T00:00:00+00:00"
-        );
-        // DOW star: only DOM decides.
-        assert_eq!(
-            next("0 0 13 * *", None, "2026-06-01T00:00:00Z"),
-            "2026-06-13T00:00:00+00:00"
-        );
-        // */2 clears the star bit: OR semantics (day 1,3,5... or Friday).
-        assert_eq!(
-            next("0 0 */2 * 5", None, "2026-06-01T00:00:00Z"),
-            "2026-06-03T00:00:00+00:00"
-        );
-        assert_eq!(
-            next("0 0 * * 0", None, "2026-06-01T00:00:00Z"),
-            "2026-06-07T00:00:00+00:00"
-        );
+    fn next_activation_table() {
+        // spec | from | next activation
+        for row in [
+            "30 2 * * *   | 2026-06-01T00:00:00Z | 2026-06-01T02:30:00+00:00",
+            "*/15 * * * * | 2026-06-01T00:00:00Z | 2026-06-01T00:15:00+00:00",
+            "5/15 * * * * | 2026-06-01T00:06:00Z | 2026-06-01T00:20:00+00:00",
+            "*/61 * * * * | 2026-06-01T00:06:00Z | 2026-06-01T01:00:00+00:00",
+            "0 0 1 jan *  | 2026-06-01T00:00:00Z | 2027-01-01T00:00:00+00:00",
+            "@hourly      | 2026-06-01T00:00:00Z | 2026-06-01T01:00:00+00:00",
+            "@midnight    | 2026-06-01T00:00:00Z | 2026-06-02T00:00:00+00:00",
+            // Strictly after: an instant on an activation moves to the next one.
+            "0 * * * *    | 2026-06-01T01:00:00Z | 2026-06-01T02:00:00+00:00",
+            // Both restricted: OR. 2026-06-05 is a Friday.
+            "0 0 13 * fri | 2026-06-01T00:00:00Z | 2026-06-05T00:00:00+00:00",
+            // DOW star: only DOM decides.
+            "0 0 13 * *   | 2026-06-01T00:00:00Z | 2026-06-13T00:00:00+00:00",
+            // */2 clears the star bit: OR semantics (day 1,3,5... or Friday).
+            "0 0 */2 * 5  | 2026-06-01T00:00:00Z | 2026-06-03T00:00:00+00:00",
+            "0 0 * * 0    | 2026-06-01T00:00:00Z | 2026-06-07T00:00:00+00:00",
+        ] {
+            let [spec, from, want]: [&str; 3] = row
+                .split('|')
+                .map(str::trim)
+                .collect::<Vec<_>>()
+                .try_into()
+                .unwrap();
+            assert_eq!(next(spec, None, from), want, "{row}");
+        }
     }
 
     #[test]

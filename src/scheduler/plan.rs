@@ -517,6 +517,11 @@ mod tests {
         plan("db", s, st, t(from), t(now), runs, run_now)
     }
 
+    /// [`plan_db`] with no runs and no `run-now`.
+    fn plan_idle(s: &Schedule, st: &PlanSettings, window: [&str; 2]) -> Plan {
+        plan_db(s, st, window, &[], None)
+    }
+
     fn settings() -> PlanSettings {
         PlanSettings {
             suspend: false,
@@ -532,12 +537,10 @@ mod tests {
     #[test]
     fn nothing_due_before_first_tick() {
         let s = Schedule::parse("0 * * * *", None).unwrap();
-        let p = plan_db(
+        let p = plan_idle(
             &s,
             &settings(),
             ["2026-06-01T00:00:00Z", "2026-06-01T00:59:59Z"],
-            &[],
-            None,
         );
         assert!(p.create.is_empty() && p.skips.is_empty());
         assert_eq!(p.next, Some(t("2026-06-01T01:00:00Z")));
@@ -546,12 +549,10 @@ mod tests {
     #[test]
     fn on_time_tick_creates_named_run() {
         let s = Schedule::parse("0 * * * *", None).unwrap();
-        let p = plan_db(
+        let p = plan_idle(
             &s,
             &settings(),
             ["2026-06-01T00:00:00Z", "2026-06-01T01:00:00.2Z"],
-            &[],
-            None,
         );
         assert_eq!(
             p.create,
@@ -569,12 +570,10 @@ mod tests {
     #[test]
     fn downtime_runs_latest_and_reports_missed() {
         let s = Schedule::parse("0 * * * *", None).unwrap();
-        let p = plan_db(
+        let p = plan_idle(
             &s,
             &settings(),
             ["2026-06-01T00:00:00Z", "2026-06-01T05:10:00Z"],
-            &[],
-            None,
         );
         assert_eq!(p.create.len(), 1);
         assert_eq!(p.create[0].scheduled_time, t("2026-06-01T05:00:00Z"));
@@ -593,24 +592,12 @@ mod tests {
             missed_run_policy: MissedRunPolicy::Skip,
             ..settings()
         };
-        let p = plan_db(
-            &s,
-            &st,
-            ["2026-06-01T00:00:00Z", "2026-06-01T05:10:00Z"],
-            &[],
-            None,
-        );
+        let p = plan_idle(&s, &st, ["2026-06-01T00:00:00Z", "2026-06-01T05:10:00Z"]);
         assert!(p.create.is_empty());
         assert_eq!(p.skips.iter().map(|s| s.count).sum::<u32>(), 5);
         assert_eq!(p.last_skipped_time, Some(t("2026-06-01T05:00:00Z")));
         // On time (30 s late) still runs under Skip.
-        let p = plan_db(
-            &s,
-            &st,
-            ["2026-06-01T04:00:00Z", "2026-06-01T05:00:30Z"],
-            &[],
-            None,
-        );
+        let p = plan_idle(&s, &st, ["2026-06-01T04:00:00Z", "2026-06-01T05:00:30Z"]);
         assert_eq!(p.create.len(), 1);
     }
 
@@ -621,22 +608,10 @@ mod tests {
             starting_deadline_seconds: Some(300),
             ..settings()
         };
-        let p = plan_db(
-            &s,
-            &st,
-            ["2026-06-01T04:00:00Z", "2026-06-01T05:06:00Z"],
-            &[],
-            None,
-        );
+        let p = plan_idle(&s, &st, ["2026-06-01T04:00:00Z", "2026-06-01T05:06:00Z"]);
         assert!(p.create.is_empty());
         assert_eq!(p.skips[0].reason, SkipReason::DeadlineExceeded);
-        let p = plan_db(
-            &s,
-            &st,
-            ["2026-06-01T04:00:00Z", "2026-06-01T05:04:00Z"],
-            &[],
-            None,
-        );
+        let p = plan_idle(&s, &st, ["2026-06-01T04:00:00Z", "2026-06-01T05:04:00Z"]);
         assert_eq!(p.create.len(), 1);
     }
 
@@ -712,29 +687,23 @@ mod tests {
         // 02:30 Europe/Berlin does not exist on 2026-03-29: no run that day,
         // and it is not reported as missed either (there was no tick).
         let s = Schedule::parse("30 2 * * *", Some("Europe/Berlin")).unwrap();
-        let p = plan_db(
+        let p = plan_idle(
             &s,
             &settings(),
             ["2026-03-28T01:30:00Z", "2026-03-29T12:00:00Z"],
-            &[],
-            None,
         );
         assert!(p.create.is_empty() && p.skips.is_empty());
         assert_eq!(p.next, Some(t("2026-03-30T00:30:00Z")));
         // Fall-back 2026-10-25: 02:30 happens twice; two distinct runs.
-        let a = plan_db(
+        let a = plan_idle(
             &s,
             &settings(),
             ["2026-10-24T00:30:00Z", "2026-10-25T00:30:05Z"],
-            &[],
-            None,
         );
-        let b = plan_db(
+        let b = plan_idle(
             &s,
             &settings(),
             ["2026-10-25T00:30:00Z", "2026-10-25T01:30:05Z"],
-            &[],
-            None,
         );
         assert_eq!(a.create[0].name, "db-20261025003000");
         assert_eq!(b.create[0].name, "db-20261025013000");
@@ -763,13 +732,7 @@ mod tests {
             starting_deadline_seconds: Some(300),
             ..st
         };
-        let p = plan_db(
-            &s,
-            &st,
-            ["2026-06-01T00:00:00Z", "2026-06-01T02:26:21Z"],
-            &[],
-            None,
-        );
+        let p = plan_idle(&s, &st, ["2026-06-01T00:00:00Z", "2026-06-01T02:26:21Z"]);
         assert_eq!(p.create.len(), 1, "{p:?}");
     }
 
@@ -792,24 +755,12 @@ mod tests {
             ..settings()
         };
         // 06:00 CEST is outside: skipped, recorded so it is not planned again.
-        let p = plan_db(
-            &s,
-            &skip,
-            ["2026-06-01T03:30:00Z", "2026-06-01T04:00:01Z"],
-            &[],
-            None,
-        );
+        let p = plan_idle(&s, &skip, ["2026-06-01T03:30:00Z", "2026-06-01T04:00:01Z"]);
         assert!(p.create.is_empty());
         assert_eq!(p.skips[0].reason, SkipReason::OutsideWindow);
         assert_eq!(p.last_skipped_time, Some(t("2026-06-01T04:00:00Z")));
         // 04:00 CEST is inside.
-        let p = plan_db(
-            &s,
-            &skip,
-            ["2026-06-01T01:30:00Z", "2026-06-01T02:00:01Z"],
-            &[],
-            None,
-        );
+        let p = plan_idle(&s, &skip, ["2026-06-01T01:30:00Z", "2026-06-01T02:00:01Z"]);
         assert_eq!(p.create.len(), 1);
         let wait = PlanSettings {
             window: window("01:00", "05:00", Wait),
@@ -817,13 +768,7 @@ mod tests {
             ..settings()
         };
         // 06:00 CEST waits for 01:00 CEST the next day (+ the offset); nothing is recorded.
-        let p = plan_db(
-            &s,
-            &wait,
-            ["2026-06-01T03:30:00Z", "2026-06-01T04:01:01Z"],
-            &[],
-            None,
-        );
+        let p = plan_idle(&s, &wait, ["2026-06-01T03:30:00Z", "2026-06-01T04:01:01Z"]);
         assert!(p.create.is_empty() && p.skips.is_empty(), "{p:?}");
         assert_eq!((p.last_schedule_time, p.last_skipped_time), (None, None));
         assert_eq!(p.next, Some(t("2026-06-01T23:01:00Z")));
@@ -834,13 +779,7 @@ mod tests {
             missed_run_policy: MissedRunPolicy::Skip,
             ..wait
         };
-        let p = plan_db(
-            &s,
-            &st,
-            ["2026-06-01T03:30:00Z", "2026-06-01T23:01:30Z"],
-            &[],
-            None,
-        );
+        let p = plan_idle(&s, &st, ["2026-06-01T03:30:00Z", "2026-06-01T23:01:30Z"]);
         assert_eq!(p.create.len(), 1, "{p:?}");
         assert_eq!(p.create[0].name, "db-20260601230000");
         assert_eq!(
@@ -848,13 +787,7 @@ mod tests {
             (SkipReason::OutsideWindow, 19)
         );
         // Opened long ago (the controller was down): the deadline applies from the opening.
-        let p = plan_db(
-            &s,
-            &st,
-            ["2026-06-01T03:30:00Z", "2026-06-01T23:10:00Z"],
-            &[],
-            None,
-        );
+        let p = plan_idle(&s, &st, ["2026-06-01T03:30:00Z", "2026-06-01T23:10:00Z"]);
         assert!(p.create.is_empty());
         assert!(
             p.skips
@@ -891,12 +824,10 @@ mod tests {
             window: None,
             ..open
         };
-        let p = plan_db(
+        let p = plan_idle(
             &s,
             &closed,
             ["2026-06-01T00:30:00Z", "2026-06-01T00:40:01Z"],
-            &[],
-            None,
         );
         assert_eq!(p.create[0].trigger, Trigger::Scheduled);
     }

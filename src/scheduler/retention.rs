@@ -306,6 +306,17 @@ mod tests {
         }
     }
 
+    /// `n` complete runs, one an hour from `start`.
+    fn hourly(n: usize, start: DateTime<Utc>) -> Vec<RunRecord> {
+        (0..n)
+            .map(|i| rec(i, start + Duration::hours(i as i64), RunState::Complete))
+            .collect()
+    }
+
+    fn names(v: &[Removal]) -> Vec<&str> {
+        v.iter().map(|r| r.name.as_str()).collect()
+    }
+
     fn removed(p: &RetentionPlan) -> Vec<String> {
         let mut v: Vec<String> = p.remove.iter().map(|r| r.name.clone()).collect();
         v.sort();
@@ -340,9 +351,7 @@ mod tests {
     #[test]
     fn never_removes_active_foreign_delete_or_newest_complete() {
         let start = t("2026-06-01T00:00:00Z");
-        let mut runs: Vec<RunRecord> = (0..6)
-            .map(|i| rec(i, start + Duration::hours(i as i64), RunState::Complete))
-            .collect();
+        let mut runs = hourly(6, start);
         runs[0].state = RunState::Running;
         runs[1].defer_state = Some(RunState::Pending);
         runs[2].ours = false;
@@ -407,9 +416,7 @@ mod tests {
         // Hourly runs 2026-10-24 20:00Z .. 2026-10-26 04:00Z; Europe/Berlin falls
         // back on 10-25 (25-hour day). Local days: 24th, 25th, 26th.
         let start = t("2026-10-24T20:00:00Z");
-        let runs: Vec<RunRecord> = (0..33)
-            .map(|i| rec(i, start + Duration::hours(i as i64), RunState::Complete))
-            .collect();
+        let runs = hourly(33, start);
         let mut p = policy(0);
         p.daily = Some(3);
         p.tz = "Europe/Berlin".parse().unwrap();
@@ -463,16 +470,11 @@ mod tests {
     #[test]
     fn preview_shows_what_next_completion_removes() {
         let start = t("2026-06-01T00:00:00Z");
-        let runs: Vec<RunRecord> = (0..3)
-            .map(|i| rec(i, start + Duration::hours(i as i64), RunState::Complete))
-            .collect();
+        let runs = hourly(3, start);
         let p = policy(3);
         assert!(select(&runs, &p).remove.is_empty());
         let next = preview_next(&runs, &p, Some(start + Duration::hours(3)));
-        assert_eq!(
-            next.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
-            vec!["r0000"]
-        );
+        assert_eq!(names(&next), ["r0000"]);
     }
 
     #[test]
@@ -481,17 +483,12 @@ mod tests {
         // running run would only go once it ends: not listed. The newest
         // complete one now is listed (it is no longer newest then).
         let start = t("2026-06-01T00:00:00Z");
-        let mut runs: Vec<RunRecord> = (0..3)
-            .map(|i| rec(i, start + Duration::hours(i as i64), RunState::Complete))
-            .collect();
+        let mut runs = hourly(3, start);
         runs[0].state = RunState::Running;
         let p = policy(0);
         assert_eq!(removed(&select(&runs, &p)), vec!["r0001"]);
         let next = preview_next(&runs, &p, Some(start + Duration::hours(3)));
-        assert_eq!(
-            next.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
-            vec!["r0002"]
-        );
+        assert_eq!(names(&next), ["r0002"]);
     }
 
     #[test]
@@ -499,14 +496,11 @@ mod tests {
         // Suspended: no tick comes, but the running run still completes and
         // rotates (keepLast=0: r0001 is then no longer the newest).
         let start = t("2026-06-01T00:00:00Z");
-        let mut runs: Vec<RunRecord> = (0..3)
-            .map(|i| rec(i, start + Duration::hours(i as i64), RunState::Complete))
-            .collect();
+        let mut runs = hourly(3, start);
         runs[2].state = RunState::Running;
         let p = policy(0);
         assert_eq!(removed(&select(&runs, &p)), vec!["r0000"]);
-        let names = |v: Vec<Removal>| v.into_iter().map(|r| r.name).collect::<Vec<_>>();
-        assert_eq!(names(preview_next(&runs, &p, None)), vec!["r0001"]);
+        assert_eq!(names(&preview_next(&runs, &p, None)), ["r0001"]);
         // Nothing active and no tick: nothing would rotate.
         runs[2].state = RunState::Failed;
         assert!(preview_next(&runs, &p, None).is_empty());

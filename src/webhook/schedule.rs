@@ -636,6 +636,12 @@ mod tests {
         p.iter().map(|p| p.path.as_str()).collect()
     }
 
+    /// `check` of `obj` with its first Blueprint found as `bp`.
+    fn check_found(obj: &Value, bp: Value) -> (Vec<Problem>, Vec<Problem>) {
+        let refs = blueprint_refs(obj, None);
+        check(obj, &[(refs[0].clone(), Lookup::Found(bp))])
+    }
+
     #[test]
     fn valid_schedule_with_visible_blueprint() {
         let obj = sched(json!({
@@ -652,23 +658,18 @@ mod tests {
 
     #[test]
     fn exclusive_wait_timeout_is_a_duration_and_needs_exclusive() {
-        let check_spec = |extra: serde_json::Value| {
-            let mut spec = json!({"schedule": "0 3 * * *",
-                "actionSetTemplate": {"actions": [{"name": "backup", "blueprint": "bp"}]}});
-            for (k, v) in extra.as_object().unwrap() {
-                spec[k] = v.clone();
-            }
-            let obj = sched(spec);
-            let refs = blueprint_refs(&obj, None);
-            let bp = json!({"actions": {"backup": {}}});
-            check(&obj, &[(refs[0].clone(), Lookup::Found(bp))])
-        };
-        let (e, w) = check_spec(json!({"exclusive": true, "exclusiveWaitTimeout": "2h"}));
+        let (e, w) = check_timing(
+            "0 3 * * *",
+            json!({"exclusive": true, "exclusiveWaitTimeout": "2h"}),
+        );
         assert!(e.is_empty() && w.is_empty(), "{e:?} {w:?}");
-        let (e, _) = check_spec(json!({"exclusive": true, "exclusiveWaitTimeout": "two hours"}));
+        let (e, _) = check_timing(
+            "0 3 * * *",
+            json!({"exclusive": true, "exclusiveWaitTimeout": "two hours"}),
+        );
         assert_eq!(paths(&e), vec!["spec.exclusiveWaitTimeout"]);
         assert!(e[0].message.contains("Go duration"), "{e:?}");
-        let (e, w) = check_spec(json!({"exclusiveWaitTimeout": "2h"}));
+        let (e, w) = check_timing("0 3 * * *", json!({"exclusiveWaitTimeout": "2h"}));
         assert!(e.is_empty(), "{e:?}");
         assert!(w[0].message.contains("without exclusive: true"), "{w:?}");
     }
@@ -680,15 +681,7 @@ mod tests {
         for (k, v) in extra.as_object().unwrap() {
             spec[k] = v.clone();
         }
-        let obj = sched(spec);
-        let refs = blueprint_refs(&obj, None);
-        check(
-            &obj,
-            &[(
-                refs[0].clone(),
-                Lookup::Found(json!({"actions": {"backup": {}}})),
-            )],
-        )
+        check_found(&sched(spec), json!({"actions": {"backup": {}}}))
     }
 
     #[test]
@@ -862,9 +855,7 @@ mod tests {
             "actionSetTemplate": {"actions": [{"name": "backup", "blueprint": "bp"}]},
             "retention": {"onDelete": "Delete"}
         }));
-        let refs = blueprint_refs(&obj, None);
-        let bp = json!({"actions": {"backup": {}}});
-        let (e, w) = check(&obj, &[(refs[0].clone(), Lookup::Found(bp))]);
+        let (e, w) = check_found(&obj, json!({"actions": {"backup": {}}}));
         assert!(e.is_empty(), "{e:?}");
         assert_eq!(paths(&w), vec!["spec.retention.onDelete"]);
         assert!(w[0].message.contains("data stays"), "{w:?}");
@@ -893,9 +884,7 @@ mod tests {
     }
 
     fn check_pg(retention: Value, bp: Value) -> (Vec<Problem>, Vec<Problem>) {
-        let obj = pg_schedule(retention);
-        let refs = blueprint_refs(&obj, None);
-        check(&obj, &[(refs[0].clone(), Lookup::Found(bp))])
+        check_found(&pg_schedule(retention), bp)
     }
 
     #[test]

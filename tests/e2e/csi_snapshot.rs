@@ -9,7 +9,7 @@ use crate::support;
 
 use std::time::Duration;
 
-use crate::support::call::{call, polling, spawn_call};
+use crate::support::call::{call, call_err, polling, spawn_call};
 use crate::support::controller::Controller;
 use crate::support::csi::{
     any_snapshot, bind_then_ready, created_snapshot, ctx, fail_by_error_status, set_status, setup,
@@ -247,15 +247,10 @@ async fn restore_csi_snapshot_creates_the_pvc_from_the_snapshot() -> anyhow::Res
     );
 
     // The PVC exists already: the API server's error.
-    let err = call(
-        &c,
-        "RestoreCSISnapshot",
-        json!({"name": "s", "pvc": "plain", "namespace": ns, "storageClass": "sc",
-               "restoreSize": "1Gi"}),
-    )
-    .await
-    .expect_err("PVC exists");
-    assert!(err.to_string().contains("already exists"), "{err}");
+    let args = json!({"name": "s", "pvc": "plain", "namespace": ns, "storageClass": "sc",
+                      "restoreSize": "1Gi"});
+    let err = call_err(&c, "RestoreCSISnapshot", args, "PVC exists").await;
+    assert!(err.contains("already exists"), "{err}");
     Ok(())
 }
 

@@ -10,7 +10,7 @@ use crate::support;
 
 use std::time::Duration;
 
-use crate::support::call::{call, polling, spawn_call};
+use crate::support::call::{call, call_err, polling, spawn_call};
 use crate::support::controller::Controller;
 use crate::support::csi::{
     bind_then_ready, created_snapshot, ctx, fail_by_error_status, set_status, setup, snapshots,
@@ -165,12 +165,9 @@ async fn create_csi_snapshot_static_errors_are_clear_and_leave_nothing_behind() 
     }
     let mut a = static_args(&ns, "s", &class);
     a["snapshotHandle"] = json!("");
-    let err = call(&c, "CreateCSISnapshotStatic", a)
-        .await
-        .expect_err("empty handle");
+    let err = call_err(&c, "CreateCSISnapshotStatic", a, "empty handle").await;
     assert!(
-        err.to_string()
-            .contains("argument `snapshotHandle`: must not be empty"),
+        err.contains("argument `snapshotHandle`: must not be empty"),
         "{err}"
     );
     let mut a = static_args(&ns, "s", &class);

@@ -32,6 +32,12 @@ async fn create_secret(client: &Client, ns: &str, name: &str, data: Value) -> an
     Ok(())
 }
 
+/// The Secret `keys` with both keys a keyPair Profile names.
+async fn create_keys_secret(client: &Client, ns: &str) -> anyhow::Result<()> {
+    let keys = json!({"access_key_id": "AKID", "secret_access_key": "SK"});
+    create_secret(client, ns, "keys", keys).await
+}
+
 async fn create_profile(
     client: &Client,
     ns: &str,
@@ -94,6 +100,37 @@ fn backup_with_cleanup(phase: Value) -> Value {
     }})
 }
 
+/// Two fresh namespaces: `<prefix>-b`, another tenant's, and `<prefix>-admin`, for a trusted
+/// controller.
+async fn other_and_trusted(client: &Client, prefix: &str) -> (String, String) {
+    (
+        support::namespace(client, &format!("{prefix}-b")).await,
+        support::namespace(client, &format!("{prefix}-admin")).await,
+    )
+}
+
+/// Runs action `backup` of Blueprint `bp` (`extra` merged into the action) as ActionSet `as`
+/// in the confined namespace `ns` and in `trusted` (each with its own controller, the latter's
+/// trusting it); returns both once done.
+async fn run_confined_and_trusted(
+    client: &Client,
+    ns: &str,
+    trusted: &str,
+    bp: Value,
+    extra: Value,
+) -> anyhow::Result<(ActionSet, ActionSet)> {
+    let _c1 = Controller::start(ns, &[]);
+    let _c2 = Controller::start(trusted, &["--trusted-namespace", trusted]);
+    for n in [ns, trusted] {
+        create_blueprint(client, n, "bp", bp.clone()).await?;
+        create_actionset(client, n, "as", ns_action(n, "bp", "backup", extra.clone())).await?;
+    }
+    Ok((
+        support::wait_actionset_done(client, ns, "as", FINISH).await?,
+        support::wait_actionset_done(client, trusted, "as", FINISH).await?,
+    ))
+}
+
 /// Default: a Secret of another namespace is refused with a clear error on
 /// the ActionSet, and the deferPhase still runs. A trusted namespace
 /// (`--trusted-namespace`) keeps Kanister's behaviour.
@@ -102,27 +139,16 @@ async fn cross_namespace_secret_is_refused_unless_trusted() -> anyhow::Result<()
     let Some((client, ns)) = setup("ten-a").await else {
         return Ok(());
     };
-    let other = support::namespace(&client, "ten-b").await;
-    let trusted = support::namespace(&client, "ten-admin").await;
+    let (other, trusted) = other_and_trusted(&client, "ten").await;
     create_secret(&client, &other, "theirs", json!({"k": "their-value"})).await?;
-    let _c1 = Controller::start(&ns, &[]);
-    let _c2 = Controller::start(&trusted, &["--trusted-namespace", &trusted]);
-    for n in [&ns, &trusted] {
-        create_blueprint(&client, n, "bp", secret_reader()).await?;
-        create_actionset(
-            &client,
-            n,
-            "as",
-            ns_action(
-                n,
-                "bp",
-                "backup",
-                json!({"secrets": {"s": {"name": "theirs", "namespace": other}}}),
-            ),
-        )
-        .await?;
-    }
-    let a = support::wait_actionset_done(&client, &ns, "as", FINISH).await?;
+    let (a, b) = run_confined_and_trusted(
+        &client,
+        &ns,
+        &trusted,
+        secret_reader(),
+        json!({"secrets": {"s": {"name": "theirs", "namespace": other}}}),
+    )
+    .await?;
     let (state, msg, defer) = summary(&a);
     assert_eq!(state, State::Failed, "{msg}");
     assert!(
@@ -135,8 +161,7 @@ async fn cross_namespace_secret_is_refused_unless_trusted() -> anyhow::Result<()
     assert!(msg.contains("--trusted-namespace"), "{msg}");
     assert!(!msg.contains("their-value"), "{msg}");
     assert_eq!(defer, State::Complete, "the deferPhase still runs");
-    let a = support::wait_actionset_done(&client, &trusted, "as", FINISH).await?;
-    let (state, msg, defer) = summary(&a);
+    let (state, msg, defer) = summary(&b);
     assert_eq!(
         (state, defer),
         (State::Complete, State::Complete),
@@ -153,18 +178,11 @@ async fn functions_stay_in_the_actionset_namespace() -> anyhow::Result<()> {
     let Some((client, ns)) = setup("ten-fn").await else {
         return Ok(());
     };
-    let other = support::namespace(&client, "ten-fn-b").await;
-    let trusted = support::namespace(&client, "ten-fn-admin").await;
-    let _c1 = Controller::start(&ns, &[]);
-    let _c2 = Controller::start(&trusted, &["--trusted-namespace", &trusted]);
+    let (other, trusted) = other_and_trusted(&client, "ten-fn").await;
     let bp = backup_with_cleanup(json!({"func": "KubeTask", "name": "elsewhere", "args": {
         "namespace": other, "image": "busybox:stable", "command": ["true"],
     }}));
-    for n in [&ns, &trusted] {
-        create_blueprint(&client, n, "bp", bp.clone()).await?;
-        create_actionset(&client, n, "as", ns_action(n, "bp", "backup", json!({}))).await?;
-    }
-    let a = support::wait_actionset_done(&client, &ns, "as", FINISH).await?;
+    let (a, b) = run_confined_and_trusted(&client, &ns, &trusted, bp, json!({})).await?;
     let (state, msg, defer) = summary(&a);
     assert_eq!(state, State::Failed, "{msg}");
     assert!(
@@ -174,8 +192,7 @@ async fn functions_stay_in_the_actionset_namespace() -> anyhow::Result<()> {
         "{msg}"
     );
     assert_eq!(defer, State::Complete);
-    let a = support::wait_actionset_done(&client, &trusted, "as", FINISH).await?;
-    let (state, msg, _) = summary(&a);
+    let (state, msg, _) = summary(&b);
     assert_eq!(state, State::Complete, "trusted: {msg}");
     Ok(())
 }
@@ -189,13 +206,7 @@ async fn profile_endpoint_and_credential_keys_are_checked() -> anyhow::Result<()
         return Ok(());
     };
     let _c = Controller::start(&ns, &[]);
-    create_secret(
-        &client,
-        &ns,
-        "keys",
-        json!({"access_key_id": "AKID", "secret_access_key": "SK"}),
-    )
-    .await?;
+    create_keys_secret(&client, &ns).await?;
     create_secret(&client, &ns, "half", json!({"access_key_id": "AKID"})).await?;
     create_profile(&client, &ns, "metadata", "http://169.254.169.254", "keys").await?;
     create_profile(&client, &ns, "halfkeys", "http://127.0.0.1:1", "half").await?;
@@ -224,24 +235,29 @@ async fn profile_endpoint_and_credential_keys_are_checked() -> anyhow::Result<()
         )
         .await?;
     }
-    let (state, msg, defer) =
-        summary(&support::wait_actionset_done(&client, &ns, "metadata", FINISH).await?);
-    assert_eq!((state, defer), (State::Failed, State::Complete), "{msg}");
-    assert!(
-        msg.contains(&format!(
-            "Profile {ns}/metadata: location.endpoint \"http://169.254.169.254\" is in the link-local range 169.254.0.0/16"
-        )) && msg.contains("refused before connecting"),
-        "{msg}"
-    );
-    let (state, msg, defer) =
-        summary(&support::wait_actionset_done(&client, &ns, "halfkeys", FINISH).await?);
-    assert_eq!((state, defer), (State::Failed, State::Complete), "{msg}");
-    assert!(
-        msg.contains(&format!(
-            "Value 'secret_access_key' not found in secret '{ns}:half'"
-        )),
-        "{msg}"
-    );
+    // Each refused ActionSet fails with every one of its texts; its deferPhase runs.
+    for (name, texts) in [
+        (
+            "metadata",
+            vec![
+                format!(
+                    "Profile {ns}/metadata: location.endpoint \"http://169.254.169.254\" is in the link-local range 169.254.0.0/16"
+                ),
+                "refused before connecting".to_string(),
+            ],
+        ),
+        (
+            "halfkeys",
+            vec![format!(
+                "Value 'secret_access_key' not found in secret '{ns}:half'"
+            )],
+        ),
+    ] {
+        let (state, msg, defer) =
+            summary(&support::wait_actionset_done(&client, &ns, name, FINISH).await?);
+        assert_eq!((state, defer), (State::Failed, State::Complete), "{msg}");
+        assert!(texts.iter().all(|t| msg.contains(t)), "{msg}");
+    }
     let (state, msg, _) =
         summary(&support::wait_actionset_done(&client, &ns, "good", FINISH).await?);
     assert_eq!(state, State::Complete, "{msg}");
@@ -283,13 +299,7 @@ async fn corpus_blueprints_read_earlier_phase_secrets() -> anyhow::Result<()> {
         json!({"elastic": "pw"}),
     )
     .await?;
-    create_secret(
-        &client,
-        &ns,
-        "keys",
-        json!({"access_key_id": "AKID", "secret_access_key": "SK"}),
-    )
-    .await?;
+    create_keys_secret(&client, &ns).await?;
     create_profile(&client, &ns, "prof", "http://127.0.0.1:1", "keys").await?;
     create_actionset(
         &client,

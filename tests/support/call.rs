@@ -68,6 +68,11 @@ pub async fn call(ctx: &Context, func: &str, a: Value) -> Result<Output, Functio
     call_with(ctx, func, a, &json!({})).await
 }
 
+/// Runs `func`, which must fail (`why` says why); returns the error's text.
+pub async fn call_err(ctx: &Context, func: &str, a: Value, why: &str) -> String {
+    call(ctx, func, a).await.expect_err(why).to_string()
+}
+
 /// Runs `func` in the background (for a function that waits on what the test does next).
 pub fn spawn_call(
     ctx: &Context,

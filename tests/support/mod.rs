@@ -410,6 +410,27 @@ where
     Ok(api.create(&PostParams::default(), &obj).await?)
 }
 
+/// An ActionSchedule `nightly` in `ns` whose `run-now` token runs action `backup` of Blueprint
+/// `bp` on the namespace `ns` at once (its cron line fires once a year).
+pub async fn create_run_now_schedule(client: &Client, ns: &str) -> anyhow::Result<()> {
+    use blueprint_operator::model::{ANNOTATION_RUN_NOW, ActionSchedule};
+    let object = serde_json::json!({"apiVersion": "v1", "resource": "namespaces",
+        "kind": "Namespace", "name": ns, "namespace": ns});
+    create::<ActionSchedule>(
+        client,
+        ns,
+        serde_json::json!({
+            "apiVersion": "blueprint-operator.io/v1alpha1", "kind": "ActionSchedule",
+            "metadata": {"name": "nightly", "namespace": ns,
+                "annotations": {ANNOTATION_RUN_NOW: "t1"}},
+            "spec": {"schedule": "0 0 1 1 *", "actionSetTemplate": {"actions": [
+                {"name": "backup", "blueprint": "bp", "object": object}]}},
+        }),
+    )
+    .await?;
+    Ok(())
+}
+
 /// A Deployment `name` (label `app: name`, one container `app`) with `replicas` replicas.
 pub async fn create_deployment(
     client: &Client,
