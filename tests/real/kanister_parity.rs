@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 
 use crate::databases::{
     PG_BLUEPRINT, PG_ROWS, PG_SELECT, PG_STS, apply_in, corpus_blueprint, exec, pg_action,
-    postgres_in, psql,
+    pg_ready, postgres_in, psql,
 };
 use crate::functions::{apply_create, start_spec, wait_end};
 use crate::kanister::{self, KANISTER_COMPONENT};
@@ -67,26 +67,7 @@ const KNOWN: &[Known] = &[
         ours: r#"{"backupArtifactLocation":"<bucket>/s3-bucket/path/artifactPrefix","backupID":"<backupID>","backupRoot":"/mnt/vol_data/data-shop-postgresql-0","backupTag":"<backupTag>","fileCount":"<fileCount>","phySize":"<phySize>","size":"<size>","version":"v0.0.0"}"#,
         why: PHYSIZE_WHY,
     },
-    Known {
-        example: "postgresql start-stop backup",
-        field: "actions[0] phase createBackupPod output",
-        kanister: r#"{"apiVersion":"v1","group":"","kind":"","name":"<name>","namespace":"<ns>","resource":"pods"}"#,
-        ours: r#"{"apiVersion":"v1","group":"","kind":"Pod","name":"<name>","namespace":"<ns>","resource":"pods"}"#,
-        why: KUBEOPS_KIND_WHY,
-    },
-    Known {
-        example: "postgresql start-stop backup",
-        field: "actions[0] deferPhase deferPhase output",
-        kanister: r#"{"apiVersion":"v1","group":"","kind":"","name":"<name>","namespace":"<ns>","resource":"pods"}"#,
-        ours: r#"{"apiVersion":"v1","group":"","kind":"Pod","name":"<name>","namespace":"<ns>","resource":"pods"}"#,
-        why: KUBEOPS_KIND_WHY,
-    },
 ];
-
-/// Why KubeOps' output names the kind only on our side.
-const KUBEOPS_KIND_WHY: &str = "KubeOps' output `kind`: Kanister's is an ObjectReference built \
-     from the resource mapping (create) or the `objectReference` argument (delete), without the \
-     kind; ours fills in the resolved kind.";
 
 /// Why ours reports restic's stored size where Kanister's does not.
 const PHYSIZE_WHY: &str = "`phySize`: Kanister's parser of restic's backup log \
@@ -1209,15 +1190,7 @@ async fn corpus_postgres_start_stop_backup_restore_delete_by_kanister_and_by_our
     .await;
     found.extend(diff);
     for ns in [kns, ours_ns.as_str()] {
-        kubectl(&[
-            "rollout",
-            "status",
-            "-n",
-            ns,
-            &format!("statefulset/{PG_STS}"),
-            "--timeout=180s",
-        ])
-        .unwrap();
+        pg_ready(ns);
         assert_eq!(psql(ns, PG_SELECT), rows, "{ns}: the rows are back");
     }
 
