@@ -11,7 +11,8 @@
 //! For `patch`/`delete` the namespace is `objectReference.namespace`, else
 //! the `namespace` argument, else `default`. Output: `apiVersion` (the version,
 //! as in Kanister's ObjectReference), `group`, `resource`, `kind`, `name`,
-//! `namespace` of the object.
+//! `namespace` of the object; `kind` as Kanister leaves it: empty for create,
+//! the `objectReference`'s for patch and delete.
 
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Map, Value};
@@ -122,6 +123,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>) -> Result<Output, FunctionError> {
                 .map_err(|e| kerr(format!("creating {} {}", tm.kind, describe(&obj)), e))?;
             Ok(output(
                 &res,
+                "",
                 &created.metadata.name.unwrap_or_default(),
                 created.metadata.namespace.as_deref().unwrap_or(""),
             ))
@@ -164,6 +166,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>) -> Result<Output, FunctionError> {
                     .map_err(|e| kerr(format!("patching {} {where_}", res.resource.kind), e))?;
                 Ok(output(
                     &res,
+                    &r.kind,
                     &patched.metadata.name.unwrap_or_default(),
                     patched.metadata.namespace.as_deref().unwrap_or(""),
                 ))
@@ -171,7 +174,12 @@ pub async fn run(ctx: &Context, a: &Args<'_>) -> Result<Output, FunctionError> {
                 api.delete(&r.name, &DeleteParams::default())
                     .await
                     .map_err(|e| kerr(format!("deleting {} {where_}", res.resource.kind), e))?;
-                Ok(output(&res, &r.name, if res.namespaced { &ns } else { "" }))
+                Ok(output(
+                    &res,
+                    &r.kind,
+                    &r.name,
+                    if res.namespaced { &ns } else { "" },
+                ))
             }
         }
     }
@@ -195,13 +203,15 @@ fn kerr(action: String, e: kube::Error) -> FunctionError {
     FunctionError::kube(NAME, action, e)
 }
 
-fn output(res: &Resolved, name: &str, namespace: &str) -> Output {
+/// The object's reference; `kind` is what Kanister's (an ObjectReference built from the
+/// resource mapping, or the argument) holds, not the resolved kind.
+fn output(res: &Resolved, kind: &str, name: &str, namespace: &str) -> Output {
     let mut out = Output::new();
     let ar = &res.resource;
     out.insert("apiVersion".into(), ar.version.clone().into());
     out.insert("group".into(), ar.group.clone().into());
     out.insert("resource".into(), ar.plural.clone().into());
-    out.insert("kind".into(), ar.kind.clone().into());
+    out.insert("kind".into(), kind.into());
     out.insert("name".into(), name.into());
     out.insert("namespace".into(), namespace.into());
     out

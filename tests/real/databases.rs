@@ -118,6 +118,11 @@ spec:
 "#
     ))
     .unwrap();
+    pg_ready(ns);
+}
+
+/// Waits until the PostgreSQL StatefulSet of `ns` has its pod ready (its probe: `pg_isready`).
+pub fn pg_ready(ns: &str) {
     kubectl(&[
         "rollout",
         "status",

@@ -12,8 +12,11 @@
 //! corpus time-log Blueprint's backup and restore (BackupData exec'd in the app, ScaleWorkload,
 //! RestoreData). The PostgreSQL Blueprint runs on Kanister's side with Kanister's own kando (the
 //! image `postgres-kanister-kando:0.119.0`, tools/images/build.sh) and on ours with the corpus'
-//! image (our kando); each side then restores the other's dump (rows checked). The comparison's
-//! functions are pure and unit-tested below (`mod unit`).
+//! image (our kando); each side then restores the other's dump (rows checked). The corpus
+//! postgres-start-stop Blueprint (KubeOps, WaitV2, KubeExec into a psql session around
+//! CopyVolumeData, KubeOps and ScaleWorkload deferPhases) backs up, restores (rows checked) and
+//! deletes, as written on both sides. The comparison's functions are pure and unit-tested below
+//! (`mod unit`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -21,7 +24,7 @@ use serde_json::{Value, json};
 
 use crate::databases::{
     PG_BLUEPRINT, PG_ROWS, PG_SELECT, PG_STS, apply_in, corpus_blueprint, exec, pg_action,
-    postgres_in, psql,
+    pg_ready, postgres_in, psql,
 };
 use crate::functions::{apply_create, start_spec, wait_end};
 use crate::kanister::{self, KANISTER_COMPONENT};
@@ -49,16 +52,29 @@ struct Known {
 
 /// Every difference the tests expect; a test fails on any other of its examples and on one of
 /// them that is gone.
-const KNOWN: &[Known] = &[Known {
-    example: "time-log backup",
-    field: "actions[0] phase backupToS3 output",
-    kanister: r#"{"backupID":"<backupID>","backupTag":"<backupTag>","fileCount":"1","phySize":"","size":"30 B","version":"v0.0.0"}"#,
-    ours: r#"{"backupID":"<backupID>","backupTag":"<backupTag>","fileCount":"1","phySize":"<phySize>","size":"30 B","version":"v0.0.0"}"#,
-    why: "`phySize`: Kanister's parser of restic's backup log (`SnapshotStatsFromBackupLog`) reads \
-          only the line `Added to the repo: <size>`; restic 0.18.1, the tools image's, prints \
-          `Added to the repository: <size> (<size> stored)`, which ours reads as well. Kept: the \
-          value is restic's, Kanister leaves it empty only because its pattern predates the line.",
-}];
+const KNOWN: &[Known] = &[
+    Known {
+        example: "time-log backup",
+        field: "actions[0] phase backupToS3 output",
+        kanister: r#"{"backupID":"<backupID>","backupTag":"<backupTag>","fileCount":"1","phySize":"","size":"30 B","version":"v0.0.0"}"#,
+        ours: r#"{"backupID":"<backupID>","backupTag":"<backupTag>","fileCount":"1","phySize":"<phySize>","size":"30 B","version":"v0.0.0"}"#,
+        why: PHYSIZE_WHY,
+    },
+    Known {
+        example: "postgresql start-stop backup",
+        field: "actions[0] phase copyFiles output",
+        kanister: r#"{"backupArtifactLocation":"<bucket>/s3-bucket/path/artifactPrefix","backupID":"<backupID>","backupRoot":"/mnt/vol_data/data-shop-postgresql-0","backupTag":"<backupTag>","fileCount":"<fileCount>","phySize":"","size":"<size>","version":"v0.0.0"}"#,
+        ours: r#"{"backupArtifactLocation":"<bucket>/s3-bucket/path/artifactPrefix","backupID":"<backupID>","backupRoot":"/mnt/vol_data/data-shop-postgresql-0","backupTag":"<backupTag>","fileCount":"<fileCount>","phySize":"<phySize>","size":"<size>","version":"v0.0.0"}"#,
+        why: PHYSIZE_WHY,
+    },
+];
+
+/// Why ours reports restic's stored size where Kanister's does not.
+const PHYSIZE_WHY: &str = "`phySize`: Kanister's parser of restic's backup log \
+     (`SnapshotStatsFromBackupLog`) reads only the line `Added to the repo: <size>`; restic \
+     0.18.1, the tools image's, prints `Added to the repository: <size> (<size> stored)`, which \
+     ours reads as well. Kept: the value is restic's, Kanister leaves it empty only because its \
+     pattern predates the line.";
 
 /// The examples of the tests: name (as in [`Known`]) and what runs.
 const PG_EXAMPLES: &[(&str, &str)] = &[
@@ -546,6 +562,28 @@ fn drop_items(ns: &str) {
     assert_eq!(left.trim(), "0", "{ns}: the table is still there");
 }
 
+/// Creates the database `shop` with [`PG_ROWS`] in the PostgreSQL of each of `namespaces`
+/// ([`postgres_in`]); their [`PG_SELECT`], the same in each.
+fn shop_rows(namespaces: &[&str]) -> String {
+    let mut rows = Vec::new();
+    for ns in namespaces {
+        exec(
+            ns,
+            &format!("{PG_STS}-0"),
+            "psql -v ON_ERROR_STOP=1 -h /var/run/postgresql -U postgres -c 'CREATE DATABASE shop'",
+        );
+        psql(ns, PG_ROWS);
+        rows.push(psql(ns, PG_SELECT));
+    }
+    assert!(
+        rows.windows(2).all(|w| w[0] == w[1]),
+        "the databases hold the same rows"
+    );
+    let rows = rows.remove(0);
+    assert_eq!(rows.lines().count(), 502, "{rows}");
+    rows
+}
+
 /// The corpus PostgreSQL Blueprint with Kanister's kando image instead of the corpus' (ours).
 fn kanister_pg_blueprint() -> String {
     let text = corpus_blueprint(PG_BLUEPRINT);
@@ -567,19 +605,7 @@ async fn corpus_postgres_backup_and_restore_by_kanister_and_by_ours_compare_and_
     postgres_in(&ours_ns, BUCKET).await;
     apply_in(kns, &kanister_pg_blueprint());
     apply_in(&ours_ns, &corpus_blueprint(PG_BLUEPRINT));
-    let mut rows = Vec::new();
-    for ns in [kns, ours_ns.as_str()] {
-        exec(
-            ns,
-            &format!("{PG_STS}-0"),
-            "psql -v ON_ERROR_STOP=1 -h /var/run/postgresql -U postgres -c 'CREATE DATABASE shop'",
-        );
-        psql(ns, PG_ROWS);
-        rows.push(psql(ns, PG_SELECT));
-    }
-    assert_eq!(rows[0], rows[1], "both databases hold the same rows");
-    let rows = rows.remove(0);
-    assert_eq!(rows.lines().count(), 502, "{rows}");
+    let rows = shop_rows(&[kns, &ours_ns]);
 
     let mut found = Vec::new();
     // Backups, one after the other so that each run's store keys are its own.
@@ -837,6 +863,7 @@ mod unit {
         let examples: Vec<(&str, &str)> = PG_EXAMPLES
             .iter()
             .chain(TIME_LOG_EXAMPLES)
+            .chain(START_STOP_EXAMPLES)
             .copied()
             .collect();
         for k in KNOWN {
@@ -1035,6 +1062,157 @@ async fn corpus_time_log_backup_and_restore_by_kanister_and_by_ours_compare() {
     kubectl(&["delete", "namespace", &ours_ns, "--wait=false"]).unwrap();
     found.sort();
     let result = check_examples(TIME_LOG_EXAMPLES, &found);
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
+// ---- postgres-start-stop: KubeOps, WaitV2, KubeExec, CopyVolumeData, a KubeOps deferPhase -----
+
+const START_STOP_BLUEPRINT: &str =
+    "kanister-examples/postgresql/postgres-start-stop-blueprint.yaml";
+const START_STOP_EXAMPLES: &[(&str, &str)] = &[
+    (
+        "postgresql start-stop backup",
+        "`kanister-examples/postgresql/postgres-start-stop-blueprint.yaml`, action `backup` on a \
+         StatefulSet: KubeOps creates a pod of `bitnamilegacy/postgresql:17` holding a psql \
+         session (password from the phase's Secret), WaitV2 until it is ready, KubeExec into it \
+         `pg_backup_start` and `pg_backup_stop` around CopyVolumeData of the database's volume \
+         (each controller's default tools image), a KubeOps deferPhase deletes the pod",
+    ),
+    (
+        "postgresql start-stop restore",
+        "the same Blueprint's `restore` after the table was dropped (ScaleWorkload to 0, \
+         RestoreData of the volume in a pod of `ghcr.io/kanisterio/kanister-tools:0.110.0`, a \
+         ScaleWorkload deferPhase back to the pods the action began with), rows checked",
+    ),
+    (
+        "postgresql start-stop delete",
+        "the same Blueprint's `delete` of that backup (DeleteData: restic forgets the snapshot)",
+    ),
+];
+
+/// What [`observe`] makes of one run.
+type Observed = BTreeMap<String, String>;
+
+/// Runs the action `spec(ns)` by Kanister in its namespace, then by ours in `ours_ns` (each on
+/// its own bucket); both must complete. Their ActionSets (Kanister's, ours) and the differences
+/// of `example`.
+async fn side_by_side(
+    example: &str,
+    ours_ns: &str,
+    buckets: (&str, &str),
+    random: &[&str],
+    spec: impl Fn(&str) -> Value,
+) -> ((Value, Value), Vec<Difference>, (Observed, Observed)) {
+    let kns = kanister::NS;
+    let (k, k_obs) = run(Side::Kanister, kns, spec(kns), &[buckets.0], random).await;
+    let (o, o_obs) = run(Side::Ours, ours_ns, spec(ours_ns), &[buckets.1], random).await;
+    assert_eq!(k["status"]["state"], "complete", "{k:#}");
+    assert_eq!(o["status"]["state"], "complete", "{o:#}");
+    let found = differences(example, &k_obs, &o_obs);
+    ((k, o), found, (k_obs, o_obs))
+}
+
+#[tokio::test]
+#[ignore = "real tier: tools/test.sh --real"]
+async fn corpus_postgres_start_stop_backup_restore_delete_by_kanister_and_by_ours_compare() {
+    let _kanister = kanister::install().await;
+    let client = real::client().await;
+    let ours_ns = support::namespace(&client, "parity-ss").await;
+    let kns = kanister::NS;
+    // A bucket per side: CopyVolumeData's restic repository is under a fixed prefix of it.
+    let buckets = ("bpo-real-parity-ss-k", "bpo-real-parity-ss-o");
+    // The Blueprint as written on both sides: its pods run no kando.
+    let blueprint = corpus_blueprint(START_STOP_BLUEPRINT);
+    for (ns, bucket) in [(kns, buckets.0), (ours_ns.as_str(), buckets.1)] {
+        postgres_in(ns, bucket).await;
+        apply_in(ns, &blueprint);
+    }
+    let rows = shop_rows(&[kns, &ours_ns]);
+    // Made anew by each run: restic's snapshot IDs, tags and stored sizes, the backup pod's
+    // name; and what each side's own data directory holds (its WAL and statistics files differ).
+    let random = [
+        "backupID",
+        "backupTag",
+        "phySize",
+        "name",
+        "fileCount",
+        "size",
+    ];
+    let action = |name: &'static str, artifacts: Option<Value>| {
+        move |ns: &str| {
+            let extra = artifacts
+                .as_ref()
+                .map_or(json!({}), |a| json!({"artifacts": a}));
+            pg_action(ns, name, "postgres-bp", extra)
+        }
+    };
+
+    let mut found = Vec::new();
+    let ((k_backup, o_backup), diff, (k_obs, o_obs)) = side_by_side(
+        "postgresql start-stop backup",
+        &ours_ns,
+        buckets,
+        &random,
+        action("backup", None),
+    )
+    .await;
+    for obs in [&k_obs, &o_obs] {
+        assert!(obs["store added"].contains("/snapshots/<id>"), "{obs:#?}");
+    }
+    found.extend(diff);
+    // The deferPhase deleted the psql pod the phases exec'd into.
+    for ns in [kns, ours_ns.as_str()] {
+        support::poll(real::WAIT, || async {
+            let pods = kubectl(&["get", "pods", "-n", ns, "-o", "name"]).ok()?;
+            (!pods.contains("postgres-backup-session")).then_some(())
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{ns}: the backup pod is still there: {e}"));
+    }
+
+    // The table is lost; the restore brings the volume back as it was during the backup.
+    drop_items(kns);
+    drop_items(&ours_ns);
+    let art = |a: &Value| a["status"]["actions"][0]["artifacts"]["cloudObject"].clone();
+    let (k_art, o_art) = (art(&k_backup), art(&o_backup));
+    let ((_, _), diff, _) = side_by_side(
+        "postgresql start-stop restore",
+        &ours_ns,
+        buckets,
+        &random,
+        |ns: &str| {
+            let a = if ns == kns { &k_art } else { &o_art };
+            action("restore", Some(json!({"cloudObject": a})))(ns)
+        },
+    )
+    .await;
+    found.extend(diff);
+    for ns in [kns, ours_ns.as_str()] {
+        pg_ready(ns);
+        assert_eq!(psql(ns, PG_SELECT), rows, "{ns}: the rows are back");
+    }
+
+    let ((_, _), diff, (k_obs, o_obs)) = side_by_side(
+        "postgresql start-stop delete",
+        &ours_ns,
+        buckets,
+        &random,
+        |ns: &str| {
+            let a = if ns == kns { &k_art } else { &o_art };
+            action("delete", Some(json!({"cloudObject": a})))(ns)
+        },
+    )
+    .await;
+    for obs in [&k_obs, &o_obs] {
+        assert!(obs["store removed"].contains("/snapshots/<id>"), "{obs:#?}");
+    }
+    found.extend(diff);
+
+    kubectl(&["delete", "namespace", &ours_ns, "--wait=false"]).unwrap();
+    found.sort();
+    let result = check_examples(START_STOP_EXAMPLES, &found);
     if let Err(e) = result {
         panic!("{e}");
     }

@@ -30,6 +30,13 @@
 #   postgres-kanister-kando   docker.io/library/postgres-kanister-kando:0.119.0: postgres-kanister-tools
 #                             with Kanister's own kando (tools/kanister/build.sh) instead of ours,
 #                             for the PostgreSQL Blueprint run by Kanister's controller beside ours
+#   bitnami-postgresql        docker.io/bitnamilegacy/postgresql:17, the backup pod of the corpus'
+#                             postgres-start-stop Blueprint, under that name: Debian's PostgreSQL 15
+#                             client (psql first on PATH, as Bitnami's), bash, coreutils (mkfifo,
+#                             tee, tail), grep; runs as root (Bitnami's runs as 1001)
+#   kanister-tools-0.110.0    ghcr.io/kanisterio/kanister-tools:0.110.0, :0.116.0 and :0.119.0: the
+#   kanister-tools-0.116.0    same as blueprint-operator-tools, under the names that Blueprint's
+#   kanister-tools-0.119.0    RestoreData names and that CopyVolumeData defaults to (ours, Kanister's)
 # VERSION is Cargo.toml's package version. Images reference docker.io/library/NAME because that is
 # what the kubelet asks containerd for when a pod says `image: NAME:TAG`.
 #
@@ -476,9 +483,28 @@ define_images() {
     --cmd '["/bin/bash"]' --workdir /root \
     --env PATH=/usr/local/sbin:/usr/local/bin:/usr/lib/postgresql/15/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     --env SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
+
+  # kanister-examples/postgresql/postgres-start-stop-blueprint.yaml: its KubeOps pod keeps a psql
+  # session open through a FIFO (mkfifo, tee, tail -f, grep) into which its KubeExec phases write
+  # pg_backup_start and pg_backup_stop; PostgreSQL 15 has both (Bitnami's 17 too).
+  image bitnami-postgresql docker.io/bitnamilegacy/postgresql:17 \
+    --packages "bash postgresql-client-15 coreutils grep" \
+    --link /bin/sh=bash \
+    --file "/etc/passwd=$here/files/root/passwd" --file "/etc/group=$here/files/root/group" \
+    --file "/etc/nsswitch.conf=$here/files/nsswitch.conf" \
+    --dir /tmp:1777 --dir /var/tmp:1777 --dir /root:700 \
+    --check-elf /bin/bash --check-elf /usr/bin/mkfifo --check-elf /usr/bin/tee \
+    --check-elf /usr/bin/tail --check-elf /bin/grep --check-elf /usr/lib/postgresql/15/bin/psql \
+    --cmd '["/bin/bash"]' --workdir /root \
+    --env PATH=/usr/lib/postgresql/15/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+  # That Blueprint's restore names kanister-tools:0.110.0 for RestoreData; its CopyVolumeData
+  # names no image, so each controller runs its default (ours 0.116.0, Kanister 0.119.0's own).
+  tools_image kanister-tools-0.110.0 ghcr.io/kanisterio/kanister-tools:0.110.0
+  tools_image kanister-tools-0.116.0 ghcr.io/kanisterio/kanister-tools:0.116.0
+  tools_image kanister-tools-0.119.0 ghcr.io/kanisterio/kanister-tools:0.119.0
 }
 
-known=" pause blueprint-operator blueprint-operator-tools kanister-tools busybox postgres-db mariadb-db postgres-kanister-tools postgres-kanister-tools-rds mysql-sidecar kanister-controller postgres-kanister-kando "
+known=" pause blueprint-operator blueprint-operator-tools kanister-tools busybox postgres-db mariadb-db postgres-kanister-tools postgres-kanister-tools-rds mysql-sidecar kanister-controller postgres-kanister-kando bitnami-postgresql kanister-tools-0.110.0 kanister-tools-0.116.0 kanister-tools-0.119.0 "
 for n in "${selected[@]}"; do
   [[ "$known" == *" $n "* ]] || fail "unknown image $n (images:$known)"
 done
