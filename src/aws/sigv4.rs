@@ -163,7 +163,7 @@ fn sign_for(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn at(amz_date: &str) -> SystemTime {
@@ -179,7 +179,8 @@ mod tests {
             .unwrap_or_default()
     }
 
-    fn suite_creds() -> Credentials {
+    /// The credentials of AWS's published SigV4 test suite.
+    pub(crate) fn suite_creds() -> Credentials {
         Credentials {
             access_key_id: "AKIDEXAMPLE".into(),
             secret_access_key: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY".into(),

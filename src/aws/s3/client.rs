@@ -524,14 +524,7 @@ fn batch_unsupported(e: &S3Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn suite_creds() -> Credentials {
-        Credentials {
-            access_key_id: "AKIDEXAMPLE".into(),
-            secret_access_key: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY".into(),
-            session_token: None,
-        }
-    }
+    use crate::aws::sigv4::tests::suite_creds;
 
     #[test]
     fn endpoints_are_checked() {
