@@ -291,6 +291,15 @@ pub struct ActionScheduleStatus {
     /// The latest ticks that were missed or skipped, newest first (at most 10).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub recent_skips: Vec<SkippedRun>,
+    /// Completion time of the newest verification run that passed (`spec.verify`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_verified_time: Option<Time>,
+    /// The backup run the newest passing verification proved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_verified_run: Option<String>,
+    /// Verification runs failed since the newest one that passed.
+    #[serde(default)]
+    pub consecutive_verification_failures: u32,
     /// The last `run-now` token handled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_run_now_token: Option<String>,
