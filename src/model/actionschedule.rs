@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use schemars::transform::RecursiveTransform;
 use serde::{Deserialize, Serialize};
 
-use super::ActionSetSpec;
+use super::{ActionSetSpec, ObjectReference};
 
 pub const SCHEDULE_GROUP: &str = "blueprint-operator.io";
 
@@ -98,6 +98,40 @@ pub struct ActionScheduleSpec {
     /// Rotation of finished runs.
     #[serde(default)]
     pub retention: Retention,
+    /// Prove backups by restoring them: a complete run counts as verified once a verification
+    /// run restored its artifacts into a scratch target (and the check action, if any, passed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<Verify>,
+}
+
+/// Restore verification of a schedule's complete runs. The verification run is an ActionSet
+/// like the backup's (same profile, options, secrets and configMaps) whose action is `action`
+/// on `object`, with the backup run's output artifacts as its input artifacts.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Verify {
+    /// Verify every Nth complete run (1: each one). Default 1 unless `schedule` is set;
+    /// not both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub every: Option<u32>,
+    /// Verify on this cron line instead (in `timeZone`): each tick verifies the newest
+    /// complete run not yet verified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<String>,
+    /// The Blueprint action that restores a backup (typically `restore`).
+    pub action: String,
+    /// A Blueprint action run on the same target after `action` completes, that fails when
+    /// the restored data is wrong (e.g. counts rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_action: Option<String>,
+    /// The scratch target the backup is restored into (Kanister's ObjectReference: `kind`,
+    /// `name`, `namespace`); never the backup's own object.
+    #[schemars(schema_with = "object_reference")]
+    pub object: ObjectReference,
+    /// The Blueprint of both actions; default the backup template's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blueprint: Option<String>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
@@ -203,6 +237,11 @@ pub struct Retention {
     /// Blueprint's delete action declares, else the run's object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delete_action_kind: Option<String>,
+    /// Keep the newest N verified complete runs (`spec.verify`). Whatever the other rules
+    /// say, the newest verified run is never rotated, and unverified runs older than it go
+    /// first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_verified: Option<u32>,
     /// What deleting the schedule does to its runs: `Retain` (default) keeps
     /// them; `Delete` runs `deleteAction` for each complete run and removes
     /// the runs whose delete succeeded before the schedule goes.
@@ -242,6 +281,7 @@ impl Default for Retention {
             keep_weekly: None,
             keep_monthly: None,
             keep_yearly: None,
+            keep_verified: None,
             delete_action: None,
             delete_action_kind: None,
             on_delete: OnDelete::Retain,
@@ -374,6 +414,22 @@ fn preserve_unknown_object(_: &mut schemars::SchemaGenerator) -> schemars::Schem
         "type": "object",
         "description": "The spec of the ActionSets to create (Kanister ActionSetSpec: actions[] with name, blueprint, object, profile, options, secrets, configMaps, artifacts ...).",
         "x-kubernetes-preserve-unknown-fields": true
+    })
+}
+
+fn object_reference(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "object",
+        "description": "Kanister's ObjectReference: kind (e.g. StatefulSet, Deployment, Namespace), name, namespace.",
+        "required": ["kind", "name"],
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "group": {"type": "string"},
+            "resource": {"type": "string"},
+            "kind": {"type": "string"},
+            "name": {"type": "string"},
+            "namespace": {"type": "string"}
+        }
     })
 }
 
