@@ -665,6 +665,25 @@ async fn sigterm_turns_readyz_503_and_the_request_in_flight_is_answered() {
         matches!(http_get(probe, "/readyz").await, Ok((503, body)) if body.contains("shutting down"))
     })
     .await;
+    // Within the delay a new request is still answered, and its connection is not kept alive:
+    // the API server must not reuse a connection this pod is about to close.
+    let mut conn = Conn::connect(https, client_config(&c.ca_cert_pem), "localhost")
+        .await
+        .expect("still accepting during --shutdown-delay");
+    let during = conn
+        .request(
+            "POST",
+            "/validate/blueprint",
+            &blueprint_review("during", &valid_blueprint()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(during.status, 200, "{}", during.text());
+    assert_eq!(
+        during.header("connection"),
+        Some("close"),
+        "an answer during the shutdown delay keeps its connection alive"
+    );
     eventually("the HTTPS listener stops accepting", || async {
         tokio::net::TcpStream::connect(https).await.is_err()
     })

@@ -9,7 +9,11 @@
 //!
 //! On SIGTERM/SIGINT `/readyz` turns 503, the server keeps answering for `--shutdown-delay`
 //! (so the API server and kube-proxy stop sending to this pod), then stops accepting and waits
-//! up to `--shutdown-grace` for requests in flight.
+//! up to `--shutdown-grace` for requests in flight. During the delay each HTTP/1.1 answer says
+//! `Connection: close`: the API server calls webhooks over HTTP/1.1 and keeps connections
+//! alive, pinned to this pod past the endpoint's removal; closing them after an answer is
+//! clean, while closing an idle one at the end of the delay races a request it is about to
+//! carry (the API server then refuses that apply, "broken pipe").
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -20,7 +24,7 @@ use anyhow::Context as _;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, Version, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum_server::Handle;
@@ -145,7 +149,16 @@ fn router(state: Shared) -> Router {
     for route in Route::ALL {
         r = r.route(
             route.path(),
-            post(move |State(st): State<Shared>, body: Body| admit(st, route, body)),
+            post(
+                move |State(st): State<Shared>, version: Version, body: Body| async move {
+                    let mut response = admit(st.clone(), route, body).await;
+                    if version < Version::HTTP_2 && st.shutting_down.load(Ordering::Relaxed) {
+                        let close = HeaderValue::from_static("close");
+                        response.headers_mut().insert(header::CONNECTION, close);
+                    }
+                    response
+                },
+            ),
         );
     }
     r.with_state(state.clone()).merge(probe_routes(&state))

@@ -9,6 +9,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod admission_faults;
 mod databases;
 mod demo;
 mod failures;
