@@ -2,7 +2,7 @@
 //! PodDisruptionBudget, a shutdown delay that keeps serving until the endpoint is gone) must
 //! admit every Blueprint apply of a burst through a node drain's eviction of one replica and
 //! through a rolling restart. A SIGKILLed replica cannot say goodbye: the applies that reach it
-//! before its endpoint is dropped are counted and reported (docs/operations.md), and each
+//! before its endpoint is dropped are counted and reported (docs/performance.md), and each
 //! refusal must name the webhook.
 
 use std::sync::Arc;
