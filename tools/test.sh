@@ -33,7 +33,8 @@ if [[ "${1:-}" != --real ]]; then
   tools/control-plane/build.sh >/dev/null
   # restic + an S3-compatible object store + the VolumeSnapshot CRDs (data-mover and CSI tests).
   tools/data-plane/build.sh >/dev/null
-  # moto's standalone server, the AWS API of the RDS function tests (tests/e2e/rds.rs).
+  # moto's standalone server: the AWS API of the RDS function tests (tests/e2e/rds.rs) and the
+  # strict S3 of the kando and data tests (tools/moto/strict_server.py).
   tools/moto/build.sh >/dev/null
   # helm for the chart tests (tests/helm_chart.rs).
   tools/helm/build.sh >/dev/null

@@ -104,6 +104,13 @@ pub enum Failure {
     Transport(String),
 }
 
+/// The `Content-Length` a request carries. hyper writes none for an empty body, and S3 answers
+/// a PUT or POST without one `411 MissingContentLength` (an empty object, CreateMultipartUpload):
+/// those always say their length, 0 included; other methods only a body's (RFC 9110 §8.6).
+pub fn content_length(method: &Method, len: usize) -> Option<usize> {
+    (len > 0 || *method == Method::PUT || *method == Method::POST).then_some(len)
+}
+
 /// Signs `req` and sends it; the deadline covers the whole answer, or with `stream` only the
 /// wait for a 2xx answer's headers.
 pub async fn exchange(
@@ -132,6 +139,7 @@ pub async fn exchange(
         )
     }
     .map_err(|e| Failure::Sign(e.to_string()))?;
+    let length = content_length(&req.method, req.body.len());
     let mut rb = http::Request::builder().method(req.method).uri(req.url);
     for (k, v) in req
         .headers
@@ -145,6 +153,9 @@ pub async fn exchange(
         "user-agent",
         concat!("blueprint-operator/", env!("CARGO_PKG_VERSION")),
     );
+    if let Some(len) = length {
+        rb = rb.header(http::header::CONTENT_LENGTH, len);
+    }
     let request = rb
         .body(Full::new(req.body))
         .map_err(|e| Failure::Build(e.to_string()))?;
@@ -180,4 +191,20 @@ pub async fn exchange(
             limits.timeout.as_secs()
         )))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uploads_always_say_their_length() {
+        assert_eq!(content_length(&Method::PUT, 0), Some(0));
+        assert_eq!(content_length(&Method::POST, 0), Some(0));
+        assert_eq!(content_length(&Method::PUT, 1024), Some(1024));
+        assert_eq!(content_length(&Method::POST, 7), Some(7));
+        assert_eq!(content_length(&Method::GET, 0), None);
+        assert_eq!(content_length(&Method::DELETE, 0), None);
+        assert_eq!(content_length(&Method::DELETE, 3), Some(3));
+    }
 }

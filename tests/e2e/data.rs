@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crate::support::call::call_with;
 use crate::support::controller::Controller;
-use crate::support::data_plane::{app_params, ctx, delete_pv, out_str, vol_data_pvc};
+use crate::support::data_plane::{Store, app_params, ctx, delete_pv, out_str, vol_data_pvc};
 use crate::support::files::{TempDir, assert_same_tree, noise, read_tree, restored_root};
 use crate::support::kanister::{self, create_actionset, create_blueprint, deployment_object};
 use anyhow::Context as _;
@@ -73,9 +73,23 @@ const DEFAULT_KEY: &str = blueprint_operator::restic::DEFAULT_ENCRYPTION_KEY;
 /// tag: the snapshots are gone from the repository.
 #[tokio::test]
 async fn backup_restore_delete_round_trip() -> anyhow::Result<()> {
-    let Some((client, ns)) = setup("data-rt").await else {
+    backup_restore_delete(Store::GoFakeS3, "data-rt").await
+}
+
+/// [`backup_restore_delete_round_trip`] on the strict S3 (moto behind AWS S3's request
+/// checks): restic's requests, signatures and checksums included, pass what AWS S3 checks.
+#[tokio::test]
+async fn backup_restore_delete_round_trip_on_strict_s3() -> anyhow::Result<()> {
+    backup_restore_delete(Store::Moto, "data-rt-strict").await
+}
+
+async fn backup_restore_delete(store: Store, ns_prefix: &str) -> anyhow::Result<()> {
+    let Some((client, ns)) = support::data_plane::setup_on(store, ns_prefix, PROFILE, BUCKET).await
+    else {
         return Ok(());
     };
+    let snapshots =
+        |path: &str, key: &str| support::data_plane::snapshots_on(store, BUCKET, path, key);
     let pod = support::data_plane::app_pod(&client, &ns).await?;
     let p = app_params(&ns, PROFILE).await?;
     let c = ctx(&ns);

@@ -6,6 +6,10 @@
 //!
 //! Objects are checked with the executor's own S3 client at the keys
 //! written out literally (Kanister's rule: `<location.prefix>/<--path>`).
+//! Transfers of every size class also run on moto's S3 behind AWS S3's
+//! request checks (support::data_plane::Store::Moto), which refuses what
+//! gofakes3 lets through (an upload without Content-Length, a wrong
+//! signature or body checksum).
 
 use crate::support;
 
@@ -14,6 +18,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
+use crate::support::data_plane::{STORES, Store};
 use crate::support::s3_stub::{self, GOOD_KEY, GOOD_SECRET, STUB_REGION, Stub};
 use blueprint_operator::aws::s3::transfer::PART_SIZE;
 use blueprint_operator::phase_output as output;
@@ -61,8 +66,13 @@ fn subcommand(args: &[&str]) -> Command {
 /// A Profile JSON on the test object store, as this executor's `toJson
 /// .Profile` prints it.
 fn profile(bucket: &str, prefix: &str) -> Value {
-    let store = support::data_plane::object_store();
-    support::data_plane::create_bucket(bucket).expect("create bucket");
+    profile_on(Store::GoFakeS3, bucket, prefix)
+}
+
+/// [`profile`] on `kind`.
+fn profile_on(kind: Store, bucket: &str, prefix: &str) -> Value {
+    let store = kind.get();
+    support::data_plane::create_bucket_in(kind, bucket).expect("create bucket");
     json!({
         "Location": {"Type": "s3Compliant", "Bucket": bucket, "Endpoint": store.endpoint,
                      "Prefix": prefix, "Region": store.region},
@@ -92,8 +102,12 @@ fn rt() -> tokio::runtime::Runtime {
 }
 
 fn list(bucket: &str, prefix: &str) -> Vec<String> {
+    list_on(Store::GoFakeS3, bucket, prefix)
+}
+
+fn list_on(kind: Store, bucket: &str, prefix: &str) -> Vec<String> {
     let mut keys = rt()
-        .block_on(support::data_plane::store_client().list_all(bucket, prefix, None))
+        .block_on(kind.client().list_all(bucket, prefix, None))
         .expect("list");
     keys.sort();
     keys
@@ -282,6 +296,216 @@ fn a_large_stream_round_trips_in_bounded_memory() {
         "pull peak RSS {pull} KiB for {} MiB, {base_pull} KiB for 1 KiB",
         LEN / MIB
     );
+}
+
+/// On both stores, empty (from stdin and from a file), 1 KiB, exactly one
+/// part (the largest single PutObject plus one byte is the first multipart
+/// size; exactly a part is a one-part multipart upload) and one part and a
+/// byte (two parts) are pushed, pulled back byte for byte and deleted. An
+/// empty object pulled into a file empties the file. On the strict store
+/// every request carries a Content-Length, a signature and a body hash that
+/// AWS S3 would accept.
+#[test]
+fn every_size_class_round_trips_on_both_stores() {
+    let sizes = [0, 1024, PART_SIZE, PART_SIZE + 1];
+    for kind in STORES {
+        let bucket = "bpo-kando-sizes";
+        let p = profile_on(kind, bucket, "sizes").to_string();
+        for (i, &len) in sizes.iter().enumerate() {
+            let path = format!("stdin/{len}");
+            push_measured(&p, &path, 40 + i as u64, len);
+            let (n, digest, _) = pull_measured(&p, &path);
+            assert_eq!(n, len, "{kind:?}");
+            assert!(
+                digest == gen_digest(40 + i as u64, len),
+                "{kind:?}: {len} bytes differ"
+            );
+        }
+        let dir = kando_link().0;
+        let empty = dir.join("empty.sql");
+        std::fs::write(&empty, b"").expect("empty file");
+        let (code, _, err) = run(kando(&[
+            "location",
+            "push",
+            "--profile",
+            &p,
+            empty.to_str().expect("utf-8 path"),
+            "--path",
+            "file/empty.sql",
+        ]));
+        assert_eq!(code, 0, "{kind:?}: {err}");
+        let target = dir.join("restored.sql");
+        std::fs::write(&target, b"an older, longer dump").expect("old target");
+        let (code, _, err) = run(kando(&[
+            "location",
+            "pull",
+            "--profile",
+            &p,
+            "--path",
+            "file/empty.sql",
+            target.to_str().expect("utf-8 path"),
+        ]));
+        assert_eq!(code, 0, "{kind:?}: {err}");
+        assert_eq!(std::fs::read(&target).expect("restored"), b"", "{kind:?}");
+        let mut expected: Vec<String> = sizes.iter().map(|n| format!("sizes/stdin/{n}")).collect();
+        expected.push("sizes/file/empty.sql".into());
+        expected.sort();
+        assert_eq!(list_on(kind, bucket, "sizes/"), expected, "{kind:?}");
+        for path in ["stdin", "file"] {
+            let (code, _, err) = run(kando(&[
+                "location",
+                "delete",
+                "--profile",
+                &p,
+                "--path",
+                path,
+            ]));
+            assert_eq!(code, 0, "{kind:?}: {err}");
+        }
+        assert!(list_on(kind, bucket, "sizes/").is_empty(), "{kind:?}");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+/// The strict store refuses, with AWS S3's answers, what AWS S3 refuses and
+/// gofakes3 or moto alone take: an upload or CreateMultipartUpload without
+/// Content-Length, a body that is not the one its hash names, a bad signature.
+#[test]
+fn the_strict_store_refuses_what_aws_s3_refuses() {
+    let bucket = "bpo-strict-checks";
+    support::data_plane::create_bucket_in(Store::Moto, bucket).expect("bucket");
+    let hash_of_abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+    let cases = [
+        (
+            "PUT",
+            "k1",
+            None,
+            b"".as_slice(),
+            None,
+            "411",
+            "MissingContentLength",
+        ),
+        (
+            "POST",
+            "k2?uploads",
+            None,
+            b"",
+            None,
+            "411",
+            "MissingContentLength",
+        ),
+        (
+            "PUT",
+            "k3",
+            Some(3),
+            b"abd",
+            Some(hash_of_abc),
+            "400",
+            "XAmzContentSHA256Mismatch",
+        ),
+        ("PUT", "k4", Some(3), b"abc", Some(hash_of_abc), "200", ""),
+    ];
+    for (method, target, length, body, hash, status, code) in cases {
+        let answer = support::data_plane::signed_exchange(
+            Store::Moto,
+            method,
+            &format!("/{bucket}/{target}"),
+            length,
+            body,
+            hash,
+            None,
+        )
+        .expect("exchange");
+        assert_eq!(
+            support::http::status(&answer).to_string(),
+            status,
+            "{method} {target}: {answer}"
+        );
+        assert!(answer.contains(code), "{method} {target}: {answer}");
+    }
+    let answer = support::data_plane::signed_exchange(
+        Store::Moto,
+        "PUT",
+        &format!("/{bucket}/k5"),
+        Some(3),
+        b"abc",
+        Some(hash_of_abc),
+        Some("not-the-secret"),
+    )
+    .expect("exchange");
+    assert_eq!(support::http::status(&answer), 403, "{answer}");
+    assert!(answer.contains("SignatureDoesNotMatch"), "{answer}");
+    assert_eq!(list_on(Store::Moto, bucket, ""), vec!["k4"]);
+}
+
+/// A store that refuses a request as malformed (411, 400): kando exits 1
+/// naming the request and quoting the store, and deletes nothing.
+#[tokio::test]
+async fn a_malformed_request_refused_by_the_store_is_named() {
+    let cases = [
+        (
+            (
+                "PUT",
+                411,
+                "MissingContentLength",
+                "You must provide the Content-Length HTTP header.",
+            ),
+            1000,
+            "PutObject",
+        ),
+        (
+            (
+                "POST",
+                411,
+                "MissingContentLength",
+                "You must provide the Content-Length HTTP header.",
+            ),
+            20 * MIB,
+            "CreateMultipartUpload",
+        ),
+        (
+            (
+                "PUT",
+                400,
+                "BadDigest",
+                "The Content-MD5 you specified did not match what we received.",
+            ),
+            20 * MIB,
+            "UploadPart",
+        ),
+    ];
+    for ((method, status, code, message), len, op) in cases {
+        let stub = Arc::new(Stub {
+            refuse: Some((method, status, code, message)),
+            ..Stub::default()
+        });
+        let (addr, server) = s3_stub::serve(stub.clone()).await;
+        let p = stub_profile(addr, GOOD_KEY, GOOD_SECRET);
+        let (child, w) = push_stream(
+            kando(&["location", "push", "--profile", &p, "--path", "dump", "-"]),
+            len,
+        );
+        let (exit, err) = finish(child, w).await;
+        assert_eq!(exit, 1, "{err}");
+        assert!(err.starts_with("kando: error: "), "{err}");
+        assert!(
+            err.contains(&format!("{op} on http://{addr}/b/dump")),
+            "{err}"
+        );
+        assert!(
+            err.contains(&format!("{status} {code}: {message}")),
+            "{err}"
+        );
+        assert!(err.contains("nothing was written"), "{err}");
+        // Only the failed upload's own parts may be dropped (AbortMultipartUpload).
+        let log = stub.log();
+        assert!(
+            log.iter()
+                .all(|(m, q)| m != "DELETE" || q.contains("uploadId=")),
+            "{log:?}"
+        );
+        server.abort();
+    }
 }
 
 /// A file pushed in Kanister's argument order (source before --path) is at

@@ -17,6 +17,7 @@ mod functions;
 mod helm;
 mod install;
 mod kando_failures;
+mod kando_peer;
 mod kanister;
 mod kanister_parity;
 mod node;

@@ -3,6 +3,9 @@
 //! test binary on 127.0.0.1 and stopped when the test binary exits (a shell watchdog on this
 //! process's PID, as the cluster has), so Kanister Profiles point at a real S3 endpoint.
 //!
+//! The data tests that say what a strict S3 would refuse run on both [`Store`]s: gofakes3, and
+//! moto's S3 behind AWS S3's request checks ([`super::moto`]).
+//!
 //! The store makes no bucket on first use (no `-autobucket`): gofakes3 creates such a bucket
 //! with a check-then-create that concurrent first writes race (the losers get 404
 //! NoSuchBucket). [`s3_profile`] creates its bucket before the Profile exists instead, once.
@@ -99,22 +102,79 @@ fn start() -> anyhow::Result<ObjectStore> {
     })
 }
 
-/// Creates `bucket` in [`object_store`] (CreateBucket), once per test binary: later calls and
-/// a bucket that already exists are no-ops. Blocks briefly (one local HTTP exchange).
+/// The S3 stores the data tests run on, each started once per test binary on first use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Store {
+    /// gofakes3 ([`object_store`]): refuses a PutObject or UploadPart without Content-Length,
+    /// checks no signatures.
+    GoFakeS3,
+    /// moto's S3 behind AWS S3's request checks ([`super::moto`]): SigV4 signatures (botocore's),
+    /// Content-Length on every PUT and POST, bodies against Content-MD5 and x-amz-content-sha256.
+    Moto,
+}
+
+/// Both stores, for tests that run on each.
+pub const STORES: [Store; 2] = [Store::GoFakeS3, Store::Moto];
+
+impl Store {
+    pub fn get(self) -> &'static ObjectStore {
+        match self {
+            Store::GoFakeS3 => object_store(),
+            Store::Moto => {
+                static MOTO: OnceLock<ObjectStore> = OnceLock::new();
+                MOTO.get_or_init(|| {
+                    let m = super::moto::server();
+                    ObjectStore {
+                        endpoint: m.endpoint.clone(),
+                        region: super::moto::REGION.into(),
+                        access_key: m.access_key.clone(),
+                        secret_key: m.secret_key.clone(),
+                    }
+                })
+            }
+        }
+    }
+
+    /// An S3 client of this store, with its credentials.
+    pub fn client(self) -> blueprint_operator::aws::s3::S3Client {
+        use blueprint_operator::aws::s3::{Config, S3Client};
+        let store = self.get();
+        S3Client::new(&Config {
+            endpoint: store.endpoint.clone(),
+            region: store.region.clone(),
+            credentials: store.credentials(),
+            skip_ssl_verify: false,
+        })
+        .expect("S3 client")
+    }
+}
+
+impl ObjectStore {
+    pub fn credentials(&self) -> blueprint_operator::aws::s3::Credentials {
+        blueprint_operator::aws::s3::Credentials {
+            access_key_id: self.access_key.clone(),
+            secret_access_key: self.secret_key.clone(),
+            session_token: None,
+        }
+    }
+}
+
+/// Creates `bucket` in [`object_store`]; see [`create_bucket_in`].
 pub fn create_bucket(bucket: &str) -> anyhow::Result<()> {
-    static MADE: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+    create_bucket_in(Store::GoFakeS3, bucket)
+}
+
+/// Creates `bucket` in `store` (CreateBucket, signed), once per test binary: later calls and
+/// a bucket that already exists are no-ops. Blocks briefly (one local HTTP exchange).
+pub fn create_bucket_in(kind: Store, bucket: &str) -> anyhow::Result<()> {
+    static MADE: Mutex<BTreeSet<(Store, String)>> = Mutex::new(BTreeSet::new());
     let mut made = MADE.lock().unwrap_or_else(|e| e.into_inner());
-    if made.contains(bucket) {
+    if made.contains(&(kind, bucket.to_string())) {
         return Ok(());
     }
-    let store = object_store();
-    let addr = store.endpoint.trim_start_matches("http://");
-    // gofakes3 checks no signatures: a plain path-style PUT /<bucket> is a CreateBucket.
-    let request = format!(
-        "PUT /{bucket} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-    );
-    let answer = super::http::exchange(addr, &request, Duration::from_secs(30))
-        .with_context(|| format!("CreateBucket {bucket} on {addr}"))?;
+    let store = kind.get();
+    let answer = signed_exchange(kind, "PUT", &format!("/{bucket}"), Some(0), b"", None, None)
+        .with_context(|| format!("CreateBucket {bucket} on {}", store.endpoint))?;
     let status = super::http::status(&answer);
     // 409 BucketAlreadyExists: made before, e.g. by restic (which creates a missing bucket).
     anyhow::ensure!(
@@ -122,8 +182,54 @@ pub fn create_bucket(bucket: &str) -> anyhow::Result<()> {
         "CreateBucket {bucket} on {}: {answer}",
         store.endpoint
     );
-    made.insert(bucket.to_string());
+    made.insert((kind, bucket.to_string()));
     Ok(())
+}
+
+/// One request to `kind`, signed with its key (or with `secret` instead of its secret), sent as
+/// written: `target` is the path and query, `length` the Content-Length header if any,
+/// `hash` the x-amz-content-sha256 signed and sent (default: the body's). The whole answer.
+pub fn signed_exchange(
+    kind: Store,
+    method: &str,
+    target: &str,
+    length: Option<usize>,
+    body: &[u8],
+    hash: Option<&str>,
+    secret: Option<&str>,
+) -> anyhow::Result<String> {
+    use blueprint_operator::aws::sigv4;
+    let store = kind.get();
+    let addr = store.endpoint.trim_start_matches("http://");
+    let mut credentials = store.credentials();
+    if let Some(s) = secret {
+        credentials.secret_access_key = s.to_string();
+    }
+    let body_hash = sigv4::sha256_hex(body);
+    let signed = sigv4::sign_s3(
+        &credentials,
+        &store.region,
+        std::time::SystemTime::now(),
+        &sigv4::Request {
+            method,
+            url: &format!("{}{target}", store.endpoint),
+            headers: &[("host", addr)],
+            payload_hash: hash.unwrap_or(&body_hash),
+        },
+    )?;
+    let mut head = format!("{method} {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (k, v) in &signed {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    if let Some(n) = length {
+        head.push_str(&format!("Content-Length: {n}\r\n"));
+    }
+    let request = format!("{head}\r\n{}", String::from_utf8_lossy(body));
+    Ok(super::http::exchange(
+        addr,
+        &request,
+        Duration::from_secs(30),
+    )?)
 }
 
 /// Creates `bucket` ([`create_bucket`]), then, in `ns`, the Secret `<name>-creds` and a
@@ -131,8 +237,19 @@ pub fn create_bucket(bucket: &str) -> anyhow::Result<()> {
 /// as Kanister users write them (credential type keyPair, fields aws_access_key_id /
 /// aws_secret_access_key).
 pub async fn s3_profile(client: &Client, ns: &str, name: &str, bucket: &str) -> anyhow::Result<()> {
-    let store = object_store();
-    create_bucket(bucket)?;
+    s3_profile_on(Store::GoFakeS3, client, ns, name, bucket).await
+}
+
+/// [`s3_profile`] on `kind`.
+pub async fn s3_profile_on(
+    kind: Store,
+    client: &Client,
+    ns: &str,
+    name: &str,
+    bucket: &str,
+) -> anyhow::Result<()> {
+    let store = kind.get();
+    create_bucket_in(kind, bucket)?;
     let secret_name = format!("{name}-creds");
     let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), ns);
     let secret = serde_json::from_value(json!({
@@ -178,6 +295,16 @@ pub async fn s3_profile(client: &Client, ns: &str, name: &str, bucket: &str) -> 
 /// `profile` for `bucket` of [`object_store`]. Fails without the data plane; `None`: skipped, an
 /// existing cluster without the kwok node ([`super::require_kwok`]).
 pub async fn setup(prefix: &str, profile: &str, bucket: &str) -> Option<(kube::Client, String)> {
+    setup_on(Store::GoFakeS3, prefix, profile, bucket).await
+}
+
+/// [`setup`] with the Profile on `kind`.
+pub async fn setup_on(
+    kind: Store,
+    prefix: &str,
+    profile: &str,
+    bucket: &str,
+) -> Option<(kube::Client, String)> {
     let client = super::client().await;
     if !super::require_kwok(&client).await {
         return None;
@@ -188,7 +315,7 @@ pub async fn setup(prefix: &str, profile: &str, bucket: &str) -> Option<(kube::C
     );
     super::install_crds(&client).await.expect("install CRDs");
     let ns = super::namespace(&client, prefix).await;
-    s3_profile(&client, &ns, profile, bucket)
+    s3_profile_on(kind, &client, &ns, profile, bucket)
         .await
         .expect("create the Profile");
     Some((client, ns))
@@ -237,19 +364,7 @@ pub async fn fetch_params(ns: &str, spec: serde_json::Value) -> anyhow::Result<s
 
 /// An S3 client of the test object store, with its credentials.
 pub fn store_client() -> blueprint_operator::aws::s3::S3Client {
-    use blueprint_operator::aws::s3::{Config, Credentials, S3Client};
-    let store = object_store();
-    S3Client::new(&Config {
-        endpoint: store.endpoint.clone(),
-        region: store.region.clone(),
-        credentials: Credentials {
-            access_key_id: store.access_key.clone(),
-            secret_access_key: store.secret_key.clone(),
-            session_token: None,
-        },
-        skip_ssl_verify: false,
-    })
-    .expect("S3 client")
+    Store::GoFakeS3.client()
 }
 
 /// A data-mover function call as the controller makes it, on no object (they take none).
@@ -326,7 +441,18 @@ pub fn write_files(root: &std::path::Path, files: &[(&str, Vec<u8>)]) {
 /// `restic <args> --no-cache` on `<bucket>/<path>` of the test object store, run directly (not
 /// through a pod); its standard output.
 pub fn restic_direct(bucket: &str, path: &str, key: &str, args: &[&str]) -> anyhow::Result<String> {
-    let store = object_store();
+    restic_on(Store::GoFakeS3, bucket, path, key, args)
+}
+
+/// [`restic_direct`] on `kind`.
+pub fn restic_on(
+    kind: Store,
+    bucket: &str,
+    path: &str,
+    key: &str,
+    args: &[&str],
+) -> anyhow::Result<String> {
+    let store = kind.get();
     let out = Command::new(restic())
         .args(args)
         .arg("--no-cache")
@@ -349,6 +475,16 @@ pub fn restic_direct(bucket: &str, path: &str, key: &str, args: &[&str]) -> anyh
 
 /// `restic snapshots --json` of `<bucket>/<path>` on the test object store.
 pub fn snapshots(bucket: &str, path: &str, key: &str) -> anyhow::Result<Vec<serde_json::Value>> {
-    let out = restic_direct(bucket, path, key, &["snapshots", "--json"])?;
+    snapshots_on(Store::GoFakeS3, bucket, path, key)
+}
+
+/// [`snapshots`] on `kind`.
+pub fn snapshots_on(
+    kind: Store,
+    bucket: &str,
+    path: &str,
+    key: &str,
+) -> anyhow::Result<Vec<serde_json::Value>> {
+    let out = restic_on(kind, bucket, path, key, &["snapshots", "--json"])?;
     Ok(serde_json::from_str(&out)?)
 }

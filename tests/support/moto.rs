@@ -1,11 +1,14 @@
 //! moto's standalone server (tools/moto/build.sh), the AWS API stand-in of the RDS function
-//! tests: started once per test binary on 127.0.0.1 (or `BPO_TEST_HOST_IP`), stopped when the
-//! binary exits (the same watchdog as the object store's). It checks signatures: at start an
-//! IAM user with an allow-all policy and its access key are made, then moto's IAM
-//! authentication is switched on, so every call must be signed with that key (SigV4 computed by
-//! botocore, an implementation independent of ours) and a wrong key or secret gets AWS's
-//! InvalidClientTokenId / SignatureDoesNotMatch. Each test makes DB instances and clusters of
-//! its own names; the server's state is shared by the binary's tests.
+//! tests and the strict S3 of the data tests: started once per test binary on 127.0.0.1 (or
+//! `BPO_TEST_HOST_IP`), stopped when the binary exits (the same watchdog as the object store's).
+//! It checks signatures: at start an IAM user with an allow-all policy and its access key are
+//! made, then moto's IAM authentication is switched on, so every call must be signed with that
+//! key (SigV4 computed by botocore, an implementation independent of ours) and a wrong key or
+//! secret gets AWS's InvalidClientTokenId / SignatureDoesNotMatch. It runs behind
+//! tools/moto/strict_server.py, which refuses what AWS S3 refuses and moto takes (a PUT or POST
+//! without Content-Length, bodies that differ from their Content-MD5 or x-amz-content-sha256).
+//! Each test makes DB instances, clusters and buckets of its own names; the server's state is
+//! shared by the binary's tests.
 #![allow(dead_code)]
 
 use std::io::{Read as _, Write as _};
@@ -70,8 +73,11 @@ fn start() -> anyhow::Result<Moto> {
     let host = super::server::host();
     let port = super::server::free_port(&host)?;
     let addr = format!("{host}:{port}");
-    let args = ["-H", &host, "-p", &port.to_string()];
-    let moto = super::server::spawn_watched("moto", &bin, &args, &addr)?;
+    // moto_server's own interpreter (the venv's) runs it behind the strict checks.
+    let python = bin.with_file_name("python3");
+    let strict = concat!(env!("CARGO_MANIFEST_DIR"), "/tools/moto/strict_server.py");
+    let args = [strict, "-H", &host, "-p", &port.to_string()];
+    let moto = super::server::spawn_watched("moto", &python, &args, &addr)?;
     let ready = || post(&addr, "/moto-api/reset", "", None).is_ok();
     moto.wait_ready(Duration::from_secs(60), Duration::from_millis(200), ready)?;
     // Before authentication is on: the IAM user and key, the default VPC's subnets.

@@ -30,6 +30,9 @@ pub struct Stub {
     pub fail_part: Option<u32>,
     /// `UploadPart` of this number never answers.
     pub hang_part: Option<u32>,
+    /// Requests of this method are answered with this status, error code and message (as a
+    /// strict store refuses a malformed request).
+    pub refuse: Option<(&'static str, u16, &'static str, &'static str)>,
     /// `(method, query)` of every signed request, in order of arrival.
     pub log: Mutex<Vec<(String, String)>>,
     /// Signalled on every request.
@@ -141,6 +144,11 @@ async fn handle(State(stub): State<Arc<Stub>>, req: Request) -> Response {
             (k == name).then(|| pct_decode(v))
         })
     };
+    if let Some((m, status, code, message)) = stub.refuse
+        && m == method
+    {
+        return s3_error(status, code, message);
+    }
     match method.as_str() {
         "POST" if param("uploads").is_some() => ok(
             "<InitiateMultipartUploadResult><Bucket>b</Bucket><Key>k</Key><UploadId>stub-upload</UploadId></InitiateMultipartUploadResult>",

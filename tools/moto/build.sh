@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Build (or reuse) moto's standalone server, the AWS API stand-in the RDS function tests talk to
+# and, behind strict_server.py (AWS S3's request checks), the strict S3 of the data tests
 # (tests/support/moto.rs): a Python venv with `moto[server]` and its dependencies at the exact
 # versions of requirements.txt (from PyPI, through pip). A test dependency only, never a runtime
 # one. Cached under ${BPO_CACHE_DIR:-$HOME/.cache/blueprint-operator}/moto-KEY/, KEY a hash of

@@ -94,6 +94,18 @@ pub(super) fn hint(e: &ServiceError, op: &str, bucket: &str, endpoint: &str) -> 
         },
         "RequestTimeTooSkewed" => "this machine's clock differs too much from the object store's".into(),
         "InvalidBucketName" => format!("{bucket:?} is not a valid bucket name"),
+        "MissingContentLength" | "HTTP411" => format!(
+            "the store found no Content-Length on the {op} request and refused it; nothing was \
+             written. This client sends one on every upload: check for a proxy in front of {endpoint} that drops it"
+        ),
+        "BadDigest" | "InvalidDigest" | "XAmzContentSHA256Mismatch" => format!(
+            "the body of the {op} request did not match its checksum when it reached the store; \
+             nothing was written: check for a proxy in front of {endpoint} that changes bodies, and try again"
+        ),
+        "HTTP400" | "InvalidRequest" | "InvalidArgument" | "MalformedXML" => format!(
+            "the store refused the {op} request as malformed (its words above say what it wanted); \
+             nothing was written or deleted"
+        ),
         _ => return String::new(),
     };
     format!(" ({h})")
@@ -161,6 +173,29 @@ mod tests {
         // No body (HEAD, proxies): the status names it.
         let bare = parse_error(StatusCode::FORBIDDEN, "");
         assert_eq!(bare.code, "Forbidden");
+        // A strict store refusing a malformed request: the request and the store's words.
+        let e = S3Error::Service {
+            op: "PutObject",
+            url: "http://s3.test/b/k".into(),
+            status: StatusCode::LENGTH_REQUIRED,
+            error: Box::new(parse_error(
+                StatusCode::LENGTH_REQUIRED,
+                "Content-Length required",
+            )),
+            bucket: "b".into(),
+            endpoint: "http://s3.test".into(),
+        };
+        let m = e.to_string();
+        assert!(
+            m.starts_with("PutObject on http://s3.test/b/k: 411 HTTP411: Content-Length required (the store found no Content-Length on the PutObject request"),
+            "{m}"
+        );
+        assert!(m.contains("nothing was written"), "{m}");
+        let digest = parse_error(
+            StatusCode::BAD_REQUEST,
+            "<Error><Code>BadDigest</Code><Message>The Content-MD5 you specified did not match what we received.</Message></Error>",
+        );
+        assert!(hint(&digest, "UploadPart", "b", "e").contains("did not match its checksum"));
         let html = parse_error(StatusCode::BAD_GATEWAY, "<html>bad gateway</html>");
         assert_eq!(html.code, "HTTP502");
         assert!(html.message.contains("bad gateway"));
