@@ -343,7 +343,19 @@ pub fn housekeeping(
     now: DateTime<Utc>,
     tracked: &mut HashMap<(String, String), Tracked>,
 ) {
+    housekeeping_within(ctx, schedules, now, tracked, MEASURE_BUDGET);
+}
+
+/// [`housekeeping`], measuring intervals for at most `budget`.
+fn housekeeping_within(
+    ctx: &Ctx,
+    schedules: &[Arc<ActionSchedule>],
+    now: DateTime<Utc>,
+    tracked: &mut HashMap<(String, String), Tracked>,
+    budget: Duration,
+) {
     let mut present = HashSet::with_capacity(schedules.len());
+    let measure_until = std::time::Instant::now() + budget;
     for s in schedules {
         let key = (s.namespace().unwrap_or_default(), s.name_any());
         let labels = schedule_labels(&key.0, &key.1);
@@ -359,16 +371,28 @@ pub fn housekeeping(
             _ => 0.0,
         };
         ctx.metrics.overdue.get_or_create(&labels).set(overdue);
-        // Intervals walk the schedule's ticks: measured again only when the spec changes, or
-        // a day later (a month's length differs from the next).
+        // Intervals walk the schedule's ticks (up to a millisecond each): measured again only
+        // when the spec changes, or a day later (a month's length differs from the next), and
+        // for at most MEASURE_BUDGET a pass, so that thousands of schedules at start-up do not
+        // hold a runtime thread; the rest (and stale values meanwhile) wait for later passes.
         let generation = s.metadata.generation;
-        let t = match tracked.get(&key) {
-            Some(t) if t.generation == generation && now - t.at < chrono::Duration::days(1) => *t,
-            _ => Tracked {
+        let old = tracked.get(&key).copied();
+        let current = old.filter(|t| {
+            t.generation == generation
+                && t.at.is_some_and(|at| now - at < chrono::Duration::days(1))
+        });
+        let t = match current {
+            Some(t) => t,
+            None if std::time::Instant::now() < measure_until => Tracked {
                 generation,
-                at: now,
+                at: Some(now),
                 intervals: freshness::intervals(&s.spec, now),
             },
+            None => old.unwrap_or(Tracked {
+                generation,
+                at: None,
+                intervals: freshness::Intervals::default(),
+            }),
         };
         let f = freshness::freshness(&s.spec, s.status.as_ref(), t.intervals);
         let m = &ctx.metrics;
@@ -403,11 +427,16 @@ pub fn housekeeping(
     ctx.known().retain(|k, _| present.contains(k));
 }
 
+/// Time a housekeeping pass may spend measuring intervals.
+const MEASURE_BUDGET: Duration = Duration::from_millis(50);
+
 /// What housekeeping remembers of a schedule between passes.
 #[derive(Clone, Copy, Debug)]
 pub struct Tracked {
+    /// The generation the intervals were measured for.
     generation: Option<i64>,
-    at: DateTime<Utc>,
+    /// When they were measured; `None`: not yet.
+    at: Option<DateTime<Utc>>,
     intervals: freshness::Intervals,
 }
 
@@ -522,10 +551,16 @@ mod tests {
         );
         let plain = make("p", false, json!({}));
         let mut tracked = HashMap::new();
-        housekeeping(&ctx, &[verified, plain.clone()], now, &mut tracked);
         let m = &ctx.metrics;
         let get =
             |f: &Family<Labels, Gauge>, n: &str| f.get(&schedule_labels("fr", n)).map(|g| g.get());
+        // A pass out of time to measure intervals sets the rest; a later one measures them.
+        let both = [verified, plain.clone()];
+        housekeeping_within(&ctx, &both, now, &mut tracked, Duration::ZERO);
+        assert_eq!(get(&m.last_complete, "v"), Some(1_767_751_200));
+        assert_eq!(get(&m.interval, "v"), None);
+        assert_eq!(get(&m.verify_interval, "v"), None);
+        housekeeping(&ctx, &both, now, &mut tracked);
         assert_eq!(get(&m.last_complete, "v"), Some(1_767_751_200));
         assert_eq!(get(&m.last_verified, "v"), Some(1_767_668_400));
         assert_eq!(get(&m.verification_failures, "v"), Some(1));
