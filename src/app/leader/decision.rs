@@ -69,13 +69,16 @@ pub enum Step {
 ///
 /// `seen` is `None` when there is no Lease. A released Lease (no holder) is taken at once; one
 /// held by another replica once it has been seen unchanged for its duration. Waits never
-/// exceed the retry period, so a released Lease is taken within it.
-pub fn decide(me: &str, seen: Option<&Seen<'_>>, t: &Timing) -> Step {
+/// exceed the retry period, so a released Lease is taken within it. A Lease naming `me` while
+/// `me` is not `leading` is taken again at once: a restarted container keeps its pod's name, and
+/// a write that timed out may still have landed.
+pub fn decide(me: &str, leading: bool, seen: Option<&Seen<'_>>, t: &Timing) -> Step {
     let Some(seen) = seen else {
         return Step::Take;
     };
     match seen.holder.filter(|h| !h.is_empty()) {
         None => Step::Take,
+        Some(h) if h == me && !leading => Step::Take,
         Some(h) if h == me => {
             let due = t.lease.saturating_sub(t.grace);
             match due.checked_sub(seen.unchanged_for) {
@@ -125,10 +128,10 @@ mod tests {
     #[test]
     fn no_lease_or_released_lease_is_taken_at_once() {
         let t = shipped();
-        assert_eq!(decide("a", None, &t), Step::Take);
+        assert_eq!(decide("a", false, None, &t), Step::Take);
         for holder in [None, Some("")] {
             let s = seen(holder, None, Duration::ZERO);
-            assert_eq!(decide("a", Some(&s), &t), Step::Take, "{holder:?}");
+            assert_eq!(decide("a", false, Some(&s), &t), Step::Take, "{holder:?}");
         }
     }
 
@@ -137,12 +140,16 @@ mod tests {
         let t = shipped();
         for secs in [0, 1, 5, 12] {
             let s = seen(Some("b"), Some(15), S(secs));
-            assert_eq!(decide("a", Some(&s), &t), Step::Wait(S(2)), "{secs} s");
+            assert_eq!(
+                decide("a", false, Some(&s), &t),
+                Step::Wait(S(2)),
+                "{secs} s"
+            );
         }
         // Close to expiry it wakes at expiry, not a retry period later.
         let s = seen(Some("b"), Some(15), Duration::from_millis(14_500));
         assert_eq!(
-            decide("a", Some(&s), &t),
+            decide("a", false, Some(&s), &t),
             Step::Wait(Duration::from_millis(500))
         );
     }
@@ -152,19 +159,19 @@ mod tests {
         let t = shipped();
         for secs in [15, 16, 600] {
             let s = seen(Some("b"), Some(15), S(secs));
-            assert_eq!(decide("a", Some(&s), &t), Step::Take, "{secs} s");
+            assert_eq!(decide("a", false, Some(&s), &t), Step::Take, "{secs} s");
         }
         // The holder's own duration counts, not this replica's.
         let s = seen(Some("b"), Some(30), S(20));
-        assert_eq!(decide("a", Some(&s), &t), Step::Wait(S(2)));
+        assert_eq!(decide("a", false, Some(&s), &t), Step::Wait(S(2)));
         let s = seen(Some("b"), Some(5), S(5));
-        assert_eq!(decide("a", Some(&s), &t), Step::Take);
+        assert_eq!(decide("a", false, Some(&s), &t), Step::Take);
         // Without one (or 0), this replica's.
         for d in [None, Some(0)] {
             let s = seen(Some("b"), d, S(14));
-            assert_eq!(decide("a", Some(&s), &t), Step::Wait(S(1)), "{d:?}");
+            assert_eq!(decide("a", false, Some(&s), &t), Step::Wait(S(1)), "{d:?}");
             let s = seen(Some("b"), d, S(15));
-            assert_eq!(decide("a", Some(&s), &t), Step::Take, "{d:?}");
+            assert_eq!(decide("a", false, Some(&s), &t), Step::Take, "{d:?}");
         }
     }
 
@@ -172,12 +179,22 @@ mod tests {
     fn the_holder_renews_grace_before_expiry() {
         let t = shipped();
         let s = seen(Some("a"), Some(15), S(0));
-        assert_eq!(decide("a", Some(&s), &t), Step::Wait(S(2)));
+        assert_eq!(decide("a", true, Some(&s), &t), Step::Wait(S(2)));
         let s = seen(Some("a"), Some(15), S(9));
-        assert_eq!(decide("a", Some(&s), &t), Step::Wait(S(1)));
+        assert_eq!(decide("a", true, Some(&s), &t), Step::Wait(S(1)));
         for secs in [10, 11, 14, 20] {
             let s = seen(Some("a"), Some(15), S(secs));
-            assert_eq!(decide("a", Some(&s), &t), Step::Renew, "{secs} s");
+            assert_eq!(decide("a", true, Some(&s), &t), Step::Renew, "{secs} s");
+        }
+    }
+
+    #[test]
+    fn a_lease_naming_this_replica_while_it_does_not_lead_is_taken_again() {
+        // A container restarted in the same pod, or a take whose answer was lost.
+        let t = shipped();
+        for secs in [0, 9, 12] {
+            let s = seen(Some("a"), Some(15), S(secs));
+            assert_eq!(decide("a", false, Some(&s), &t), Step::Take, "{secs} s");
         }
     }
 
@@ -192,7 +209,7 @@ mod tests {
         for ms in (0..20_000).step_by(250) {
             let d = Duration::from_millis(ms);
             let s = seen(Some("b"), Some(15), d);
-            if decide("a", Some(&s), &t) == Step::Take {
+            if decide("a", false, Some(&s), &t) == Step::Take {
                 assert!(lost(d, &t), "{ms} ms");
             }
         }

@@ -196,7 +196,8 @@ impl Elector {
                 .as_ref()
                 .map_or(Duration::ZERO, |o| o.since.elapsed()),
         });
-        match decision::decide(me, seen.as_ref(), &self.timing) {
+        let leading = *tx.borrow();
+        match decision::decide(me, leading, seen.as_ref(), &self.timing) {
             Step::Wait(d) => d,
             Step::Take => {
                 if self.write(lease, started, true).await {
