@@ -56,7 +56,7 @@ pub fn describe(e: &kube::Error) -> String {
 /// words, Events, status messages), leaving out a cause whose text is already there (hyper and
 /// std errors often repeat their source), with a kube error anywhere in the chain described as
 /// [`describe`] does, also where a wrapper pasted kube's text
-/// into its own (kube-lease-manager does).
+/// into its own.
 pub fn describe_chain(e: &(dyn std::error::Error + 'static)) -> String {
     chain(e, true)
 }

@@ -81,6 +81,11 @@ pub struct ControllerArgs {
     /// Namespace of the Lease (default: $POD_NAMESPACE, else "default").
     #[arg(long, env = "POD_NAMESPACE")]
     pub lease_namespace: Option<String>,
+    /// Seconds between two looks at the Lease: a waiting replica takes a Lease its holder
+    /// released within this long (client-go's retry period); the holder retries a failed
+    /// renewal as often. Shorter than the renewal grace (5 s).
+    #[arg(long, default_value_t = 2, value_name = "SECONDS")]
+    pub lease_retry_period: u64,
     /// Identity in Events and the Lease (default: $POD_NAME, else hostname).
     #[arg(long, env = "POD_NAME")]
     pub instance: Option<String>,
@@ -207,12 +212,23 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
     // One Lease for everything that must run once: the executor and the scheduler.
     let mut leadership = None;
     if !args.no_leader_election {
-        let lease = super::leader::LeaseConfig::new(
-            &args.lease_name,
-            args.lease_namespace.as_deref().unwrap_or("default"),
-            &instance,
-        );
-        match super::leader::acquire(&client, &lease, super::shutdown::signal()).await? {
+        let lease = super::leader::LeaseConfig {
+            retry_seconds: args.lease_retry_period,
+            ..super::leader::LeaseConfig::new(
+                &args.lease_name,
+                args.lease_namespace.as_deref().unwrap_or("default"),
+                &instance,
+            )
+        };
+        let acquired = super::leader::acquire(&client, &lease, super::shutdown::signal())
+            .await
+            .with_context(|| {
+                format!(
+                    "--lease-retry-period {}: choose 1 to 4 seconds",
+                    args.lease_retry_period
+                )
+            })?;
+        match acquired {
             Some(l) => leadership = Some(l),
             None => return Ok(()),
         }

@@ -30,6 +30,16 @@ pub struct Metrics {
     pub consecutive_failures: Family<Labels, Gauge>,
     /// 1 while `suspendAfterFailures` holds the schedule's runs back, else 0.
     pub suspended_by_failures: Family<Labels, Gauge>,
+    /// `status.lastSuccessfulTime` (nominal time of the newest complete run), Unix seconds.
+    pub last_complete: Family<Labels, Gauge>,
+    /// `status.lastVerifiedTime` (the newest passing verification), Unix seconds.
+    pub last_verified: Family<Labels, Gauge>,
+    /// `status.consecutiveVerificationFailures`, for schedules with `spec.verify`.
+    pub verification_failures: Family<Labels, Gauge>,
+    /// The longest time between two runs of the schedule (see [`super::freshness::interval`]).
+    pub interval: Family<Labels, Gauge>,
+    /// How often a run is verified: `verify.every` x the interval, or `verify.schedule`'s.
+    pub verify_interval: Family<Labels, Gauge>,
     /// Reconcile failures by error kind.
     pub reconcile_errors: Family<Labels, Counter>,
     /// 1 while this replica holds the controller Lease and runs the scheduler.
@@ -74,6 +84,11 @@ impl Metrics {
             overdue: Family::default(),
             consecutive_failures: Family::default(),
             suspended_by_failures: Family::default(),
+            last_complete: Family::default(),
+            last_verified: Family::default(),
+            verification_failures: Family::default(),
+            interval: Family::default(),
+            verify_interval: Family::default(),
             reconcile_errors: Family::default(),
             leader: Gauge::default(),
             throttled,
@@ -120,6 +135,31 @@ impl Metrics {
             m.suspended_by_failures.clone(),
         );
         r.register(
+            "last_complete_timestamp_seconds",
+            "Nominal time of the schedule's newest complete run (status.lastSuccessfulTime)",
+            m.last_complete.clone(),
+        );
+        r.register(
+            "last_verified_timestamp_seconds",
+            "Completion time of the newest passing verification of the schedule's runs (status.lastVerifiedTime)",
+            m.last_verified.clone(),
+        );
+        r.register(
+            "verification_failures",
+            "Verification runs failed since the newest one that passed (schedules with spec.verify)",
+            m.verification_failures.clone(),
+        );
+        r.register(
+            "interval_seconds",
+            "Longest time between two runs of the schedule over its next two weeks of ticks (absent while suspended)",
+            m.interval.clone(),
+        );
+        r.register(
+            "verify_interval_seconds",
+            "Time between two verifications: verify.every times the interval, or verify.schedule's interval",
+            m.verify_interval.clone(),
+        );
+        r.register(
             "reconcile_errors",
             "Failed reconciles by error kind",
             m.reconcile_errors.clone(),
@@ -152,8 +192,23 @@ mod tests {
         m.overdue
             .get_or_create(&schedule_labels("ns", "s"))
             .set(1.5);
+        let s = schedule_labels("ns", "s");
+        m.last_complete.get_or_create(&s).set(1_767_751_200);
+        m.last_verified.get_or_create(&s).set(1_767_668_400);
+        m.verification_failures.get_or_create(&s).set(2);
+        m.interval.get_or_create(&s).set(86_400);
+        m.verify_interval.get_or_create(&s).set(604_800);
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &reg).unwrap();
+        for line in [
+            "blueprint_operator_actionschedule_last_complete_timestamp_seconds{namespace=\"ns\",schedule=\"s\"} 1767751200",
+            "blueprint_operator_actionschedule_last_verified_timestamp_seconds{namespace=\"ns\",schedule=\"s\"} 1767668400",
+            "blueprint_operator_actionschedule_verification_failures{namespace=\"ns\",schedule=\"s\"} 2",
+            "blueprint_operator_actionschedule_interval_seconds{namespace=\"ns\",schedule=\"s\"} 86400",
+            "blueprint_operator_actionschedule_verify_interval_seconds{namespace=\"ns\",schedule=\"s\"} 604800",
+        ] {
+            assert!(out.lines().any(|l| l == line), "{line} not in {out}");
+        }
         assert!(out.contains("blueprint_operator_actionschedule_runs_created_total{namespace=\"ns\",schedule=\"s\",trigger=\"scheduled\"}"), "{out}");
         assert!(
             out.contains("blueprint_operator_actionschedule_overdue_seconds{namespace=\"ns\",schedule=\"s\"} 1.5"),

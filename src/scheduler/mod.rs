@@ -23,6 +23,7 @@ pub mod ctx;
 pub mod delete_action;
 mod deleting;
 pub mod finalize;
+pub mod freshness;
 pub mod gate;
 pub mod identity;
 pub mod metrics;

@@ -16,7 +16,7 @@
 //! `retention.onDelete: Delete` puts a finalizer on it, which removes them
 //! through the rotation path first (see [`finalize`](super::finalize)).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,6 +25,8 @@ use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use tracing::warn;
 
 use super::apply::{self, publish, set_finalizer, write_status};
@@ -35,7 +37,7 @@ use super::plan::{self, NewRun, RunRecord};
 use super::retention::{self, Policy};
 use super::rotate::{self, Remover};
 use super::status::{self, condition, from_time};
-use super::{deleting, read, window};
+use super::{deleting, freshness, read, window};
 use crate::model::{
     ActionSchedule, ActionScheduleStatus, ActionSet, FINALIZER_DELETE_RUNS, OnDelete,
 };
@@ -332,18 +334,31 @@ fn count_error(ctx: &Ctx, ns: &str, name: &str, err: &Error) {
     warn!(schedule = %name, namespace = %ns, error = %err, "reconcile failed; retrying");
 }
 
-/// Every few seconds: set each schedule's overdue gauge, and forget the
+/// Every few seconds: set each schedule's overdue and freshness gauges, and forget the
 /// gauges and remembered versions of schedules that are gone (deletions
 /// trigger no reconcile), so a deleted schedule cannot keep an alert firing.
 pub fn housekeeping(
     ctx: &Ctx,
     schedules: &[Arc<ActionSchedule>],
     now: DateTime<Utc>,
-    tracked: &mut HashSet<(String, String)>,
+    tracked: &mut HashMap<(String, String), Tracked>,
+) {
+    housekeeping_within(ctx, schedules, now, tracked, MEASURE_BUDGET);
+}
+
+/// [`housekeeping`], measuring intervals for at most `budget`.
+fn housekeeping_within(
+    ctx: &Ctx,
+    schedules: &[Arc<ActionSchedule>],
+    now: DateTime<Utc>,
+    tracked: &mut HashMap<(String, String), Tracked>,
+    budget: Duration,
 ) {
     let mut present = HashSet::with_capacity(schedules.len());
+    let measure_until = std::time::Instant::now() + budget;
     for s in schedules {
         let key = (s.namespace().unwrap_or_default(), s.name_any());
+        let labels = schedule_labels(&key.0, &key.1);
         let overdue = match (
             &s.spec.suspend,
             s.status
@@ -355,20 +370,85 @@ pub fn housekeeping(
                 .unwrap_or(0.0),
             _ => 0.0,
         };
-        ctx.metrics
-            .overdue
-            .get_or_create(&schedule_labels(&key.0, &key.1))
-            .set(overdue);
+        ctx.metrics.overdue.get_or_create(&labels).set(overdue);
+        // Intervals walk the schedule's ticks (up to a millisecond each): measured again only
+        // when the spec changes, or a day later (a month's length differs from the next), and
+        // for at most MEASURE_BUDGET a pass, so that thousands of schedules at start-up do not
+        // hold a runtime thread; the rest (and stale values meanwhile) wait for later passes.
+        let generation = s.metadata.generation;
+        let old = tracked.get(&key).copied();
+        let current = old.filter(|t| {
+            t.generation == generation
+                && t.at.is_some_and(|at| now - at < chrono::Duration::days(1))
+        });
+        let t = match current {
+            Some(t) => t,
+            None if std::time::Instant::now() < measure_until => Tracked {
+                generation,
+                at: Some(now),
+                intervals: freshness::intervals(&s.spec, now),
+            },
+            None => old.unwrap_or(Tracked {
+                generation,
+                at: None,
+                intervals: freshness::Intervals::default(),
+            }),
+        };
+        let f = freshness::freshness(&s.spec, s.status.as_ref(), t.intervals);
+        let m = &ctx.metrics;
+        set_or_remove(&m.last_complete, &labels, f.last_complete);
+        set_or_remove(&m.last_verified, &labels, f.last_verified);
+        set_or_remove(&m.verification_failures, &labels, f.verification_failures);
+        set_or_remove(&m.interval, &labels, f.intervals.interval);
+        set_or_remove(&m.verify_interval, &labels, f.intervals.verify);
+        tracked.insert(key.clone(), t);
         present.insert(key);
     }
-    for (ns, name) in tracked.difference(&present) {
-        let labels = schedule_labels(ns, name);
-        ctx.metrics.overdue.remove(&labels);
-        ctx.metrics.consecutive_failures.remove(&labels);
-        ctx.metrics.suspended_by_failures.remove(&labels);
-    }
+    tracked.retain(|key, _| {
+        if present.contains(key) {
+            return true;
+        }
+        let labels = schedule_labels(&key.0, &key.1);
+        let m = &ctx.metrics;
+        m.overdue.remove(&labels);
+        m.consecutive_failures.remove(&labels);
+        m.suspended_by_failures.remove(&labels);
+        for family in [
+            &m.last_complete,
+            &m.last_verified,
+            &m.verification_failures,
+            &m.interval,
+            &m.verify_interval,
+        ] {
+            family.remove(&labels);
+        }
+        false
+    });
     ctx.known().retain(|k, _| present.contains(k));
-    *tracked = present;
+}
+
+/// Time a housekeeping pass may spend measuring intervals.
+const MEASURE_BUDGET: Duration = Duration::from_millis(50);
+
+/// What housekeeping remembers of a schedule between passes.
+#[derive(Clone, Copy, Debug)]
+pub struct Tracked {
+    /// The generation the intervals were measured for.
+    generation: Option<i64>,
+    /// When they were measured; `None`: not yet.
+    at: Option<DateTime<Utc>>,
+    intervals: freshness::Intervals,
+}
+
+fn set_or_remove(family: &Family<Labels, Gauge>, labels: &Labels, value: Option<i64>) {
+    match value {
+        Some(v) => {
+            family.get_or_create(labels).set(v);
+        }
+        None => {
+            family.remove(labels);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -410,7 +490,7 @@ mod tests {
             .consecutive_failures
             .get_or_create(&schedule_labels("hk", "b"))
             .set(3);
-        let mut tracked = HashSet::new();
+        let mut tracked = HashMap::new();
         let both = [
             schedule("hk", "a", "2026-01-01T00:01:00Z"),
             schedule("hk", "b", "2026-01-01T00:02:00Z"),
@@ -436,6 +516,80 @@ mod tests {
         assert_eq!(overdue("a"), Some(30.0));
         assert!(ctx.known().contains_key(&("hk".into(), "a".into())));
         assert!(!ctx.known().contains_key(&("hk".into(), "b".into())));
+    }
+
+    #[tokio::test]
+    async fn housekeeping_sets_freshness_gauges_and_forgets_them_with_the_schedule() {
+        let client =
+            Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap())).unwrap();
+        let events = Publisher::new(client.clone(), "test", "test");
+        let (ctx, _) = Ctx::new(client, events, Arc::default());
+        let now = DateTime::parse_from_rfc3339("2026-01-07T12:00:00Z")
+            .unwrap()
+            .to_utc();
+        let make = |name: &str, verify: bool, status: serde_json::Value| -> Arc<ActionSchedule> {
+            let mut spec = json!({"schedule": "0 2 * * *", "actionSetTemplate": {"actions": []}});
+            if verify {
+                spec["verify"] = json!({"every": 3, "action": "restore",
+                    "object": {"kind": "StatefulSet", "name": "scratch", "namespace": "fr"}});
+            }
+            Arc::new(
+                serde_json::from_value(json!({
+                    "apiVersion": "blueprint-operator.io/v1alpha1", "kind": "ActionSchedule",
+                    "metadata": {"name": name, "namespace": "fr", "generation": 1},
+                    "spec": spec, "status": status,
+                }))
+                .unwrap(),
+            )
+        };
+        let verified = make(
+            "v",
+            true,
+            json!({"lastSuccessfulTime": "2026-01-07T02:00:00Z",
+                   "lastVerifiedTime": "2026-01-06T03:00:00Z",
+                   "consecutiveVerificationFailures": 1}),
+        );
+        let plain = make("p", false, json!({}));
+        let mut tracked = HashMap::new();
+        let m = &ctx.metrics;
+        let get =
+            |f: &Family<Labels, Gauge>, n: &str| f.get(&schedule_labels("fr", n)).map(|g| g.get());
+        // A pass out of time to measure intervals sets the rest; a later one measures them.
+        let both = [verified, plain.clone()];
+        housekeeping_within(&ctx, &both, now, &mut tracked, Duration::ZERO);
+        assert_eq!(get(&m.last_complete, "v"), Some(1_767_751_200));
+        assert_eq!(get(&m.interval, "v"), None);
+        assert_eq!(get(&m.verify_interval, "v"), None);
+        housekeeping(&ctx, &both, now, &mut tracked);
+        assert_eq!(get(&m.last_complete, "v"), Some(1_767_751_200));
+        assert_eq!(get(&m.last_verified, "v"), Some(1_767_668_400));
+        assert_eq!(get(&m.verification_failures, "v"), Some(1));
+        assert_eq!(get(&m.interval, "v"), Some(86_400));
+        assert_eq!(get(&m.verify_interval, "v"), Some(3 * 86_400));
+        // Nothing complete or verified yet, no verify: only the interval.
+        assert_eq!(get(&m.last_complete, "p"), None);
+        assert_eq!(get(&m.last_verified, "p"), None);
+        assert_eq!(get(&m.verification_failures, "p"), None);
+        assert_eq!(get(&m.verify_interval, "p"), None);
+        assert_eq!(get(&m.interval, "p"), Some(86_400));
+        // v is deleted; p's first run completes.
+        let plain_done = make(
+            "p",
+            false,
+            json!({"lastSuccessfulTime": "2026-01-08T02:00:00Z"}),
+        );
+        housekeeping(&ctx, &[plain_done], now, &mut tracked);
+        for f in [
+            &m.last_complete,
+            &m.last_verified,
+            &m.verification_failures,
+            &m.interval,
+            &m.verify_interval,
+        ] {
+            assert_eq!(get(f, "v"), None);
+        }
+        assert_eq!(get(&m.last_complete, "p"), Some(1_767_837_600));
+        assert_eq!(tracked.len(), 1);
     }
 
     #[test]

@@ -180,13 +180,17 @@ pub fn shortest_interval(spec: &str, from: DateTime<Utc>) -> Option<i64> {
     if let Some(every) = s.every_seconds() {
         return Some(every);
     }
-    let ticks: Vec<DateTime<Utc>> = scan(&s, from).collect();
+    let ticks: Vec<DateTime<Utc>> = scan(&s, from, SCAN_DAYS).collect();
     ticks.windows(2).map(|w| (w[1] - w[0]).num_seconds()).min()
 }
 
-/// The ticks of `s` after `from`: at most [`SCAN_TICKS`], within [`SCAN_DAYS`] (at least two).
-fn scan(s: &Schedule, from: DateTime<Utc>) -> impl Iterator<Item = DateTime<Utc>> + '_ {
-    let until = from + Duration::days(SCAN_DAYS);
+/// The ticks of `s` after `from`: at most [`SCAN_TICKS`], within `days` (at least two).
+pub(super) fn scan(
+    s: &Schedule,
+    from: DateTime<Utc>,
+    days: i64,
+) -> impl Iterator<Item = DateTime<Utc>> + '_ {
+    let until = from + Duration::days(days);
     std::iter::successors(s.next_after(from), |t| s.next_after(*t))
         .enumerate()
         .take_while(move |(i, t)| *i < 2 || *t <= until)
@@ -197,7 +201,7 @@ fn scan(s: &Schedule, from: DateTime<Utc>) -> impl Iterator<Item = DateTime<Utc>
 /// Whether any tick of `s` after `from` falls in `w` (over [`SCAN_TICKS`] ticks within
 /// [`SCAN_DAYS`]).
 pub fn some_tick_inside(s: &Schedule, w: &Window, from: DateTime<Utc>) -> bool {
-    scan(s, from).any(|t| w.contains(t, s.time_zone()))
+    scan(s, from, SCAN_DAYS).any(|t| w.contains(t, s.time_zone()))
 }
 
 /// `Some((failures, limit))` when `suspendAfterFailures` has tripped: scheduled runs stop.

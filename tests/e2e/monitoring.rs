@@ -12,8 +12,11 @@
 //! only appears after a failed reconcile: it is the one name also accepted from the scheduler's
 //! registration (src/scheduler/metrics.rs, whose unit test encodes it).
 
+mod eval;
+
 use crate::support;
 use crate::support::http::{free_port, http_get};
+use eval::Series;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -222,6 +225,125 @@ fn every_alert_and_panel_expression_parses_and_names_a_metric() {
     }
 }
 
+/// The expression of the shipped alert `name`.
+fn alert_expr(name: &str) -> String {
+    rule_exprs(support::repo_root())
+        .into_iter()
+        .find(|(what, _)| what == &format!("alert {name}"))
+        .unwrap_or_else(|| panic!("no alert {name} in the PrometheusRule"))
+        .1
+}
+
+/// The schedules `name`'s expression fires for, with the value it reports.
+fn firing(name: &str, series: &[Series<'_>], now: f64) -> Vec<(String, f64)> {
+    match eval::eval(&alert_expr(name), series, now) {
+        eval::Value::Vector(v) => v
+            .into_iter()
+            .map(|(l, x)| (format!("{}/{}", l["namespace"], l["schedule"]), x))
+            .collect(),
+        eval::Value::Scalar(x) => panic!("{name}: a scalar ({x}), not one alert per schedule"),
+    }
+}
+
+const P: &str = "blueprint_operator_actionschedule_";
+const DAY: f64 = 86_400.0;
+const NOW: f64 = 1_800_000_000.0;
+
+fn labels(schedule: &'static str) -> &'static [(&'static str, &'static str)] {
+    match schedule {
+        "a" => &[("namespace", "ns"), ("schedule", "a")],
+        "b" => &[("namespace", "ns"), ("schedule", "b")],
+        "c" => &[("namespace", "ns"), ("schedule", "c")],
+        _ => &[("namespace", "ns"), ("schedule", "d")],
+    }
+}
+
+#[test]
+fn backup_too_old_fires_past_twice_the_interval() {
+    let (complete, interval) = (
+        format!("{P}last_complete_timestamp_seconds"),
+        format!("{P}interval_seconds"),
+    );
+    let series = [
+        // a: daily, newest complete backup 3 days old.
+        Series(&complete, labels("a"), NOW - 3.0 * DAY),
+        Series(&interval, labels("a"), DAY),
+        // b: daily, 1.5 days old (one run failed): not yet.
+        Series(&complete, labels("b"), NOW - 1.5 * DAY),
+        Series(&interval, labels("b"), DAY),
+        // c: suspended (no interval): old, but quiet.
+        Series(&complete, labels("c"), NOW - 30.0 * DAY),
+        // d: weekly, 10 days old.
+        Series(&complete, labels("d"), NOW - 10.0 * DAY),
+        Series(&interval, labels("d"), 7.0 * DAY),
+    ];
+    assert_eq!(
+        firing("BlueprintOperatorBackupTooOld", &series, NOW),
+        [("ns/a".to_string(), 3.0 * DAY)]
+    );
+    // Just past twice the interval, it fires for b too.
+    assert_eq!(
+        firing("BlueprintOperatorBackupTooOld", &series, NOW + 0.6 * DAY).len(),
+        2
+    );
+}
+
+#[test]
+fn verified_backup_too_old_fires_only_for_schedules_that_verify() {
+    let (verified, every) = (
+        format!("{P}last_verified_timestamp_seconds"),
+        format!("{P}verify_interval_seconds"),
+    );
+    let series = [
+        // a: verified weekly, newest verification 15 days ago.
+        Series(&verified, labels("a"), NOW - 15.0 * DAY),
+        Series(&every, labels("a"), 7.0 * DAY),
+        // b: verified daily, 1.5 days ago.
+        Series(&verified, labels("b"), NOW - 1.5 * DAY),
+        Series(&every, labels("b"), DAY),
+        // c: spec.verify removed since (no verification interval): quiet.
+        Series(&verified, labels("c"), NOW - 100.0 * DAY),
+    ];
+    assert_eq!(
+        firing("BlueprintOperatorVerifiedBackupTooOld", &series, NOW),
+        [("ns/a".to_string(), 15.0 * DAY)]
+    );
+}
+
+#[test]
+fn verification_failing_fires_from_the_first_failure() {
+    let failures = format!("{P}verification_failures");
+    let series = [
+        Series(&failures, labels("a"), 2.0),
+        Series(&failures, labels("b"), 0.0),
+    ];
+    assert_eq!(
+        firing("BlueprintOperatorVerificationFailing", &series, NOW),
+        [("ns/a".to_string(), 2.0)]
+    );
+    assert!(firing("BlueprintOperatorVerificationFailing", &series[1..], NOW).is_empty());
+}
+
+#[test]
+fn failing_fires_at_three_failures_or_when_the_breaker_holds_runs_back() {
+    let (failures, breaker) = (
+        format!("{P}consecutive_failures"),
+        format!("{P}suspended_by_failures"),
+    );
+    let series = [
+        Series(&failures, labels("a"), 3.0),
+        Series(&breaker, labels("a"), 0.0),
+        Series(&failures, labels("b"), 1.0),
+        Series(&breaker, labels("b"), 1.0),
+        Series(&failures, labels("c"), 2.0),
+        Series(&breaker, labels("c"), 0.0),
+    ];
+    assert_eq!(
+        firing("BlueprintOperatorActionScheduleFailing", &series, NOW),
+        [("ns/a".to_string(), 3.0), ("ns/b".to_string(), 1.0)]
+    );
+}
+
 #[tokio::test]
 async fn alerts_dashboard_and_readme_name_only_exported_metrics() {
     let repo = support::repo_root();
@@ -290,6 +412,41 @@ async fn alerts_dashboard_and_readme_name_only_exported_metrics() {
         .unwrap();
         schedules.create(&PostParams::default(), &s).await.unwrap();
     }
+    // One that verifies, with a complete and a verified run in its status (the families of
+    // backup age exist only once there are such runs). Yearly: no tick during the test.
+    let s: ActionSchedule = serde_json::from_value(json!({
+        "apiVersion": "blueprint-operator.io/v1alpha1", "kind": "ActionSchedule",
+        "metadata": {"name": "verified", "namespace": ns},
+        "spec": {
+            "schedule": "0 0 1 1 *",
+            "actionSetTemplate": {"actions": [{
+                "name": "backup", "blueprint": "no-such-blueprint",
+                "object": {"kind": "Namespace", "name": ns}}]},
+            "verify": {"every": 2, "action": "restore",
+                       "object": {"kind": "Namespace", "name": "scratch"}}
+        }
+    }))
+    .unwrap();
+    schedules.create(&PostParams::default(), &s).await.unwrap();
+    // After the scheduler's first status write, which would replace it.
+    support::poll(Duration::from_secs(60), || async {
+        let s = schedules.get("verified").await.ok()?;
+        s.status?.next_schedule_time.map(|_| ())
+    })
+    .await
+    .unwrap();
+    let status = json!({"status": {
+        "lastSuccessfulTime": "2026-01-01T00:00:00Z",
+        "lastVerifiedTime": "2026-01-01T00:10:00Z",
+        "consecutiveVerificationFailures": 1}});
+    schedules
+        .patch_status(
+            "verified",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&status),
+        )
+        .await
+        .unwrap();
     let uses: Vec<(String, Use)> = rule_exprs(repo)
         .into_iter()
         .chain(dashboard_exprs(repo))

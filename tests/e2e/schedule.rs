@@ -496,6 +496,7 @@ async fn restarts_and_two_replicas_never_duplicate_a_tick() -> anyhow::Result<()
         let mut l = LeaseConfig::new(LEASE, ns.clone(), id);
         l.lease_seconds = 4;
         l.grace_seconds = 2;
+        l.retry_seconds = 1;
         Some(l)
     };
     let a = start(&client, &ns, le("replica-a"));
