@@ -35,7 +35,7 @@ use super::plan::{self, NewRun, RunRecord};
 use super::retention::{self, Policy};
 use super::rotate::{self, Remover};
 use super::status::{self, condition, from_time};
-use super::{deleting, read, window};
+use super::{deleting, read, verify, verifying, window};
 use crate::model::{
     ActionSchedule, ActionScheduleStatus, ActionSet, FINALIZER_DELETE_RUNS, OnDelete,
 };
@@ -131,7 +131,13 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
     .await?;
     let created =
         apply::create_runs(&ctx, &s, &actionsets, &labels, &plan.create, &mut runs).await?;
-    let next = plan.next;
+    // A verification tick wakes the schedule too.
+    let next_verify = s
+        .spec
+        .verify
+        .as_ref()
+        .and_then(|v| verifying::cadence(&s, v, &runs, now).1);
+    let next = [plan.next, next_verify].into_iter().flatten().min();
     let rest = Rest {
         policy: Policy::from_spec(&s.spec.retention, schedule.time_zone()),
         s,
@@ -195,12 +201,23 @@ async fn settle(ctx: &Ctx, rest: Rest) -> Result<bool, Error> {
     let mut status = old.clone();
     status.observed_generation = s.metadata.generation;
     status::record_plan(&mut status, &p);
+    let by_name = found.by_name();
+    // Outcomes are recorded before retention looks at them.
+    Box::pin(verifying::verify(
+        ctx,
+        &s,
+        &actionsets,
+        &by_name,
+        &mut runs,
+        now,
+    ))
+    .await?;
     // Summarized before rotation, so a run that failed is counted before it is rotated away.
     let sum = plan::summarize(&runs, &status::counted(&old));
+    let verified = verify::summarize(&runs, &status::verification_counted(&old));
 
     // Select what to rotate, then rotate it.
     let selected = retention::select(&runs, &policy);
-    let by_name = found.by_name();
     let remover = Remover::new(
         ctx.client.clone(),
         &s,
@@ -242,6 +259,7 @@ async fn settle(ctx: &Ctx, rest: Rest) -> Result<bool, Error> {
         .get_or_create(&labels)
         .set(i64::from(breaker.is_some()));
     status::record_summary(&mut status, &sum);
+    status::record_verification(&mut status, &verified);
     Box::pin(announce_breaker(ctx, &s, &old, breaker)).await;
     status.conditions = vec![status::ready(
         s.spec.suspend,
