@@ -203,18 +203,12 @@ async fn settle(ctx: &Ctx, rest: Rest) -> Result<bool, Error> {
     status::record_plan(&mut status, &p);
     let by_name = found.by_name();
     // Outcomes are recorded before retention looks at them.
-    Box::pin(verifying::verify(
-        ctx,
-        &s,
-        &actionsets,
-        &by_name,
-        &mut runs,
-        now,
-    ))
-    .await?;
+    let counted = status::verification_counted(&old);
+    let verifying = verifying::verify(ctx, &s, &actionsets, &by_name, &mut runs, &counted, now);
+    Box::pin(verifying).await?;
     // Summarized before rotation, so a run that failed is counted before it is rotated away.
     let sum = plan::summarize(&runs, &status::counted(&old));
-    let verified = verify::summarize(&runs, &status::verification_counted(&old));
+    let verified = verify::summarize(&runs, &counted);
 
     // Select what to rotate, then rotate it.
     let selected = retention::select(&runs, &policy);

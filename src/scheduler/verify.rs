@@ -210,6 +210,22 @@ pub fn ticks_since(runs: &[RunRecord], created: DateTime<Utc>) -> DateTime<Utc> 
         .max(created)
 }
 
+/// When to record the next outcome: `now`, but after every outcome recorded before (on the
+/// runs, or counted in the status), so that outcomes are ordered although their times are
+/// whole seconds (one verification runs at a time, so outcomes are never concurrent).
+pub fn record_time(runs: &[RunRecord], counted: &Counted, now: DateTime<Utc>) -> DateTime<Utc> {
+    let latest = runs
+        .iter()
+        .filter_map(|r| r.verified.as_ref().map(|v| v.at))
+        .chain(counted.last_failure)
+        .chain(counted.last_verified.as_ref().map(|(t, _)| *t))
+        .max();
+    match latest {
+        Some(t) if t >= now => t + chrono::Duration::seconds(1),
+        _ => now,
+    }
+}
+
 /// What the previous status counted (see [`summarize`]).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Counted {
@@ -481,6 +497,13 @@ mod tests {
         later = passed(later, false, "2026-06-01T10:00:00Z");
         let s2 = summarize(std::slice::from_ref(&later), &s);
         assert_eq!(s2.consecutive_failures, 3);
+        // Outcomes recorded within one second are still ordered.
+        let at = t("2026-06-01T10:00:00Z");
+        assert_eq!(
+            record_time(&[later.clone()], &s, at),
+            at + chrono::Duration::seconds(1)
+        );
+        assert_eq!(record_time(&[], &Counted::default(), at), at);
         // A pass resets.
         let ok = passed(
             run("b10", "2026-06-01T10:00:00Z", Complete),

@@ -50,19 +50,25 @@ pub(super) async fn verify(
     api: &Api<ActionSet>,
     by_name: &BTreeMap<String, &ActionSet>,
     runs: &mut Vec<RunRecord>,
+    counted: &verify::Counted,
     now: DateTime<Utc>,
 ) -> Result<(), Error> {
     let Some(v) = &s.spec.verify else {
         return Ok(());
     };
+    // Whole seconds, as the other times on runs.
+    let now = DateTime::from_timestamp(now.timestamp(), 0).unwrap_or(now);
     let (cadence, _) = cadence(s, v, runs, now);
     let p = verify::plan(runs, cadence, v.check_action.is_some(), now);
     for outcome in &p.record {
-        record(ctx, s, api, by_name, outcome, now).await?;
+        let at = verify::record_time(runs, counted, now);
+        if !record(ctx, s, api, by_name, outcome, at).await? {
+            continue;
+        }
         if let Some(r) = runs.iter_mut().find(|r| r.name == outcome.run) {
             r.verified = Some(Verified {
                 passed: outcome.passed,
-                at: now,
+                at,
                 by: outcome.by.clone(),
             });
         }
@@ -76,24 +82,30 @@ pub(super) async fn verify(
     Ok(())
 }
 
-/// Write `outcome` on its backup run, and announce it.
+/// Write `outcome` on its backup run, and announce it; false when the run changed since it
+/// was read (its watch event brings another reconcile) or is gone.
 async fn record(
     ctx: &Ctx,
     s: &ActionSchedule,
     api: &Api<ActionSet>,
     by_name: &BTreeMap<String, &ActionSet>,
     outcome: &Outcome,
-    now: DateTime<Utc>,
-) -> Result<(), Error> {
-    let patch = verify::record_patch(outcome, now);
+    at: DateTime<Utc>,
+) -> Result<bool, Error> {
+    let Some(backup) = by_name.get(&outcome.run) else {
+        return Ok(false);
+    };
+    let mut patch = verify::record_patch(outcome, at);
+    // Only over the version read: a view older than an outcome already written must not
+    // write (and announce) it again.
+    patch["metadata"]["resourceVersion"] = backup.resource_version().into();
     let (pp, patch) = (PatchParams::default(), Patch::Merge(&patch));
     match ctx
         .request(|| api.patch_metadata(&outcome.run, &pp, &patch))
         .await
     {
         Ok(_) => {}
-        // Gone meanwhile: nothing to record on.
-        Err(kube::Error::Api(e)) if e.code == 404 => return Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => return Ok(false),
         Err(e) => return Err(e.into()),
     }
     let (run, by) = (&outcome.run, &outcome.by);
@@ -111,7 +123,7 @@ async fn record(
         let note = format!("backup run {run} is unverified: verification {by} failed{why}");
         publish(ctx, s, true, "VerificationFailed", "Verify", note).await;
     }
-    Ok(())
+    Ok(true)
 }
 
 /// Create the restore (or, `check`, the check) of `backup`'s verification.
