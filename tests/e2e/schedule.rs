@@ -1556,6 +1556,10 @@ async fn complete_run_now(
     schedule: &str,
     token: &str,
 ) -> anyhow::Result<String> {
+    // A run-now run is timed to the second, and runs of one second have no order between them
+    // (retention would take them by name): start in a second of its own.
+    let ms = chrono::Utc::now().timestamp_subsec_millis();
+    tokio::time::sleep(Duration::from_millis(u64::from(1010 - ms.min(1000)))).await;
     patch_schedule(
         client,
         ns,
@@ -1573,7 +1577,34 @@ async fn complete_run_now(
 /// Wait for the ActionSet `name` to exist, then give it `state`; returns it as created.
 async fn decide(client: &Client, ns: &str, name: &str, state: &str) -> anyhow::Result<ActionSet> {
     let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
-    let a = support::wait_for(&api, name, LONG, |_| true).await?;
+    let a = match support::wait_for(&api, name, LONG, |_| true).await {
+        Ok(a) => a,
+        Err(e) => {
+            let v: Vec<_> = api
+                .list(&ListParams::default())
+                .await?
+                .items
+                .into_iter()
+                .map(|a| {
+                    (
+                        a.name_any(),
+                        a.metadata.labels,
+                        a.metadata.annotations,
+                        a.status.map(|s| s.state),
+                    )
+                })
+                .collect();
+            let s: Api<ActionSchedule> = Api::namespaced(client.clone(), ns);
+            let st: Vec<_> = s
+                .list(&ListParams::default())
+                .await?
+                .items
+                .into_iter()
+                .map(|x| x.status)
+                .collect();
+            anyhow::bail!("{e}\nActionSets: {v:#?}\nschedules: {st:#?}");
+        }
+    };
     set_state(client, ns, name, state).await?;
     Ok(a)
 }
