@@ -94,17 +94,8 @@ impl CreateArgs {
     }
 }
 
-/// What the flags ask for, parsed.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Request {
-    pub action: Option<String>,
-    pub blueprint: Option<String>,
-    pub objects: Vec<ObjectReference>,
-    pub profile: Option<ObjectReference>,
-    pub options: BTreeMap<String, String>,
-    pub secrets: BTreeMap<String, ObjectReference>,
-    pub config_maps: BTreeMap<String, ObjectReference>,
-}
+/// What the flags ask for, parsed (the overrides of a restore from a run, too).
+pub use crate::model::child::Overrides as Request;
 
 /// Parses the flags; `namespace` completes a Profile given by name alone.
 pub fn request(args: &CreateArgs, namespace: &str) -> Result<Request, CtlError> {
@@ -290,65 +281,7 @@ pub fn new_spec(r: &Request) -> Result<ActionSetSpec, CtlError> {
 
 /// The spec of an ActionSet restoring from `parent` (Kanister's `ChildActionSet`).
 pub fn child_spec(parent: &ActionSet, r: &Request) -> Result<ActionSetSpec, CtlError> {
-    let name = parent.metadata.name.as_deref().unwrap_or_default();
-    let status = parent
-        .status
-        .as_ref()
-        .filter(|s| s.state == State::Complete);
-    let Some(status) = status else {
-        let state = parent.state().map(|s| s.as_str()).unwrap_or("");
-        let state = if state.is_empty() {
-            "not started"
-        } else {
-            state
-        };
-        return Err(CtlError::Input(format!(
-            "ActionSet {name} is {state}, not complete: only a complete run has artifacts to restore from"
-        )));
-    };
-    let parent_specs = parent
-        .spec
-        .as_ref()
-        .map(|s| s.actions.as_slice())
-        .unwrap_or_default();
-    let mut actions = Vec::new();
-    for (i, pa) in status.actions.iter().enumerate() {
-        // Kanister pairs status and spec actions by position.
-        let ps = parent_specs.get(i).cloned().unwrap_or_default();
-        let mut options = ps.options.clone();
-        options.extend(r.options.clone());
-        let a = ActionSpec {
-            name: r.action.clone().unwrap_or_else(|| ps.name.clone()),
-            blueprint: r.blueprint.clone().unwrap_or_else(|| pa.blueprint.clone()),
-            object: pa.object.clone(),
-            artifacts: pa.artifacts.clone(),
-            secrets: if r.secrets.is_empty() {
-                ps.secrets.clone()
-            } else {
-                r.secrets.clone()
-            },
-            config_maps: if r.config_maps.is_empty() {
-                ps.config_maps.clone()
-            } else {
-                r.config_maps.clone()
-            },
-            profile: r.profile.clone().or(ps.profile.clone()),
-            options,
-            ..ActionSpec::default()
-        };
-        if r.objects.is_empty() {
-            actions.push(a);
-        } else {
-            actions.extend(r.objects.iter().map(|o| ActionSpec {
-                object: o.clone(),
-                ..a.clone()
-            }));
-        }
-    }
-    Ok(ActionSetSpec {
-        actions,
-        ..ActionSetSpec::default()
-    })
+    crate::model::child::child_spec(parent, r).map_err(|e| CtlError::Input(e.to_string()))
 }
 
 /// Metadata of the new ActionSet: `name`, or a generated name
@@ -413,13 +346,8 @@ pub fn newest_complete<'a>(runs: &'a [ActionSet], schedule: &str) -> Option<&'a 
     runs.iter()
         .filter(|a| identity::is_run_of(&a.metadata, schedule))
         .filter(|a| a.state() == Some(State::Complete))
-        .filter(|a| {
-            a.metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get(crate::model::LABEL_TRIGGER))
-                != Some(&"delete".to_string())
-        })
+        // Backup runs only: not delete actions, not verifications.
+        .filter(|a| crate::scheduler::read::record(a, schedule).is_backup())
         .max_by_key(|a| super::cells::started(a))
 }
 

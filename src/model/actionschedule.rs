@@ -331,15 +331,20 @@ pub struct ActionScheduleStatus {
     /// The latest ticks that were missed or skipped, newest first (at most 10).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub recent_skips: Vec<SkippedRun>,
-    /// Completion time of the newest verification run that passed (`spec.verify`).
+    /// When the newest verification that passed ended (`spec.verify`): its outcome was
+    /// recorded on the backup run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_verified_time: Option<Time>,
     /// The backup run the newest passing verification proved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_verified_run: Option<String>,
-    /// Verification runs failed since the newest one that passed.
+    /// Verifications failed since the newest one that passed (those of runs rotated away
+    /// included).
     #[serde(default)]
     pub consecutive_verification_failures: u32,
+    /// When the newest failed verification was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_verification_failure_time: Option<Time>,
     /// The last `run-now` token handled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_run_now_token: Option<String>,

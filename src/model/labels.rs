@@ -65,10 +65,21 @@ pub const ANNOTATION_PHASE_TIMEOUTS: &str = "blueprint-operator.io/phase-timeout
 
 /// Label on every ActionSet an ActionSchedule created: the schedule's name.
 pub const LABEL_SCHEDULE: &str = "blueprint-operator.io/schedule";
-/// Label: `scheduled`, `run-now` or `delete` (a retention delete action).
+/// Label: `scheduled`, `run-now`, `delete` (a retention delete action), `verify` (a restore
+/// verification) or `verify-check` (its check action).
 pub const LABEL_TRIGGER: &str = "blueprint-operator.io/trigger";
 /// Label on a delete-action ActionSet: the name of the run whose artifacts it deletes.
 pub const LABEL_DELETE_FOR: &str = "blueprint-operator.io/delete-for";
+/// Label on a verification ActionSet (`spec.verify`; trigger `verify`, or `verify-check` for
+/// the check action): the name of the backup run whose artifacts it restores.
+pub const LABEL_VERIFY_FOR: &str = "blueprint-operator.io/verify-for";
+/// Label on a backup run once its verification ended: `"true"` (restored, and the check
+/// action passed) or `"false"`.
+pub const LABEL_VERIFIED: &str = "blueprint-operator.io/verified";
+/// Annotation beside [`LABEL_VERIFIED`]: when the outcome was recorded (RFC 3339, UTC).
+pub const ANNOTATION_VERIFIED_TIME: &str = "blueprint-operator.io/verified-time";
+/// Annotation beside [`LABEL_VERIFIED`]: the verification ActionSet that decided it.
+pub const ANNOTATION_VERIFIED_BY: &str = "blueprint-operator.io/verified-by";
 /// Annotation on created ActionSets: the nominal scheduled time (RFC 3339, UTC).
 pub const ANNOTATION_SCHEDULED_TIME: &str = "blueprint-operator.io/scheduled-time";
 /// Annotation on an ActionSchedule: set it to any new token to start a run now.

@@ -5,6 +5,7 @@
 //! `crate::blueprint`) so that unknown fields survive; these typed views are
 //! for the executor and the scheduler, which read and write known fields.
 
+pub mod child;
 mod kanister;
 pub mod labels;
 mod resource;

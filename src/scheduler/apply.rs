@@ -300,6 +300,8 @@ pub(super) async fn create_runs(
                 trigger: run.trigger,
                 ours: true,
                 delete_for: None,
+                verify_for: None,
+                verified: None,
             });
         }
     }

@@ -6,6 +6,7 @@
 //! - [`retention`]: pure selection of the ActionSets to rotate, with reasons.
 //! - [`identity`]: which ActionSets are a schedule's runs (label + annotation,
 //!   no ownerReference).
+//! - [`verify`]: pure restore verification: which run to verify, outcomes, the summary.
 //! - [`finalize`]: pure rule for a deleted schedule with `onDelete: Delete`.
 //! - [`delete_action`]: pure: the ActionSet that runs a rotated run's delete action.
 //! - [`reconcile`]: one reconcile: [`read`], plan (the pure modules above and
@@ -35,6 +36,8 @@ mod rotate;
 pub mod runs;
 pub mod settle;
 mod status;
+pub mod verify;
+mod verifying;
 pub mod window;
 
 use std::future::Future;

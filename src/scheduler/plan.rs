@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 
 use super::cron::Schedule;
+pub use super::verify::Verified;
 use super::window::Window;
 use crate::model::{ConcurrencyPolicy, MissedRunPolicy};
 
@@ -49,6 +50,10 @@ pub enum Trigger {
     RunNow,
     /// A retention delete action for another run.
     Delete,
+    /// The restore of a backup run's verification (`spec.verify.action`).
+    Verify,
+    /// The check after that restore (`spec.verify.checkAction`).
+    VerifyCheck,
 }
 
 impl Trigger {
@@ -57,14 +62,27 @@ impl Trigger {
             Trigger::Scheduled => "scheduled",
             Trigger::RunNow => "run-now",
             Trigger::Delete => "delete",
+            Trigger::Verify => "verify",
+            Trigger::VerifyCheck => "verify-check",
         }
     }
     pub fn parse(s: &str) -> Trigger {
         match s {
             "run-now" => Trigger::RunNow,
             "delete" => Trigger::Delete,
+            "verify" => Trigger::Verify,
+            "verify-check" => Trigger::VerifyCheck,
             _ => Trigger::Scheduled,
         }
+    }
+    /// A backup run (scheduled or run-now), not an ActionSet that works for one (a delete
+    /// action, a verification): only these are counted, rotated by retention, or verified.
+    pub fn is_backup(self) -> bool {
+        matches!(self, Trigger::Scheduled | Trigger::RunNow)
+    }
+    /// A verification ActionSet (its restore or its check).
+    pub fn is_verification(self) -> bool {
+        matches!(self, Trigger::Verify | Trigger::VerifyCheck)
     }
 }
 
@@ -85,9 +103,17 @@ pub struct RunRecord {
     pub ours: bool,
     /// For a delete action: the run whose artifacts it deletes.
     pub delete_for: Option<String>,
+    /// For a verification ActionSet: the backup run it verifies.
+    pub verify_for: Option<String>,
+    /// For a backup run: the recorded outcome of its verification.
+    pub verified: Option<Verified>,
 }
 
 impl RunRecord {
+    /// A backup run of this schedule (not a delete action or a verification).
+    pub fn is_backup(&self) -> bool {
+        self.ours && self.trigger.is_backup()
+    }
     /// Pending or running, or its deferPhase is.
     pub fn is_active(&self) -> bool {
         !self.state.is_terminal() || self.defer_state.is_some_and(|d| !d.is_terminal())
@@ -280,7 +306,7 @@ pub fn plan(
         let late = (now - start.unwrap_or(tick + offset)).num_seconds();
         let active: Vec<&RunRecord> = runs
             .iter()
-            .filter(|r| r.ours && r.trigger != Trigger::Delete && r.is_active())
+            .filter(|r| r.is_backup() && r.is_active())
             .collect();
         let skip = |reason, count, message: String| Skip {
             scheduled_time: if count > 1 { first } else { tick },
@@ -440,10 +466,7 @@ pub struct Counted {
 }
 
 pub fn summarize(runs: &[RunRecord], counted: &Counted) -> Summary {
-    let mut mine: Vec<&RunRecord> = runs
-        .iter()
-        .filter(|r| r.ours && r.trigger != Trigger::Delete)
-        .collect();
+    let mut mine: Vec<&RunRecord> = runs.iter().filter(|r| r.is_backup()).collect();
     mine.sort_by(|a, b| (a.scheduled_time, &a.name).cmp(&(b.scheduled_time, &b.name)));
     let active = mine
         .iter()
@@ -497,6 +520,8 @@ pub mod fixtures {
             trigger: Trigger::Scheduled,
             ours: true,
             delete_for: None,
+            verify_for: None,
+            verified: None,
         }
     }
 }

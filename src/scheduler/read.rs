@@ -13,10 +13,11 @@ use super::gate::Priority;
 use super::identity;
 use super::plan::{self, PlanSettings, RunRecord, RunState, Trigger};
 use super::status::from_time;
+use super::verify::Verified;
 use super::window::{self, Window};
 use crate::model::{
     ANNOTATION_RUN_NOW, ANNOTATION_SCHEDULED_TIME, ActionSchedule, ActionScheduleStatus, ActionSet,
-    LABEL_DELETE_FOR, LABEL_SCHEDULE, LABEL_TRIGGER, State, WatchedActionSet,
+    LABEL_DELETE_FOR, LABEL_SCHEDULE, LABEL_TRIGGER, LABEL_VERIFY_FOR, State, WatchedActionSet,
 };
 
 /// The schedule at its newest version, or `None` when it is gone. The watch
@@ -146,6 +147,8 @@ pub fn record(a: &ActionSet, schedule: &str) -> RunRecord {
         ),
         ours: identity::is_run_of(&a.metadata, schedule),
         delete_for: a.labels().get(LABEL_DELETE_FOR).cloned(),
+        verify_for: a.labels().get(LABEL_VERIFY_FOR).cloned(),
+        verified: Verified::from_meta(&a.metadata),
     }
 }
 

@@ -37,7 +37,7 @@ use super::plan::{self, NewRun, RunRecord};
 use super::retention::{self, Policy};
 use super::rotate::{self, Remover};
 use super::status::{self, condition, from_time};
-use super::{deleting, freshness, read, window};
+use super::{deleting, freshness, read, verify, verifying, window};
 use crate::model::{
     ActionSchedule, ActionScheduleStatus, ActionSet, FINALIZER_DELETE_RUNS, OnDelete,
 };
@@ -133,7 +133,13 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
     .await?;
     let created =
         apply::create_runs(&ctx, &s, &actionsets, &labels, &plan.create, &mut runs).await?;
-    let next = plan.next;
+    // A verification tick wakes the schedule too.
+    let next_verify = s
+        .spec
+        .verify
+        .as_ref()
+        .and_then(|v| verifying::cadence(&s, v, &runs, now).1);
+    let next = [plan.next, next_verify].into_iter().flatten().min();
     let rest = Rest {
         policy: Policy::from_spec(&s.spec.retention, schedule.time_zone()),
         s,
@@ -197,12 +203,17 @@ async fn settle(ctx: &Ctx, rest: Rest) -> Result<bool, Error> {
     let mut status = old.clone();
     status.observed_generation = s.metadata.generation;
     status::record_plan(&mut status, &p);
+    let by_name = found.by_name();
+    // Outcomes are recorded before retention looks at them.
+    let counted = status::verification_counted(&old);
+    let verifying = verifying::verify(ctx, &s, &actionsets, &by_name, &mut runs, &counted, now);
+    Box::pin(verifying).await?;
     // Summarized before rotation, so a run that failed is counted before it is rotated away.
     let sum = plan::summarize(&runs, &status::counted(&old));
+    let verified = verify::summarize(&runs, &counted);
 
     // Select what to rotate, then rotate it.
     let selected = retention::select(&runs, &policy);
-    let by_name = found.by_name();
     let remover = Remover::new(
         ctx.client.clone(),
         &s,
@@ -244,6 +255,7 @@ async fn settle(ctx: &Ctx, rest: Rest) -> Result<bool, Error> {
         .get_or_create(&labels)
         .set(i64::from(breaker.is_some()));
     status::record_summary(&mut status, &sum);
+    status::record_verification(&mut status, &verified);
     Box::pin(announce_breaker(ctx, &s, &old, breaker)).await;
     status.conditions = vec![status::ready(
         s.spec.suspend,

@@ -34,6 +34,8 @@ pub struct Policy {
     pub weekly: Option<u32>,
     pub monthly: Option<u32>,
     pub yearly: Option<u32>,
+    /// `keepVerified`.
+    pub verified: Option<u32>,
     pub tz: Tz,
 }
 
@@ -47,6 +49,7 @@ impl Policy {
             weekly: r.keep_weekly,
             monthly: r.keep_monthly,
             yearly: r.keep_yearly,
+            verified: r.keep_verified,
             tz,
         }
     }
@@ -120,8 +123,14 @@ pub fn select(runs: &[RunRecord], policy: &Policy) -> RetentionPlan {
     let mut plan = RetentionPlan::default();
     let mut complete = Vec::new();
     let mut failed = Vec::new();
+    // A run being verified stays until its verification ends (the restore reads its data).
+    let verifying: Vec<&str> = runs
+        .iter()
+        .filter(|r| r.ours && r.trigger.is_verification() && r.is_active())
+        .filter_map(|r| r.verify_for.as_deref())
+        .collect();
     for r in runs {
-        if !r.ours || r.trigger == Trigger::Delete {
+        if !r.is_backup() {
             continue;
         }
         if r.is_active() {
@@ -141,9 +150,22 @@ pub fn select(runs: &[RunRecord], policy: &Policy) -> RetentionPlan {
     complete.sort_by(newest_first);
     failed.sort_by(newest_first);
 
-    // restic ApplyPolicy; count None = bucket unused.
+    let passed = |r: &RunRecord| r.verified.as_ref().is_some_and(|v| v.passed);
+    let newest_verified = complete.iter().position(|r| passed(r));
+    // Unverified runs older than the newest verified one are worth least: `keepLast` counts
+    // them after every other complete run.
+    let demoted = |i: usize, r: &RunRecord| newest_verified.is_some_and(|v| i > v) && !passed(r);
+    let mut by_worth: Vec<usize> = (0..complete.len()).collect();
+    by_worth.sort_by_key(|&i| demoted(i, complete[i]));
+    let last: Vec<usize> = by_worth
+        .into_iter()
+        .take(policy.keep_last as usize)
+        .collect();
+    let keep_verified = policy.verified.unwrap_or(0) as usize;
+    let mut verified_seen = 0;
+
+    // restic ApplyPolicy for the time buckets; count None = bucket unused.
     let mut buckets: Vec<(Bucket, u32, Option<i64>)> = [
-        (Bucket::Last, Some(policy.keep_last)),
         (Bucket::Hourly, policy.hourly),
         (Bucket::Daily, policy.daily),
         (Bucket::Weekly, policy.weekly),
@@ -158,6 +180,20 @@ pub fn select(runs: &[RunRecord], policy: &Policy) -> RetentionPlan {
         let mut reasons = Vec::new();
         if i == 0 {
             reasons.push("newest complete".to_string());
+        }
+        if passed(r) {
+            verified_seen += 1;
+            if Some(i) == newest_verified {
+                reasons.push("newest verified".to_string());
+            } else if verified_seen <= keep_verified {
+                reasons.push(format!("verified {verified_seen} of {keep_verified}"));
+            }
+        }
+        if verifying.contains(&r.name.as_str()) {
+            reasons.push("being verified".to_string());
+        }
+        if last.contains(&i) {
+            reasons.push(Bucket::Last.name().to_string());
         }
         for (b, count, last) in buckets.iter_mut() {
             if *count == 0 {
@@ -176,10 +212,20 @@ pub fn select(runs: &[RunRecord], policy: &Policy) -> RetentionPlan {
             }
         }
         if reasons.is_empty() {
+            let unverified = match newest_verified.filter(|_| demoted(i, r)) {
+                Some(v) => format!(
+                    ", unverified and older than the newest verified run {}",
+                    complete[v].name
+                ),
+                None => String::new(),
+            };
             plan.remove.push(Removal {
                 name: r.name.clone(),
                 state: r.state,
-                reason: format!("complete, not kept by any rule ({})", describe(policy)),
+                reason: format!(
+                    "complete{unverified}, not kept by any rule ({})",
+                    describe(policy)
+                ),
             });
         } else {
             plan.keep.push(Kept {
@@ -223,7 +269,7 @@ pub fn preview_next(
         .collect();
     let active: Vec<&str> = runs
         .iter()
-        .filter(|r| r.ours && r.trigger != Trigger::Delete && r.is_active())
+        .filter(|r| r.is_backup() && r.is_active())
         .map(|r| r.name.as_str())
         .collect();
     if active.is_empty() && next.is_none() {
@@ -239,11 +285,13 @@ pub fn preview_next(
             trigger: Trigger::Scheduled,
             ours: true,
             delete_for: None,
+            verify_for: None,
+            verified: None,
         });
     }
     // Active runs are assumed to complete too.
     for r in with_next.iter_mut() {
-        if r.ours && r.trigger != Trigger::Delete && r.is_active() {
+        if r.is_backup() && r.is_active() {
             r.state = RunState::Complete;
             r.defer_state = None;
         }
@@ -267,6 +315,7 @@ fn describe(p: &Policy) -> String {
         ("keepWeekly", p.weekly),
         ("keepMonthly", p.monthly),
         ("keepYearly", p.yearly),
+        ("keepVerified", p.verified),
     ] {
         if let Some(v) = v {
             parts.push(format!("{n}={v}"));
@@ -290,6 +339,8 @@ mod tests {
             trigger: Trigger::Scheduled,
             ours: true,
             delete_for: None,
+            verify_for: None,
+            verified: None,
         }
     }
 
@@ -302,6 +353,7 @@ mod tests {
             weekly: None,
             monthly: None,
             yearly: None,
+            verified: None,
             tz: Tz::UTC,
         }
     }
@@ -506,51 +558,154 @@ mod tests {
         assert!(preview_next(&runs, &p, None).is_empty());
     }
 
+    fn verified(mut r: RunRecord, passed: bool) -> RunRecord {
+        r.verified = Some(crate::scheduler::verify::Verified {
+            passed,
+            at: r.scheduled_time + Duration::minutes(30),
+            by: format!("{}-verify", r.name),
+        });
+        r
+    }
+
     #[test]
-    fn no_arrangement_rotates_an_active_run_or_the_newest_complete_one() {
-        // Every assignment of 5 states to 5 runs (pending stands for a run
-        // waiting for its turn, as an exclusive run does), every keepLast and
-        // keepFailed up to 2, with and without a next tick.
+    fn the_newest_verified_run_stays_whatever_keep_last_says_and_unverified_older_ones_go_first() {
+        // Newest first: r3 unverified, r2 verified, r1 failed its verification, r0 verified.
+        let start = t("2026-06-01T00:00:00Z");
+        let mut runs = hourly(4, start);
+        runs[2] = verified(runs[2].clone(), true);
+        runs[1] = verified(runs[1].clone(), false);
+        runs[0] = verified(runs[0].clone(), true);
+        // keepLast 0: the newest complete and the newest verified stay.
+        let p = select(&runs, &policy(0));
+        assert_eq!(removed(&p), vec!["r0000", "r0001"]);
+        let newest_verified = p.keep.iter().find(|k| k.name == "r0002").unwrap();
+        assert_eq!(newest_verified.reasons, vec!["newest verified".to_string()]);
+        // keepLast 3: r1 (unverified, older than r2) goes before the older verified r0.
+        let p = select(&runs, &policy(3));
+        assert_eq!(removed(&p), vec!["r0001"]);
+        assert!(
+            p.remove[0]
+                .reason
+                .contains("older than the newest verified run r0002"),
+            "{p:?}"
+        );
+        // keepLast 4 keeps all; keepVerified 2 keeps r0 with keepLast 0.
+        assert!(select(&runs, &policy(4)).remove.is_empty());
+        let mut kv = policy(0);
+        kv.verified = Some(2);
+        let p = select(&runs, &kv);
+        assert_eq!(removed(&p), vec!["r0001"]);
+        assert!(p.remove[0].reason.contains("keepVerified=2"));
+        // A run being verified stays until its verification ends; the verification itself is
+        // never a candidate.
+        let mut v = rec(9, start, RunState::Running);
+        v.trigger = Trigger::Verify;
+        v.verify_for = Some("r0001".into());
+        runs.push(v);
+        let p = select(&runs, &policy(0));
+        assert_eq!(removed(&p), vec!["r0000"]);
+        assert!(
+            p.keep
+                .iter()
+                .any(|k| k.name == "r0001" && k.reasons == ["being verified"])
+        );
+    }
+
+    #[test]
+    fn no_arrangement_rotates_an_active_run_or_the_newest_complete_or_verified_one() {
+        // Every assignment of 7 states to 5 runs (pending stands for a run
+        // waiting for its turn, as an exclusive run does; complete runs come
+        // unverified, verified or with a failed verification), every keepLast,
+        // keepFailed and keepVerified up to 2, with and without a next tick.
         let start = t("2026-06-01T00:00:00Z");
         let states = [
-            (RunState::Pending, None),
-            (RunState::Running, None),
-            (RunState::Complete, None),
-            (RunState::Complete, Some(RunState::Running)),
-            (RunState::Failed, None),
+            (RunState::Pending, None, None),
+            (RunState::Running, None, None),
+            (RunState::Complete, None, None),
+            (RunState::Complete, Some(RunState::Running), None),
+            (RunState::Failed, None, None),
+            (RunState::Complete, None, Some(true)),
+            (RunState::Complete, None, Some(false)),
         ];
+        let passed = |r: &RunRecord| r.verified.as_ref().is_some_and(|v| v.passed);
         for code in 0..states.len().pow(5) {
             let runs: Vec<RunRecord> = (0..5)
                 .map(|i| {
-                    let (state, defer) = states[code / states.len().pow(i as u32) % states.len()];
+                    let (state, defer, outcome) =
+                        states[code / states.len().pow(i as u32) % states.len()];
                     let mut r = rec(i, start + Duration::hours(i as i64), state);
                     r.defer_state = defer;
-                    r
+                    match outcome {
+                        Some(p) => verified(r, p),
+                        None => r,
+                    }
                 })
                 .collect();
-            let newest_complete = runs
+            let complete: Vec<&RunRecord> = runs
                 .iter()
                 .filter(|r| r.state == RunState::Complete && !r.is_active())
-                .map(|r| r.name.clone())
-                .next_back();
+                .collect();
+            let newest_complete = complete.last().map(|r| r.name.clone());
+            let verified_newest_first: Vec<&str> = complete
+                .iter()
+                .rev()
+                .filter(|r| passed(r))
+                .map(|r| r.name.as_str())
+                .collect();
+            let newest_verified_at = complete
+                .iter()
+                .rev()
+                .find(|r| passed(r))
+                .map(|r| r.scheduled_time);
+            let demoted = |r: &RunRecord| {
+                !passed(r) && newest_verified_at.is_some_and(|v| r.scheduled_time < v)
+            };
             for keep in 0..3 {
-                let mut p = policy(keep);
-                p.keep_failed = keep;
-                let now = select(&runs, &p);
-                for next in [None, Some(start + Duration::hours(6))] {
-                    let preview = preview_next(&runs, &p, next);
-                    for r in now.remove.iter().chain(&preview) {
-                        let run = runs.iter().find(|x| x.name == r.name).unwrap();
-                        assert!(!run.is_active(), "active {run:?} listed ({code}, {keep})");
-                    }
+                for keep_verified in [None, Some(keep)] {
+                    let mut p = policy(keep);
+                    p.keep_failed = keep;
+                    p.verified = keep_verified;
+                    let now = select(&runs, &p);
+                    let gone = |name: &str| now.remove.iter().any(|r| r.name == name);
+                    let case = format!("({code}, {keep}, {keep_verified:?})");
                     assert!(
-                        !now.remove
-                            .iter()
-                            .any(|r| Some(&r.name) == newest_complete.as_ref()),
-                        "newest complete rotated ({code}, {keep})"
+                        !newest_complete.as_deref().is_some_and(gone),
+                        "newest complete rotated {case}"
                     );
-                    if next.is_none() && runs.iter().all(|r| !r.is_active()) {
-                        assert!(preview.is_empty(), "nothing would rotate ({code}, {keep})");
+                    let kept_verified = keep_verified.unwrap_or(0).max(1) as usize;
+                    for v in verified_newest_first.iter().take(kept_verified) {
+                        assert!(!gone(v), "verified {v} rotated {case}");
+                    }
+                    // keepLast spends itself on an unverified run older than the newest
+                    // verified one only when every other complete run is kept.
+                    let last_on_demoted = now.keep.iter().any(|k| {
+                        k.reasons.iter().any(|r| r == "last")
+                            && runs.iter().any(|r| r.name == k.name && demoted(r))
+                    });
+                    let other_gone = now.remove.iter().any(|x| {
+                        runs.iter().any(|r| {
+                            r.name == x.name && r.state == RunState::Complete && !demoted(r)
+                        })
+                    });
+                    assert!(
+                        !(last_on_demoted && other_gone),
+                        "demoted run kept first {case}"
+                    );
+                    for next in [None, Some(start + Duration::hours(6))] {
+                        let preview = preview_next(&runs, &p, next);
+                        for r in now.remove.iter().chain(&preview) {
+                            let run = runs.iter().find(|x| x.name == r.name).unwrap();
+                            assert!(!run.is_active(), "active {run:?} listed {case}");
+                        }
+                        assert!(
+                            !preview
+                                .iter()
+                                .any(|r| verified_newest_first.first() == Some(&r.name.as_str())),
+                            "newest verified in the preview {case}"
+                        );
+                        if next.is_none() && runs.iter().all(|r| !r.is_active()) {
+                            assert!(preview.is_empty(), "nothing would rotate {case}");
+                        }
                     }
                 }
             }

@@ -50,6 +50,8 @@ pub(super) struct Remover<'a> {
     blueprints: Api<Blueprint>,
     /// Delete-action ActionSets of this schedule, by the run they are for.
     deletes: BTreeMap<&'a str, &'a RunRecord>,
+    /// Verification ActionSets of this schedule.
+    verifications: Vec<&'a RunRecord>,
 }
 
 impl<'a> Remover<'a> {
@@ -82,6 +84,10 @@ impl<'a> Remover<'a> {
                 .filter(|r| r.trigger == Trigger::Delete && r.ours)
                 .filter_map(|r| r.delete_for.as_deref().map(|f| (f, r)))
                 .collect(),
+            verifications: runs
+                .iter()
+                .filter(|r| r.ours && r.trigger.is_verification())
+                .collect(),
         }
     }
 
@@ -94,7 +100,10 @@ impl<'a> Remover<'a> {
         may_start: bool,
         now: DateTime<Utc>,
     ) -> Result<Step, Error> {
-        let (Some(action), RunState::Complete) = (self.delete_action, state) else {
+        // A verification holds no backup of its own: no delete action for it.
+        let verification = self.verifications.iter().any(|v| v.name == run.name_any());
+        let (Some(action), RunState::Complete, false) = (self.delete_action, state, verification)
+        else {
             delete_owned(self.api, run).await?;
             return Ok(Step::Removed(None));
         };
@@ -168,11 +177,17 @@ impl<'a> Remover<'a> {
         }
     }
 
-    /// Delete actions whose run is gone and that have finished.
+    /// Delete actions and verifications whose run is gone (rotated, or deleted by hand) and
+    /// that have finished: they go with their run.
     pub async fn remove_orphan_deletes(&self) -> Result<(), Error> {
-        for (run_name, d) in &self.deletes {
-            if !self.by_name.contains_key(*run_name)
-                && d.state.is_terminal()
+        let orphans = self.deletes.iter().map(|(run, d)| (*run, *d)).chain(
+            self.verifications
+                .iter()
+                .filter_map(|v| v.verify_for.as_deref().map(|run| (run, *v))),
+        );
+        for (run_name, d) in orphans {
+            if !self.by_name.contains_key(run_name)
+                && !d.is_active()
                 && let Some(a) = self.by_name.get(&d.name)
             {
                 delete_owned(self.api, a).await?;

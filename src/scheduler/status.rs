@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::plan::{self, Plan, RunRecord, Skip, Summary};
 use super::retention::{self, Policy};
+use super::verify;
 use crate::model::{ActionScheduleStatus, RotationEntry, RunReference, SkippedRun};
 
 /// Entries kept in `status.recentSkips`.
@@ -98,6 +99,9 @@ pub(super) fn status_patch(status: &ActionScheduleStatus) -> Result<Value, serde
             "active",
             "recentSkips",
             "lastRunNowToken",
+            "lastVerifiedTime",
+            "lastVerifiedRun",
+            "lastVerificationFailureTime",
             "conditions",
         ] {
             m.entry(k).or_insert(Value::Null);
@@ -160,6 +164,30 @@ pub(super) fn record_summary(status: &mut ActionScheduleStatus, sum: &Summary) {
     status.consecutive_failures = sum.consecutive_failures;
     status.last_failed_time = sum.last_failed.and_then(to_time);
     status.last_successful_time = sum.last_successful.and_then(to_time);
+}
+
+/// The verification summary.
+pub(super) fn record_verification(status: &mut ActionScheduleStatus, v: &verify::Counted) {
+    status.last_verified_time = v.last_verified.as_ref().and_then(|(t, _)| to_time(*t));
+    status.last_verified_run = v.last_verified.as_ref().map(|(_, r)| r.clone());
+    status.consecutive_verification_failures = v.consecutive_failures;
+    status.last_verification_failure_time = v.last_failure.and_then(to_time);
+}
+
+/// What the previous status counted of verifications, for [`verify::summarize`].
+pub(super) fn verification_counted(old: &ActionScheduleStatus) -> verify::Counted {
+    verify::Counted {
+        consecutive_failures: old.consecutive_verification_failures,
+        last_failure: old
+            .last_verification_failure_time
+            .as_ref()
+            .and_then(from_time),
+        last_verified: old
+            .last_verified_time
+            .as_ref()
+            .and_then(from_time)
+            .zip(old.last_verified_run.clone()),
+    }
 }
 
 /// What the previous status counted, for [`plan::summarize`].

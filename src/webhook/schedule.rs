@@ -14,6 +14,10 @@
 //!   `Namespace` or the kind of the runs' object; without it, a visible Blueprint's delete
 //!   action that renders `.Namespace` and declares no kind is an error (it would fail on the
 //!   runs' object every time);
+//! * `spec.verify`: `every` ≥ 1 or `schedule` (a cron line), not both; `action` and `object`
+//!   given; the object is not one the backups are taken of; `action` and `checkAction` exist
+//!   in the Blueprint (`verify.blueprint`, else the template's) when it is visible;
+//!   `retention.keepVerified` without `verify` warns;
 //! * `spec.actionSetTemplate.actions[*]` name an action and a Blueprint; when the Blueprint is
 //!   visible to the webhook, the action (and `retention.deleteAction`) must exist in it. A
 //!   Blueprint that does not exist yet is only a warning: GitOps tools apply in any order.
@@ -52,10 +56,14 @@ pub fn blueprint_refs(obj: &Value, namespace: Option<&str>) -> Vec<BlueprintRef>
         .pointer("/spec/actionSetTemplate/actions")
         .and_then(Value::as_array);
     let mut out: Vec<BlueprintRef> = Vec::new();
+    let verify = obj
+        .pointer("/spec/verify/blueprint")
+        .and_then(Value::as_str);
     for bp in actions
         .into_iter()
         .flatten()
         .filter_map(|a| a.get("blueprint")?.as_str())
+        .chain(verify)
     {
         let r = (ns.clone(), bp.to_owned());
         if !bp.is_empty() && !out.contains(&r) {
@@ -146,6 +154,12 @@ pub fn check(obj: &Value, lookups: &[(BlueprintRef, Lookup)]) -> (Vec<Problem>, 
     check_run_policies(spec, &mut report);
     let deletion = check_retention(spec, &mut report);
     check_actions(spec, &deletion, lookups, &mut report);
+    let ns = obj
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+        .or_else(|| lookups.first().map(|((ns, _), _)| ns.as_str()));
+    check_verify(spec, tz.as_deref(), ns, lookups, &mut report);
     // The same deleteAction error may be found through several actions: report it once.
     report
         .errors
@@ -371,6 +385,7 @@ fn check_retention(spec: &Object, report: &mut Report) -> Deletion {
         Retention::default().keep_last
     };
     count("keepFailed");
+    count("keepVerified");
     let buckets =
         ["Hourly", "Daily", "Weekly", "Monthly", "Yearly"].map(|b| count(&format!("keep{b}")));
     if keep_last == 0 && buckets.iter().all(|n| *n == 0) {
@@ -501,6 +516,164 @@ fn check_actions(
                 ),
             ),
             Some(Lookup::NotChecked(_)) | None => {}
+        }
+    }
+}
+
+/// `spec.verify`: typed fields, `every` or `schedule` (a valid cron line), a scratch object
+/// that is not one the backups are taken of (never restore over production: same kind, name
+/// and namespace, an empty namespace being the schedule's), and actions its Blueprint has (when
+/// visible). `retention.keepVerified` without it is a warning.
+fn check_verify(
+    spec: &Object,
+    tz: Option<&str>,
+    ns: Option<&str>,
+    lookups: &[(BlueprintRef, Lookup)],
+    report: &mut Report,
+) {
+    let at = "spec.verify";
+    let v = match spec.get("verify") {
+        None | Some(Value::Null) => {
+            if spec
+                .get("retention")
+                .and_then(|r| r.get("keepVerified"))
+                .is_some_and(|k| !k.is_null())
+            {
+                report.warn(
+                    "spec.retention.keepVerified",
+                    "keepVerified has no effect without spec.verify: no run is ever verified",
+                );
+            }
+            return;
+        }
+        Some(Value::Object(v)) => v,
+        Some(v) => {
+            return report.error(
+                at,
+                format!("verify must be a map such as {{action: restore, object: {{kind: StatefulSet, name: scratch}}}}, got {v}"),
+            );
+        }
+    };
+    let named = |s: &String| !s.is_empty();
+    let why = "must be a whole number of complete runs ≥ 1";
+    let every = report.decode::<u32>(v, at, "every", why, |n| *n >= 1);
+    let cron = report.decode::<String>(
+        v,
+        at,
+        "schedule",
+        "must be a cron line such as \"0 4 * * 0\"",
+        named,
+    );
+    if every.is_some() && cron.is_some() {
+        report.error(
+            &format!("{at}.schedule"),
+            "set either every (every Nth complete run) or schedule (a cron line), not both",
+        );
+    }
+    if let Some(c) = &cron
+        && let Err(e) = Schedule::parse(c, tz)
+    {
+        report.error(&format!("{at}.schedule"), e.to_string());
+    }
+    let why = "must name a Blueprint action, e.g. restore";
+    let action = report.decode::<String>(v, at, "action", why, named);
+    if v.get("action").is_none_or(Value::is_null) {
+        report.error(
+            &format!("{at}.action"),
+            format!("action is required: it {why}"),
+        );
+    }
+    let check = report.decode::<String>(v, at, "checkAction", why, named);
+    let blueprint = report.decode::<String>(v, at, "blueprint", "must name a Blueprint", named);
+    match v.get("object") {
+        None | Some(Value::Null) => report.error(
+            &format!("{at}.object"),
+            "object is required: the scratch target to restore into, e.g. {kind: StatefulSet, name: scratch, namespace: verify}",
+        ),
+        Some(o) => match crate::model::ObjectReference::deserialize(o) {
+            Ok(o) if o.kind.is_empty() || o.name.is_empty() => report.error(
+                &format!("{at}.object"),
+                "object needs kind and name (and namespace, default the schedule's)",
+            ),
+            Ok(o) => verify_target_problems(spec, &o, ns, report),
+            Err(e) => report.error(&format!("{at}.object"), format!("not an object reference ({{kind, name, namespace}}): {e}")),
+        },
+    }
+    // The Blueprints the actions come from: verify.blueprint, else each backup action's.
+    let template: Vec<String> = spec
+        .get("actionSetTemplate")
+        .and_then(|t| t.get("actions"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a.get("blueprint")?.as_str().map(str::to_owned))
+        .collect();
+    let blueprints = match &blueprint {
+        Some(b) => vec![b.clone()],
+        None => template,
+    };
+    for bp in &blueprints {
+        let wanted = [
+            (format!("{at}.action"), &action),
+            (format!("{at}.checkAction"), &check),
+        ];
+        match lookups.iter().find(|((_, b), _)| b == bp).map(|(_, l)| l) {
+            Some(Lookup::Found(doc)) => {
+                for (path, a) in &wanted {
+                    if let Some(a) = a
+                        && let Some(msg) = missing_action(doc, bp, a)
+                    {
+                        report.error(path, msg);
+                    }
+                }
+            }
+            Some(Lookup::Missing) if blueprint.is_some() => report.warn(
+                &format!("{at}.blueprint"),
+                format!("Blueprint {bp:?} not found in namespace {:?}; verifications fail until it exists", ns.unwrap_or("")),
+            ),
+            _ => {}
+        }
+    }
+}
+
+/// The scratch object must not be an object of the backup template's actions.
+fn verify_target_problems(
+    spec: &Object,
+    target: &crate::model::ObjectReference,
+    ns: Option<&str>,
+    report: &mut Report,
+) {
+    let actions = spec
+        .get("actionSetTemplate")
+        .and_then(|t| t.get("actions"))
+        .and_then(Value::as_array);
+    // An empty namespace is the schedule's; when that is unknown, it may be anything.
+    let same_ns = |a: &str, b: &str| {
+        let (a, b) = (
+            Some(a).filter(|a| !a.is_empty()).or(ns),
+            Some(b).filter(|b| !b.is_empty()).or(ns),
+        );
+        a.is_none() || b.is_none() || a == b
+    };
+    for (i, a) in actions.into_iter().flatten().enumerate() {
+        let Ok(a) = ActionSpec::deserialize(a) else {
+            continue;
+        };
+        let o = &a.object;
+        if o.kind.eq_ignore_ascii_case(&target.kind)
+            && o.name == target.name
+            && same_ns(&o.namespace, &target.namespace)
+        {
+            report.error(
+                "spec.verify.object",
+                format!(
+                    "{} {}/{} is the object the backups are taken of (spec.actionSetTemplate.actions[{i}].object): a verification restores into it, so it would overwrite it. Name a scratch target (another {} or namespace)",
+                    target.kind,
+                    ns.filter(|_| target.namespace.is_empty()).unwrap_or(&target.namespace),
+                    target.name,
+                    target.kind
+                ),
+            );
         }
     }
 }
@@ -654,6 +827,103 @@ mod tests {
         let bp = json!({"actions": {"backup": {}, "delete": {}}});
         let (e, w) = check(&obj, &[(refs[0].clone(), Lookup::Found(bp))]);
         assert!(e.is_empty() && w.is_empty(), "{e:?} {w:?}");
+    }
+
+    /// A daily schedule backing up StatefulSet ns/db with Blueprint `bp`, verified by `verify`.
+    fn verified(verify: Value) -> Value {
+        sched(json!({
+            "schedule": "0 3 * * *",
+            "actionSetTemplate": {"actions": [{"name": "backup", "blueprint": "bp",
+                "object": {"kind": "StatefulSet", "name": "db", "namespace": "ns"}}]},
+            "verify": verify,
+        }))
+    }
+
+    #[test]
+    fn verify_restores_into_a_scratch_object_with_actions_the_blueprint_has() {
+        let bp = json!({"actions": {"backup": {}, "restore": {}, "count": {}}});
+        let scratch = json!({"kind": "StatefulSet", "name": "scratch", "namespace": "ns"});
+        let ok = verified(json!({"action": "restore", "checkAction": "count", "object": scratch}));
+        let (e, w) = check_found(&ok, bp.clone());
+        assert!(e.is_empty() && w.is_empty(), "{e:?} {w:?}");
+        // The backups' own object, also with the namespace left to default, or another case.
+        for object in [
+            json!({"kind": "StatefulSet", "name": "db", "namespace": "ns"}),
+            json!({"kind": "statefulset", "name": "db"}),
+        ] {
+            let (e, _) = check_found(
+                &verified(json!({"action": "restore", "object": object})),
+                bp.clone(),
+            );
+            assert_eq!(paths(&e), ["spec.verify.object"], "{e:?}");
+            assert!(
+                e[0].message.contains("StatefulSet ns/db")
+                    || e[0].message.contains("statefulset ns/db"),
+                "{e:?}"
+            );
+        }
+        // Same name in another namespace is a scratch target.
+        let other = json!({"kind": "StatefulSet", "name": "db", "namespace": "verify"});
+        let (e, _) = check_found(
+            &verified(json!({"action": "restore", "object": other})),
+            bp.clone(),
+        );
+        assert!(e.is_empty(), "{e:?}");
+        // Actions the Blueprint lacks, both cadences, a bad cron, a missing action and object.
+        let (e, _) = check_found(
+            &verified(json!({"action": "restor", "checkAction": "rows", "object": scratch})),
+            bp.clone(),
+        );
+        assert_eq!(
+            paths(&e),
+            ["spec.verify.action", "spec.verify.checkAction"],
+            "{e:?}"
+        );
+        assert!(e[0].message.contains("has no action \"restor\""), "{e:?}");
+        let (e, _) = check_found(
+            &verified(
+                json!({"every": 2, "schedule": "0 4 * * 0", "action": "restore", "object": scratch}),
+            ),
+            bp.clone(),
+        );
+        assert_eq!(paths(&e), ["spec.verify.schedule"], "{e:?}");
+        let (e, _) = check_found(
+            &verified(json!({"schedule": "0 4 * *", "every": 0})),
+            bp.clone(),
+        );
+        assert_eq!(
+            paths(&e),
+            [
+                "spec.verify.every",
+                "spec.verify.schedule",
+                "spec.verify.action",
+                "spec.verify.object"
+            ],
+            "{e:?}"
+        );
+        // verify.blueprint is looked up instead of the template's.
+        let obj =
+            verified(json!({"action": "restore", "object": scratch, "blueprint": "verify-bp"}));
+        let refs = blueprint_refs(&obj, None);
+        assert_eq!(refs[1], ("ns".to_owned(), "verify-bp".to_owned()));
+        let (e, _) = check(
+            &obj,
+            &[
+                (refs[0].clone(), Lookup::Found(bp.clone())),
+                (
+                    refs[1].clone(),
+                    Lookup::Found(json!({"actions": {"other": {}}})),
+                ),
+            ],
+        );
+        assert_eq!(paths(&e), ["spec.verify.action"], "{e:?}");
+        // keepVerified without verify is a warning.
+        let obj = sched(json!({"schedule": "0 3 * * *",
+            "actionSetTemplate": {"actions": [{"name": "backup", "blueprint": "bp"}]},
+            "retention": {"keepVerified": 2}}));
+        let (e, w) = check_found(&obj, bp);
+        assert!(e.is_empty(), "{e:?}");
+        assert_eq!(paths(&w), ["spec.retention.keepVerified"]);
     }
 
     #[test]

@@ -13,10 +13,11 @@ use blueprint_operator::app::leader::{self, LeaseConfig};
 use blueprint_operator::executor::claim;
 use blueprint_operator::model::labels::ANNOTATION_CLAIMED;
 use blueprint_operator::model::{
-    ANNOTATION_RUN_NOW, ANNOTATION_SCHEDULE, ANNOTATION_SCHEDULED_TIME, ActionSchedule, ActionSet,
-    FINALIZER_DELETE_RUNS, LABEL_SCHEDULE, LABEL_TRIGGER,
+    ANNOTATION_RUN_NOW, ANNOTATION_SCHEDULE, ANNOTATION_SCHEDULED_TIME, ANNOTATION_VERIFIED_BY,
+    ActionSchedule, ActionScheduleStatus, ActionSet, FINALIZER_DELETE_RUNS, LABEL_SCHEDULE,
+    LABEL_TRIGGER, LABEL_VERIFIED, LABEL_VERIFY_FOR,
 };
-use blueprint_operator::scheduler::{self, SchedulerOptions, plan};
+use blueprint_operator::scheduler::{self, SchedulerOptions, plan, verify};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -1524,5 +1525,354 @@ async fn a_jittered_run_is_created_after_its_tick_by_the_offset_next_schedule_ti
     .await
     .map(|n| assert_eq!((n - second) % 20, 0, "{n} is not a tick plus the offset"))?;
     ctl.stop().await;
+    Ok(())
+}
+
+/// A schedule whose runs come only from run-now, verified into the Deployment `scratch`.
+async fn verified_schedule(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    verify: serde_json::Value,
+    retention: serde_json::Value,
+) -> anyhow::Result<()> {
+    let mut verify = verify;
+    verify["action"] = json!("restore");
+    verify["object"] = json!({"kind": "Deployment", "name": "scratch", "namespace": ns});
+    create_schedule(
+        client,
+        ns,
+        name,
+        json!({"schedule": "0 0 1 1 *", "verify": verify, "retention": retention}),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Ask `schedule` for a run now and complete it (as the executor would, with the artifact
+/// `snap: {id: id-<run>}`); its name.
+async fn complete_run_now(
+    client: &Client,
+    ns: &str,
+    schedule: &str,
+    token: &str,
+) -> anyhow::Result<String> {
+    // A run-now run is timed to the second, and runs of one second have no order between them
+    // (retention would take them by name): start in a second of its own.
+    let ms = chrono::Utc::now().timestamp_subsec_millis();
+    tokio::time::sleep(Duration::from_millis(u64::from(1010 - ms.min(1000)))).await;
+    patch_schedule(
+        client,
+        ns,
+        schedule,
+        json!({"metadata": {"annotations": {ANNOTATION_RUN_NOW: token}}}),
+    )
+    .await?;
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
+    let name = plan::run_now_name(schedule, token);
+    support::wait_for(&api, &name, LONG, |_| true).await?;
+    set_state(client, ns, &name, "complete").await?;
+    Ok(name)
+}
+
+/// Wait for the ActionSet `name` to exist, then give it `state`; returns it as created.
+async fn decide(client: &Client, ns: &str, name: &str, state: &str) -> anyhow::Result<ActionSet> {
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
+    let a = match support::wait_for(&api, name, LONG, |_| true).await {
+        Ok(a) => a,
+        Err(e) => {
+            let v: Vec<_> = api
+                .list(&ListParams::default())
+                .await?
+                .items
+                .into_iter()
+                .map(|a| {
+                    (
+                        a.name_any(),
+                        a.metadata.labels,
+                        a.metadata.annotations,
+                        a.status.map(|s| s.state),
+                    )
+                })
+                .collect();
+            let s: Api<ActionSchedule> = Api::namespaced(client.clone(), ns);
+            let st: Vec<_> = s
+                .list(&ListParams::default())
+                .await?
+                .items
+                .into_iter()
+                .map(|x| x.status)
+                .collect();
+            anyhow::bail!("{e}\nActionSets: {v:#?}\nschedules: {st:#?}");
+        }
+    };
+    set_state(client, ns, name, state).await?;
+    Ok(a)
+}
+
+/// Wait until the run `name` records its verification; `(verified, by)`.
+async fn verified_label(client: &Client, ns: &str, name: &str) -> anyhow::Result<(String, String)> {
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), ns);
+    let a = support::wait_for(&api, name, LONG, |a| {
+        a.labels().contains_key(LABEL_VERIFIED)
+    })
+    .await?;
+    Ok((
+        a.labels()[LABEL_VERIFIED].clone(),
+        a.annotations()
+            .get(ANNOTATION_VERIFIED_BY)
+            .cloned()
+            .unwrap_or_default(),
+    ))
+}
+
+/// The status of `schedule` once `cond` holds (else an error showing it and the runs).
+async fn status_until(
+    client: &Client,
+    ns: &str,
+    schedule: &str,
+    cond: impl Fn(&ActionScheduleStatus) -> bool,
+) -> anyhow::Result<ActionScheduleStatus> {
+    let cond = &cond;
+    let seen = support::poll(LONG, || async move {
+        let st = get_schedule(client, ns, schedule).await.ok()?.status?;
+        cond(&st).then_some(st)
+    })
+    .await;
+    if seen.is_err() {
+        let st = get_schedule(client, ns, schedule).await?.status;
+        let v: Vec<_> = runs(client, ns, schedule)
+            .await?
+            .into_iter()
+            .map(|a| {
+                (
+                    a.name_any(),
+                    a.metadata.labels,
+                    a.metadata.annotations,
+                    a.status.map(|s| s.state),
+                )
+            })
+            .collect();
+        anyhow::bail!("status not reached: {st:#?}\nruns: {v:#?}");
+    }
+    seen
+}
+
+/// The verification ActionSets (restores and checks) of `schedule`.
+async fn verifications(
+    client: &Client,
+    ns: &str,
+    schedule: &str,
+) -> anyhow::Result<BTreeSet<String>> {
+    Ok(runs(client, ns, schedule)
+        .await?
+        .iter()
+        .filter(|a| a.labels().contains_key(LABEL_VERIFY_FOR))
+        .map(|a| a.name_any())
+        .collect())
+}
+
+#[tokio::test]
+async fn a_complete_backup_is_verified_with_its_artifacts_and_a_failed_check_counts()
+-> anyhow::Result<()> {
+    let (client, ns) = setup("sched-verify").await?;
+    let ctl = start(&client, &ns, None);
+    verified_schedule(
+        &client,
+        &ns,
+        "ver",
+        json!({"checkAction": "count"}),
+        json!({"keepLast": 1}),
+    )
+    .await?;
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
+
+    // The first backup: restored with its artifacts into the scratch object, then checked.
+    let r1 = complete_run_now(&client, &ns, "ver", "a").await?;
+    let restore = decide(&client, &ns, &verify::verify_name(&r1), "complete").await?;
+    let action = &restore.spec.as_ref().unwrap().actions[0];
+    assert_eq!(
+        (action.name.as_str(), action.blueprint.as_str()),
+        ("restore", "demo-bp")
+    );
+    assert_eq!(action.object.name, "scratch");
+    assert_eq!(action.artifacts["snap"].key_value["id"], format!("id-{r1}"));
+    assert_eq!(restore.labels()[LABEL_VERIFY_FOR], r1);
+    assert_eq!(restore.labels()[LABEL_TRIGGER], "verify");
+    let check = decide(&client, &ns, &verify::check_name(&r1), "complete").await?;
+    assert_eq!(check.spec.as_ref().unwrap().actions[0].name, "count");
+    assert_eq!(
+        verified_label(&client, &ns, &r1).await?,
+        ("true".to_string(), verify::check_name(&r1))
+    );
+    support::poll(LONG, || async {
+        let st = get_schedule(&client, &ns, "ver").await.ok()?.status?;
+        (st.last_verified_run.as_deref() == Some(r1.as_str()) && st.last_verified_time.is_some())
+            .then_some(())
+    })
+    .await?;
+
+    // The second: its check fails. Unverified, counted; keepLast 1 keeps it (newest) and the
+    // first (newest verified) beyond keepLast.
+    let r2 = complete_run_now(&client, &ns, "ver", "b").await?;
+    decide(&client, &ns, &verify::verify_name(&r2), "complete").await?;
+    decide(&client, &ns, &verify::check_name(&r2), "failed").await?;
+    assert_eq!(verified_label(&client, &ns, &r2).await?.0, "false");
+    let st = support::poll(LONG, || async {
+        let st = get_schedule(&client, &ns, "ver").await.ok()?.status?;
+        (st.consecutive_verification_failures == 1).then_some(st)
+    })
+    .await?;
+    assert_eq!(st.last_verified_run.as_deref(), Some(r1.as_str()));
+    assert_eq!(
+        st.consecutive_failures, 0,
+        "a failed verification is no failed run"
+    );
+    assert!(
+        api.get_opt(&r1).await?.is_some(),
+        "the newest verified run is kept"
+    );
+    let reasons = event_reasons(&client, &ns).await?;
+    assert!(
+        reasons.contains("Verified") && reasons.contains("VerificationFailed"),
+        "{reasons:?}"
+    );
+
+    // The third passes: the first (an older verified run) and the second (unverified, older
+    // than the newest verified) rotate, each with its verification ActionSets.
+    let r3 = complete_run_now(&client, &ns, "ver", "c").await?;
+    decide(&client, &ns, &verify::verify_name(&r3), "complete").await?;
+    decide(&client, &ns, &verify::check_name(&r3), "complete").await?;
+    assert_eq!(verified_label(&client, &ns, &r3).await?.0, "true");
+    let left = support::poll(LONG, || async {
+        let left = names(&runs(&client, &ns, "ver").await.ok()?);
+        (!left.contains(&r1) && !left.contains(&r2) && left.len() == 3).then_some(left)
+    })
+    .await?;
+    let want: BTreeSet<String> = [
+        r3.clone(),
+        verify::verify_name(&r3),
+        verify::check_name(&r3),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(left, want);
+    let st = get_schedule(&client, &ns, "ver")
+        .await?
+        .status
+        .unwrap_or_default();
+    assert_eq!(
+        (
+            st.last_verified_run.as_deref(),
+            st.consecutive_verification_failures
+        ),
+        (Some(r3.as_str()), 0)
+    );
+    ctl.stop().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_restarted_controller_never_starts_a_second_verification() -> anyhow::Result<()> {
+    let (client, ns) = setup("sched-verify-restart").await?;
+    let ctl = start(&client, &ns, None);
+    verified_schedule(&client, &ns, "vr", json!({}), json!({"keepLast": 3})).await?;
+    let r1 = complete_run_now(&client, &ns, "vr", "a").await?;
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
+    support::wait_for(&api, &verify::verify_name(&r1), LONG, |_| true).await?;
+    // Crash while the verification runs; it completes meanwhile.
+    ctl.kill();
+    set_state(&client, &ns, &verify::verify_name(&r1), "complete").await?;
+    let ctl = start(&client, &ns, None);
+    assert_eq!(verified_label(&client, &ns, &r1).await?.0, "true");
+    // A later failed backup is never verified; once the status shows it, nothing more was
+    // started for the first.
+    let failed = "vr-fail";
+    patch_schedule(
+        &client,
+        &ns,
+        "vr",
+        json!({"metadata": {"annotations": {ANNOTATION_RUN_NOW: failed}}}),
+    )
+    .await?;
+    let r2 = plan::run_now_name("vr", failed);
+    decide(&client, &ns, &r2, "failed").await?;
+    // (Run-now runs are timed to the second: failure counts of runs in one second are not
+    // what this test is about, so it waits for the run-now token and no active run instead.)
+    status_until(&client, &ns, "vr", |st| {
+        st.last_run_now_token.as_deref() == Some(failed)
+            && st.active_count == 0
+            && st.last_verified_run.as_deref() == Some(r1.as_str())
+    })
+    .await?;
+    // A second restart, after the outcome was recorded.
+    ctl.stop().await;
+    let ctl = start(&client, &ns, None);
+    patch_schedule(
+        &client,
+        &ns,
+        "vr",
+        json!({"metadata": {"annotations": {ANNOTATION_RUN_NOW: "again"}}}),
+    )
+    .await?;
+    decide(&client, &ns, &plan::run_now_name("vr", "again"), "failed").await?;
+    status_until(&client, &ns, "vr", |st| {
+        st.last_run_now_token.as_deref() == Some("again") && st.active_count == 0
+    })
+    .await?;
+    assert_eq!(
+        verifications(&client, &ns, "vr").await?,
+        BTreeSet::from([verify::verify_name(&r1)])
+    );
+    let st = get_schedule(&client, &ns, "vr")
+        .await?
+        .status
+        .unwrap_or_default();
+    assert_eq!(st.consecutive_verification_failures, 0);
+    ctl.stop().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn ctl_verify_verifies_one_run_now_with_the_schedules_builder() -> anyhow::Result<()> {
+    use crate::ctl::{ctl, text};
+    let (client, ns) = setup("sched-ctl-verify").await?;
+    let ctl_task = start(&client, &ns, None);
+    // Verification ticks only once a year: nothing is verified unless asked.
+    verified_schedule(
+        &client,
+        &ns,
+        "cv",
+        json!({"schedule": "0 0 1 1 *"}),
+        json!({}),
+    )
+    .await?;
+    let r1 = complete_run_now(&client, &ns, "cv", "a").await?;
+    let out = ctl(&ns, &["verify", &r1]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let restore = decide(&client, &ns, &verify::verify_name(&r1), "complete").await?;
+    let action = &restore.spec.as_ref().unwrap().actions[0];
+    assert_eq!(action.artifacts["snap"].key_value["id"], format!("id-{r1}"));
+    assert_eq!(verified_label(&client, &ns, &r1).await?.0, "true");
+    // Once verified, asking again says how to verify again instead of starting a second one.
+    let again = ctl(&ns, &["verify", &r1]);
+    assert_eq!(again.status.code(), Some(2), "{}", text(&again));
+    assert!(text(&again).contains("delete it"), "{}", text(&again));
+    // A verification ActionSet is not a backup run.
+    let not = ctl(&ns, &["verify", &verify::verify_name(&r1)]);
+    assert_eq!(not.status.code(), Some(2), "{}", text(&not));
+    status_until(&client, &ns, "cv", |st| {
+        st.last_verified_run.as_deref() == Some(r1.as_str())
+    })
+    .await?;
+    let runs_out = ctl(&ns, &["runs", "cv"]);
+    let table = String::from_utf8_lossy(&runs_out.stdout).to_string();
+    let row = table
+        .lines()
+        .find(|l| l.starts_with(&format!("{r1} ")))
+        .unwrap_or_default();
+    assert!(row.split_whitespace().any(|c| c == "yes"), "{table}");
+    assert!(table.contains(&format!("Verified: newest {r1}")), "{table}");
+    ctl_task.stop().await;
     Ok(())
 }
