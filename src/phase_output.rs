@@ -4,9 +4,8 @@
 //! the rest of the line is trimmed and JSON-decoded, invalid JSON is an error,
 //! and later keys overwrite earlier ones.
 
+use memchr::memmem;
 use serde_json::Value;
-
-use crate::functions::error::FunctionError;
 
 /// Phase output: key → string value.
 pub type Output = serde_json::Map<String, Value>;
@@ -14,27 +13,11 @@ pub type Output = serde_json::Map<String, Value>;
 /// The marker `kando output` prints before its JSON.
 pub const MARKER: &str = "###Phase-output###:";
 
-/// Parse every phase-output line of `text` (a pod log or exec stdout).
-pub fn parse(function: &'static str, text: &str) -> Result<Output, FunctionError> {
-    let mut out = Output::new();
-    parse_into(function, text, &mut out)?;
-    Ok(out)
-}
-
-/// Like [`parse`], adding to (and overwriting keys of) `out`.
-pub fn parse_into(
-    function: &'static str,
-    text: &str,
-    out: &mut Output,
-) -> Result<(), FunctionError> {
+/// Every phase-output line of `text` (a pod log or exec stdout), whole.
+pub fn parse(text: &str) -> Result<Output, LineError> {
     let mut sc = Scanner::default();
     sc.feed(text.as_bytes());
-    let found = sc.finish().map_err(|e| FunctionError::Output {
-        function,
-        message: e.to_string(),
-    })?;
-    out.extend(found);
-    Ok(())
+    sc.finish()
 }
 
 /// A phase-output line that cannot be read (the first one; lines count from 1).
@@ -106,7 +89,7 @@ impl Scanner {
         self.line.extend_from_slice(part);
         if self.line.len() > MAX_LINE {
             self.overlong = true;
-            self.marker_in_overlong |= contains(&self.line, MARKER.as_bytes());
+            self.marker_in_overlong |= memmem::find(&self.line, MARKER.as_bytes()).is_some();
             // Keep what a marker split across chunks needs.
             let keep = MARKER.len() - 1;
             self.line.drain(..self.line.len() - keep);
@@ -120,7 +103,8 @@ impl Scanner {
             return;
         }
         if self.overlong {
-            let marker = self.marker_in_overlong || contains(&line, MARKER.as_bytes());
+            let marker =
+                self.marker_in_overlong || memmem::find(&line, MARKER.as_bytes()).is_some();
             self.overlong = false;
             self.marker_in_overlong = false;
             if marker {
@@ -149,10 +133,6 @@ impl Scanner {
             None => Ok(self.out),
         }
     }
-}
-
-fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
 }
 
 /// One line (number `n`, from 1): `Ok(None)` without the marker.
@@ -265,7 +245,7 @@ mod tests {
             2024-01-01 prefix text ###Phase-output###:   {\"key\":\"b\",\"value\":\"two words\"}   \r\n\
             noise ###Phase-output### not a marker\n\
             ###Phase-output###:{\"key\":\"a\",\"value\":\"3\"}\n";
-        let out = parse("KubeTask", log).unwrap();
+        let out = parse(log).unwrap();
         assert_eq!(out.len(), 2);
         assert_eq!(out["a"], "3");
         assert_eq!(out["b"], "two words");
@@ -273,48 +253,39 @@ mod tests {
 
     #[test]
     fn no_marker_no_output() {
-        assert!(parse("KubeTask", "hello\nworld").unwrap().is_empty());
-        assert!(parse("KubeTask", "").unwrap().is_empty());
+        assert!(parse("hello\nworld").unwrap().is_empty());
+        assert!(parse("").unwrap().is_empty());
     }
 
     #[test]
     fn invalid_json_is_an_error_naming_the_line() {
-        let e = parse("KubeTask", "ok\n###Phase-output###: {key: a}\n").unwrap_err();
+        let e = parse("ok\n###Phase-output###: {key: a}\n").unwrap_err();
         let msg = e.to_string();
-        assert!(
-            msg.starts_with("KubeTask: failed to parse phase output: line 2: invalid JSON"),
-            "{msg}"
-        );
+        assert!(msg.starts_with("line 2: invalid JSON"), "{msg}");
         assert!(msg.contains("{key: a}"), "{msg}");
     }
 
     #[test]
     fn non_object_or_bad_fields_are_errors() {
-        assert!(parse("KubeExec", "###Phase-output###: [1]").is_err());
-        assert!(parse("KubeExec", "###Phase-output###: {\"value\":\"x\"}").is_err());
-        assert!(
-            parse(
-                "KubeExec",
-                "###Phase-output###: {\"key\":\"k\",\"value\":1}"
-            )
-            .is_err()
-        );
-        assert!(parse("KubeExec", "###Phase-output###:").is_err());
-        let out = parse("KubeExec", "###Phase-output###: {\"key\":\"k\"}").unwrap();
+        assert!(parse("###Phase-output###: [1]").is_err());
+        assert!(parse("###Phase-output###: {\"value\":\"x\"}").is_err());
+        assert!(parse("###Phase-output###: {\"key\":\"k\",\"value\":1}").is_err());
+        assert!(parse("###Phase-output###:").is_err());
+        let out = parse("###Phase-output###: {\"key\":\"k\"}").unwrap();
         assert_eq!(out["k"], "");
     }
 
     #[test]
     fn long_garbage_is_truncated_in_the_message() {
         let line = format!("###Phase-output###: {}", "é".repeat(500));
-        let msg = parse("KubeExec", &line).unwrap_err().to_string();
+        let msg = parse(&line).unwrap_err().to_string();
         assert!(msg.len() < 700, "{}", msg.len());
     }
 
     #[test]
     fn streamed_in_pieces_equals_parsed_whole() {
         let log = "a\r\nx ###Phase-output###: {\"key\":\"k\",\"value\":\"v\"}\r\nb\n###Phase-output###: {\"key\":\"z\",\"value\":\"1\"}";
-        let whole = parse("KubeTask", log).unwrap();
+        let whole = parse(log).unwrap();
         for size in [1, 2, 7, 19] {
             let mut sc = Scanner::default();
             for chunk in log.as_bytes().chunks(size) {

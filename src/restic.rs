@@ -603,6 +603,20 @@ fn command_error(function: &'static str, e: ResticError) -> FunctionError {
     FunctionError::failed(function, e.to_string())
 }
 
+/// [`exec`] of `command` (a [`Repository`] `*_command`'s result); a failure reads `context: <why>`.
+async fn run(
+    ctx: &Context,
+    function: &'static str,
+    target: &Target<'_>,
+    command: Result<ResticCommand, ResticError>,
+    context: &str,
+) -> Result<ExecResult, FunctionError> {
+    let command = command.map_err(|e| command_error(function, e))?;
+    exec(ctx, function, target, &command)
+        .await
+        .map_err(|e| wrap(function, context, e))
+}
+
 /// Exec one restic command (from a [`Repository`] `*_command`) in `target`,
 /// the environment on stdin. Logs stdout/stderr at debug level (never the
 /// environment, which carries credentials).
@@ -695,12 +709,9 @@ pub async fn backup(
 ) -> Result<BackupResult, FunctionError> {
     get_or_create_repository(ctx, function, target, repo).await?;
     let tag = random_tag();
-    let cmd = repo
-        .backup_command(&tag, include_path)
-        .map_err(|e| command_error(function, e))?;
-    let r = exec(ctx, function, target, &cmd)
-        .await
-        .map_err(|e| wrap(function, "Failed to create and upload backup", e))?;
+    let cmd = repo.backup_command(&tag, include_path);
+    let context = "Failed to create and upload backup";
+    let r = run(ctx, function, target, cmd, context).await?;
     let id = snapshot_id_from_backup_log(&r.stdout);
     if id.is_empty() {
         return Err(FunctionError::failed(
@@ -727,12 +738,8 @@ pub async fn restore(
     snapshot: &Snapshot,
     restore_path: &str,
 ) -> Result<ExecResult, FunctionError> {
-    let cmd = repo
-        .restore_command(snapshot, restore_path)
-        .map_err(|e| command_error(function, e))?;
-    exec(ctx, function, target, &cmd)
-        .await
-        .map_err(|e| wrap(function, "Failed to restore backup", e))
+    let cmd = repo.restore_command(snapshot, restore_path);
+    run(ctx, function, target, cmd, "Failed to restore backup").await
 }
 
 /// The ID of the snapshot tagged `tag` (`restic snapshots --tag <tag> --json`):
@@ -745,12 +752,8 @@ pub async fn snapshot_id_by_tag(
     tag: &str,
 ) -> Result<String, FunctionError> {
     let context = format!("Failed to forget data, could not get snapshotID from tag, Tag: {tag}");
-    let cmd = repo
-        .snapshots_by_tag_command(tag)
-        .map_err(|e| command_error(function, e))?;
-    let r = exec(ctx, function, target, &cmd)
-        .await
-        .map_err(|e| wrap(function, &context, e))?;
+    let cmd = repo.snapshots_by_tag_command(tag);
+    let r = run(ctx, function, target, cmd, &context).await?;
     snapshot_id_from_snapshot_log(&r.stdout)
         .map_err(|e| FunctionError::failed(function, format!("{context}: {e}")))
 }
@@ -763,13 +766,10 @@ pub async fn forget(
     repo: &Repository,
     id: &str,
 ) -> Result<(), FunctionError> {
-    let cmd = repo
-        .forget_command(id)
-        .map_err(|e| command_error(function, e))?;
-    exec(ctx, function, target, &cmd)
+    let cmd = repo.forget_command(id);
+    run(ctx, function, target, cmd, "Failed to forget data")
         .await
         .map(|_| ())
-        .map_err(|e| wrap(function, "Failed to forget data", e))
 }
 
 /// `restic prune`; returns the space freed as restic prints it (may be empty):
@@ -780,12 +780,9 @@ pub async fn prune(
     target: &Target<'_>,
     repo: &Repository,
 ) -> Result<String, FunctionError> {
-    let cmd = repo
-        .prune_command()
-        .map_err(|e| command_error(function, e))?;
-    let r = exec(ctx, function, target, &cmd)
-        .await
-        .map_err(|e| wrap(function, "Failed to prune data after forget", e))?;
+    let cmd = repo.prune_command();
+    let context = "Failed to prune data after forget";
+    let r = run(ctx, function, target, cmd, context).await?;
     Ok(space_freed_from_prune_log(&r.stdout))
 }
 

@@ -186,14 +186,21 @@ fn declared<'s>(scope: &'s Scope, top: &str) -> Option<(&'s Option<Vec<String>>,
 /// (`.Object`, `.Options` values, phase `Output`, `.PodOverride`) are not
 /// checked past the untyped value.
 pub fn check(path: &str, scope: &Scope) -> Option<Finding> {
-    let segs: Vec<&str> = path.trim_start_matches('.').split('.').collect();
-    let top = *segs.first()?;
+    let names = path.trim_start_matches('.');
+    // The first three names (a map key at the fourth may name a phase's object), and where
+    // the current one starts.
+    let (mut head, mut at) = ([""; 3], 0);
     let mut ty = param::template_params();
     // What the action's declarations say is kept while the walk goes on: a misspelt field
     // further along is the more useful report.
     let mut pending = None;
-    for (i, seg) in segs.iter().enumerate() {
-        let so_far = || format!(".{}", segs[..i].join("."));
+    for (i, seg) in names.split('.').enumerate() {
+        if let Some(h) = head.get_mut(i) {
+            *h = seg;
+        }
+        let (top, start) = (head[0], at);
+        at += seg.len() + 1;
+        let so_far = || format!(".{}", &names[..start.max(1) - 1]);
         match ty {
             Ty::Ptr(_) | Ty::Struct(..) => {
                 let (type_name, fields) = ty.as_struct()?;
@@ -219,22 +226,22 @@ pub fn check(path: &str, scope: &Scope) -> Option<Finding> {
                         ))
                     });
                 };
-                if i == 0 && segs.len() > 1 {
+                if i == 0 && names.contains('.') {
                     pending = worse(pending, kind_rule(field.name, scope));
                 }
                 ty = &field.ty;
             }
             Ty::Map(elem, _) => {
-                match (i, segs.as_slice()) {
+                match (i, head) {
                     (1, _) => pending = worse(pending, undeclared(top, seg, scope)),
-                    (3, [param::PHASES, phase, which, ..]) => {
+                    (3, [param::PHASES, phase, which]) => {
                         let objects = scope.objects.iter().find(|(n, _)| n == phase);
                         let at = format!(".{}.{phase}", param::PHASES);
                         if let Some(e) = objects.and_then(|o| missing_object(&at, o, which, seg)) {
                             return Some(e);
                         }
                     }
-                    (2, [param::DEFER_PHASE, which, ..]) => {
+                    (2, [param::DEFER_PHASE, which, _]) => {
                         let at = format!(".{}", param::DEFER_PHASE);
                         let defer = scope.defer.as_ref();
                         if let Some(e) = defer.and_then(|o| missing_object(&at, o, which, seg)) {

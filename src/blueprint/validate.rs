@@ -784,12 +784,8 @@ impl Validator {
             }
         };
         let mut reported = BTreeSet::new();
-        // Workload parameters the template tests on their own (`{{ if .Deployment }}`).
-        let tested: BTreeSet<&str> = fields
-            .iter()
-            .filter_map(|f| f.strip_prefix('.'))
-            .filter(|f| !f.contains('.'))
-            .collect();
+        // A workload parameter the template tests on its own (`{{ if .Deployment }}`).
+        let tested = |top: &str| fields.iter().any(|f| f.strip_prefix('.') == Some(top));
         for field in fields {
             if field.trim_start_matches('.').split('.').next() == Some(REPOSITORY_SERVER) {
                 // Released Kanister's parameter for its Kopia repository server: admitted, but
@@ -823,7 +819,7 @@ impl Validator {
                     self.warn(*ctx, fields::no_kind_message(top));
                 }
                 Some(Finding::WrongKind(top, message)) if reported.insert(message.clone()) => {
-                    if tested.contains(top) {
+                    if tested(top) {
                         self.warn(*ctx, format!("{message}; the template tests .{top} first, so that part is skipped"));
                     } else {
                         self.error(*ctx, Rule::TemplateReference, message);

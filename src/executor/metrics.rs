@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::{Family, MetricConstructor};
+use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
@@ -36,22 +36,12 @@ struct ResolutionLabels {
     resolution: String,
 }
 
-#[derive(Clone)]
-struct Buckets;
-
-impl MetricConstructor<Histogram> for Buckets {
-    fn new_metric(&self) -> Histogram {
-        // 10 ms .. ~2.9 h
-        Histogram::new(exponential_buckets(0.01, 4.0, 12))
-    }
-}
-
 /// The executor's metrics; cheap to clone (shared counters).
 #[derive(Clone)]
 pub struct Metrics {
     actionsets: Family<OutcomeLabels, Counter>,
     phases: Family<PhaseLabels, Counter>,
-    durations: Family<PhaseLabels, Histogram, Buckets>,
+    durations: Family<PhaseLabels, Histogram, fn() -> Histogram>,
     resolutions: Family<ResolutionLabels, Counter>,
 }
 
@@ -64,7 +54,10 @@ impl Metrics {
         let m = Metrics {
             actionsets: Family::default(),
             phases: Family::default(),
-            durations: Family::new_with_constructor(Buckets),
+            // 10 ms .. ~2.9 h
+            durations: Family::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.01, 4.0, 12))
+            }),
             resolutions: Family::default(),
         };
         registry.register(

@@ -13,16 +13,16 @@
 //! Wait: every `{$.path}` / `{ $.path }` in the condition is replaced with the
 //! value of that JSONPath in the object (Kubernetes JSONPath printing, missing
 //! keys give an empty string), then the text is rendered as a Go template;
-//! the condition holds when the trimmed output is `true`. Supported JSONPath
-//! subset: `.field`, `['field']`, `[n]` (negative counts from the end),
-//! `[*]`/`[]`, and filters `[?(@.a.b == "x")]` with `==`/`!=` against a
-//! string or number literal.
+//! the condition holds when the trimmed output is `true`. The JSONPath is
+//! read by jsonpath-rust (RFC 9535) after two Kubernetes spellings are turned
+//! into RFC 9535's: dotted names with any character but `.` and `[`, and `[]`.
 //!
 //! WaitV2: the condition is a Go template rendered with the object as `.` and
 //! `$`; it holds when the trimmed output is `true`.
 
 use std::time::Duration;
 
+use jsonpath_rust::JsonPath;
 use kube::api::DynamicObject;
 use serde_json::{Map, Value};
 
@@ -213,7 +213,7 @@ fn check_syntax(flavor: Flavor, cond: &str) -> Result<(), ConditionError> {
     let text = match flavor {
         Flavor::JsonPath => {
             for (_, path) in find_placeholders(cond) {
-                parse_jsonpath(&path)?;
+                query(&path, &Value::Null)?;
             }
             // Placeholders replaced by empty strings must leave a valid template.
             substitute(cond, &Value::Null)?
@@ -341,9 +341,7 @@ fn substitute(cond: &str, obj: &Value) -> Result<String, JsonPathError> {
     let mut last = 0;
     for (range, path) in find_placeholders(cond) {
         out.push_str(&cond[last..range.start]);
-        let segs = parse_jsonpath(&path)?;
-        let values = eval_jsonpath(&segs, obj);
-        let printed: Vec<String> = values.iter().map(print_value).collect();
+        let printed: Vec<String> = query(&path, obj)?.into_iter().map(print_value).collect();
         out.push_str(&printed.join(" "));
         last = range.end;
     }
@@ -359,84 +357,52 @@ fn print_value(v: &Value) -> String {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub enum Seg {
-    Field(String),
-    Index(i64),
-    All,
-    Filter {
-        path: Vec<Seg>,
-        equal: bool,
-        literal: Value,
-    },
-}
-
-/// A JSONPath of a Wait condition that this subset does not read; `why` says which part.
+/// A JSONPath of a Wait condition that does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum JsonPathError {
-    #[error("JSONPath {0:?} must start with $")]
-    NoRoot(String),
-    #[error("unsupported JSONPath {path:?}: {why}")]
-    Unsupported { path: String, why: String },
+#[error("JSONPath {path:?} does not parse: {why}")]
+pub struct JsonPathError {
+    path: String,
+    why: String,
 }
 
-/// Parse `$.a.b[0]['c'][*][?(@.x == "y")]`.
-pub fn parse_jsonpath(path: &str) -> Result<Vec<Seg>, JsonPathError> {
-    let p = path.trim();
-    let rest = p
-        .strip_prefix('$')
-        .ok_or_else(|| JsonPathError::NoRoot(p.to_string()))?;
-    parse_segments(rest, p)
+/// The values at `path` (Kubernetes JSONPath, as `kubectl -o jsonpath` reads it) in `root`.
+pub fn query<'v>(path: &str, root: &'v Value) -> Result<Vec<&'v Value>, JsonPathError> {
+    let error = |why: String| JsonPathError {
+        path: path.to_string(),
+        why,
+    };
+    let rfc = to_rfc9535(path.trim()).ok_or_else(|| error("unclosed `[`".into()))?;
+    root.query(&rfc).map_err(|e| error(e.to_string()))
 }
 
-fn unsupported(whole: &str, why: &str) -> JsonPathError {
-    JsonPathError::Unsupported {
-        path: whole.to_string(),
-        why: why.to_string(),
-    }
-}
-
-fn parse_segments(mut s: &str, whole: &str) -> Result<Vec<Seg>, JsonPathError> {
-    let mut segs = Vec::new();
-    let bad = |why: &str| unsupported(whole, why);
-    while !s.is_empty() {
-        if let Some(r) = s.strip_prefix("..") {
-            let _ = r;
-            return Err(bad("recursive descent `..` is not supported"));
-        } else if let Some(r) = s.strip_prefix('.') {
+/// Kubernetes JSONPath as RFC 9535, which jsonpath-rust reads: a dotted name there is anything
+/// up to the next `.` or `[` (`.app-name`), and `[]` means every element.
+fn to_rfc9535(path: &str) -> Option<String> {
+    let mut out = String::with_capacity(path.len() + 8);
+    let mut rest = path;
+    while let Some(c) = rest.chars().next() {
+        if let Some(r) = rest.strip_prefix("..") {
+            out.push_str("..");
+            rest = r;
+        } else if let Some(r) = rest.strip_prefix('.').filter(|r| !r.starts_with('*')) {
             let end = r.find(['.', '[']).unwrap_or(r.len());
-            let name = &r[..end];
-            if name.is_empty() {
-                return Err(bad("empty field name"));
-            }
-            if name == "*" {
-                segs.push(Seg::All);
-            } else {
-                segs.push(Seg::Field(name.to_string()));
-            }
-            s = &r[end..];
-        } else if let Some(r) = s.strip_prefix('[') {
-            let end = matching_bracket(r).ok_or_else(|| bad("unclosed `[`"))?;
+            out.push_str(&format!("[{}]", Value::from(&r[..end])));
+            rest = &r[end..];
+        } else if let Some(r) = rest.strip_prefix('[') {
+            let end = matching_bracket(r)?;
             let inner = r[..end].trim();
-            s = &r[end + 1..];
-            if inner.is_empty() || inner == "*" {
-                segs.push(Seg::All);
-            } else if let Some(f) = inner.strip_prefix("?(").and_then(|f| f.strip_suffix(')')) {
-                segs.push(parse_filter(f.trim(), whole)?);
-            } else if let Some(q) = strip_quotes(inner) {
-                segs.push(Seg::Field(q.to_string()));
-            } else if let Ok(n) = inner.parse::<i64>() {
-                segs.push(Seg::Index(n));
+            out.push_str(if inner.is_empty() {
+                "[*]"
             } else {
-                return Err(bad(&format!(
-                    "`[{inner}]` (slices and unions are not supported)"
-                )));
-            }
+                &rest[..end + 2]
+            });
+            rest = &r[end + 1..];
         } else {
-            return Err(bad(&format!("unexpected {s:?}")));
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
         }
     }
-    Ok(segs)
+    Some(out)
 }
 
 fn matching_bracket(s: &str) -> Option<usize> {
@@ -454,84 +420,6 @@ fn matching_bracket(s: &str) -> Option<usize> {
         }
     }
     None
-}
-
-fn strip_quotes(s: &str) -> Option<&str> {
-    s.strip_prefix('\'')
-        .and_then(|x| x.strip_suffix('\''))
-        .or_else(|| s.strip_prefix('"').and_then(|x| x.strip_suffix('"')))
-}
-
-fn parse_filter(f: &str, whole: &str) -> Result<Seg, JsonPathError> {
-    let (lhs, rhs, equal) = if let Some((l, r)) = f.split_once("==") {
-        (l, r, true)
-    } else if let Some((l, r)) = f.split_once("!=") {
-        (l, r, false)
-    } else {
-        return Err(unsupported(whole, "filters need == or !="));
-    };
-    let lhs = lhs.trim();
-    let path = lhs
-        .strip_prefix('@')
-        .ok_or_else(|| unsupported(whole, "filter must start with @"))?;
-    let rhs = rhs.trim();
-    let literal = if let Some(q) = strip_quotes(rhs) {
-        Value::String(q.to_string())
-    } else {
-        serde_json::from_str::<Value>(rhs)
-            .map_err(|_| unsupported(whole, &format!("bad literal {rhs}")))?
-    };
-    Ok(Seg::Filter {
-        path: parse_segments(path, whole)?,
-        equal,
-        literal,
-    })
-}
-
-pub fn eval_jsonpath(segs: &[Seg], root: &Value) -> Vec<Value> {
-    let mut cur = vec![root.clone()];
-    for seg in segs {
-        let mut next = Vec::new();
-        for v in &cur {
-            match (seg, v) {
-                (Seg::Field(name), Value::Object(m)) => next.extend(m.get(name).cloned()),
-                (Seg::Index(i), Value::Array(a)) => {
-                    let idx = if *i < 0 { a.len() as i64 + i } else { *i };
-                    if idx >= 0 {
-                        next.extend(a.get(idx as usize).cloned());
-                    }
-                }
-                (Seg::All, Value::Array(a)) => next.extend(a.iter().cloned()),
-                (Seg::All, Value::Object(m)) => next.extend(m.values().cloned()),
-                (
-                    Seg::Filter {
-                        path,
-                        equal,
-                        literal,
-                    },
-                    Value::Array(a),
-                ) => {
-                    for e in a {
-                        let got = eval_jsonpath(path, e);
-                        let hit = got.iter().any(|g| literal_eq(g, literal));
-                        if hit == *equal && (!got.is_empty() || !*equal) {
-                            next.push(e.clone());
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
-        cur = next;
-    }
-    cur
-}
-
-fn literal_eq(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
-        _ => a == b,
-    }
 }
 
 fn decode_conditions(
@@ -669,11 +557,12 @@ mod tests {
     }
 
     #[test]
-    fn jsonpath_subset() {
+    fn kubernetes_jsonpath() {
         let o = deploy();
         let get = |p: &str| {
-            eval_jsonpath(&parse_jsonpath(p).unwrap(), &o)
-                .iter()
+            let found = query(p, &o).unwrap();
+            found
+                .into_iter()
                 .map(print_value)
                 .collect::<Vec<_>>()
                 .join(" ")
@@ -684,7 +573,10 @@ mod tests {
         assert_eq!(get("$.status.finished[]"), "a b");
         assert_eq!(get("$.status.finished[*]"), "a b");
         assert_eq!(get("$.status.finished[-1]"), "b");
+        assert_eq!(get("$.status.finished[0:1]"), "a");
         assert_eq!(get("$['metadata']['name']"), "web");
+        assert_eq!(get("$..name"), "web");
+        assert_eq!(get("$.metadata.app-name"), "");
         assert_eq!(
             get("$.status.conditions[?(@.type==\"Available\")].status"),
             "True"
@@ -693,9 +585,9 @@ mod tests {
             get("$.status.conditions[?(@.type != 'Available')].type"),
             "Progressing"
         );
-        assert!(parse_jsonpath("$..name").is_err());
-        assert!(parse_jsonpath("$.a[1:2]").is_err());
-        assert!(parse_jsonpath("status").is_err());
+        assert!(query("$.a[1", &o).is_err());
+        assert!(query("$.a[?(@.x ==)]", &o).is_err());
+        assert!(query("status", &o).is_err());
     }
 
     /// `anyOf`/`allOf` decode as Go's `[]Condition` with mapstructure's weak rules: one condition
@@ -742,7 +634,7 @@ mod tests {
         let c = "{{ if eq \"{$.status.readyReplicas}\" \"{$.spec.replicas}\" }}true{{ end }}";
         assert_eq!(evaluate_jsonpath_condition(c, &o).unwrap(), "true");
         assert!(check_syntax(Flavor::JsonPath, "{{ if }}").is_err());
-        assert!(check_syntax(Flavor::JsonPath, "{$..x}").is_err());
+        assert!(check_syntax(Flavor::JsonPath, "{$.x[}").is_err());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The VolumeSnapshot API the CSI snapshot functions share (`snapshot.storage.k8s.io/v1`):
 //! its resources, the API of a namespace's VolumeSnapshots, waiting for one to be ready, and
-//! the output Kanister's CSI functions give.
+//! the output Kanister's CSI functions give. Like Kanister, the wait for readiness has no
+//! timeout of its own (the phase ends it); a warning is logged every minute while it lasts.
 
 use std::time::Duration;
 
@@ -8,6 +9,7 @@ use kube::api::Api;
 use kube::core::{ApiResource, DynamicObject};
 use serde_json::{Value, json};
 
+use super::args::Args;
 use super::context::Context;
 use super::error::FunctionError;
 use crate::phase_output::Output;
@@ -26,13 +28,17 @@ pub const KIND: &str = "VolumeSnapshot";
 
 /// `ApiResource` of `volumesnapshots.snapshot.storage.k8s.io/v1`.
 pub fn volume_snapshot_resource() -> ApiResource {
-    ApiResource {
-        group: GROUP.into(),
-        version: VERSION.into(),
-        api_version: format!("{GROUP}/{VERSION}"),
-        kind: KIND.into(),
-        plural: "volumesnapshots".into(),
-    }
+    resource(KIND, "volumesnapshots")
+}
+
+/// A function's `namespace` argument; `default` (the ActionSet's) when it is empty.
+pub(crate) fn namespace_arg(a: &Args, default: &str) -> Result<String, FunctionError> {
+    let ns = a.string("namespace")?;
+    Ok(if ns.is_empty() {
+        default.to_string()
+    } else {
+        ns
+    })
 }
 
 /// The VolumeSnapshot API in `namespace`, after checking that the server serves it.
@@ -177,4 +183,30 @@ pub fn volume_snapshot_content_resource() -> ApiResource {
 /// `ApiResource` of `volumesnapshotclasses.snapshot.storage.k8s.io/v1` (cluster-scoped).
 pub fn volume_snapshot_class_resource() -> ApiResource {
     resource(CLASS_KIND, "volumesnapshotclasses")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readiness_needs_ready_to_use_and_creation_time() {
+        assert_eq!(ready_state(&json!({})), Ok(false));
+        assert_eq!(
+            ready_state(&json!({"status": {"readyToUse": true}})),
+            Ok(false)
+        );
+        assert_eq!(
+            ready_state(&json!({"status": {"readyToUse": false, "creationTime": 5}})),
+            Ok(false)
+        );
+        assert_eq!(
+            ready_state(&json!({"status": {"readyToUse": true, "creationTime": 5}})),
+            Ok(true)
+        );
+        assert_eq!(
+            ready_state(&json!({"status": {"error": {"message": "no space", "time": "x"}}})),
+            Err(SnapshotError("no space".into()))
+        );
+    }
 }

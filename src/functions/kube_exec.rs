@@ -26,16 +26,3 @@ pub async fn run(ctx: &Context, a: &Args<'_>) -> Result<Output, FunctionError> {
     let r = exec(ctx, NAME, &namespace, &pod, container.as_deref(), &command).await?;
     r.phase_output(NAME)
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::phase_output as output;
-
-    #[test]
-    fn stdout_phase_output_is_parsed() {
-        let stdout = "backing up\n###Phase-output###: {\"key\":\"size\",\"value\":\"10\"}\n";
-        let out = output::parse(NAME, stdout).unwrap();
-        assert_eq!(out["size"], "10");
-    }
-}

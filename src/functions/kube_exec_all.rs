@@ -59,8 +59,6 @@ pub async fn run(ctx: &Context, a: &Args<'_>) -> Result<Output, FunctionError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::phase_output as output;
-    use serde_json::Value;
     use serde_json::json;
 
     #[test]
@@ -71,18 +69,5 @@ mod tests {
         assert_eq!(fields(&a, "containers").unwrap(), vec!["x", "y", "z"]);
         assert!(fields(&a, "empty").is_err());
         assert!(fields(&a, "missing").is_err());
-    }
-
-    #[test]
-    fn outputs_of_several_execs_merge() {
-        let mut out = Output::new();
-        output::parse_into(
-            NAME,
-            "###Phase-output###: {\"key\":\"a\",\"value\":\"1\"}",
-            &mut out,
-        )
-        .unwrap();
-        output::parse_into(NAME, "###Phase-output###: {\"key\":\"a\",\"value\":\"2\"}\n###Phase-output###: {\"key\":\"b\",\"value\":\"3\"}", &mut out).unwrap();
-        assert_eq!(Value::Object(out), json!({"a": "2", "b": "3"}));
     }
 }

@@ -20,10 +20,11 @@ use super::context::Context;
 use super::error::FunctionError;
 use super::{
     backup_data, backup_data_all, backup_data_stats, check_repository, copy_volume_data,
-    create_rds_snapshot, csi_snapshot, csi_snapshot_static, delete_csi_snapshot_content,
-    delete_data, delete_data_all, delete_rds_snapshot, export_rds_snapshot_location, kube_exec,
-    kube_exec_all, kube_ops, kube_task, location_delete, multi_container_run, prepare_data,
-    restore_data, restore_data_all, restore_rds_snapshot, scale_workload, wait, wait_v2,
+    create_csi_snapshot, create_rds_snapshot, csi_snapshot_static, delete_csi_snapshot,
+    delete_csi_snapshot_content, delete_data, delete_data_all, delete_rds_snapshot,
+    export_rds_snapshot_location, kube_exec, kube_exec_all, kube_ops, kube_task, location_delete,
+    multi_container_run, prepare_data, restore_csi_snapshot, restore_data, restore_data_all,
+    restore_rds_snapshot, scale_workload, wait, wait_v2,
 };
 use crate::phase_output::Output;
 
@@ -255,12 +256,12 @@ pub static FUNCTIONS: &[Function] = &[
           ["volumes": StrMap, "serviceaccount": Str, "failOnError": Bool] + POD,
           Head, run!(prepare_data::run, params), reattach),
     func!("CreateCSISnapshot", ["pvc": Str, "namespace": Str, "snapshotClass": Str], ["name": Str, "labels": StrMap],
-          Head, run!(csi_snapshot::create), reenter),
+          Head, run!(create_csi_snapshot::run), reenter),
     func!("RestoreCSISnapshot", ["name": Str, "pvc": Str, "namespace": Str, "storageClass": Str, "restoreSize": Str],
           ["accessModes": Any, "volumeMode": Str, "labels": StrMap],
-          Head, run!(csi_snapshot::restore), reenter),
+          Head, run!(restore_csi_snapshot::run), reenter),
     func!("DeleteCSISnapshot", ["name": Str, "namespace": Str], [],
-          Head, run!(csi_snapshot::delete), reenter),
+          Head, run!(delete_csi_snapshot::run), reenter),
     func!("CreateCSISnapshotStatic", ["name": Str, "namespace": Str, "driver": Str, "snapshotHandle": Str, "snapshotClass": Str], [],
           Head, run!(csi_snapshot_static::run), at_most_once),
     func!("DeleteCSISnapshotContent", ["name": Str], [],

@@ -94,9 +94,9 @@ mod tests {
             "some log\n{}\nmore log\n",
             line("myKey_1", value.as_bytes())
         );
-        let out = output::parse("KubeTask", &text).unwrap();
+        let out = output::parse(&text).unwrap();
         assert_eq!(out.get("myKey_1"), Some(&serde_json::json!(value)));
-        let out = output::parse("KubeTask", &line("empty", b"")).unwrap();
+        let out = output::parse(&line("empty", b"")).unwrap();
         assert_eq!(out.get("empty"), Some(&serde_json::json!("")));
     }
 }

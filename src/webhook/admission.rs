@@ -100,16 +100,21 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    fn bad_request(reason: impl Into<String>) -> Self {
-        let reason = reason.into();
+    /// A request answered without a review: `why` is the plain-text body, `summary` the log's.
+    pub fn refused(status: u16, verdict: Verdict, why: String, summary: impl Into<String>) -> Self {
         Outcome {
-            status: 400,
-            body: reason.clone().into_bytes(),
-            verdict: Verdict::BadRequest,
+            status,
+            body: why.into_bytes(),
+            verdict,
             uid: None,
             dry_run: false,
-            summary: reason,
+            summary: summary.into(),
         }
+    }
+
+    fn bad_request(reason: impl Into<String>) -> Self {
+        let reason = reason.into();
+        Self::refused(400, Verdict::BadRequest, reason.clone(), reason)
     }
 
     pub fn is_json(&self) -> bool {
@@ -213,14 +218,8 @@ pub fn review(
     mut lookup: impl FnMut(&BlueprintRef) -> Lookup,
 ) -> Outcome {
     if body.len() > MAX_BODY_BYTES {
-        return Outcome {
-            status: 413,
-            body: too_large_message(body.len()).into_bytes(),
-            verdict: Verdict::TooLarge,
-            uid: None,
-            dry_run: false,
-            summary: "body over the limit".into(),
-        };
+        let why = too_large_message(body.len());
+        return Outcome::refused(413, Verdict::TooLarge, why, "body over the limit");
     }
     match parse(route, body) {
         Ok(parsed) => {

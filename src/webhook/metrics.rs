@@ -12,7 +12,7 @@
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::{Family, MetricConstructor};
+use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
@@ -72,21 +72,11 @@ struct CloseLabels {
     reason: String,
 }
 
-#[derive(Clone)]
-struct Buckets;
-
-impl MetricConstructor<Histogram> for Buckets {
-    fn new_metric(&self) -> Histogram {
-        // 0.25 ms .. ~4 s
-        Histogram::new(exponential_buckets(0.00025, 2.0, 15))
-    }
-}
-
 /// Cheap to clone; all clones count into the same families.
 #[derive(Clone)]
 pub struct Metrics {
     requests: Family<RequestLabels, Counter>,
-    duration: Family<RequestLabels, Histogram, Buckets>,
+    duration: Family<RequestLabels, Histogram, fn() -> Histogram>,
     tls_reloads: Family<ReloadLabels, Counter>,
     connections_closed: Family<CloseLabels, Counter>,
 }
@@ -103,7 +93,9 @@ impl Metrics {
     pub fn new(registry: &mut Registry, routes: &[&'static str]) -> Self {
         let registry = registry.sub_registry_with_prefix("blueprint_operator_webhook");
         let requests = Family::<RequestLabels, Counter>::default();
-        let duration = Family::<RequestLabels, Histogram, Buckets>::new_with_constructor(Buckets);
+        // 0.25 ms .. ~4 s
+        let duration: Family<_, _, fn() -> Histogram> =
+            Family::new_with_constructor(|| Histogram::new(exponential_buckets(0.00025, 2.0, 15)));
         let tls_reloads = Family::<ReloadLabels, Counter>::default();
         let connections_closed = Family::<CloseLabels, Counter>::default();
         registry.register(

@@ -119,15 +119,11 @@ pub fn limit_warnings(items: impl IntoIterator<Item = String>) -> Option<Vec<Str
 }
 
 fn clean_warning(text: &str) -> String {
-    let flat: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
+    let flat = text.replace(char::is_control, " ");
     let flat = flat.trim();
-    if flat.chars().count() <= MAX_WARNING_CHARS {
-        return flat.to_owned();
+    // Longer than MAX_WARNING_CHARS characters: the first MAX_WARNING_CHARS - 3 and "...".
+    match flat.char_indices().nth(MAX_WARNING_CHARS - 3) {
+        Some((cut, _)) if flat[cut..].chars().nth(3).is_some() => format!("{}...", &flat[..cut]),
+        _ => flat.to_owned(),
     }
-    let mut cut: String = flat.chars().take(MAX_WARNING_CHARS - 3).collect();
-    cut.push_str("...");
-    cut
 }

@@ -185,37 +185,29 @@ async fn read_body(body: Body, timeout: Duration) -> Result<Bytes, BodyError> {
 async fn admit(st: Shared, route: Route, body: Body) -> Response {
     let started = Instant::now();
     let outcome = match read_body(body, st.body_timeout).await {
-        Err(BodyError::TooLarge) => Outcome {
-            status: 413,
-            body: format!(
+        Err(BodyError::TooLarge) => Outcome::refused(
+            413,
+            Verdict::TooLarge,
+            format!(
                 "request body is over the webhook's limit of {MAX_BODY_BYTES} bytes (an AdmissionReview from the API server is at most about twice its 3 MiB request limit)"
-            )
-            .into_bytes(),
-            verdict: Verdict::TooLarge,
-            uid: None,
-            dry_run: false,
-            summary: "body over the limit".into(),
-        },
-        Err(BodyError::TimedOut) => Outcome {
-            status: 408,
-            body: format!(
+            ),
+            "body over the limit",
+        ),
+        Err(BodyError::TimedOut) => Outcome::refused(
+            408,
+            Verdict::BadRequest,
+            format!(
                 "the request body did not arrive within {} s (--body-timeout); the connection is closed",
                 st.body_timeout.as_secs_f64()
-            )
-            .into_bytes(),
-            verdict: Verdict::BadRequest,
-            uid: None,
-            dry_run: false,
-            summary: "body timeout".into(),
-        },
-        Err(BodyError::Broken(why)) => Outcome {
-            status: 400,
-            body: format!("could not read the request body: {why}").into_bytes(),
-            verdict: Verdict::BadRequest,
-            uid: None,
-            dry_run: false,
-            summary: why,
-        },
+            ),
+            "body timeout",
+        ),
+        Err(BodyError::Broken(why)) => Outcome::refused(
+            400,
+            Verdict::BadRequest,
+            format!("could not read the request body: {why}"),
+            why,
+        ),
         Ok(bytes) => decide(&st, route, bytes).await,
     };
     let elapsed = started.elapsed();
@@ -303,14 +295,12 @@ async fn decide(st: &Shared, route: Route, bytes: Bytes) -> Outcome {
 }
 
 fn internal_error(e: WorkerError) -> Outcome {
-    Outcome {
-        status: 500,
-        body: format!("internal error: {e}").into_bytes(),
-        verdict: Verdict::Error,
-        uid: None,
-        dry_run: false,
-        summary: e.to_string(),
-    }
+    Outcome::refused(
+        500,
+        Verdict::Error,
+        format!("internal error: {e}"),
+        e.to_string(),
+    )
 }
 
 async fn lookup(st: &Shared, (ns, name): &BlueprintRef) -> Lookup {

@@ -770,7 +770,7 @@ fn output_lines_are_read_by_the_executor() {
             out.starts_with("###Phase-output###: {\"key\":\"backupLocation\""),
             "{out}"
         );
-        let parsed = output::parse("KubeTask", &out).expect("parse");
+        let parsed = output::parse(&out).expect("parse");
         assert_eq!(parsed.get("backupLocation"), Some(&json!(value)));
     }
     let err = fails(kando(&["output", "bad-key", "v"]));

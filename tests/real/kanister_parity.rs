@@ -637,54 +637,41 @@ async fn corpus_postgres_backup_and_restore_by_kanister_and_by_ours_compare_and_
     // Each side restores its own dump.
     drop_items(kns);
     drop_items(&ours_ns);
-    let restore = |ns: &str, art: &Value| {
-        pg_action(
+    // Restores `art` in `ns` by `side`; what it left, once the rows are back.
+    let restored = async |side: Side, ns: &str, art: &Value, who: &str| {
+        let spec = pg_action(
             ns,
             "restore",
             "postgres-bp",
             json!({"artifacts": {"cloudObject": art}}),
-        )
+        );
+        let (done, obs) = run(side, ns, spec, &[BUCKET], &[]).await;
+        assert_eq!(done["status"]["state"], "complete", "{who}: {done:#}");
+        assert_eq!(psql(ns, PG_SELECT), rows, "{who}");
+        obs
     };
-    let (k_restore, k_obs) = run(Side::Kanister, kns, restore(kns, &k_art), &[BUCKET], &[]).await;
-    let (o_restore, o_obs) = run(
-        Side::Ours,
-        &ours_ns,
-        restore(&ours_ns, &o_art),
-        &[BUCKET],
-        &[],
+    let k_obs = restored(
+        Side::Kanister,
+        kns,
+        &k_art,
+        "Kanister restored its own dump",
     )
     .await;
-    assert_eq!(k_restore["status"]["state"], "complete", "{k_restore:#}");
-    assert_eq!(o_restore["status"]["state"], "complete", "{o_restore:#}");
-    assert_eq!(psql(kns, PG_SELECT), rows, "Kanister restored its own dump");
-    assert_eq!(
-        psql(&ours_ns, PG_SELECT),
-        rows,
-        "ours restored its own dump"
-    );
+    let o_obs = restored(Side::Ours, &ours_ns, &o_art, "ours restored its own dump").await;
     found.extend(differences("postgresql restore", &k_obs, &o_obs));
 
     // Each side restores the other's dump: ours Kanister's (pushed by Kanister's kando), and
     // Kanister's controller ours (pulled by Kanister's kando).
     drop_items(kns);
     drop_items(&ours_ns);
-    let (o_cross, o_obs) = run(
+    let o_obs = restored(
         Side::Ours,
         &ours_ns,
-        restore(&ours_ns, &k_art),
-        &[BUCKET],
-        &[],
+        &k_art,
+        "ours restored Kanister's dump",
     )
     .await;
-    assert_eq!(o_cross["status"]["state"], "complete", "{o_cross:#}");
-    assert_eq!(
-        psql(&ours_ns, PG_SELECT),
-        rows,
-        "ours restored Kanister's dump"
-    );
-    let (k_cross, k_obs) = run(Side::Kanister, kns, restore(kns, &o_art), &[BUCKET], &[]).await;
-    assert_eq!(k_cross["status"]["state"], "complete", "{k_cross:#}");
-    assert_eq!(psql(kns, PG_SELECT), rows, "Kanister restored our dump");
+    let k_obs = restored(Side::Kanister, kns, &o_art, "Kanister restored our dump").await;
     found.extend(differences(
         "postgresql restore of the other's dump",
         &k_obs,
