@@ -296,8 +296,56 @@ wait_actionset() {
   done
 }
 
-psql_demo() { # SQL: runs it in the database `shop` in the PostgreSQL pod
-  k exec -n "$demo_ns" "$PG-0" -- psql -v ON_ERROR_STOP=1 -h /var/run/postgresql -U postgres -At -c "$1" shop
+pg_manifest() { # INSTANCE: Secret, Service and StatefulSet INSTANCE-postgresql, as Bitnami's chart names them
+  local pg="$1-postgresql"
+  cat <<EOF
+apiVersion: v1
+kind: Secret
+metadata: {name: $pg}
+stringData: {postgres-password: demo-$RANDOM$RANDOM}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: $pg}
+spec:
+  selector: {app.kubernetes.io/instance: $1}
+  ports: [{name: tcp-postgresql, port: 5432, targetPort: 5432}]
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: $pg
+  labels: {app.kubernetes.io/instance: $1}
+spec:
+  serviceName: $pg
+  replicas: 1
+  selector: {matchLabels: {app.kubernetes.io/instance: $1}}
+  template:
+    metadata: {labels: {app.kubernetes.io/instance: $1}}
+    spec:
+      terminationGracePeriodSeconds: 5
+      containers:
+      - name: postgresql
+        image: postgres-db:15
+        imagePullPolicy: IfNotPresent
+        env:
+        - name: POSTGRES_PASSWORD
+          valueFrom: {secretKeyRef: {name: $pg, key: postgres-password}}
+        ports: [{containerPort: 5432}]
+        readinessProbe:
+          exec: {command: [pg_isready, -h, 127.0.0.1, -U, postgres]}
+          periodSeconds: 2
+        volumeMounts: [{name: data, mountPath: /var/lib/postgresql/data}]
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec:
+      accessModes: [ReadWriteOnce]
+      resources: {requests: {storage: 256Mi}}
+EOF
+}
+
+psql_demo() { # SQL [POD]: runs it in the database `shop` in the PostgreSQL pod (default $PG-0)
+  k exec -n "$demo_ns" "${2:-$PG-0}" -- psql -v ON_ERROR_STOP=1 -h /var/run/postgresql -U postgres -At -c "$1" shop
 }
 ROWS_DIGEST="SELECT count(*) || ' rows, md5 ' || md5(string_agg(id || ',' || name || ',' || price || ',' || coalesce(note, '<null>'), '|' ORDER BY id)) FROM items"
 
@@ -409,51 +457,11 @@ metadata: {generateName: bpo-demo-pg-}
 EOF
 )"
   say "namespace $demo_ns: the Secret, Service and StatefulSet $PG as the Blueprint expects them"
-  k apply -n "$demo_ns" -f - >/dev/null <<EOF
-apiVersion: v1
-kind: Secret
-metadata: {name: $PG}
-stringData: {postgres-password: demo-$RANDOM$RANDOM}
----
-apiVersion: v1
-kind: Service
-metadata: {name: $PG}
-spec:
-  selector: {app.kubernetes.io/instance: shop}
-  ports: [{name: tcp-postgresql, port: 5432, targetPort: 5432}]
----
-apiVersion: apps/v1
-kind: StatefulSet
-metadata:
-  name: $PG
-  labels: {app.kubernetes.io/instance: shop}
-spec:
-  serviceName: $PG
-  replicas: 1
-  selector: {matchLabels: {app.kubernetes.io/instance: shop}}
-  template:
-    metadata: {labels: {app.kubernetes.io/instance: shop}}
-    spec:
-      terminationGracePeriodSeconds: 5
-      containers:
-      - name: postgresql
-        image: postgres-db:15
-        imagePullPolicy: IfNotPresent
-        env:
-        - name: POSTGRES_PASSWORD
-          valueFrom: {secretKeyRef: {name: $PG, key: postgres-password}}
-        ports: [{containerPort: 5432}]
-        readinessProbe:
-          exec: {command: [pg_isready, -h, 127.0.0.1, -U, postgres]}
-          periodSeconds: 2
-        volumeMounts: [{name: data, mountPath: /var/lib/postgresql/data}]
-  volumeClaimTemplates:
-  - metadata: {name: data}
-    spec:
-      accessModes: [ReadWriteOnce]
-      resources: {requests: {storage: 256Mi}}
-EOF
+  pg_manifest shop | k apply -n "$demo_ns" -f - >/dev/null
+  say "and scratch-postgresql, empty: the schedule proves each backup by restoring it there"
+  pg_manifest scratch | k apply -n "$demo_ns" -f - >/dev/null
   k rollout status -n "$demo_ns" "statefulset/$PG" --timeout=180s >&2
+  k rollout status -n "$demo_ns" statefulset/scratch-postgresql --timeout=180s >&2
   snapshot >&2
   k exec -n "$demo_ns" "$PG-0" -- psql -v ON_ERROR_STOP=1 -h /var/run/postgresql -U postgres -qc 'CREATE DATABASE shop'
   psql_demo "CREATE TABLE items (id int PRIMARY KEY, name text, price numeric(10,2), note text);
@@ -502,6 +510,7 @@ spec:
       object: {kind: StatefulSet, name: $PG, namespace: $demo_ns}
       profile: {name: s3, namespace: $demo_ns}
   retention: {keepLast: 3, keepFailed: 5, deleteAction: delete, deleteActionKind: Namespace}
+  verify: {every: 1, action: restore, object: {kind: StatefulSet, name: scratch-postgresql, namespace: $demo_ns}}
 EOF
   say "a backup every minute; the first one now (annotation blueprint-operator.io/run-now)"
   say "the newest 3 complete runs are kept; older ones are rotated: the Blueprint's delete action removes their dumps from the store"
@@ -518,6 +527,20 @@ EOF
   say "the dump in the object store:"
   store_listing >&2
   k get actionschedule -n "$demo_ns" pg-backup 2>&1 | sed 's/^/    /' >&2
+
+  part "verify: the run's dump restored into scratch-postgresql (spec.verify), the rows compared"
+  local verified="" t1=$SECONDS
+  until [[ -n $verified ]]; do
+    verified="$(k get actionsets.cr.kanister.io -n "$demo_ns" "$run" \
+      -o jsonpath='{.metadata.labels.blueprint-operator\.io/verified}' 2>/dev/null || true)"
+    ((SECONDS - t1 < 300)) || { say "run $run was not verified within 5 minutes"; return 1; }
+    [[ -n $verified ]] || sleep 2
+  done
+  say "ActionSet $run-verify restored the dump: $run is labelled blueprint-operator.io/verified=$verified"
+  [[ $verified == true ]] || return 1
+  say "rows in scratch-postgresql: $(psql_demo "$ROWS_DIGEST" scratch-postgresql-0)"
+  k get actionschedule -n "$demo_ns" pg-backup \
+    -o jsonpath='{"    lastVerifiedRun: "}{.status.lastVerifiedRun}{", lastVerifiedTime: "}{.status.lastVerifiedTime}{"\n"}' >&2
 
   part "restore: drop the table, restore from the newest run's artifacts, read the rows back"
   local newest location

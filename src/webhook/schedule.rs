@@ -588,7 +588,7 @@ fn check_verify(
     match v.get("object") {
         None | Some(Value::Null) => report.error(
             &format!("{at}.object"),
-            "object is required: the scratch target to restore into, e.g. {kind: StatefulSet, name: scratch, namespace: verify}",
+            "object is required: the scratch target to restore into, e.g. {kind: StatefulSet, name: db-scratch}",
         ),
         Some(o) => match crate::model::ObjectReference::deserialize(o) {
             Ok(o) if o.kind.is_empty() || o.name.is_empty() => report.error(
@@ -636,13 +636,27 @@ fn check_verify(
     }
 }
 
-/// The scratch object must not be an object of the backup template's actions.
+/// The scratch object must not be an object of the backup template's actions; one in another
+/// namespace is reachable only from a trusted namespace.
 fn verify_target_problems(
     spec: &Object,
     target: &crate::model::ObjectReference,
     ns: Option<&str>,
     report: &mut Report,
 ) {
+    if let Some(ns) = ns
+        && !target.namespace.is_empty()
+        && target.namespace != ns
+        && !is_namespace(&target.kind)
+    {
+        report.warn(
+            "spec.verify.object.namespace",
+            format!(
+                "the verification runs in namespace {ns}, and an ActionSet may act only in its own namespace unless the controller trusts it (--trusted-namespace): verifications into {} fail otherwise. Put the scratch target in {ns}",
+                target.namespace
+            ),
+        );
+    }
     let actions = spec
         .get("actionSetTemplate")
         .and_then(|t| t.get("actions"))
@@ -862,13 +876,16 @@ mod tests {
                 "{e:?}"
             );
         }
-        // Same name in another namespace is a scratch target.
+        // Same name in another namespace is a scratch target, which only a trusted namespace
+        // may reach: a warning.
         let other = json!({"kind": "StatefulSet", "name": "db", "namespace": "verify"});
-        let (e, _) = check_found(
+        let (e, w) = check_found(
             &verified(json!({"action": "restore", "object": other})),
             bp.clone(),
         );
         assert!(e.is_empty(), "{e:?}");
+        assert_eq!(paths(&w), ["spec.verify.object.namespace"], "{w:?}");
+        assert!(w[0].message.contains("--trusted-namespace"), "{w:?}");
         // Actions the Blueprint lacks, both cadences, a bad cron, a missing action and object.
         let (e, _) = check_found(
             &verified(json!({"action": "restor", "checkAction": "rows", "object": scratch})),

@@ -175,6 +175,12 @@ async fn demo_backs_up_and_restores_postgresql_on_the_real_node_and_cleans_up() 
     let written = said("rows written: ");
     assert!(written.starts_with("502 rows, md5 "), "{written}");
     assert_eq!(said("rows read back: "), written);
+    // The backup proven by a restore into the scratch PostgreSQL (spec.verify).
+    assert!(
+        said(" is labelled blueprint-operator.io/verified=").starts_with("true"),
+        "{text}"
+    );
+    assert_eq!(said("rows in scratch-postgresql: "), written);
     assert!(
         text.contains("restored: exactly the rows written before the backup"),
         "{text}"
