@@ -1,6 +1,7 @@
 //! Verified backups on the real node. The corpus PostgreSQL Blueprint (unmodified) backs up a
 //! real PostgreSQL from an ActionSchedule; `spec.verify` restores each backup into a second
-//! PostgreSQL StatefulSet and a check action counts its rows. A backup truncated in the object
+//! PostgreSQL StatefulSet of the namespace (an ActionSet acts in its own namespace) and a check
+//! action counts its rows. A backup truncated in the object
 //! store then fails its verification: the run is marked unverified, the controller's metrics make
 //! the failing-verification alert fire, and retention keeps the older verified backup although
 //! `keepLast` is 1.
@@ -12,7 +13,8 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use crate::databases::{
-    PG_BLUEPRINT, PG_ROWS, PG_SELECT, PG_STS, apply_in, corpus_blueprint, exec, postgres_in, psql,
+    PG_BLUEPRINT, PG_ROWS, PG_SELECT, PG_STS, apply_in, corpus_blueprint, exec, postgres_in,
+    postgres_instance_in, psql,
 };
 use crate::install::{NS, install};
 use crate::real::{self, get_json, kubectl};
@@ -23,6 +25,9 @@ const BUCKET: &str = "bpo-real-verify";
 const SCHEDULE: &str = "pg-nightly";
 /// The Blueprint of the verification: the corpus one under another name, plus `check`.
 const VERIFY_BLUEPRINT: &str = "postgres-verify-bp";
+/// The scratch PostgreSQL the backups are restored into (instance `scratch`).
+const SCRATCH: &str = "scratch";
+const SCRATCH_STS: &str = "scratch-postgresql";
 
 /// The corpus PostgreSQL Blueprint named [`VERIFY_BLUEPRINT`], its actions untouched, with an
 /// action `check` that counts the restored rows and fails unless they are the expected number
@@ -57,7 +62,7 @@ test "$rows" = '{{ .Options.expectedRows }}'"#;
     bp.to_string()
 }
 
-fn schedule(ns: &str, scratch: &str) -> String {
+fn schedule(ns: &str) -> String {
     json!({
         "apiVersion": "blueprint-operator.io/v1alpha1",
         "kind": "ActionSchedule",
@@ -78,7 +83,7 @@ fn schedule(ns: &str, scratch: &str) -> String {
                 "action": "restore",
                 "checkAction": "check",
                 "blueprint": VERIFY_BLUEPRINT,
-                "object": {"kind": "StatefulSet", "name": PG_STS, "namespace": scratch}
+                "object": {"kind": "StatefulSet", "name": SCRATCH_STS, "namespace": ns}
             }
         }
     })
@@ -211,9 +216,8 @@ async fn scheduled_backups_are_verified_by_a_restore_and_a_truncated_one_is_not(
     install().await;
     let client = real::client().await;
     let ns = support::namespace(&client, "verified").await;
-    let scratch = support::namespace(&client, "verified-scratch").await;
     postgres_in(&ns, BUCKET).await;
-    postgres_in(&scratch, BUCKET).await;
+    postgres_instance_in(&ns, BUCKET, SCRATCH).await;
     exec(
         &ns,
         &format!("{PG_STS}-0"),
@@ -224,7 +228,7 @@ async fn scheduled_backups_are_verified_by_a_restore_and_a_truncated_one_is_not(
     assert_eq!(rows.lines().count(), 502);
     apply_in(&ns, &corpus_blueprint(PG_BLUEPRINT));
     apply_in(&ns, &verify_blueprint(&ns));
-    apply_in(&ns, &schedule(&ns, &scratch));
+    apply_in(&ns, &schedule(&ns));
 
     // The first backup is verified as soon as it completes: restored into the scratch
     // PostgreSQL, all rows there, the check passed.
@@ -236,9 +240,15 @@ async fn scheduled_backups_are_verified_by_a_restore_and_a_truncated_one_is_not(
         first["metadata"]["labels"]["blueprint-operator.io/verified"], "true",
         "{first:#}"
     );
+    let restored = exec(
+        &ns,
+        &format!("{SCRATCH_STS}-0"),
+        &format!(
+            "psql -v ON_ERROR_STOP=1 -h /var/run/postgresql -U postgres -At -c \"{PG_SELECT}\" shop"
+        ),
+    );
     assert_eq!(
-        psql(&scratch, PG_SELECT),
-        rows,
+        restored, rows,
         "the scratch database holds the backup's rows"
     );
     let s = get_json(&["get", "actionschedule", "-n", &ns, SCHEDULE]);
@@ -321,5 +331,5 @@ async fn scheduled_backups_are_verified_by_a_restore_and_a_truncated_one_is_not(
     let table = String::from_utf8_lossy(&runs.stdout);
     assert!(runs.status.success(), "{table}");
 
-    kubectl(&["delete", "namespace", &ns, &scratch, "--wait=false"]).unwrap();
+    kubectl(&["delete", "namespace", &ns, "--wait=false"]).unwrap();
 }
