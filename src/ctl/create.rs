@@ -346,13 +346,8 @@ pub fn newest_complete<'a>(runs: &'a [ActionSet], schedule: &str) -> Option<&'a 
     runs.iter()
         .filter(|a| identity::is_run_of(&a.metadata, schedule))
         .filter(|a| a.state() == Some(State::Complete))
-        .filter(|a| {
-            a.metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get(crate::model::LABEL_TRIGGER))
-                != Some(&"delete".to_string())
-        })
+        // Backup runs only: not delete actions, not verifications.
+        .filter(|a| crate::scheduler::read::record(a, schedule).is_backup())
         .max_by_key(|a| super::cells::started(a))
 }
 

@@ -47,6 +47,10 @@ pub struct Description {
     pub trigger: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub restored_from: Option<String>,
+    /// A backup run's verification (`verified at T by X`, `failed at T: X`), or what a
+    /// verification ActionSet verifies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verification: Option<String>,
     /// A pending exclusive run: `<namespace>/<name>` of the run it waits for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub waiting_for: Option<String>,
@@ -214,6 +218,7 @@ pub fn describe(a: &ActionSet, events: Vec<EventRow>, now: DateTime<Utc>) -> Des
         restored_from: annotations
             .get(crate::model::labels::ANNOTATION_RESTORED_FROM)
             .cloned(),
+        verification: verification_text(a),
         waiting_for: annotations
             .get(crate::model::labels::ANNOTATION_WAITING_FOR)
             .filter(|_| !a.state().is_some_and(|s| s.is_terminal()))
@@ -226,6 +231,22 @@ pub fn describe(a: &ActionSet, events: Vec<EventRow>, now: DateTime<Utc>) -> Des
         actions,
         events,
     }
+}
+
+/// [`Description::verification`].
+fn verification_text(a: &ActionSet) -> Option<String> {
+    if let Some(v) = crate::scheduler::verify::Verified::from_meta(&a.metadata) {
+        let what = if v.passed {
+            "verified"
+        } else {
+            "verification failed"
+        };
+        return Some(format!("{what} at {} by {}", v.at.to_rfc3339(), v.by));
+    }
+    let labels = a.metadata.labels.as_ref()?;
+    labels
+        .get(crate::model::LABEL_VERIFY_FOR)
+        .map(|b| format!("verifies backup run {b}"))
 }
 
 fn kv_cell(m: &Map<String, Value>) -> String {
@@ -265,6 +286,9 @@ pub fn text(d: &Description) -> String {
     }
     if let Some(f) = &d.restored_from {
         field("Restored from", f);
+    }
+    if let Some(v) = &d.verification {
+        field("Verification", v);
     }
     if let Some(w) = &d.waiting_for {
         field(

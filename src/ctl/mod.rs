@@ -19,6 +19,7 @@ pub mod describe;
 pub mod output;
 pub mod render;
 pub mod runs;
+pub mod verify;
 pub mod watch;
 
 use std::ffi::OsString;
@@ -45,8 +46,10 @@ pub enum Command {
     Create(create::CreateArgs),
     /// Run an ActionSchedule now (its `blueprint-operator.io/run-now` annotation).
     RunNow(runs::RunNowArgs),
-    /// List a schedule's runs: time, trigger, state, duration, artifacts.
+    /// List a schedule's runs: time, trigger, state, duration, verified, artifacts.
     Runs(runs::RunsArgs),
+    /// Verify one complete backup run of a schedule now (its `spec.verify`).
+    Verify(verify::VerifyArgs),
     /// Show one ActionSet: phases with state and output, the error, the deferPhase outcome, Events.
     Describe(describe::DescribeArgs),
     /// Follow an ActionSet until it ends; exit 1 when it failed.
@@ -120,6 +123,7 @@ async fn dispatch(args: CtlArgs) -> Result<Done, CtlError> {
         Command::Create(a) => create::run(&conn, &a, format).await,
         Command::RunNow(a) => runs::run_now(&conn, &a, format).await,
         Command::Runs(a) => runs::list(&conn, &a, format).await,
+        Command::Verify(a) => verify::run(&conn, &a, format).await,
         Command::Describe(a) => describe::run(&conn, &a, format).await,
         Command::Watch(a) => watch::run(&conn, &a, format).await,
         Command::Render(a) => render::run(&conn, &a, format).await,

@@ -21,7 +21,7 @@ use crate::model::{
     ANNOTATION_RUN_NOW, ANNOTATION_SCHEDULED_TIME, ActionSchedule, ActionSet, Artifact,
     LABEL_SCHEDULE, LABEL_TRIGGER,
 };
-use crate::scheduler::{identity, plan};
+use crate::scheduler::{identity, plan, read, verify};
 
 #[derive(Clone, Debug, Args)]
 pub struct RunsArgs {
@@ -58,6 +58,9 @@ pub struct RunRow {
     /// Output artifacts by action.
     pub artifacts: BTreeMap<String, BTreeMap<String, Artifact>>,
     pub error: String,
+    /// Of a backup run: `yes`, `failed` (its verification failed), `pending` (being
+    /// verified) or `no`; "" for other ActionSets (delete actions, verifications).
+    pub verified: String,
 }
 
 pub fn row(a: &ActionSet, now: DateTime<Utc>) -> RunRow {
@@ -85,7 +88,54 @@ pub fn row(a: &ActionSet, now: DateTime<Utc>) -> RunRow {
             .as_ref()
             .map(|s| s.error.message.clone())
             .unwrap_or_default(),
+        verified: String::new(),
     }
+}
+
+/// The VERIFIED cell of each run of `schedule` (see [`RunRow::verified`]), from the runs and
+/// their verification ActionSets.
+pub fn verification_cells(runs: &[ActionSet], schedule: &str) -> Vec<String> {
+    let records: Vec<_> = runs.iter().map(|a| read::record(a, schedule)).collect();
+    records
+        .iter()
+        .map(|r| {
+            if !r.trigger.is_backup() {
+                return String::new();
+            }
+            match (&r.verified, verify::progress(&r.name, &records, false)) {
+                (Some(v), _) => if v.passed { "yes" } else { "failed" }.into(),
+                (None, verify::Progress::NotStarted) => "no".into(),
+                (None, _) => "pending".into(),
+            }
+        })
+        .collect()
+}
+
+/// Below the table: the schedule's verification summary and what the next rotation removes.
+pub fn schedule_footer(s: &ActionSchedule) -> String {
+    let st = s.status.clone().unwrap_or_default();
+    let mut out = String::new();
+    if s.spec.verify.is_some() || st.last_verified_run.is_some() {
+        let last = match (&st.last_verified_run, &st.last_verified_time) {
+            (Some(r), Some(t)) => format!("{r} at {}", t.0),
+            (Some(r), None) => r.clone(),
+            _ => "none yet".into(),
+        };
+        out.push_str(&format!(
+            "Verified: newest {last}; {} consecutive failed verification(s)\n",
+            st.consecutive_verification_failures
+        ));
+    }
+    if !st.retention.next_rotation.is_empty() {
+        let next: Vec<String> = st
+            .retention
+            .next_rotation
+            .iter()
+            .map(|e| format!("{} ({})", e.name, e.reason))
+            .collect();
+        out.push_str(&format!("Next rotation removes: {}\n", next.join("; ")));
+    }
+    out
 }
 
 pub fn runs_table(rows: &[RunRow]) -> String {
@@ -104,6 +154,11 @@ pub fn runs_table(rows: &[RunRow]) -> String {
                 r.duration_seconds
                     .map(output::duration)
                     .unwrap_or_else(|| "-".into()),
+                if r.verified.is_empty() {
+                    "-".into()
+                } else {
+                    r.verified.clone()
+                },
                 output::cell(&artifacts_cell(&r.artifacts), 80),
                 output::cell(&r.error, 60),
             ]
@@ -116,6 +171,7 @@ pub fn runs_table(rows: &[RunRow]) -> String {
             "TRIGGER",
             "STATE",
             "DURATION",
+            "VERIFIED",
             "ARTIFACTS",
             "ERROR",
         ],
@@ -146,28 +202,35 @@ pub async fn fetch(conn: &Conn, schedule: &str) -> Result<Vec<ActionSet>, CtlErr
 
 pub async fn list(conn: &Conn, args: &RunsArgs, format: Format) -> Result<Done, CtlError> {
     let runs = fetch(conn, &args.schedule).await?;
-    if runs.is_empty() {
+    let scheds: Api<ActionSchedule> = Api::namespaced(conn.client.clone(), &conn.namespace);
+    let schedule = scheds
+        .get_opt(&args.schedule)
+        .await
+        .map_err(CtlError::kube("cannot read the ActionSchedule"))?;
+    if runs.is_empty() && schedule.is_none() {
         // A typo in the schedule's name should not read as "no runs yet".
-        let scheds: Api<ActionSchedule> = Api::namespaced(conn.client.clone(), &conn.namespace);
-        if scheds
-            .get_opt(&args.schedule)
-            .await
-            .map_err(CtlError::kube("cannot read the ActionSchedule"))?
-            .is_none()
-        {
-            eprintln!(
-                "no ActionSchedule {}/{} (and no runs of one by that name)",
-                conn.namespace, args.schedule
-            );
-        }
+        eprintln!(
+            "no ActionSchedule {}/{} (and no runs of one by that name)",
+            conn.namespace, args.schedule
+        );
     }
     let now = Utc::now();
-    let rows: Vec<RunRow> = runs.iter().map(|a| row(a, now)).collect();
+    let mut rows: Vec<RunRow> = runs.iter().map(|a| row(a, now)).collect();
+    for (r, v) in rows
+        .iter_mut()
+        .zip(verification_cells(&runs, &args.schedule))
+    {
+        r.verified = v;
+    }
+    let footer = schedule.as_ref().map(schedule_footer).unwrap_or_default();
     let text = match format {
         Format::Table if rows.is_empty() => {
-            format!("No runs of {} in {}.\n", args.schedule, conn.namespace)
+            format!(
+                "No runs of {} in {}.\n{footer}",
+                args.schedule, conn.namespace
+            )
         }
-        Format::Table => runs_table(&rows),
+        Format::Table => format!("{}{footer}", runs_table(&rows)),
         f => output::structured(f, &rows)?,
     };
     output::print(&text)?;
@@ -242,7 +305,7 @@ mod tests {
         assert_eq!(artifacts_cell(&r.artifacts), "cloudObject.path=/b/1");
         let t = runs_table(&[r]);
         assert!(
-            t.contains("2026-01-01T00:00:02Z   scheduled   complete   1m5s"),
+            t.contains("2026-01-01T00:00:02Z   scheduled   complete   1m5s       -"),
             "{t}"
         );
         // Not picked up yet: pending, no duration; running: up to now.
@@ -255,6 +318,54 @@ mod tests {
         let mut running = a.clone();
         running.status.as_mut().unwrap().state = crate::model::State::Running;
         assert_eq!(row(&running, now).duration_seconds, Some(86398));
+    }
+
+    #[test]
+    fn the_verified_column_says_yes_failed_pending_or_no() {
+        use crate::model::{ANNOTATION_SCHEDULE, LABEL_SCHEDULE, LABEL_VERIFIED, LABEL_VERIFY_FOR};
+        let a = |name: &str, trigger: &str, extra: serde_json::Value| {
+            let mut v = json!({"metadata": {"name": name,
+                "labels": {LABEL_SCHEDULE: "db", LABEL_TRIGGER: trigger},
+                "annotations": {ANNOTATION_SCHEDULE: "db"}},
+                "status": {"state": "complete"}});
+            json_patch_merge(&mut v, extra);
+            run(v)
+        };
+        let runs = [
+            a(
+                "db-1",
+                "scheduled",
+                json!({"metadata": {"labels": {LABEL_VERIFIED: "true"}}}),
+            ),
+            a(
+                "db-2",
+                "scheduled",
+                json!({"metadata": {"labels": {LABEL_VERIFIED: "false"}}}),
+            ),
+            a("db-3", "run-now", json!({})),
+            a(
+                "db-3-verify",
+                "verify",
+                json!({"metadata": {"labels": {LABEL_VERIFY_FOR: "db-3"}},
+                "status": {"state": "running"}}),
+            ),
+            a("db-4", "scheduled", json!({})),
+        ];
+        assert_eq!(
+            verification_cells(&runs, "db"),
+            ["yes", "failed", "pending", "", "no"]
+        );
+    }
+
+    fn json_patch_merge(v: &mut serde_json::Value, patch: serde_json::Value) {
+        match (v, patch) {
+            (serde_json::Value::Object(m), serde_json::Value::Object(p)) => {
+                for (k, pv) in p {
+                    json_patch_merge(m.entry(k).or_insert(serde_json::Value::Null), pv);
+                }
+            }
+            (v, p) => *v = p,
+        }
     }
 
     #[test]

@@ -347,6 +347,7 @@ async fn create_watch_describe_restore_run_now_and_runs_from_the_command_line() 
             "TRIGGER",
             "STATE",
             "DURATION",
+            "VERIFIED",
             "ARTIFACTS",
             "ERROR"
         ],

@@ -1800,3 +1800,47 @@ async fn a_restarted_controller_never_starts_a_second_verification() -> anyhow::
     ctl.stop().await;
     Ok(())
 }
+
+#[tokio::test]
+async fn ctl_verify_verifies_one_run_now_with_the_schedules_builder() -> anyhow::Result<()> {
+    use crate::ctl::{ctl, text};
+    let (client, ns) = setup("sched-ctl-verify").await?;
+    let ctl_task = start(&client, &ns, None);
+    // Verification ticks only once a year: nothing is verified unless asked.
+    verified_schedule(
+        &client,
+        &ns,
+        "cv",
+        json!({"schedule": "0 0 1 1 *"}),
+        json!({}),
+    )
+    .await?;
+    let r1 = complete_run_now(&client, &ns, "cv", "a").await?;
+    let out = ctl(&ns, &["verify", &r1]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let restore = decide(&client, &ns, &verify::verify_name(&r1), "complete").await?;
+    let action = &restore.spec.as_ref().unwrap().actions[0];
+    assert_eq!(action.artifacts["snap"].key_value["id"], format!("id-{r1}"));
+    assert_eq!(verified_label(&client, &ns, &r1).await?.0, "true");
+    // Once verified, asking again says how to verify again instead of starting a second one.
+    let again = ctl(&ns, &["verify", &r1]);
+    assert_eq!(again.status.code(), Some(2), "{}", text(&again));
+    assert!(text(&again).contains("delete it"), "{}", text(&again));
+    // A verification ActionSet is not a backup run.
+    let not = ctl(&ns, &["verify", &verify::verify_name(&r1)]);
+    assert_eq!(not.status.code(), Some(2), "{}", text(&not));
+    status_until(&client, &ns, "cv", |st| {
+        st.last_verified_run.as_deref() == Some(r1.as_str())
+    })
+    .await?;
+    let runs_out = ctl(&ns, &["runs", "cv"]);
+    let table = String::from_utf8_lossy(&runs_out.stdout).to_string();
+    let row = table
+        .lines()
+        .find(|l| l.starts_with(&format!("{r1} ")))
+        .unwrap_or_default();
+    assert!(row.split_whitespace().any(|c| c == "yes"), "{table}");
+    assert!(table.contains(&format!("Verified: newest {r1}")), "{table}");
+    ctl_task.stop().await;
+    Ok(())
+}
