@@ -67,16 +67,16 @@ pub async fn postgres(prefix: &str, bucket: &str) -> String {
 
 /// [`postgres`] in the namespace `ns`, which exists.
 pub async fn postgres_in(ns: &str, bucket: &str) {
-    postgres_instance_in(ns, bucket, PG_INSTANCE).await;
-}
-
-/// [`postgres_in`] for the instance `instance`: its StatefulSet, Secret and Service are
-/// `<instance>-postgresql`.
-pub async fn postgres_instance_in(ns: &str, bucket: &str, instance: &str) {
     let client = real::client().await;
     support::data_plane::s3_profile(&client, ns, "s3", bucket)
         .await
         .unwrap();
+    postgres_instance_in(ns, PG_INSTANCE);
+}
+
+/// A PostgreSQL of instance `instance` in `ns`: its StatefulSet, Secret and Service are
+/// `<instance>-postgresql` (no Profile: [`postgres_in`] makes one).
+pub fn postgres_instance_in(ns: &str, instance: &str) {
     let sts = format!("{instance}-postgresql");
     apply_yaml(&format!(
         r#"apiVersion: v1

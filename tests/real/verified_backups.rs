@@ -217,7 +217,7 @@ async fn scheduled_backups_are_verified_by_a_restore_and_a_truncated_one_is_not(
     let client = real::client().await;
     let ns = support::namespace(&client, "verified").await;
     postgres_in(&ns, BUCKET).await;
-    postgres_instance_in(&ns, BUCKET, SCRATCH).await;
+    postgres_instance_in(&ns, SCRATCH);
     exec(
         &ns,
         &format!("{PG_STS}-0"),
