@@ -254,13 +254,16 @@ async fn scheduled_backups_are_verified_by_a_restore_and_a_truncated_one_is_not(
     let s = get_json(&["get", "actionschedule", "-n", &ns, SCHEDULE]);
     assert_eq!(s["status"]["lastVerifiedRun"], first_name.as_str(), "{s:#}");
     assert!(s["status"]["lastVerifiedTime"].is_string(), "{s:#}");
-    assert!(
+    // The controller exports the verified backup's time (its housekeeping pass sets the gauges).
+    support::poll(real::WAIT, || async {
         scraped(
             &ns,
-            "blueprint_operator_actionschedule_last_verified_timestamp_seconds"
+            "blueprint_operator_actionschedule_last_verified_timestamp_seconds",
         )
-        .is_some_and(|t| t > 0.0)
-    );
+        .filter(|t| *t > 0.0)
+    })
+    .await
+    .expect("the controller exports the newest verified backup's time");
 
     // Later backups are verified on demand only: the second is damaged before its turn.
     kubectl(&[
