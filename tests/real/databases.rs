@@ -71,31 +71,38 @@ pub async fn postgres_in(ns: &str, bucket: &str) {
     support::data_plane::s3_profile(&client, ns, "s3", bucket)
         .await
         .unwrap();
+    postgres_instance_in(ns, PG_INSTANCE);
+}
+
+/// A PostgreSQL of instance `instance` in `ns`: its StatefulSet, Secret and Service are
+/// `<instance>-postgresql` (no Profile: [`postgres_in`] makes one).
+pub fn postgres_instance_in(ns: &str, instance: &str) {
+    let sts = format!("{instance}-postgresql");
     apply_yaml(&format!(
         r#"apiVersion: v1
 kind: Secret
-metadata: {{name: {PG_STS}, namespace: {ns}}}
+metadata: {{name: {sts}, namespace: {ns}}}
 stringData: {{postgres-password: {PG_PASSWORD}}}
 ---
 apiVersion: v1
 kind: Service
-metadata: {{name: {PG_STS}, namespace: {ns}}}
+metadata: {{name: {sts}, namespace: {ns}}}
 spec:
-  selector: {{app.kubernetes.io/instance: {PG_INSTANCE}}}
+  selector: {{app.kubernetes.io/instance: {instance}}}
   ports: [{{name: tcp-postgresql, port: 5432, targetPort: 5432}}]
 ---
 apiVersion: apps/v1
 kind: StatefulSet
 metadata:
-  name: {PG_STS}
+  name: {sts}
   namespace: {ns}
-  labels: {{app.kubernetes.io/instance: {PG_INSTANCE}}}
+  labels: {{app.kubernetes.io/instance: {instance}}}
 spec:
-  serviceName: {PG_STS}
+  serviceName: {sts}
   replicas: 1
-  selector: {{matchLabels: {{app.kubernetes.io/instance: {PG_INSTANCE}}}}}
+  selector: {{matchLabels: {{app.kubernetes.io/instance: {instance}}}}}
   template:
-    metadata: {{labels: {{app.kubernetes.io/instance: {PG_INSTANCE}}}}}
+    metadata: {{labels: {{app.kubernetes.io/instance: {instance}}}}}
     spec:
       terminationGracePeriodSeconds: 5
       containers:
@@ -104,7 +111,7 @@ spec:
         imagePullPolicy: IfNotPresent
         env:
         - name: POSTGRES_PASSWORD
-          valueFrom: {{secretKeyRef: {{name: {PG_STS}, key: postgres-password}}}}
+          valueFrom: {{secretKeyRef: {{name: {sts}, key: postgres-password}}}}
         ports: [{{containerPort: 5432}}]
         readinessProbe:
           exec: {{command: [pg_isready, -h, 127.0.0.1, -U, postgres]}}
@@ -118,17 +125,21 @@ spec:
 "#
     ))
     .unwrap();
-    pg_ready(ns);
+    pg_ready_sts(ns, &sts);
 }
 
 /// Waits until the PostgreSQL StatefulSet of `ns` has its pod ready (its probe: `pg_isready`).
 pub fn pg_ready(ns: &str) {
+    pg_ready_sts(ns, PG_STS);
+}
+
+fn pg_ready_sts(ns: &str, sts: &str) {
     kubectl(&[
         "rollout",
         "status",
         "-n",
         ns,
-        &format!("statefulset/{PG_STS}"),
+        &format!("statefulset/{sts}"),
         "--timeout=180s",
     ])
     .unwrap();

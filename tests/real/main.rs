@@ -25,3 +25,4 @@ mod pod_logs;
 mod rds;
 mod real;
 mod restart;
+mod verified_backups;
