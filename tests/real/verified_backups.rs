@@ -21,6 +21,9 @@ use crate::real::{self, get_json, kubectl};
 use crate::support;
 use crate::support::data_plane::store_client;
 
+#[path = "../e2e/monitoring/eval.rs"]
+mod eval;
+
 const BUCKET: &str = "bpo-real-verify";
 const SCHEDULE: &str = "pg-nightly";
 /// The Blueprint of the verification: the corpus one under another name, plus `check`.
@@ -197,17 +200,78 @@ async fn truncate_backup(run: &Value) -> String {
     key
 }
 
-/// The value of `metric{namespace=ns, schedule=SCHEDULE}` on the controller pod that exports it.
+/// A scraped sample: metric name, labels, value.
+type Scraped = (String, Vec<(String, String)>, f64);
+
+/// The series of this test's schedule (`namespace=ns, schedule=SCHEDULE`) in a scrape of the
+/// controller replica that exports them (the one running the scheduler): metric name, labels,
+/// value.
+fn scrape(ns: &str) -> Vec<Scraped> {
+    let pods = real::pod_names(NS, "app.kubernetes.io/component=controller").unwrap_or_default();
+    let ours = format!("namespace=\"{ns}\",schedule=\"{SCHEDULE}\"");
+    pods.iter()
+        .map(|pod| {
+            let path = format!("/api/v1/namespaces/{NS}/pods/{pod}:9090/proxy/metrics");
+            let text = kubectl(&["get", "--raw", &path]).unwrap_or_default();
+            text.lines()
+                .filter(|l| !l.starts_with('#') && l.contains(&ours))
+                .filter_map(|l| {
+                    let (name, rest) = l.split_once('{')?;
+                    let (labels, value) = rest.rsplit_once("} ")?;
+                    let labels = labels
+                        .split(',')
+                        .filter_map(|kv| {
+                            let (k, v) = kv.split_once('=')?;
+                            Some((k.to_string(), v.trim_matches('"').to_string()))
+                        })
+                        .collect();
+                    Some((name.to_string(), labels, value.trim().parse().ok()?))
+                })
+                .collect::<Vec<_>>()
+        })
+        .find(|series| !series.is_empty())
+        .unwrap_or_default()
+}
+
+/// The value of `metric` of this test's schedule, in [`scrape`].
 fn scraped(ns: &str, metric: &str) -> Option<f64> {
-    let pods = real::pod_names(NS, "app.kubernetes.io/component=controller").ok()?;
-    let labels = format!("namespace=\"{ns}\",schedule=\"{SCHEDULE}\"");
-    pods.iter().find_map(|pod| {
-        let path = format!("/api/v1/namespaces/{NS}/pods/{pod}:9090/proxy/metrics");
-        let text = kubectl(&["get", "--raw", &path]).ok()?;
-        text.lines()
-            .filter(|l| l.starts_with(metric) && l.contains(&labels))
-            .find_map(|l| l.rsplit(' ').next()?.parse().ok())
-    })
+    scrape(ns).into_iter().find(|s| s.0 == metric).map(|s| s.2)
+}
+
+/// Whether the shipped alert `name` fires on this test's schedule, evaluated on a scrape.
+fn fires(ns: &str, name: &str) -> bool {
+    let path = support::repo_root().join("manifests/monitoring/prometheusrule.yaml");
+    let rule: Value = serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let expr = rule["spec"]["groups"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|g| g["rules"].as_array().into_iter().flatten())
+        .find(|r| r["alert"] == name)
+        .and_then(|r| r["expr"].as_str())
+        .unwrap_or_else(|| panic!("no alert {name} in the PrometheusRule"))
+        .to_string();
+    let scraped = scrape(ns);
+    let labels: Vec<Vec<(&str, &str)>> = scraped
+        .iter()
+        .map(|s| s.1.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect())
+        .collect();
+    let series: Vec<eval::Series> = scraped
+        .iter()
+        .zip(&labels)
+        .map(|(s, l)| eval::Series(&s.0, l, s.2))
+        .collect();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    match eval::eval(&expr, &series, now) {
+        eval::Value::Vector(v) => v.iter().any(|(l, _)| {
+            l.get("namespace").map(String::as_str) == Some(ns)
+                && l.get("schedule").map(String::as_str) == Some(SCHEDULE)
+        }),
+        eval::Value::Scalar(x) => panic!("{name}: a scalar ({x})"),
+    }
 }
 
 #[tokio::test]
@@ -264,6 +328,11 @@ async fn scheduled_backups_are_verified_by_a_restore_and_a_truncated_one_is_not(
     })
     .await
     .expect("the controller exports the newest verified backup's time");
+    assert!(
+        !fires(&ns, "BlueprintOperatorVerificationFailing"),
+        "{:?}",
+        scrape(&ns)
+    );
 
     // Later backups are verified on demand only: the second is damaged before its turn.
     kubectl(&[
@@ -312,6 +381,11 @@ async fn scheduled_backups_are_verified_by_a_restore_and_a_truncated_one_is_not(
     .await
     .expect("the controller exports the failed verification");
     assert_eq!(failures, 1.0);
+    assert!(
+        fires(&ns, "BlueprintOperatorVerificationFailing"),
+        "{:?}",
+        scrape(&ns)
+    );
 
     // keepLast 1 keeps the newest complete run; the newest verified one stays beside it.
     let kept = kubectl(&[
