@@ -199,6 +199,17 @@ pub fn due_tick(
     schedule.last_between(since, now, 1).0
 }
 
+/// The first verification tick after `now`, when the schedule is to wake for it. An `@every`
+/// schedule ticks every interval from `since`, not from `now`: counted from `now`, each
+/// reconcile between two ticks would push the wake-up up to one interval past the tick.
+pub fn next_tick(
+    schedule: &super::cron::Schedule,
+    since: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    schedule.next_after(due_tick(schedule, since, now).unwrap_or(since))
+}
+
 /// Since when verification ticks count: the newest verification's scheduled time, else
 /// `created` (the schedule's creation).
 pub fn ticks_since(runs: &[RunRecord], created: DateTime<Utc>) -> DateTime<Utc> {
@@ -472,6 +483,35 @@ mod tests {
         assert_eq!(
             ticks_since(&[v], t("2026-05-01T00:00:00Z")),
             t("2026-06-01T06:00:00Z")
+        );
+    }
+
+    #[test]
+    fn the_next_verify_tick_stays_on_the_ticks_counted_from_since() {
+        let every = crate::scheduler::cron::Schedule::parse("@every 1h", None).unwrap();
+        let since = t("2026-06-01T05:00:00Z");
+        // Between ticks (05:00 + k hours), the next is the next of those, not now + 1h.
+        assert_eq!(
+            next_tick(&every, since, t("2026-06-01T11:59:00Z")),
+            Some(t("2026-06-01T12:00:00Z"))
+        );
+        assert_eq!(
+            next_tick(&every, since, t("2026-06-01T05:30:00Z")),
+            Some(t("2026-06-01T06:00:00Z"))
+        );
+        // On a tick, the one after it.
+        assert_eq!(
+            next_tick(&every, since, t(NOW)),
+            Some(t("2026-06-01T13:00:00Z"))
+        );
+        let cron = crate::scheduler::cron::Schedule::parse("0 */6 * * *", None).unwrap();
+        assert_eq!(
+            next_tick(&cron, since, t("2026-06-01T11:59:00Z")),
+            Some(t(NOW))
+        );
+        assert_eq!(
+            next_tick(&cron, since, t("2026-06-01T05:30:00Z")),
+            Some(t("2026-06-01T06:00:00Z"))
         );
     }
 

@@ -39,7 +39,7 @@ pub(super) fn cadence(
         .and_then(from_time)
         .unwrap_or(now);
     let since = verify::ticks_since(runs, created);
-    let next = schedule.next_after(since.max(now));
+    let next = verify::next_tick(&schedule, since, now);
     (Cadence::Tick(verify::due_tick(&schedule, since, now)), next)
 }
 

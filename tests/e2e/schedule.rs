@@ -1876,3 +1876,89 @@ async fn ctl_verify_verifies_one_run_now_with_the_schedules_builder() -> anyhow:
     ctl_task.stop().await;
     Ok(())
 }
+
+#[tokio::test]
+async fn a_verify_schedule_tick_verifies_the_newest_complete_run_once() -> anyhow::Result<()> {
+    let (client, ns) = setup("sched-verify-tick").await?;
+    let ctl = start(&client, &ns, None);
+    // No verification tick for a year while the two backups complete.
+    verified_schedule(
+        &client,
+        &ns,
+        "vt",
+        json!({"schedule": "0 0 1 1 *"}),
+        json!({"keepLast": 5}),
+    )
+    .await?;
+    let r1 = complete_run_now(&client, &ns, "vt", "a").await?;
+    let r2 = complete_run_now(&client, &ns, "vt", "b").await?;
+    // The controller has seen both complete before it ticks.
+    status_until(&client, &ns, "vt", |st| {
+        st.last_run_now_token.as_deref() == Some("b") && st.active_count == 0
+    })
+    .await?;
+    // Ticks every 5 s from the schedule's creation (no verification yet): one is due now.
+    patch_schedule(
+        &client,
+        &ns,
+        "vt",
+        json!({"spec": {"verify": {"schedule": "@every 5s"}}}),
+    )
+    .await?;
+    let created = get_schedule(&client, &ns, "vt")
+        .await?
+        .metadata
+        .creation_timestamp
+        .map(|t| t.0.as_second())
+        .unwrap_or_default();
+
+    // One verification, of the newest complete run, scheduled at a tick.
+    let restore = decide(&client, &ns, &verify::verify_name(&r2), "complete").await?;
+    assert_eq!(restore.labels()[LABEL_VERIFY_FOR], r2);
+    assert_eq!(restore.labels()[LABEL_TRIGGER], "verify");
+    let tick =
+        chrono::DateTime::parse_from_rfc3339(&restore.annotations()[ANNOTATION_SCHEDULED_TIME])?
+            .timestamp();
+    assert_eq!((tick - created) % 5, 0, "{tick} is not a verify tick");
+    assert_eq!(
+        verified_label(&client, &ns, &r2).await?,
+        ("true".to_string(), verify::verify_name(&r2))
+    );
+    status_until(&client, &ns, "vt", |st| {
+        st.last_verified_run.as_deref() == Some(r2.as_str()) && st.last_verified_time.is_some()
+    })
+    .await?;
+
+    // Two more ticks pass with no new complete run: nothing more is verified, the older run
+    // (older than the newest verified) included.
+    let after = tick + 11;
+    let wait = (after - chrono::Utc::now().timestamp()).max(0);
+    tokio::time::sleep(Duration::from_secs(u64::try_from(wait).unwrap_or(0))).await;
+    assert_eq!(
+        verifications(&client, &ns, "vt").await?,
+        BTreeSet::from([verify::verify_name(&r2)])
+    );
+
+    // The ticks go on: a new complete run is verified at a later one; the older never is.
+    let r3 = complete_run_now(&client, &ns, "vt", "c").await?;
+    let restore3 = decide(&client, &ns, &verify::verify_name(&r3), "complete").await?;
+    let tick3 =
+        chrono::DateTime::parse_from_rfc3339(&restore3.annotations()[ANNOTATION_SCHEDULED_TIME])?
+            .timestamp();
+    assert!(
+        tick3 > tick && (tick3 - tick) % 5 == 0,
+        "{tick3} after {tick}"
+    );
+    status_until(&client, &ns, "vt", |st| {
+        st.last_verified_run.as_deref() == Some(r3.as_str())
+    })
+    .await?;
+    assert_eq!(
+        verifications(&client, &ns, "vt").await?,
+        BTreeSet::from([verify::verify_name(&r2), verify::verify_name(&r3)])
+    );
+    let api: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
+    assert!(!api.get(&r1).await?.labels().contains_key(LABEL_VERIFIED));
+    ctl.stop().await;
+    Ok(())
+}
