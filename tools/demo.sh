@@ -544,7 +544,9 @@ EOF
 
   part "restore: drop the table, restore from the newest run's artifacts, read the rows back"
   local newest location
-  newest="$(k get actionsets.cr.kanister.io -n "$demo_ns" -l blueprint-operator.io/schedule=pg-backup \
+  # The schedule's backups, not its verifications (label trigger: scheduled or run-now).
+  newest="$(k get actionsets.cr.kanister.io -n "$demo_ns" \
+    -l 'blueprint-operator.io/schedule=pg-backup,blueprint-operator.io/trigger in (scheduled,run-now)' \
     --sort-by=.metadata.creationTimestamp \
     -o jsonpath='{range .items[?(@.status.state=="complete")]}{.metadata.name}{"\n"}{end}' | tail -n 1)"
   location="$(k get actionsets.cr.kanister.io -n "$demo_ns" "$newest" \
