@@ -296,13 +296,16 @@ wait_actionset() {
   done
 }
 
+# One password for both PostgreSQL servers: pg_dumpall's dump carries the roles, so restoring it
+# sets the scratch server's password to the dumped one, and psql's next \connect uses the Secret's.
+PG_PASSWORD="demo-$RANDOM$RANDOM"
 pg_manifest() { # INSTANCE: Secret, Service and StatefulSet INSTANCE-postgresql, as Bitnami's chart names them
   local pg="$1-postgresql"
   cat <<EOF
 apiVersion: v1
 kind: Secret
 metadata: {name: $pg}
-stringData: {postgres-password: demo-$RANDOM$RANDOM}
+stringData: {postgres-password: $PG_PASSWORD}
 ---
 apiVersion: v1
 kind: Service
