@@ -57,8 +57,15 @@ impl Seen {
         for a in get("actionsets.cr.kanister.io") {
             let complete = a["status"]["state"] == "complete";
             let name = a["metadata"]["name"].as_str().unwrap_or_default();
-            if complete && a["metadata"]["labels"]["blueprint-operator.io/schedule"] == "pg-backup"
-            {
+            let labels = &a["metadata"]["labels"];
+            let scheduled = labels["blueprint-operator.io/schedule"] == "pg-backup";
+            // The schedule's backups; its verifications (trigger verify) restore instead.
+            let backup = scheduled
+                && matches!(
+                    labels["blueprint-operator.io/trigger"].as_str(),
+                    Some("scheduled" | "run-now")
+                );
+            if complete && backup {
                 let location = &a["status"]["actions"][0]["artifacts"]["cloudObject"]["keyValue"]["backupLocation"];
                 assert!(
                     location.as_str().is_some_and(
@@ -68,7 +75,7 @@ impl Seen {
                 );
                 self.run_complete = Some(name.to_string());
             }
-            if complete && a["spec"]["actions"][0]["name"] == "restore" {
+            if complete && !scheduled && a["spec"]["actions"][0]["name"] == "restore" {
                 self.restore_complete = true;
             }
         }
