@@ -146,13 +146,28 @@ fn pg_ready_sts(ns: &str, sts: &str) {
 }
 
 pub fn psql(ns: &str, sql: &str) -> String {
+    psql_on(ns, &format!("{PG_STS}-0"), sql)
+}
+
+/// [`psql`] in the PostgreSQL pod `pod` of `ns`.
+pub fn psql_on(ns: &str, pod: &str, sql: &str) -> String {
     exec(
         ns,
-        &format!("{PG_STS}-0"),
+        pod,
         &format!(
             "psql -v ON_ERROR_STOP=1 -h /var/run/postgresql -U postgres -At -c \"{sql}\" shop"
         ),
     )
+}
+
+/// Creates the database `shop` in the PostgreSQL of `ns` and writes [`PG_ROWS`] to it.
+pub fn create_shop(ns: &str) {
+    exec(
+        ns,
+        &format!("{PG_STS}-0"),
+        "psql -v ON_ERROR_STOP=1 -h /var/run/postgresql -U postgres -c 'CREATE DATABASE shop'",
+    );
+    psql(ns, PG_ROWS);
 }
 
 /// The rows the tests write: quotes, a tab, non-ASCII, NULL and 500 generated ones.
@@ -189,12 +204,7 @@ async fn corpus_postgres_blueprint_backs_up_restores_and_deletes_a_real_postgres
     let bucket = "bpo-real-pg";
     let ns = postgres("pg", bucket).await;
     apply_in(&ns, &corpus_blueprint(PG_BLUEPRINT));
-    exec(
-        &ns,
-        &format!("{PG_STS}-0"),
-        "psql -v ON_ERROR_STOP=1 -h /var/run/postgresql -U postgres -c 'CREATE DATABASE shop'",
-    );
-    psql(&ns, PG_ROWS);
+    create_shop(&ns);
     let rows = psql(&ns, PG_SELECT);
     assert_eq!(rows.lines().count(), 502, "{rows}");
 
@@ -267,12 +277,7 @@ async fn corpus_postgres_blueprint_on_a_schedule_rotation_deletes_the_rotated_du
     let bucket = "bpo-real-pg-sched";
     let ns = postgres("pgsched", bucket).await;
     apply_in(&ns, &corpus_blueprint(PG_BLUEPRINT));
-    exec(
-        &ns,
-        &format!("{PG_STS}-0"),
-        "psql -v ON_ERROR_STOP=1 -h /var/run/postgresql -U postgres -c 'CREATE DATABASE shop'",
-    );
-    psql(&ns, PG_ROWS);
+    create_shop(&ns);
     let schedule = |kind: &str| {
         schedule_yaml(
             &ns,

@@ -13,8 +13,8 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use crate::databases::{
-    PG_BLUEPRINT, PG_ROWS, PG_SELECT, PG_STS, apply_in, corpus_blueprint, exec, postgres_in,
-    postgres_instance_in, psql,
+    PG_BLUEPRINT, PG_SELECT, PG_STS, apply_in, corpus_blueprint, create_shop, postgres_in,
+    postgres_instance_in, psql, psql_on,
 };
 use crate::install::{NS, install};
 use crate::real::{self, get_json, kubectl};
@@ -282,12 +282,7 @@ async fn scheduled_backups_are_verified_by_a_restore_and_a_truncated_one_is_not(
     let ns = support::namespace(&client, "verified").await;
     postgres_in(&ns, BUCKET).await;
     postgres_instance_in(&ns, SCRATCH);
-    exec(
-        &ns,
-        &format!("{PG_STS}-0"),
-        "psql -v ON_ERROR_STOP=1 -h /var/run/postgresql -U postgres -c 'CREATE DATABASE shop'",
-    );
-    psql(&ns, PG_ROWS);
+    create_shop(&ns);
     let rows = psql(&ns, PG_SELECT);
     assert_eq!(rows.lines().count(), 502);
     apply_in(&ns, &corpus_blueprint(PG_BLUEPRINT));
@@ -304,13 +299,7 @@ async fn scheduled_backups_are_verified_by_a_restore_and_a_truncated_one_is_not(
         first["metadata"]["labels"]["blueprint-operator.io/verified"], "true",
         "{first:#}"
     );
-    let restored = exec(
-        &ns,
-        &format!("{SCRATCH_STS}-0"),
-        &format!(
-            "psql -v ON_ERROR_STOP=1 -h /var/run/postgresql -U postgres -At -c \"{PG_SELECT}\" shop"
-        ),
-    );
+    let restored = psql_on(&ns, &format!("{SCRATCH_STS}-0"), PG_SELECT);
     assert_eq!(
         restored, rows,
         "the scratch database holds the backup's rows"
