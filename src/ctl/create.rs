@@ -458,17 +458,27 @@ pub async fn run(conn: &Conn, args: &CreateArgs, format: Format) -> Result<Done,
             conn.namespace
         )))?;
     let name = created.metadata.name.clone().unwrap_or_default();
+    let source = args.source().map(|s| format!(" from {s}"));
+    let line = format!("actionset {name} created{}", source.unwrap_or_default());
+    report_created(conn, &created, &line, format, args.watch).await
+}
+
+/// Says an ActionSet was created (`line` in a table, the object in JSON/YAML), then follows it
+/// to its end when `watch` (the object then is not printed: the watch's output follows).
+pub(super) async fn report_created(
+    conn: &Conn,
+    created: &ActionSet,
+    line: &str,
+    format: Format,
+    watch: bool,
+) -> Result<Done, CtlError> {
+    let name = created.metadata.name.clone().unwrap_or_default();
     match format {
-        Format::Table => output::print(&format!(
-            "actionset {name} created{}\n",
-            args.source()
-                .map(|s| format!(" from {s}"))
-                .unwrap_or_default()
-        ))?,
-        f if !args.watch => output::print(&output::structured(f, &created)?)?,
+        Format::Table => output::print(&format!("{line}\n"))?,
+        f if !watch => output::print(&output::structured(f, created)?)?,
         _ => eprintln!("actionset {name} created"),
     }
-    if args.watch {
+    if watch {
         return super::watch::follow(conn, &name, format, None).await;
     }
     Ok(Done::Ok)

@@ -9,7 +9,7 @@ use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 
 use super::connect::Conn;
-use super::output::{self, Format};
+use super::output::Format;
 use super::{CtlError, Done};
 use crate::model::{ActionSchedule, ActionSet, LABEL_SCHEDULE, LABEL_VERIFIED};
 use crate::scheduler::{identity, plan, read, verify};
@@ -107,23 +107,15 @@ pub async fn run(conn: &Conn, args: &VerifyArgs, format: Format) -> Result<Done,
         .map_err(CtlError::kube(format!(
             "cannot create ActionSet {ns}/{name}"
         )))?;
-    match format {
-        Format::Table => output::print(&format!(
-            "actionset {name} created: verifying {} into {} {}\n",
-            args.run,
-            v.object.kind,
-            [v.object.namespace.as_str(), v.object.name.as_str()]
-                .iter()
-                .filter(|x| !x.is_empty())
-                .copied()
-                .collect::<Vec<_>>()
-                .join("/")
-        ))?,
-        f if !args.watch => output::print(&output::structured(f, &created)?)?,
-        _ => eprintln!("actionset {name} created"),
-    }
-    if args.watch {
-        return super::watch::follow(conn, &name, format, None).await;
-    }
-    Ok(Done::Ok)
+    let target = [v.object.namespace.as_str(), v.object.name.as_str()]
+        .iter()
+        .filter(|x| !x.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join("/");
+    let line = format!(
+        "actionset {name} created: verifying {} into {} {target}",
+        args.run, v.object.kind
+    );
+    super::create::report_created(conn, &created, &line, format, args.watch).await
 }

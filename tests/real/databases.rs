@@ -9,7 +9,7 @@
 use serde_json::{Value, json};
 
 use crate::functions::run_spec;
-use crate::install::{apply_yaml, install};
+use crate::install::{apply_yaml, installed_namespace};
 use crate::real::{self, kubectl};
 use crate::support;
 use crate::support::data_plane::store_client;
@@ -58,9 +58,7 @@ pub const PG_STS: &str = "shop-postgresql";
 /// PersistentVolume, the Secret `shop-postgresql` (key `postgres-password`) and the Service
 /// `shop-postgresql`; and an s3 Profile `s3` on the bucket `bucket`.
 pub async fn postgres(prefix: &str, bucket: &str) -> String {
-    install().await;
-    let client = real::client().await;
-    let ns = support::namespace(&client, prefix).await;
+    let (client, ns) = installed_namespace(prefix).await;
     postgres_in(&ns, bucket).await;
     ns
 }
@@ -610,9 +608,7 @@ fn mariadb(ns: &str, sql: &str) -> String {
 /// PersistentVolume, the Secret `maria` (key `mariadb-root-password`) and the Service `maria`;
 /// and an s3 Profile `s3` on `bucket`.
 async fn mariadb_app(prefix: &str, bucket: &str) -> String {
-    install().await;
-    let client = real::client().await;
-    let ns = support::namespace(&client, prefix).await;
+    let (client, ns) = installed_namespace(prefix).await;
     support::data_plane::s3_profile(&client, &ns, "s3", bucket)
         .await
         .unwrap();

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::install::{apply_yaml, install};
+use crate::install::{apply_yaml, installed_namespace};
 use crate::real::{self, kubectl, tools_image};
 use crate::support;
 
@@ -82,9 +82,7 @@ pub fn apply_create(obj: &Value) -> String {
 
 /// A namespace with a Deployment `app` (tools image) that mounts the PVC `data` at /data.
 pub async fn app_with_volume(prefix: &str) -> String {
-    install().await;
-    let client = real::client().await;
-    let ns = support::namespace(&client, prefix).await;
+    let (client, ns) = installed_namespace(prefix).await;
     apply_yaml(&format!(
         r#"apiVersion: v1
 kind: PersistentVolumeClaim

@@ -12,6 +12,14 @@ use crate::support;
 pub const NS: &str = "blueprint-operator";
 
 /// Installs the operator once per cluster (later calls only check that it is running):
+/// [`install`], a client, and a fresh namespace named after `prefix`.
+pub async fn installed_namespace(prefix: &str) -> (kube::Client, String) {
+    install().await;
+    let client = real::client().await;
+    let ns = support::namespace(&client, prefix).await;
+    (client, ns)
+}
+
 /// Kanister's released CRDs, a webhook certificate from `blueprint-operator certs`, and
 /// `kubectl apply -k manifests/overlays/self-signed` from a copy of `manifests/`.
 pub async fn install() {
@@ -23,19 +31,15 @@ pub async fn install() {
             std::env::temp_dir().join(format!("bpo-real-manifests-{}", std::process::id()));
         copy_dir(&support::repo_root().join("manifests"), &manifests);
         let certs = manifests.join("overlays/self-signed/certs");
-        let out = Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
-            // --force: a checkout where tests/e2e_manifests ran has certs/ in the copy already.
-            .args(["certs", "--force", "--out", certs.to_str().unwrap()])
-            .args([
-                "--dns-name",
-                "blueprint-operator-webhook.blueprint-operator.svc",
-            ])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "certs: {}",
-            String::from_utf8_lossy(&out.stderr)
+        support::run_ok(
+            Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
+                // --force: a checkout where tests/e2e_manifests ran has certs/ in the copy already.
+                .args(["certs", "--force", "--out", certs.to_str().unwrap()])
+                .args([
+                    "--dns-name",
+                    "blueprint-operator-webhook.blueprint-operator.svc",
+                ]),
+            "certs",
         );
         kubectl(&[
             "apply",
@@ -123,9 +127,7 @@ fn kubectl_stdin(args: &[&str], yaml: &str) -> Result<String, String> {
 #[tokio::test]
 #[ignore = "real tier: tools/test.sh --real"]
 async fn webhook_pod_normalizes_and_refuses_blueprints_through_its_service() {
-    install().await;
-    let client = real::client().await;
-    let ns = support::namespace(&client, "admission").await;
+    let (client, ns) = installed_namespace("admission").await;
     // Unnamed phases get names from the webhook running in its pod (the API server reaches it
     // through the Service the manifests create).
     apply_yaml(&format!(
@@ -156,9 +158,7 @@ async fn webhook_pod_normalizes_and_refuses_blueprints_through_its_service() {
 #[tokio::test]
 #[ignore = "real tier: tools/test.sh --real"]
 async fn under_kanisters_crds_a_one_element_defer_phase_list_is_stored_as_the_object() {
-    install().await;
-    let client = real::client().await;
-    let ns = support::namespace(&client, "deferlist").await;
+    let (client, ns) = installed_namespace("deferlist").await;
     // The installed controller keeps the deferPhase node of Kanister's CRD open to a list (issue
     // 22.4); until it has, the API server itself refuses the list (strict decoding).
     let one = format!(
@@ -306,9 +306,7 @@ impl Drop for RestoreReplicas {
 #[tokio::test]
 #[ignore = "real tier: tools/test.sh --real"]
 async fn with_no_webhook_pod_ready_blueprints_are_refused_naming_the_webhook_until_it_is_back() {
-    install().await;
-    let client = real::client().await;
-    let ns = support::namespace(&client, "nowebhook").await;
+    let (client, ns) = installed_namespace("nowebhook").await;
     let blueprint = format!(
         "apiVersion: cr.kanister.io/v1alpha1\nkind: Blueprint\nmetadata: {{name: waits, namespace: {ns}}}\n\
          actions:\n  backup:\n    phases:\n    - {{func: KubeTask, name: a, args: {{image: x, command: [sh]}}}}\n"

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use crate::databases::{PG_BLUEPRINT, apply_in, corpus_blueprint, keys, pg_action, postgres};
 use crate::functions::{run_spec, start_spec, wait_end};
-use crate::install::{apply_yaml, install};
+use crate::install::{apply_yaml, installed_namespace};
 use crate::real::{self, kubectl, tools_image};
 use crate::support::{self, s3_stub};
 
@@ -355,9 +355,7 @@ actions:
 #[tokio::test]
 #[ignore = "real tier: tools/test.sh --real"]
 async fn a_store_stopped_in_the_middle_of_a_multipart_push_fails_the_phase_and_leaves_no_object() {
-    install().await;
-    let client = real::client().await;
-    let ns = support::namespace(&client, "cut").await;
+    let (client, ns) = installed_namespace("cut").await;
     let mut store = OwnStore::start();
     let bucket = "bpo-real-cut";
     let (status, body) = store.request("PUT", &format!("/{bucket}"));

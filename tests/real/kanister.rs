@@ -51,16 +51,9 @@ fn chart() -> PathBuf {
     );
     let copy = std::env::temp_dir().join(format!("bpo-kanister-chart-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&copy);
-    let out = Command::new("cp")
-        .arg("-rL")
-        .arg(&src)
-        .arg(&copy)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    support::run_ok(
+        Command::new("cp").arg("-rL").arg(&src).arg(&copy),
+        "copy Kanister's chart",
     );
     for entry in std::fs::read_dir(copy.join("crds")).unwrap() {
         let path = entry.unwrap().path();

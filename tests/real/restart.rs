@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use crate::functions::run_action;
-use crate::install::{NS, apply_yaml, install};
+use crate::install::{NS, apply_yaml, installed_namespace};
 use crate::real::{self, kubectl, tools_image};
 use crate::support;
 
@@ -27,9 +27,7 @@ pub fn leader() -> Option<String> {
 #[tokio::test]
 #[ignore = "real tier: tools/test.sh --real"]
 async fn deleting_the_leader_pod_mid_phase_does_not_fail_the_run() {
-    install().await;
-    let client = real::client().await;
-    let ns = support::namespace(&client, "restart").await;
+    let (client, ns) = installed_namespace("restart").await;
     // Sleeps past the leader's deletion and the Lease handover, then prints the phase output.
     let script = r#"sleep 40; echo '###Phase-output###: {"key":"size","value":"42"}'"#;
     apply_yaml(&format!(

@@ -16,7 +16,7 @@ use crate::databases::{
     PG_BLUEPRINT, PG_SELECT, PG_STS, apply_in, corpus_blueprint, create_shop, postgres_in,
     postgres_instance_in, psql, psql_on,
 };
-use crate::install::{NS, install};
+use crate::install::{NS, installed_namespace};
 use crate::real::{self, get_json, kubectl};
 use crate::support;
 use crate::support::data_plane::store_client;
@@ -93,10 +93,6 @@ fn schedule(ns: &str) -> String {
     .to_string()
 }
 
-fn actionset(ns: &str, name: &str) -> Value {
-    get_json(&["get", "actionsets.cr.kanister.io", "-n", ns, name])
-}
-
 fn state(a: &Value) -> &str {
     a["status"]["state"].as_str().unwrap_or_default()
 }
@@ -114,19 +110,37 @@ async fn run_now(ns: &str, token: &str) -> Value {
     ])
     .unwrap();
     let name = run_now_name(SCHEDULE, token);
+    until(ns, &name, &format!("run-now {token} did not end"), |a| {
+        matches!(state(a), "complete" | "failed")
+    })
+    .await
+}
+
+/// Waits until the run `name` carries its verification outcome; returns the run.
+async fn verified(ns: &str, name: &str) -> Value {
+    let what = format!("run {name} was not marked verified or unverified");
+    until(ns, name, &what, |a| {
+        a["metadata"]["labels"]["blueprint-operator.io/verified"].is_string()
+    })
+    .await
+}
+
+/// Waits until ActionSet `name` (once it exists) satisfies `done`; returns it. Fails saying
+/// `what` and listing the namespace's ActionSets.
+async fn until(ns: &str, name: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
     support::poll(real::WAIT * 3, || async {
         let a = kubectl(&[
             "get",
             "actionsets.cr.kanister.io",
             "-n",
             ns,
-            &name,
+            name,
             "-o",
             "json",
         ])
         .ok()?;
         let a: Value = serde_json::from_str(&a).ok()?;
-        matches!(state(&a), "complete" | "failed").then_some(a)
+        done(&a).then_some(a)
     })
     .await
     .unwrap_or_else(|e| {
@@ -137,28 +151,7 @@ async fn run_now(ns: &str, token: &str) -> Value {
             ns,
             "--show-labels",
         ]);
-        panic!("run-now {token} did not end: {e}\n{all:?}")
-    })
-}
-
-/// Waits until the run `name` carries its verification outcome; returns the run.
-async fn verified(ns: &str, name: &str) -> Value {
-    support::poll(real::WAIT * 3, || async {
-        let a = actionset(ns, name);
-        a["metadata"]["labels"]["blueprint-operator.io/verified"]
-            .is_string()
-            .then_some(a)
-    })
-    .await
-    .unwrap_or_else(|e| {
-        let all = kubectl(&[
-            "get",
-            "actionsets.cr.kanister.io",
-            "-n",
-            ns,
-            "--show-labels",
-        ]);
-        panic!("run {name} was not marked verified or unverified: {e}\n{all:?}")
+        panic!("{what}: {e}\n{all:?}")
     })
 }
 
@@ -277,9 +270,7 @@ fn fires(ns: &str, name: &str) -> bool {
 #[tokio::test]
 #[ignore = "real tier: tools/test.sh --real"]
 async fn scheduled_backups_are_verified_by_a_restore_and_a_truncated_one_is_not() {
-    install().await;
-    let client = real::client().await;
-    let ns = support::namespace(&client, "verified").await;
+    let (client, ns) = installed_namespace("verified").await;
     postgres_in(&ns, BUCKET).await;
     postgres_instance_in(&ns, SCRATCH);
     create_shop(&ns);
