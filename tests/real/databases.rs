@@ -58,7 +58,7 @@ pub const PG_STS: &str = "shop-postgresql";
 /// PersistentVolume, the Secret `shop-postgresql` (key `postgres-password`) and the Service
 /// `shop-postgresql`; and an s3 Profile `s3` on the bucket `bucket`.
 pub async fn postgres(prefix: &str, bucket: &str) -> String {
-    let (client, ns) = installed_namespace(prefix).await;
+    let ns = installed_namespace(prefix).await;
     postgres_in(&ns, bucket).await;
     ns
 }
@@ -608,7 +608,8 @@ fn mariadb(ns: &str, sql: &str) -> String {
 /// PersistentVolume, the Secret `maria` (key `mariadb-root-password`) and the Service `maria`;
 /// and an s3 Profile `s3` on `bucket`.
 async fn mariadb_app(prefix: &str, bucket: &str) -> String {
-    let (client, ns) = installed_namespace(prefix).await;
+    let ns = installed_namespace(prefix).await;
+    let client = real::client().await;
     support::data_plane::s3_profile(&client, &ns, "s3", bucket)
         .await
         .unwrap();

@@ -82,7 +82,7 @@ pub fn apply_create(obj: &Value) -> String {
 
 /// A namespace with a Deployment `app` (tools image) that mounts the PVC `data` at /data.
 pub async fn app_with_volume(prefix: &str) -> String {
-    let (client, ns) = installed_namespace(prefix).await;
+    let ns = installed_namespace(prefix).await;
     apply_yaml(&format!(
         r#"apiVersion: v1
 kind: PersistentVolumeClaim

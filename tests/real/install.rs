@@ -12,12 +12,10 @@ use crate::support;
 pub const NS: &str = "blueprint-operator";
 
 /// Installs the operator once per cluster (later calls only check that it is running):
-/// [`install`], a client, and a fresh namespace named after `prefix`.
-pub async fn installed_namespace(prefix: &str) -> (kube::Client, String) {
+/// [`install`], then a fresh namespace named after `prefix`.
+pub async fn installed_namespace(prefix: &str) -> String {
     install().await;
-    let client = real::client().await;
-    let ns = support::namespace(&client, prefix).await;
-    (client, ns)
+    support::namespace(&real::client().await, prefix).await
 }
 
 /// Kanister's released CRDs, a webhook certificate from `blueprint-operator certs`, and
@@ -127,7 +125,7 @@ fn kubectl_stdin(args: &[&str], yaml: &str) -> Result<String, String> {
 #[tokio::test]
 #[ignore = "real tier: tools/test.sh --real"]
 async fn webhook_pod_normalizes_and_refuses_blueprints_through_its_service() {
-    let (client, ns) = installed_namespace("admission").await;
+    let ns = installed_namespace("admission").await;
     // Unnamed phases get names from the webhook running in its pod (the API server reaches it
     // through the Service the manifests create).
     apply_yaml(&format!(
@@ -158,7 +156,7 @@ async fn webhook_pod_normalizes_and_refuses_blueprints_through_its_service() {
 #[tokio::test]
 #[ignore = "real tier: tools/test.sh --real"]
 async fn under_kanisters_crds_a_one_element_defer_phase_list_is_stored_as_the_object() {
-    let (client, ns) = installed_namespace("deferlist").await;
+    let ns = installed_namespace("deferlist").await;
     // The installed controller keeps the deferPhase node of Kanister's CRD open to a list (issue
     // 22.4); until it has, the API server itself refuses the list (strict decoding).
     let one = format!(
@@ -306,7 +304,7 @@ impl Drop for RestoreReplicas {
 #[tokio::test]
 #[ignore = "real tier: tools/test.sh --real"]
 async fn with_no_webhook_pod_ready_blueprints_are_refused_naming_the_webhook_until_it_is_back() {
-    let (client, ns) = installed_namespace("nowebhook").await;
+    let ns = installed_namespace("nowebhook").await;
     let blueprint = format!(
         "apiVersion: cr.kanister.io/v1alpha1\nkind: Blueprint\nmetadata: {{name: waits, namespace: {ns}}}\n\
          actions:\n  backup:\n    phases:\n    - {{func: KubeTask, name: a, args: {{image: x, command: [sh]}}}}\n"

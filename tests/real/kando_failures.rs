@@ -355,7 +355,7 @@ actions:
 #[tokio::test]
 #[ignore = "real tier: tools/test.sh --real"]
 async fn a_store_stopped_in_the_middle_of_a_multipart_push_fails_the_phase_and_leaves_no_object() {
-    let (client, ns) = installed_namespace("cut").await;
+    let ns = installed_namespace("cut").await;
     let mut store = OwnStore::start();
     let bucket = "bpo-real-cut";
     let (status, body) = store.request("PUT", &format!("/{bucket}"));

@@ -27,7 +27,7 @@ pub fn leader() -> Option<String> {
 #[tokio::test]
 #[ignore = "real tier: tools/test.sh --real"]
 async fn deleting_the_leader_pod_mid_phase_does_not_fail_the_run() {
-    let (client, ns) = installed_namespace("restart").await;
+    let ns = installed_namespace("restart").await;
     // Sleeps past the leader's deletion and the Lease handover, then prints the phase output.
     let script = r#"sleep 40; echo '###Phase-output###: {"key":"size","value":"42"}'"#;
     apply_yaml(&format!(

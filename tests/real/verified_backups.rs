@@ -270,7 +270,7 @@ fn fires(ns: &str, name: &str) -> bool {
 #[tokio::test]
 #[ignore = "real tier: tools/test.sh --real"]
 async fn scheduled_backups_are_verified_by_a_restore_and_a_truncated_one_is_not() {
-    let (client, ns) = installed_namespace("verified").await;
+    let ns = installed_namespace("verified").await;
     postgres_in(&ns, BUCKET).await;
     postgres_instance_in(&ns, SCRATCH);
     create_shop(&ns);
