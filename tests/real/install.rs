@@ -157,8 +157,8 @@ async fn webhook_pod_normalizes_and_refuses_blueprints_through_its_service() {
 #[ignore = "real tier: tools/test.sh --real"]
 async fn under_kanisters_crds_a_one_element_defer_phase_list_is_stored_as_the_object() {
     let ns = installed_namespace("deferlist").await;
-    // The installed controller keeps the deferPhase node of Kanister's CRD open to a list (issue
-    // 22.4); until it has, the API server itself refuses the list (strict decoding).
+    // The installed controller keeps the deferPhase node of Kanister's CRD open to a list; until
+    // it has, the API server itself refuses the list (strict decoding).
     let one = format!(
         "apiVersion: cr.kanister.io/v1alpha1\nkind: Blueprint\nmetadata: {{name: one, namespace: {ns}}}\n\
          actions:\n  backup:\n    phases:\n    - {{func: KubeTask, name: main, args: {{image: x, command: [sh]}}}}\n\
