@@ -13,6 +13,7 @@ mod admission_faults;
 mod databases;
 mod demo;
 mod failures;
+mod faults;
 mod functions;
 mod helm;
 mod install;

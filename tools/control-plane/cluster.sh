@@ -13,6 +13,9 @@
 #   cluster.sh down     stop everything and delete the state directory
 #   cluster.sh env      print `export KUBECONFIG=...` (eval "$(tools/control-plane/cluster.sh env)")
 #   cluster.sh status   exit 0 when the cluster in the state directory answers
+#   cluster.sh restart NAME [--kill] [--down SECONDS]
+#                       stop one component (etcd, kube-apiserver, kubelet, containerd, ...) and
+#                       start it again as `up` did: the fault tests of the real tier
 #
 # Environment:
 #   BPO_CLUSTER_DIR   state directory (default: ${TMPDIR:-/tmp}/bpo-cluster). Use a different one
@@ -44,11 +47,12 @@ kctl() { "$KUBECTL" --kubeconfig "$dir/kubeconfig" "$@"; }
 
 # --- process management ---------------------------------------------------------------------
 # start NAME CMD...: run CMD in its own session (so `down` can kill its whole process group),
-# stdio to $dir/logs/NAME.log, pid in $dir/pids/NAME.
+# stdio to $dir/logs/NAME.log, pid in $dir/pids/NAME, the command in $dir/cmds/NAME (`restart`).
 start() {
   local name="$1"
   shift
-  mkdir -p "$dir/logs" "$dir/pids"
+  mkdir -p "$dir/logs" "$dir/pids" "$dir/cmds"
+  printf '%q ' "$@" >"$dir/cmds/$name"
   # shellcheck disable=SC2016 # expanded by the inner shell
   setsid bash -c 'echo $$ >"$0"; exec "$@"' "$dir/pids/$name" "$@" \
     </dev/null >>"$dir/logs/$name.log" 2>&1 &
@@ -423,6 +427,44 @@ EOF
   cmd_env
 }
 
+# restart NAME [--kill] [--down SECONDS]: stop one component (TERM, or KILL with --kill, its
+# process group: a containerd's shims live in their own and keep the pods running), leave it down
+# SECONDS (default 0), start it again with the command `up` started it with. Fault tests use it.
+cmd_restart() {
+  local name="${1:-}" kill=false down=0 pid
+  [[ -n $name ]] || die "usage: $0 restart NAME [--kill] [--down SECONDS]"
+  shift
+  while (($#)); do
+    case "$1" in
+    --kill) kill=true ;;
+    --down)
+      down="${2:?--down needs SECONDS}"
+      shift
+      ;;
+    *) die "restart: unknown argument $1" ;;
+    esac
+    shift
+  done
+  [[ -s "$dir/cmds/$name" ]] || die "restart: no component $name was started in $dir"
+  load_bins
+  if $kill && [[ -s "$dir/pids/$name" ]]; then
+    pid="$(cat "$dir/pids/$name")"
+    kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do
+      running "$pid" || break
+      sleep 0.1
+    done
+    rm -f "$dir/pids/$name"
+  else
+    stop_one "$name"
+  fi
+  log "$name stopped; starting it again in ${down}s"
+  sleep "$down"
+  local cmd
+  cmd="$(cat "$dir/cmds/$name")"
+  eval "start $(printf '%q' "$name") $cmd"
+}
+
 cmd_env() {
   [[ -f "$dir/kubeconfig" ]] || die "no cluster in $dir (run: $0 up)"
   echo "export KUBECONFIG=$dir/kubeconfig"
@@ -471,6 +513,10 @@ up)
   cmd_up
   ;;
 down) cmd_down ;;
+restart)
+  shift
+  cmd_restart "$@"
+  ;;
 env) cmd_env ;;
 status) cmd_status ;;
 __log-agent)
@@ -478,7 +524,7 @@ __log-agent)
   log_agent
   ;;
 *)
-  echo "usage: $0 up [--real-node]|down|env|status" >&2
+  echo "usage: $0 up [--real-node]|down|env|status|restart NAME [--kill] [--down SECONDS]" >&2
   exit 2
   ;;
 esac
