@@ -94,6 +94,16 @@ fn chain(e: &(dyn std::error::Error + 'static), describe_kube: bool) -> String {
     out.join(": ")
 }
 
+/// An error a retry may get past: the API server unreachable (restarting, its etcd away) or
+/// answering 429 or 5xx. A refusal (403, 404, 422...) is not.
+pub fn is_transient(e: &kube::Error) -> bool {
+    match e {
+        kube::Error::Api(s) => s.code == 429 || s.code >= 500,
+        kube::Error::HyperError(_) | kube::Error::Service(_) => true,
+        _ => false,
+    }
+}
+
 /// "the API server refused ...: <message> (<reason>, <code>)" and, for the common codes, what
 /// to do about it.
 pub fn describe_status(s: &Status) -> String {
@@ -191,6 +201,22 @@ mod tests {
             text.starts_with("KubeOps: creating ConfigMap app/cm: the API server refused the request: configmaps \"cm\" already exists (AlreadyExists, 409)"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn overload_and_server_errors_are_transient_refusals_are_not() {
+        for code in [429, 500, 503, 504] {
+            assert!(is_transient(&status(code, "", "")), "{code}");
+        }
+        for code in [400, 401, 403, 404, 409, 422] {
+            assert!(!is_transient(&status(code, "", "")), "{code}");
+        }
+        let unreachable = kube::Error::Service(Box::new(std::io::Error::from(
+            std::io::ErrorKind::ConnectionRefused,
+        )));
+        assert!(is_transient(&unreachable));
+        let undecodable = serde_json::from_str::<u8>("x").unwrap_err();
+        assert!(!is_transient(&kube::Error::SerdeError(undecodable)));
     }
 
     #[test]

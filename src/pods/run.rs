@@ -123,6 +123,9 @@ async fn finish(
             "Failed while waiting for Pod to complete: pod {namespace}/{name} failed: {}",
             termination(&pod)
         );
+        if pod.metadata.deletion_timestamp.is_some() {
+            msg.push_str(" (the pod was deleted while it ran)");
+        }
         if let Ok(log) = &log {
             let lines: Vec<&str> = log.tail.lines().collect();
             if !lines.is_empty() {

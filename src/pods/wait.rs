@@ -19,6 +19,10 @@ pub fn ready_timeout() -> Duration {
     Duration::from_secs(minutes * 60)
 }
 
+/// How long a pod is waited for while the API server does not answer (restarting, its etcd
+/// away) before the phase fails: the pod itself runs on meanwhile.
+const API_OUTAGE_LIMIT: Duration = Duration::from_secs(300);
+
 /// Container waiting reasons that will not resolve by themselves.
 pub const FATAL_WAITING: &[&str] = &[
     "ErrImagePull",
@@ -37,10 +41,44 @@ pub async fn wait_finished(
 ) -> Result<Pod, FunctionError> {
     let ready_deadline = tokio::time::Instant::now() + ready_timeout();
     let mut delay = Duration::from_millis(100);
+    // Since when the API server has not answered: the pod runs on without it for a while.
+    let mut unreachable_since: Option<tokio::time::Instant> = None;
     loop {
-        let pod = api.get(name).await.map_err(|e| {
-            FunctionError::kube(function, format!("getting pod {namespace}/{name}"), e)
-        })?;
+        let pod = match api.get(name).await {
+            Ok(pod) => pod,
+            Err(kube::Error::Api(s)) if s.code == 404 => {
+                return Err(FunctionError::failed(
+                    function,
+                    format!(
+                        "Failed while waiting for Pod {namespace}/{name} to complete: the pod is gone (deleted while the phase ran)"
+                    ),
+                ));
+            }
+            Err(e) if crate::kube_error::is_transient(&e) => {
+                let since = *unreachable_since.get_or_insert_with(tokio::time::Instant::now);
+                if since.elapsed() >= API_OUTAGE_LIMIT {
+                    return Err(FunctionError::kube(
+                        function,
+                        format!(
+                            "getting pod {namespace}/{name} (failing for {}s)",
+                            API_OUTAGE_LIMIT.as_secs()
+                        ),
+                        e,
+                    ));
+                }
+                tracing::warn!(pod = name, namespace, error = %e, "reading the pod failed; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+            Err(e) => {
+                return Err(FunctionError::kube(
+                    function,
+                    format!("getting pod {namespace}/{name}"),
+                    e,
+                ));
+            }
+        };
+        unreachable_since = None;
         let status = pod.status.clone().unwrap_or_default();
         match status.phase.as_deref() {
             Some("Succeeded" | "Failed") => return Ok(pod),
