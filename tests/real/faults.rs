@@ -107,6 +107,7 @@ async fn a_backup_survives_control_plane_node_and_store_faults_or_fails_naming_t
     let mut complete: Vec<(Fault, Value, String)> = Vec::new();
     let mut table = Vec::new();
     for (i, fault) in matrix.into_iter().enumerate() {
+        proxy.wait_while_slowing_down();
         psql(
             &ns,
             &format!(
@@ -398,6 +399,12 @@ impl StoreProxy {
             std::thread::sleep(window);
             let _ = mode.compare_exchange(SLOW_DOWN, PASS, Ordering::SeqCst, Ordering::SeqCst);
         });
+    }
+
+    fn wait_while_slowing_down(&self) {
+        while self.mode.load(Ordering::SeqCst) == SLOW_DOWN {
+            std::thread::sleep(Duration::from_millis(200));
+        }
     }
 
     /// Closes every connection and the listening socket, for good.
