@@ -40,6 +40,10 @@ use serde_json::{Value, json};
 
 #[path = "../tests/support/webhook_client.rs"]
 mod webhook_client;
+
+mod common;
+
+use common::env_usize;
 use webhook_client::{Conn, blueprint_review, client_config};
 
 /// The binary's allocator (src/main.rs), so the server process here allocates as it does.
@@ -65,13 +69,6 @@ fn pin_to(cpus: impl IntoIterator<Item = usize>) {
             eprintln!("could not pin to CPUs: {}", std::io::Error::last_os_error());
         }
     }
-}
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }
 
 fn corpus() -> PathBuf {
