@@ -23,7 +23,7 @@
 //! It prints both times and their ratio (the goal: the executor within 2x of the limit).
 //!
 //! `BENCH_FUNCTION=KubeTask` makes the phases and the deferPhase KubeTask pods (image
-//! `BENCH_IMAGE`, default `busybox:stable`, running `sh -c 'echo done'`); on the test control
+//! `BENCH_IMAGE`, default `busybox:1.35`, an image the real tier's node has, running `sh -c 'echo done'`); on the test control
 //! plane kwok's node ends them, on a cluster with a real node (`BPO_KUBECONFIG`) they run. Its
 //! N defaults to 100 and its phases to 1.
 
@@ -59,6 +59,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const EXECUTOR_THREADS: &str = "bpo-executor";
 /// Creates in flight, in both runs.
 const CREATES_IN_FLIGHT: usize = 16;
+/// What the executor writes here; the control plane's own writes (Leases) are left out.
+const RESOURCES: &[&str] = &["actionsets", "configmaps", "pods", "events"];
 /// How long a run may take before the bench gives up.
 const RUN_TIMEOUT: Duration = Duration::from_secs(1800);
 
@@ -103,7 +105,7 @@ impl Settings {
             n,
             phases,
             function,
-            image: std::env::var("BENCH_IMAGE").unwrap_or_else(|_| "busybox:stable".into()),
+            image: std::env::var("BENCH_IMAGE").unwrap_or_else(|_| "busybox:1.35".into()),
             kwok: support::cluster().is_own(),
         })
     }
@@ -117,9 +119,7 @@ fn cm_ref(ns: &str) -> Value {
 fn kubeops_phase(ns: &str, i: usize) -> Value {
     let name = format!("p{i}");
     if i == 0 {
-        let spec = format!(
-            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: '{{{{ .Options.name }}}}'\ndata:\n  p0: '{{{{ .Time }}}}'\n"
-        );
+        let spec = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: '{{ .Options.name }}'\ndata:\n  p0: '{{ .Time }}'\n";
         json!({"func": "KubeOps", "name": name,
             "args": {"operation": "create", "namespace": ns, "spec": spec}})
     } else {
@@ -230,10 +230,10 @@ async fn wait_terminal(
 /// The API server's counters once they have not moved for 3 s (at most 60 s): the writes that
 /// follow the last `complete` (Events, finalizer removals) are counted too.
 async fn settled_counters(client: &Client) -> anyhow::Result<(Writes, f64)> {
-    let mut last = common::apiserver_counters(client).await?;
+    let mut last = common::apiserver_counters(client, RESOURCES).await?;
     for _ in 0..20 {
         tokio::time::sleep(Duration::from_secs(3)).await;
-        let now = common::apiserver_counters(client).await?;
+        let now = common::apiserver_counters(client, RESOURCES).await?;
         if now.0 == last.0 {
             return Ok(now);
         }
@@ -277,16 +277,24 @@ fn share(total: usize, n: usize, i: usize) -> usize {
 }
 
 /// Chain `i`'s writes besides its create: the main sequence (an ActionSet replace, then
-/// another write, as the executor alternates its status with its phases' work; creates before
-/// patches before deletes) and the Events.
+/// another write, as the executor alternates its status with its phases' work; the other
+/// kinds taken in turn: a create, then a patch or a delete of what it created) and the
+/// number of Events.
 fn chain_writes(counts: &BTreeMap<Write, usize>, n: usize, i: usize) -> (Vec<Write>, usize) {
     let of = |w: Write| share(counts.get(&w).copied().unwrap_or(0), n, i);
-    let puts = of(Write::ActionSetPut);
-    let others: Vec<Write> = counts
+    let mut left: Vec<(Write, usize)> = counts
         .keys()
         .filter(|w| !matches!(w, Write::ActionSetPut | Write::EventPost))
-        .flat_map(|&w| std::iter::repeat_n(w, of(w)))
+        .map(|&w| (w, of(w)))
         .collect();
+    let mut others = Vec::new();
+    while left.iter().any(|(_, c)| *c > 0) {
+        for (w, c) in left.iter_mut().filter(|(_, c)| *c > 0) {
+            others.push(*w);
+            *c -= 1;
+        }
+    }
+    let puts = of(Write::ActionSetPut);
     let mut main = Vec::new();
     let mut others = others.into_iter();
     for k in 0..puts.max(others.len()) {
@@ -295,7 +303,6 @@ fn chain_writes(counts: &BTreeMap<Write, usize>, n: usize, i: usize) -> (Vec<Wri
         }
         main.extend(others.next());
     }
-    main.extend(others);
     (main, of(Write::EventPost))
 }
 
@@ -359,18 +366,24 @@ impl Chain<'_> {
                 cms.delete(&target, &DeleteParams::default()).await?;
             }
             Write::PodPost => {
-                // Never scheduled: the API server's write, without a container start.
+                // Bound to a node that does not exist: the API server's write, without the
+                // scheduler's and a node's work.
                 let pod: Pod = serde_json::from_value(json!({
                     "metadata": {"name": self.pod(self.pods), "namespace": self.ns},
-                    "spec": {"nodeSelector": {"bench.blueprint-operator.io/nowhere": "true"},
-                        "containers": [{"name": "task", "image": "busybox:stable",
+                    "spec": {"nodeName": "bench-nowhere",
+                        "containers": [{"name": "task", "image": "busybox:1.35",
                             "command": ["sh", "-c", "echo done"]}]}}))?;
                 pods.create(&pp, &pod).await?;
                 self.pods += 1;
             }
             Write::PodDelete => {
+                // The executor deletes a phase's pod also when it is gone already.
                 let name = self.pod(self.pods.saturating_sub(1));
-                pods.delete(&name, &DeleteParams::default()).await?;
+                match pods.delete(&name, &DeleteParams::default()).await {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(s)) if s.code == 404 => {}
+                    Err(e) => return Err(e.into()),
+                }
             }
             Write::EventPost => anyhow::bail!("Events are written by their own sequence"),
         }
@@ -396,16 +409,16 @@ async fn event_write(client: &Client, ns: &str, i: usize, k: usize) -> anyhow::R
 /// The limit run: `n` chains, each its ActionSet's create (16 in flight) then its writes.
 async fn limit_run(
     client: &Client,
+    ns: &str,
     n: usize,
     counts: &BTreeMap<Write, usize>,
     completed: &ActionSet,
 ) -> anyhow::Result<f64> {
-    let ns = support::namespace(client, "bench-scale-limit").await;
     let creates = Arc::new(tokio::sync::Semaphore::new(CREATES_IN_FLIGHT));
     let t0 = Instant::now();
     let chains = (0..n).map(|i| {
         let (main, events) = chain_writes(counts, n, i);
-        let (client, ns, creates) = (client.clone(), ns.clone(), creates.clone());
+        let (client, ns, creates) = (client.clone(), ns.to_string(), creates.clone());
         async move {
             let created = {
                 let _slot = creates.acquire().await?;
@@ -503,7 +516,7 @@ async fn bench(
     // Its first list of the (empty) namespace.
     tokio::time::sleep(Duration::from_secs(2)).await;
 
-    let (w0, api_cpu0) = common::apiserver_counters(&client).await?;
+    let (w0, api_cpu0) = common::apiserver_counters(&client, RESOURCES).await?;
     let exec_cpu0 = common::thread_cpu_secs(EXECUTOR_THREADS);
     let proc_cpu0 = common::cpu_secs();
     let t0 = Instant::now();
@@ -544,9 +557,10 @@ async fn bench(
     let sets: Api<ActionSet> = Api::namespaced(client.clone(), &ns);
     let mut completed = sets.get("as00000").await?;
     completed.metadata.finalizers = None;
-    let (l0, lapi_cpu0) = common::apiserver_counters(&client).await?;
+    let limit_ns = support::namespace(&client, "bench-scale-limit").await;
+    let (l0, lapi_cpu0) = common::apiserver_counters(&client, RESOURCES).await?;
     let lproc_cpu0 = common::cpu_secs();
-    let limit = limit_run(&client, n, &counts, &completed).await?;
+    let limit = limit_run(&client, &limit_ns, n, &counts, &completed).await?;
     let lproc_cpu = common::cpu_secs() - lproc_cpu0;
     let (l1, lapi_cpu1) = settled_counters(&client).await?;
     let limit_writes = common::writes_between(&l0, &l1);

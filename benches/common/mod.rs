@@ -34,6 +34,7 @@ fn stat_cpu(stat: &str) -> (String, f64) {
         .and_then(|(_, r)| r.rsplit_once(')'))
         .map_or("", |(c, _)| c)
         .to_string();
+    // Fields after the command name (which may hold spaces): utime is the 14th field overall.
     let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
     let f: Vec<u64> = rest
         .split_whitespace()
@@ -48,6 +49,11 @@ fn stat_cpu(stat: &str) -> (String, f64) {
 /// This process's CPU time (user + system, all threads), seconds.
 pub fn cpu_secs() -> f64 {
     stat_cpu(&std::fs::read_to_string("/proc/self/stat").unwrap_or_default()).1
+}
+
+/// Process `pid`'s CPU time (user + system, all threads, dead ones included), seconds.
+pub fn pid_cpu_secs(pid: u32) -> f64 {
+    stat_cpu(&std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default()).1
 }
 
 /// CPU time of this process's live threads named `name` (a tokio runtime's
@@ -85,17 +91,20 @@ pub fn pct(sorted: &[f64], p: f64) -> f64 {
 }
 
 /// Writes the API server counted: `(resource, verb)` to requests, from
-/// `apiserver_request_total` (subresources excluded: a pod's binding or status is not a write
-/// of the pod's owner).
+/// `apiserver_request_total`.
 pub type Writes = BTreeMap<(String, String), f64>;
 
-/// The API server's `/metrics` now: its write counts and its own CPU seconds
-/// (`process_cpu_seconds_total`). Needs a client allowed to read `/metrics` (the test cluster's
-/// admin is).
-pub async fn apiserver_counters(client: &Client) -> anyhow::Result<(Writes, f64)> {
+/// The API server's `/metrics` now: its counts of writes to `resources` (subresources
+/// excluded: a pod's binding or status is not a write of the pod's owner) and its own CPU
+/// seconds (`process_cpu_seconds_total`). Needs a client allowed to read `/metrics` (the test
+/// cluster's admin is).
+pub async fn apiserver_counters(
+    client: &Client,
+    resources: &[&str],
+) -> anyhow::Result<(Writes, f64)> {
     let req = http::Request::get("/metrics").body(Vec::new())?;
     let text = client.request_text(req).await?;
-    Ok(parse_counters(&text))
+    Ok(parse_counters(&text, resources))
 }
 
 fn label<'a>(labels: &'a str, name: &str) -> &'a str {
@@ -106,7 +115,7 @@ fn label<'a>(labels: &'a str, name: &str) -> &'a str {
         .unwrap_or("")
 }
 
-fn parse_counters(text: &str) -> (Writes, f64) {
+fn parse_counters(text: &str, resources: &[&str]) -> (Writes, f64) {
     let mut writes = Writes::new();
     let mut cpu = 0.0;
     for line in text.lines() {
@@ -120,13 +129,14 @@ fn parse_counters(text: &str) -> (Writes, f64) {
         let Some((labels, value)) = rest.rsplit_once("} ") else {
             continue;
         };
-        let verb = label(labels, "verb");
+        let (verb, resource) = (label(labels, "verb"), label(labels, "resource"));
         if !matches!(verb, "POST" | "PUT" | "PATCH" | "DELETE" | "APPLY")
             || !label(labels, "subresource").is_empty()
+            || !resources.contains(&resource)
         {
             continue;
         }
-        let key = (label(labels, "resource").to_string(), verb.to_string());
+        let key = (resource.to_string(), verb.to_string());
         *writes.entry(key).or_default() += value.trim().parse::<f64>().unwrap_or(0.0);
     }
     (writes, cpu)
