@@ -23,9 +23,10 @@
 //! It prints both times and their ratio (the goal: the executor within 2x of the limit).
 //!
 //! `BENCH_FUNCTION=KubeTask` makes the phases and the deferPhase KubeTask pods (image
-//! `BENCH_IMAGE`, default `busybox:1.35`, an image the real tier's node has, running `sh -c 'echo done'`); on the test control
-//! plane kwok's node ends them, on a cluster with a real node (`BPO_KUBECONFIG`) they run. Its
-//! N defaults to 100 and its phases to 1.
+//! `BENCH_IMAGE`, default `busybox:1.35`, an image the real tier's node has, running
+//! `sh -c 'echo done'`); on the test control plane kwok's node ends them, on a cluster with a
+//! real node (`BPO_KUBECONFIG`) they run. Its N defaults to 100 and its phases to 1. The limit's
+//! pods are bound to a node that does not exist: their writes without a container start.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
