@@ -27,6 +27,12 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 
+// `--features dhat-heap`: every allocation recorded with its call stack (several times slower);
+// dhat-heap.json then tells which stacks held the bytes at the peak (`tools/dhat-top.py`).
+#[cfg(feature = "dhat-heap")]
+#[global_allocator]
+static ALLOC: dhat::Alloc = dhat::Alloc;
+
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -267,6 +273,8 @@ async fn main() -> anyhow::Result<()> {
     } else {
         sizes
     };
+    #[cfg(feature = "dhat-heap")]
+    let _profiler = dhat::Profiler::new_heap();
     let client = support::client().await;
     support::install_crds(&client).await?;
     for n in sizes {
