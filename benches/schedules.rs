@@ -31,6 +31,12 @@ use serde_json::json;
 
 use common::{cpu_secs, loadavg, pct, rss_kib};
 
+// `--features dhat-heap`: every allocation recorded with its call stack (several times slower);
+// dhat-heap.json then tells which stacks held the bytes at the peak (`tools/dhat-top.py`).
+#[cfg(feature = "dhat-heap")]
+#[global_allocator]
+static ALLOC: dhat::Alloc = dhat::Alloc;
+
 /// The API server's create limit: `n` ActionSets shaped like the scheduler's, sent by 16
 /// concurrent clients as fast as they are answered. Returns each create's completion time
 /// from the start, in ms, sorted.
@@ -229,6 +235,8 @@ async fn main() -> anyhow::Result<()> {
     } else {
         sizes
     };
+    #[cfg(feature = "dhat-heap")]
+    let _profiler = dhat::Profiler::new_heap();
     let client = support::client().await;
     support::install_crds(&client).await?;
     for n in sizes {
