@@ -117,7 +117,7 @@ async fn a_backup_survives_control_plane_node_and_store_faults_or_fails_naming_t
         );
         let rows = psql(&ns, PG_SELECT);
         let action = if fault == Fault::ScratchFull {
-            "backupScratch"
+            "backup-scratch"
         } else {
             "backup"
         };
@@ -203,7 +203,7 @@ async fn a_backup_survives_control_plane_node_and_store_faults_or_fails_naming_t
 
 /// The corpus PostgreSQL Blueprint's backup phase as written, after a pause of `options.hold`
 /// seconds, between a ScaleWorkload of the Deployment `app` to 0 and a deferPhase that scales it
-/// back; `backupScratch` writes the dump to a 4 KiB emptyDir first; `restore` is the corpus'.
+/// back; `backup-scratch` writes the dump to a 4 KiB emptyDir first; `restore` is the corpus'.
 fn blueprint(ns: &str) -> String {
     let corpus: Value = serde_yaml::from_str(&corpus_blueprint(PG_BLUEPRINT)).unwrap();
     let mut dump = corpus["actions"]["backup"]["phases"][0].clone();
@@ -240,7 +240,7 @@ fn blueprint(ns: &str) -> String {
         "metadata": {"name": BLUEPRINT, "namespace": ns},
         "actions": {
             "backup": backup(dump),
-            "backupScratch": backup(scratch),
+            "backup-scratch": backup(scratch),
             "restore": corpus["actions"]["restore"],
         },
     });
