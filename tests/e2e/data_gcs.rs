@@ -174,3 +174,77 @@ async fn gcs_failures_are_named() -> anyhow::Result<()> {
     support::function_pods_gone(&client, &ns).await?;
     Ok(())
 }
+
+/// The restic command lines of a gcs Profile run as the pod's exec runs them (`bash -c`, the
+/// environment on stdin), here on this machine without Kubernetes: init, backup, restore, forget
+/// and prune through restic's gs: backend, the key file gone afterwards.
+#[test]
+fn restic_command_lines_run_on_gcs_without_a_pod() {
+    use blueprint_operator::restic::{Repository, ResticCommand, Snapshot};
+    let restic_dir = support::data_plane::restic()
+        .parent()
+        .expect("restic's directory")
+        .to_path_buf();
+    let path = format!(
+        "{}:{}",
+        restic_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let tmp = TempDir::new("gcs-local");
+    let run = |cmd: ResticCommand| -> String {
+        use std::io::Write as _;
+        let mut child = std::process::Command::new(&cmd.argv[0])
+            .args(&cmd.argv[1..])
+            .env("PATH", &path)
+            .env("TMPDIR", &tmp.0)
+            .env("RESTIC_CACHE_DIR", tmp.0.join("cache"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("bash");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(cmd.stdin.as_bytes())
+            .expect("environment");
+        let out = child.wait_with_output().expect("wait");
+        assert!(
+            out.status.success(),
+            "{:?} failed: {}",
+            cmd.argv.last(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let params = json!({ "Profile": gcs::profile(BUCKET, "") });
+    let profile =
+        blueprint_operator::param::profile::Profile::from_params(&params).expect("profile");
+    let prefix = format!("local-{}", std::process::id());
+    let repo = Repository::new(&profile, &prefix, "pw", false);
+    let src = tmp.0.join("src");
+    support::data_plane::write_files(&src, &[("f.bin", noise(3, 300_000))]);
+
+    run(repo.init_command().unwrap());
+    let log = run(repo.backup_command("t1", src.to_str().unwrap()).unwrap());
+    let id = blueprint_operator::restic::snapshot_id_from_backup_log(&log);
+    assert!(!id.is_empty(), "{log}");
+    assert_eq!(snapshot_objects(&prefix).len(), 1);
+    let target = tmp.0.join("restored");
+    run(repo
+        .restore_command(&Snapshot::Id(id.clone()), target.to_str().unwrap())
+        .unwrap());
+    assert_same_tree(&src, &restored_root(&target, &src));
+    run(repo.forget_command(&id).unwrap());
+    run(repo.prune_command().unwrap());
+    assert!(snapshot_objects(&prefix).is_empty());
+    // The prologue's key files (mktemp under TMPDIR) are gone.
+    let left: Vec<_> = std::fs::read_dir(&tmp.0)
+        .expect("tmp")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("tmp."))
+        .collect();
+    assert!(left.is_empty(), "key files left: {left:?}");
+}
