@@ -87,7 +87,11 @@ fn every_size_round_trips_at_kanisters_keys() {
             ok(&p, &["push", "--path", &path, file.to_str().unwrap()], b"");
         }
         let key = format!("team-a/backups/{len}/dump.gz");
-        assert_eq!(gcs::list(bucket, &key), [key.clone()], "key of {len} bytes");
+        assert_eq!(
+            gcs::list(bucket, &key),
+            vec![key.as_str()],
+            "key of {len} bytes"
+        );
         let got = ok(&p, &["pull", "--path", &path, "-"], b"");
         assert_eq!(got.len(), len);
         assert_eq!(Sha256::digest(&got), Sha256::digest(&body), "{len} bytes");
