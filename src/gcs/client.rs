@@ -634,31 +634,19 @@ impl ObjectStream {
     /// Writes the rest of the object to `out` (then flushes it); returns the bytes written.
     pub async fn copy_to<W: AsyncWrite + Unpin>(&mut self, out: &mut W) -> Result<u64, GcsError> {
         let mut n = 0u64;
-        loop {
-            let frame = tokio::time::timeout(IDLE_TIMEOUT, self.body.frame())
-                .await
-                .map_err(|_| self.transport(format!("no data for {} s", IDLE_TIMEOUT.as_secs())))?;
-            match frame {
-                None => break,
-                Some(Err(e)) => return Err(self.transport(format!("reading the object: {e}"))),
-                Some(Ok(f)) => {
-                    if let Ok(data) = f.into_data() {
-                        out.write_all(&data).await.map_err(GcsError::Sink)?;
-                        n += data.len() as u64;
-                    }
-                }
-            }
+        while let Some(data) = crate::aws::exchange::next_data(&mut self.body, IDLE_TIMEOUT)
+            .await
+            .map_err(|message| GcsError::Transport {
+                op: "GetObject",
+                url: self.url.clone(),
+                message,
+            })?
+        {
+            out.write_all(&data).await.map_err(GcsError::Sink)?;
+            n += data.len() as u64;
         }
         out.flush().await.map_err(GcsError::Sink)?;
         Ok(n)
-    }
-
-    fn transport(&self, message: String) -> GcsError {
-        GcsError::Transport {
-            op: "GetObject",
-            url: self.url.clone(),
-            message,
-        }
     }
 }
 
