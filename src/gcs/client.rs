@@ -117,6 +117,24 @@ pub fn hint(status: StatusCode, op: &str, bucket: &str, email: &str) -> String {
     }
 }
 
+/// GCS's object naming rules that a store refuses (`400`), checked before anything is sent:
+/// 1 to 1024 bytes of UTF-8, no carriage return or line feed, not `.` or `..`.
+pub fn check_object_name(name: &str) -> Result<(), String> {
+    let why = if name.is_empty() || name.len() > 1024 {
+        format!("is {} bytes long (GCS takes 1 to 1024)", name.len())
+    } else if name.contains(['\r', '\n']) {
+        "has a carriage return or line feed (GCS refuses them)".to_string()
+    } else if name == "." || name == ".." {
+        "is `.` or `..` (GCS refuses them)".to_string()
+    } else {
+        return Ok(());
+    };
+    Err(format!(
+        "the object name {:?} {why}; pass another --path",
+        name.chars().take(80).collect::<String>()
+    ))
+}
+
 /// One request: what it is for messages, and what is sent.
 struct Req<'a> {
     op: &'static str,
@@ -496,6 +514,7 @@ impl GcsClient {
         R: AsyncRead + Unpin,
         C: Future<Output = String>,
     {
+        check_object_name(key).map_err(GcsError::Config)?;
         let mut cancel = std::pin::pin!(cancel);
         let first = tokio::select! {
             r = read_part(src, CHUNK) => r.map_err(GcsError::Source)?,
@@ -659,6 +678,20 @@ mod tests {
         assert_eq!(content_range(0, 8, false), "bytes 0-7/*");
         assert_eq!(content_range(8, 2, true), "bytes 8-9/10");
         assert_eq!(CHUNK % (256 << 10), 0);
+    }
+
+    #[test]
+    fn object_names_gcs_refuses() {
+        assert!(check_object_name("team-a/backups/x.gz").is_ok());
+        assert!(check_object_name(&"é".repeat(512)).is_ok());
+        let e = check_object_name(&"é".repeat(513)).unwrap_err();
+        assert!(
+            e.contains("is 1026 bytes long (GCS takes 1 to 1024)"),
+            "{e}"
+        );
+        assert!(check_object_name("a\nb").unwrap_err().contains("line feed"));
+        assert!(check_object_name("..").unwrap_err().contains("`..`"));
+        assert!(check_object_name("").is_err());
     }
 
     #[test]

@@ -196,6 +196,18 @@ fn store_and_credential_failures_are_named() {
     let err = error(&refused, &["pull", "--path", "x", "-"]);
     assert!(err.contains("Connection refused"), "{err}");
 
+    // A name GCS refuses is refused before anything is sent.
+    let long = format!("dir/{}", "n".repeat(1100));
+    let err = error(&good, &["push", "--path", &long, "-"]);
+    assert!(err.contains("bytes long (GCS takes 1 to 1024)"), "{err}");
+
+    // An endpoint that answers the JSON API with 4xx (an S3 store, not GCS): its status and words.
+    let mut s3 = good.clone();
+    s3["Location"]["Endpoint"] = json!(crate::support::data_plane::object_store().endpoint);
+    let err = error(&s3, &["delete", "--path", "x"]);
+    assert!(err.contains("ListObjects on http://"), "{err}");
+    assert!(err.contains(": 4"), "{err}");
+
     assert!(gcs::list(bucket, "").is_empty());
 }
 
