@@ -284,9 +284,13 @@ impl Repository {
             line.push("--".into());
             line.extend(positional.iter().map(|a| sh_quote(a)));
         }
+        let gcs = (self.profile.location.type_ == LOCATION_GCS)
+            .then(|| crate::gcs::from_profile(&self.profile))
+            .transpose()?;
         Ok(ResticCommand {
             argv: sh_command(format!("{}\n{}", self.prologue(), line.join(" "))),
             stdin,
+            gcs,
         })
     }
 
@@ -378,6 +382,8 @@ GOOGLE_APPLICATION_CREDENTIALS=\"$BPO_KEY_FILE\"";
 pub struct ResticCommand {
     pub argv: Vec<String>,
     pub stdin: String,
+    /// A gcs Profile, whose key [`exec`] checks at the token endpoint first.
+    pub gcs: Option<crate::gcs::GcsProfile>,
 }
 
 impl std::fmt::Debug for ResticCommand {
@@ -662,6 +668,14 @@ pub async fn exec(
     target: &Target<'_>,
     command: &ResticCommand,
 ) -> Result<ExecResult, FunctionError> {
+    if let Some(g) = &command.gcs {
+        crate::gcs::client::check_key(g).await.map_err(|e| {
+            FunctionError::failed(
+                function,
+                format!("Failed to create args from credential: {e}"),
+            )
+        })?;
+    }
     let r = pod::exec_with_stdin(
         ctx,
         function,

@@ -45,6 +45,8 @@ pub enum GcsError {
         email: String,
         url: String,
         message: String,
+        /// The endpoint answered and refused the key (4xx), rather than not answering.
+        refused: bool,
     },
     #[error("{op} on {url}: {message}")]
     Transport {
@@ -218,11 +220,13 @@ impl GcsClient {
         {
             return Ok(t.access_token.clone());
         }
-        let fail = |message: String| GcsError::Token {
+        let failed = |message: String, refused: bool| GcsError::Token {
             email: self.key.client_email.clone(),
             url: self.key.token_uri.clone(),
             message,
+            refused,
         };
+        let fail = |message: String| failed(message, true);
         let now = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .map(|d| d.as_secs())
@@ -253,7 +257,7 @@ impl GcsClient {
                 Err(m) => last = m,
             }
         }
-        Err(fail(last))
+        Err(failed(last, false))
     }
 
     /// Sends `request`; the answer's status, headers and (unless a 2xx to stream) body.
@@ -627,6 +631,20 @@ impl GcsClient {
             }
             current = next;
         }
+    }
+}
+
+/// Fails when the token endpoint refuses `profile`'s key (an answer, not a connection failure:
+/// where restic runs may reach the endpoint when this process cannot). restic's gs backend
+/// retries a refused token for many minutes; this names the key at once.
+pub async fn check_key(profile: &GcsProfile) -> Result<(), GcsError> {
+    match GcsClient::new(profile, None)?.bearer().await {
+        Err(e @ GcsError::Token { refused: true, .. }) => Err(e),
+        Err(e) => {
+            tracing::debug!(error = %e, "gcs: the key could not be checked here");
+            Ok(())
+        }
+        Ok(_) => Ok(()),
     }
 }
 

@@ -262,15 +262,21 @@ pub async fn kanister_profile(
     Ok(())
 }
 
-/// Object names under `prefix` in `bucket`, sorted.
+/// Object names under `prefix` in `bucket`, sorted (on a thread of its own, so sync and async
+/// tests can call it).
 pub fn list(bucket: &str, prefix: &str) -> Vec<String> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let mut names = rt
-        .block_on(client(bucket).list_all(bucket, prefix))
-        .expect("list");
-    names.sort();
-    names
+    let (bucket, prefix) = (bucket.to_string(), prefix.to_string());
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let mut names = rt
+            .block_on(client(&bucket).list_all(&bucket, &prefix))
+            .expect("list");
+        names.sort();
+        names
+    })
+    .join()
+    .expect("list thread")
 }
