@@ -44,7 +44,9 @@
 //!   removed when the shell exits ([`GCS_KEY_FILE`]); credential `keyPair`
 //!   (ID: project id, secret: key JSON) or a `secrets.kanister.io/gcp` Secret
 //!   (Kanister's restic reads only `keyPair`); a Profile `endpoint` is given
-//!   to restic as `STORAGE_EMULATOR_HOST` (Kanister ignores it for gcs);
+//!   to restic as `STORAGE_EMULATOR_HOST` (Kanister ignores it for gcs); the
+//!   key is first checked at its token endpoint by [`exec`], so a refused key
+//!   fails at once (restic retries it for many minutes);
 //! - `azure` and `s3Compliant` work with credential type `keyPair` or
 //!   `secret` (`secrets.kanister.io/aws` without an assumed `role`, or
 //!   `secrets.kanister.io/azure`).
