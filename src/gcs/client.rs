@@ -1,28 +1,26 @@
 //! A small client of Google Cloud Storage's JSON API for kando's streams and LocationDelete:
-//! list (paginated), delete, download (`alt=media`, streamed) and upload (one `uploadType=media`
-//! request below [`CHUNK`], else a resumable upload in [`CHUNK`]s, so memory stays bounded).
+//! list (paginated), delete, download (`alt=media`, streamed); uploads are [`super::upload`]'s.
 //! HTTP/1.1 through hyper and rustls as the S3 client ([`crate::aws::exchange::http_client`]);
 //! every request carries a bearer token of the Profile's service account ([`super::auth`]),
 //! fetched once and renewed before it expires. Requests that can be repeated (all but the
 //! chunks of a resumable upload) are tried up to three times on 5xx or connection failures.
 
-use std::future::Future;
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use http::{HeaderMap, Method, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt as _};
+use tokio::io::{AsyncWrite, AsyncWriteExt as _};
 
 use super::auth::{self, Token};
-use super::{GcsProfile, ServiceKey};
+use super::error::{error_message, hint};
+use super::{GcsError, GcsProfile, ServiceKey};
 use crate::aws::exchange::{HttpClient, http_client};
-use crate::aws::s3::transfer::read_part;
 use crate::aws::sigv4::uri_encode;
 use crate::objectstore::is_under;
 
-/// Upload chunk size: a multiple of 256 KiB, as resumable uploads require.
-pub const CHUNK: usize = 8 << 20;
+pub use super::upload::CHUNK;
+
 /// Time one exchange may take; largest whole answer read.
 const TIMEOUT: Duration = Duration::from_secs(120);
 const MAX_BODY: usize = 16 << 20;
@@ -32,123 +30,18 @@ const ATTEMPTS: u32 = 3;
 /// A token is renewed this long before it expires.
 const TOKEN_MARGIN: Duration = Duration::from_secs(300);
 
-/// What went wrong talking to GCS, worded with what to check in the Profile.
-#[derive(Debug, thiserror::Error)]
-pub enum GcsError {
-    #[error("{0}")]
-    Config(String),
-    #[error(
-        "getting an OAuth2 token for {email} from {url}: {message} (check the Profile's \
-         service-account key: is it current, and is {url} reachable?)"
-    )]
-    Token {
-        email: String,
-        url: String,
-        message: String,
-        /// The endpoint answered and refused the key (4xx), rather than not answering.
-        refused: bool,
-    },
-    #[error("{op} on {url}: {message}")]
-    Transport {
-        op: &'static str,
-        url: String,
-        message: String,
-    },
-    #[error("{op} on {url}: {status} {message}{hint}", status = status.as_u16())]
-    Service {
-        op: &'static str,
-        url: String,
-        status: StatusCode,
-        message: String,
-        hint: String,
-    },
-    #[error("{op} on {url}: unexpected response: {message}")]
-    Response {
-        op: &'static str,
-        url: String,
-        message: String,
-    },
-    #[error("reading the data to upload: {0}")]
-    Source(std::io::Error),
-    #[error("writing the downloaded data: {0}")]
-    Sink(std::io::Error),
-    #[error("interrupted ({0})")]
-    Interrupted(String),
-}
-
-impl GcsError {
-    fn is_transient(&self) -> bool {
-        match self {
-            GcsError::Transport { .. } => true,
-            GcsError::Service { status, .. } => status.is_server_error(),
-            _ => false,
-        }
-    }
-
-    /// The store answered 404.
-    pub fn is_not_found(&self) -> bool {
-        matches!(self, GcsError::Service { status, .. } if *status == StatusCode::NOT_FOUND)
-    }
-}
-
-/// The message of a JSON API error answer (`{"error":{"code":..,"message":..}}`), or its text.
-pub fn error_message(body: &[u8]) -> String {
-    serde_json::from_slice::<serde_json::Value>(body)
-        .ok()
-        .and_then(|v| v["error"]["message"].as_str().map(str::to_string))
-        .unwrap_or_else(|| {
-            String::from_utf8_lossy(body)
-                .trim()
-                .chars()
-                .take(300)
-                .collect()
-        })
-}
-
-/// What to check, for an error answer to `op` on `bucket`.
-pub fn hint(status: StatusCode, op: &str, bucket: &str, email: &str) -> String {
-    match status.as_u16() {
-        404 if op == "GetObject" => String::new(),
-        404 => format!(" (does bucket '{bucket}' exist? check the Profile's location.bucket)"),
-        401 => " (the token was refused: check the Profile's service-account key)".into(),
-        403 => format!(
-            " (the service account {email} may not use bucket '{bucket}': grant it \
-             roles/storage.objectAdmin on the bucket, or check the Profile's project and key)"
-        ),
-        _ => String::new(),
-    }
-}
-
-/// GCS's object naming rules that a store refuses (`400`), checked before anything is sent:
-/// 1 to 1024 bytes of UTF-8, no carriage return or line feed, not `.` or `..`.
-pub fn check_object_name(name: &str) -> Result<(), String> {
-    let why = if name.is_empty() || name.len() > 1024 {
-        format!("is {} bytes long (GCS takes 1 to 1024)", name.len())
-    } else if name.contains(['\r', '\n']) {
-        "has a carriage return or line feed (GCS refuses them)".to_string()
-    } else if name == "." || name == ".." {
-        "is `.` or `..` (GCS refuses them)".to_string()
-    } else {
-        return Ok(());
-    };
-    Err(format!(
-        "the object name {:?} {why}; pass another --path",
-        name.chars().take(80).collect::<String>()
-    ))
-}
-
 /// One request: what it is for messages, and what is sent.
-struct Req<'a> {
-    op: &'static str,
-    method: Method,
-    url: String,
-    headers: Vec<(&'static str, String)>,
-    body: Bytes,
-    bucket: &'a str,
+pub(super) struct Req<'a> {
+    pub op: &'static str,
+    pub method: Method,
+    pub url: String,
+    pub headers: Vec<(&'static str, String)>,
+    pub body: Bytes,
+    pub bucket: &'a str,
 }
 
 /// A 2xx answer: read whole, or (asked to stream) its body still to read.
-enum Answer {
+pub(super) enum Answer {
     Whole { headers: HeaderMap, body: Bytes },
     Open(http::Response<hyper::body::Incoming>),
 }
@@ -295,7 +188,12 @@ impl GcsClient {
     }
 
     /// One authorized exchange, tried again on transient failures when `retry`.
-    async fn send(&self, req: Req<'_>, stream: bool, retry: bool) -> Result<Answer, GcsError> {
+    pub(super) async fn send(
+        &self,
+        req: Req<'_>,
+        stream: bool,
+        retry: bool,
+    ) -> Result<Answer, GcsError> {
         let attempts = if retry { ATTEMPTS } else { 1 };
         let mut n = 0;
         loop {
@@ -355,7 +253,11 @@ impl GcsClient {
         })
     }
 
-    async fn whole(&self, req: Req<'_>, retry: bool) -> Result<(HeaderMap, Bytes), GcsError> {
+    pub(super) async fn whole(
+        &self,
+        req: Req<'_>,
+        retry: bool,
+    ) -> Result<(HeaderMap, Bytes), GcsError> {
         match self.send(req, false, retry).await? {
             Answer::Whole { headers, body } => Ok((headers, body)),
             Answer::Open(_) => unreachable!("not asked to stream"),
@@ -503,135 +405,6 @@ impl GcsClient {
             }),
         }
     }
-
-    /// Uploads everything `src` yields to `key`; returns the bytes uploaded. When `cancel`
-    /// completes first, a started resumable upload is cancelled and the result is
-    /// [`GcsError::Interrupted`] with what `cancel` gave.
-    pub async fn upload<R, C>(
-        &self,
-        bucket: &str,
-        key: &str,
-        src: &mut R,
-        cancel: C,
-    ) -> Result<u64, GcsError>
-    where
-        R: AsyncRead + Unpin,
-        C: Future<Output = String>,
-    {
-        check_object_name(key).map_err(GcsError::Config)?;
-        let mut cancel = std::pin::pin!(cancel);
-        let first = tokio::select! {
-            r = read_part(src, CHUNK) => r.map_err(GcsError::Source)?,
-            why = &mut cancel => return Err(GcsError::Interrupted(why)),
-        };
-        if first.len() < CHUNK {
-            let n = first.len() as u64;
-            let url = format!(
-                "{}/upload/storage/v1/b/{}/o?uploadType=media&name={}",
-                self.base,
-                uri_encode(bucket, false),
-                uri_encode(key, false)
-            );
-            let req = Req {
-                op: "UploadObject",
-                method: Method::POST,
-                url,
-                headers: vec![("content-type", "application/octet-stream".into())],
-                body: first,
-                bucket,
-            };
-            tokio::select! {
-                r = self.whole(req, true) => r?,
-                why = &mut cancel => return Err(GcsError::Interrupted(why)),
-            };
-            return Ok(n);
-        }
-        let session = tokio::select! {
-            r = self.start_resumable(bucket, key) => r?,
-            why = &mut cancel => return Err(GcsError::Interrupted(why)),
-        };
-        let result = tokio::select! {
-            r = self.upload_chunks(bucket, &session, first, src) => r,
-            why = &mut cancel => Err(GcsError::Interrupted(why)),
-        };
-        if result.is_err() {
-            // Cancelling the session leaves no object (GCS answers 499 to it).
-            let req = Req {
-                op: "CancelUpload",
-                method: Method::DELETE,
-                url: session,
-                headers: vec![],
-                body: Bytes::new(),
-                bucket,
-            };
-            let _ = self.send(req, false, false).await;
-        }
-        result
-    }
-
-    /// Starts a resumable upload; its session URL.
-    async fn start_resumable(&self, bucket: &str, key: &str) -> Result<String, GcsError> {
-        let url = format!(
-            "{}/upload/storage/v1/b/{}/o?uploadType=resumable&name={}",
-            self.base,
-            uri_encode(bucket, false),
-            uri_encode(key, false)
-        );
-        let (headers, _) = self
-            .whole(
-                Req {
-                    op: "StartUpload",
-                    method: Method::POST,
-                    url: url.clone(),
-                    headers: vec![("x-upload-content-type", "application/octet-stream".into())],
-                    body: Bytes::new(),
-                    bucket,
-                },
-                true,
-            )
-            .await?;
-        headers
-            .get(http::header::LOCATION)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string)
-            .ok_or_else(|| GcsError::Response {
-                op: "StartUpload",
-                url,
-                message: "no Location header (the upload session)".into(),
-            })
-    }
-
-    /// The chunks of a resumable upload, from `first`; the last one names the total.
-    async fn upload_chunks<R: AsyncRead + Unpin>(
-        &self,
-        bucket: &str,
-        session: &str,
-        first: Bytes,
-        src: &mut R,
-    ) -> Result<u64, GcsError> {
-        let mut sent = 0u64;
-        let mut current = first;
-        loop {
-            let next = read_part(src, CHUNK).await.map_err(GcsError::Source)?;
-            let len = current.len() as u64;
-            let last = next.is_empty();
-            let range = content_range(sent, len, last);
-            let req = Req {
-                op: "UploadChunk",
-                method: Method::PUT,
-                url: session.to_string(),
-                headers: vec![("content-range", range)],
-                body: current,
-                bucket,
-            };
-            self.whole(req, false).await?;
-            sent += len;
-            if last {
-                return Ok(sent);
-            }
-            current = next;
-        }
-    }
 }
 
 /// Fails when the token endpoint refuses `profile`'s key (an answer, not a connection failure:
@@ -645,17 +418,6 @@ pub async fn check_key(profile: &GcsProfile) -> Result<(), GcsError> {
             Ok(())
         }
         Ok(_) => Ok(()),
-    }
-}
-
-/// `Content-Range` of a resumable upload's chunk of `len` bytes at `start`; the last chunk
-/// names the total, others `*`.
-pub fn content_range(start: u64, len: u64, last: bool) -> String {
-    let end = start + len - 1;
-    if last {
-        format!("bytes {start}-{end}/{}", start + len)
-    } else {
-        format!("bytes {start}-{end}/*")
     }
 }
 
@@ -690,40 +452,6 @@ impl ObjectStream {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn chunk_ranges() {
-        assert_eq!(content_range(0, 8, false), "bytes 0-7/*");
-        assert_eq!(content_range(8, 2, true), "bytes 8-9/10");
-        assert_eq!(CHUNK % (256 << 10), 0);
-    }
-
-    #[test]
-    fn object_names_gcs_refuses() {
-        assert!(check_object_name("team-a/backups/x.gz").is_ok());
-        assert!(check_object_name(&"é".repeat(512)).is_ok());
-        let e = check_object_name(&"é".repeat(513)).unwrap_err();
-        assert!(
-            e.contains("is 1026 bytes long (GCS takes 1 to 1024)"),
-            "{e}"
-        );
-        assert!(check_object_name("a\nb").unwrap_err().contains("line feed"));
-        assert!(check_object_name("..").unwrap_err().contains("`..`"));
-        assert!(check_object_name("").is_err());
-    }
-
-    #[test]
-    fn errors_say_what_to_check() {
-        let m = error_message(
-            br#"{"error":{"code":404,"message":"The specified bucket does not exist."}}"#,
-        );
-        assert_eq!(m, "The specified bucket does not exist.");
-        assert_eq!(error_message(b" not found\n"), "not found");
-        assert!(hint(StatusCode::NOT_FOUND, "ListObjects", "b", "e").contains("location.bucket"));
-        assert_eq!(hint(StatusCode::NOT_FOUND, "GetObject", "b", "e"), "");
-        assert!(hint(StatusCode::FORBIDDEN, "UploadObject", "b", "sa@p").contains("sa@p"));
-        assert!(hint(StatusCode::UNAUTHORIZED, "ListObjects", "b", "e").contains("key"));
-    }
 
     #[test]
     fn endpoints_are_checked() {

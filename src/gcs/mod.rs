@@ -24,8 +24,11 @@ use crate::param::profile::{
 
 pub mod auth;
 pub mod client;
+pub mod error;
+pub mod upload;
 
-pub use client::{GcsClient, GcsError};
+pub use client::GcsClient;
+pub use error::GcsError;
 
 /// Google's JSON API host, used when neither the Profile nor the environment names another.
 pub const GCS_HOST: &str = "https://storage.googleapis.com";
