@@ -15,6 +15,7 @@ pub mod duration;
 pub mod events;
 pub mod executor;
 pub mod functions;
+pub mod gcs;
 pub mod kando;
 pub mod kanister_crd;
 pub mod kube_error;

@@ -193,6 +193,30 @@ pub async fn exchange(
     })
 }
 
+/// The next data of a streamed answer's body; `None` at its end. A body that breaks or sends
+/// nothing for `idle` is an error (its text).
+pub async fn next_data(
+    body: &mut hyper::body::Incoming,
+    idle: Duration,
+) -> Result<Option<Bytes>, String> {
+    loop {
+        let frame = tokio::time::timeout(idle, body.frame())
+            .await
+            .map_err(|_| format!("no data for {} s", idle.as_secs()))?;
+        match frame {
+            None => return Ok(None),
+            Some(Err(e)) => return Err(format!("reading the object: {e}")),
+            Some(Ok(f)) => {
+                if let Ok(data) = f.into_data()
+                    && !data.is_empty()
+                {
+                    return Ok(Some(data));
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

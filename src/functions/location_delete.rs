@@ -1,7 +1,7 @@
 //! LocationDelete (Kanister `pkg/function/location_delete.go` and
 //! `pkg/location`): deletes every object under the artifact path in the
 //! Profile's object store. Run by the controller itself (no pod), through
-//! the S3 client of [`super::s3`]; no output.
+//! the S3 client of [`crate::aws::s3`] or, for a gcs Profile, [`crate::gcs`]; no output.
 //!
 //! The key prefix is Kanister's: the Profile's bucket is cut from the front
 //! of `artifact`, the rest is joined to the Profile's `location.prefix` and
@@ -22,8 +22,9 @@
 //!   deletes every object of the bucket), and so is one whose `..` climbs
 //!   above the Profile's `location.prefix` (Kanister's path cleaning lets
 //!   `<bucket>/../other-team` delete another prefix);
-//! - only `s3Compliant` locations (gcs and azure fail with a clear error);
-//!   credentials `keyPair`, or `secret` with AWS keys (no role assumption).
+//! - `s3Compliant` and `gcs` locations (azure fails with a clear error);
+//!   credentials `keyPair`, or `secret` with AWS keys (no role assumption) or
+//!   `secrets.kanister.io/gcp` keys.
 
 use serde_json::Value;
 
@@ -31,30 +32,43 @@ use super::args::Args;
 use super::context::Context;
 use super::error::FunctionError;
 use crate::aws::s3::S3Client;
-use crate::objectstore::{self, key_prefix};
+use crate::gcs::GcsClient;
+use crate::objectstore::{self, Store, key_prefix};
 use crate::phase_output::Output;
 
 const NAME: &str = "LocationDelete";
 
 pub async fn run(_ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, FunctionError> {
     let artifact = a.string("artifact")?;
-    let profile = objectstore::profile_from_params(params)
+    let store = objectstore::store_from_params(params)
         .map_err(|m| FunctionError::failed(NAME, format!("Failed to validate Profile: {m}")))?;
-    let prefix = key_prefix(&artifact, &profile.bucket, &profile.prefix)
+    let prefix = key_prefix(&artifact, store.bucket(), store.prefix())
         .map_err(|e| FunctionError::arg(NAME, "artifact", e.to_string()))?;
-    let client =
-        S3Client::new(&profile.config).map_err(|e| FunctionError::failed(NAME, e.to_string()))?;
-    let n = objectstore::delete_path(&client, &profile.bucket, &prefix)
-        .await
-        .map_err(|e| {
-            FunctionError::failed(
-                NAME,
-                format!(
-                    "Failed to delete item {prefix} in bucket {}: {e}",
-                    profile.bucket
-                ),
-            )
-        })?;
-    tracing::info!(bucket = %profile.bucket, prefix = %prefix, objects = n, "LocationDelete: deleted");
+    let failed = |e: String| {
+        let bucket = store.bucket();
+        FunctionError::failed(
+            NAME,
+            format!("Failed to delete item {prefix} in bucket {bucket}: {e}"),
+        )
+    };
+    let n = match &store {
+        Store::S3(profile) => {
+            let client = S3Client::new(&profile.config)
+                .map_err(|e| FunctionError::failed(NAME, e.to_string()))?;
+            objectstore::delete_path(&client, &profile.bucket, &prefix)
+                .await
+                .map_err(|e| failed(e.to_string()))?
+        }
+        Store::Gcs(profile) => {
+            let emulator = std::env::var(crate::gcs::EMULATOR_ENV).ok();
+            let client = GcsClient::new(profile, emulator.as_deref())
+                .map_err(|e| FunctionError::failed(NAME, e.to_string()))?;
+            client
+                .delete_path(&profile.bucket, &prefix)
+                .await
+                .map_err(|e| failed(e.to_string()))?
+        }
+    };
+    tracing::info!(bucket = %store.bucket(), prefix = %prefix, objects = n, "LocationDelete: deleted");
     Ok(Output::new())
 }

@@ -248,15 +248,15 @@ fn run_location(l: LocationArgs) -> Result<(), KandoError> {
         match &l.command {
             LocationCommand::Push { source, .. } => {
                 let (key, n) = location::push(&profile, &l.path, source, signal()).await?;
-                tracing::info!(bucket = %profile.bucket, %key, bytes = n, "pushed");
+                tracing::info!(bucket = %profile.bucket(), %key, bytes = n, "pushed");
             }
             LocationCommand::Pull { target, .. } => {
                 let (key, n) = location::pull(&profile, &l.path, target).await?;
-                tracing::info!(bucket = %profile.bucket, %key, bytes = n, "pulled");
+                tracing::info!(bucket = %profile.bucket(), %key, bytes = n, "pulled");
             }
             LocationCommand::Delete { .. } => {
                 let (key, n) = location::delete(&profile, &l.path).await?;
-                tracing::info!(bucket = %profile.bucket, %key, objects = n, "deleted");
+                tracing::info!(bucket = %profile.bucket(), %key, objects = n, "deleted");
             }
         }
         Ok::<_, KandoError>(())

@@ -1,4 +1,4 @@
-//! `kando location push|pull|delete` on an s3Compliant Profile.
+//! `kando location push|pull|delete` on an s3Compliant or gcs Profile.
 //!
 //! # The object key
 //!
@@ -11,7 +11,7 @@
 //! `--path /backups/x.gz` with prefix `team-a` is the key
 //! `team-a/backups/x.gz` of the Profile's bucket, for Kanister's kando and
 //! this one alike, so what one pushes the other pulls. [`object_key`] is the
-//! rule.
+//! rule, for gcs Profiles too (Kanister's `cloudName` is the same for both).
 //!
 //! Differences from Kanister, on purpose:
 //! - a `--path` whose `..` climbs above the Profile's prefix is refused
@@ -29,9 +29,10 @@ use std::future::Future;
 use std::io::IsTerminal as _;
 use std::os::fd::AsFd as _;
 
-use crate::aws::s3::transfer::{DownloadError, UploadError};
+use crate::aws::s3::transfer::{DownloadError, ObjectStream, UploadError};
 use crate::aws::s3::{S3Client, S3Error};
-use crate::objectstore::{self, S3Profile, clean_path, clean_relative};
+use crate::gcs::{GcsClient, GcsError, GcsProfile};
+use crate::objectstore::{self, S3Profile, Store, clean_path, clean_relative};
 
 /// The source or target that means stdin/stdout.
 pub const PIPE: &str = "-";
@@ -100,6 +101,26 @@ pub enum LocationError {
         key: String,
         source: Box<S3Error>,
     },
+    #[error(transparent)]
+    GcsClient(Box<GcsError>),
+    #[error("failed to write contents to bucket '{bucket}' (key {key:?}): {source}")]
+    GcsUpload {
+        bucket: String,
+        key: String,
+        source: Box<GcsError>,
+    },
+    #[error("failed to read key {key:?} from bucket '{bucket}': {source}")]
+    GcsDownload {
+        bucket: String,
+        key: String,
+        source: Box<GcsError>,
+    },
+    #[error("Failed to delete item {key} in bucket '{bucket}': {source}")]
+    GcsDelete {
+        bucket: String,
+        key: String,
+        source: Box<GcsError>,
+    },
 }
 
 /// The object key for `--path` under the Profile's `location.prefix` (see
@@ -124,67 +145,136 @@ fn client(profile: &S3Profile) -> Result<S3Client, LocationError> {
     S3Client::new(&profile.config).map_err(|e| LocationError::Client(Box::new(e)))
 }
 
+fn gcs_client(profile: &GcsProfile) -> Result<GcsClient, LocationError> {
+    let emulator = std::env::var(crate::gcs::EMULATOR_ENV).ok();
+    GcsClient::new(profile, emulator.as_deref()).map_err(|e| LocationError::GcsClient(Box::new(e)))
+}
+
+/// `source` opened for reading: a file, or stdin for `-` (refused when a terminal).
+async fn open_source(source: &str) -> Result<tokio::fs::File, LocationError> {
+    if source == PIPE {
+        if std::io::stdin().is_terminal() {
+            return Err(LocationError::StdinIsTerminal);
+        }
+        return std_stream(std::io::stdin().as_fd(), "stdin");
+    }
+    tokio::fs::File::open(source)
+        .await
+        .map_err(|e| LocationError::Open {
+            path: source.to_string(),
+            source: e,
+        })
+}
+
+/// An object being downloaded, from either store.
+enum Download {
+    S3(ObjectStream),
+    Gcs(crate::gcs::client::ObjectStream),
+}
+
+impl Download {
+    fn len(&self) -> Option<u64> {
+        match self {
+            Download::S3(o) => o.len,
+            Download::Gcs(o) => o.len,
+        }
+    }
+
+    async fn copy_to(
+        &mut self,
+        out: &mut tokio::fs::File,
+        store: &Store,
+        key: &str,
+    ) -> Result<u64, LocationError> {
+        match self {
+            Download::S3(o) => o
+                .copy_to(out)
+                .await
+                .map_err(|source| LocationError::Download {
+                    bucket: store.bucket().to_string(),
+                    key: key.to_string(),
+                    source: Box::new(source),
+                }),
+            Download::Gcs(o) => o
+                .copy_to(out)
+                .await
+                .map_err(|source| LocationError::GcsDownload {
+                    bucket: store.bucket().to_string(),
+                    key: key.to_string(),
+                    source: Box::new(source),
+                }),
+        }
+    }
+}
+
 /// Uploads `source` (a file, or stdin for `-`) to `path`; returns the key
 /// and the bytes uploaded. `cancel` (a signal) aborts the upload.
 pub async fn push(
-    profile: &S3Profile,
+    store: &Store,
     path: &str,
     source: &str,
     cancel: impl Future<Output = String>,
 ) -> Result<(String, u64), LocationError> {
-    let key = object_key(&profile.prefix, path)?;
-    let client = client(profile)?;
-    let fail = |source: UploadError| LocationError::Upload {
-        bucket: profile.bucket.clone(),
-        key: key.clone(),
-        source: Box::new(source),
-    };
-    let n = if source == PIPE {
-        if std::io::stdin().is_terminal() {
-            return Err(LocationError::StdinIsTerminal);
+    let key = object_key(store.prefix(), path)?;
+    let n = match store {
+        Store::S3(profile) => {
+            let client = client(profile)?;
+            let mut src = open_source(source).await?;
+            client
+                .upload(&profile.bucket, &key, &mut src, cancel)
+                .await
+                .map_err(|source: UploadError| LocationError::Upload {
+                    bucket: profile.bucket.clone(),
+                    key: key.clone(),
+                    source: Box::new(source),
+                })?
         }
-        let mut stdin = std_stream(std::io::stdin().as_fd(), "stdin")?;
-        client
-            .upload(&profile.bucket, &key, &mut stdin, cancel)
-            .await
-            .map_err(fail)?
-    } else {
-        let mut file = tokio::fs::File::open(source)
-            .await
-            .map_err(|e| LocationError::Open {
-                path: source.to_string(),
-                source: e,
-            })?;
-        client
-            .upload(&profile.bucket, &key, &mut file, cancel)
-            .await
-            .map_err(fail)?
+        Store::Gcs(profile) => {
+            let client = gcs_client(profile)?;
+            let mut src = open_source(source).await?;
+            client
+                .upload(&profile.bucket, &key, &mut src, cancel)
+                .await
+                .map_err(|source| LocationError::GcsUpload {
+                    bucket: profile.bucket.clone(),
+                    key: key.clone(),
+                    source: Box::new(source),
+                })?
+        }
     };
     Ok((key, n))
 }
 
 /// Downloads `path` to `target` (a file, or stdout for `-`); returns the
 /// key and the bytes written.
-pub async fn pull(
-    profile: &S3Profile,
-    path: &str,
-    target: &str,
-) -> Result<(String, u64), LocationError> {
-    let key = object_key(&profile.prefix, path)?;
-    let client = client(profile)?;
-    let fail = |source: DownloadError| LocationError::Download {
-        bucket: profile.bucket.clone(),
-        key: key.clone(),
-        source: Box::new(source),
-    };
+pub async fn pull(store: &Store, path: &str, target: &str) -> Result<(String, u64), LocationError> {
+    let key = object_key(store.prefix(), path)?;
     // The object first: a missing one leaves an existing target file alone.
-    let mut obj = client
-        .get_object(&profile.bucket, &key)
-        .await
-        .map_err(|e| fail(e.into()))?;
+    let mut obj = match store {
+        Store::S3(profile) => Download::S3(
+            client(profile)?
+                .get_object(&profile.bucket, &key)
+                .await
+                .map_err(|e| LocationError::Download {
+                    bucket: profile.bucket.clone(),
+                    key: key.clone(),
+                    source: Box::new(DownloadError::from(e)),
+                })?,
+        ),
+        Store::Gcs(profile) => Download::Gcs(
+            gcs_client(profile)?
+                .get_object(&profile.bucket, &key)
+                .await
+                .map_err(|e| LocationError::GcsDownload {
+                    bucket: profile.bucket.clone(),
+                    key: key.clone(),
+                    source: Box::new(e),
+                })?,
+        ),
+    };
     let n = if target == PIPE {
-        obj.copy_to(&mut std_stream(std::io::stdout().as_fd(), "stdout")?)
-            .await
+        let mut out = std_stream(std::io::stdout().as_fd(), "stdout")?;
+        obj.copy_to(&mut out, store, &key).await?
     } else {
         let mut file =
             tokio::fs::File::create(target)
@@ -193,23 +283,20 @@ pub async fn pull(
                     path: target.to_string(),
                     source,
                 })?;
-        let n = obj.copy_to(&mut file).await;
-        if n.is_ok() {
-            file.sync_all()
-                .await
-                .map_err(|source| LocationError::Write {
-                    path: target.to_string(),
-                    source,
-                })?;
-        }
+        let n = obj.copy_to(&mut file, store, &key).await?;
+        file.sync_all()
+            .await
+            .map_err(|source| LocationError::Write {
+                path: target.to_string(),
+                source,
+            })?;
         n
-    }
-    .map_err(fail)?;
-    if let Some(len) = obj.len
+    };
+    if let Some(len) = obj.len()
         && len != n
     {
         return Err(LocationError::Short {
-            bucket: profile.bucket.clone(),
+            bucket: store.bucket().to_string(),
             key,
             read: n,
             len,
@@ -232,16 +319,25 @@ fn std_stream(
 
 /// Deletes the object at `path` and every object below it; returns the key
 /// and how many objects went.
-pub async fn delete(profile: &S3Profile, path: &str) -> Result<(String, usize), LocationError> {
-    let key = object_key(&profile.prefix, path)?;
-    let client = client(profile)?;
-    let n = objectstore::delete_path(&client, &profile.bucket, &key)
-        .await
-        .map_err(|source| LocationError::Delete {
-            bucket: profile.bucket.clone(),
-            key: key.clone(),
-            source: Box::new(source),
-        })?;
+pub async fn delete(store: &Store, path: &str) -> Result<(String, usize), LocationError> {
+    let key = object_key(store.prefix(), path)?;
+    let n = match store {
+        Store::S3(profile) => objectstore::delete_path(&client(profile)?, &profile.bucket, &key)
+            .await
+            .map_err(|source| LocationError::Delete {
+                bucket: profile.bucket.clone(),
+                key: key.clone(),
+                source: Box::new(source),
+            })?,
+        Store::Gcs(profile) => gcs_client(profile)?
+            .delete_path(&profile.bucket, &key)
+            .await
+            .map_err(|source| LocationError::GcsDelete {
+                bucket: profile.bucket.clone(),
+                key: key.clone(),
+                source: Box::new(source),
+            })?,
+    };
     Ok((key, n))
 }
 

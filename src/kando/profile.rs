@@ -7,15 +7,15 @@
 //! (the CRD's JSON tags), this executor's writes `{"Location":{"Type":..,
 //! "Bucket":..}}`. The value is checked against `param.Profile`'s schema
 //! ([`crate::param`]) and put in `toJson`'s spelling, then the Profile is
-//! checked and made an S3 connection by the executor's own code
-//! ([`crate::objectstore::profile_from_params`], as LocationDelete does).
+//! checked and made an S3 or GCS connection by the executor's own code
+//! ([`crate::objectstore::store_from_params`], as LocationDelete does).
 
 use serde_json::{Map, Value};
 
-use crate::objectstore::{self, S3Profile};
+use crate::objectstore::{self, Store};
 use crate::param::{self, Ty, profile};
 
-/// Why `--profile` is no s3Compliant Profile kando can use.
+/// Why `--profile` is no s3Compliant or gcs Profile kando can use.
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileFlagError {
     #[error("Please provide the --profile flag")]
@@ -39,8 +39,8 @@ pub enum ProfileFlagError {
     )]
     Kopia,
     #[error(
-        "the Profile's location type is {0}: this kando reads and writes s3Compliant locations \
-         only (Kanister's kando also supports gcs and azure)"
+        "the Profile's location type is {0}: this kando reads and writes s3Compliant and gcs \
+         locations only (Kanister's kando also supports azure)"
     )]
     NotS3(String),
     #[error("Unsupported Location type: {0}")]
@@ -49,8 +49,8 @@ pub enum ProfileFlagError {
     Invalid(#[source] profile::ProfileError),
 }
 
-/// The Profile of `--profile`, ready to connect (s3Compliant only).
-pub fn parse(json: &str) -> Result<S3Profile, ProfileFlagError> {
+/// The Profile of `--profile`, ready to connect (s3Compliant or gcs).
+pub fn parse(json: &str) -> Result<Store, ProfileFlagError> {
     if json.is_empty() {
         return Err(ProfileFlagError::Missing);
     }
@@ -64,14 +64,14 @@ pub fn parse(json: &str) -> Result<S3Profile, ProfileFlagError> {
         .and_then(Value::as_str)
         .unwrap_or("");
     match location_type {
-        profile::LOCATION_S3 => {}
+        profile::LOCATION_S3 | profile::LOCATION_GCS => {}
         profile::LOCATION_KOPIA => return Err(ProfileFlagError::Kopia),
-        profile::LOCATION_GCS | profile::LOCATION_AZURE => {
+        profile::LOCATION_AZURE => {
             return Err(ProfileFlagError::NotS3(location_type.to_string()));
         }
         other => return Err(ProfileFlagError::UnsupportedLocation(other.to_string())),
     }
-    objectstore::profile_from_params(&serde_json::json!({ "Profile": profile }))
+    objectstore::store_from_params(&serde_json::json!({ "Profile": profile }))
         .map_err(ProfileFlagError::Invalid)
 }
 
@@ -132,10 +132,17 @@ mod tests {
     /// What this executor's template engine prints for the same Profile.
     const OUR_JSON: &str = r#"{"Location":{"Type":"s3Compliant","Bucket":"b","Endpoint":"http://minio:9000","Prefix":"team-a","Region":"eu-west-1"},"Credential":{"Type":"keyPair","KeyPair":{"ID":"AK","Secret":"SK"}},"SkipSSLVerify":true}"#;
 
+    fn s3(json: &str) -> objectstore::S3Profile {
+        match parse(json).unwrap() {
+            Store::S3(p) => p,
+            other => panic!("not S3: {other:?}"),
+        }
+    }
+
     #[test]
     fn both_spellings_of_the_profile() {
         for j in [KANISTER_JSON, OUR_JSON] {
-            let p = parse(j).unwrap();
+            let p = s3(j);
             assert_eq!((p.bucket.as_str(), p.prefix.as_str()), ("b", "team-a"));
             assert_eq!(p.config.endpoint, "http://minio:9000");
             assert_eq!(p.config.region, "eu-west-1");
@@ -144,15 +151,33 @@ mod tests {
             assert_eq!(p.config.credentials.secret_access_key, "SK");
         }
         // Any case, as Go's json.Unmarshal; the last spelling wins.
-        let p = parse(r#"{"location":{"TYPE":"s3Compliant","bucket":"x","Bucket":"y"},"credential":{"type":"keyPair","keypair":{"id":"a","secret":"s"}}}"#).unwrap();
+        let p = s3(
+            r#"{"location":{"TYPE":"s3Compliant","bucket":"x","Bucket":"y"},"credential":{"type":"keyPair","keypair":{"id":"a","secret":"s"}}}"#,
+        );
         assert_eq!(p.bucket, "y");
         assert!(!p.config.skip_ssl_verify);
     }
 
     #[test]
+    fn gcs_profiles_in_kanisters_spelling() {
+        let key = crate::gcs::test_key_json("http://127.0.0.1:1/token");
+        let j = serde_json::json!({"Location": {"type": "gcs", "bucket": "b", "prefix": "team-a",
+            "endpoint": "", "region": ""},
+            "Credential": {"Type": "keyPair", "KeyPair": {"ID": "proj", "Secret": key},
+                "Secret": null, "KopiaServerSecret": null}, "SkipSSLVerify": false});
+        match parse(&j.to_string()).unwrap() {
+            Store::Gcs(g) => {
+                assert_eq!((g.bucket.as_str(), g.prefix.as_str()), ("b", "team-a"));
+                assert_eq!(g.project_id, "proj");
+            }
+            other => panic!("not GCS: {other:?}"),
+        }
+    }
+
+    #[test]
     fn secret_credentials() {
         let j = r#"{"Location":{"type":"s3Compliant","bucket":"b"},"Credential":{"Type":"secret","Secret":{"type":"secrets.kanister.io/aws","metadata":{"name":"s"},"data":{"aws_access_key_id":"QUs=","aws_secret_access_key":"U0s="}}}}"#;
-        let p = parse(j).unwrap();
+        let p = s3(j);
         assert_eq!(p.config.credentials.access_key_id, "AK");
         assert_eq!(p.config.credentials.secret_access_key, "SK");
     }
@@ -191,8 +216,13 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("Kopia repository server"), "{e}");
+        let e = parse(r#"{"Location":{"type":"azure","bucket":"b"},"Credential":{"Type":"keyPair","KeyPair":{"ID":"p","Secret":"k"}}}"#).unwrap_err().to_string();
+        assert!(e.contains("s3Compliant and gcs locations only"), "{e}");
         let e = parse(r#"{"Location":{"type":"gcs","bucket":"b"},"Credential":{"Type":"keyPair","KeyPair":{"ID":"p","Secret":"k"}}}"#).unwrap_err().to_string();
-        assert!(e.contains("s3Compliant locations only"), "{e}");
+        assert!(
+            e.starts_with("invalid --profile: the gcs Profile's service-account key"),
+            "{e}"
+        );
         let e = parse(r#"{"Location":{"type":"ftp"}}"#)
             .unwrap_err()
             .to_string();

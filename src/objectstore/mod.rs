@@ -29,6 +29,39 @@ pub fn profile_from_params(params: &Value) -> Result<S3Profile, ProfileError> {
     from_profile(&Profile::from_params(params)?)
 }
 
+/// A Profile's object store, as kando's `location` commands and LocationDelete reach it.
+#[derive(Debug, Clone)]
+pub enum Store {
+    S3(S3Profile),
+    Gcs(crate::gcs::GcsProfile),
+}
+
+impl Store {
+    pub fn bucket(&self) -> &str {
+        match self {
+            Store::S3(p) => &p.bucket,
+            Store::Gcs(p) => &p.bucket,
+        }
+    }
+
+    /// `location.prefix` (may be empty).
+    pub fn prefix(&self) -> &str {
+        match self {
+            Store::S3(p) => &p.prefix,
+            Store::Gcs(p) => &p.prefix,
+        }
+    }
+}
+
+/// The Profile of the template parameters as an S3 or GCS connection.
+pub fn store_from_params(params: &Value) -> Result<Store, ProfileError> {
+    let p = Profile::from_params(params)?;
+    if p.location.type_ == profile::LOCATION_GCS {
+        return Ok(Store::Gcs(crate::gcs::from_profile(&p)?));
+    }
+    from_profile(&p).map(Store::S3)
+}
+
 /// An s3Compliant [`Profile`] as an S3 connection.
 pub fn from_profile(p: &Profile) -> Result<S3Profile, ProfileError> {
     let l = &p.location;

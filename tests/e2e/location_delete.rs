@@ -256,11 +256,11 @@ async fn failures_are_clear() -> anyhow::Result<()> {
     q["Profile"]["Location"]["Endpoint"] = json!("ftp://127.0.0.1:1");
     let e = err(call(&cx, json!({"artifact": "keep"}), &q).await);
     assert!(e.contains("only http and https"), "{e}");
-    // gcs is not an S3 location.
+    // A gcs location with the S3 Profile's AWS keys: no service-account key.
     let mut g = p.clone();
     g["Profile"]["Location"]["Type"] = json!("gcs");
     let e = err(call(&cx, json!({"artifact": "keep"}), &g).await);
-    assert!(e.contains("location type gcs is not supported"), "{e}");
+    assert!(e.contains("is not a service account's JSON key"), "{e}");
     // The bucket does not exist (the test store creates no bucket on use).
     let mut q = p.clone();
     q["Profile"]["Location"]["Bucket"] = json!("bpo-ld-no-such-bucket");

@@ -26,6 +26,7 @@ pub mod corpus;
 pub mod csi;
 pub mod data_plane;
 pub mod files;
+pub mod gcs;
 pub mod go_oracle;
 pub mod http;
 pub mod kanister;

@@ -16,7 +16,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::Method;
-use http_body_util::BodyExt;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::{Exchange, Reply, S3Client, S3Error};
@@ -86,24 +85,9 @@ impl ObjectStream {
     /// The next bytes; `None` at the end. A connection that breaks or
     /// stays silent for [`IDLE_TIMEOUT`] is an error.
     pub async fn next_chunk(&mut self) -> Result<Option<Bytes>, S3Error> {
-        loop {
-            let frame = tokio::time::timeout(IDLE_TIMEOUT, self.body.frame())
-                .await
-                .map_err(|_| self.transport(format!("no data for {} s", IDLE_TIMEOUT.as_secs())))?;
-            match frame {
-                None => return Ok(None),
-                Some(Err(e)) => {
-                    return Err(self.transport(format!("reading the object: {e}")));
-                }
-                Some(Ok(f)) => {
-                    if let Ok(data) = f.into_data()
-                        && !data.is_empty()
-                    {
-                        return Ok(Some(data));
-                    }
-                }
-            }
-        }
+        crate::aws::exchange::next_data(&mut self.body, IDLE_TIMEOUT)
+            .await
+            .map_err(|m| self.transport(m))
     }
 
     /// Writes the rest of the object to `out` (then flushes it); returns
