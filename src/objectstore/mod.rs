@@ -8,9 +8,13 @@ use serde_json::Value;
 use crate::aws::s3::{Config, Credentials, S3Client, S3Error};
 use crate::param::profile::{self, Credential, Profile, ProfileError};
 
+pub mod azure;
 mod key;
+mod store;
 
+pub use azure::{AzureProfile, AzureProfileError};
 pub use key::{KeyPrefixError, clean_path, clean_relative, is_under, key_prefix};
+pub use store::{ObjectReader, StoreClient, StoreError, StoreProfile};
 
 /// An s3Compliant Profile (`.Profile` template parameter), ready to connect.
 #[derive(Debug, Clone)]

@@ -27,6 +27,8 @@ pub const AWS_ROLE_KEY: &str = "role";
 pub const AZURE_SECRET_TYPE: &str = "secrets.kanister.io/azure";
 pub const AZURE_ACCOUNT_ID_KEY: &str = "azure_storage_account_id";
 pub const AZURE_ACCOUNT_KEY_KEY: &str = "azure_storage_key";
+/// The Azure cloud (`AzurePublicCloud`, `AzureChinaCloud`, ...), optional.
+pub const AZURE_ENVIRONMENT_KEY: &str = "azure_storage_environment";
 
 /// Why a Profile cannot be used. The texts are Kanister's where Kanister has
 /// one (callers prefix them as their Kanister function does, e.g. "Failed to
