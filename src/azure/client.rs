@@ -349,6 +349,19 @@ impl AzureClient {
         self.send(&req, data).await.map(|_| ())
     }
 
+    /// Create Container (private).
+    pub async fn create_container(&self, container: &str) -> Result<(), AzureError> {
+        let req = Exchange {
+            op: "CreateContainer",
+            method: Method::PUT,
+            container,
+            blob: None,
+            query: &[("restype", "container")],
+            headers: &[],
+        };
+        self.send(&req, Bytes::new()).await.map(|_| ())
+    }
+
     /// Delete Blob, with its snapshots.
     pub async fn delete_blob(&self, container: &str, blob: &str) -> Result<(), AzureError> {
         let req = Exchange {

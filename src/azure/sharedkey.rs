@@ -167,10 +167,7 @@ mod tests {
             path: "",
             query: &[],
         };
-        assert_eq!(
-            string_to_sign(&zero),
-            format!("PUT{}\n/a/", "\n".repeat(12))
-        );
+        assert_eq!(string_to_sign(&zero), format!("PUT{}/a/", "\n".repeat(12)));
     }
 
     /// The signature, checked against `openssl dgst -sha256 -mac HMAC` with the same key:

@@ -25,6 +25,7 @@ mod executor;
 mod functions;
 mod harness;
 mod kando;
+mod kando_azure;
 mod location_delete;
 mod monitoring;
 mod pod_functions;
