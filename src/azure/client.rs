@@ -98,6 +98,31 @@ pub fn service_url(account: &str, endpoint: &str, environment: &str) -> Result<S
     Ok(format!("https://{account}.blob.{suffix}"))
 }
 
+/// The host suffix restic's azure backend is given (`AZURE_ENDPOINT_SUFFIX`): restic reaches
+/// only `https://<account>.blob.<suffix>/`. `None` for Azure's public cloud, restic's default
+/// (the environment Kanister runs restic with); the suffix of the Secret's cloud, or of the
+/// Profile's `location.endpoint` as [`service_url`] reads it. An endpoint restic cannot reach
+/// (`http://`, path-style, another host) is refused, never silently replaced by Azure's.
+pub fn endpoint_suffix(
+    account: &str,
+    endpoint: &str,
+    environment: &str,
+) -> Result<Option<String>, String> {
+    let url = service_url(account, endpoint, environment)?;
+    let want = format!("https://{account}.blob.");
+    let suffix = url
+        .strip_prefix(&want)
+        .filter(|rest| !rest.is_empty() && !rest.contains('/'))
+        .ok_or_else(|| {
+            format!(
+                "restic's azure backend reaches the Blob service only at {want}<suffix>/, not at \
+                 {url:?} (the Profile's location.endpoint {endpoint:?}): set location.endpoint to \
+                 the host suffix (e.g. core.windows.net, or host:port) or to {want}<suffix>"
+            )
+        })?;
+    Ok((suffix != CLOUDS[0].1).then(|| suffix.to_string()))
+}
+
 /// A successful answer.
 pub(super) enum Reply {
     Whole {
@@ -460,6 +485,32 @@ mod tests {
             u("azurestack.example", "Mars").unwrap(),
             "https://acct.blob.azurestack.example"
         );
+    }
+
+    #[test]
+    fn restics_endpoint_suffix() {
+        let s = |e: &str, env: &str| endpoint_suffix("acct", e, env);
+        assert_eq!(s("", ""), Ok(None));
+        assert_eq!(s("", "AzurePublicCloud"), Ok(None));
+        assert_eq!(
+            s("", "AzureChinaCloud").unwrap().as_deref(),
+            Some("core.chinacloudapi.cn")
+        );
+        assert_eq!(
+            s("localhost:10000", "").unwrap().as_deref(),
+            Some("localhost:10000")
+        );
+        assert_eq!(
+            s("https://acct.blob.azurestack.example:443/", "")
+                .unwrap()
+                .as_deref(),
+            Some("azurestack.example:443")
+        );
+        assert_eq!(s("https://acct.blob.core.windows.net", ""), Ok(None));
+        let e = s("http://127.0.0.1:10000/acct", "").unwrap_err();
+        assert!(e.contains("only at https://acct.blob.<suffix>/"), "{e}");
+        assert!(s("https://other.blob.core.windows.net", "").is_err());
+        assert!(s("", "Mars").unwrap_err().contains("names no Azure cloud"));
     }
 
     #[test]

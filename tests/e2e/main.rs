@@ -30,6 +30,7 @@ mod location_delete;
 mod monitoring;
 mod pod_functions;
 mod rds;
+mod restic_azure;
 mod schedule;
 mod tenancy;
 mod webhook;
