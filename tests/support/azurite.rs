@@ -198,3 +198,46 @@ pub async fn list(container: &str, prefix: &str) -> Vec<String> {
     names.sort();
     names
 }
+
+/// Kanister Profile `name` in `ns` of location type azure on `container` of the emulator, with
+/// credential type secret: a `secrets.kanister.io/azure` Secret holding the account and `key`.
+pub async fn kanister_profile(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+    container: &str,
+    key: &str,
+) -> anyhow::Result<()> {
+    use kube::api::{Api, DynamicObject, PostParams};
+    use kube::core::{ApiResource, GroupVersionKind};
+    let secret_name = format!("{name}-azure");
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), ns);
+    let secret = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": secret_name, "namespace": ns},
+        "type": "secrets.kanister.io/azure",
+        "stringData": {"azure_storage_account_id": ACCOUNT, "azure_storage_key": key},
+    }))?;
+    secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .with_context(|| format!("creating Secret {ns}/{secret_name}"))?;
+    let gvk = GroupVersionKind::gvk("cr.kanister.io", "v1alpha1", "Profile");
+    let ar = ApiResource::from_gvk_with_plural(&gvk, "profiles");
+    let profiles: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &ar);
+    let profile = serde_json::from_value(json!({
+        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Profile",
+        "metadata": {"name": name, "namespace": ns},
+        "location": {"type": "azure", "bucket": container, "endpoint": azurite().endpoint},
+        "credential": {
+            "type": "secret",
+            "secret": {"apiVersion": "v1", "kind": "Secret", "name": secret_name, "namespace": ns},
+        },
+        "skipSSLVerify": true,
+    }))?;
+    profiles
+        .create(&PostParams::default(), &profile)
+        .await
+        .with_context(|| format!("creating Profile {ns}/{name}"))?;
+    Ok(())
+}
