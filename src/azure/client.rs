@@ -10,8 +10,9 @@ use http::Method;
 use http_body_util::{BodyExt, Full, Limited};
 
 use super::AzureError;
+use super::error::ServiceDetail;
 use super::sharedkey::{self, ToSign};
-use crate::aws::exchange::{HttpClient, content_length, endpoint_parts, http_client};
+use crate::aws::exchange::{Answer, HttpClient, content_length, endpoint_parts, http_client};
 use crate::aws::sigv4::uri_encode;
 use crate::aws::tls::tls_hint;
 use crate::aws::xml;
@@ -123,19 +124,6 @@ pub fn endpoint_suffix(
     Ok((suffix != CLOUDS[0].1).then(|| suffix.to_string()))
 }
 
-/// A successful answer.
-pub(super) enum Reply {
-    Whole {
-        headers: http::HeaderMap,
-        body: Bytes,
-    },
-    /// A 2xx answer whose body is still to be read.
-    Open {
-        url: String,
-        response: http::Response<hyper::body::Incoming>,
-    },
-}
-
 /// What one request is: the operation's name (for messages), method, container, blob, query
 /// parameters (unencoded) and extra headers.
 pub(super) struct Exchange<'a> {
@@ -219,7 +207,7 @@ impl AzureClient {
         req: &Exchange<'_>,
         body: Bytes,
         stream: bool,
-    ) -> Result<Reply, AzureError> {
+    ) -> Result<Answer, AzureError> {
         (|| self.attempt(req, &body, stream))
             .retry(
                 ExponentialBuilder::default()
@@ -237,7 +225,7 @@ impl AzureClient {
         req: &Exchange<'_>,
         body: &Bytes,
         stream: bool,
-    ) -> Result<Reply, AzureError> {
+    ) -> Result<Answer, AzureError> {
         let op = req.op;
         let path = self.path(req.container, req.blob);
         let query: Vec<String> = req
@@ -305,7 +293,7 @@ impl AzureClient {
             })?;
             let status = resp.status();
             if stream && status.is_success() {
-                return Ok(Err(resp));
+                return Ok(Answer::Open(resp));
             }
             let headers = resp.headers().clone();
             let body = Limited::new(resp.into_body(), MAX_BODY)
@@ -313,17 +301,22 @@ impl AzureClient {
                 .await
                 .map_err(|e| transport(format!("reading the response: {e}")))?
                 .to_bytes();
-            Ok(Ok((status, headers, body)))
+            Ok(Answer::Whole {
+                status,
+                headers,
+                body,
+            })
         })
         .await
         .unwrap_or_else(|_| Err(transport(format!("no answer within {} s", TIMEOUT.as_secs()))))?;
         let (status, headers, body) = match answer {
-            Err(response) => return Ok(Reply::Open { url, response }),
-            Ok(whole) => whole,
+            Answer::Whole {
+                status,
+                headers,
+                body,
+            } if !status.is_success() => (status, headers, body),
+            ok => return Ok(ok),
         };
-        if status.is_success() {
-            return Ok(Reply::Whole { headers, body });
-        }
         let text = String::from_utf8_lossy(&body);
         let decoded = xml::parse_error(status, &text);
         // Azure names the error in a header too (the only place a HEAD answer has it).
@@ -335,12 +328,14 @@ impl AzureClient {
             .unwrap_or(decoded.code);
         Err(AzureError::Service {
             op,
-            url,
             status,
-            code,
-            message: decoded.message.lines().next().unwrap_or("").to_string(),
-            container: req.container.to_string(),
-            account: self.account.clone(),
+            detail: Box::new(ServiceDetail {
+                url,
+                code,
+                message: decoded.message.lines().next().unwrap_or("").to_string(),
+                container: req.container.to_string(),
+                account: self.account.clone(),
+            }),
         })
     }
 
@@ -351,8 +346,8 @@ impl AzureClient {
         body: Bytes,
     ) -> Result<(http::HeaderMap, Bytes), AzureError> {
         match self.exchange(req, body, false).await? {
-            Reply::Whole { headers, body } => Ok((headers, body)),
-            Reply::Open { .. } => unreachable!("not asked to stream"),
+            Answer::Whole { headers, body, .. } => Ok((headers, body)),
+            Answer::Open(_) => unreachable!("not asked to stream"),
         }
     }
 

@@ -17,15 +17,12 @@ pub enum AzureError {
     },
     /// The service answered with an error.
     #[error("{op} on {url}: {status} {code}: {message}{hint}",
-        status = status.as_u16(), hint = hint(code, op, container, account))]
+        url = detail.url, status = status.as_u16(), code = detail.code, message = detail.message,
+        hint = hint(&detail.code, op, &detail.container, &detail.account))]
     Service {
         op: &'static str,
-        url: String,
         status: StatusCode,
-        code: String,
-        message: String,
-        container: String,
-        account: String,
+        detail: Box<ServiceDetail>,
     },
     /// A 2xx answer that is not what the Blob service sends.
     #[error("{op} on {url}: unexpected response: {message}")]
@@ -34,6 +31,17 @@ pub enum AzureError {
         url: String,
         message: String,
     },
+}
+
+/// What the service said, and to whom.
+#[derive(Debug)]
+pub struct ServiceDetail {
+    pub url: String,
+    /// The error code (`x-ms-error-code`, or the `<Error>` document's `<Code>`).
+    pub code: String,
+    pub message: String,
+    pub container: String,
+    pub account: String,
 }
 
 impl AzureError {
@@ -51,7 +59,7 @@ impl AzureError {
     /// The Blob service's error code, if it sent one.
     pub fn code(&self) -> Option<&str> {
         match self {
-            AzureError::Service { code, .. } => Some(code),
+            AzureError::Service { detail, .. } => Some(&detail.code),
             _ => None,
         }
     }
@@ -104,12 +112,14 @@ mod tests {
     fn service(code: &str) -> String {
         AzureError::Service {
             op: "PutBlob",
-            url: "http://h/a/c/k".into(),
             status: StatusCode::FORBIDDEN,
-            code: code.into(),
-            message: "Server failed to authenticate the request.".into(),
-            container: "c".into(),
-            account: "a".into(),
+            detail: Box::new(ServiceDetail {
+                url: "http://h/a/c/k".into(),
+                code: code.into(),
+                message: "Server failed to authenticate the request.".into(),
+                container: "c".into(),
+                account: "a".into(),
+            }),
         }
         .to_string()
     }

@@ -9,24 +9,22 @@
 //! (the service discards uncommitted blocks after a week; an existing blob keeps its content).
 
 use std::future::Future;
-use std::time::Duration;
 
 use base64::Engine as _;
 use bytes::Bytes;
 use http::Method;
-use http_body_util::BodyExt;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::AzureError;
-use super::client::{AzureClient, Exchange, Reply};
+use super::client::{AzureClient, Exchange};
+use crate::aws::exchange::Answer;
+use crate::aws::exchange::{BodyReader, CopyError};
 use crate::aws::s3::transfer::read_part;
 
 /// Size of each block (Azure takes up to 4000 MiB per block).
 pub const BLOCK_SIZE: usize = 8 << 20;
 /// The most blocks a block blob has.
 pub const MAX_BLOCKS: u32 = 50_000;
-/// Longest wait for the next bytes of a blob being read.
-const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Why an upload failed.
 #[derive(Debug, thiserror::Error)]
@@ -75,53 +73,26 @@ pub fn block_list_body(ids: &[String]) -> String {
 /// The body of a Get Blob, read chunk by chunk.
 pub struct BlobStream {
     url: String,
-    body: hyper::body::Incoming,
+    body: BodyReader,
     /// `Content-Length`, when the service sent one.
     pub len: Option<u64>,
 }
 
 impl BlobStream {
-    /// The next bytes; `None` at the end. A connection that breaks or stays silent for
-    /// [`IDLE_TIMEOUT`] is an error.
-    pub async fn next_chunk(&mut self) -> Result<Option<Bytes>, AzureError> {
-        loop {
-            let frame = tokio::time::timeout(IDLE_TIMEOUT, self.body.frame())
-                .await
-                .map_err(|_| self.transport(format!("no data for {} s", IDLE_TIMEOUT.as_secs())))?;
-            match frame {
-                None => return Ok(None),
-                Some(Err(e)) => return Err(self.transport(format!("reading the blob: {e}"))),
-                Some(Ok(f)) => {
-                    if let Ok(data) = f.into_data()
-                        && !data.is_empty()
-                    {
-                        return Ok(Some(data));
-                    }
-                }
-            }
-        }
-    }
-
-    /// Writes the rest of the blob to `out` (then flushes it); returns the bytes written.
+    /// Writes the rest of the blob to `out` (then flushes it); returns the bytes written. A
+    /// connection that breaks or stays silent for two minutes is an error.
     pub async fn copy_to<W: AsyncWrite + Unpin>(
         &mut self,
         out: &mut W,
     ) -> Result<u64, DownloadError> {
-        let mut n = 0u64;
-        while let Some(chunk) = self.next_chunk().await? {
-            out.write_all(&chunk).await.map_err(DownloadError::Sink)?;
-            n += chunk.len() as u64;
-        }
-        out.flush().await.map_err(DownloadError::Sink)?;
-        Ok(n)
-    }
-
-    fn transport(&self, message: String) -> AzureError {
-        AzureError::Transport {
-            op: "GetBlob",
-            url: self.url.clone(),
-            message,
-        }
+        self.body.copy_to(out).await.map_err(|e| match e {
+            CopyError::Write(e) => DownloadError::Sink(e),
+            CopyError::Read(message) => DownloadError::Store(AzureError::Transport {
+                op: "GetBlob",
+                url: self.url.clone(),
+                message,
+            }),
+        })
     }
 }
 
@@ -137,18 +108,19 @@ impl AzureClient {
             headers: &[],
         };
         match self.exchange(&req, Bytes::new(), true).await? {
-            Reply::Open { url, response } => {
+            Answer::Open(response) => {
+                let url = self.url(container, Some(blob));
                 let len = response
                     .headers()
                     .get(http::header::CONTENT_LENGTH)
                     .and_then(|v| v.to_str().ok()?.parse().ok());
                 Ok(BlobStream {
                     url,
-                    body: response.into_body(),
+                    body: BodyReader(response.into_body()),
                     len,
                 })
             }
-            Reply::Whole { body, .. } => Err(AzureError::Response {
+            Answer::Whole { body, .. } => Err(AzureError::Response {
                 op: "GetBlob",
                 url: self.url(container, Some(blob)),
                 message: format!("a 2xx answer was not streamed ({} bytes)", body.len()),

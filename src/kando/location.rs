@@ -196,7 +196,7 @@ pub async fn pull(
         n
     }
     .map_err(fail)?;
-    if let Some(len) = obj.len()
+    if let Some(len) = obj.announced_len()
         && len != n
     {
         return Err(LocationError::Short {

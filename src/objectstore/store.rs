@@ -66,7 +66,7 @@ pub enum ObjectReader {
 
 impl ObjectReader {
     /// The length the store announced.
-    pub fn len(&self) -> Option<u64> {
+    pub fn announced_len(&self) -> Option<u64> {
         match self {
             ObjectReader::S3(o) => o.len,
             ObjectReader::Azure(o) => o.len,
