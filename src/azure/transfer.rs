@@ -26,34 +26,6 @@ pub const BLOCK_SIZE: usize = 8 << 20;
 /// The most blocks a block blob has.
 pub const MAX_BLOCKS: u32 = 50_000;
 
-/// Why an upload failed.
-#[derive(Debug, thiserror::Error)]
-pub enum UploadError {
-    #[error("{0}")]
-    Store(#[from] AzureError),
-    /// Reading the source failed.
-    #[error("reading the data to upload: {0}")]
-    Source(std::io::Error),
-    #[error(
-        "the stream is larger than {} bytes, the most this client puts in {MAX_BLOCKS} blocks of {} MiB",
-        MAX_BLOCKS as u64 * BLOCK_SIZE as u64, BLOCK_SIZE >> 20
-    )]
-    TooLarge,
-    /// The caller's `cancel` future completed (e.g. SIGTERM).
-    #[error("interrupted ({0})")]
-    Interrupted(String),
-}
-
-/// Why a download failed.
-#[derive(Debug, thiserror::Error)]
-pub enum DownloadError {
-    #[error("{0}")]
-    Store(#[from] AzureError),
-    /// Writing to the destination failed.
-    #[error("writing the downloaded data: {0}")]
-    Sink(std::io::Error),
-}
-
 /// The block ID of block `n`: base64 of a fixed-length text (a blob's IDs must all have the
 /// same length).
 pub fn block_id(n: u32) -> String {
@@ -81,17 +53,14 @@ pub struct BlobStream {
 impl BlobStream {
     /// Writes the rest of the blob to `out` (then flushes it); returns the bytes written. A
     /// connection that breaks or stays silent for two minutes is an error.
-    pub async fn copy_to<W: AsyncWrite + Unpin>(
-        &mut self,
-        out: &mut W,
-    ) -> Result<u64, DownloadError> {
+    pub async fn copy_to<W: AsyncWrite + Unpin>(&mut self, out: &mut W) -> Result<u64, AzureError> {
         self.body.copy_to(out).await.map_err(|e| match e {
-            CopyError::Write(e) => DownloadError::Sink(e),
-            CopyError::Read(message) => DownloadError::Store(AzureError::Transport {
+            CopyError::Write(e) => AzureError::Sink(e),
+            CopyError::Read(message) => AzureError::Transport {
                 op: "GetBlob",
                 url: self.url.clone(),
                 message,
-            }),
+            },
         })
     }
 }
@@ -169,14 +138,14 @@ impl AzureClient {
 
     /// Uploads everything `src` yields to `blob` (see the module docs); returns the bytes
     /// uploaded. When `cancel` completes first, nothing is committed and the result is
-    /// [`UploadError::Interrupted`] with what `cancel` gave.
+    /// [`AzureError::Interrupted`] with what `cancel` gave.
     pub async fn upload<R, C>(
         &self,
         container: &str,
         blob: &str,
         src: &mut R,
         cancel: C,
-    ) -> Result<u64, UploadError>
+    ) -> Result<u64, AzureError>
     where
         R: AsyncRead + Unpin,
         C: Future<Output = String>,
@@ -184,7 +153,7 @@ impl AzureClient {
         let mut cancel = std::pin::pin!(cancel);
         tokio::select! {
             r = self.upload_blocks(container, blob, src) => r,
-            why = &mut cancel => Err(UploadError::Interrupted(why)),
+            why = &mut cancel => Err(AzureError::Interrupted(why)),
         }
     }
 
@@ -193,10 +162,10 @@ impl AzureClient {
         container: &str,
         blob: &str,
         src: &mut R,
-    ) -> Result<u64, UploadError> {
+    ) -> Result<u64, AzureError> {
         let first = read_part(src, BLOCK_SIZE)
             .await
-            .map_err(UploadError::Source)?;
+            .map_err(AzureError::Source)?;
         if first.len() < BLOCK_SIZE {
             let n = first.len() as u64;
             self.put_blob(container, blob, first).await?;
@@ -217,12 +186,12 @@ impl AzureClient {
             sent?;
             ids.push(id);
             total += len;
-            let next = next.map_err(UploadError::Source)?;
+            let next = next.map_err(AzureError::Source)?;
             if next.is_empty() {
                 break;
             }
             if n == MAX_BLOCKS {
-                return Err(UploadError::TooLarge);
+                return Err(AzureError::TooLarge);
             }
             n += 1;
             current = next;
@@ -249,7 +218,7 @@ mod tests {
             r#"<?xml version="1.0" encoding="utf-8"?><BlockList><Latest>YmxvY2stMDAwMDAx</Latest><Latest>YmxvY2stMDAwMDAy</Latest></BlockList>"#
         );
         assert!(
-            UploadError::TooLarge
+            AzureError::TooLarge
                 .to_string()
                 .contains("50000 blocks of 8 MiB")
         );
