@@ -1,7 +1,9 @@
 //! A Profile's object store, as Kanister's `pkg/location`: the s3Compliant Profile made an S3
 //! connection ([`profile_from_params`]), the object keys an artifact names ([`key`]), and deleting
-//! a path with what is below it ([`delete_path`]). LocationDelete and kando's `location`
-//! commands use it; the S3 client itself is [`crate::aws::s3`].
+//! a path with what is below it ([`delete_path`]); an azure Profile made a Blob service
+//! connection ([`azure`]); either one behind [`StoreProfile`] and [`StoreClient`]. LocationDelete
+//! and kando's `location` commands use it; the clients themselves are [`crate::aws::s3`] and
+//! [`crate::azure`].
 
 use serde_json::Value;
 
