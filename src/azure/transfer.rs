@@ -66,7 +66,7 @@ impl BlobStream {
 }
 
 impl AzureClient {
-    /// Get Blob, its body left to read with [`BlobStream::next_chunk`].
+    /// Get Blob, its body left to read with [`BlobStream::copy_to`].
     pub async fn get_blob(&self, container: &str, blob: &str) -> Result<BlobStream, AzureError> {
         let req = Exchange {
             op: "GetBlob",
