@@ -7,6 +7,7 @@
 
 pub mod app;
 pub mod aws;
+pub mod azure;
 pub mod blueprint;
 pub mod cli;
 pub mod ctl;

@@ -49,7 +49,11 @@
 //!   fails at once (restic retries it for many minutes);
 //! - `azure` and `s3Compliant` work with credential type `keyPair` or
 //!   `secret` (`secrets.kanister.io/aws` without an assumed `role`, or
-//!   `secrets.kanister.io/azure`).
+//!   `secrets.kanister.io/azure`);
+//! - azure: the cloud of the Secret's `azure_storage_environment` and the
+//!   Profile's `location.endpoint` reach restic as `AZURE_ENDPOINT_SUFFIX`
+//!   ([`crate::azure::client::endpoint_suffix`]; Kanister drops both, so its
+//!   restic always goes to Azure's public cloud).
 
 use serde_json::Value;
 
@@ -57,8 +61,7 @@ use crate::functions::context::Context;
 use crate::functions::error::FunctionError;
 use crate::param::profile::{
     AWS_ACCESS_KEY_ID_KEY, AWS_ROLE_KEY, AWS_SECRET_ACCESS_KEY_KEY, AWS_SECRET_TYPE,
-    AWS_SESSION_TOKEN_KEY, AZURE_ACCOUNT_ID_KEY, AZURE_ACCOUNT_KEY_KEY, Credential, LOCATION_AZURE,
-    LOCATION_GCS, LOCATION_S3,
+    AWS_SESSION_TOKEN_KEY, Credential, LOCATION_AZURE, LOCATION_GCS, LOCATION_S3,
 };
 use crate::pods::{self as pod, ExecResult};
 // The restic functions take the Profile from here with the repository.
@@ -116,6 +119,8 @@ pub enum ResticError {
     KopiaCredential,
     #[error("Failed to create args from credential: {0}")]
     Gcs(#[from] crate::gcs::ConfigError),
+    #[error("Failed to create args from credential: {0}")]
+    Azure(String),
     #[error("Failed to unmarshall output from snapshotCommand: {0}")]
     SnapshotsJson(#[source] serde_json::Error),
     #[error("Snapshot not found")]
@@ -228,16 +233,16 @@ impl Repository {
                 }
             },
             LOCATION_AZURE => {
-                let (account, key) = match c {
-                    Credential::KeyPair { id, secret } => (id.clone(), secret.clone()),
-                    Credential::Secret { data, .. } => (
-                        data.get(AZURE_ACCOUNT_ID_KEY).cloned().unwrap_or_default(),
-                        data.get(AZURE_ACCOUNT_KEY_KEY).cloned().unwrap_or_default(),
-                    ),
-                    Credential::Kopia => (String::new(), String::new()),
-                };
-                env.push(("AZURE_ACCOUNT_NAME".into(), account));
+                let (account, key, cloud) = crate::objectstore::azure::credentials(c)
+                    .map_err(|e| ResticError::Azure(e.to_string()))?;
+                env.push(("AZURE_ACCOUNT_NAME".into(), account.clone()));
                 env.push(("AZURE_ACCOUNT_KEY".into(), key));
+                if let Some(suffix) =
+                    crate::azure::client::endpoint_suffix(&account, &l.endpoint, &cloud)
+                        .map_err(ResticError::Azure)?
+                {
+                    env.push(("AZURE_ENDPOINT_SUFFIX".into(), suffix));
+                }
             }
             LOCATION_GCS => {
                 let (project, key) = crate::gcs::credentials(c)?;
@@ -1061,10 +1066,56 @@ mod tests {
         let mut p = s3_params();
         p["Profile"]["Location"]["Type"] = json!("azure");
         p["Profile"]["Location"]["Bucket"] = json!("cont");
+        p["Profile"]["Location"]["Endpoint"] = json!("");
         let prof = Profile::from_params(&p).unwrap();
         let repo = Repository::new(&prof, "a/b", "k", false);
         assert_eq!(repo.url().unwrap(), "azure:cont:/a/b/");
-        assert_eq!(repo.env().unwrap()[0].0, "AZURE_ACCOUNT_NAME");
+        let keys = |r: &Repository| -> Vec<String> {
+            r.env().unwrap().into_iter().map(|(k, _)| k).collect()
+        };
+        // Kanister's environment for Azure's public cloud; the endpoint suffix otherwise.
+        assert_eq!(
+            keys(&repo),
+            [
+                "AZURE_ACCOUNT_NAME",
+                "AZURE_ACCOUNT_KEY",
+                "RESTIC_REPOSITORY",
+                "RESTIC_PASSWORD"
+            ]
+        );
+        p["Profile"]["Location"]["Endpoint"] = json!("localhost:10000");
+        let prof = Profile::from_params(&p).unwrap();
+        let env = Repository::new(&prof, "a/b", "k", false).env().unwrap();
+        assert_eq!(
+            env[2],
+            ("AZURE_ENDPOINT_SUFFIX".into(), "localhost:10000".into())
+        );
+        p["Profile"]["Location"]["Endpoint"] = json!("http://127.0.0.1:10000/acct");
+        let prof = Profile::from_params(&p).unwrap();
+        let e = Repository::new(&prof, "a", "k", false)
+            .env()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("restic's azure backend reaches the Blob service only at"),
+            "{e}"
+        );
+        p["Profile"]["Location"]["Endpoint"] = json!("");
+        p["Profile"]["Credential"] = json!({"Type": "secret", "Secret": {
+            "type": "secrets.kanister.io/azure",
+            "data": {"azure_storage_account_id": b("acct"), "azure_storage_key": b("a2V5"),
+                     "azure_storage_environment": b("AzureUSGovernmentCloud")},
+        }});
+        let prof = Profile::from_params(&p).unwrap();
+        let env = Repository::new(&prof, "a", "k", false).env().unwrap();
+        assert_eq!(env[0], ("AZURE_ACCOUNT_NAME".into(), "acct".into()));
+        assert_eq!(
+            env[2],
+            (
+                "AZURE_ENDPOINT_SUFFIX".into(),
+                "core.usgovcloudapi.net".into()
+            )
+        );
 
         p["Profile"]["Location"]["Type"] = json!("gcs");
         let prof = Profile::from_params(&p).unwrap();

@@ -10,12 +10,12 @@ use std::time::{Duration, Instant, SystemTime};
 use bytes::Bytes;
 use http::{HeaderMap, Method, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
-use tokio::io::{AsyncWrite, AsyncWriteExt as _};
+use tokio::io::AsyncWrite;
 
 use super::auth::{self, Token};
 use super::error::{error_message, hint};
 use super::{GcsError, GcsProfile, ServiceKey};
-use crate::aws::exchange::{HttpClient, http_client};
+use crate::aws::exchange::{BodyReader, CopyError, HttpClient, http_client};
 use crate::aws::sigv4::uri_encode;
 use crate::objectstore::is_under;
 
@@ -24,8 +24,6 @@ pub use super::upload::CHUNK;
 /// Time one exchange may take; largest whole answer read.
 const TIMEOUT: Duration = Duration::from_secs(120);
 const MAX_BODY: usize = 16 << 20;
-/// A download that sends nothing for this long has failed.
-const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 const ATTEMPTS: u32 = 3;
 /// A token is renewed this long before it expires.
 const TOKEN_MARGIN: Duration = Duration::from_secs(300);
@@ -394,7 +392,7 @@ impl GcsClient {
                     .and_then(|v| v.to_str().ok()?.parse().ok());
                 Ok(ObjectStream {
                     url,
-                    body: resp.into_body(),
+                    body: BodyReader(resp.into_body()),
                     len,
                 })
             }
@@ -424,28 +422,23 @@ pub async fn check_key(profile: &GcsProfile) -> Result<(), GcsError> {
 /// A downloaded object's body.
 pub struct ObjectStream {
     url: String,
-    body: hyper::body::Incoming,
+    body: BodyReader,
     /// `Content-Length`, when the store sent one (and no transcoding).
     pub len: Option<u64>,
 }
 
 impl ObjectStream {
-    /// Writes the rest of the object to `out` (then flushes it); returns the bytes written.
+    /// Writes the rest of the object to `out` (then flushes it); returns the bytes written. A
+    /// connection that breaks or stays silent for two minutes is an error.
     pub async fn copy_to<W: AsyncWrite + Unpin>(&mut self, out: &mut W) -> Result<u64, GcsError> {
-        let mut n = 0u64;
-        while let Some(data) = crate::aws::exchange::next_data(&mut self.body, IDLE_TIMEOUT)
-            .await
-            .map_err(|message| GcsError::Transport {
+        self.body.copy_to(out).await.map_err(|e| match e {
+            CopyError::Write(e) => GcsError::Sink(e),
+            CopyError::Read(message) => GcsError::Transport {
                 op: "GetObject",
                 url: self.url.clone(),
                 message,
-            })?
-        {
-            out.write_all(&data).await.map_err(GcsError::Sink)?;
-            n += data.len() as u64;
-        }
-        out.flush().await.map_err(GcsError::Sink)?;
-        Ok(n)
+            },
+        })
     }
 }
 

@@ -1,4 +1,4 @@
-//! `kando location push|pull|delete` on an s3Compliant or gcs Profile.
+//! `kando location push|pull|delete` on an s3Compliant, gcs or azure Profile.
 //!
 //! # The object key
 //!
@@ -12,6 +12,8 @@
 //! `team-a/backups/x.gz` of the Profile's bucket, for Kanister's kando and
 //! this one alike, so what one pushes the other pulls. [`object_key`] is the
 //! rule, for gcs Profiles too (Kanister's `cloudName` is the same for both).
+//! An azure Profile's bucket is the Blob container and the key the blob's
+//! name, the same rule (Kanister's stow azure container).
 //!
 //! Differences from Kanister, on purpose:
 //! - a `--path` whose `..` climbs above the Profile's prefix is refused
@@ -29,10 +31,7 @@ use std::future::Future;
 use std::io::IsTerminal as _;
 use std::os::fd::AsFd as _;
 
-use crate::aws::s3::transfer::{DownloadError, ObjectStream, UploadError};
-use crate::aws::s3::{S3Client, S3Error};
-use crate::gcs::{GcsClient, GcsError, GcsProfile};
-use crate::objectstore::{self, S3Profile, Store, clean_path, clean_relative};
+use crate::objectstore::{StoreClient, StoreError, StoreProfile, clean_path, clean_relative};
 
 /// The source or target that means stdin/stdout.
 pub const PIPE: &str = "-";
@@ -53,7 +52,7 @@ pub enum LocationError {
     )]
     NoObject,
     #[error(transparent)]
-    Client(Box<S3Error>),
+    Client(StoreError),
     #[error("Stdin must be piped when the source parameter is \"-\" (stdin is a terminal)")]
     StdinIsTerminal,
     #[error("cannot use {name}: {source}")]
@@ -80,13 +79,13 @@ pub enum LocationError {
     Upload {
         bucket: String,
         key: String,
-        source: Box<UploadError>,
+        source: StoreError,
     },
     #[error("failed to read key {key:?} from bucket '{bucket}': {source}")]
     Download {
         bucket: String,
         key: String,
-        source: Box<DownloadError>,
+        source: StoreError,
     },
     #[error("read {read} bytes of key {key:?} in bucket '{bucket}', which has {len}")]
     Short {
@@ -99,27 +98,7 @@ pub enum LocationError {
     Delete {
         bucket: String,
         key: String,
-        source: Box<S3Error>,
-    },
-    #[error(transparent)]
-    GcsClient(Box<GcsError>),
-    #[error("failed to write contents to bucket '{bucket}' (key {key:?}): {source}")]
-    GcsUpload {
-        bucket: String,
-        key: String,
-        source: Box<GcsError>,
-    },
-    #[error("failed to read key {key:?} from bucket '{bucket}': {source}")]
-    GcsDownload {
-        bucket: String,
-        key: String,
-        source: Box<GcsError>,
-    },
-    #[error("Failed to delete item {key} in bucket '{bucket}': {source}")]
-    GcsDelete {
-        bucket: String,
-        key: String,
-        source: Box<GcsError>,
+        source: StoreError,
     },
 }
 
@@ -141,140 +120,63 @@ pub fn object_key(prefix: &str, path: &str) -> Result<String, LocationError> {
     Ok(key)
 }
 
-fn client(profile: &S3Profile) -> Result<S3Client, LocationError> {
-    S3Client::new(&profile.config).map_err(|e| LocationError::Client(Box::new(e)))
-}
-
-fn gcs_client(profile: &GcsProfile) -> Result<GcsClient, LocationError> {
-    let emulator = std::env::var(crate::gcs::EMULATOR_ENV).ok();
-    GcsClient::new(profile, emulator.as_deref()).map_err(|e| LocationError::GcsClient(Box::new(e)))
-}
-
-/// `source` opened for reading: a file, or stdin for `-` (refused when a terminal).
-async fn open_source(source: &str) -> Result<tokio::fs::File, LocationError> {
-    if source == PIPE {
-        if std::io::stdin().is_terminal() {
-            return Err(LocationError::StdinIsTerminal);
-        }
-        return std_stream(std::io::stdin().as_fd(), "stdin");
-    }
-    tokio::fs::File::open(source)
-        .await
-        .map_err(|e| LocationError::Open {
-            path: source.to_string(),
-            source: e,
-        })
-}
-
-/// An object being downloaded, from either store.
-enum Download {
-    S3(ObjectStream),
-    Gcs(crate::gcs::client::ObjectStream),
-}
-
-impl Download {
-    fn len(&self) -> Option<u64> {
-        match self {
-            Download::S3(o) => o.len,
-            Download::Gcs(o) => o.len,
-        }
-    }
-
-    async fn copy_to(
-        &mut self,
-        out: &mut tokio::fs::File,
-        store: &Store,
-        key: &str,
-    ) -> Result<u64, LocationError> {
-        match self {
-            Download::S3(o) => o
-                .copy_to(out)
-                .await
-                .map_err(|source| LocationError::Download {
-                    bucket: store.bucket().to_string(),
-                    key: key.to_string(),
-                    source: Box::new(source),
-                }),
-            Download::Gcs(o) => o
-                .copy_to(out)
-                .await
-                .map_err(|source| LocationError::GcsDownload {
-                    bucket: store.bucket().to_string(),
-                    key: key.to_string(),
-                    source: Box::new(source),
-                }),
-        }
-    }
+fn client(profile: &StoreProfile) -> Result<StoreClient, LocationError> {
+    StoreClient::new(profile).map_err(LocationError::Client)
 }
 
 /// Uploads `source` (a file, or stdin for `-`) to `path`; returns the key
 /// and the bytes uploaded. `cancel` (a signal) aborts the upload.
 pub async fn push(
-    store: &Store,
+    profile: &StoreProfile,
     path: &str,
     source: &str,
     cancel: impl Future<Output = String>,
 ) -> Result<(String, u64), LocationError> {
-    let key = object_key(store.prefix(), path)?;
-    let n = match store {
-        Store::S3(profile) => {
-            let client = client(profile)?;
-            let mut src = open_source(source).await?;
-            client
-                .upload(&profile.bucket, &key, &mut src, cancel)
-                .await
-                .map_err(|source: UploadError| LocationError::Upload {
-                    bucket: profile.bucket.clone(),
-                    key: key.clone(),
-                    source: Box::new(source),
-                })?
+    let key = object_key(profile.prefix(), path)?;
+    let client = client(profile)?;
+    let mut src = if source == PIPE {
+        if std::io::stdin().is_terminal() {
+            return Err(LocationError::StdinIsTerminal);
         }
-        Store::Gcs(profile) => {
-            let client = gcs_client(profile)?;
-            let mut src = open_source(source).await?;
-            client
-                .upload(&profile.bucket, &key, &mut src, cancel)
-                .await
-                .map_err(|source| LocationError::GcsUpload {
-                    bucket: profile.bucket.clone(),
-                    key: key.clone(),
-                    source: Box::new(source),
-                })?
-        }
+        std_stream(std::io::stdin().as_fd(), "stdin")?
+    } else {
+        tokio::fs::File::open(source)
+            .await
+            .map_err(|e| LocationError::Open {
+                path: source.to_string(),
+                source: e,
+            })?
     };
+    let n = client
+        .upload(profile.bucket(), &key, &mut src, cancel)
+        .await
+        .map_err(|source| LocationError::Upload {
+            bucket: profile.bucket().to_string(),
+            key: key.clone(),
+            source,
+        })?;
     Ok((key, n))
 }
 
 /// Downloads `path` to `target` (a file, or stdout for `-`); returns the
 /// key and the bytes written.
-pub async fn pull(store: &Store, path: &str, target: &str) -> Result<(String, u64), LocationError> {
-    let key = object_key(store.prefix(), path)?;
-    // The object first: a missing one leaves an existing target file alone.
-    let mut obj = match store {
-        Store::S3(profile) => Download::S3(
-            client(profile)?
-                .get_object(&profile.bucket, &key)
-                .await
-                .map_err(|e| LocationError::Download {
-                    bucket: profile.bucket.clone(),
-                    key: key.clone(),
-                    source: Box::new(DownloadError::from(e)),
-                })?,
-        ),
-        Store::Gcs(profile) => Download::Gcs(
-            gcs_client(profile)?
-                .get_object(&profile.bucket, &key)
-                .await
-                .map_err(|e| LocationError::GcsDownload {
-                    bucket: profile.bucket.clone(),
-                    key: key.clone(),
-                    source: Box::new(e),
-                })?,
-        ),
+pub async fn pull(
+    profile: &StoreProfile,
+    path: &str,
+    target: &str,
+) -> Result<(String, u64), LocationError> {
+    let key = object_key(profile.prefix(), path)?;
+    let client = client(profile)?;
+    let fail = |source: StoreError| LocationError::Download {
+        bucket: profile.bucket().to_string(),
+        key: key.clone(),
+        source,
     };
+    // The object first: a missing one leaves an existing target file alone.
+    let mut obj = client.get(profile.bucket(), &key).await.map_err(fail)?;
     let n = if target == PIPE {
-        let mut out = std_stream(std::io::stdout().as_fd(), "stdout")?;
-        obj.copy_to(&mut out, store, &key).await?
+        obj.copy_to(&mut std_stream(std::io::stdout().as_fd(), "stdout")?)
+            .await
     } else {
         let mut file =
             tokio::fs::File::create(target)
@@ -283,20 +185,23 @@ pub async fn pull(store: &Store, path: &str, target: &str) -> Result<(String, u6
                     path: target.to_string(),
                     source,
                 })?;
-        let n = obj.copy_to(&mut file, store, &key).await?;
-        file.sync_all()
-            .await
-            .map_err(|source| LocationError::Write {
-                path: target.to_string(),
-                source,
-            })?;
+        let n = obj.copy_to(&mut file).await;
+        if n.is_ok() {
+            file.sync_all()
+                .await
+                .map_err(|source| LocationError::Write {
+                    path: target.to_string(),
+                    source,
+                })?;
+        }
         n
-    };
-    if let Some(len) = obj.len()
+    }
+    .map_err(fail)?;
+    if let Some(len) = obj.announced_len()
         && len != n
     {
         return Err(LocationError::Short {
-            bucket: store.bucket().to_string(),
+            bucket: profile.bucket().to_string(),
             key,
             read: n,
             len,
@@ -319,25 +224,17 @@ fn std_stream(
 
 /// Deletes the object at `path` and every object below it; returns the key
 /// and how many objects went.
-pub async fn delete(store: &Store, path: &str) -> Result<(String, usize), LocationError> {
-    let key = object_key(store.prefix(), path)?;
-    let n = match store {
-        Store::S3(profile) => objectstore::delete_path(&client(profile)?, &profile.bucket, &key)
-            .await
-            .map_err(|source| LocationError::Delete {
-                bucket: profile.bucket.clone(),
-                key: key.clone(),
-                source: Box::new(source),
-            })?,
-        Store::Gcs(profile) => gcs_client(profile)?
-            .delete_path(&profile.bucket, &key)
-            .await
-            .map_err(|source| LocationError::GcsDelete {
-                bucket: profile.bucket.clone(),
-                key: key.clone(),
-                source: Box::new(source),
-            })?,
-    };
+pub async fn delete(profile: &StoreProfile, path: &str) -> Result<(String, usize), LocationError> {
+    let key = object_key(profile.prefix(), path)?;
+    let client = client(profile)?;
+    let n = client
+        .delete_path(profile.bucket(), &key)
+        .await
+        .map_err(|source| LocationError::Delete {
+            bucket: profile.bucket().to_string(),
+            key: key.clone(),
+            source,
+        })?;
     Ok((key, n))
 }
 

@@ -7,15 +7,15 @@
 //! (the CRD's JSON tags), this executor's writes `{"Location":{"Type":..,
 //! "Bucket":..}}`. The value is checked against `param.Profile`'s schema
 //! ([`crate::param`]) and put in `toJson`'s spelling, then the Profile is
-//! checked and made an S3 or GCS connection by the executor's own code
-//! ([`crate::objectstore::store_from_params`], as LocationDelete does).
+//! checked and made a connection of its location type by the executor's own
+//! code ([`crate::objectstore::StoreProfile`], as LocationDelete does).
 
 use serde_json::{Map, Value};
 
-use crate::objectstore::{self, Store};
+use crate::objectstore::StoreProfile;
 use crate::param::{self, Ty, profile};
 
-/// Why `--profile` is no s3Compliant or gcs Profile kando can use.
+/// Why `--profile` is no s3Compliant, gcs or azure Profile kando can use.
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileFlagError {
     #[error("Please provide the --profile flag")]
@@ -38,19 +38,16 @@ pub enum ProfileFlagError {
          --kopia-snapshot) is not supported by this kando; use an s3Compliant Profile"
     )]
     Kopia,
-    #[error(
-        "the Profile's location type is {0}: this kando reads and writes s3Compliant and gcs \
-         locations only (Kanister's kando also supports azure)"
-    )]
-    NotS3(String),
     #[error("Unsupported Location type: {0}")]
     UnsupportedLocation(String),
     #[error("invalid --profile: {0}")]
     Invalid(#[source] profile::ProfileError),
+    #[error("invalid --profile: {0}")]
+    Store(#[source] crate::objectstore::StoreError),
 }
 
-/// The Profile of `--profile`, ready to connect (s3Compliant or gcs).
-pub fn parse(json: &str) -> Result<Store, ProfileFlagError> {
+/// The Profile of `--profile`, ready to connect (s3Compliant, gcs or azure).
+pub fn parse(json: &str) -> Result<StoreProfile, ProfileFlagError> {
     if json.is_empty() {
         return Err(ProfileFlagError::Missing);
     }
@@ -64,15 +61,13 @@ pub fn parse(json: &str) -> Result<Store, ProfileFlagError> {
         .and_then(Value::as_str)
         .unwrap_or("");
     match location_type {
-        profile::LOCATION_S3 | profile::LOCATION_GCS => {}
+        profile::LOCATION_S3 | profile::LOCATION_GCS | profile::LOCATION_AZURE => {}
         profile::LOCATION_KOPIA => return Err(ProfileFlagError::Kopia),
-        profile::LOCATION_AZURE => {
-            return Err(ProfileFlagError::NotS3(location_type.to_string()));
-        }
         other => return Err(ProfileFlagError::UnsupportedLocation(other.to_string())),
     }
-    objectstore::store_from_params(&serde_json::json!({ "Profile": profile }))
-        .map_err(ProfileFlagError::Invalid)
+    let profile = profile::Profile::from_params(&serde_json::json!({ "Profile": profile }))
+        .map_err(ProfileFlagError::Invalid)?;
+    StoreProfile::from_profile(&profile).map_err(ProfileFlagError::Store)
 }
 
 /// `v` read as a value of struct type `ty`: keys matched to fields ignoring
@@ -132,10 +127,10 @@ mod tests {
     /// What this executor's template engine prints for the same Profile.
     const OUR_JSON: &str = r#"{"Location":{"Type":"s3Compliant","Bucket":"b","Endpoint":"http://minio:9000","Prefix":"team-a","Region":"eu-west-1"},"Credential":{"Type":"keyPair","KeyPair":{"ID":"AK","Secret":"SK"}},"SkipSSLVerify":true}"#;
 
-    fn s3(json: &str) -> objectstore::S3Profile {
+    fn s3(json: &str) -> crate::objectstore::S3Profile {
         match parse(json).unwrap() {
-            Store::S3(p) => p,
-            other => panic!("not S3: {other:?}"),
+            StoreProfile::S3(p) => p,
+            other => panic!("not an S3 profile: {other:?}"),
         }
     }
 
@@ -166,7 +161,7 @@ mod tests {
             "Credential": {"Type": "keyPair", "KeyPair": {"ID": "proj", "Secret": key},
                 "Secret": null, "KopiaServerSecret": null}, "SkipSSLVerify": false});
         match parse(&j.to_string()).unwrap() {
-            Store::Gcs(g) => {
+            StoreProfile::Gcs(g) => {
                 assert_eq!((g.bucket.as_str(), g.prefix.as_str()), ("b", "team-a"));
                 assert_eq!(g.project_id, "proj");
             }
@@ -180,6 +175,30 @@ mod tests {
         let p = s3(j);
         assert_eq!(p.config.credentials.access_key_id, "AK");
         assert_eq!(p.config.credentials.secret_access_key, "SK");
+    }
+
+    /// Kanister's `toJson` of an azure Profile with a `secrets.kanister.io/azure` Secret.
+    #[test]
+    fn azure_profiles() {
+        let j = r#"{"Location":{"type":"azure","bucket":"backups","prefix":"team-a"},"Credential":{"Type":"secret","KeyPair":null,"Secret":{"type":"secrets.kanister.io/azure","metadata":{"name":"az"},"data":{"azure_storage_account_id":"YWNjdA==","azure_storage_key":"a2V5"}}}}"#;
+        let StoreProfile::Azure(p) = parse(j).unwrap() else {
+            panic!("not azure")
+        };
+        assert_eq!(
+            (p.container.as_str(), p.prefix.as_str()),
+            ("backups", "team-a")
+        );
+        assert_eq!(
+            (p.config.account.as_str(), p.config.key.as_str()),
+            ("acct", "key")
+        );
+        let e = parse(r#"{"Location":{"type":"azure"},"Credential":{"Type":"keyPair","KeyPair":{"ID":"acct","Secret":"k"}}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("invalid --profile: Container not specified"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -216,8 +235,6 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("Kopia repository server"), "{e}");
-        let e = parse(r#"{"Location":{"type":"azure","bucket":"b"},"Credential":{"Type":"keyPair","KeyPair":{"ID":"p","Secret":"k"}}}"#).unwrap_err().to_string();
-        assert!(e.contains("s3Compliant and gcs locations only"), "{e}");
         let e = parse(r#"{"Location":{"type":"gcs","bucket":"b"},"Credential":{"Type":"keyPair","KeyPair":{"ID":"p","Secret":"k"}}}"#).unwrap_err().to_string();
         assert!(
             e.starts_with("invalid --profile: the gcs Profile's service-account key"),

@@ -1,16 +1,22 @@
 //! A Profile's object store, as Kanister's `pkg/location`: the s3Compliant Profile made an S3
 //! connection ([`profile_from_params`]), the object keys an artifact names ([`key`]), and deleting
-//! a path with what is below it ([`delete_path`]). LocationDelete and kando's `location`
-//! commands use it; the S3 client itself is [`crate::aws::s3`].
+//! a path with what is below it ([`delete_path`]); an azure Profile made a Blob service
+//! connection ([`azure`]); a gcs one is [`crate::gcs::from_profile`]'s. Any of them behind
+//! [`StoreProfile`] and [`StoreClient`]. LocationDelete and kando's `location` commands use it;
+//! the clients themselves are [`crate::aws::s3`], [`crate::gcs`] and [`crate::azure`].
 
 use serde_json::Value;
 
 use crate::aws::s3::{Config, Credentials, S3Client, S3Error};
 use crate::param::profile::{self, Credential, Profile, ProfileError};
 
+pub mod azure;
 mod key;
+mod store;
 
+pub use azure::{AzureProfile, AzureProfileError};
 pub use key::{KeyPrefixError, clean_path, clean_relative, is_under, key_prefix};
+pub use store::{ObjectReader, StoreClient, StoreError, StoreProfile};
 
 /// An s3Compliant Profile (`.Profile` template parameter), ready to connect.
 #[derive(Debug, Clone)]
@@ -27,39 +33,6 @@ pub struct S3Profile {
 /// `keyPair`, or `secret` of type `secrets.kanister.io/aws` without a `role`.
 pub fn profile_from_params(params: &Value) -> Result<S3Profile, ProfileError> {
     from_profile(&Profile::from_params(params)?)
-}
-
-/// A Profile's object store, as kando's `location` commands and LocationDelete reach it.
-#[derive(Debug, Clone)]
-pub enum Store {
-    S3(S3Profile),
-    Gcs(crate::gcs::GcsProfile),
-}
-
-impl Store {
-    pub fn bucket(&self) -> &str {
-        match self {
-            Store::S3(p) => &p.bucket,
-            Store::Gcs(p) => &p.bucket,
-        }
-    }
-
-    /// `location.prefix` (may be empty).
-    pub fn prefix(&self) -> &str {
-        match self {
-            Store::S3(p) => &p.prefix,
-            Store::Gcs(p) => &p.prefix,
-        }
-    }
-}
-
-/// The Profile of the template parameters as an S3 or GCS connection.
-pub fn store_from_params(params: &Value) -> Result<Store, ProfileError> {
-    let p = Profile::from_params(params)?;
-    if p.location.type_ == profile::LOCATION_GCS {
-        return Ok(Store::Gcs(crate::gcs::from_profile(&p)?));
-    }
-    from_profile(&p).map(Store::S3)
 }
 
 /// An s3Compliant [`Profile`] as an S3 connection.

@@ -27,6 +27,8 @@ pub const AWS_ROLE_KEY: &str = "role";
 pub const AZURE_SECRET_TYPE: &str = "secrets.kanister.io/azure";
 pub const AZURE_ACCOUNT_ID_KEY: &str = "azure_storage_account_id";
 pub const AZURE_ACCOUNT_KEY_KEY: &str = "azure_storage_key";
+/// The Azure cloud (`AzurePublicCloud`, `AzureChinaCloud`, ...), optional.
+pub const AZURE_ENVIRONMENT_KEY: &str = "azure_storage_environment";
 /// Kanister's `secrets.kanister.io/gcp` Secret keys.
 pub const GCP_SECRET_TYPE: &str = "secrets.kanister.io/gcp";
 pub const GCP_PROJECT_ID_KEY: &str = "gcp_project_id";
@@ -80,8 +82,6 @@ pub enum ProfileError {
     S3Kopia,
     #[error("Bucket not specified (set the Profile's location.bucket)")]
     NoBucket,
-    #[error(transparent)]
-    Gcs(#[from] crate::gcs::ConfigError),
 }
 
 /// Callers that word their own failures take the text.

@@ -19,6 +19,7 @@
 //! state that another test of the same binary could change.
 #![allow(dead_code)]
 
+pub mod azurite;
 pub mod call;
 pub mod cluster;
 pub mod controller;

@@ -12,13 +12,13 @@
 //! even a truncated one, appears under the key.
 
 use std::future::Future;
-use std::time::Duration;
 
 use bytes::Bytes;
 use http::Method;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 
 use super::{Exchange, Reply, S3Client, S3Error};
+use crate::aws::exchange::{BodyReader, CopyError};
 use crate::aws::xml::{self, complete_request_body, parse_upload_id};
 
 /// Part size of parts 1..=5000.
@@ -27,8 +27,6 @@ pub const PART_SIZE: usize = 8 << 20;
 pub const LARGE_PART_SIZE: usize = 16 << 20;
 /// The S3 limit.
 pub const MAX_PARTS: u32 = 10_000;
-/// Longest wait for the next bytes of an object being read.
-const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The size of part `n` (from 1): the stream may be up to
 /// 5000 × 8 MiB + 5000 × 16 MiB = 117.2 GiB.
@@ -76,18 +74,16 @@ pub enum DownloadError {
 /// The body of a GetObject, read chunk by chunk.
 pub struct ObjectStream {
     url: String,
-    body: hyper::body::Incoming,
+    body: BodyReader,
     /// `Content-Length`, when the store sent one.
     pub len: Option<u64>,
 }
 
 impl ObjectStream {
     /// The next bytes; `None` at the end. A connection that breaks or
-    /// stays silent for [`IDLE_TIMEOUT`] is an error.
+    /// stays silent for [`crate::aws::exchange::IDLE_TIMEOUT`] is an error.
     pub async fn next_chunk(&mut self) -> Result<Option<Bytes>, S3Error> {
-        crate::aws::exchange::next_data(&mut self.body, IDLE_TIMEOUT)
-            .await
-            .map_err(|m| self.transport(m))
+        self.body.next_chunk().await.map_err(|m| self.transport(m))
     }
 
     /// Writes the rest of the object to `out` (then flushes it); returns
@@ -96,13 +92,10 @@ impl ObjectStream {
         &mut self,
         out: &mut W,
     ) -> Result<u64, DownloadError> {
-        let mut n = 0u64;
-        while let Some(chunk) = self.next_chunk().await? {
-            out.write_all(&chunk).await.map_err(DownloadError::Sink)?;
-            n += chunk.len() as u64;
-        }
-        out.flush().await.map_err(DownloadError::Sink)?;
-        Ok(n)
+        self.body.copy_to(out).await.map_err(|e| match e {
+            CopyError::Read(m) => DownloadError::Store(self.transport(m)),
+            CopyError::Write(e) => DownloadError::Sink(e),
+        })
     }
 
     fn transport(&self, message: String) -> S3Error {
@@ -133,7 +126,7 @@ impl S3Client {
                     .and_then(|v| v.to_str().ok()?.parse().ok());
                 Ok(ObjectStream {
                     url,
-                    body: response.into_body(),
+                    body: BodyReader(response.into_body()),
                     len,
                 })
             }
