@@ -1117,6 +1117,19 @@ mod tests {
             )
         );
 
+        // An azure Secret on a gcs location is refused by its type.
+        p["Profile"]["Location"]["Type"] = json!("gcs");
+        let prof = Profile::from_params(&p).unwrap();
+        let e = Repository::new(&prof, "a", "k", false)
+            .env()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("Unsupported type 'secrets.kanister.io/azure' for a gcs location"),
+            "{e}"
+        );
+        // A keyPair whose secret is no service-account key.
+        let mut p = s3_params();
         p["Profile"]["Location"]["Type"] = json!("gcs");
         let prof = Profile::from_params(&p).unwrap();
         let e = Repository::new(&prof, "a", "k", false)

@@ -193,56 +193,6 @@ pub async fn exchange(
     })
 }
 
-/// Longest wait for the next bytes of a body being read.
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// A 2xx answer's body (an object being downloaded), read chunk by chunk.
-pub struct BodyReader(pub hyper::body::Incoming);
-
-/// Why a body could not be copied out: reading it (the text says why) or writing it.
-pub enum CopyError {
-    Read(String),
-    Write(std::io::Error),
-}
-
-impl BodyReader {
-    /// The next bytes; `None` at the end. A connection that breaks or stays silent for
-    /// [`IDLE_TIMEOUT`] is an error.
-    pub async fn next_chunk(&mut self) -> Result<Option<Bytes>, String> {
-        loop {
-            let frame = tokio::time::timeout(IDLE_TIMEOUT, self.0.frame())
-                .await
-                .map_err(|_| format!("no data for {} s", IDLE_TIMEOUT.as_secs()))?;
-            match frame {
-                None => return Ok(None),
-                Some(Err(e)) => return Err(format!("reading the object: {e}")),
-                Some(Ok(f)) => {
-                    if let Ok(data) = f.into_data()
-                        && !data.is_empty()
-                    {
-                        return Ok(Some(data));
-                    }
-                }
-            }
-        }
-    }
-
-    /// Writes the rest of the body to `out` (then flushes it); returns the bytes written.
-    pub async fn copy_to<W: tokio::io::AsyncWrite + Unpin>(
-        &mut self,
-        out: &mut W,
-    ) -> Result<u64, CopyError> {
-        use tokio::io::AsyncWriteExt as _;
-        let mut n = 0u64;
-        while let Some(chunk) = self.next_chunk().await.map_err(CopyError::Read)? {
-            out.write_all(&chunk).await.map_err(CopyError::Write)?;
-            n += chunk.len() as u64;
-        }
-        out.flush().await.map_err(CopyError::Write)?;
-        Ok(n)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -27,9 +27,6 @@ pub enum AzureError {
     /// Reading the data to upload failed.
     #[error("reading the data to upload: {0}")]
     Source(std::io::Error),
-    /// Writing a downloaded blob failed.
-    #[error("writing the downloaded data: {0}")]
-    Sink(std::io::Error),
     #[error(
         "the stream is larger than {} bytes, the most this client puts in {} blocks of {} MiB",
         super::transfer::MAX_BLOCKS as u64 * super::transfer::BLOCK_SIZE as u64,

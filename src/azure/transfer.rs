@@ -13,12 +13,12 @@ use std::future::Future;
 use base64::Engine as _;
 use bytes::Bytes;
 use http::Method;
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::AsyncRead;
 
 use super::AzureError;
 use super::client::{AzureClient, Exchange};
+use crate::aws::download::Download;
 use crate::aws::exchange::Answer;
-use crate::aws::exchange::{BodyReader, CopyError};
 use crate::aws::s3::transfer::read_part;
 
 /// Size of each block (Azure takes up to 4000 MiB per block).
@@ -42,32 +42,9 @@ pub fn block_list_body(ids: &[String]) -> String {
     s
 }
 
-/// The body of a Get Blob, read chunk by chunk.
-pub struct BlobStream {
-    url: String,
-    body: BodyReader,
-    /// `Content-Length`, when the service sent one.
-    pub len: Option<u64>,
-}
-
-impl BlobStream {
-    /// Writes the rest of the blob to `out` (then flushes it); returns the bytes written. A
-    /// connection that breaks or stays silent for two minutes is an error.
-    pub async fn copy_to<W: AsyncWrite + Unpin>(&mut self, out: &mut W) -> Result<u64, AzureError> {
-        self.body.copy_to(out).await.map_err(|e| match e {
-            CopyError::Write(e) => AzureError::Sink(e),
-            CopyError::Read(message) => AzureError::Transport {
-                op: "GetBlob",
-                url: self.url.clone(),
-                message,
-            },
-        })
-    }
-}
-
 impl AzureClient {
-    /// Get Blob, its body left to read with [`BlobStream::copy_to`].
-    pub async fn get_blob(&self, container: &str, blob: &str) -> Result<BlobStream, AzureError> {
+    /// Get Blob, its body left to read.
+    pub async fn get_blob(&self, container: &str, blob: &str) -> Result<Download, AzureError> {
         let req = Exchange {
             op: "GetBlob",
             method: Method::GET,
@@ -79,15 +56,7 @@ impl AzureClient {
         match self.exchange(&req, Bytes::new(), true).await? {
             Answer::Open(response) => {
                 let url = self.url(container, Some(blob));
-                let len = response
-                    .headers()
-                    .get(http::header::CONTENT_LENGTH)
-                    .and_then(|v| v.to_str().ok()?.parse().ok());
-                Ok(BlobStream {
-                    url,
-                    body: BodyReader(response.into_body()),
-                    len,
-                })
+                Ok(Download::new("GetBlob", url, response))
             }
             Answer::Whole { body, .. } => Err(AzureError::Response {
                 op: "GetBlob",

@@ -10,14 +10,14 @@ use std::time::{Duration, Instant, SystemTime};
 use bytes::Bytes;
 use http::{HeaderMap, Method, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
-use tokio::io::AsyncWrite;
 
 use super::auth::{self, Token};
 use super::error::{error_message, hint};
 use super::{GcsError, GcsProfile, ServiceKey};
-use crate::aws::exchange::{BodyReader, CopyError, HttpClient, http_client};
+use crate::aws::download::Download;
+use crate::aws::exchange::{HttpClient, http_client};
 use crate::aws::sigv4::uri_encode;
-use crate::objectstore::is_under;
+use crate::objectstore::keys_under;
 
 pub use super::upload::CHUNK;
 
@@ -359,20 +359,15 @@ impl GcsClient {
     /// Deletes `path` and every object below it (`path/...`, never `path-other`); returns how
     /// many objects went.
     pub async fn delete_path(&self, bucket: &str, path: &str) -> Result<usize, GcsError> {
-        let keys: Vec<String> = self
-            .list_all(bucket, path)
-            .await?
-            .into_iter()
-            .filter(|k| is_under(k, path))
-            .collect();
+        let keys = keys_under(self.list_all(bucket, path).await?, path);
         for k in &keys {
             self.delete_object(bucket, k).await?;
         }
         Ok(keys.len())
     }
 
-    /// The object's body, to read with [`ObjectStream::copy_to`].
-    pub async fn get_object(&self, bucket: &str, key: &str) -> Result<ObjectStream, GcsError> {
+    /// The object's body, left to read.
+    pub async fn get_object(&self, bucket: &str, key: &str) -> Result<Download, GcsError> {
         let url = format!("{}?alt=media", self.object_url(bucket, key));
         let req = Req {
             op: "GetObject",
@@ -384,17 +379,13 @@ impl GcsClient {
         };
         match self.send(req, true, true).await? {
             Answer::Open(resp) => {
-                // A transcoded (gzip-stored) object's length is not what arrives.
-                let len = resp
-                    .headers()
-                    .get(http::header::CONTENT_LENGTH)
-                    .filter(|_| !resp.headers().contains_key(http::header::CONTENT_ENCODING))
-                    .and_then(|v| v.to_str().ok()?.parse().ok());
-                Ok(ObjectStream {
-                    url,
-                    body: BodyReader(resp.into_body()),
-                    len,
-                })
+                let transcoded = resp.headers().contains_key(http::header::CONTENT_ENCODING);
+                let mut download = Download::new("GetObject", url, resp);
+                if transcoded {
+                    // A gzip-stored object's length is not what arrives.
+                    download.len = None;
+                }
+                Ok(download)
             }
             Answer::Whole { .. } => Err(GcsError::Response {
                 op: "GetObject",
@@ -416,29 +407,6 @@ pub async fn check_key(profile: &GcsProfile) -> Result<(), GcsError> {
             Ok(())
         }
         Ok(_) => Ok(()),
-    }
-}
-
-/// A downloaded object's body.
-pub struct ObjectStream {
-    url: String,
-    body: BodyReader,
-    /// `Content-Length`, when the store sent one (and no transcoding).
-    pub len: Option<u64>,
-}
-
-impl ObjectStream {
-    /// Writes the rest of the object to `out` (then flushes it); returns the bytes written. A
-    /// connection that breaks or stays silent for two minutes is an error.
-    pub async fn copy_to<W: AsyncWrite + Unpin>(&mut self, out: &mut W) -> Result<u64, GcsError> {
-        self.body.copy_to(out).await.map_err(|e| match e {
-            CopyError::Write(e) => GcsError::Sink(e),
-            CopyError::Read(message) => GcsError::Transport {
-                op: "GetObject",
-                url: self.url.clone(),
-                message,
-            },
-        })
     }
 }
 

@@ -40,8 +40,6 @@ pub enum GcsError {
     },
     #[error("reading the data to upload: {0}")]
     Source(std::io::Error),
-    #[error("writing the downloaded data: {0}")]
-    Sink(std::io::Error),
     #[error("interrupted ({0})")]
     Interrupted(String),
 }

@@ -196,8 +196,8 @@ pub async fn pull(
         }
         n
     }
-    .map_err(fail)?;
-    if let Some(len) = obj.announced_len()
+    .map_err(|e| fail(e.into()))?;
+    if let Some(len) = obj.len
         && len != n
     {
         return Err(LocationError::Short {

@@ -3,7 +3,7 @@
 //! `secrets.kanister.io/azure` (`azure_storage_account_id`, `azure_storage_key`, optional
 //! `azure_storage_environment`); the Profile's bucket is the container.
 
-use super::is_under;
+use super::keys_under;
 use crate::azure::client::Config;
 use crate::azure::{AzureClient, AzureError};
 use crate::param::profile::{
@@ -101,12 +101,7 @@ pub async fn delete_path(
     container: &str,
     path: &str,
 ) -> Result<usize, AzureError> {
-    let names: Vec<String> = client
-        .list(container, path)
-        .await?
-        .into_iter()
-        .filter(|k| is_under(k, path))
-        .collect();
+    let names = keys_under(client.list(container, path).await?, path);
     for name in &names {
         match client.delete_blob(container, name).await {
             Err(e) if e.code() == Some("BlobNotFound") => {}

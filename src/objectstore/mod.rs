@@ -15,8 +15,8 @@ mod key;
 mod store;
 
 pub use azure::{AzureProfile, AzureProfileError};
-pub use key::{KeyPrefixError, clean_path, clean_relative, is_under, key_prefix};
-pub use store::{ObjectReader, StoreClient, StoreError, StoreProfile};
+pub use key::{KeyPrefixError, clean_path, clean_relative, is_under, key_prefix, keys_under};
+pub use store::{StoreClient, StoreError, StoreProfile};
 
 /// An s3Compliant Profile (`.Profile` template parameter), ready to connect.
 #[derive(Debug, Clone)]
@@ -79,12 +79,7 @@ pub fn from_profile(p: &Profile) -> Result<S3Profile, ProfileError> {
 
 /// Deletes `path` and every key below it; returns how many objects went.
 pub async fn delete_path(client: &S3Client, bucket: &str, path: &str) -> Result<usize, S3Error> {
-    let keys: Vec<String> = client
-        .list_all(bucket, path, None)
-        .await?
-        .into_iter()
-        .filter(|k| is_under(k, path))
-        .collect();
+    let keys = keys_under(client.list_all(bucket, path, None).await?, path);
     client.delete_keys(bucket, &keys).await
 }
 

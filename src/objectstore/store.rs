@@ -5,14 +5,13 @@
 
 use std::future::Future;
 
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::AsyncRead;
 
 use super::azure::{self, AzureProfile};
 use super::{S3Profile, delete_path};
+use crate::aws::download::Download;
 use crate::aws::s3::S3Client;
-use crate::aws::s3::transfer::ObjectStream;
 use crate::azure::AzureClient;
-use crate::azure::transfer::BlobStream;
 use crate::gcs::{self, GcsClient, GcsProfile};
 use crate::param::profile::{LOCATION_AZURE, LOCATION_GCS, Profile};
 
@@ -64,33 +63,6 @@ pub enum StoreClient {
     Azure(AzureClient),
 }
 
-/// An object being read.
-pub enum ObjectReader {
-    S3(ObjectStream),
-    Gcs(gcs::client::ObjectStream),
-    Azure(BlobStream),
-}
-
-impl ObjectReader {
-    /// The length the store announced.
-    pub fn announced_len(&self) -> Option<u64> {
-        match self {
-            ObjectReader::S3(o) => o.len,
-            ObjectReader::Gcs(o) => o.len,
-            ObjectReader::Azure(o) => o.len,
-        }
-    }
-
-    /// Writes the rest of the object to `out`; returns the bytes written.
-    pub async fn copy_to<W: AsyncWrite + Unpin>(&mut self, out: &mut W) -> Result<u64, StoreError> {
-        Ok(match self {
-            ObjectReader::S3(o) => o.copy_to(out).await?,
-            ObjectReader::Gcs(o) => o.copy_to(out).await?,
-            ObjectReader::Azure(o) => o.copy_to(out).await?,
-        })
-    }
-}
-
 impl StoreClient {
     /// A gcs Profile without an endpoint goes to this process's `STORAGE_EMULATOR_HOST` when
     /// set (see [`crate::gcs`]).
@@ -126,11 +98,11 @@ impl StoreClient {
     }
 
     /// The object at `key`, its body left to read.
-    pub async fn get(&self, bucket: &str, key: &str) -> Result<ObjectReader, StoreError> {
+    pub async fn get(&self, bucket: &str, key: &str) -> Result<Download, StoreError> {
         Ok(match self {
-            StoreClient::S3(c) => ObjectReader::S3(c.get_object(bucket, key).await?),
-            StoreClient::Gcs(c) => ObjectReader::Gcs(c.get_object(bucket, key).await?),
-            StoreClient::Azure(c) => ObjectReader::Azure(c.get_blob(bucket, key).await?),
+            StoreClient::S3(c) => c.get_object(bucket, key).await?,
+            StoreClient::Gcs(c) => c.get_object(bucket, key).await?,
+            StoreClient::Azure(c) => c.get_blob(bucket, key).await?,
         })
     }
 

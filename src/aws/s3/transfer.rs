@@ -15,10 +15,10 @@ use std::future::Future;
 
 use bytes::Bytes;
 use http::Method;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::{Exchange, Reply, S3Client, S3Error};
-use crate::aws::exchange::{BodyReader, CopyError};
+use crate::aws::download::Download;
 use crate::aws::xml::{self, complete_request_body, parse_upload_id};
 
 /// Part size of parts 1..=5000.
@@ -61,55 +61,9 @@ pub enum UploadError {
     Interrupted(String),
 }
 
-/// Why a download failed.
-#[derive(Debug, thiserror::Error)]
-pub enum DownloadError {
-    #[error("{0}")]
-    Store(#[from] S3Error),
-    /// Writing to the destination failed.
-    #[error("writing the downloaded data: {0}")]
-    Sink(std::io::Error),
-}
-
-/// The body of a GetObject, read chunk by chunk.
-pub struct ObjectStream {
-    url: String,
-    body: BodyReader,
-    /// `Content-Length`, when the store sent one.
-    pub len: Option<u64>,
-}
-
-impl ObjectStream {
-    /// The next bytes; `None` at the end. A connection that breaks or
-    /// stays silent for [`crate::aws::exchange::IDLE_TIMEOUT`] is an error.
-    pub async fn next_chunk(&mut self) -> Result<Option<Bytes>, S3Error> {
-        self.body.next_chunk().await.map_err(|m| self.transport(m))
-    }
-
-    /// Writes the rest of the object to `out` (then flushes it); returns
-    /// the bytes written.
-    pub async fn copy_to<W: AsyncWrite + Unpin>(
-        &mut self,
-        out: &mut W,
-    ) -> Result<u64, DownloadError> {
-        self.body.copy_to(out).await.map_err(|e| match e {
-            CopyError::Read(m) => DownloadError::Store(self.transport(m)),
-            CopyError::Write(e) => DownloadError::Sink(e),
-        })
-    }
-
-    fn transport(&self, message: String) -> S3Error {
-        S3Error::Transport {
-            op: "GetObject",
-            url: self.url.clone(),
-            message,
-        }
-    }
-}
-
 impl S3Client {
-    /// GetObject, its body left to read with [`ObjectStream::next_chunk`].
-    pub async fn get_object(&self, bucket: &str, key: &str) -> Result<ObjectStream, S3Error> {
+    /// GetObject, its body left to read with [`Download::next_chunk`].
+    pub async fn get_object(&self, bucket: &str, key: &str) -> Result<Download, S3Error> {
         let req = Exchange {
             op: "GetObject",
             method: Method::GET,
@@ -119,17 +73,7 @@ impl S3Client {
             extra: &[],
         };
         match self.exchange(&req, Bytes::new(), true).await? {
-            Reply::Open { url, response } => {
-                let len = response
-                    .headers()
-                    .get(http::header::CONTENT_LENGTH)
-                    .and_then(|v| v.to_str().ok()?.parse().ok());
-                Ok(ObjectStream {
-                    url,
-                    body: BodyReader(response.into_body()),
-                    len,
-                })
-            }
+            Reply::Open { url, response } => Ok(Download::new("GetObject", url, response)),
             Reply::Whole { body, .. } => Err(S3Error::Response {
                 op: "GetObject",
                 url: format!("{}{}", self.endpoint(), self.path(bucket, Some(key))),
