@@ -24,7 +24,7 @@ enum KandoError {
     /// A Kanister command this kando does not implement; `feature` says what it does there.
     #[error(
         "`kando {command}` is not supported: {feature} is not implemented by blueprint-operator's kando \
-         (supported: location push/pull/delete on s3Compliant and azure Profiles, output)"
+         (supported: location push/pull/delete on s3Compliant, gcs and azure Profiles, output)"
     )]
     UnsupportedCommand {
         command: &'static str,
@@ -34,7 +34,7 @@ enum KandoError {
     #[error(
         "{0} is not supported: it belongs to Kanister's Kopia repository server data path \
          (Profile location type kopia), which blueprint-operator's kando does not implement; \
-         without it, kando pushes and pulls plain objects of an s3Compliant or azure Profile"
+         without it, kando pushes and pulls plain objects of an s3Compliant, gcs or azure Profile"
     )]
     KopiaFlag(&'static str),
     #[error("Invalid log level: {0}")]
@@ -59,7 +59,7 @@ enum KandoError {
     version,
     args_override_self = true,
     about = "Kanister's kando, as far as Blueprints use it: location push/pull/delete on \
-             s3Compliant and azure Profiles, and output"
+             s3Compliant, gcs and azure Profiles, and output"
 )]
 struct Kando {
     /// Log level on stderr (trace, debug, info, warn, error, fatal, panic).

@@ -35,7 +35,7 @@ pub enum ProfileFlagError {
     #[error(
         "the Profile's location type is kopia: Kanister's Kopia repository server data path \
          (kando location push/pull/delete through a Kopia server, --output-name, \
-         --kopia-snapshot) is not supported by this kando; use an s3Compliant Profile"
+         --kopia-snapshot) is not supported by this kando; use an s3Compliant, gcs or azure Profile"
     )]
     Kopia,
     #[error("Unsupported Location type: {0}")]
