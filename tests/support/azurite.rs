@@ -42,14 +42,6 @@ pub struct Azurite {
     pub ca: PathBuf,
 }
 
-fn azurite_bin() -> Result<PathBuf, String> {
-    static BIN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    BIN.get_or_init(|| {
-        super::server::built_tools("tools/azurite/build.sh", &["azurite"]).map(|mut v| v.remove(0))
-    })
-    .clone()
-}
-
 /// Azurite of this test binary; the first call starts it.
 pub fn azurite() -> &'static Azurite {
     static AZ: OnceLock<Azurite> = OnceLock::new();
@@ -57,7 +49,7 @@ pub fn azurite() -> &'static Azurite {
 }
 
 fn start() -> anyhow::Result<Azurite> {
-    let bin = azurite_bin().map_err(anyhow::Error::msg)?;
+    let bin = super::server::built_tool("tools/azurite/build.sh", "azurite")?;
     let host = super::server::host();
     let port = super::server::free_port(&host)?;
     let addr = format!("{host}:{port}");

@@ -32,15 +32,6 @@ pub struct Gcs {
     pub refused: Arc<AtomicUsize>,
 }
 
-fn binary() -> Result<std::path::PathBuf, String> {
-    static BIN: OnceLock<Result<std::path::PathBuf, String>> = OnceLock::new();
-    BIN.get_or_init(|| {
-        super::server::built_tools("tools/data-plane/build.sh", &["fake-gcs-server"])
-            .map(|mut v| v.remove(0))
-    })
-    .clone()
-}
-
 /// The emulator of this test binary; the first call starts it.
 pub fn server() -> &'static Gcs {
     static GCS: OnceLock<Gcs> = OnceLock::new();
@@ -48,7 +39,7 @@ pub fn server() -> &'static Gcs {
 }
 
 fn start() -> anyhow::Result<Gcs> {
-    let bin = binary().map_err(anyhow::Error::msg)?;
+    let bin = super::server::built_tool("tools/data-plane/build.sh", "fake-gcs-server")?;
     let host = super::server::host();
     let port = super::server::free_port(&host)?.to_string();
     let addr = format!("{host}:{port}");
