@@ -1035,6 +1035,11 @@ mod tests {
     fn secret_credentials_and_other_locations() {
         use base64::Engine;
         let b = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let env_error = |p: &Value| {
+            let prof = Profile::from_params(p).unwrap();
+            let e = Repository::new(&prof, "a", "k", false).env().unwrap_err();
+            e.to_string()
+        };
         let mut p = s3_params();
         p["Profile"]["Credential"] = json!({"Type": "secret", "Secret": {
             "type": AWS_SECRET_TYPE,
@@ -1056,11 +1061,7 @@ mod tests {
         );
         assert_eq!(env[0].1, "ID2");
         p["Profile"]["Credential"]["Secret"]["data"]["role"] = json!(b("arn:aws:iam::1:role/x"));
-        let prof = Profile::from_params(&p).unwrap();
-        let e = Repository::new(&prof, "x", "k", false)
-            .env()
-            .unwrap_err()
-            .to_string();
+        let e = env_error(&p);
         assert!(e.contains("assuming a role is not supported"), "{e}");
 
         let mut p = s3_params();
@@ -1091,11 +1092,7 @@ mod tests {
             ("AZURE_ENDPOINT_SUFFIX".into(), "localhost:10000".into())
         );
         p["Profile"]["Location"]["Endpoint"] = json!("http://127.0.0.1:10000/acct");
-        let prof = Profile::from_params(&p).unwrap();
-        let e = Repository::new(&prof, "a", "k", false)
-            .env()
-            .unwrap_err()
-            .to_string();
+        let e = env_error(&p);
         assert!(
             e.contains("restic's azure backend reaches the Blob service only at"),
             "{e}"
@@ -1119,11 +1116,7 @@ mod tests {
 
         // An azure Secret on a gcs location is refused by its type.
         p["Profile"]["Location"]["Type"] = json!("gcs");
-        let prof = Profile::from_params(&p).unwrap();
-        let e = Repository::new(&prof, "a", "k", false)
-            .env()
-            .unwrap_err()
-            .to_string();
+        let e = env_error(&p);
         assert!(
             e.contains("Unsupported type 'secrets.kanister.io/azure' for a gcs location"),
             "{e}"
@@ -1131,11 +1124,7 @@ mod tests {
         // A keyPair whose secret is no service-account key.
         let mut p = s3_params();
         p["Profile"]["Location"]["Type"] = json!("gcs");
-        let prof = Profile::from_params(&p).unwrap();
-        let e = Repository::new(&prof, "a", "k", false)
-            .env()
-            .unwrap_err()
-            .to_string();
+        let e = env_error(&p);
         assert!(
             e.starts_with(
                 "Failed to create args from credential: the gcs Profile's service-account key"
