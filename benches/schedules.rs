@@ -13,6 +13,8 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
@@ -27,39 +29,13 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-        })
-        .unwrap_or(0)
-}
+use common::{cpu_secs, loadavg, pct, rss_kib};
 
-/// This process's CPU time (user + system, all threads).
-fn cpu_secs() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<u64> = rest
-        .split_whitespace()
-        .map(|v| v.parse().unwrap_or(0))
-        .collect();
-    let ticks = f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0);
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    ticks as f64 / hz
-}
-
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .unwrap_or_default()
-        .split_whitespace()
-        .take(3)
-        .collect::<Vec<_>>()
-        .join(" ")
-}
+// `--features dhat-heap`: every allocation recorded with its call stack (several times slower);
+// dhat-heap.json then tells which stacks held the bytes at the peak (`tools/dhat-top.py`).
+#[cfg(feature = "dhat-heap")]
+#[global_allocator]
+static ALLOC: dhat::Alloc = dhat::Alloc;
 
 /// The API server's create limit: `n` ActionSets shaped like the scheduler's, sent by 16
 /// concurrent clients as fast as they are answered. Returns each create's completion time
@@ -96,14 +72,6 @@ async fn create_limit(client: &Client, n: usize) -> anyhow::Result<Vec<f64>> {
         .collect::<anyhow::Result<Vec<f64>>>()?;
     done.sort_by(|a, b| a.total_cmp(b));
     Ok(done)
-}
-
-fn pct(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i]
 }
 
 async fn run_size(client: &Client, n: usize) -> anyhow::Result<()> {
@@ -267,6 +235,8 @@ async fn main() -> anyhow::Result<()> {
     } else {
         sizes
     };
+    #[cfg(feature = "dhat-heap")]
+    let _profiler = dhat::Profiler::new_heap();
     let client = support::client().await;
     support::install_crds(&client).await?;
     for n in sizes {

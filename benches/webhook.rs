@@ -40,6 +40,10 @@ use serde_json::{Value, json};
 
 #[path = "../tests/support/webhook_client.rs"]
 mod webhook_client;
+
+mod common;
+
+use common::env_usize;
 use webhook_client::{Conn, blueprint_review, client_config};
 
 /// The binary's allocator (src/main.rs), so the server process here allocates as it does.
@@ -65,13 +69,6 @@ fn pin_to(cpus: impl IntoIterator<Item = usize>) {
             eprintln!("could not pin to CPUs: {}", std::io::Error::last_os_error());
         }
     }
-}
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }
 
 fn corpus() -> PathBuf {
@@ -170,17 +167,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 
 /// The server process's CPU time (user + system, all threads, dead ones included).
 fn cpu_time(pid: u32) -> Duration {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command name (which may hold spaces) : utime is the 14th field overall.
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<u64> = rest
-        .split_whitespace()
-        .map(|v| v.parse().unwrap_or(0))
-        .collect();
-    let ticks = f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0);
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-    Duration::from_nanos(ticks * 1_000_000_000 / hz)
+    Duration::from_secs_f64(common::pid_cpu_secs(pid))
 }
 
 /// `(VmRSS KiB, threads)` of a process.

@@ -7,6 +7,7 @@
 
 pub mod app;
 pub mod aws;
+pub mod azure;
 pub mod blueprint;
 pub mod cli;
 pub mod ctl;
@@ -15,6 +16,7 @@ pub mod duration;
 pub mod events;
 pub mod executor;
 pub mod functions;
+pub mod gcs;
 pub mod kando;
 pub mod kanister_crd;
 pub mod kube_error;

@@ -36,10 +36,24 @@
 //!   the test data plane runs restic 0.18;
 //! - a repository that exists but rejects the encryption key fails with
 //!   "Password is incorrect" instead of a failed `restic init`;
-//! - location type `gcs` is refused (Kanister writes the service key into
-//!   the pod first; not implemented); `azure` and `s3Compliant` work, with
-//!   credential type `keyPair` or `secret` (`secrets.kanister.io/aws` without
-//!   an assumed `role`, or `secrets.kanister.io/azure`).
+//! - location type `gcs`: Kanister writes the service-account key to
+//!   `/tmp/creds.txt` in the pod with a separate exec before restic runs (and
+//!   leaves it there when the removal fails); here the key travels with the
+//!   rest of the environment on stdin and the shell prologue writes it to a
+//!   private `mktemp` file for restic's `GOOGLE_APPLICATION_CREDENTIALS`,
+//!   removed when the shell exits ([`GCS_KEY_FILE`]); credential `keyPair`
+//!   (ID: project id, secret: key JSON) or a `secrets.kanister.io/gcp` Secret
+//!   (Kanister's restic reads only `keyPair`); a Profile `endpoint` is given
+//!   to restic as `STORAGE_EMULATOR_HOST` (Kanister ignores it for gcs); the
+//!   key is first checked at its token endpoint by [`exec`], so a refused key
+//!   fails at once (restic retries it for many minutes);
+//! - `azure` and `s3Compliant` work with credential type `keyPair` or
+//!   `secret` (`secrets.kanister.io/aws` without an assumed `role`, or
+//!   `secrets.kanister.io/azure`);
+//! - azure: the cloud of the Secret's `azure_storage_environment` and the
+//!   Profile's `location.endpoint` reach restic as `AZURE_ENDPOINT_SUFFIX`
+//!   ([`crate::azure::client::endpoint_suffix`]; Kanister drops both, so its
+//!   restic always goes to Azure's public cloud).
 
 use serde_json::Value;
 
@@ -47,8 +61,7 @@ use crate::functions::context::Context;
 use crate::functions::error::FunctionError;
 use crate::param::profile::{
     AWS_ACCESS_KEY_ID_KEY, AWS_ROLE_KEY, AWS_SECRET_ACCESS_KEY_KEY, AWS_SECRET_TYPE,
-    AWS_SESSION_TOKEN_KEY, AZURE_ACCOUNT_ID_KEY, AZURE_ACCOUNT_KEY_KEY, Credential, LOCATION_AZURE,
-    LOCATION_GCS, LOCATION_S3,
+    AWS_SESSION_TOKEN_KEY, Credential, LOCATION_AZURE, LOCATION_GCS, LOCATION_S3,
 };
 use crate::pods::{self as pod, ExecResult};
 // The restic functions take the Profile from here with the repository.
@@ -104,10 +117,10 @@ pub enum ResticError {
     SecretType { type_: String },
     #[error("Failed to create args from credential: Unsupported type 'kopia' for credentials")]
     KopiaCredential,
-    #[error(
-        "Location type gcs is not supported by this executor's restic data mover (supported: s3Compliant, azure)"
-    )]
-    Gcs,
+    #[error("Failed to create args from credential: {0}")]
+    Gcs(#[from] crate::gcs::ConfigError),
+    #[error("Failed to create args from credential: {0}")]
+    Azure(String),
     #[error("Failed to unmarshall output from snapshotCommand: {0}")]
     SnapshotsJson(#[source] serde_json::Error),
     #[error("Snapshot not found")]
@@ -220,19 +233,27 @@ impl Repository {
                 }
             },
             LOCATION_AZURE => {
-                let (account, key) = match c {
-                    Credential::KeyPair { id, secret } => (id.clone(), secret.clone()),
-                    Credential::Secret { data, .. } => (
-                        data.get(AZURE_ACCOUNT_ID_KEY).cloned().unwrap_or_default(),
-                        data.get(AZURE_ACCOUNT_KEY_KEY).cloned().unwrap_or_default(),
-                    ),
-                    Credential::Kopia => (String::new(), String::new()),
-                };
-                env.push(("AZURE_ACCOUNT_NAME".into(), account));
+                let (account, key, cloud) = crate::objectstore::azure::credentials(c)
+                    .map_err(|e| ResticError::Azure(e.to_string()))?;
+                env.push(("AZURE_ACCOUNT_NAME".into(), account.clone()));
                 env.push(("AZURE_ACCOUNT_KEY".into(), key));
+                if let Some(suffix) =
+                    crate::azure::client::endpoint_suffix(&account, &l.endpoint, &cloud)
+                        .map_err(ResticError::Azure)?
+                {
+                    env.push(("AZURE_ENDPOINT_SUFFIX".into(), suffix));
+                }
             }
             LOCATION_GCS => {
-                return Err(ResticError::Gcs);
+                let (project, key) = crate::gcs::credentials(c)?;
+                // Checked here, so a bad key is named before any pod runs restic.
+                crate::gcs::ServiceKey::parse(&key)?;
+                env.push(("GOOGLE_PROJECT_ID".into(), project));
+                env.push((GCS_KEY_VAR.into(), key));
+                if !l.endpoint.trim().is_empty() {
+                    let base = crate::gcs::base_url(&l.endpoint, None);
+                    env.push((crate::gcs::EMULATOR_ENV.into(), base));
+                }
             }
             other => return Err(ResticError::UnsupportedLocation(other.to_string())),
         }
@@ -270,10 +291,24 @@ impl Repository {
             line.push("--".into());
             line.extend(positional.iter().map(|a| sh_quote(a)));
         }
+        let gcs = (self.profile.location.type_ == LOCATION_GCS)
+            .then(|| crate::gcs::from_profile(&self.profile))
+            .transpose()?;
         Ok(ResticCommand {
-            argv: sh_command(format!("{READ_ENV}\n{}", line.join(" "))),
+            argv: sh_command(format!("{}\n{}", self.prologue(), line.join(" "))),
             stdin,
+            gcs,
         })
+    }
+
+    /// The shell lines before restic: the environment read from stdin, and for gcs the key
+    /// written to its file.
+    fn prologue(&self) -> String {
+        if self.profile.location.type_ == LOCATION_GCS {
+            format!("{READ_ENV}\n{GCS_KEY_FILE}")
+        } else {
+            READ_ENV.to_string()
+        }
     }
 
     /// `restic init`.
@@ -336,12 +371,26 @@ impl Repository {
 const READ_ENV: &str = "IFS= read -r -d '' BPO_RESTIC_ENV || { echo 'blueprint-operator: the restic \
 environment (credentials) did not arrive on stdin' >&2; exit 1; }\neval \"$BPO_RESTIC_ENV\"\nunset BPO_RESTIC_ENV";
 
+/// The variable of the restic environment that carries a gcs Profile's service-account key
+/// (never exported to restic: [`GCS_KEY_FILE`] writes it to a file).
+pub const GCS_KEY_VAR: &str = "BPO_GOOGLE_SERVICE_KEY";
+
+/// For gcs: the key from [`GCS_KEY_VAR`] to a file only this user reads (`mktemp`), named by
+/// `GOOGLE_APPLICATION_CREDENTIALS` as restic's gs backend (Google's client) reads it, and
+/// removed when the shell exits.
+pub const GCS_KEY_FILE: &str = "BPO_KEY_FILE=\"$(mktemp)\" || { echo 'blueprint-operator: cannot \
+create a file for the gcs service-account key (mktemp failed)' >&2; exit 1; }\ntrap 'rm -f \"$BPO_KEY_FILE\"' \
+EXIT\nprintf '%s' \"$BPO_GOOGLE_SERVICE_KEY\" > \"$BPO_KEY_FILE\"\nunset BPO_GOOGLE_SERVICE_KEY\nexport \
+GOOGLE_APPLICATION_CREDENTIALS=\"$BPO_KEY_FILE\"";
+
 /// A restic command to exec: `argv` carries no secret; `stdin` carries the
 /// environment with the credentials (never log it).
 #[derive(Clone)]
 pub struct ResticCommand {
     pub argv: Vec<String>,
     pub stdin: String,
+    /// A gcs Profile, whose key [`exec`] checks at the token endpoint first.
+    pub gcs: Option<crate::gcs::GcsProfile>,
 }
 
 impl std::fmt::Debug for ResticCommand {
@@ -626,6 +675,14 @@ pub async fn exec(
     target: &Target<'_>,
     command: &ResticCommand,
 ) -> Result<ExecResult, FunctionError> {
+    if let Some(g) = &command.gcs {
+        crate::gcs::client::check_key(g).await.map_err(|e| {
+            FunctionError::failed(
+                function,
+                format!("Failed to create args from credential: {e}"),
+            )
+        })?;
+    }
     let r = pod::exec_with_stdin(
         ctx,
         function,
@@ -978,6 +1035,11 @@ mod tests {
     fn secret_credentials_and_other_locations() {
         use base64::Engine;
         let b = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let env_error = |p: &Value| {
+            let prof = Profile::from_params(p).unwrap();
+            let e = Repository::new(&prof, "a", "k", false).env().unwrap_err();
+            e.to_string()
+        };
         let mut p = s3_params();
         p["Profile"]["Credential"] = json!({"Type": "secret", "Secret": {
             "type": AWS_SECRET_TYPE,
@@ -999,28 +1061,145 @@ mod tests {
         );
         assert_eq!(env[0].1, "ID2");
         p["Profile"]["Credential"]["Secret"]["data"]["role"] = json!(b("arn:aws:iam::1:role/x"));
-        let prof = Profile::from_params(&p).unwrap();
-        let e = Repository::new(&prof, "x", "k", false)
-            .env()
-            .unwrap_err()
-            .to_string();
+        let e = env_error(&p);
         assert!(e.contains("assuming a role is not supported"), "{e}");
 
         let mut p = s3_params();
         p["Profile"]["Location"]["Type"] = json!("azure");
         p["Profile"]["Location"]["Bucket"] = json!("cont");
+        p["Profile"]["Location"]["Endpoint"] = json!("");
         let prof = Profile::from_params(&p).unwrap();
         let repo = Repository::new(&prof, "a/b", "k", false);
         assert_eq!(repo.url().unwrap(), "azure:cont:/a/b/");
-        assert_eq!(repo.env().unwrap()[0].0, "AZURE_ACCOUNT_NAME");
-
-        p["Profile"]["Location"]["Type"] = json!("gcs");
+        let keys = |r: &Repository| -> Vec<String> {
+            r.env().unwrap().into_iter().map(|(k, _)| k).collect()
+        };
+        // Kanister's environment for Azure's public cloud; the endpoint suffix otherwise.
+        assert_eq!(
+            keys(&repo),
+            [
+                "AZURE_ACCOUNT_NAME",
+                "AZURE_ACCOUNT_KEY",
+                "RESTIC_REPOSITORY",
+                "RESTIC_PASSWORD"
+            ]
+        );
+        p["Profile"]["Location"]["Endpoint"] = json!("localhost:10000");
         let prof = Profile::from_params(&p).unwrap();
-        let e = Repository::new(&prof, "a", "k", false)
-            .env()
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("gcs is not supported"), "{e}");
+        let env = Repository::new(&prof, "a/b", "k", false).env().unwrap();
+        assert_eq!(
+            env[2],
+            ("AZURE_ENDPOINT_SUFFIX".into(), "localhost:10000".into())
+        );
+        p["Profile"]["Location"]["Endpoint"] = json!("http://127.0.0.1:10000/acct");
+        let e = env_error(&p);
+        assert!(
+            e.contains("restic's azure backend reaches the Blob service only at"),
+            "{e}"
+        );
+        p["Profile"]["Location"]["Endpoint"] = json!("");
+        p["Profile"]["Credential"] = json!({"Type": "secret", "Secret": {
+            "type": "secrets.kanister.io/azure",
+            "data": {"azure_storage_account_id": b("acct"), "azure_storage_key": b("a2V5"),
+                     "azure_storage_environment": b("AzureUSGovernmentCloud")},
+        }});
+        let prof = Profile::from_params(&p).unwrap();
+        let env = Repository::new(&prof, "a", "k", false).env().unwrap();
+        assert_eq!(env[0], ("AZURE_ACCOUNT_NAME".into(), "acct".into()));
+        assert_eq!(
+            env[2],
+            (
+                "AZURE_ENDPOINT_SUFFIX".into(),
+                "core.usgovcloudapi.net".into()
+            )
+        );
+
+        // An azure Secret on a gcs location is refused by its type.
+        p["Profile"]["Location"]["Type"] = json!("gcs");
+        let e = env_error(&p);
+        assert!(
+            e.contains("Unsupported type 'secrets.kanister.io/azure' for a gcs location"),
+            "{e}"
+        );
+        // A keyPair whose secret is no service-account key.
+        let mut p = s3_params();
+        p["Profile"]["Location"]["Type"] = json!("gcs");
+        let e = env_error(&p);
+        assert!(
+            e.starts_with(
+                "Failed to create args from credential: the gcs Profile's service-account key"
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn gcs_key_goes_to_a_private_file() {
+        let key = crate::gcs::test_key_json("http://127.0.0.1:1/token");
+        let mut p = s3_params();
+        p["Profile"]["Location"] =
+            json!({"Type": "gcs", "Bucket": "bkt", "Endpoint": "", "Prefix": "", "Region": ""});
+        p["Profile"]["Credential"] =
+            json!({"Type": "keyPair", "KeyPair": {"ID": "proj", "Secret": key}});
+        let prof = Profile::from_params(&p).unwrap();
+        let repo = Repository::new(&prof, "team/x", "pw", false);
+        assert_eq!(repo.url().unwrap(), "gs:bkt:/team/x/");
+        let env = repo.env().unwrap();
+        let keys: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "GOOGLE_PROJECT_ID",
+                GCS_KEY_VAR,
+                "RESTIC_REPOSITORY",
+                "RESTIC_PASSWORD"
+            ]
+        );
+        assert_eq!(env[0].1, "proj");
+        assert_eq!(env[1].1, key);
+        let cmd = repo.init_command().unwrap();
+        assert!(cmd.argv[6].contains("GOOGLE_APPLICATION_CREDENTIALS=\"$BPO_KEY_FILE\""));
+        assert!(
+            !cmd.argv.concat().contains("PRIVATE KEY"),
+            "key on the command line"
+        );
+
+        // The prologue, run by bash: restic sees the key only in its file, gone afterwards.
+        let script = format!(
+            "{READ_ENV}\n{GCS_KEY_FILE}\necho \"$GOOGLE_APPLICATION_CREDENTIALS\"; cat \"$GOOGLE_APPLICATION_CREDENTIALS\"; \
+             echo; echo \"${{BPO_GOOGLE_SERVICE_KEY:-unset}}\"; stat -c %a \"$GOOGLE_APPLICATION_CREDENTIALS\""
+        );
+        let mut child = std::process::Command::new("bash")
+            .args(["-o", "errexit", "-o", "pipefail", "-c", &script])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(cmd.stdin.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        let out = String::from_utf8(out.stdout).unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        let file = lines[0];
+        assert_eq!(lines[1], key);
+        assert_eq!(lines[2], "unset");
+        assert_eq!(lines[3], "600");
+        assert!(!std::path::Path::new(file).exists(), "key file left behind");
+
+        // A Profile endpoint reaches restic as STORAGE_EMULATOR_HOST.
+        p["Profile"]["Location"]["Endpoint"] = json!("http://127.0.0.1:4443/");
+        let prof = Profile::from_params(&p).unwrap();
+        let env = Repository::new(&prof, "x", "pw", false).env().unwrap();
+        assert!(env.contains(&(
+            "STORAGE_EMULATOR_HOST".into(),
+            "http://127.0.0.1:4443".into()
+        )));
     }
 
     #[test]

@@ -38,6 +38,8 @@ if [[ "${1:-}" != --real ]]; then
   tools/moto/build.sh >/dev/null
   # helm for the chart tests (tests/helm_chart.rs).
   tools/helm/build.sh >/dev/null
+  # Azurite: the Azure Blob store of the azure Profile tests (kando, LocationDelete, restic).
+  tools/azurite/build.sh >/dev/null
   # Tests whose prerequisite is missing record themselves here (tests/support/prerequisite.rs).
   BPO_SKIPPED_LOG="$(mktemp "${TMPDIR:-/tmp}/bpo-skipped.XXXXXX")"
   export BPO_SKIPPED_LOG
@@ -62,6 +64,7 @@ tools/control-plane/build.sh >/dev/null
 tools/data-plane/build.sh >/dev/null
 tools/moto/build.sh >/dev/null
 tools/helm/build.sh >/dev/null
+tools/azurite/build.sh >/dev/null
 # Kanister's own controller from its source (tests/real/kanister.rs installs it with its chart).
 step "Kanister's controller and kando"
 tools/kanister/build.sh >/dev/null

@@ -132,6 +132,41 @@ pub struct ControllerArgs {
     pub pod_sweep_interval: u64,
 }
 
+impl ControllerArgs {
+    /// The executor's settings these flags give (the binary's, and the benches' production
+    /// defaults).
+    pub fn executor_config(
+        &self,
+        instance: String,
+        controller: Option<ControllerIdentity>,
+    ) -> Config {
+        Config {
+            namespace: self.namespace.clone(),
+            run_namespaces: self.run_namespaces.names(),
+            deletion_timeout: Duration::from_secs(self.deletion_timeout),
+            instance,
+            timeouts: crate::executor::deadline::Defaults {
+                phase: self.phase_timeout,
+                action: self.action_timeout,
+            },
+            controller,
+            tenancy: Policy {
+                allow_cross_namespace: self.allow_cross_namespace_references,
+                trusted_namespaces: self
+                    .trusted_namespaces
+                    .iter()
+                    .map(|n| n.trim().to_string())
+                    .filter(|n| !n.is_empty())
+                    .collect(),
+                allow_metadata_endpoints: self.allow_metadata_endpoints,
+            },
+            kanister_selector: Some(self.kanister_controller_selector.trim())
+                .filter(|s| !s.is_empty())
+                .map(str::to_string),
+        }
+    }
+}
+
 /// A timeout flag clap refused (clap prints it after the flag's name).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}: write a Go duration such as 30m, 4h or 1h30m (0 = none)")]
@@ -269,30 +304,7 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<()> {
             "controller namespace or ServiceAccount unknown (POD_NAMESPACE, POD_SERVICE_ACCOUNT): pods get their namespace's default ServiceAccount"
         ),
     }
-    let cfg = Config {
-        namespace: args.namespace.clone(),
-        run_namespaces: args.run_namespaces.names(),
-        deletion_timeout: Duration::from_secs(args.deletion_timeout),
-        instance,
-        timeouts: crate::executor::deadline::Defaults {
-            phase: args.phase_timeout,
-            action: args.action_timeout,
-        },
-        controller,
-        tenancy: Policy {
-            allow_cross_namespace: args.allow_cross_namespace_references,
-            trusted_namespaces: args
-                .trusted_namespaces
-                .iter()
-                .map(|n| n.trim().to_string())
-                .filter(|n| !n.is_empty())
-                .collect(),
-            allow_metadata_endpoints: args.allow_metadata_endpoints,
-        },
-        kanister_selector: Some(args.kanister_controller_selector.trim())
-            .filter(|s| !s.is_empty())
-            .map(str::to_string),
-    };
+    let cfg = args.executor_config(instance, controller);
     // Before the executor runs anything: every labelled pod in scope is a leftover now.
     let sweeper = pod_sweep::start(
         client.clone(),

@@ -1,7 +1,9 @@
 //! AWS's wire protocol as the S3 and RDS clients speak it: SigV4 signing by AWS's `aws-sigv4`
 //! ([`sigv4`]), rustls with the system roots or skipSSLVerify ([`tls`]), the XML documents
-//! ([`xml`]), and the one signed request exchange both clients make ([`exchange`]).
+//! ([`xml`]), the one signed request exchange both clients make ([`exchange`]), and the
+//! download every object store client (S3, GCS, Azure) returns ([`download`]).
 
+pub mod download;
 pub mod exchange;
 pub mod rds;
 pub mod s3;

@@ -9,8 +9,8 @@
 //! empty when restic did not report them) and `version` ("v0.0.0").
 //!
 //! Differences from Kanister: see [`super::restic`] (quoting, wrong key
-//! detection, gcs refused); an empty `encryptionKey` is refused up front
-//! (restic would refuse it anyway). GCS credentials files are not written.
+//! detection, the gcs key in a private file); an empty `encryptionKey` is
+//! refused up front (restic would refuse it anyway).
 
 use serde_json::Value;
 

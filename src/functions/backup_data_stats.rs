@@ -14,7 +14,7 @@
 //! `backupID` in the repository: restic then ignores the ID and counts
 //! nothing) the phase fails with "Failed to parse snapshot stats from logs".
 //!
-//! Differences from Kanister: see [`super::restic`] (quoting, gcs refused);
+//! Differences from Kanister: see [`super::restic`] (quoting, gcs key file);
 //! an unknown `statsMode` or an empty `encryptionKey` is refused before any
 //! pod is made (Kanister lets restic fail on it); the parse failure says
 //! what restic printed on stderr; values are trimmed (restic pads "0 B  ").

@@ -13,7 +13,7 @@
 //!
 //! Differences from Kanister: the helper pod runs in the ActionSet's
 //! namespace (Kanister: the controller's, as for KubeTask in this
-//! executor); see also [`super::restic`] (quoting, gcs refused); an empty
+//! executor); see also [`super::restic`] (quoting, gcs key file); an empty
 //! `encryptionKey` is refused up front.
 
 use serde_json::{Value, json};

@@ -1,7 +1,9 @@
 //! LocationDelete (Kanister `pkg/function/location_delete.go` and
 //! `pkg/location`): deletes every object under the artifact path in the
 //! Profile's object store. Run by the controller itself (no pod), through
-//! the S3 client of [`super::s3`]; no output.
+//! the S3 client ([`crate::aws::s3`]) or, for a gcs Profile, the GCS client
+//! ([`crate::gcs`]), or for an azure Profile the Blob client
+//! ([`crate::azure`]); no output.
 //!
 //! The key prefix is Kanister's: the Profile's bucket is cut from the front
 //! of `artifact`, the rest is joined to the Profile's `location.prefix` and
@@ -22,39 +24,39 @@
 //!   deletes every object of the bucket), and so is one whose `..` climbs
 //!   above the Profile's `location.prefix` (Kanister's path cleaning lets
 //!   `<bucket>/../other-team` delete another prefix);
-//! - only `s3Compliant` locations (gcs and azure fail with a clear error);
-//!   credentials `keyPair`, or `secret` with AWS keys (no role assumption).
+//! - `s3Compliant`, `gcs` and `azure` locations; credentials `keyPair`, or
+//!   `secret` with AWS keys (no role assumption), `secrets.kanister.io/gcp`
+//!   or `secrets.kanister.io/azure` keys. An azure Profile's bucket is the
+//!   container.
 
 use serde_json::Value;
 
 use super::args::Args;
 use super::context::Context;
 use super::error::FunctionError;
-use crate::aws::s3::S3Client;
-use crate::objectstore::{self, key_prefix};
+use crate::objectstore::{StoreClient, StoreProfile, key_prefix};
+use crate::param::profile::Profile;
 use crate::phase_output::Output;
 
 const NAME: &str = "LocationDelete";
 
 pub async fn run(_ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, FunctionError> {
     let artifact = a.string("artifact")?;
-    let profile = objectstore::profile_from_params(params)
+    let profile = Profile::from_params(params)
+        .map_err(|m| m.to_string())
+        .and_then(|p| StoreProfile::from_profile(&p).map_err(|m| m.to_string()))
         .map_err(|m| FunctionError::failed(NAME, format!("Failed to validate Profile: {m}")))?;
-    let prefix = key_prefix(&artifact, &profile.bucket, &profile.prefix)
+    let bucket = profile.bucket();
+    let prefix = key_prefix(&artifact, bucket, profile.prefix())
         .map_err(|e| FunctionError::arg(NAME, "artifact", e.to_string()))?;
     let client =
-        S3Client::new(&profile.config).map_err(|e| FunctionError::failed(NAME, e.to_string()))?;
-    let n = objectstore::delete_path(&client, &profile.bucket, &prefix)
-        .await
-        .map_err(|e| {
-            FunctionError::failed(
-                NAME,
-                format!(
-                    "Failed to delete item {prefix} in bucket {}: {e}",
-                    profile.bucket
-                ),
-            )
-        })?;
-    tracing::info!(bucket = %profile.bucket, prefix = %prefix, objects = n, "LocationDelete: deleted");
+        StoreClient::new(&profile).map_err(|e| FunctionError::failed(NAME, e.to_string()))?;
+    let n = client.delete_path(bucket, &prefix).await.map_err(|e| {
+        FunctionError::failed(
+            NAME,
+            format!("Failed to delete item {prefix} in bucket {bucket}: {e}"),
+        )
+    })?;
+    tracing::info!(%bucket, prefix = %prefix, objects = n, "LocationDelete: deleted");
     Ok(Output::new())
 }

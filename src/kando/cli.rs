@@ -24,7 +24,7 @@ enum KandoError {
     /// A Kanister command this kando does not implement; `feature` says what it does there.
     #[error(
         "`kando {command}` is not supported: {feature} is not implemented by blueprint-operator's kando \
-         (supported: location push/pull/delete on s3Compliant Profiles, output)"
+         (supported: location push/pull/delete on s3Compliant, gcs and azure Profiles, output)"
     )]
     UnsupportedCommand {
         command: &'static str,
@@ -34,7 +34,7 @@ enum KandoError {
     #[error(
         "{0} is not supported: it belongs to Kanister's Kopia repository server data path \
          (Profile location type kopia), which blueprint-operator's kando does not implement; \
-         without it, kando pushes and pulls plain objects of an s3Compliant Profile"
+         without it, kando pushes and pulls plain objects of an s3Compliant, gcs or azure Profile"
     )]
     KopiaFlag(&'static str),
     #[error("Invalid log level: {0}")]
@@ -59,7 +59,7 @@ enum KandoError {
     version,
     args_override_self = true,
     about = "Kanister's kando, as far as Blueprints use it: location push/pull/delete on \
-             s3Compliant Profiles, and output"
+             s3Compliant, gcs and azure Profiles, and output"
 )]
 struct Kando {
     /// Log level on stderr (trace, debug, info, warn, error, fatal, panic).
@@ -248,15 +248,15 @@ fn run_location(l: LocationArgs) -> Result<(), KandoError> {
         match &l.command {
             LocationCommand::Push { source, .. } => {
                 let (key, n) = location::push(&profile, &l.path, source, signal()).await?;
-                tracing::info!(bucket = %profile.bucket, %key, bytes = n, "pushed");
+                tracing::info!(bucket = %profile.bucket(), %key, bytes = n, "pushed");
             }
             LocationCommand::Pull { target, .. } => {
                 let (key, n) = location::pull(&profile, &l.path, target).await?;
-                tracing::info!(bucket = %profile.bucket, %key, bytes = n, "pulled");
+                tracing::info!(bucket = %profile.bucket(), %key, bytes = n, "pulled");
             }
             LocationCommand::Delete { .. } => {
                 let (key, n) = location::delete(&profile, &l.path).await?;
-                tracing::info!(bucket = %profile.bucket, %key, objects = n, "deleted");
+                tracing::info!(bucket = %profile.bucket(), %key, objects = n, "deleted");
             }
         }
         Ok::<_, KandoError>(())

@@ -1,4 +1,4 @@
-//! `kando location push|pull|delete` on an s3Compliant Profile.
+//! `kando location push|pull|delete` on an s3Compliant, gcs or azure Profile.
 //!
 //! # The object key
 //!
@@ -11,7 +11,9 @@
 //! `--path /backups/x.gz` with prefix `team-a` is the key
 //! `team-a/backups/x.gz` of the Profile's bucket, for Kanister's kando and
 //! this one alike, so what one pushes the other pulls. [`object_key`] is the
-//! rule.
+//! rule, for gcs Profiles too (Kanister's `cloudName` is the same for both).
+//! An azure Profile's bucket is the Blob container and the key the blob's
+//! name, the same rule (Kanister's stow azure container).
 //!
 //! Differences from Kanister, on purpose:
 //! - a `--path` whose `..` climbs above the Profile's prefix is refused
@@ -29,9 +31,7 @@ use std::future::Future;
 use std::io::IsTerminal as _;
 use std::os::fd::AsFd as _;
 
-use crate::aws::s3::transfer::{DownloadError, UploadError};
-use crate::aws::s3::{S3Client, S3Error};
-use crate::objectstore::{self, S3Profile, clean_path, clean_relative};
+use crate::objectstore::{StoreClient, StoreError, StoreProfile, clean_path, clean_relative};
 
 /// The source or target that means stdin/stdout.
 pub const PIPE: &str = "-";
@@ -52,7 +52,7 @@ pub enum LocationError {
     )]
     NoObject,
     #[error(transparent)]
-    Client(Box<S3Error>),
+    Client(StoreError),
     #[error("Stdin must be piped when the source parameter is \"-\" (stdin is a terminal)")]
     StdinIsTerminal,
     #[error("cannot use {name}: {source}")]
@@ -79,13 +79,13 @@ pub enum LocationError {
     Upload {
         bucket: String,
         key: String,
-        source: Box<UploadError>,
+        source: StoreError,
     },
     #[error("failed to read key {key:?} from bucket '{bucket}': {source}")]
     Download {
         bucket: String,
         key: String,
-        source: Box<DownloadError>,
+        source: StoreError,
     },
     #[error("read {read} bytes of key {key:?} in bucket '{bucket}', which has {len}")]
     Short {
@@ -98,7 +98,7 @@ pub enum LocationError {
     Delete {
         bucket: String,
         key: String,
-        source: Box<S3Error>,
+        source: StoreError,
     },
 }
 
@@ -120,68 +120,60 @@ pub fn object_key(prefix: &str, path: &str) -> Result<String, LocationError> {
     Ok(key)
 }
 
-fn client(profile: &S3Profile) -> Result<S3Client, LocationError> {
-    S3Client::new(&profile.config).map_err(|e| LocationError::Client(Box::new(e)))
+fn client(profile: &StoreProfile) -> Result<StoreClient, LocationError> {
+    StoreClient::new(profile).map_err(LocationError::Client)
 }
 
 /// Uploads `source` (a file, or stdin for `-`) to `path`; returns the key
 /// and the bytes uploaded. `cancel` (a signal) aborts the upload.
 pub async fn push(
-    profile: &S3Profile,
+    profile: &StoreProfile,
     path: &str,
     source: &str,
     cancel: impl Future<Output = String>,
 ) -> Result<(String, u64), LocationError> {
-    let key = object_key(&profile.prefix, path)?;
+    let key = object_key(profile.prefix(), path)?;
     let client = client(profile)?;
-    let fail = |source: UploadError| LocationError::Upload {
-        bucket: profile.bucket.clone(),
-        key: key.clone(),
-        source: Box::new(source),
-    };
-    let n = if source == PIPE {
+    let mut src = if source == PIPE {
         if std::io::stdin().is_terminal() {
             return Err(LocationError::StdinIsTerminal);
         }
-        let mut stdin = std_stream(std::io::stdin().as_fd(), "stdin")?;
-        client
-            .upload(&profile.bucket, &key, &mut stdin, cancel)
-            .await
-            .map_err(fail)?
+        std_stream(std::io::stdin().as_fd(), "stdin")?
     } else {
-        let mut file = tokio::fs::File::open(source)
+        tokio::fs::File::open(source)
             .await
             .map_err(|e| LocationError::Open {
                 path: source.to_string(),
                 source: e,
-            })?;
-        client
-            .upload(&profile.bucket, &key, &mut file, cancel)
-            .await
-            .map_err(fail)?
+            })?
     };
+    let n = client
+        .upload(profile.bucket(), &key, &mut src, cancel)
+        .await
+        .map_err(|source| LocationError::Upload {
+            bucket: profile.bucket().to_string(),
+            key: key.clone(),
+            source,
+        })?;
     Ok((key, n))
 }
 
 /// Downloads `path` to `target` (a file, or stdout for `-`); returns the
 /// key and the bytes written.
 pub async fn pull(
-    profile: &S3Profile,
+    profile: &StoreProfile,
     path: &str,
     target: &str,
 ) -> Result<(String, u64), LocationError> {
-    let key = object_key(&profile.prefix, path)?;
+    let key = object_key(profile.prefix(), path)?;
     let client = client(profile)?;
-    let fail = |source: DownloadError| LocationError::Download {
-        bucket: profile.bucket.clone(),
+    let fail = |source: StoreError| LocationError::Download {
+        bucket: profile.bucket().to_string(),
         key: key.clone(),
-        source: Box::new(source),
+        source,
     };
     // The object first: a missing one leaves an existing target file alone.
-    let mut obj = client
-        .get_object(&profile.bucket, &key)
-        .await
-        .map_err(|e| fail(e.into()))?;
+    let mut obj = client.get(profile.bucket(), &key).await.map_err(fail)?;
     let n = if target == PIPE {
         obj.copy_to(&mut std_stream(std::io::stdout().as_fd(), "stdout")?)
             .await
@@ -204,12 +196,12 @@ pub async fn pull(
         }
         n
     }
-    .map_err(fail)?;
+    .map_err(|e| fail(e.into()))?;
     if let Some(len) = obj.len
         && len != n
     {
         return Err(LocationError::Short {
-            bucket: profile.bucket.clone(),
+            bucket: profile.bucket().to_string(),
             key,
             read: n,
             len,
@@ -232,15 +224,16 @@ fn std_stream(
 
 /// Deletes the object at `path` and every object below it; returns the key
 /// and how many objects went.
-pub async fn delete(profile: &S3Profile, path: &str) -> Result<(String, usize), LocationError> {
-    let key = object_key(&profile.prefix, path)?;
+pub async fn delete(profile: &StoreProfile, path: &str) -> Result<(String, usize), LocationError> {
+    let key = object_key(profile.prefix(), path)?;
     let client = client(profile)?;
-    let n = objectstore::delete_path(&client, &profile.bucket, &key)
+    let n = client
+        .delete_path(profile.bucket(), &key)
         .await
         .map_err(|source| LocationError::Delete {
-            bucket: profile.bucket.clone(),
+            bucket: profile.bucket().to_string(),
             key: key.clone(),
-            source: Box::new(source),
+            source,
         })?;
     Ok((key, n))
 }

@@ -7,15 +7,15 @@
 //! (the CRD's JSON tags), this executor's writes `{"Location":{"Type":..,
 //! "Bucket":..}}`. The value is checked against `param.Profile`'s schema
 //! ([`crate::param`]) and put in `toJson`'s spelling, then the Profile is
-//! checked and made an S3 connection by the executor's own code
-//! ([`crate::objectstore::profile_from_params`], as LocationDelete does).
+//! checked and made a connection of its location type by the executor's own
+//! code ([`crate::objectstore::StoreProfile`], as LocationDelete does).
 
 use serde_json::{Map, Value};
 
-use crate::objectstore::{self, S3Profile};
+use crate::objectstore::StoreProfile;
 use crate::param::{self, Ty, profile};
 
-/// Why `--profile` is no s3Compliant Profile kando can use.
+/// Why `--profile` is no s3Compliant, gcs or azure Profile kando can use.
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileFlagError {
     #[error("Please provide the --profile flag")]
@@ -35,22 +35,19 @@ pub enum ProfileFlagError {
     #[error(
         "the Profile's location type is kopia: Kanister's Kopia repository server data path \
          (kando location push/pull/delete through a Kopia server, --output-name, \
-         --kopia-snapshot) is not supported by this kando; use an s3Compliant Profile"
+         --kopia-snapshot) is not supported by this kando; use an s3Compliant, gcs or azure Profile"
     )]
     Kopia,
-    #[error(
-        "the Profile's location type is {0}: this kando reads and writes s3Compliant locations \
-         only (Kanister's kando also supports gcs and azure)"
-    )]
-    NotS3(String),
     #[error("Unsupported Location type: {0}")]
     UnsupportedLocation(String),
     #[error("invalid --profile: {0}")]
     Invalid(#[source] profile::ProfileError),
+    #[error("invalid --profile: {0}")]
+    Store(#[source] crate::objectstore::StoreError),
 }
 
-/// The Profile of `--profile`, ready to connect (s3Compliant only).
-pub fn parse(json: &str) -> Result<S3Profile, ProfileFlagError> {
+/// The Profile of `--profile`, ready to connect (s3Compliant, gcs or azure).
+pub fn parse(json: &str) -> Result<StoreProfile, ProfileFlagError> {
     if json.is_empty() {
         return Err(ProfileFlagError::Missing);
     }
@@ -64,15 +61,13 @@ pub fn parse(json: &str) -> Result<S3Profile, ProfileFlagError> {
         .and_then(Value::as_str)
         .unwrap_or("");
     match location_type {
-        profile::LOCATION_S3 => {}
+        profile::LOCATION_S3 | profile::LOCATION_GCS | profile::LOCATION_AZURE => {}
         profile::LOCATION_KOPIA => return Err(ProfileFlagError::Kopia),
-        profile::LOCATION_GCS | profile::LOCATION_AZURE => {
-            return Err(ProfileFlagError::NotS3(location_type.to_string()));
-        }
         other => return Err(ProfileFlagError::UnsupportedLocation(other.to_string())),
     }
-    objectstore::profile_from_params(&serde_json::json!({ "Profile": profile }))
-        .map_err(ProfileFlagError::Invalid)
+    let profile = profile::Profile::from_params(&serde_json::json!({ "Profile": profile }))
+        .map_err(ProfileFlagError::Invalid)?;
+    StoreProfile::from_profile(&profile).map_err(ProfileFlagError::Store)
 }
 
 /// `v` read as a value of struct type `ty`: keys matched to fields ignoring
@@ -132,10 +127,17 @@ mod tests {
     /// What this executor's template engine prints for the same Profile.
     const OUR_JSON: &str = r#"{"Location":{"Type":"s3Compliant","Bucket":"b","Endpoint":"http://minio:9000","Prefix":"team-a","Region":"eu-west-1"},"Credential":{"Type":"keyPair","KeyPair":{"ID":"AK","Secret":"SK"}},"SkipSSLVerify":true}"#;
 
+    fn s3(json: &str) -> crate::objectstore::S3Profile {
+        match parse(json).unwrap() {
+            StoreProfile::S3(p) => p,
+            other => panic!("not an S3 profile: {other:?}"),
+        }
+    }
+
     #[test]
     fn both_spellings_of_the_profile() {
         for j in [KANISTER_JSON, OUR_JSON] {
-            let p = parse(j).unwrap();
+            let p = s3(j);
             assert_eq!((p.bucket.as_str(), p.prefix.as_str()), ("b", "team-a"));
             assert_eq!(p.config.endpoint, "http://minio:9000");
             assert_eq!(p.config.region, "eu-west-1");
@@ -144,17 +146,59 @@ mod tests {
             assert_eq!(p.config.credentials.secret_access_key, "SK");
         }
         // Any case, as Go's json.Unmarshal; the last spelling wins.
-        let p = parse(r#"{"location":{"TYPE":"s3Compliant","bucket":"x","Bucket":"y"},"credential":{"type":"keyPair","keypair":{"id":"a","secret":"s"}}}"#).unwrap();
+        let p = s3(
+            r#"{"location":{"TYPE":"s3Compliant","bucket":"x","Bucket":"y"},"credential":{"type":"keyPair","keypair":{"id":"a","secret":"s"}}}"#,
+        );
         assert_eq!(p.bucket, "y");
         assert!(!p.config.skip_ssl_verify);
     }
 
     #[test]
+    fn gcs_profiles_in_kanisters_spelling() {
+        let key = crate::gcs::test_key_json("http://127.0.0.1:1/token");
+        let j = serde_json::json!({"Location": {"type": "gcs", "bucket": "b", "prefix": "team-a",
+            "endpoint": "", "region": ""},
+            "Credential": {"Type": "keyPair", "KeyPair": {"ID": "proj", "Secret": key},
+                "Secret": null, "KopiaServerSecret": null}, "SkipSSLVerify": false});
+        match parse(&j.to_string()).unwrap() {
+            StoreProfile::Gcs(g) => {
+                assert_eq!((g.bucket.as_str(), g.prefix.as_str()), ("b", "team-a"));
+                assert_eq!(g.project_id, "proj");
+            }
+            other => panic!("not GCS: {other:?}"),
+        }
+    }
+
+    #[test]
     fn secret_credentials() {
         let j = r#"{"Location":{"type":"s3Compliant","bucket":"b"},"Credential":{"Type":"secret","Secret":{"type":"secrets.kanister.io/aws","metadata":{"name":"s"},"data":{"aws_access_key_id":"QUs=","aws_secret_access_key":"U0s="}}}}"#;
-        let p = parse(j).unwrap();
+        let p = s3(j);
         assert_eq!(p.config.credentials.access_key_id, "AK");
         assert_eq!(p.config.credentials.secret_access_key, "SK");
+    }
+
+    /// Kanister's `toJson` of an azure Profile with a `secrets.kanister.io/azure` Secret.
+    #[test]
+    fn azure_profiles() {
+        let j = r#"{"Location":{"type":"azure","bucket":"backups","prefix":"team-a"},"Credential":{"Type":"secret","KeyPair":null,"Secret":{"type":"secrets.kanister.io/azure","metadata":{"name":"az"},"data":{"azure_storage_account_id":"YWNjdA==","azure_storage_key":"a2V5"}}}}"#;
+        let StoreProfile::Azure(p) = parse(j).unwrap() else {
+            panic!("not azure")
+        };
+        assert_eq!(
+            (p.container.as_str(), p.prefix.as_str()),
+            ("backups", "team-a")
+        );
+        assert_eq!(
+            (p.config.account.as_str(), p.config.key.as_str()),
+            ("acct", "key")
+        );
+        let e = parse(r#"{"Location":{"type":"azure"},"Credential":{"Type":"keyPair","KeyPair":{"ID":"acct","Secret":"k"}}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("invalid --profile: Container not specified"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -192,7 +236,10 @@ mod tests {
             .to_string();
         assert!(e.contains("Kopia repository server"), "{e}");
         let e = parse(r#"{"Location":{"type":"gcs","bucket":"b"},"Credential":{"Type":"keyPair","KeyPair":{"ID":"p","Secret":"k"}}}"#).unwrap_err().to_string();
-        assert!(e.contains("s3Compliant locations only"), "{e}");
+        assert!(
+            e.starts_with("invalid --profile: the gcs Profile's service-account key"),
+            "{e}"
+        );
         let e = parse(r#"{"Location":{"type":"ftp"}}"#)
             .unwrap_err()
             .to_string();

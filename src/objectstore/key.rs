@@ -11,6 +11,12 @@ pub fn is_under(key: &str, path: &str) -> bool {
             .is_some_and(|rest| rest.starts_with('/'))
 }
 
+/// Of the keys listed with prefix `path`, those that are `path` or below it: a listing by
+/// prefix also returns siblings that merely share it (`path-other`), which are left alone.
+pub fn keys_under(listed: Vec<String>, path: &str) -> Vec<String> {
+    listed.into_iter().filter(|k| is_under(k, path)).collect()
+}
+
 /// Why an `artifact` names no path LocationDelete may delete.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KeyPrefixError {
@@ -190,6 +196,11 @@ mod tests {
         assert!(!is_under("time-logs/a", "time-log"));
         assert!(!is_under("time-lo", "time-log"));
         assert!(!is_under("x/time-log", "time-log"));
+        let listed = ["time-log", "time-log/a", "time-logs/a", "time-log-old"].map(String::from);
+        assert_eq!(
+            keys_under(listed.to_vec(), "time-log"),
+            ["time-log", "time-log/a"]
+        );
     }
 
     #[test]

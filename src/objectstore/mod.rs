@@ -1,16 +1,22 @@
 //! A Profile's object store, as Kanister's `pkg/location`: the s3Compliant Profile made an S3
 //! connection ([`profile_from_params`]), the object keys an artifact names ([`key`]), and deleting
-//! a path with what is below it ([`delete_path`]). LocationDelete and kando's `location`
-//! commands use it; the S3 client itself is [`crate::aws::s3`].
+//! a path with what is below it ([`delete_path`]); an azure Profile made a Blob service
+//! connection ([`azure`]); a gcs one is [`crate::gcs::from_profile`]'s. Any of them behind
+//! [`StoreProfile`] and [`StoreClient`]. LocationDelete and kando's `location` commands use it;
+//! the clients themselves are [`crate::aws::s3`], [`crate::gcs`] and [`crate::azure`].
 
 use serde_json::Value;
 
 use crate::aws::s3::{Config, Credentials, S3Client, S3Error};
 use crate::param::profile::{self, Credential, Profile, ProfileError};
 
+pub mod azure;
 mod key;
+mod store;
 
-pub use key::{KeyPrefixError, clean_path, clean_relative, is_under, key_prefix};
+pub use azure::{AzureProfile, AzureProfileError};
+pub use key::{KeyPrefixError, clean_path, clean_relative, is_under, key_prefix, keys_under};
+pub use store::{StoreClient, StoreError, StoreProfile};
 
 /// An s3Compliant Profile (`.Profile` template parameter), ready to connect.
 #[derive(Debug, Clone)]
@@ -73,12 +79,7 @@ pub fn from_profile(p: &Profile) -> Result<S3Profile, ProfileError> {
 
 /// Deletes `path` and every key below it; returns how many objects went.
 pub async fn delete_path(client: &S3Client, bucket: &str, path: &str) -> Result<usize, S3Error> {
-    let keys: Vec<String> = client
-        .list_all(bucket, path, None)
-        .await?
-        .into_iter()
-        .filter(|k| is_under(k, path))
-        .collect();
+    let keys = keys_under(client.list_all(bucket, path, None).await?, path);
     client.delete_keys(bucket, &keys).await
 }
 

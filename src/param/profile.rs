@@ -27,6 +27,12 @@ pub const AWS_ROLE_KEY: &str = "role";
 pub const AZURE_SECRET_TYPE: &str = "secrets.kanister.io/azure";
 pub const AZURE_ACCOUNT_ID_KEY: &str = "azure_storage_account_id";
 pub const AZURE_ACCOUNT_KEY_KEY: &str = "azure_storage_key";
+/// The Azure cloud (`AzurePublicCloud`, `AzureChinaCloud`, ...), optional.
+pub const AZURE_ENVIRONMENT_KEY: &str = "azure_storage_environment";
+/// Kanister's `secrets.kanister.io/gcp` Secret keys.
+pub const GCP_SECRET_TYPE: &str = "secrets.kanister.io/gcp";
+pub const GCP_PROJECT_ID_KEY: &str = "gcp_project_id";
+pub const GCP_SERVICE_ACCOUNT_KEY: &str = "service-account.json";
 
 /// Why a Profile cannot be used. The texts are Kanister's where Kanister has
 /// one (callers prefix them as their Kanister function does, e.g. "Failed to
@@ -248,12 +254,13 @@ fn decode_secret_data(secret: &Value) -> Result<BTreeMap<String, String>, Profil
     Ok(out)
 }
 
-/// Kanister's `secrets.ValidateCredentials` for the two Secret types restic can use.
+/// Kanister's `secrets.ValidateCredentials` for the Secret types restic can use.
 fn validate_secret(type_: &str, data: &BTreeMap<String, String>) -> Result<(), ProfileError> {
     let has = |k: &str| data.get(k).is_some_and(|v| !v.is_empty());
     let (kind, id_key, secret_key) = match type_ {
         AWS_SECRET_TYPE => ("AWS", AWS_ACCESS_KEY_ID_KEY, AWS_SECRET_ACCESS_KEY_KEY),
         AZURE_SECRET_TYPE => ("Azure", AZURE_ACCOUNT_ID_KEY, AZURE_ACCOUNT_KEY_KEY),
+        GCP_SECRET_TYPE => ("GCP", GCP_PROJECT_ID_KEY, GCP_SERVICE_ACCOUNT_KEY),
         other => return Err(ProfileError::SecretType(other.to_string())),
     };
     if !has(id_key) || !has(secret_key) {

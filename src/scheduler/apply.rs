@@ -80,7 +80,9 @@ pub(super) async fn write_status(
     let patch = Patch::Merge(status_patch(&status)?);
     let (name, pp) = (s.name_any(), PatchParams::default());
     // Behind the creates of all reconciles (see `gate`).
-    let written = ctx.request(|| api.patch_status(&name, &pp, &patch)).await?;
+    let mut written = ctx.request(|| api.patch_status(&name, &pp, &patch)).await?;
+    // Kept until the watch cache catches up: without managedFields, as the cache keeps it.
+    written.managed_fields_mut().clear();
     let version = written.resource_version();
     match &version {
         Some(v) => {

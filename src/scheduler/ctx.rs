@@ -132,8 +132,8 @@ impl Known {
     }
 
     /// The newest version of the schedule, given the watch cache's `cached`,
-    /// when no fresh read is needed.
-    pub(super) fn newest(&mut self, cached: &ActionSchedule) -> Option<ActionSchedule> {
+    /// when no fresh read is needed (shared, not copied).
+    pub(super) fn newest(&mut self, cached: &Arc<ActionSchedule>) -> Option<Arc<ActionSchedule>> {
         let v = cached.resource_version()?;
         if self.version == v {
             // The cache has caught up with our write.
@@ -143,6 +143,14 @@ impl Known {
         self.ahead
             .as_ref()
             .filter(|(before, _)| *before == v)
-            .map(|(_, ours)| ours.as_ref().clone())
+            .map(|(_, ours)| ours.clone())
+    }
+
+    /// Drops our write's result once the watch cache holds that version (as the
+    /// next reconcile would), rather than keeping two copies until then.
+    pub(super) fn caught_up(&mut self, cached: &ActionSchedule) {
+        if cached.resource_version().as_deref() == Some(self.version.as_str()) {
+            self.ahead = None;
+        }
     }
 }

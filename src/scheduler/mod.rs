@@ -177,7 +177,8 @@ async fn run_controller(
             })
         })
         .with_config(controller::Config::default().concurrency(opts.concurrency));
-    let (again, settle) = settling.split();
+    // Enough settles at once to keep the gate's places busy with their requests.
+    let (again, settle) = settling.split(4 * opts.max_in_flight);
     let controller = controller.reconcile_on(again);
     let housekeeping = {
         let ctx = ctx.clone();

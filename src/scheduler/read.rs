@@ -29,9 +29,9 @@ use crate::model::{
 pub(super) async fn current(
     ctx: &Ctx,
     api: &Api<ActionSchedule>,
-    obj: &ActionSchedule,
+    obj: &Arc<ActionSchedule>,
     ns: &str,
-) -> Result<Option<ActionSchedule>, Error> {
+) -> Result<Option<Arc<ActionSchedule>>, Error> {
     let name = obj.name_any();
     let key = (ns.to_string(), name.clone());
     let remembered = ctx.known().get_mut(&key).and_then(|k| k.newest(obj));
@@ -45,7 +45,7 @@ pub(super) async fn current(
     if fresh.is_none() {
         ctx.known().remove(&key);
     }
-    Ok(fresh)
+    Ok(fresh.map(Arc::new))
 }
 
 /// The ActionSets labelled with one schedule, as found.
@@ -232,6 +232,7 @@ mod tests {
     #[test]
     fn the_newest_schedule_is_the_cache_at_our_version_or_our_write_over_the_one_before() {
         let ours = Arc::new(schedule_at("3", true));
+        let schedule_at = |v: &str, suspend: bool| Arc::new(schedule_at(v, suspend));
         let mut k = Known {
             version: "3".into(),
             ahead: Some(("2".into(), ours)),
@@ -251,9 +252,30 @@ mod tests {
         // Without a version nothing is known about it.
         let mut plain = Known::at("5".into());
         let mut unversioned = schedule_at("5", false);
-        unversioned.metadata.resource_version = None;
+        Arc::make_mut(&mut unversioned).metadata.resource_version = None;
         assert!(plain.newest(&unversioned).is_none());
         assert!(plain.newest(&schedule_at("5", false)).is_some());
+    }
+
+    #[test]
+    fn our_written_copy_is_dropped_once_the_cache_holds_its_version() {
+        let mut k = Known {
+            version: "3".into(),
+            ahead: Some(("2".into(), Arc::new(schedule_at("3", true)))),
+        };
+        k.caught_up(&schedule_at("2", false));
+        assert!(
+            k.ahead.is_some(),
+            "the cache still holds the version before our write"
+        );
+        k.caught_up(&schedule_at("4", false));
+        assert!(
+            k.ahead.is_some(),
+            "a version that is not ours tells nothing"
+        );
+        k.caught_up(&schedule_at("3", true));
+        assert!(k.ahead.is_none());
+        assert_eq!(k.version, "3");
     }
 
     #[test]

@@ -84,7 +84,7 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
         return Ok(Action::await_change());
     }
     if has_finalizer != delete_runs {
-        s = set_finalizer(&api, &s, delete_runs, s.resource_version()).await?;
+        s = Arc::new(set_finalizer(&api, &s, delete_runs, s.resource_version()).await?);
     }
     let old = s.status.clone().unwrap_or_default();
     let now = Utc::now();
@@ -153,7 +153,7 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
         created,
     };
     let settling = ctx.settling.clone();
-    settling.start(ObjectRef::from_obj(obj.as_ref()), async move {
+    settling.start(ObjectRef::from_obj(obj.as_ref()), move || async move {
         match settle(&ctx, rest).await {
             Ok(waiting) => waiting.then_some(DELETE_POLL),
             Err(e) => {
@@ -165,10 +165,10 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
     Ok(requeue(next, Utc::now()))
 }
 
-/// What a reconcile leaves to [`settle`]: the schedule as read, its plan and
-/// its runs with those just created.
+/// What a reconcile leaves to [`settle`]: the schedule as read (shared with the
+/// watch cache when read from there), its plan and its runs with those just created.
 struct Rest {
-    s: ActionSchedule,
+    s: Arc<ActionSchedule>,
     api: Api<ActionSchedule>,
     actionsets: Api<ActionSet>,
     labels: Labels,
@@ -383,6 +383,9 @@ fn housekeeping_within(
             _ => 0.0,
         };
         ctx.metrics.overdue.get_or_create(&labels).set(overdue);
+        if let Some(k) = ctx.known().get_mut(&key) {
+            k.caught_up(s);
+        }
         // Intervals walk the schedule's ticks (up to a millisecond each): measured again only
         // when the spec changes, or a day later (a month's length differs from the next), and
         // for at most MEASURE_BUDGET a pass, so that thousands of schedules at start-up do not

@@ -256,11 +256,11 @@ async fn failures_are_clear() -> anyhow::Result<()> {
     q["Profile"]["Location"]["Endpoint"] = json!("ftp://127.0.0.1:1");
     let e = err(call(&cx, json!({"artifact": "keep"}), &q).await);
     assert!(e.contains("only http and https"), "{e}");
-    // gcs is not an S3 location.
+    // A gcs location with the S3 Profile's AWS keys: no service-account key.
     let mut g = p.clone();
     g["Profile"]["Location"]["Type"] = json!("gcs");
     let e = err(call(&cx, json!({"artifact": "keep"}), &g).await);
-    assert!(e.contains("location type gcs is not supported"), "{e}");
+    assert!(e.contains("is not a service account's JSON key"), "{e}");
     // The bucket does not exist (the test store creates no bucket on use).
     let mut q = p.clone();
     q["Profile"]["Location"]["Bucket"] = json!("bpo-ld-no-such-bucket");
@@ -368,5 +368,72 @@ async fn https_endpoints_and_skip_ssl_verify() -> anyhow::Result<()> {
         .to_string();
     assert!(e.contains("403 SignatureDoesNotMatch"), "{e}");
     handle.abort();
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// azure Profiles, on Azurite (which checks Shared Key signatures).
+
+/// A Kanister azure Profile (credential type secret, a `secrets.kanister.io/azure` Secret) read
+/// by the executor: the artifact path and the blobs below it go, siblings sharing the text and
+/// other paths stay; a wrong key and a container that does not exist fail with the service's
+/// words and delete nothing.
+#[tokio::test]
+async fn azure_profiles_delete_exactly_the_artifact_path() -> anyhow::Result<()> {
+    use crate::support::azurite::{self, KEY, WRONG_KEY};
+    let client = support::client().await;
+    support::install_crds(&client).await?;
+    let ns = support::namespace(&client, "ld-azure").await;
+    let container = "bpo-ld-azure";
+    azurite::create_container(container).await?;
+    azurite::kanister_profile(&client, &ns, "az", container, KEY).await?;
+    azurite::kanister_profile(&client, &ns, "az-wrong", container, WRONG_KEY).await?;
+    let params = |profile: &str| {
+        support::data_plane::fetch_params(
+            &ns,
+            json!({
+                "name": "delete",
+                "object": {"kind": "Namespace", "name": ns},
+                "profile": {"name": profile, "namespace": ns},
+                "preferredVersion": "",
+            }),
+        )
+    };
+    let p = params("az").await?;
+    let az = azurite::client();
+    for name in ["time-log/a", "time-log/b/c", "time-logs/x", "other/y"] {
+        az.put_blob(container, name, Bytes::from(format!("blob {name}")))
+            .await?;
+    }
+    let cx = ctx(&ns);
+    let err = |r: Result<Output, FunctionError>| r.expect_err("must fail").to_string();
+
+    let e = err(call(
+        &cx,
+        json!({"artifact": "time-log"}),
+        &params("az-wrong").await?,
+    )
+    .await);
+    assert!(e.starts_with("LocationDelete: Failed to delete item time-log in bucket bpo-ld-azure: ListBlobs on https://"), "{e}");
+    assert!(e.contains("the storage account key does not sign"), "{e}");
+    let mut q = p.clone();
+    q["Profile"]["Location"]["Bucket"] = json!("bpo-ld-missing");
+    let e = err(call(&cx, json!({"artifact": "time-log"}), &q).await);
+    assert!(e.contains("404 ContainerNotFound"), "{e}");
+    assert_eq!(
+        azurite::list(container, "").await,
+        ["other/y", "time-log/a", "time-log/b/c", "time-logs/x"]
+    );
+
+    call(
+        &cx,
+        json!({"artifact": format!("{container}/time-log")}),
+        &p,
+    )
+    .await?;
+    assert_eq!(
+        azurite::list(container, "").await,
+        ["other/y", "time-logs/x"]
+    );
     Ok(())
 }

@@ -19,6 +19,7 @@
 //! state that another test of the same binary could change.
 #![allow(dead_code)]
 
+pub mod azurite;
 pub mod call;
 pub mod cluster;
 pub mod controller;
@@ -26,6 +27,7 @@ pub mod corpus;
 pub mod csi;
 pub mod data_plane;
 pub mod files;
+pub mod gcs;
 pub mod go_oracle;
 pub mod http;
 pub mod kanister;

@@ -77,6 +77,13 @@ impl Watched {
     }
 }
 
+/// The one tool `key` of the build script `script` (see [`built_tools`]).
+pub fn built_tool(script: &str, key: &str) -> anyhow::Result<PathBuf> {
+    Ok(built_tools(script, &[key])
+        .map_err(anyhow::Error::msg)?
+        .remove(0))
+}
+
 /// Runs the build script `script` (relative to the repository root; it builds what is missing,
 /// so the first run may take minutes) and returns the `KEY=path` lines it prints, for `keys`.
 pub fn built_tools(script: &str, keys: &[&str]) -> Result<Vec<PathBuf>, String> {

@@ -2,13 +2,14 @@
 # Build (or reuse) the test data plane, from the Go wrapper modules next to this script:
 #   restic    (restic/)        the data mover Kanister's BackupData/RestoreData/... run
 #   gofakes3  (s3/)            an S3-compatible object store for Kanister Profiles in tests
+#   fake-gcs-server (gcs/)     a Google Cloud Storage emulator for gcs Profiles in tests
 #   the VolumeSnapshot CRDs    (snapshot-crds/: snapshot.storage.k8s.io/v1 from the
 #                               external-snapshotter client module's config/crd)
 # Cached by module version under ${BPO_CACHE_DIR:-$HOME/.cache/blueprint-operator}/data-plane/,
 # so a warm run only checks that the files exist.
 #
 # Usage: build.sh            build what is missing; prints "restic=PATH", "gofakes3=PATH",
-#                            "snapshot-crds=DIR"
+#                            "fake-gcs-server=PATH", "snapshot-crds=DIR"
 #        build.sh --print    only print them (exit 1 if something is missing)
 # Env:   BPO_GO_BUILD_P      go build -p (default 2);  BPO_GO_NICE  nice level (default 10)
 set -euo pipefail
@@ -28,19 +29,22 @@ version() { sed -n "s#^[[:space:]]*\(require \)\{0,1\}$2 \(v[^ ]*\).*#\2#p" "$1/
 
 restic_v="$(version "$here/restic" github.com/restic/restic)"
 s3_v="$(version "$here/s3" github.com/johannesboyne/gofakes3)"
+gcs_v="$(version "$here/gcs" github.com/fsouza/fake-gcs-server)"
 crd_v="$(version "$here/snapshot-crds" github.com/kubernetes-csi/external-snapshotter/client/v8)"
 restic_bin="$cache/restic-$restic_v/restic"
 s3_bin="$cache/gofakes3-$s3_v/gofakes3"
+gcs_bin="$cache/fake-gcs-server-$gcs_v/fake-gcs-server"
 crd_dir="$cache/snapshot-crds-$crd_v"
 crds=(volumesnapshotclasses volumesnapshotcontents volumesnapshots)
 
 print() {
   echo "restic=$restic_bin"
   echo "gofakes3=$s3_bin"
+  echo "fake-gcs-server=$gcs_bin"
   echo "snapshot-crds=$crd_dir"
 }
 complete() {
-  [[ -x "$restic_bin" && -x "$s3_bin" ]] || return 1
+  [[ -x "$restic_bin" && -x "$s3_bin" && -x "$gcs_bin" ]] || return 1
   for c in "${crds[@]}"; do [[ -f "$crd_dir/snapshot.storage.k8s.io_$c.yaml" ]] || return 1; done
 }
 
@@ -69,6 +73,7 @@ go_build() {
 
 [[ -x "$restic_bin" ]] || go_build "$here/restic" "$restic_bin" github.com/restic/restic/cmd/restic
 [[ -x "$s3_bin" ]] || go_build "$here/s3" "$s3_bin" github.com/johannesboyne/gofakes3/cmd/gofakes3
+[[ -x "$gcs_bin" ]] || go_build "$here/gcs" "$gcs_bin" github.com/fsouza/fake-gcs-server
 
 if ! complete; then
   command -v go >/dev/null || { log "go toolchain not found; cannot fetch the VolumeSnapshot CRDs"; exit 1; }

@@ -12,14 +12,13 @@
 //! even a truncated one, appears under the key.
 
 use std::future::Future;
-use std::time::Duration;
 
 use bytes::Bytes;
 use http::Method;
-use http_body_util::BodyExt;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::{Exchange, Reply, S3Client, S3Error};
+use crate::aws::download::Download;
 use crate::aws::xml::{self, complete_request_body, parse_upload_id};
 
 /// Part size of parts 1..=5000.
@@ -28,8 +27,6 @@ pub const PART_SIZE: usize = 8 << 20;
 pub const LARGE_PART_SIZE: usize = 16 << 20;
 /// The S3 limit.
 pub const MAX_PARTS: u32 = 10_000;
-/// Longest wait for the next bytes of an object being read.
-const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The size of part `n` (from 1): the stream may be up to
 /// 5000 × 8 MiB + 5000 × 16 MiB = 117.2 GiB.
@@ -64,75 +61,9 @@ pub enum UploadError {
     Interrupted(String),
 }
 
-/// Why a download failed.
-#[derive(Debug, thiserror::Error)]
-pub enum DownloadError {
-    #[error("{0}")]
-    Store(#[from] S3Error),
-    /// Writing to the destination failed.
-    #[error("writing the downloaded data: {0}")]
-    Sink(std::io::Error),
-}
-
-/// The body of a GetObject, read chunk by chunk.
-pub struct ObjectStream {
-    url: String,
-    body: hyper::body::Incoming,
-    /// `Content-Length`, when the store sent one.
-    pub len: Option<u64>,
-}
-
-impl ObjectStream {
-    /// The next bytes; `None` at the end. A connection that breaks or
-    /// stays silent for [`IDLE_TIMEOUT`] is an error.
-    pub async fn next_chunk(&mut self) -> Result<Option<Bytes>, S3Error> {
-        loop {
-            let frame = tokio::time::timeout(IDLE_TIMEOUT, self.body.frame())
-                .await
-                .map_err(|_| self.transport(format!("no data for {} s", IDLE_TIMEOUT.as_secs())))?;
-            match frame {
-                None => return Ok(None),
-                Some(Err(e)) => {
-                    return Err(self.transport(format!("reading the object: {e}")));
-                }
-                Some(Ok(f)) => {
-                    if let Ok(data) = f.into_data()
-                        && !data.is_empty()
-                    {
-                        return Ok(Some(data));
-                    }
-                }
-            }
-        }
-    }
-
-    /// Writes the rest of the object to `out` (then flushes it); returns
-    /// the bytes written.
-    pub async fn copy_to<W: AsyncWrite + Unpin>(
-        &mut self,
-        out: &mut W,
-    ) -> Result<u64, DownloadError> {
-        let mut n = 0u64;
-        while let Some(chunk) = self.next_chunk().await? {
-            out.write_all(&chunk).await.map_err(DownloadError::Sink)?;
-            n += chunk.len() as u64;
-        }
-        out.flush().await.map_err(DownloadError::Sink)?;
-        Ok(n)
-    }
-
-    fn transport(&self, message: String) -> S3Error {
-        S3Error::Transport {
-            op: "GetObject",
-            url: self.url.clone(),
-            message,
-        }
-    }
-}
-
 impl S3Client {
-    /// GetObject, its body left to read with [`ObjectStream::next_chunk`].
-    pub async fn get_object(&self, bucket: &str, key: &str) -> Result<ObjectStream, S3Error> {
+    /// GetObject, its body left to read with [`Download::next_chunk`].
+    pub async fn get_object(&self, bucket: &str, key: &str) -> Result<Download, S3Error> {
         let req = Exchange {
             op: "GetObject",
             method: Method::GET,
@@ -142,17 +73,7 @@ impl S3Client {
             extra: &[],
         };
         match self.exchange(&req, Bytes::new(), true).await? {
-            Reply::Open { url, response } => {
-                let len = response
-                    .headers()
-                    .get(http::header::CONTENT_LENGTH)
-                    .and_then(|v| v.to_str().ok()?.parse().ok());
-                Ok(ObjectStream {
-                    url,
-                    body: response.into_body(),
-                    len,
-                })
-            }
+            Reply::Open { url, response } => Ok(Download::new("GetObject", url, response)),
             Reply::Whole { body, .. } => Err(S3Error::Response {
                 op: "GetObject",
                 url: format!("{}{}", self.endpoint(), self.path(bucket, Some(key))),
