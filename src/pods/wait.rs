@@ -23,6 +23,10 @@ pub fn ready_timeout() -> Duration {
 /// away) before the phase fails: the pod itself runs on meanwhile.
 const API_OUTAGE_LIMIT: Duration = Duration::from_secs(300);
 
+fn refused_for_now(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 401 || s.code == 403)
+}
+
 /// Container waiting reasons that will not resolve by themselves.
 pub const FATAL_WAITING: &[&str] = &[
     "ErrImagePull",
@@ -54,7 +58,9 @@ pub async fn wait_finished(
                     ),
                 ));
             }
-            Err(e) if crate::kube_error::is_transient(&e) => {
+            // A 401/403 too: an API server that just started refuses until its authorizer has
+            // read the RBAC objects, and this pod was created with the very permission.
+            Err(e) if crate::kube_error::is_transient(&e) || refused_for_now(&e) => {
                 let since = *unreachable_since.get_or_insert_with(tokio::time::Instant::now);
                 if since.elapsed() >= API_OUTAGE_LIMIT {
                     return Err(FunctionError::kube(
