@@ -44,24 +44,41 @@ pub fn start_spec(ns: &str, spec: Value) -> String {
 
 /// The ActionSet `ns/name` once it is complete or failed.
 pub async fn wait_end(ns: &str, name: &str) -> Value {
-    support::poll(real::WAIT * 3, || async {
-        let a: Value = serde_json::from_str(
-            &kubectl(&[
-                "get",
-                "actionsets.cr.kanister.io",
-                "-n",
-                ns,
-                name,
-                "-o",
-                "json",
-            ])
-            .ok()?,
-        )
-        .ok()?;
-        matches!(a["status"]["state"].as_str(), Some("complete" | "failed")).then_some(a)
+    let what = format!("ActionSet {ns}/{name} did not end");
+    wait_until(ns, name, &what, |a| {
+        matches!(a["status"]["state"].as_str(), Some("complete" | "failed"))
     })
     .await
-    .unwrap_or_else(|e| panic!("ActionSet {ns}/{name} did not end: {e}"))
+}
+
+/// Waits until ActionSet `name` (once it exists) satisfies `done`; returns it. Fails saying
+/// `what` and listing the namespace's ActionSets.
+pub async fn wait_until(ns: &str, name: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+    support::poll(real::WAIT * 3, || async {
+        let a = kubectl(&[
+            "get",
+            "actionsets.cr.kanister.io",
+            "-n",
+            ns,
+            name,
+            "-o",
+            "json",
+        ])
+        .ok()?;
+        let a: Value = serde_json::from_str(&a).ok()?;
+        done(&a).then_some(a)
+    })
+    .await
+    .unwrap_or_else(|e| {
+        let all = kubectl(&[
+            "get",
+            "actionsets.cr.kanister.io",
+            "-n",
+            ns,
+            "--show-labels",
+        ]);
+        panic!("{what}: {e}\n{all:?}")
+    })
 }
 
 /// `kubectl create` of `obj`; the created object's name.

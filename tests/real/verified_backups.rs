@@ -16,6 +16,7 @@ use crate::databases::{
     PG_BLUEPRINT, PG_SELECT, PG_STS, apply_in, corpus_blueprint, create_shop, postgres_in,
     postgres_instance_in, psql, psql_on,
 };
+use crate::functions::{wait_end, wait_until};
 use crate::install::{NS, installed_namespace};
 use crate::real::{self, get_json, kubectl};
 use crate::support;
@@ -110,49 +111,16 @@ async fn run_now(ns: &str, token: &str) -> Value {
     ])
     .unwrap();
     let name = run_now_name(SCHEDULE, token);
-    until(ns, &name, &format!("run-now {token} did not end"), |a| {
-        matches!(state(a), "complete" | "failed")
-    })
-    .await
+    wait_end(ns, &name).await
 }
 
 /// Waits until the run `name` carries its verification outcome; returns the run.
 async fn verified(ns: &str, name: &str) -> Value {
     let what = format!("run {name} was not marked verified or unverified");
-    until(ns, name, &what, |a| {
+    wait_until(ns, name, &what, |a| {
         a["metadata"]["labels"]["blueprint-operator.io/verified"].is_string()
     })
     .await
-}
-
-/// Waits until ActionSet `name` (once it exists) satisfies `done`; returns it. Fails saying
-/// `what` and listing the namespace's ActionSets.
-async fn until(ns: &str, name: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
-    support::poll(real::WAIT * 3, || async {
-        let a = kubectl(&[
-            "get",
-            "actionsets.cr.kanister.io",
-            "-n",
-            ns,
-            name,
-            "-o",
-            "json",
-        ])
-        .ok()?;
-        let a: Value = serde_json::from_str(&a).ok()?;
-        done(&a).then_some(a)
-    })
-    .await
-    .unwrap_or_else(|e| {
-        let all = kubectl(&[
-            "get",
-            "actionsets.cr.kanister.io",
-            "-n",
-            ns,
-            "--show-labels",
-        ]);
-        panic!("{what}: {e}\n{all:?}")
-    })
 }
 
 fn ctl(ns: &str, args: &[&str]) -> Output {
