@@ -104,6 +104,12 @@ pub enum Failure {
     Transport(String),
 }
 
+/// An object store's answer worth another try: a server error, but 501, which says the store
+/// does not implement the call.
+pub fn retryable_status(status: StatusCode) -> bool {
+    status.is_server_error() && status != StatusCode::NOT_IMPLEMENTED
+}
+
 /// The `Content-Length` a request carries. hyper writes none for an empty body, and S3 answers
 /// a PUT or POST without one `411 MissingContentLength` (an empty object, CreateMultipartUpload):
 /// those always say their length, 0 included; other methods only a body's (RFC 9110 §8.6).

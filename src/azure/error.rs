@@ -61,9 +61,7 @@ impl AzureError {
     pub fn is_transient(&self) -> bool {
         match self {
             AzureError::Transport { .. } => true,
-            AzureError::Service { status, .. } => {
-                status.is_server_error() && *status != StatusCode::NOT_IMPLEMENTED
-            }
+            AzureError::Service { status, .. } => crate::aws::exchange::retryable_status(*status),
             _ => false,
         }
     }

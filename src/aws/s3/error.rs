@@ -53,9 +53,7 @@ impl S3Error {
     pub fn is_transient(&self) -> bool {
         match self {
             S3Error::Transport { .. } => true,
-            S3Error::Service { status, .. } => {
-                status.is_server_error() && *status != StatusCode::NOT_IMPLEMENTED
-            }
+            S3Error::Service { status, .. } => crate::aws::exchange::retryable_status(*status),
             _ => false,
         }
     }
