@@ -17,7 +17,12 @@ pub fn env_usize(name: &str, default: usize) -> usize {
 
 /// Resident memory of this process, KiB.
 pub fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
+    proc_rss_kib("self")
+}
+
+/// Resident memory of process `pid` (`"self"`: this one), KiB; 0 when it is gone.
+pub fn proc_rss_kib(pid: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
             s.lines()

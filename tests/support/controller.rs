@@ -47,6 +47,11 @@ impl Controller {
         Controller { child }
     }
 
+    /// The process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
     /// SIGKILL, then reap.
     pub async fn kill(mut self) {
         self.child.start_kill().expect("SIGKILL controller");
