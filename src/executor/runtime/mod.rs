@@ -40,7 +40,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::ObjectReference as CoreRef;
 use kube::api::{Api, ApiResource, DynamicObject, ObjectMeta, PostParams};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
@@ -148,10 +148,12 @@ pub async fn run(
     // Controller::new's own stream, plus a signal to the ActionSets waiting for their turn
     // after each event (also deletions, which trigger no reconcile).
     let signal = inner.clone();
-    let events = kube::runtime::reflector(writer, watcher(api, watcher::Config::default()))
-        .inspect(move |_| signal.gate.changed());
+    // The store keeps every ActionSet in scope; their managedFields are never read here.
+    let watch = watcher(api, watcher::Config::default())
+        .modify(|a| a.managed_fields_mut().clear());
+    let events = kube::runtime::reflector(writer, watch).inspect(move |_| signal.gate.changed());
     Controller::for_stream(
-        kube::runtime::WatchStreamExt::applied_objects(events),
+        events.applied_objects(),
         store,
     )
     .graceful_shutdown_on(shutdown)
