@@ -19,9 +19,10 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use kube::Client;
-use kube::api::{Api, DynamicObject, PostParams};
-use kube::core::{ApiResource, GroupVersionKind};
+use kube::api::{Api, PostParams};
 use serde_json::json;
+
+use super::kanister::{create_profile, create_secret, key_pair_credential};
 
 /// Access key of the test object store (gofakes3 accepts any, restic and our client sign with it).
 pub const ACCESS_KEY: &str = "bpo-test-access-key";
@@ -251,44 +252,26 @@ pub async fn s3_profile_on(
     let store = kind.get();
     create_bucket_in(kind, bucket)?;
     let secret_name = format!("{name}-creds");
-    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), ns);
-    let secret = serde_json::from_value(json!({
-        "apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": secret_name, "namespace": ns},
-        "type": "secrets.kanister.io/aws",
-        "stringData": {
-            "aws_access_key_id": store.access_key,
-            "aws_secret_access_key": store.secret_key,
-        },
-    }))?;
-    secrets
-        .create(&PostParams::default(), &secret)
-        .await
-        .with_context(|| format!("creating Secret {ns}/{secret_name}"))?;
-    let gvk = GroupVersionKind::gvk("cr.kanister.io", "v1alpha1", "Profile");
-    let ar = ApiResource::from_gvk_with_plural(&gvk, "profiles");
-    let profiles: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &ar);
-    let profile = serde_json::from_value(json!({
-        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Profile",
-        "metadata": {"name": name, "namespace": ns},
+    let data = json!({
+        "aws_access_key_id": store.access_key,
+        "aws_secret_access_key": store.secret_key,
+    });
+    create_secret(client, ns, &secret_name, "secrets.kanister.io/aws", data).await?;
+    let credential = key_pair_credential(
+        "aws_access_key_id",
+        "aws_secret_access_key",
+        &secret_name,
+        ns,
+    );
+    let spec = json!({
         "location": {
             "type": "s3Compliant", "bucket": bucket,
             "endpoint": store.endpoint, "region": store.region,
         },
-        "credential": {
-            "type": "keyPair",
-            "keyPair": {
-                "idField": "aws_access_key_id", "secretField": "aws_secret_access_key",
-                "secret": {"apiVersion": "v1", "kind": "Secret", "name": secret_name, "namespace": ns},
-            },
-        },
+        "credential": credential,
         "skipSSLVerify": false,
-    }))?;
-    profiles
-        .create(&PostParams::default(), &profile)
-        .await
-        .with_context(|| format!("creating Profile {ns}/{name} (Kanister CRDs installed?)"))?;
-    Ok(())
+    });
+    create_profile(client, ns, name, spec).await
 }
 
 /// Client and a fresh namespace `<prefix>-<random>` with the CRDs and an s3Compliant Profile
