@@ -471,3 +471,92 @@ pub fn snapshots_on(
     let out = restic_on(kind, bucket, path, key, &["snapshots", "--json"])?;
     Ok(serde_json::from_str(&out)?)
 }
+
+/// Runs a restic command line of the restic functions as the pod's exec runs it (`bash -c`, the
+/// environment on stdin), here on this machine, with `env` added (a PATH that finds restic, ...).
+pub fn run_locally<K, V>(
+    cmd: &blueprint_operator::restic::ResticCommand,
+    env: impl IntoIterator<Item = (K, V)>,
+) -> std::process::Output
+where
+    K: AsRef<std::ffi::OsStr>,
+    V: AsRef<std::ffi::OsStr>,
+{
+    use std::io::Write as _;
+    let mut child = Command::new(&cmd.argv[0])
+        .args(&cmd.argv[1..])
+        .envs(env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {}: {e}", cmd.argv[0]));
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(cmd.stdin.as_bytes())
+        .expect("writing the environment to stdin");
+    child.wait_with_output().expect("waiting for the command")
+}
+
+/// `dir` before this process's PATH.
+pub fn path_with(dir: &std::path::Path) -> String {
+    format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// What a data-mover test works with once its namespace is made ([`setup`] or the like): the
+/// Running pod of Deployment `app`, the template parameters of an action on it naming a Profile,
+/// a function-call context and a temporary directory.
+pub struct DataTest {
+    pub client: Client,
+    pub ns: String,
+    /// The app's Running pod.
+    pub pod: String,
+    /// The template parameters, `.Profile` included.
+    pub params: serde_json::Value,
+    pub ctx: blueprint_operator::functions::Context,
+    pub dir: super::files::TempDir,
+}
+
+impl DataTest {
+    /// The app of `ns` and the parameters with Profile `profile`; the directory tagged `tag`.
+    pub async fn new(client: Client, ns: String, profile: &str, tag: &str) -> anyhow::Result<Self> {
+        let pod = app_pod(&client, &ns).await?;
+        let params = app_params(&ns, profile).await?;
+        Ok(DataTest {
+            ctx: ctx(&ns),
+            dir: super::files::TempDir::new(tag),
+            client,
+            ns,
+            pod,
+            params,
+        })
+    }
+
+    /// Runs `func` with `args` and the test's template parameters.
+    pub async fn call(
+        &self,
+        func: &str,
+        args: serde_json::Value,
+    ) -> Result<blueprint_operator::functions::Output, blueprint_operator::functions::FunctionError>
+    {
+        super::call::call_with(&self.ctx, func, args, &self.params).await
+    }
+
+    /// BackupData's arguments: `include` in the app's container, to `prefix`, with `key`.
+    pub fn backup_args(
+        &self,
+        include: &std::path::Path,
+        prefix: &str,
+        key: &str,
+    ) -> serde_json::Value {
+        json!({"namespace": self.ns, "pod": self.pod, "container": "app",
+               "includePath": include.to_str().expect("a UTF-8 path"),
+               "backupArtifactPrefix": prefix, "encryptionKey": key})
+    }
+}
