@@ -7,7 +7,6 @@ use crate::support;
 
 use std::sync::atomic::Ordering;
 
-use crate::support::call::call_with;
 use crate::support::data_plane::{DataTest, delete_pv, out_str, vol_data_pvc};
 use crate::support::files::{TempDir, assert_same_tree, noise, restored_root};
 use crate::support::gcs;
@@ -150,10 +149,7 @@ async fn gcs_failures_are_named() -> anyhow::Result<()> {
         ),
     ];
     for (case, func, args, params, wanted) in cases {
-        let e = call_with(&t.ctx, func, args, &params)
-            .await
-            .expect_err(case)
-            .to_string();
+        let e = t.call_err_with(func, args, &params, case).await;
         for w in wanted {
             assert!(e.contains(w), "{case}: {e}");
         }

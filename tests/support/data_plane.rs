@@ -281,6 +281,19 @@ pub async fn setup(prefix: &str, profile: &str, bucket: &str) -> Option<(kube::C
     setup_on(Store::GoFakeS3, prefix, profile, bucket).await
 }
 
+/// [`setup`] and the [`DataTest`] of its namespace, the directory tagged `tag`.
+pub async fn data_test(
+    prefix: &str,
+    profile: &str,
+    bucket: &str,
+    tag: &str,
+) -> anyhow::Result<Option<DataTest>> {
+    let Some((client, ns)) = setup(prefix, profile, bucket).await else {
+        return Ok(None);
+    };
+    Ok(Some(DataTest::new(client, ns, profile, tag).await?))
+}
+
 /// [`setup`] with the Profile on `kind`.
 pub async fn setup_on(
     kind: Store,
@@ -546,6 +559,25 @@ impl DataTest {
     ) -> Result<blueprint_operator::functions::Output, blueprint_operator::functions::FunctionError>
     {
         super::call::call_with(&self.ctx, func, args, &self.params).await
+    }
+
+    /// Runs `func`, which must fail (`why` says why); the error's text.
+    pub async fn call_err(&self, func: &str, args: serde_json::Value, why: &str) -> String {
+        self.call_err_with(func, args, &self.params, why).await
+    }
+
+    /// [`Self::call_err`] with the template parameters `params` instead of the test's.
+    pub async fn call_err_with(
+        &self,
+        func: &str,
+        args: serde_json::Value,
+        params: &serde_json::Value,
+        why: &str,
+    ) -> String {
+        super::call::call_with(&self.ctx, func, args, params)
+            .await
+            .expect_err(why)
+            .to_string()
     }
 
     /// BackupData's arguments: `include` in the app's container, to `prefix`, with `key`.
