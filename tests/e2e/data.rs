@@ -136,7 +136,7 @@ async fn backup_restore_delete(store: Store, ns_prefix: &str) -> anyhow::Result<
     assert_eq!(snapshots(&prefix, key)?.len(), 2);
 
     // RestoreData needs `pod` or `volumes`: mount a PVC into the helper pod.
-    let pv = vol_data_pvc(&client, &ns, "restore-target").await?;
+    let pv = vol_data_pvc(client, ns, "restore-target").await?;
     // By tag (the second backup) …
     let by_tag = data.dir.0.join("by-tag");
     let args = json!({"namespace": ns, "image": "ghcr.io/kanisterio/kanister-tools:0.116.0",
@@ -159,7 +159,7 @@ async fn backup_restore_delete(store: Store, ns_prefix: &str) -> anyhow::Result<
     .await?;
     std::fs::write(src.join("a.txt"), b"hello from BackupData\n")?;
     assert_same_tree(&src, &restored_root(&by_id, &src));
-    support::function_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(client, ns).await?;
 
     // DeleteData by ID, then by tag with reclaimSpace.
     let args = json!({"namespace": ns, "backupArtifactPrefix": prefix, "backupID": id,
@@ -180,8 +180,8 @@ async fn backup_restore_delete(store: Store, ns_prefix: &str) -> anyhow::Result<
         "prune of the last snapshot freed only {freed}"
     );
     assert!(snapshots(&prefix, key)?.is_empty());
-    support::function_pods_gone(&client, &ns).await?;
-    delete_pv(&client, &pv).await;
+    support::function_pods_gone(client, ns).await?;
+    delete_pv(client, &pv).await;
     Ok(())
 }
 
@@ -320,7 +320,7 @@ async fn data_functions_fail_clearly() -> anyhow::Result<()> {
     );
     assert!(e.contains("wrong password"), "{e}");
     assert_eq!(snapshots(&prefix, "key-one")?.len(), 1, "nothing was added");
-    let pv = vol_data_pvc(&client, &ns, "r").await?;
+    let pv = vol_data_pvc(client, ns, "r").await?;
     let args = json!({"namespace": ns, "image": "busybox", "backupArtifactPrefix": prefix,
                       "backupIdentifier": id, "encryptionKey": "key-two",
                       "restorePath": data.dir.0.join("x").to_str().unwrap(),
@@ -331,7 +331,7 @@ async fn data_functions_fail_clearly() -> anyhow::Result<()> {
         "{e}"
     );
     assert!(e.contains("wrong password"), "{e}");
-    support::function_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(client, ns).await?;
 
     // includePath that does not exist.
     let missing = data.dir.0.join("no-such-dir");
@@ -425,8 +425,8 @@ async fn data_functions_fail_clearly() -> anyhow::Result<()> {
         ),
         "{e}"
     );
-    support::function_pods_gone(&client, &ns).await?;
-    delete_pv(&client, &pv).await;
+    support::function_pods_gone(client, ns).await?;
+    delete_pv(client, &pv).await;
     Ok(())
 }
 

@@ -144,7 +144,7 @@ async fn stats_of_a_real_backup_match_restic() -> anyhow::Result<()> {
         counts["files-by-contents"] < counts["restore-size"],
         "{counts:?}"
     );
-    support::function_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(client, ns).await?;
     Ok(())
 }
 
@@ -237,7 +237,7 @@ async fn stats_fail_clearly() -> anyhow::Result<()> {
         e.starts_with("BackupDataStats: Failed to validate Profile: Profile must be non-nil"),
         "{e}"
     );
-    support::function_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(client, ns).await?;
     Ok(())
 }
 
@@ -356,7 +356,7 @@ async fn check_repository_outputs() -> anyhow::Result<()> {
         e.starts_with("CheckRepository: Profile must be non-nil"),
         "{e}"
     );
-    support::function_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(client, ns).await?;
     Ok(())
 }
 
