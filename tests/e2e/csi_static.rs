@@ -46,6 +46,24 @@ async fn snapshot_class(client: &Client, name: &str, policy: &str) -> anyhow::Re
     Ok(())
 }
 
+/// The name of the VolumeSnapshotContent the VolumeSnapshot `snap` names as its source.
+fn source_content_name(snap: &DynamicObject) -> String {
+    snap.data["spec"]["source"]["volumeSnapshotContentName"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no volumeSnapshotContentName: {:#}", snap.data["spec"]))
+        .to_string()
+}
+
+/// The VolumeSnapshotContent `snap` names as its source: its name and the object.
+async fn source_content(
+    client: &Client,
+    snap: &DynamicObject,
+) -> anyhow::Result<(String, DynamicObject)> {
+    let name = source_content_name(snap);
+    let content = contents(client).get(&name).await?;
+    Ok((name, content))
+}
+
 /// The VolumeSnapshotContents whose volumeSnapshotRef points into `ns`.
 async fn contents_for(client: &Client, ns: &str) -> anyhow::Result<Vec<DynamicObject>> {
     Ok(contents(client)
@@ -83,10 +101,7 @@ async fn create_csi_snapshot_static_binds_content_and_snapshot_and_waits_for_rea
 
     // The VolumeSnapshot names its pre-provisioned content ...
     let snap = created_snapshot(&api, "imported").await?;
-    let content_name = snap.data["spec"]["source"]["volumeSnapshotContentName"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no volumeSnapshotContentName: {:#}", snap.data["spec"]))
-        .to_string();
+    let content_name = source_content_name(&snap);
     assert_eq!(
         snap.data["spec"],
         json!({"source": {"volumeSnapshotContentName": content_name},
@@ -233,11 +248,7 @@ async fn create_csi_snapshot_static_errors_are_clear_and_leave_nothing_behind() 
         static_args(&ns, "broken", &class),
     );
     let snap = created_snapshot(&api, "broken").await?;
-    let content_name = snap.data["spec"]["source"]["volumeSnapshotContentName"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let content = contents(&client).get(&content_name).await?;
+    let (_, content) = source_content(&client, &snap).await?;
     assert_eq!(content.data["spec"]["deletionPolicy"], "Delete");
     let error = "VolumeSnapshotContent is pointing to a non-existent snapshot handle";
     let call = ["CreateCSISnapshotStatic", &ns, "broken", error];
@@ -249,11 +260,7 @@ async fn create_csi_snapshot_static_errors_are_clear_and_leave_nothing_behind() 
     a["namespace"] = json!("");
     let h = spawn_call(&c, "CreateCSISnapshotStatic", a);
     let snap = created_snapshot(&api, "default-ns").await?;
-    let content_name = snap.data["spec"]["source"]["volumeSnapshotContentName"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let content = contents(&client).get(&content_name).await?;
+    let (content_name, content) = source_content(&client, &snap).await?;
     assert_eq!(content.data["spec"]["volumeSnapshotRef"]["namespace"], ns);
     set_status(
         &api,
@@ -449,11 +456,7 @@ async fn blueprint_imports_a_snapshot_and_deletes_snapshot_and_content() -> anyh
         api.get_opt("imported-snap-0042").await.ok()?
     })
     .await?;
-    let content_name = snap.data["spec"]["source"]["volumeSnapshotContentName"]
-        .as_str()
-        .expect("volumeSnapshotContentName")
-        .to_string();
-    let content = contents(&client).get(&content_name).await?;
+    let (content_name, content) = source_content(&client, &snap).await?;
     assert_eq!(
         content.data["spec"]["source"]["snapshotHandle"],
         "snap-0042"

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crate::support::call::call_with;
 use crate::support::controller::Controller;
-use crate::support::data_plane::{Store, app_params, ctx, delete_pv, out_str, vol_data_pvc};
+use crate::support::data_plane::{DataTest, Store, ctx, delete_pv, out_str, vol_data_pvc};
 use crate::support::files::{TempDir, assert_same_tree, noise, read_tree, restored_root};
 use crate::support::kanister::{self, create_actionset, create_blueprint, deployment_object};
 use anyhow::Context as _;
@@ -90,24 +90,17 @@ async fn backup_restore_delete(store: Store, ns_prefix: &str) -> anyhow::Result<
     };
     let snapshots =
         |path: &str, key: &str| support::data_plane::snapshots_on(store, BUCKET, path, key);
-    let pod = support::data_plane::app_pod(&client, &ns).await?;
-    let p = app_params(&ns, PROFILE).await?;
-    let c = ctx(&ns);
-    let dir = TempDir::new("rt");
-    let src = dir.0.join("src");
+    let data = DataTest::new(client, ns, PROFILE, "rt").await?;
+    let (client, ns) = (&data.client, &data.ns);
+    let src = data.dir.0.join("src");
     let n_files = write_tree(&src, 7);
     let prefix = format!("{ns}/backup");
     let key = "correct horse battery staple";
 
-    let out = call_with(
-        &c,
-        "BackupData",
-        json!({"namespace": ns, "pod": pod, "container": "app",
-               "includePath": src.to_str().unwrap(), "backupArtifactPrefix": prefix,
-               "encryptionKey": key}),
-        &p,
-    )
-    .await?;
+    let args = json!({"namespace": ns, "pod": data.pod, "container": "app",
+                      "includePath": src.to_str().unwrap(), "backupArtifactPrefix": prefix,
+                      "encryptionKey": key});
+    let out = data.call("BackupData", args).await?;
     let keys: Vec<&str> = out.keys().map(String::as_str).collect();
     assert_eq!(
         keys,
@@ -133,72 +126,50 @@ async fn backup_restore_delete(store: Store, ns_prefix: &str) -> anyhow::Result<
 
     // A second backup into the same repository (exists now: no init).
     std::fs::write(src.join("a.txt"), b"changed after the first backup\n")?;
-    let out2 = call_with(
-        &c,
-        "BackupData",
-        json!({"namespace": ns, "pod": pod, "container": "app",
-               "includePath": src.to_str().unwrap(),
-               "backupArtifactPrefix": format!("{BUCKET}/{prefix}"), "encryptionKey": key}),
-        &p,
-    )
-    .await?;
+    let args = json!({"namespace": ns, "pod": data.pod, "container": "app",
+                      "includePath": src.to_str().unwrap(),
+                      "backupArtifactPrefix": format!("{BUCKET}/{prefix}"), "encryptionKey": key});
+    let out2 = data.call("BackupData", args).await?;
     let id2 = out_str(&out2, "backupID");
     let tag2 = out_str(&out2, "backupTag");
     assert_ne!(id, id2);
     assert_eq!(snapshots(&prefix, key)?.len(), 2);
 
     // RestoreData needs `pod` or `volumes`: mount a PVC into the helper pod.
-    let pv = vol_data_pvc(&client, &ns, "restore-target").await?;
+    let pv = vol_data_pvc(client, ns, "restore-target").await?;
     // By tag (the second backup) …
-    let by_tag = dir.0.join("by-tag");
-    let r = call_with(
-        &c,
-        "RestoreData",
-        json!({"namespace": ns, "image": "ghcr.io/kanisterio/kanister-tools:0.116.0",
-               "backupArtifactPrefix": prefix, "backupTag": tag2, "encryptionKey": key,
-               "restorePath": by_tag.to_str().unwrap(),
-               "volumes": {"restore-target": "/mnt/restore-target"},
-               "podLabels": {"purpose": "restore"}}),
-        &p,
-    )
-    .await?;
+    let by_tag = data.dir.0.join("by-tag");
+    let args = json!({"namespace": ns, "image": "ghcr.io/kanisterio/kanister-tools:0.116.0",
+                      "backupArtifactPrefix": prefix, "backupTag": tag2, "encryptionKey": key,
+                      "restorePath": by_tag.to_str().unwrap(),
+                      "volumes": {"restore-target": "/mnt/restore-target"},
+                      "podLabels": {"purpose": "restore"}});
+    let r = data.call("RestoreData", args).await?;
     assert!(r.is_empty(), "{r:?}");
     assert_same_tree(&src, &restored_root(&by_tag, &src));
     // … and by ID (the first one: a.txt as it was then).
-    let by_id = dir.0.join("by-id");
-    call_with(
-        &c,
+    let by_id = data.dir.0.join("by-id");
+    data.call(
         "RestoreData",
         json!({"namespace": ns, "image": "busybox:stable",
                "backupArtifactPrefix": prefix, "backupIdentifier": id, "encryptionKey": key,
                "restorePath": by_id.to_str().unwrap(),
                "volumes": {"restore-target": "/mnt/restore-target"}}),
-        &p,
     )
     .await?;
     std::fs::write(src.join("a.txt"), b"hello from BackupData\n")?;
     assert_same_tree(&src, &restored_root(&by_id, &src));
-    support::function_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(client, ns).await?;
 
     // DeleteData by ID, then by tag with reclaimSpace.
-    let d = call_with(
-        &c,
-        "DeleteData",
-        json!({"namespace": ns, "backupArtifactPrefix": prefix, "backupID": id,
-               "encryptionKey": key}),
-        &p,
-    )
-    .await?;
+    let args = json!({"namespace": ns, "backupArtifactPrefix": prefix, "backupID": id,
+                      "encryptionKey": key});
+    let d = data.call("DeleteData", args).await?;
     assert_eq!(Value::Object(d), json!({"spaceFreed": "0 B"}));
     assert_eq!(snapshot_ids(&snapshots(&prefix, key)?), vec![id2.clone()]);
-    let d = call_with(
-        &c,
-        "DeleteData",
-        json!({"namespace": ns, "backupArtifactPrefix": prefix, "backupTag": tag2,
-               "encryptionKey": key, "reclaimSpace": "true"}),
-        &p,
-    )
-    .await?;
+    let args = json!({"namespace": ns, "backupArtifactPrefix": prefix, "backupTag": tag2,
+                      "encryptionKey": key, "reclaimSpace": "true"});
+    let d = data.call("DeleteData", args).await?;
     let freed = out_str(&d, "spaceFreed");
     let bytes: i64 = freed
         .strip_suffix(" B")
@@ -209,8 +180,8 @@ async fn backup_restore_delete(store: Store, ns_prefix: &str) -> anyhow::Result<
         "prune of the last snapshot freed only {freed}"
     );
     assert!(snapshots(&prefix, key)?.is_empty());
-    support::function_pods_gone(&client, &ns).await?;
-    delete_pv(&client, &pv).await;
+    support::function_pods_gone(client, ns).await?;
+    delete_pv(client, &pv).await;
     Ok(())
 }
 
@@ -318,75 +289,59 @@ async fn copy_volume_data_then_restore_from_its_outputs() -> anyhow::Result<()> 
 /// argument mistakes fail with errors that say what is wrong.
 #[tokio::test]
 async fn data_functions_fail_clearly() -> anyhow::Result<()> {
-    let Some((client, ns)) = setup("data-err").await else {
+    let Some(data) = support::data_plane::data_test("data-err", PROFILE, BUCKET, "err").await?
+    else {
         return Ok(());
     };
-    let pod = support::data_plane::app_pod(&client, &ns).await?;
-    let p = app_params(&ns, PROFILE).await?;
-    let c = ctx(&ns);
-    let dir = TempDir::new("err");
-    let src = dir.0.join("src");
+    let (client, ns) = (&data.client, &data.ns);
+    let src = data.dir.0.join("src");
     write_tree(&src, 3);
     let prefix = format!("{ns}/keys");
     let backup = |key: &str, include: &str| {
-        json!({"namespace": ns, "pod": pod, "container": "app", "includePath": include,
+        json!({"namespace": ns, "pod": data.pod, "container": "app", "includePath": include,
                "backupArtifactPrefix": prefix, "encryptionKey": key})
     };
-    let out = call_with(
-        &c,
-        "BackupData",
-        backup("key-one", src.to_str().unwrap()),
-        &p,
-    )
-    .await?;
+    let out = data
+        .call("BackupData", backup("key-one", src.to_str().unwrap()))
+        .await?;
     let id = out_str(&out, "backupID");
 
     // Wrong key on an existing repository.
-    let e = call_with(
-        &c,
-        "BackupData",
-        backup("key-two", src.to_str().unwrap()),
-        &p,
-    )
-    .await
-    .expect_err("wrong key")
-    .to_string();
+    let e = data
+        .call_err(
+            "BackupData",
+            backup("key-two", src.to_str().unwrap()),
+            "wrong key",
+        )
+        .await;
     assert!(
         e.starts_with("BackupData: Failed to backup data: Password is incorrect"),
         "{e}"
     );
     assert!(e.contains("wrong password"), "{e}");
     assert_eq!(snapshots(&prefix, "key-one")?.len(), 1, "nothing was added");
-    let pv = vol_data_pvc(&client, &ns, "r").await?;
-    let e = call_with(
-        &c,
-        "RestoreData",
-        json!({"namespace": ns, "image": "busybox", "backupArtifactPrefix": prefix,
-               "backupIdentifier": id, "encryptionKey": "key-two",
-               "restorePath": dir.0.join("x").to_str().unwrap(), "volumes": {"r": "/mnt/r"}}),
-        &p,
-    )
-    .await
-    .expect_err("wrong key")
-    .to_string();
+    let pv = vol_data_pvc(client, ns, "r").await?;
+    let args = json!({"namespace": ns, "image": "busybox", "backupArtifactPrefix": prefix,
+                      "backupIdentifier": id, "encryptionKey": "key-two",
+                      "restorePath": data.dir.0.join("x").to_str().unwrap(),
+                      "volumes": {"r": "/mnt/r"}});
+    let e = data.call_err("RestoreData", args, "wrong key").await;
     assert!(
         e.starts_with("RestoreData: Failed to restore backup: "),
         "{e}"
     );
     assert!(e.contains("wrong password"), "{e}");
-    support::function_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(client, ns).await?;
 
     // includePath that does not exist.
-    let missing = dir.0.join("no-such-dir");
-    let e = call_with(
-        &c,
-        "BackupData",
-        backup("key-one", missing.to_str().unwrap()),
-        &p,
-    )
-    .await
-    .expect_err("missing includePath")
-    .to_string();
+    let missing = data.dir.0.join("no-such-dir");
+    let e = data
+        .call_err(
+            "BackupData",
+            backup("key-one", missing.to_str().unwrap()),
+            "missing includePath",
+        )
+        .await;
     assert!(
         e.starts_with("BackupData: Failed to backup data: Failed to create and upload backup: "),
         "{e}"
@@ -395,125 +350,83 @@ async fn data_functions_fail_clearly() -> anyhow::Result<()> {
 
     // No Profile.
     let no_profile = json!({});
-    let e = call_with(
-        &c,
-        "BackupData",
-        backup("k", src.to_str().unwrap()),
-        &no_profile,
-    )
-    .await
-    .expect_err("no profile")
-    .to_string();
+    let e = data
+        .call_err_with(
+            "BackupData",
+            backup("k", src.to_str().unwrap()),
+            &no_profile,
+            "no profile",
+        )
+        .await;
     assert!(
         e.starts_with("BackupData: Failed to validate Profile: Profile must be non-nil"),
         "{e}"
     );
-    let e = call_with(
-        &c,
-        "DeleteData",
-        json!({"namespace": ns, "backupArtifactPrefix": prefix, "backupID": id}),
-        &no_profile,
-    )
-    .await
-    .expect_err("no profile")
-    .to_string();
+    let e = data
+        .call_err_with(
+            "DeleteData",
+            json!({"namespace": ns, "backupArtifactPrefix": prefix, "backupID": id}),
+            &no_profile,
+            "no profile",
+        )
+        .await;
     assert!(e.starts_with("DeleteData: Profile must be non-nil"), "{e}");
 
     // Argument mistakes, before any pod is made.
-    let e = call_with(
-        &c,
-        "RestoreData",
-        json!({"namespace": ns, "image": "busybox", "backupArtifactPrefix": prefix,
-               "backupIdentifier": id}),
-        &p,
-    )
-    .await
-    .expect_err("neither pod nor volumes")
-    .to_string();
+    let args = json!({"namespace": ns, "image": "busybox", "backupArtifactPrefix": prefix,
+                      "backupIdentifier": id});
+    let e = data
+        .call_err("RestoreData", args, "neither pod nor volumes")
+        .await;
     assert_eq!(e, "RestoreData: Require one argument: pod or volumes");
-    let e = call_with(
-        &c,
-        "RestoreData",
-        json!({"namespace": ns, "image": "busybox", "backupArtifactPrefix": prefix,
-               "volumes": {"r": "/mnt/r"}}),
-        &p,
-    )
-    .await
-    .expect_err("neither tag nor id")
-    .to_string();
+    let args = json!({"namespace": ns, "image": "busybox", "backupArtifactPrefix": prefix,
+                      "volumes": {"r": "/mnt/r"}});
+    let e = data
+        .call_err("RestoreData", args, "neither tag nor id")
+        .await;
     assert_eq!(
         e,
         "RestoreData: Require one argument: backupTag or backupIdentifier"
     );
-    let e = call_with(
-        &c,
-        "RestoreData",
-        json!({"namespace": ns, "image": "busybox", "backupArtifactPrefix": prefix,
-               "backupIdentifier": id, "pod": pod}),
-        &p,
-    )
-    .await
-    .expect_err("pod without PVCs")
-    .to_string();
+    let args = json!({"namespace": ns, "image": "busybox", "backupArtifactPrefix": prefix,
+                      "backupIdentifier": id, "pod": data.pod});
+    let e = data.call_err("RestoreData", args, "pod without PVCs").await;
     assert_eq!(
         e,
-        format!("RestoreData: Failed to find volumes for the Pod: {pod}")
+        format!(
+            "RestoreData: Failed to find volumes for the Pod: {}",
+            data.pod
+        )
     );
-    let e = call_with(
-        &c,
-        "DeleteData",
-        json!({"namespace": ns, "backupArtifactPrefix": prefix}),
-        &p,
-    )
-    .await
-    .expect_err("neither id nor tag")
-    .to_string();
+    let args = json!({"namespace": ns, "backupArtifactPrefix": prefix});
+    let e = data
+        .call_err("DeleteData", args, "neither id nor tag")
+        .await;
     assert_eq!(e, "DeleteData: Require one argument: backupID or backupTag");
-    let e = call_with(
-        &c,
-        "CopyVolumeData",
-        json!({"namespace": ns, "volume": "no-such-pvc", "dataArtifactPrefix": prefix}),
-        &p,
-    )
-    .await
-    .expect_err("missing PVC")
-    .to_string();
+    let args = json!({"namespace": ns, "volume": "no-such-pvc", "dataArtifactPrefix": prefix});
+    let e = data.call_err("CopyVolumeData", args, "missing PVC").await;
     assert!(
         e.starts_with(&format!(
             "CopyVolumeData: Failed to retrieve PVC. Namespace {ns}, Name no-such-pvc: "
         )),
         "{e}"
     );
-    let e = call_with(
-        &c,
-        "BackupData",
-        json!({"namespace": ns, "pod": pod, "container": "app", "includePath": "/x",
-               "backupArtifactPrefix": prefix, "encryptionkey": "typo"}),
-        &p,
-    )
-    .await
-    .expect_err("unknown argument")
-    .to_string();
+    let args = json!({"namespace": ns, "pod": data.pod, "container": "app", "includePath": "/x",
+                      "backupArtifactPrefix": prefix, "encryptionkey": "typo"});
+    let e = data.call_err("BackupData", args, "unknown argument").await;
     assert!(e.contains("argument encryptionkey is not supported"), "{e}");
     // DeleteData with a tag no snapshot has.
-    let e = call_with(
-        &c,
-        "DeleteData",
-        json!({"namespace": ns, "backupArtifactPrefix": prefix, "backupTag": "nosuchtag1",
-               "encryptionKey": "key-one"}),
-        &p,
-    )
-    .await
-    .expect_err("unknown tag")
-    .to_string();
+    let args = json!({"namespace": ns, "backupArtifactPrefix": prefix, "backupTag": "nosuchtag1",
+                      "encryptionKey": "key-one"});
+    let e = data.call_err("DeleteData", args, "unknown tag").await;
     assert!(
         e.starts_with(
             "DeleteData: Failed to forget data, could not get snapshotID from tag, Tag: nosuchtag1: Snapshot not found"
         ),
         "{e}"
     );
-    support::function_pods_gone(&client, &ns).await?;
-    delete_pv(&client, &pv).await;
+    support::function_pods_gone(client, ns).await?;
+    delete_pv(client, &pv).await;
     Ok(())
 }
 

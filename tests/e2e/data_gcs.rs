@@ -7,8 +7,7 @@ use crate::support;
 
 use std::sync::atomic::Ordering;
 
-use crate::support::call::call_with;
-use crate::support::data_plane::{app_params, ctx, delete_pv, out_str, vol_data_pvc};
+use crate::support::data_plane::{DataTest, delete_pv, out_str, vol_data_pvc};
 use crate::support::files::{TempDir, assert_same_tree, noise, restored_root};
 use crate::support::gcs;
 use serde_json::{Value, json};
@@ -16,19 +15,20 @@ use serde_json::{Value, json};
 const BUCKET: &str = "bpo-data-gcs";
 const PROFILE: &str = "gcs";
 
-/// Client and a fresh namespace with the gcs Profile `PROFILE` (credentials from a
-/// `secrets.kanister.io/gcp` Secret); `None` without the kwok node.
-async fn setup(prefix: &str) -> Option<(kube::Client, String)> {
+/// A fresh namespace with the gcs Profile `PROFILE` (credentials from a
+/// `secrets.kanister.io/gcp` Secret) and its app, the directory tagged `tag`; `None` without
+/// the kwok node.
+async fn setup(prefix: &str, tag: &str) -> anyhow::Result<Option<DataTest>> {
     let client = support::client().await;
     if !support::require_kwok(&client).await {
-        return None;
+        return Ok(None);
     }
     support::install_crds(&client).await.expect("install CRDs");
     let ns = support::namespace(&client, prefix).await;
     gcs::kanister_profile(&client, &ns, PROFILE, BUCKET)
         .await
         .expect("create the gcs Profile");
-    Some((client, ns))
+    Ok(Some(DataTest::new(client, ns, PROFILE, tag).await?))
 }
 
 /// restic's snapshot files of the repository at `prefix`.
@@ -40,15 +40,12 @@ fn snapshot_objects(prefix: &str) -> Vec<String> {
 /// LocationDelete of the repository: at each step the bucket holds what it should.
 #[tokio::test]
 async fn backup_restore_delete_on_gcs() -> anyhow::Result<()> {
-    let Some((client, ns)) = setup("data-gcs").await else {
+    let Some(t) = setup("data-gcs", "gcs").await? else {
         return Ok(());
     };
-    let pod = support::data_plane::app_pod(&client, &ns).await?;
-    let p = app_params(&ns, PROFILE).await?;
-    assert_eq!(p["Profile"]["Location"]["Type"], "gcs");
-    let c = ctx(&ns);
-    let dir = TempDir::new("gcs");
-    let src = dir.0.join("src");
+    let ns = &t.ns;
+    assert_eq!(t.params["Profile"]["Location"]["Type"], "gcs");
+    let src = t.dir.0.join("src");
     support::data_plane::write_files(
         &src,
         &[
@@ -62,15 +59,9 @@ async fn backup_restore_delete_on_gcs() -> anyhow::Result<()> {
     let key = "gcs key";
     let tokens_before = gcs::server().tokens.load(Ordering::Relaxed);
 
-    let out = call_with(
-        &c,
-        "BackupData",
-        json!({"namespace": ns, "pod": pod, "container": "app",
-               "includePath": src.to_str().unwrap(), "backupArtifactPrefix": prefix,
-               "encryptionKey": key}),
-        &p,
-    )
-    .await?;
+    let out = t
+        .call("BackupData", t.backup_args(&src, &prefix, key))
+        .await?;
     let id = out_str(&out, "backupID");
     assert_eq!(out_str(&out, "fileCount"), "4");
     assert_eq!(snapshot_objects(&prefix).len(), 1);
@@ -83,29 +74,19 @@ async fn backup_restore_delete_on_gcs() -> anyhow::Result<()> {
         "restic got its token with the Profile's key"
     );
 
-    let pv = vol_data_pvc(&client, &ns, "restore-target").await?;
-    let by_id = dir.0.join("by-id");
-    let r = call_with(
-        &c,
-        "RestoreData",
-        json!({"namespace": ns, "image": "ghcr.io/kanisterio/kanister-tools:0.116.0",
-               "backupArtifactPrefix": prefix, "backupIdentifier": id, "encryptionKey": key,
-               "restorePath": by_id.to_str().unwrap(),
-               "volumes": {"restore-target": "/mnt/restore-target"}}),
-        &p,
-    )
-    .await?;
+    let pv = vol_data_pvc(&t.client, ns, "restore-target").await?;
+    let by_id = t.dir.0.join("by-id");
+    let restore = json!({"namespace": ns, "image": "ghcr.io/kanisterio/kanister-tools:0.116.0",
+        "backupArtifactPrefix": prefix, "backupIdentifier": id, "encryptionKey": key,
+        "restorePath": by_id.to_str().unwrap(),
+        "volumes": {"restore-target": "/mnt/restore-target"}});
+    let r = t.call("RestoreData", restore).await?;
     assert!(r.is_empty(), "{r:?}");
     assert_same_tree(&src, &restored_root(&by_id, &src));
 
-    let d = call_with(
-        &c,
-        "DeleteData",
-        json!({"namespace": ns, "backupArtifactPrefix": prefix, "backupID": id,
-               "encryptionKey": key, "reclaimSpace": "true"}),
-        &p,
-    )
-    .await?;
+    let delete = json!({"namespace": ns, "backupArtifactPrefix": prefix, "backupID": id,
+        "encryptionKey": key, "reclaimSpace": "true"});
+    let d = t.call("DeleteData", delete).await?;
     assert_ne!(out_str(&d, "spaceFreed"), "0 B", "{d:?}");
     assert!(snapshot_objects(&prefix).is_empty());
 
@@ -115,16 +96,12 @@ async fn backup_restore_delete_on_gcs() -> anyhow::Result<()> {
     gcs_client
         .upload(BUCKET, &siblings, &mut &b"x"[..], std::future::pending())
         .await?;
-    call_with(
-        &c,
-        "LocationDelete",
-        json!({"artifact": format!("{BUCKET}/{prefix}")}),
-        &p,
-    )
-    .await?;
+    let artifact = format!("{BUCKET}/{prefix}");
+    t.call("LocationDelete", json!({ "artifact": artifact }))
+        .await?;
     assert_eq!(gcs::list(BUCKET, &format!("{ns}/")), [siblings]);
-    support::function_pods_gone(&client, &ns).await?;
-    delete_pv(&client, &pv).await;
+    support::function_pods_gone(&t.client, ns).await?;
+    delete_pv(&t.client, &pv).await;
     Ok(())
 }
 
@@ -132,46 +109,53 @@ async fn backup_restore_delete_on_gcs() -> anyhow::Result<()> {
 /// and make nothing in the store.
 #[tokio::test]
 async fn gcs_failures_are_named() -> anyhow::Result<()> {
-    let Some((client, ns)) = setup("data-gcs-err").await else {
+    let Some(t) = setup("data-gcs-err", "gcs-err").await? else {
         return Ok(());
     };
-    let pod = support::data_plane::app_pod(&client, &ns).await?;
-    let p = app_params(&ns, PROFILE).await?;
-    let c = ctx(&ns);
-    let dir = TempDir::new("gcs-err");
-    support::data_plane::write_files(&dir.0, &[("a", b"a".to_vec())]);
-    let backup = json!({"namespace": ns, "pod": pod, "container": "app",
-        "includePath": dir.0.to_str().unwrap(), "backupArtifactPrefix": format!("{ns}/x"),
-        "encryptionKey": "k"});
-
-    let mut wrong: Value = p.clone();
-    wrong["Profile"]["Credential"]["KeyPair"]["Secret"] = json!(gcs::key_json_with(include_str!(
-        "../../src/gcs/testdata/other-key.pem"
-    )));
-    let e = call_with(&c, "BackupData", backup.clone(), &wrong)
-        .await
-        .expect_err("refused key")
-        .to_string();
-    assert!(e.contains("Invalid JWT Signature"), "{e}");
-
-    let mut bad: Value = p.clone();
-    bad["Profile"]["Credential"]["KeyPair"]["Secret"] = json!("not a key");
-    let e = call_with(&c, "BackupData", backup.clone(), &bad)
-        .await
-        .expect_err("bad key")
-        .to_string();
-    assert!(e.contains("is not a service account's JSON key"), "{e}");
-
-    let mut missing: Value = p.clone();
-    missing["Profile"]["Location"]["Bucket"] = json!("bpo-no-such-gcs-bucket");
-    let e = call_with(&c, "LocationDelete", json!({"artifact": "x"}), &missing)
-        .await
-        .expect_err("missing bucket")
-        .to_string();
-    assert!(e.contains("bpo-no-such-gcs-bucket"), "{e}");
-    assert!(e.contains("check the Profile's location.bucket"), "{e}");
-    assert!(gcs::list(BUCKET, &format!("{ns}/")).is_empty());
-    support::function_pods_gone(&client, &ns).await?;
+    support::data_plane::write_files(&t.dir.0, &[("a", b"a".to_vec())]);
+    let backup = t.backup_args(&t.dir.0, &format!("{}/x", t.ns), "k");
+    // The parameters with the value at `pointer` replaced.
+    let with = |pointer: &str, value: Value| {
+        let mut p = t.params.clone();
+        *p.pointer_mut(pointer).expect("a Profile field") = value;
+        p
+    };
+    let secret = "/Profile/Credential/KeyPair/Secret";
+    let other_key = gcs::key_json_with(include_str!("../../src/gcs/testdata/other-key.pem"));
+    let cases = [
+        (
+            "refused key",
+            "BackupData",
+            backup.clone(),
+            with(secret, json!(other_key)),
+            &["Invalid JWT Signature"][..],
+        ),
+        (
+            "bad key",
+            "BackupData",
+            backup,
+            with(secret, json!("not a key")),
+            &["is not a service account's JSON key"],
+        ),
+        (
+            "missing bucket",
+            "LocationDelete",
+            json!({"artifact": "x"}),
+            with("/Profile/Location/Bucket", json!("bpo-no-such-gcs-bucket")),
+            &[
+                "bpo-no-such-gcs-bucket",
+                "check the Profile's location.bucket",
+            ],
+        ),
+    ];
+    for (case, func, args, params, wanted) in cases {
+        let e = t.call_err_with(func, args, &params, case).await;
+        for w in wanted {
+            assert!(e.contains(w), "{case}: {e}");
+        }
+    }
+    assert!(gcs::list(BUCKET, &format!("{}/", t.ns)).is_empty());
+    support::function_pods_gone(&t.client, &t.ns).await?;
     Ok(())
 }
 
@@ -185,31 +169,14 @@ fn restic_command_lines_run_on_gcs_without_a_pod() {
         .parent()
         .expect("restic's directory")
         .to_path_buf();
-    let path = format!(
-        "{}:{}",
-        restic_dir.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
     let tmp = TempDir::new("gcs-local");
     let run = |cmd: ResticCommand| -> String {
-        use std::io::Write as _;
-        let mut child = std::process::Command::new(&cmd.argv[0])
-            .args(&cmd.argv[1..])
-            .env("PATH", &path)
-            .env("TMPDIR", &tmp.0)
-            .env("RESTIC_CACHE_DIR", tmp.0.join("cache"))
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("bash");
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(cmd.stdin.as_bytes())
-            .expect("environment");
-        let out = child.wait_with_output().expect("wait");
+        let env = [
+            ("PATH", support::data_plane::path_with(&restic_dir).into()),
+            ("TMPDIR", tmp.0.clone().into_os_string()),
+            ("RESTIC_CACHE_DIR", tmp.0.join("cache").into_os_string()),
+        ];
+        let out = support::data_plane::run_locally(&cmd, env);
         assert!(
             out.status.success(),
             "{:?} failed: {}",

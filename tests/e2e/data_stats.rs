@@ -10,9 +10,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::support::call::call_with;
 use crate::support::controller::Controller;
-use crate::support::data_plane::{app_params, ctx, out_str};
+use crate::support::data_plane::{DataTest, out_str};
 use crate::support::files::{TempDir, noise};
 use crate::support::kanister;
 use blueprint_operator::functions::Output;
@@ -29,6 +28,11 @@ const PROFILE: &str = "s3";
 /// Client and a fresh namespace with an s3Compliant Profile `PROFILE` on the test object store.
 async fn setup(prefix: &str) -> Option<(Client, String)> {
     support::data_plane::setup(prefix, PROFILE, BUCKET).await
+}
+
+/// [`setup`] and what a data-mover test starts from there, the directory tagged `tag`.
+async fn data_test(prefix: &str, tag: &str) -> anyhow::Result<Option<DataTest>> {
+    support::data_plane::data_test(prefix, PROFILE, BUCKET, tag).await
 }
 
 /// A tree where the modes differ: two files with the same contents
@@ -65,26 +69,17 @@ fn text_value(text: &str, label: &str) -> Option<String> {
 /// and consistent with its `--json` numbers.
 #[tokio::test]
 async fn stats_of_a_real_backup_match_restic() -> anyhow::Result<()> {
-    let Some((client, ns)) = setup("stats").await else {
+    let Some(data) = data_test("stats", "modes").await? else {
         return Ok(());
     };
-    let pod = support::data_plane::app_pod(&client, &ns).await?;
-    let p = app_params(&ns, PROFILE).await?;
-    let c = ctx(&ns);
-    let dir = TempDir::new("modes");
-    let src = dir.0.join("src");
+    let (client, ns) = (&data.client, &data.ns);
+    let src = data.dir.0.join("src");
     write_tree(&src, 11);
     let path = format!("{ns}/stats");
     let key = "stats key with spaces";
-    let out = call_with(
-        &c,
-        "BackupData",
-        json!({"namespace": ns, "pod": pod, "container": "app",
-               "includePath": src.to_str().unwrap(), "backupArtifactPrefix": path,
-               "encryptionKey": key}),
-        &p,
-    )
-    .await?;
+    let out = data
+        .call("BackupData", data.backup_args(&src, &path, key))
+        .await?;
     let id = out_str(&out, "backupID");
 
     let mut counts = BTreeMap::new();
@@ -100,7 +95,7 @@ async fn stats_of_a_real_backup_match_restic() -> anyhow::Result<()> {
         if let Some(m) = mode {
             args["statsMode"] = json!(m);
         }
-        let st = call_with(&c, "BackupDataStats", args, &p).await?;
+        let st = data.call("BackupDataStats", args).await?;
         let keys: Vec<&str> = st.keys().map(String::as_str).collect();
         assert_eq!(keys, ["mode", "fileCount", "size", "version"], "{st:?}");
         let m = mode.unwrap_or("restore-size");
@@ -149,41 +144,28 @@ async fn stats_of_a_real_backup_match_restic() -> anyhow::Result<()> {
         counts["files-by-contents"] < counts["restore-size"],
         "{counts:?}"
     );
-    support::function_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(client, ns).await?;
     Ok(())
 }
 
 /// BackupDataStats that cannot give stats fail with Kanister's texts.
 #[tokio::test]
 async fn stats_fail_clearly() -> anyhow::Result<()> {
-    let Some((client, ns)) = setup("stats-err").await else {
+    let Some(data) = data_test("stats-err", "err").await? else {
         return Ok(());
     };
-    let pod = support::data_plane::app_pod(&client, &ns).await?;
-    let p = app_params(&ns, PROFILE).await?;
-    let c = ctx(&ns);
-    let dir = TempDir::new("err");
-    let src = dir.0.join("src");
+    let (client, ns) = (&data.client, &data.ns);
+    let src = data.dir.0.join("src");
     write_tree(&src, 5);
     let path = format!("{ns}/default-key");
     // No encryptionKey: Kanister's default key, for BackupData and BackupDataStats alike.
-    let out = call_with(
-        &c,
-        "BackupData",
-        json!({"namespace": ns, "pod": pod, "container": "app",
-               "includePath": src.to_str().unwrap(), "backupArtifactPrefix": path}),
-        &p,
-    )
-    .await?;
+    let args = json!({"namespace": ns, "pod": data.pod, "container": "app",
+                      "includePath": src.to_str().unwrap(), "backupArtifactPrefix": path});
+    let out = data.call("BackupData", args).await?;
     let id = out_str(&out, "backupID");
-    let st = call_with(
-        &c,
-        "BackupDataStats",
-        json!({"namespace": ns, "backupArtifactPrefix": format!("{BUCKET}/{path}"),
-               "backupID": id}),
-        &p,
-    )
-    .await?;
+    let args = json!({"namespace": ns, "backupArtifactPrefix": format!("{BUCKET}/{path}"),
+                      "backupID": id});
+    let st = data.call("BackupDataStats", args).await?;
     let text = restic_direct(&path, DEFAULT_ENCRYPTION_KEY, &["stats", &id])?;
     assert_eq!(
         Some(out_str(&st, "fileCount")),
@@ -191,15 +173,10 @@ async fn stats_fail_clearly() -> anyhow::Result<()> {
     );
 
     // A snapshot ID the repository does not have: restic counts nothing.
-    let e = call_with(
-        &c,
-        "BackupDataStats",
-        json!({"namespace": ns, "backupArtifactPrefix": path, "backupID": "deadbeef"}),
-        &p,
-    )
-    .await
-    .expect_err("unknown snapshot")
-    .to_string();
+    let args = json!({"namespace": ns, "backupArtifactPrefix": path, "backupID": "deadbeef"});
+    let e = data
+        .call_err("BackupDataStats", args, "unknown snapshot")
+        .await;
     assert!(
         e.starts_with("BackupDataStats: Failed to parse snapshot stats from logs"),
         "{e}"
@@ -207,16 +184,9 @@ async fn stats_fail_clearly() -> anyhow::Result<()> {
     assert!(e.contains("deadbeef"), "{e}");
 
     // The wrong key.
-    let e = call_with(
-        &c,
-        "BackupDataStats",
-        json!({"namespace": ns, "backupArtifactPrefix": path, "backupID": id,
-               "encryptionKey": "not the key"}),
-        &p,
-    )
-    .await
-    .expect_err("wrong key")
-    .to_string();
+    let args = json!({"namespace": ns, "backupArtifactPrefix": path, "backupID": id,
+                      "encryptionKey": "not the key"});
+    let e = data.call_err("BackupDataStats", args, "wrong key").await;
     assert!(
         e.starts_with("BackupDataStats: Failed to get backup stats: Failed to exec command in pod"),
         "{e}"
@@ -224,15 +194,11 @@ async fn stats_fail_clearly() -> anyhow::Result<()> {
     assert!(e.contains("wrong password"), "{e}");
 
     // No repository there.
-    let e = call_with(
-        &c,
-        "BackupDataStats",
-        json!({"namespace": ns, "backupArtifactPrefix": format!("{ns}/nothing"), "backupID": id}),
-        &p,
-    )
-    .await
-    .expect_err("no repository")
-    .to_string();
+    let nothing = format!("{ns}/nothing");
+    let args = json!({"namespace": ns, "backupArtifactPrefix": nothing, "backupID": id});
+    let e = data
+        .call_err("BackupDataStats", args, "no repository")
+        .await;
     assert!(
         e.starts_with("BackupDataStats: Failed to get backup stats: "),
         "{e}"
@@ -254,26 +220,24 @@ async fn stats_fail_clearly() -> anyhow::Result<()> {
             "BackupDataStats: argument `insecureTLS`: argument insecureTLS is not supported",
         ),
     ] {
-        let e = call_with(&c, "BackupDataStats", args.clone(), &p)
-            .await
-            .expect_err("bad args")
-            .to_string();
+        let e = data
+            .call_err("BackupDataStats", args.clone(), "bad args")
+            .await;
         assert!(e.starts_with(want), "{args}: {e}");
     }
-    let e = call_with(
-        &c,
-        "BackupDataStats",
-        json!({"namespace": ns, "backupArtifactPrefix": path, "backupID": id}),
-        &json!({}),
-    )
-    .await
-    .expect_err("no Profile")
-    .to_string();
+    let e = data
+        .call_err_with(
+            "BackupDataStats",
+            json!({"namespace": ns, "backupArtifactPrefix": path, "backupID": id}),
+            &json!({}),
+            "no Profile",
+        )
+        .await;
     assert!(
         e.starts_with("BackupDataStats: Failed to validate Profile: Profile must be non-nil"),
         "{e}"
     );
-    support::function_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(client, ns).await?;
     Ok(())
 }
 
@@ -296,75 +260,40 @@ fn check(out: &Output) -> (String, String) {
 /// cannot use.
 #[tokio::test]
 async fn check_repository_outputs() -> anyhow::Result<()> {
-    let Some((client, ns)) = setup("check").await else {
+    let Some(data) = data_test("check", "check").await? else {
         return Ok(());
     };
-    let pod = support::data_plane::app_pod(&client, &ns).await?;
-    let p = app_params(&ns, PROFILE).await?;
-    let c = ctx(&ns);
-    let dir = TempDir::new("check");
-    let src = dir.0.join("src");
+    let (client, ns) = (&data.client, &data.ns);
+    let src = data.dir.0.join("src");
     write_tree(&src, 3);
     let path = format!("{ns}/repo");
     let key = "the right key";
-    call_with(
-        &c,
-        "BackupData",
-        json!({"namespace": ns, "pod": pod, "container": "app",
-               "includePath": src.to_str().unwrap(), "backupArtifactPrefix": path,
-               "encryptionKey": key}),
-        &p,
-    )
-    .await?;
+    data.call("BackupData", data.backup_args(&src, &path, key))
+        .await?;
     let f = || "false".to_string();
     let t = || "true".to_string();
 
-    let out = call_with(
-        &c,
-        "CheckRepository",
-        json!({"backupArtifactPrefix": path, "encryptionKey": key,
-               "podAnnotations": {"note": "check"}}),
-        &p,
-    )
-    .await?;
+    let args = json!({"backupArtifactPrefix": path, "encryptionKey": key,
+                      "podAnnotations": {"note": "check"}});
+    let out = data.call("CheckRepository", args).await?;
     assert_eq!(check(&out), (f(), f()));
     // The bucket given explicitly is the same repository.
-    let out = call_with(
-        &c,
-        "CheckRepository",
-        json!({"backupArtifactPrefix": format!("{BUCKET}/{path}"), "encryptionKey": key,
-               "insecureTLS": false}),
-        &p,
-    )
-    .await?;
+    let args = json!({"backupArtifactPrefix": format!("{BUCKET}/{path}"), "encryptionKey": key,
+                      "insecureTLS": false});
+    let out = data.call("CheckRepository", args).await?;
     assert_eq!(check(&out), (f(), f()));
 
-    let out = call_with(
-        &c,
-        "CheckRepository",
-        json!({"backupArtifactPrefix": path, "encryptionKey": "a wrong key"}),
-        &p,
-    )
-    .await?;
+    let args = json!({"backupArtifactPrefix": path, "encryptionKey": "a wrong key"});
+    let out = data.call("CheckRepository", args).await?;
     assert_eq!(check(&out), (t(), f()));
     // Without encryptionKey: Kanister's default key, which this repository does not have.
-    let out = call_with(
-        &c,
-        "CheckRepository",
-        json!({"backupArtifactPrefix": path}),
-        &p,
-    )
-    .await?;
+    let args = json!({"backupArtifactPrefix": path});
+    let out = data.call("CheckRepository", args).await?;
     assert_eq!(check(&out), (t(), f()));
 
     let missing = format!("{ns}/no-repo-here");
-    let out = call_with(
-        &c,
-        "CheckRepository",
-        json!({"backupArtifactPrefix": missing, "encryptionKey": key}),
-        &p,
-    )
-    .await?;
+    let args = json!({"backupArtifactPrefix": missing, "encryptionKey": key});
+    let out = data.call("CheckRepository", args).await?;
     assert_eq!(check(&out), (f(), t()));
     // Checking made no repository.
     let e = restic_direct(&missing, key, &["cat", "config"]).expect_err("no repository");
@@ -372,35 +301,27 @@ async fn check_repository_outputs() -> anyhow::Result<()> {
 
     // A repository created with the default key.
     let dpath = format!("{ns}/default");
-    call_with(
-        &c,
+    data.call(
         "BackupData",
-        json!({"namespace": ns, "pod": pod, "container": "app",
+        json!({"namespace": ns, "pod": data.pod, "container": "app",
                "includePath": src.to_str().unwrap(), "backupArtifactPrefix": dpath}),
-        &p,
     )
     .await?;
-    let out = call_with(
-        &c,
-        "CheckRepository",
-        json!({"backupArtifactPrefix": dpath}),
-        &p,
-    )
-    .await?;
+    let args = json!({"backupArtifactPrefix": dpath});
+    let out = data.call("CheckRepository", args).await?;
     assert_eq!(check(&out), (f(), f()));
 
     // An endpoint restic cannot parse: neither a wrong key nor a missing repository.
-    let mut bad = p.clone();
+    let mut bad = data.params.clone();
     bad["Profile"]["Location"]["Endpoint"] = json!("http://127.0.0.1:9/%zz");
-    let e = call_with(
-        &c,
-        "CheckRepository",
-        json!({"backupArtifactPrefix": path}),
-        &bad,
-    )
-    .await
-    .expect_err("bad endpoint")
-    .to_string();
+    let e = data
+        .call_err_with(
+            "CheckRepository",
+            json!({"backupArtifactPrefix": path}),
+            &bad,
+            "bad endpoint",
+        )
+        .await;
     assert!(
         e.starts_with("CheckRepository: Failed to list snapshots: Failed to exec command in pod"),
         "{e}"
@@ -408,41 +329,34 @@ async fn check_repository_outputs() -> anyhow::Result<()> {
     assert!(e.contains("invalid URL escape"), "{e}");
 
     // Argument and Profile errors.
-    let e = call_with(&c, "CheckRepository", json!({}), &p)
-        .await
-        .expect_err("no prefix")
-        .to_string();
+    let e = data
+        .call_err("CheckRepository", json!({}), "no prefix")
+        .await;
     assert!(
         e.starts_with("CheckRepository: argument `backupArtifactPrefix`"),
         "{e}"
     );
-    let e = call_with(
-        &c,
-        "CheckRepository",
-        json!({"backupArtifactPrefix": path, "namespace": ns}),
-        &p,
-    )
-    .await
-    .expect_err("namespace is not an argument")
-    .to_string();
+    let args = json!({"backupArtifactPrefix": path, "namespace": ns});
+    let e = data
+        .call_err("CheckRepository", args, "namespace is not an argument")
+        .await;
     assert!(
         e.starts_with("CheckRepository: argument `namespace`: argument namespace is not supported"),
         "{e}"
     );
-    let e = call_with(
-        &c,
-        "CheckRepository",
-        json!({"backupArtifactPrefix": path}),
-        &json!({}),
-    )
-    .await
-    .expect_err("no Profile")
-    .to_string();
+    let e = data
+        .call_err_with(
+            "CheckRepository",
+            json!({"backupArtifactPrefix": path}),
+            &json!({}),
+            "no Profile",
+        )
+        .await;
     assert!(
         e.starts_with("CheckRepository: Profile must be non-nil"),
         "{e}"
     );
-    support::function_pods_gone(&client, &ns).await?;
+    support::function_pods_gone(client, ns).await?;
     Ok(())
 }
 

@@ -66,46 +66,25 @@ fn every_size_class_round_trips_at_kanisters_keys() {
     expected.sort();
     assert_eq!(list(container, "team-a/stdin/"), expected);
 
+    // `kando location <args>`, which must succeed.
+    let location = |args: &[&str]| {
+        let (code, _, err) = run(kando(&[&["location"], args].concat()));
+        assert_eq!(code, 0, "{err}");
+    };
     let dir = kando_link().0;
     let empty = dir.join("empty.sql");
     std::fs::write(&empty, b"").expect("empty file");
     let file = empty.to_str().expect("utf-8 path");
-    let (code, _, err) = run(kando(&[
-        "location",
-        "push",
-        "--profile",
-        &p,
-        file,
-        "--path",
-        "file/empty.sql",
-    ]));
-    assert_eq!(code, 0, "{err}");
+    location(&["push", "--profile", &p, file, "--path", "file/empty.sql"]);
     let target = dir.join("restored.sql");
     std::fs::write(&target, b"an older, longer dump").expect("old target");
     let t = target.to_str().expect("utf-8 path");
-    let (code, _, err) = run(kando(&[
-        "location",
-        "pull",
-        "--profile",
-        &p,
-        "--path",
-        "file/empty.sql",
-        t,
-    ]));
-    assert_eq!(code, 0, "{err}");
+    location(&["pull", "--profile", &p, "--path", "file/empty.sql", t]);
     assert_eq!(std::fs::read(&target).expect("restored"), b"");
 
     // A sibling that only shares the text survives the delete of `stdin`.
     push_measured(&p, "stdin-old/x", 9, 10);
-    let (code, _, err) = run(kando(&[
-        "location",
-        "delete",
-        "--profile",
-        &p,
-        "--path",
-        "stdin",
-    ]));
-    assert_eq!(code, 0, "{err}");
+    location(&["delete", "--profile", &p, "--path", "stdin"]);
     assert_eq!(list(container, "team-a/stdin"), ["team-a/stdin-old/x"]);
     let e = fails(kando(&[
         "location",
@@ -142,34 +121,45 @@ fn failures_are_named_and_write_nothing() {
         fails(c)
     };
 
+    // A push with `profile` fails saying each of `wanted`; the message.
+    let push_fails = |profile: &str, wanted: &[&str]| {
+        let e = push(profile);
+        for w in wanted {
+            assert!(e.contains(w), "{e}");
+        }
+        e
+    };
+
     let wrong = with(&|v| v["Credential"]["KeyPair"]["Secret"] = json!(WRONG_KEY));
-    let e = push(&wrong);
-    assert!(e.contains("PutBlob on https://"), "{e}");
+    let e = push_fails(
+        &wrong,
+        &[
+            "PutBlob on https://",
+            "the storage account key does not sign for account",
+        ],
+    );
     assert!(
         e.contains("403 AuthorizationFailure") || e.contains("403 AuthenticationFailed"),
         "{e}"
     );
-    assert!(
-        e.contains("the storage account key does not sign for account"),
-        "{e}"
-    );
 
     let missing = with(&|v| v["Location"]["Bucket"] = json!("bpo-no-such-container"));
-    let e = push(&missing);
-    assert!(e.contains("404 ContainerNotFound"), "{e}");
-    assert!(
-        e.contains("container \"bpo-no-such-container\" does not exist"),
-        "{e}"
+    push_fails(
+        &missing,
+        &[
+            "404 ContainerNotFound",
+            "container \"bpo-no-such-container\" does not exist",
+        ],
     );
 
     let malformed = with(&|v| v["Location"]["Bucket"] = json!("Bad_Name"));
-    let e = push(&malformed);
-    assert!(e.contains(": 400 "), "{e}");
-    assert!(e.contains("lower-case letters, digits and dashes"), "{e}");
+    push_fails(
+        &malformed,
+        &[": 400 ", "lower-case letters, digits and dashes"],
+    );
 
     let not_base64 = with(&|v| v["Credential"]["KeyPair"]["Secret"] = json!("not a key!"));
-    let e = push(&not_base64);
-    assert!(e.contains("the storage account key is not base64"), "{e}");
+    push_fails(&not_base64, &["the storage account key is not base64"]);
 
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -177,8 +167,7 @@ fn failures_are_named_and_write_nothing() {
         .port();
     let closed =
         with(&|v| v["Location"]["Endpoint"] = json!(format!("https://127.0.0.1:{port}/acct")));
-    let e = push(&closed);
-    assert!(e.contains("cannot connect to https://127.0.0.1:"), "{e}");
+    push_fails(&closed, &["cannot connect to https://127.0.0.1:"]);
 
     assert!(list(container, "").is_empty(), "a failed push left a blob");
 }

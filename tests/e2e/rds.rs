@@ -12,14 +12,14 @@ use std::time::Duration;
 use anyhow::Context as _;
 use blueprint_operator::aws::rds::error::{DB_CLUSTER_SNAPSHOT_NOT_FOUND, DB_SNAPSHOT_NOT_FOUND};
 use blueprint_operator::model::ActionSet;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
-use kube::api::{Api, DynamicObject, PostParams};
-use kube::core::{ApiResource, GroupVersionKind};
+use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 
 use crate::support;
 use crate::support::controller::Controller;
+use crate::support::kanister;
 use crate::support::moto;
 
 const FINISH: Duration = Duration::from_secs(180);
@@ -47,33 +47,22 @@ async fn rds_profile(
     let m = moto::server();
     let store = support::data_plane::object_store();
     let secret_name = format!("{name}-aws");
-    Api::<Secret>::namespaced(client.clone(), ns)
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({
-                "metadata": {"name": secret_name},
-                "type": "secrets.kanister.io/aws",
-                "stringData": {"aws_access_key_id": m.access_key,
-                               "aws_secret_access_key": secret.unwrap_or(&m.secret_key)},
-            }))?,
-        )
-        .await?;
-    let gvk = GroupVersionKind::gvk("cr.kanister.io", "v1alpha1", "Profile");
-    let ar = ApiResource::from_gvk_with_plural(&gvk, "profiles");
-    let profile = serde_json::from_value(json!({
-        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Profile",
-        "metadata": {"name": name, "namespace": ns},
+    let data = json!({"aws_access_key_id": m.access_key,
+                      "aws_secret_access_key": secret.unwrap_or(&m.secret_key)});
+    kanister::create_secret(client, ns, &secret_name, "secrets.kanister.io/aws", data).await?;
+    let credential = kanister::key_pair_credential(
+        "aws_access_key_id",
+        "aws_secret_access_key",
+        &secret_name,
+        ns,
+    );
+    let spec = json!({
         "location": {"type": "s3Compliant", "bucket": "rds-dumps", "endpoint": store.endpoint,
                      "region": moto::REGION},
-        "credential": {"type": "keyPair", "keyPair": {
-            "idField": "aws_access_key_id", "secretField": "aws_secret_access_key",
-            "secret": {"apiVersion": "v1", "kind": "Secret", "name": secret_name, "namespace": ns}}},
+        "credential": credential,
         "skipSSLVerify": false,
-    }))?;
-    Api::<DynamicObject>::namespaced_with(client.clone(), ns, &ar)
-        .create(&PostParams::default(), &profile)
-        .await?;
-    Ok(())
+    });
+    kanister::create_profile(client, ns, name, spec).await
 }
 
 async fn config_map(client: &Client, ns: &str, data: Value) -> anyhow::Result<()> {

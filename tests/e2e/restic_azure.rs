@@ -12,9 +12,6 @@
 //! Block List), so the `restic` on this test's PATH is a wrapper adding
 //! `-o azure.access-tier=Hot` (Azure's default tier) before the functions' own arguments.
 
-use std::io::Write as _;
-use std::process::{Command, Stdio};
-
 use crate::support;
 use crate::support::azurite::{self, ACCOUNT, KEY, WRONG_KEY};
 use blueprint_operator::param::profile::Profile;
@@ -53,29 +50,15 @@ fn exec(cmd: &ResticCommand, dir: &std::path::Path) -> (bool, String, String) {
         std::fs::write(&wrapper, script).expect("restic wrapper");
         std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     }
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
+    let out = support::data_plane::run_locally(
+        cmd,
+        [
+            ("PATH", support::data_plane::path_with(&bin).into()),
+            ("HTTPS_PROXY", az.proxy.clone().into()),
+            ("RESTIC_CACERT", az.ca.clone().into_os_string()),
+            ("RESTIC_CACHE_DIR", dir.join("cache").into_os_string()),
+        ],
     );
-    let mut child = Command::new(&cmd.argv[0])
-        .args(&cmd.argv[1..])
-        .env("PATH", path)
-        .env("HTTPS_PROXY", &az.proxy)
-        .env("RESTIC_CACERT", &az.ca)
-        .env("RESTIC_CACHE_DIR", dir.join("cache"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn restic");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(cmd.stdin.as_bytes())
-        .expect("write env");
-    let out = child.wait_with_output().expect("restic");
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -117,6 +117,24 @@ fn check_examples(examples: &[(&str, &str)], found: &[Difference]) -> Result<(),
     check(found, &known)
 }
 
+/// The start of a comparison test: Kanister's controller installed (until the guard drops) and a
+/// fresh namespace `<prefix>-<random>` for ours.
+async fn both_sides(prefix: &str) -> (kanister::Installed, String) {
+    let installed = kanister::install().await;
+    let client = real::client().await;
+    (installed, support::namespace(&client, prefix).await)
+}
+
+/// The end of a comparison test: deletes our namespace and fails on any difference `found` in
+/// `examples` that [`KNOWN`] does not list, or on a known one that no longer shows.
+fn finish(ours_ns: &str, examples: &[(&str, &str)], mut found: Vec<Difference>) {
+    kubectl(&["delete", "namespace", ours_ns, "--wait=false"]).unwrap();
+    found.sort();
+    if let Err(e) = check_examples(examples, &found) {
+        panic!("{e}");
+    }
+}
+
 /// One field of a run where the two controllers left different values.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Difference {
@@ -597,9 +615,7 @@ fn kanister_pg_blueprint() -> String {
 #[tokio::test]
 #[ignore = "real tier: tools/test.sh --real"]
 async fn corpus_postgres_backup_and_restore_by_kanister_and_by_ours_compare_and_cross_restore() {
-    let _kanister = kanister::install().await;
-    let client = real::client().await;
-    let ours_ns = support::namespace(&client, "parity").await;
+    let (_kanister, ours_ns) = both_sides("parity").await;
     let kns = kanister::NS;
     postgres_in(kns, BUCKET).await;
     postgres_in(&ours_ns, BUCKET).await;
@@ -607,30 +623,18 @@ async fn corpus_postgres_backup_and_restore_by_kanister_and_by_ours_compare_and_
     apply_in(&ours_ns, &corpus_blueprint(PG_BLUEPRINT));
     let rows = shop_rows(&[kns, &ours_ns]);
 
-    let mut found = Vec::new();
     // Backups, one after the other so that each run's store keys are its own.
-    let (k_backup, k_obs) = run(
-        Side::Kanister,
-        kns,
-        pg_action(kns, "backup", "postgres-bp", json!({})),
-        &[BUCKET],
-        &[],
-    )
-    .await;
-    let (o_backup, o_obs) = run(
-        Side::Ours,
+    let ((k_backup, o_backup), mut found, (k_obs, o_obs)) = side_by_side(
+        "postgresql backup",
         &ours_ns,
-        pg_action(&ours_ns, "backup", "postgres-bp", json!({})),
-        &[BUCKET],
+        (BUCKET, BUCKET),
         &[],
+        |ns: &str| pg_action(ns, "backup", "postgres-bp", json!({})),
     )
     .await;
-    assert_eq!(k_backup["status"]["state"], "complete", "{k_backup:#}");
-    assert_eq!(o_backup["status"]["state"], "complete", "{o_backup:#}");
     for obs in [&k_obs, &o_obs] {
         assert!(obs["store added"].contains("/backup.sql.gz"), "{obs:#?}");
     }
-    found.extend(differences("postgresql backup", &k_obs, &o_obs));
     let artifact = |a: &Value| a["status"]["actions"][0]["artifacts"]["cloudObject"].clone();
     let (k_art, o_art) = (artifact(&k_backup), artifact(&o_backup));
 
@@ -678,12 +682,7 @@ async fn corpus_postgres_backup_and_restore_by_kanister_and_by_ours_compare_and_
         &o_obs,
     ));
 
-    kubectl(&["delete", "namespace", &ours_ns, "--wait=false"]).unwrap();
-    found.sort();
-    let result = check_examples(PG_EXAMPLES, &found);
-    if let Err(e) = result {
-        panic!("{e}");
-    }
+    finish(&ours_ns, PG_EXAMPLES, found);
 }
 
 #[cfg(test)]
@@ -916,6 +915,18 @@ spec:
 "#
     ))
     .unwrap();
+    time_logger_rolled_out(ns);
+    app_shell(
+        ns,
+        &format!(
+            "printf '{}' > /var/log/time.log",
+            TIME_LOG.replace('\n', "\\n")
+        ),
+    );
+}
+
+/// Waits until the time-logger Deployment of `ns` has rolled out.
+fn time_logger_rolled_out(ns: &str) {
     kubectl(&[
         "rollout",
         "status",
@@ -925,13 +936,6 @@ spec:
         "--timeout=180s",
     ])
     .unwrap();
-    app_shell(
-        ns,
-        &format!(
-            "printf '{}' > /var/log/time.log",
-            TIME_LOG.replace('\n', "\\n")
-        ),
-    );
 }
 
 /// Runs `script` with bash in the time-logger's container.
@@ -967,9 +971,7 @@ fn time_log_action(ns: &str, action: &str, artifacts: Option<&Value>) -> Value {
 #[tokio::test]
 #[ignore = "real tier: tools/test.sh --real"]
 async fn corpus_time_log_backup_and_restore_by_kanister_and_by_ours_compare() {
-    let _kanister = kanister::install().await;
-    let client = real::client().await;
-    let ours_ns = support::namespace(&client, "parity-tl").await;
+    let (_kanister, ours_ns) = both_sides("parity-tl").await;
     let kns = kanister::NS;
     // A bucket per side: the Blueprint's restic repository is `<bucket>/time-log`.
     let (k_bucket, o_bucket) = ("bpo-real-parity-tl-k", "bpo-real-parity-tl-o");
@@ -978,32 +980,20 @@ async fn corpus_time_log_backup_and_restore_by_kanister_and_by_ours_compare() {
     // Made anew by each run; restic's stored size varies with the file's metadata (times).
     let random = ["backupID", "backupTag", "phySize"];
 
-    let mut found = Vec::new();
-    let (k_backup, k_obs) = run(
-        Side::Kanister,
-        kns,
-        time_log_action(kns, "backup", None),
-        &[k_bucket],
-        &random,
-    )
-    .await;
-    let (o_backup, o_obs) = run(
-        Side::Ours,
+    let ((k_backup, o_backup), mut found, (k_obs, o_obs)) = side_by_side(
+        "time-log backup",
         &ours_ns,
-        time_log_action(&ours_ns, "backup", None),
-        &[o_bucket],
+        (k_bucket, o_bucket),
         &random,
+        |ns: &str| time_log_action(ns, "backup", None),
     )
     .await;
-    assert_eq!(k_backup["status"]["state"], "complete", "{k_backup:#}");
-    assert_eq!(o_backup["status"]["state"], "complete", "{o_backup:#}");
     for obs in [&k_obs, &o_obs] {
         assert!(
             obs["store added"].contains("/time-log/snapshots/<id>"),
             "{obs:#?}"
         );
     }
-    found.extend(differences("time-log backup", &k_obs, &o_obs));
 
     // The log is lost; the restore scales the app down, restores the volume, scales it up.
     for ns in [kns, ours_ns.as_str()] {
@@ -1011,34 +1001,17 @@ async fn corpus_time_log_backup_and_restore_by_kanister_and_by_ours_compare() {
     }
     let artifacts = |a: &Value| a["status"]["actions"][0]["artifacts"].clone();
     let (k_art, o_art) = (artifacts(&k_backup), artifacts(&o_backup));
-    let (k_restore, k_obs) = run(
-        Side::Kanister,
-        kns,
-        time_log_action(kns, "restore", Some(&k_art)),
-        &[k_bucket],
-        &random,
-    )
-    .await;
-    let (o_restore, o_obs) = run(
-        Side::Ours,
+    let (_, diff, _) = side_by_side(
+        "time-log restore",
         &ours_ns,
-        time_log_action(&ours_ns, "restore", Some(&o_art)),
-        &[o_bucket],
+        (k_bucket, o_bucket),
         &random,
+        |ns: &str| time_log_action(ns, "restore", Some(if ns == kns { &k_art } else { &o_art })),
     )
     .await;
-    found.extend(differences("time-log restore", &k_obs, &o_obs));
-    for (ns, a) in [(kns, &k_restore), (ours_ns.as_str(), &o_restore)] {
-        assert_eq!(a["status"]["state"], "complete", "{a:#}");
-        kubectl(&[
-            "rollout",
-            "status",
-            "-n",
-            ns,
-            "deployment/time-logger",
-            "--timeout=180s",
-        ])
-        .unwrap();
+    found.extend(diff);
+    for ns in [kns, ours_ns.as_str()] {
+        time_logger_rolled_out(ns);
         assert_eq!(
             app_shell(ns, "cat /var/log/time.log"),
             TIME_LOG,
@@ -1046,12 +1019,7 @@ async fn corpus_time_log_backup_and_restore_by_kanister_and_by_ours_compare() {
         );
     }
 
-    kubectl(&["delete", "namespace", &ours_ns, "--wait=false"]).unwrap();
-    found.sort();
-    let result = check_examples(TIME_LOG_EXAMPLES, &found);
-    if let Err(e) = result {
-        panic!("{e}");
-    }
+    finish(&ours_ns, TIME_LOG_EXAMPLES, found);
 }
 
 // ---- postgres-start-stop: KubeOps, WaitV2, KubeExec, CopyVolumeData, a KubeOps deferPhase -----
@@ -1104,9 +1072,7 @@ async fn side_by_side(
 #[tokio::test]
 #[ignore = "real tier: tools/test.sh --real"]
 async fn corpus_postgres_start_stop_backup_restore_delete_by_kanister_and_by_ours_compare() {
-    let _kanister = kanister::install().await;
-    let client = real::client().await;
-    let ours_ns = support::namespace(&client, "parity-ss").await;
+    let (_kanister, ours_ns) = both_sides("parity-ss").await;
     let kns = kanister::NS;
     // A bucket per side: CopyVolumeData's restic repository is under a fixed prefix of it.
     let buckets = ("bpo-real-parity-ss-k", "bpo-real-parity-ss-o");
@@ -1164,15 +1130,20 @@ async fn corpus_postgres_start_stop_backup_restore_delete_by_kanister_and_by_our
     drop_items(&ours_ns);
     let art = |a: &Value| a["status"]["actions"][0]["artifacts"]["cloudObject"].clone();
     let (k_art, o_art) = (art(&k_backup), art(&o_backup));
+    // Action `name` on the backup of the side it runs on.
+    let of_backup = |name: &'static str| {
+        let (kns, k_art, o_art) = (kns, &k_art, &o_art);
+        move |ns: &str| {
+            let a = if ns == kns { k_art } else { o_art };
+            action(name, Some(json!({"cloudObject": a})))(ns)
+        }
+    };
     let ((_, _), diff, _) = side_by_side(
         "postgresql start-stop restore",
         &ours_ns,
         buckets,
         &random,
-        |ns: &str| {
-            let a = if ns == kns { &k_art } else { &o_art };
-            action("restore", Some(json!({"cloudObject": a})))(ns)
-        },
+        of_backup("restore"),
     )
     .await;
     found.extend(diff);
@@ -1186,10 +1157,7 @@ async fn corpus_postgres_start_stop_backup_restore_delete_by_kanister_and_by_our
         &ours_ns,
         buckets,
         &random,
-        |ns: &str| {
-            let a = if ns == kns { &k_art } else { &o_art };
-            action("delete", Some(json!({"cloudObject": a})))(ns)
-        },
+        of_backup("delete"),
     )
     .await;
     for obs in [&k_obs, &o_obs] {
@@ -1197,10 +1165,5 @@ async fn corpus_postgres_start_stop_backup_restore_delete_by_kanister_and_by_our
     }
     found.extend(diff);
 
-    kubectl(&["delete", "namespace", &ours_ns, "--wait=false"]).unwrap();
-    found.sort();
-    let result = check_examples(START_STOP_EXAMPLES, &found);
-    if let Err(e) = result {
-        panic!("{e}");
-    }
+    finish(&ours_ns, START_STOP_EXAMPLES, found);
 }

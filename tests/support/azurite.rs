@@ -200,36 +200,17 @@ pub async fn kanister_profile(
     container: &str,
     key: &str,
 ) -> anyhow::Result<()> {
-    use kube::api::{Api, DynamicObject, PostParams};
-    use kube::core::{ApiResource, GroupVersionKind};
+    use super::kanister::{create_profile, create_secret};
     let secret_name = format!("{name}-azure");
-    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), ns);
-    let secret = serde_json::from_value(json!({
-        "apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": secret_name, "namespace": ns},
-        "type": "secrets.kanister.io/azure",
-        "stringData": {"azure_storage_account_id": ACCOUNT, "azure_storage_key": key},
-    }))?;
-    secrets
-        .create(&PostParams::default(), &secret)
-        .await
-        .with_context(|| format!("creating Secret {ns}/{secret_name}"))?;
-    let gvk = GroupVersionKind::gvk("cr.kanister.io", "v1alpha1", "Profile");
-    let ar = ApiResource::from_gvk_with_plural(&gvk, "profiles");
-    let profiles: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &ar);
-    let profile = serde_json::from_value(json!({
-        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Profile",
-        "metadata": {"name": name, "namespace": ns},
+    let data = json!({"azure_storage_account_id": ACCOUNT, "azure_storage_key": key});
+    create_secret(client, ns, &secret_name, "secrets.kanister.io/azure", data).await?;
+    let spec = json!({
         "location": {"type": "azure", "bucket": container, "endpoint": azurite().endpoint},
         "credential": {
             "type": "secret",
             "secret": {"apiVersion": "v1", "kind": "Secret", "name": secret_name, "namespace": ns},
         },
         "skipSSLVerify": true,
-    }))?;
-    profiles
-        .create(&PostParams::default(), &profile)
-        .await
-        .with_context(|| format!("creating Profile {ns}/{name}"))?;
-    Ok(())
+    });
+    create_profile(client, ns, name, spec).await
 }

@@ -19,9 +19,10 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use kube::Client;
-use kube::api::{Api, DynamicObject, PostParams};
-use kube::core::{ApiResource, GroupVersionKind};
+use kube::api::{Api, PostParams};
 use serde_json::json;
+
+use super::kanister::{create_profile, create_secret, key_pair_credential};
 
 /// Access key of the test object store (gofakes3 accepts any, restic and our client sign with it).
 pub const ACCESS_KEY: &str = "bpo-test-access-key";
@@ -251,44 +252,26 @@ pub async fn s3_profile_on(
     let store = kind.get();
     create_bucket_in(kind, bucket)?;
     let secret_name = format!("{name}-creds");
-    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), ns);
-    let secret = serde_json::from_value(json!({
-        "apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": secret_name, "namespace": ns},
-        "type": "secrets.kanister.io/aws",
-        "stringData": {
-            "aws_access_key_id": store.access_key,
-            "aws_secret_access_key": store.secret_key,
-        },
-    }))?;
-    secrets
-        .create(&PostParams::default(), &secret)
-        .await
-        .with_context(|| format!("creating Secret {ns}/{secret_name}"))?;
-    let gvk = GroupVersionKind::gvk("cr.kanister.io", "v1alpha1", "Profile");
-    let ar = ApiResource::from_gvk_with_plural(&gvk, "profiles");
-    let profiles: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &ar);
-    let profile = serde_json::from_value(json!({
-        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Profile",
-        "metadata": {"name": name, "namespace": ns},
+    let data = json!({
+        "aws_access_key_id": store.access_key,
+        "aws_secret_access_key": store.secret_key,
+    });
+    create_secret(client, ns, &secret_name, "secrets.kanister.io/aws", data).await?;
+    let credential = key_pair_credential(
+        "aws_access_key_id",
+        "aws_secret_access_key",
+        &secret_name,
+        ns,
+    );
+    let spec = json!({
         "location": {
             "type": "s3Compliant", "bucket": bucket,
             "endpoint": store.endpoint, "region": store.region,
         },
-        "credential": {
-            "type": "keyPair",
-            "keyPair": {
-                "idField": "aws_access_key_id", "secretField": "aws_secret_access_key",
-                "secret": {"apiVersion": "v1", "kind": "Secret", "name": secret_name, "namespace": ns},
-            },
-        },
+        "credential": credential,
         "skipSSLVerify": false,
-    }))?;
-    profiles
-        .create(&PostParams::default(), &profile)
-        .await
-        .with_context(|| format!("creating Profile {ns}/{name} (Kanister CRDs installed?)"))?;
-    Ok(())
+    });
+    create_profile(client, ns, name, spec).await
 }
 
 /// Client and a fresh namespace `<prefix>-<random>` with the CRDs and an s3Compliant Profile
@@ -296,6 +279,19 @@ pub async fn s3_profile_on(
 /// existing cluster without the kwok node ([`super::require_kwok`]).
 pub async fn setup(prefix: &str, profile: &str, bucket: &str) -> Option<(kube::Client, String)> {
     setup_on(Store::GoFakeS3, prefix, profile, bucket).await
+}
+
+/// [`setup`] and the [`DataTest`] of its namespace, the directory tagged `tag`.
+pub async fn data_test(
+    prefix: &str,
+    profile: &str,
+    bucket: &str,
+    tag: &str,
+) -> anyhow::Result<Option<DataTest>> {
+    let Some((client, ns)) = setup(prefix, profile, bucket).await else {
+        return Ok(None);
+    };
+    Ok(Some(DataTest::new(client, ns, profile, tag).await?))
 }
 
 /// [`setup`] with the Profile on `kind`.
@@ -487,4 +483,112 @@ pub fn snapshots_on(
 ) -> anyhow::Result<Vec<serde_json::Value>> {
     let out = restic_on(kind, bucket, path, key, &["snapshots", "--json"])?;
     Ok(serde_json::from_str(&out)?)
+}
+
+/// Runs a restic command line of the restic functions as the pod's exec runs it (`bash -c`, the
+/// environment on stdin), here on this machine, with `env` added (a PATH that finds restic, ...).
+pub fn run_locally<K, V>(
+    cmd: &blueprint_operator::restic::ResticCommand,
+    env: impl IntoIterator<Item = (K, V)>,
+) -> std::process::Output
+where
+    K: AsRef<std::ffi::OsStr>,
+    V: AsRef<std::ffi::OsStr>,
+{
+    use std::io::Write as _;
+    let mut child = Command::new(&cmd.argv[0])
+        .args(&cmd.argv[1..])
+        .envs(env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {}: {e}", cmd.argv[0]));
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(cmd.stdin.as_bytes())
+        .expect("writing the environment to stdin");
+    child.wait_with_output().expect("waiting for the command")
+}
+
+/// `dir` before this process's PATH.
+pub fn path_with(dir: &std::path::Path) -> String {
+    format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// What a data-mover test works with once its namespace is made ([`setup`] or the like): the
+/// Running pod of Deployment `app`, the template parameters of an action on it naming a Profile,
+/// a function-call context and a temporary directory.
+pub struct DataTest {
+    pub client: Client,
+    pub ns: String,
+    /// The app's Running pod.
+    pub pod: String,
+    /// The template parameters, `.Profile` included.
+    pub params: serde_json::Value,
+    pub ctx: blueprint_operator::functions::Context,
+    pub dir: super::files::TempDir,
+}
+
+impl DataTest {
+    /// The app of `ns` and the parameters with Profile `profile`; the directory tagged `tag`.
+    pub async fn new(client: Client, ns: String, profile: &str, tag: &str) -> anyhow::Result<Self> {
+        let pod = app_pod(&client, &ns).await?;
+        let params = app_params(&ns, profile).await?;
+        Ok(DataTest {
+            ctx: ctx(&ns),
+            dir: super::files::TempDir::new(tag),
+            client,
+            ns,
+            pod,
+            params,
+        })
+    }
+
+    /// Runs `func` with `args` and the test's template parameters.
+    pub async fn call(
+        &self,
+        func: &str,
+        args: serde_json::Value,
+    ) -> Result<blueprint_operator::functions::Output, blueprint_operator::functions::FunctionError>
+    {
+        super::call::call_with(&self.ctx, func, args, &self.params).await
+    }
+
+    /// Runs `func`, which must fail (`why` says why); the error's text.
+    pub async fn call_err(&self, func: &str, args: serde_json::Value, why: &str) -> String {
+        self.call_err_with(func, args, &self.params, why).await
+    }
+
+    /// [`Self::call_err`] with the template parameters `params` instead of the test's.
+    pub async fn call_err_with(
+        &self,
+        func: &str,
+        args: serde_json::Value,
+        params: &serde_json::Value,
+        why: &str,
+    ) -> String {
+        super::call::call_with(&self.ctx, func, args, params)
+            .await
+            .expect_err(why)
+            .to_string()
+    }
+
+    /// BackupData's arguments: `include` in the app's container, to `prefix`, with `key`.
+    pub fn backup_args(
+        &self,
+        include: &std::path::Path,
+        prefix: &str,
+        key: &str,
+    ) -> serde_json::Value {
+        json!({"namespace": self.ns, "pod": self.pod, "container": "app",
+               "includePath": include.to_str().expect("a UTF-8 path"),
+               "backupArtifactPrefix": prefix, "encryptionKey": key})
+    }
 }

@@ -221,36 +221,17 @@ pub async fn kanister_profile(
     name: &str,
     bucket: &str,
 ) -> anyhow::Result<()> {
-    use kube::api::{Api, DynamicObject, PostParams};
-    use kube::core::{ApiResource, GroupVersionKind};
+    use super::kanister::{create_profile, create_secret, key_pair_credential};
     create_bucket(bucket)?;
     let secret_name = format!("{name}-creds");
-    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), ns);
-    let secret = serde_json::from_value(json!({
-        "apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": secret_name, "namespace": ns},
-        "type": "secrets.kanister.io/gcp",
-        "stringData": {"gcp_project_id": PROJECT, "service-account.json": key_json()},
-    }))?;
-    secrets.create(&PostParams::default(), &secret).await?;
-    let gvk = GroupVersionKind::gvk("cr.kanister.io", "v1alpha1", "Profile");
-    let ar = ApiResource::from_gvk_with_plural(&gvk, "profiles");
-    let profiles: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &ar);
-    let profile = serde_json::from_value(json!({
-        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Profile",
-        "metadata": {"name": name, "namespace": ns},
+    let data = json!({"gcp_project_id": PROJECT, "service-account.json": key_json()});
+    create_secret(client, ns, &secret_name, "secrets.kanister.io/gcp", data).await?;
+    let spec = json!({
         "location": {"type": "gcs", "bucket": bucket, "endpoint": server().endpoint},
-        "credential": {
-            "type": "keyPair",
-            "keyPair": {
-                "idField": "gcp_project_id", "secretField": "service-account.json",
-                "secret": {"apiVersion": "v1", "kind": "Secret", "name": secret_name, "namespace": ns},
-            },
-        },
+        "credential": key_pair_credential("gcp_project_id", "service-account.json", &secret_name, ns),
         "skipSSLVerify": false,
-    }))?;
-    profiles.create(&PostParams::default(), &profile).await?;
-    Ok(())
+    });
+    create_profile(client, ns, name, spec).await
 }
 
 /// Object names under `prefix` in `bucket`, sorted (on a thread of its own, so sync and async

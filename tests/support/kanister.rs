@@ -2,10 +2,13 @@
 //! the executor says back (its Events, the phases' states): one place, so that every test module
 //! builds and reads them the same way.
 
+use anyhow::Context as _;
 use blueprint_operator::model::{ActionSet, Blueprint, State};
+use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::events::v1::Event;
 use kube::Client;
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::{Value, json};
 
 /// Creates Blueprint `name` with `actions` (a map action name → action).
@@ -82,6 +85,59 @@ pub fn merged(mut base: Value, extra: Value) -> Value {
         b.extend(e.clone());
     }
     base
+}
+
+/// Creates, in `ns`, Secret `name` of type `secret_type` holding `data` (its stringData).
+pub async fn create_secret(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    secret_type: &str,
+    data: Value,
+) -> anyhow::Result<()> {
+    let secret = json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": name, "namespace": ns},
+        "type": secret_type, "stringData": data,
+    });
+    super::create::<Secret>(client, ns, secret)
+        .await
+        .with_context(|| format!("creating Secret {ns}/{name}"))?;
+    Ok(())
+}
+
+/// Creates, in `ns`, Kanister Profile `name` of `spec` (its `location`, `credential`,
+/// `skipSSLVerify`).
+pub async fn create_profile(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    spec: Value,
+) -> anyhow::Result<()> {
+    let gvk = GroupVersionKind::gvk("cr.kanister.io", "v1alpha1", "Profile");
+    let ar = ApiResource::from_gvk_with_plural(&gvk, "profiles");
+    let head = json!({
+        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Profile",
+        "metadata": {"name": name, "namespace": ns},
+    });
+    let profile: DynamicObject = serde_json::from_value(merged(head, spec))?;
+    Api::<DynamicObject>::namespaced_with(client.clone(), ns, &ar)
+        .create(&PostParams::default(), &profile)
+        .await
+        .with_context(|| format!("creating Profile {ns}/{name} (Kanister CRDs installed?)"))?;
+    Ok(())
+}
+
+/// A Profile's keyPair credential: fields `id_field` and `secret_field` of Secret `secret` in
+/// `ns`.
+pub fn key_pair_credential(id_field: &str, secret_field: &str, secret: &str, ns: &str) -> Value {
+    json!({
+        "type": "keyPair",
+        "keyPair": {
+            "idField": id_field, "secretField": secret_field,
+            "secret": {"apiVersion": "v1", "kind": "Secret", "name": secret, "namespace": ns},
+        },
+    })
 }
 
 /// The Namespace `ns` as an action's object.
