@@ -14,6 +14,9 @@
 //! Both kinds of schedule are due on 1 January, so nothing runs or rotates while measuring.
 //! Growth is the peak over the fill and a settling minute, less the idle resident memory just
 //! before the fill.
+//!
+//! `--features dhat-heap`: the controller runs in this process instead, and dhat-heap.json
+//! tells which stacks held its bytes at the peak (`tools/dhat-top.py`; the peer is skipped).
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -23,8 +26,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use blueprint_operator::model::{
-    ANNOTATION_CLAIMED, ANNOTATION_SCHEDULE, ANNOTATION_SCHEDULED_TIME, ActionSchedule,
-    ActionSet, EXECUTOR_LABEL_VALUE, LABEL_EXECUTOR, LABEL_SCHEDULE, LABEL_TRIGGER,
+    ANNOTATION_CLAIMED, ANNOTATION_SCHEDULE, ANNOTATION_SCHEDULED_TIME, ActionSchedule, ActionSet,
+    EXECUTOR_LABEL_VALUE, LABEL_EXECUTOR, LABEL_SCHEDULE, LABEL_TRIGGER,
 };
 use chrono::DateTime;
 use futures::{StreamExt, TryStreamExt};
@@ -47,6 +50,54 @@ const HISTORY: [(&str, bool); 5] = [
     ("2021-01-01T00:00:00Z", false),
 ];
 const CREATORS: usize = 32;
+
+#[cfg(feature = "dhat-heap")]
+#[global_allocator]
+static ALLOC: dhat::Alloc = dhat::Alloc;
+
+/// The controller under test for namespace `ns`, as the binary (killed when dropped) and
+/// its pid for /proc.
+#[cfg(not(feature = "dhat-heap"))]
+fn start_controller(ns: &str) -> (String, Box<dyn std::any::Any>) {
+    let ctl = support::controller::Controller::spawn(&["--namespace", ns], &[]);
+    (
+        ctl.pid().map(|p| p.to_string()).unwrap_or_default(),
+        Box::new(ctl),
+    )
+}
+
+/// The controller's own code in this process (aborted when dropped), for dhat.
+#[cfg(feature = "dhat-heap")]
+fn start_controller(ns: &str) -> (String, Box<dyn std::any::Any>) {
+    use blueprint_operator::app::controller::{ControllerArgs, run};
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: ControllerArgs,
+    }
+    let flags = ["controller", "--namespace", ns, "--no-leader-election"];
+    let cli =
+        Cli::parse_from(
+            flags
+                .into_iter()
+                .chain(["--metrics-addr", "off", "--log-level", "warn"]),
+        );
+    // SAFETY: no other thread reads the environment while the bench sets it, before the start.
+    unsafe { std::env::set_var("KUBECONFIG", support::rbac::controller_kubeconfig()) };
+    struct Abort(tokio::task::JoinHandle<()>);
+    impl Drop for Abort {
+        fn drop(&mut self) {
+            self.0.abort();
+        }
+    }
+    let task = tokio::spawn(async move {
+        if let Err(e) = run(cli.args).await {
+            eprintln!("controller: {e:#}");
+        }
+    });
+    ("self".to_string(), Box::new(Abort(task)))
+}
 
 /// Resident memory of `pid` above `idle` KiB while `fill` runs: sampled every 2 s until `fill`
 /// is over and no new peak came for `quiet`; returns (peak, last) growth in KiB.
@@ -124,8 +175,8 @@ async fn fill_cronjobs(client: &Client, ns: &str, n: usize) -> anyhow::Result<()
                     "spec": job_spec
                 }))?;
                 let job = jobs.create(&PostParams::default(), &job).await?;
-                let end = (DateTime::parse_from_rfc3339(at)? + chrono::Duration::minutes(5))
-                    .to_rfc3339();
+                let end =
+                    (DateTime::parse_from_rfc3339(at)? + chrono::Duration::minutes(5)).to_rfc3339();
                 let status = if ok {
                     json!({"startTime": at, "completionTime": end, "succeeded": 1, "conditions": [
                         {"type": "SuccessCriteriaMet", "status": "True", "lastTransitionTime": end},
@@ -205,8 +256,14 @@ async fn fill_schedules(client: &Client, ns: &str, n: usize) -> anyhow::Result<(
     let events = watcher(schedules, watcher::Config::default()).applied_objects();
     futures::pin_mut!(events);
     while seen.len() < n {
-        let s = events.try_next().await?.ok_or_else(|| anyhow::anyhow!("watch ended"))?;
-        if s.status.as_ref().is_some_and(|st| st.next_schedule_time.is_some()) {
+        let s = events
+            .try_next()
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("watch ended"))?;
+        if s.status
+            .as_ref()
+            .is_some_and(|st| st.next_schedule_time.is_some())
+        {
             seen.insert(s.name_any());
         }
     }
@@ -221,7 +278,11 @@ async fn run_size(client: &Client, n: usize) -> anyhow::Result<()> {
     let objects = n * (1 + HISTORY.len());
     let quiet = Duration::from_secs(60);
     let load_start = loadavg();
-    let peer = match support::cluster::cluster().dir.as_ref() {
+    let kcm = support::cluster::cluster()
+        .dir
+        .as_ref()
+        .filter(|_| !cfg!(feature = "dhat-heap"));
+    let peer = match kcm {
         Some(dir) => {
             let pid = std::fs::read_to_string(dir.join("pids/kube-controller-manager"))?;
             let pid = pid.trim().to_string();
@@ -240,21 +301,20 @@ async fn run_size(client: &Client, n: usize) -> anyhow::Result<()> {
             Some((peak, last))
         }
         None => {
-            eprintln!("[{n}] an existing cluster: no kube-controller-manager of ours to measure");
+            eprintln!("[{n}] kube-controller-manager not measured (an existing cluster, or dhat)");
             None
         }
     };
 
     let ns = support::namespace(client, &format!("bench-history-{n}")).await;
-    let ctl = support::controller::Controller::spawn(&["--namespace", &ns], &[]);
-    let pid = ctl.pid().map(|p| p.to_string()).unwrap_or_default();
+    let (pid, ctl) = start_controller(&ns);
     // Started and listed its (empty) namespace.
     tokio::time::sleep(Duration::from_secs(5)).await;
     let idle = proc_rss_kib(&pid);
     let t0 = Instant::now();
     let (peak, last) = growth(&pid, idle, quiet, fill_schedules(client, &ns, n)).await?;
     let fill = t0.elapsed().as_secs_f64() - quiet.as_secs_f64();
-    ctl.kill().await;
+    drop(ctl);
     let per = |kib: u64| kib as f64 * 1024.0 / n as f64;
     let peer_text = peer.map_or("not measured".into(), |(p, l)| {
         format!(
@@ -287,6 +347,8 @@ async fn main() -> anyhow::Result<()> {
     } else {
         sizes
     };
+    #[cfg(feature = "dhat-heap")]
+    let _profiler = dhat::Profiler::new_heap();
     let client = support::client().await;
     support::install_crds(&client).await?;
     for n in sizes {

@@ -149,21 +149,17 @@ pub async fn run(
     // after each event (also deletions, which trigger no reconcile).
     let signal = inner.clone();
     // The store keeps every ActionSet in scope; their managedFields are never read here.
-    let watch = watcher(api, watcher::Config::default())
-        .modify(|a| a.managed_fields_mut().clear());
+    let watch = watcher(api, watcher::Config::default()).modify(|a| a.managed_fields_mut().clear());
     let events = kube::runtime::reflector(writer, watch).inspect(move |_| signal.gate.changed());
-    Controller::for_stream(
-        events.applied_objects(),
-        store,
-    )
-    .graceful_shutdown_on(shutdown)
-    .run(reconcile, error_policy, inner)
-    .for_each(|r| async move {
-        if let Err(e) = r {
-            debug!(error = %e, "reconcile error");
-        }
-    })
-    .await;
+    Controller::for_stream(events.applied_objects(), store)
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy, inner)
+        .for_each(|r| async move {
+            if let Err(e) = r {
+                debug!(error = %e, "reconcile error");
+            }
+        })
+        .await;
     Ok(())
 }
 
