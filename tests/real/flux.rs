@@ -14,7 +14,7 @@ use blueprint_operator::scheduler::plan::run_now_name;
 use serde_json::{Value, json};
 
 use crate::databases::{corpus_blueprint, keys};
-use crate::functions::{start_spec, wait_end, wait_until};
+use crate::functions::{schedule_runs, start_spec, wait_end, wait_until};
 use crate::install::{self, installed_namespace};
 use crate::real::{self, get_json, kubectl, tools_image};
 use crate::support;
@@ -261,8 +261,8 @@ actions:
         - pipefail
         - -c
         - |
-          path=flux-runs/{{{{ .ActionSet.Name }}}}
-          echo "backup by {{{{ .ActionSet.Name }}}}" |
+          path=flux-runs/$HOSTNAME
+          echo "backup by $HOSTNAME" |
             kando location push --profile '{{{{ toJson .Profile }}}}' --path "$path" -
           kando output path "$path"
 "#,
@@ -288,8 +288,8 @@ fn slow_blueprint() -> String {
     backup_blueprint()
         .replace("name: backup-bp", "name: slow-bp")
         .replace(
-            "path=flux-runs/{{ .ActionSet.Name }}",
-            "sleep 40\n          path=flux-upgrade/{{ .ActionSet.Name }}/$HOSTNAME",
+            "path=flux-runs/$HOSTNAME",
+            "sleep 40\n          path=flux-upgrade/$HOSTNAME",
         )
 }
 
@@ -719,17 +719,7 @@ async fn flux_reconciles_the_operator_blueprints_and_a_schedule_without_drift_an
     assert_eq!(app_state(&ns), before, "healing touched other objects");
 
     // c. The schedule removed from the source: Flux prunes it; its runs and backups stay.
-    let runs_before = kubectl(&[
-        "get",
-        "actionsets.cr.kanister.io",
-        "-n",
-        &ns,
-        "-l",
-        &format!("blueprint-operator.io/schedule={SCHEDULE}"),
-        "-o",
-        "name",
-    ])
-    .unwrap();
+    let runs_before = schedule_runs(&ns, SCHEDULE);
     assert_eq!(runs_before.lines().count(), 2, "{runs_before}");
     let data = keys(DATA, "flux-runs/").await;
     assert_eq!(data.len(), 2, "{data:?}");
@@ -756,17 +746,7 @@ async fn flux_reconciles_the_operator_blueprints_and_a_schedule_without_drift_an
     })
     .await
     .unwrap_or_else(|e| panic!("{deleted:?} not in Flux's Events {:?}: {e}", changes(&ns)));
-    let runs_after = kubectl(&[
-        "get",
-        "actionsets.cr.kanister.io",
-        "-n",
-        &ns,
-        "-l",
-        &format!("blueprint-operator.io/schedule={SCHEDULE}"),
-        "-o",
-        "name",
-    ])
-    .unwrap();
+    let runs_after = schedule_runs(&ns, SCHEDULE);
     assert_eq!(runs_after, runs_before, "the runs stay");
     assert_eq!(keys(DATA, "flux-runs/").await, data, "the backups stay");
     wait_kustomization(&flux, &ns, "apps", true, "Applied revision").await;
@@ -796,7 +776,7 @@ async fn flux_reconciles_the_operator_blueprints_and_a_schedule_without_drift_an
     upgrade_operator(&flux, &ns, &upgraded).await;
     let done = wait_end(&ns, &run).await;
     assert_eq!(done["status"]["state"], "complete", "{done:#}");
-    let pushed = keys(DATA, &format!("flux-upgrade/{run}/")).await;
+    let pushed = keys(DATA, "flux-upgrade/").await;
     assert_eq!(pushed.len(), 1, "the phase ran once: {pushed:?}");
     assert_ne!(
         real::pod_names(install::NS, "app.kubernetes.io/component=controller").unwrap(),

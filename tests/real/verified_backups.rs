@@ -16,7 +16,7 @@ use crate::databases::{
     PG_BLUEPRINT, PG_SELECT, PG_STS, apply_in, corpus_blueprint, create_shop, postgres_in,
     postgres_instance_in, psql, psql_on,
 };
-use crate::functions::{wait_end, wait_until};
+use crate::functions::{schedule_runs, wait_end, wait_until};
 use crate::install::{NS, installed_namespace};
 use crate::real::{self, get_json, kubectl};
 use crate::support;
@@ -336,17 +336,7 @@ async fn scheduled_backups_are_verified_by_a_restore_and_a_truncated_one_is_not(
     );
 
     // keepLast 1 keeps the newest complete run; the newest verified one stays beside it.
-    let kept = kubectl(&[
-        "get",
-        "actionsets.cr.kanister.io",
-        "-n",
-        &ns,
-        "-l",
-        &format!("blueprint-operator.io/schedule={SCHEDULE}"),
-        "-o",
-        "name",
-    ])
-    .unwrap();
+    let kept = schedule_runs(&ns, SCHEDULE);
     assert!(
         kept.contains(&first_name),
         "the verified backup was rotated: {kept}"
