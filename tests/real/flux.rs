@@ -498,7 +498,7 @@ fn changes(ns: &str) -> Vec<(String, i64)> {
 
 /// The managedFields entry of Flux's field manager on `kind` `name` in `ns`.
 fn flux_fields(ns: &str, kind: &str, name: &str) -> Value {
-    let obj = get_json(&["get", kind, "-n", ns, name]);
+    let obj = get_json(&["get", "--show-managed-fields", kind, "-n", ns, name]);
     obj["metadata"]["managedFields"]
         .as_array()
         .into_iter()
@@ -523,14 +523,19 @@ fn app_objects() -> Vec<(&'static str, &'static str)> {
     v
 }
 
-/// resourceVersion and Flux's managedFields entry of each app object.
+/// Each app object's Flux managedFields entry, and a Blueprint's resourceVersion (nothing but
+/// Flux writes them; the schedule's changes with its status and run-now annotations).
 fn app_state(ns: &str) -> Vec<(String, Value)> {
     app_objects()
         .into_iter()
         .map(|(kind, name)| {
             let obj = get_json(&["get", kind, "-n", ns, name]);
+            let version = match obj["kind"].as_str() {
+                Some("Blueprint") => obj["metadata"]["resourceVersion"].clone(),
+                _ => Value::Null,
+            };
             (
-                format!("{kind}/{name}@{}", obj["metadata"]["resourceVersion"]),
+                format!("{kind}/{name}@{version}"),
                 flux_fields(ns, kind, name),
             )
         })
