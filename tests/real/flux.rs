@@ -371,9 +371,9 @@ fn schedule(ns: &str) -> String {
     .to_string()
 }
 
-/// Flux's objects in `ns`: the Bucket's credentials, the Bucket, the three Kustomizations (the
-/// operator's and the CRDs' orphan their objects if deleted: later tests need them).
-fn flux_objects(ns: &str) -> String {
+/// Flux's objects in `ns`: the Bucket's credentials, the Bucket, and a Kustomization of each
+/// (name, path) (all but `apps` orphan their objects if deleted: later tests need them).
+fn flux_objects(ns: &str, kustomizations: &[(&str, &str)]) -> String {
     let store = data_plane::object_store();
     let endpoint = store.endpoint.trim_start_matches("http://");
     let mut docs = vec![
@@ -386,16 +386,12 @@ fn flux_objects(ns: &str) -> String {
                         "insecure": true, "region": store.region, "interval": "10s",
                         "secretRef": {"name": "bucket-creds"}}}),
     ];
-    for (name, path) in [
-        ("kanister-crds", "./manifests/kanister-crds"),
-        ("operator", "./operator"),
-        ("apps", "./apps"),
-    ] {
+    for (name, path) in kustomizations {
         let mut spec = json!({
             "interval": "10s", "retryInterval": "10s", "timeout": "2m", "prune": true,
             "path": path, "sourceRef": {"kind": "Bucket", "name": "gitops"},
         });
-        if name == "apps" {
+        if *name == "apps" {
             spec["targetNamespace"] = json!(ns);
         } else {
             spec["deletionPolicy"] = json!("Orphan");
@@ -556,8 +552,27 @@ fn blueprint_crd() -> (String, bool) {
     )
 }
 
-/// A run of the schedule from a run-now token (an annotation Flux does not manage), to its end.
-async fn run_now(ns: &str, token: &str) -> Value {
+/// A run of the schedule started with `blueprint-operator ctl run-now`, to its end. Its field
+/// manager is not kubectl's, so Flux leaves the run-now annotation alone.
+async fn ctl_run_now(ns: &str) -> Value {
+    let out = real::ctl(ns, &["run-now", SCHEDULE]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = text
+        .trim()
+        .rsplit_once("actionset ")
+        .unwrap_or_else(|| panic!("no run named in {text:?}"))
+        .1;
+    wait_end(ns, run).await
+}
+
+/// A run of the schedule started with `kubectl annotate`, to its end. Flux takes what a manager
+/// named kubectl* wrote for its own and undoes it at its next reconcile.
+async fn kubectl_run_now(ns: &str, token: &str) -> Value {
     kubectl(&[
         "annotate",
         "--overwrite",
@@ -609,7 +624,13 @@ async fn flux_reconciles_the_operator_blueprints_and_a_schedule_without_drift_an
     put("apps/schedule.yaml", schedule(&ns).as_bytes());
 
     let flux = start_flux(&ns);
-    install::apply_yaml(&flux_objects(&ns)).expect("Flux's Bucket and Kustomizations");
+    let kustomizations = [
+        ("kanister-crds", "./manifests/kanister-crds"),
+        ("operator", "./operator"),
+        ("apps", "./apps"),
+    ];
+    install::apply_yaml(&flux_objects(&ns, &kustomizations))
+        .expect("Flux's Bucket and Kustomizations");
     for name in KUSTOMIZATIONS {
         wait_kustomization(&flux, &ns, name, true, "Applied revision").await;
     }
@@ -653,8 +674,8 @@ async fn flux_reconciles_the_operator_blueprints_and_a_schedule_without_drift_an
     let counts: Vec<u64> = KUSTOMIZATIONS.iter().map(|k| flux.reconciles(k)).collect();
 
     // Our controller writes the schedule's status (two runs) while Flux keeps reconciling.
-    for token in ["flux-1", "flux-2"] {
-        let run = run_now(&ns, token).await;
+    for _ in 0..2 {
+        let run = ctl_run_now(&ns).await;
         assert_eq!(run["status"]["state"], "complete", "{run:#}");
     }
     for (name, count) in KUSTOMIZATIONS.iter().zip(&counts) {
@@ -694,6 +715,34 @@ async fn flux_reconciles_the_operator_blueprints_and_a_schedule_without_drift_an
         "{schedule:#}"
     );
 
+    // A run started with `kubectl annotate`: Flux undoes kubectl's edits of its objects, so it
+    // removes the annotation at its next reconcile (one "configured"); the run is not repeated.
+    let run = kubectl_run_now(&ns, "flux-kubectl").await;
+    assert_eq!(run["status"]["state"], "complete", "{run:#}");
+    let configured = format!("ActionSchedule/{ns}/{SCHEDULE} configured");
+    support::poll(real::WAIT, || async {
+        let s = get_json(&[
+            "get",
+            "actionschedules.blueprint-operator.io",
+            "-n",
+            &ns,
+            SCHEDULE,
+        ]);
+        let gone = s["metadata"]["annotations"]["blueprint-operator.io/run-now"].is_null();
+        (gone && changes(&ns).iter().any(|(l, _)| *l == configured)).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| {
+        panic!(
+            "Flux did not undo the kubectl annotation: {e}: {:?}",
+            changes(&ns)
+        )
+    });
+    let runs = schedule_runs(&ns, SCHEDULE);
+    assert_eq!(runs.lines().count(), 3, "three runs, none repeated: {runs}");
+    // Flux's own managedFields entry of the schedule changed with that; the new baseline.
+    let before = app_state(&ns);
+
     // b. A bad Blueprint: the apply fails as a whole with the webhook's located error, nothing
     // else is touched; fixing the file heals it.
     put("apps/late.yaml", BAD.as_bytes());
@@ -725,9 +774,9 @@ async fn flux_reconciles_the_operator_blueprints_and_a_schedule_without_drift_an
 
     // c. The schedule removed from the source: Flux prunes it; its runs and backups stay.
     let runs_before = schedule_runs(&ns, SCHEDULE);
-    assert_eq!(runs_before.lines().count(), 2, "{runs_before}");
+    assert_eq!(runs_before.lines().count(), 3, "{runs_before}");
     let data = keys(DATA, "flux-runs/").await;
-    assert_eq!(data.len(), 2, "{data:?}");
+    assert_eq!(data.len(), 3, "{data:?}");
     remove("apps/schedule.yaml");
     support::poll(real::WAIT * 2, || async {
         kubectl(&[
@@ -790,5 +839,80 @@ async fn flux_reconciles_the_operator_blueprints_and_a_schedule_without_drift_an
     );
     // Back to the image the other tests expect (install::install checks it).
     upgrade_operator(&flux, &ns, env!("CARGO_PKG_VERSION")).await;
+    drop(flux);
+}
+
+/// The count of Flux's Event saying `line` (0: none).
+fn said(ns: &str, line: &str) -> i64 {
+    changes(ns)
+        .into_iter()
+        .filter(|(l, _)| l == line)
+        .map(|(_, n)| n)
+        .sum()
+}
+
+#[tokio::test]
+#[ignore = "real tier: tools/test.sh --real"]
+async fn flux_applying_kanisters_own_blueprint_crd_rewrites_it_every_interval_and_the_relaxed_copy_does_not()
+ {
+    let ns = installed_namespace("flux-crd").await;
+    data_plane::create_bucket(SOURCE).unwrap();
+    let upstream = support::corpus::dir()
+        .expect("the Kanister corpus (KANISTER_CORPUS)")
+        .join("crds/blueprint.yaml");
+    put(
+        "upstream-crd/blueprint.yaml",
+        &std::fs::read(upstream).unwrap(),
+    );
+    let flux = start_flux(&ns);
+    install::apply_yaml(&flux_objects(&ns, &[("kanister-crds", "./upstream-crd")]))
+        .expect("Flux's Bucket and Kustomization");
+    wait_kustomization(&flux, &ns, "kanister-crds", true, "Applied revision").await;
+
+    // Kanister's file: Flux types the node, our controller relaxes it, Flux types it again at its
+    // next interval, and so on: the same Event again and again, a new CRD version each time.
+    let line = format!(
+        "CustomResourceDefinition/{} configured",
+        kanister_crd::CRD_NAME
+    );
+    let (version, _) = blueprint_crd();
+    support::poll(real::WAIT * 2, || async {
+        (said(&ns, &line) >= 3).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{line:?} not said 3 times: {e}: {:?}", changes(&ns)));
+    assert_ne!(blueprint_crd().0, version, "rewritten");
+
+    // The relaxed copy (manifests/kanister-crds) in its place: one last apply, then nothing.
+    let relaxed = support::repo_root().join("manifests/kanister-crds/kanister-blueprints.yaml");
+    put(
+        "upstream-crd/blueprint.yaml",
+        &std::fs::read(relaxed).unwrap(),
+    );
+    let revision = |k: &Value| k["status"]["lastAppliedRevision"].clone();
+    let old = revision(&kustomization(&ns, "kanister-crds"));
+    support::poll(real::WAIT * 2, || async {
+        let k = kustomization(&ns, "kanister-crds");
+        (revision(&k) != old && ready(&k).0 == "True").then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("Flux did not apply the relaxed copy: {e}\n{}", flux.logs()));
+    // A reconcile that may still race the controller's last patch, then a quiet window.
+    let settle = flux.reconciles("kanister-crds") + 1;
+    support::poll(real::WAIT, || async {
+        (flux.reconciles("kanister-crds") > settle).then_some(())
+    })
+    .await
+    .unwrap();
+    let (count, crd) = (said(&ns, &line), blueprint_crd());
+    assert!(crd.1, "relaxed");
+    let from = flux.reconciles("kanister-crds");
+    support::poll(real::WAIT * 2, || async {
+        (flux.reconciles("kanister-crds") >= from + 4).then_some(())
+    })
+    .await
+    .unwrap();
+    assert_eq!(said(&ns, &line), count, "Flux configured the CRD again");
+    assert_eq!(blueprint_crd(), crd, "the CRD was rewritten");
     drop(flux);
 }

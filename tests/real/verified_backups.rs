@@ -6,8 +6,6 @@
 //! the failing-verification alert fire, and retention keeps the older verified backup although
 //! `keepLast` is 1.
 
-use std::process::{Command, Output};
-
 use blueprint_operator::scheduler::plan::run_now_name;
 use bytes::Bytes;
 use serde_json::{Value, json};
@@ -18,7 +16,7 @@ use crate::databases::{
 };
 use crate::functions::{schedule_runs, wait_end, wait_until};
 use crate::install::{NS, installed_namespace};
-use crate::real::{self, get_json, kubectl};
+use crate::real::{self, ctl, get_json, kubectl};
 use crate::support;
 use crate::support::data_plane::store_client;
 
@@ -121,16 +119,6 @@ async fn verified(ns: &str, name: &str) -> Value {
         a["metadata"]["labels"]["blueprint-operator.io/verified"].is_string()
     })
     .await
-}
-
-fn ctl(ns: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
-        .args(["ctl", "-n", ns])
-        .args(args)
-        .env("KUBECONFIG", &support::cluster().kubeconfig)
-        .env_remove("BPO_KUBECONFIG")
-        .output()
-        .expect("run blueprint-operator ctl")
 }
 
 /// Truncates the object of the backup `run` to half its bytes, as a broken upload or a
