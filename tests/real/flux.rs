@@ -772,6 +772,93 @@ async fn flux_reconciles_the_operator_blueprints_and_a_schedule_without_drift_an
     );
     assert_eq!(app_state(&ns), before, "healing touched other objects");
 
+    // Bad input: a Bucket Flux cannot read (a store that checks signatures, a wrong secret key):
+    // Flux says so on the Bucket, the Kustomizations keep the last revision, nothing of ours is
+    // changed or deleted; the right key heals it.
+    data_plane::create_bucket_in(Store::Moto, SOURCE).unwrap();
+    let moto = Store::Moto.get();
+    let wrong = json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "wrong-creds", "namespace": ns},
+        "stringData": {"accesskey": moto.access_key, "secretkey": "not-the-secret-key"}});
+    install::apply_yaml(&wrong.to_string()).unwrap();
+    let bucket_spec = |endpoint: &str, secret: &str| {
+        json!({"spec": {"endpoint": endpoint.trim_start_matches("http://"),
+                        "secretRef": {"name": secret}}})
+        .to_string()
+    };
+    let bucket = [
+        "patch",
+        "buckets.source.toolkit.fluxcd.io",
+        "gitops",
+        "-n",
+        &ns,
+        "--type=merge",
+        "-p",
+    ];
+    let state = app_state(&ns);
+    let applied = kustomization(&ns, "apps")["status"]["lastAppliedRevision"].clone();
+    kubectl(
+        &[
+            &bucket[..],
+            &[bucket_spec(&moto.endpoint, "wrong-creds").as_str()],
+        ]
+        .concat(),
+    )
+    .unwrap();
+    let refused = format!("failed to confirm existence of '{SOURCE}' bucket");
+    let b = support::poll(real::WAIT, || async {
+        let b = get_json(&[
+            "get",
+            "buckets.source.toolkit.fluxcd.io",
+            "-n",
+            &ns,
+            "gitops",
+        ]);
+        let (status, message) = ready(&b);
+        (status == "False" && message.contains(&refused)).then_some(b)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("no read error on the Bucket: {e}\n{}", flux.logs()));
+    eprintln!("the Bucket with a wrong key: {}", ready(&b).1);
+    let from = flux.reconciles("apps");
+    support::poll(real::WAIT, || async {
+        (flux.reconciles("apps") >= from + 2).then_some(())
+    })
+    .await
+    .unwrap();
+    let apps = wait_kustomization(&flux, &ns, "apps", true, "Applied revision").await;
+    assert_eq!(
+        apps["status"]["lastAppliedRevision"], applied,
+        "the last revision kept"
+    );
+    assert_eq!(
+        app_state(&ns),
+        state,
+        "a Bucket Flux cannot read changed nothing"
+    );
+    assert_eq!(schedule_runs(&ns, SCHEDULE).lines().count(), 3);
+    let store = data_plane::object_store();
+    kubectl(
+        &[
+            &bucket[..],
+            &[bucket_spec(&store.endpoint, "bucket-creds").as_str()],
+        ]
+        .concat(),
+    )
+    .unwrap();
+    support::poll(real::WAIT, || async {
+        let b = get_json(&[
+            "get",
+            "buckets.source.toolkit.fluxcd.io",
+            "-n",
+            &ns,
+            "gitops",
+        ]);
+        (ready(&b).0 == "True").then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("the Bucket did not heal: {e}\n{}", flux.logs()));
+
     // c. The schedule removed from the source: Flux prunes it; its runs and backups stay.
     let runs_before = schedule_runs(&ns, SCHEDULE);
     assert_eq!(runs_before.lines().count(), 3, "{runs_before}");
