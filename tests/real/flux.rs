@@ -236,38 +236,26 @@ fn operator_kustomization(tag: &str) -> String {
     )
 }
 
-/// A Blueprint with one KubeTask `push` that writes a small backup with kando into the Profile's
-/// bucket and reports where.
-fn backup_blueprint() -> String {
-    format!(
-        r#"apiVersion: cr.kanister.io/v1alpha1
-kind: Blueprint
-metadata: {{name: backup-bp}}
-actions:
-  backup:
-    outputArtifacts:
-      data:
-        keyValue: {{path: "{{{{ .Phases.push.Output.path }}}}"}}
-    phases:
-    - func: KubeTask
-      name: push
-      args:
-        image: {image}
-        command:
-        - bash
-        - -o
-        - errexit
-        - -o
-        - pipefail
-        - -c
-        - |
-          path=flux-runs/$HOSTNAME
-          echo "backup by $HOSTNAME" |
-            kando location push --profile '{{{{ toJson .Profile }}}}' --path "$path" -
-          kando output path "$path"
-"#,
-        image = tools_image()
-    )
+/// A Blueprint `name` with one KubeTask `push` that runs `before`, then writes a small backup
+/// under `prefix`/<its pod's name> with kando into the Profile's bucket and reports where.
+fn push_blueprint(name: &str, before: &str, prefix: &str) -> String {
+    let script = format!(
+        "{before}\npath={prefix}/$HOSTNAME\necho \"backup by $HOSTNAME\" | \
+         kando location push --profile '{{{{ toJson .Profile }}}}' --path \"$path\" -\n\
+         kando output path \"$path\"\n"
+    );
+    json!({
+        "apiVersion": "cr.kanister.io/v1alpha1", "kind": "Blueprint",
+        "metadata": {"name": name},
+        "actions": {"backup": {
+            "outputArtifacts": {"data": {"keyValue": {"path": "{{ .Phases.push.Output.path }}"}}},
+            "phases": [{"func": "KubeTask", "name": "push", "args": {
+                "image": tools_image(),
+                "command": ["bash", "-o", "errexit", "-o", "pipefail", "-c", script],
+            }}],
+        }},
+    })
+    .to_string()
 }
 
 /// Written with a one-element deferPhase list (the mutating webhook stores Kanister's object).
@@ -281,17 +269,6 @@ const UNNAMED: &str = "apiVersion: cr.kanister.io/v1alpha1\nkind: Blueprint\n\
     metadata: {name: unnamed}\nactions:\n  backup:\n    phases:\n\
     \x20   - {func: KubeTask, args: {image: x, command: [sh, -c, 'true']}}\n\
     \x20   - {func: KubeTask, args: {image: x, command: [sh, -c, 'true']}}\n";
-
-/// A backup whose KubeTask runs for 40 s, then pushes a key named after its pod: one key per pod
-/// that ran the phase.
-fn slow_blueprint() -> String {
-    backup_blueprint()
-        .replace("name: backup-bp", "name: slow-bp")
-        .replace(
-            "path=flux-runs/$HOSTNAME",
-            "sleep 40\n          path=flux-upgrade/$HOSTNAME",
-        )
-}
 
 /// Tags the operator image of the real node's containerd as `tag` too (the same image under a
 /// second name, as a registry would serve a new release).
@@ -404,15 +381,14 @@ fn flux_objects(ns: &str, kustomizations: &[(&str, &str)]) -> String {
     docs.iter().map(|d| format!("---\n{d}\n")).collect()
 }
 
+/// `kubectl get kind name -n ns -o json`.
+fn get_in(ns: &str, kind: &str, name: &str) -> Value {
+    get_json(&["get", kind, "-n", ns, name])
+}
+
 /// The Kustomization `name`.
 fn kustomization(ns: &str, name: &str) -> Value {
-    get_json(&[
-        "get",
-        "kustomizations.kustomize.toolkit.fluxcd.io",
-        "-n",
-        ns,
-        name,
-    ])
+    get_in(ns, "kustomizations.kustomize.toolkit.fluxcd.io", name)
 }
 
 /// The Ready condition of `obj`: (status, message).
@@ -442,13 +418,7 @@ async fn wait_kustomization(flux: &Flux, ns: &str, name: &str, ok: bool, message
     .await
     .unwrap_or_else(|e| {
         let k = kustomization(ns, name);
-        let bucket = get_json(&[
-            "get",
-            "buckets.source.toolkit.fluxcd.io",
-            "-n",
-            ns,
-            "gitops",
-        ]);
+        let bucket = get_in(ns, "buckets.source.toolkit.fluxcd.io", "gitops");
         panic!(
             "Kustomization {name} not Ready={want} with {message:?}: {e}\n{:#}\n{:#}\n{}",
             k["status"],
@@ -525,7 +495,7 @@ fn app_state(ns: &str) -> Vec<(String, Value)> {
     app_objects()
         .into_iter()
         .map(|(kind, name)| {
-            let obj = get_json(&["get", kind, "-n", ns, name]);
+            let obj = get_in(ns, kind, name);
             let version = match obj["kind"].as_str() {
                 Some("Blueprint") => obj["metadata"]["resourceVersion"].clone(),
                 _ => Value::Null,
@@ -620,7 +590,10 @@ async fn flux_reconciles_the_operator_blueprints_and_a_schedule_without_drift_an
     }
     put("apps/defer-list.yaml", DEFER_LIST.as_bytes());
     put("apps/unnamed.yaml", UNNAMED.as_bytes());
-    put("apps/backup-bp.yaml", backup_blueprint().as_bytes());
+    put(
+        "apps/backup-bp.yaml",
+        push_blueprint("backup-bp", "true", "flux-runs").as_bytes(),
+    );
     put("apps/schedule.yaml", schedule(&ns).as_bytes());
 
     let flux = start_flux(&ns);
@@ -644,12 +617,12 @@ async fn flux_reconciles_the_operator_blueprints_and_a_schedule_without_drift_an
             "{line:?} not in {first:?}"
         );
     }
-    let unnamed = get_json(&["get", "blueprints.cr.kanister.io", "-n", &ns, "unnamed"]);
+    let unnamed = get_in(&ns, "blueprints.cr.kanister.io", "unnamed");
     assert_eq!(
         unnamed["actions"]["backup"]["phases"][1]["name"], "phase1",
         "{unnamed}"
     );
-    let defer = get_json(&["get", "blueprints.cr.kanister.io", "-n", &ns, "defer-list"]);
+    let defer = get_in(&ns, "blueprints.cr.kanister.io", "defer-list");
     assert_eq!(
         defer["actions"]["backup"]["deferPhase"]["name"], "cleanup",
         "{defer}"
@@ -703,13 +676,7 @@ async fn flux_reconciles_the_operator_blueprints_and_a_schedule_without_drift_an
         crd,
         "Flux and our controller fought over the CRD"
     );
-    let schedule = get_json(&[
-        "get",
-        "actionschedules.blueprint-operator.io",
-        "-n",
-        &ns,
-        SCHEDULE,
-    ]);
+    let schedule = get_in(&ns, "actionschedules.blueprint-operator.io", SCHEDULE);
     assert!(
         schedule["status"]["lastSuccessfulTime"].is_string(),
         "{schedule:#}"
@@ -721,13 +688,7 @@ async fn flux_reconciles_the_operator_blueprints_and_a_schedule_without_drift_an
     assert_eq!(run["status"]["state"], "complete", "{run:#}");
     let configured = format!("ActionSchedule/{ns}/{SCHEDULE} configured");
     support::poll(real::WAIT, || async {
-        let s = get_json(&[
-            "get",
-            "actionschedules.blueprint-operator.io",
-            "-n",
-            &ns,
-            SCHEDULE,
-        ]);
+        let s = get_in(&ns, "actionschedules.blueprint-operator.io", SCHEDULE);
         let gone = s["metadata"]["annotations"]["blueprint-operator.io/run-now"].is_null();
         (gone && changes(&ns).iter().any(|(l, _)| *l == configured)).then_some(())
     })
@@ -765,7 +726,7 @@ async fn flux_reconciles_the_operator_blueprints_and_a_schedule_without_drift_an
             .as_bytes(),
     );
     wait_kustomization(&flux, &ns, "apps", true, "Applied revision").await;
-    let late = get_json(&["get", "blueprints.cr.kanister.io", "-n", &ns, "late"]);
+    let late = get_in(&ns, "blueprints.cr.kanister.io", "late");
     assert_eq!(
         late["actions"]["backup"]["phases"][0]["func"], "KubeTask",
         "{late}"
@@ -807,13 +768,7 @@ async fn flux_reconciles_the_operator_blueprints_and_a_schedule_without_drift_an
     .unwrap();
     let refused = format!("failed to confirm existence of '{SOURCE}' bucket");
     let b = support::poll(real::WAIT, || async {
-        let b = get_json(&[
-            "get",
-            "buckets.source.toolkit.fluxcd.io",
-            "-n",
-            &ns,
-            "gitops",
-        ]);
+        let b = get_in(&ns, "buckets.source.toolkit.fluxcd.io", "gitops");
         let (status, message) = ready(&b);
         (status == "False" && message.contains(&refused)).then_some(b)
     })
@@ -847,13 +802,7 @@ async fn flux_reconciles_the_operator_blueprints_and_a_schedule_without_drift_an
     )
     .unwrap();
     support::poll(real::WAIT, || async {
-        let b = get_json(&[
-            "get",
-            "buckets.source.toolkit.fluxcd.io",
-            "-n",
-            &ns,
-            "gitops",
-        ]);
+        let b = get_in(&ns, "buckets.source.toolkit.fluxcd.io", "gitops");
         (ready(&b).0 == "True").then_some(())
     })
     .await
@@ -894,7 +843,11 @@ async fn flux_reconciles_the_operator_blueprints_and_a_schedule_without_drift_an
 
     // d. The operator upgraded by its image tag in the source while a run is in flight: the new
     // controller takes the run over, its phase runs once.
-    put("apps/slow-bp.yaml", slow_blueprint().as_bytes());
+    // One key per pod that ran the phase.
+    put(
+        "apps/slow-bp.yaml",
+        push_blueprint("slow-bp", "sleep 40", "flux-upgrade").as_bytes(),
+    );
     support::poll(real::WAIT * 2, || async {
         kubectl(&["get", "blueprints.cr.kanister.io", "-n", &ns, "slow-bp"]).ok()
     })
