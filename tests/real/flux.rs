@@ -608,8 +608,16 @@ async fn flux_reconciles_the_operator_blueprints_and_a_schedule_without_drift_an
         wait_kustomization(&flux, &ns, name, true, "Applied revision").await;
     }
 
-    // a. The first apply created the apps; the webhook normalized two of them.
-    let first = changes(&ns);
+    // a. The first apply created the apps; the webhook normalized two of them. (Events are
+    // sent in the background: read them once they stopped changing.)
+    let created = format!("Blueprint/{ns}/unnamed created");
+    let first = support::poll(real::WAIT, || async {
+        let seen = changes(&ns);
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        (seen.iter().any(|(l, _)| *l == created) && seen == changes(&ns)).then_some(seen)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("no Event {created:?}: {e}: {:?}", changes(&ns)));
     for name in ["unnamed", "defer-list", "postgres-bp"] {
         let line = format!("Blueprint/{ns}/{name} created");
         assert!(
