@@ -854,7 +854,7 @@ async fn flux_reconciles_the_operator_blueprints_and_a_schedule_without_drift_an
     // One key per pod that ran the phase.
     put(
         "apps/slow-bp.yaml",
-        push_blueprint("slow-bp", "sleep 40", "flux-upgrade").as_bytes(),
+        push_blueprint("slow-bp", "sleep 120", "flux-upgrade").as_bytes(),
     );
     support::poll(real::WAIT * 2, || async {
         kubectl(&["get", "blueprints.cr.kanister.io", "-n", &ns, "slow-bp"]).ok()
@@ -876,6 +876,9 @@ async fn flux_reconciles_the_operator_blueprints_and_a_schedule_without_drift_an
     let controller_before =
         real::pod_names(install::NS, "app.kubernetes.io/component=controller").unwrap();
     upgrade_operator(&flux, &ns, &upgraded).await;
+    // Rolled out with the phase still running: what ends the run is the new controller.
+    let now = get_in(&ns, "actionsets.cr.kanister.io", &run);
+    assert_eq!(now["status"]["state"], "running", "{now:#}");
     let done = wait_end(&ns, &run).await;
     assert_eq!(done["status"]["state"], "complete", "{done:#}");
     let pushed = keys(DATA, "flux-upgrade/").await;
