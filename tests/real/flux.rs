@@ -3,8 +3,10 @@
 //! server-side apply and `prune: true`, a `Bucket` on the test object store that holds the
 //! operator's install (`manifests/`, the self-signed overlay with the certificate already in the
 //! cluster), Kanister's CRDs as `manifests/kanister-crds` carries them (deferPhase relaxed),
-//! corpus Blueprints, Blueprints the mutating webhook rewrites, and an ActionSchedule.
-//! Assertions are on Flux's own status, Events, inventory and metrics (docs/gitops.md).
+//! corpus Blueprints, Blueprints the mutating webhook rewrites, and an ActionSchedule; then a bad
+//! Blueprint, an unreadable Bucket, a pruned schedule and an image-tag upgrade. A second test
+//! gives Flux Kanister's own Blueprint CRD file instead of the relaxed copy. Assertions are on
+//! Flux's own status, Events, inventory and metrics (docs/gitops.md).
 
 use std::path::Path;
 
