@@ -65,6 +65,8 @@ tools/data-plane/build.sh >/dev/null
 tools/moto/build.sh >/dev/null
 tools/helm/build.sh >/dev/null
 tools/azurite/build.sh >/dev/null
+# Flux's source-controller and kustomize-controller (tests/real/flux.rs).
+tools/flux/build.sh >/dev/null
 # Kanister's own controller from its source (tests/real/kanister.rs installs it with its chart).
 step "Kanister's controller and kando"
 tools/kanister/build.sh >/dev/null

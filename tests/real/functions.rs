@@ -81,6 +81,21 @@ pub async fn wait_until(ns: &str, name: &str, what: &str, done: impl Fn(&Value) 
     })
 }
 
+/// The runs of ActionSchedule `schedule` in `ns`, as `kubectl get -o name` lists them.
+pub fn schedule_runs(ns: &str, schedule: &str) -> String {
+    kubectl(&[
+        "get",
+        "actionsets.cr.kanister.io",
+        "-n",
+        ns,
+        "-l",
+        &format!("blueprint-operator.io/schedule={schedule}"),
+        "-o",
+        "name",
+    ])
+    .unwrap()
+}
+
 /// `kubectl create` of `obj`; the created object's name.
 pub fn apply_create(obj: &Value) -> String {
     let path = std::env::temp_dir().join(format!("bpo-real-{}.json", std::process::id()));

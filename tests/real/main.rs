@@ -14,6 +14,7 @@ mod databases;
 mod demo;
 mod failures;
 mod faults;
+mod flux;
 mod functions;
 mod helm;
 mod install;

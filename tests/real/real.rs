@@ -48,6 +48,17 @@ pub fn kubectl_path() -> PathBuf {
         .expect("kubectl of the test control plane (BPO_KUBECTL)")
 }
 
+/// `blueprint-operator ctl -n ns args...` against the test cluster.
+pub fn ctl(ns: &str, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
+        .args(["ctl", "-n", ns])
+        .args(args)
+        .env("KUBECONFIG", &support::cluster().kubeconfig)
+        .env_remove("BPO_KUBECONFIG")
+        .output()
+        .expect("run blueprint-operator ctl")
+}
+
 /// Runs kubectl against the test cluster; returns stdout, or the error with stderr.
 pub fn kubectl(args: &[&str]) -> anyhow::Result<String> {
     let out = Command::new(kubectl_path())

@@ -6,8 +6,6 @@
 //! the failing-verification alert fire, and retention keeps the older verified backup although
 //! `keepLast` is 1.
 
-use std::process::{Command, Output};
-
 use blueprint_operator::scheduler::plan::run_now_name;
 use bytes::Bytes;
 use serde_json::{Value, json};
@@ -16,9 +14,9 @@ use crate::databases::{
     PG_BLUEPRINT, PG_SELECT, PG_STS, apply_in, corpus_blueprint, create_shop, postgres_in,
     postgres_instance_in, psql, psql_on,
 };
-use crate::functions::{wait_end, wait_until};
+use crate::functions::{schedule_runs, wait_end, wait_until};
 use crate::install::{NS, installed_namespace};
-use crate::real::{self, get_json, kubectl};
+use crate::real::{self, ctl, get_json, kubectl};
 use crate::support;
 use crate::support::data_plane::store_client;
 
@@ -121,16 +119,6 @@ async fn verified(ns: &str, name: &str) -> Value {
         a["metadata"]["labels"]["blueprint-operator.io/verified"].is_string()
     })
     .await
-}
-
-fn ctl(ns: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_blueprint-operator"))
-        .args(["ctl", "-n", ns])
-        .args(args)
-        .env("KUBECONFIG", &support::cluster().kubeconfig)
-        .env_remove("BPO_KUBECONFIG")
-        .output()
-        .expect("run blueprint-operator ctl")
 }
 
 /// Truncates the object of the backup `run` to half its bytes, as a broken upload or a
@@ -336,17 +324,7 @@ async fn scheduled_backups_are_verified_by_a_restore_and_a_truncated_one_is_not(
     );
 
     // keepLast 1 keeps the newest complete run; the newest verified one stays beside it.
-    let kept = kubectl(&[
-        "get",
-        "actionsets.cr.kanister.io",
-        "-n",
-        &ns,
-        "-l",
-        &format!("blueprint-operator.io/schedule={SCHEDULE}"),
-        "-o",
-        "name",
-    ])
-    .unwrap();
+    let kept = schedule_runs(&ns, SCHEDULE);
     assert!(
         kept.contains(&first_name),
         "the verified backup was rotated: {kept}"

@@ -24,6 +24,8 @@ pub struct Watched {
     name: String,
     addr: String,
     log: PathBuf,
+    /// The watchdog shell's: [`Watched::stop`] ends it, and its exit trap ends the server.
+    pid: u32,
 }
 
 /// Starts server `name` (`bin args`, listening on `addr`) in the background, its stderr in
@@ -35,7 +37,7 @@ pub fn spawn_watched(name: &str, bin: &Path, args: &[&str], addr: &str) -> anyho
         while kill -0 "$BPO_WATCH_PID" 2>/dev/null && kill -0 $child 2>/dev/null; do sleep 1; done
     "#;
     let log = std::env::temp_dir().join(format!("bpo-{name}-{}.log", std::process::id()));
-    Command::new("bash")
+    let shell = Command::new("bash")
         .arg("-c")
         .arg(watchdog)
         .arg(bin)
@@ -50,10 +52,22 @@ pub fn spawn_watched(name: &str, bin: &Path, args: &[&str], addr: &str) -> anyho
         name: name.into(),
         addr: addr.into(),
         log,
+        pid: shell.id(),
     })
 }
 
 impl Watched {
+    /// The server's stderr.
+    pub fn log(&self) -> &Path {
+        &self.log
+    }
+
+    /// Ends the server now (SIGTERM to the watchdog, whose exit trap ends the server) instead of
+    /// when this process is gone.
+    pub fn stop(&self) {
+        let _ = Command::new("kill").arg(self.pid.to_string()).status();
+    }
+
     /// Waits (at most `timeout`, checking every `every`) until `ready` holds; the error points
     /// at the server's log.
     pub fn wait_ready(
