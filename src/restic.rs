@@ -57,13 +57,11 @@
 
 use serde_json::Value;
 
-use crate::functions::context::Context;
-use crate::functions::error::FunctionError;
 use crate::param::profile::{
     AWS_ACCESS_KEY_ID_KEY, AWS_ROLE_KEY, AWS_SECRET_ACCESS_KEY_KEY, AWS_SECRET_TYPE,
     AWS_SESSION_TOKEN_KEY, Credential, LOCATION_AZURE, LOCATION_GCS, LOCATION_S3,
 };
-use crate::pods::{self as pod, ExecResult};
+use crate::pods::{self as pod, ExecResult, PodError};
 // The restic functions take the Profile from here with the repository.
 pub use crate::param::profile::{Profile, resolve_artifact_prefix};
 
@@ -634,57 +632,39 @@ pub struct Target<'a> {
     pub container: Option<&'a str>,
 }
 
-/// `context: <inner message>` as a [`FunctionError::Failed`] of `function`
-/// (Kanister's `errors.Wrapf`).
-pub fn wrap(function: &'static str, context: &str, e: FunctionError) -> FunctionError {
-    let inner = match e {
-        FunctionError::Failed { message, .. } => message,
-        other => {
-            let s = other.to_string();
-            let prefix = format!("{function}: ");
-            s.strip_prefix(&prefix).map(str::to_string).unwrap_or(s)
-        }
-    };
-    FunctionError::failed(function, format!("{context}: {inner}"))
-}
-
-fn command_error(function: &'static str, e: ResticError) -> FunctionError {
-    FunctionError::failed(function, e.to_string())
-}
-
 /// [`exec`] of `command` (a [`Repository`] `*_command`'s result); a failure reads `context: <why>`.
 async fn run(
-    ctx: &Context,
+    client: &kube::Client,
     function: &'static str,
     target: &Target<'_>,
     command: Result<ResticCommand, ResticError>,
     context: &str,
-) -> Result<ExecResult, FunctionError> {
-    let command = command.map_err(|e| command_error(function, e))?;
-    exec(ctx, function, target, &command)
+) -> Result<ExecResult, PodError> {
+    let command = command.map_err(|e| PodError::failed(function, e.to_string()))?;
+    exec(client, function, target, &command)
         .await
-        .map_err(|e| wrap(function, context, e))
+        .map_err(|e| e.wrap(context))
 }
 
 /// Exec one restic command (from a [`Repository`] `*_command`) in `target`,
 /// the environment on stdin. Logs stdout/stderr at debug level (never the
 /// environment, which carries credentials).
 pub async fn exec(
-    ctx: &Context,
+    client: &kube::Client,
     function: &'static str,
     target: &Target<'_>,
     command: &ResticCommand,
-) -> Result<ExecResult, FunctionError> {
+) -> Result<ExecResult, PodError> {
     if let Some(g) = &command.gcs {
         crate::gcs::client::check_key(g).await.map_err(|e| {
-            FunctionError::failed(
+            PodError::failed(
                 function,
                 format!("Failed to create args from credential: {e}"),
             )
         })?;
     }
     let r = pod::exec_with_stdin(
-        ctx,
+        client,
         function,
         target.namespace,
         target.pod,
@@ -710,37 +690,33 @@ pub async fn exec(
 /// location: …"). A repository that exists but rejects the key fails with
 /// "Password is incorrect" (Kanister would try `init` and report its failure).
 pub async fn get_or_create_repository(
-    ctx: &Context,
+    client: &kube::Client,
     function: &'static str,
     target: &Target<'_>,
     repo: &Repository,
-) -> Result<(), FunctionError> {
+) -> Result<(), PodError> {
     let cmd = repo.latest_snapshots_command().map_err(|e| {
-        FunctionError::failed(function, format!("Failed to create snapshot command: {e}"))
+        PodError::failed(function, format!("Failed to create snapshot command: {e}"))
     })?;
-    let err = match exec(ctx, function, target, &cmd).await {
+    let err = match exec(client, function, target, &cmd).await {
         Ok(_) => return Ok(()),
         Err(e) => e,
     };
     let text = err.to_string();
     if is_password_incorrect(&text) {
-        return Err(wrap(
-            function,
-            &format!(
-                "{PASSWORD_INCORRECT}: the restic repository {} exists but does not accept the \
-                 encryptionKey (use the key it was created with)",
-                repo.path
-            ),
-            err,
-        ));
+        return Err(err.wrap(&format!(
+            "{PASSWORD_INCORRECT}: the restic repository {} exists but does not accept the \
+             encryptionKey (use the key it was created with)",
+            repo.path
+        )));
     }
-    let cmd = repo.init_command().map_err(|e| {
-        FunctionError::failed(function, format!("Failed to create init command: {e}"))
-    })?;
-    exec(ctx, function, target, &cmd)
+    let cmd = repo
+        .init_command()
+        .map_err(|e| PodError::failed(function, format!("Failed to create init command: {e}")))?;
+    exec(client, function, target, &cmd)
         .await
         .map(|_| ())
-        .map_err(|e| wrap(function, "Failed to create object store backup location", e))
+        .map_err(|e| e.wrap("Failed to create object store backup location"))
 }
 
 /// What [`backup`] made: Kanister's BackupData/CopyVolumeData outputs.
@@ -758,20 +734,20 @@ pub struct BackupResult {
 /// backup: …"), then the snapshot ID ("Failed to parse the backup ID from
 /// logs, backup logs …") and stats from its output.
 pub async fn backup(
-    ctx: &Context,
+    client: &kube::Client,
     function: &'static str,
     target: &Target<'_>,
     repo: &Repository,
     include_path: &str,
-) -> Result<BackupResult, FunctionError> {
-    get_or_create_repository(ctx, function, target, repo).await?;
+) -> Result<BackupResult, PodError> {
+    get_or_create_repository(client, function, target, repo).await?;
     let tag = random_tag();
     let cmd = repo.backup_command(&tag, include_path);
     let context = "Failed to create and upload backup";
-    let r = run(ctx, function, target, cmd, context).await?;
+    let r = run(client, function, target, cmd, context).await?;
     let id = snapshot_id_from_backup_log(&r.stdout);
     if id.is_empty() {
-        return Err(FunctionError::failed(
+        return Err(PodError::failed(
             function,
             format!(
                 "Failed to parse the backup ID from logs, backup logs {}",
@@ -788,43 +764,43 @@ pub async fn backup(
 
 /// `restic restore` of `snapshot` into `restore_path` ("Failed to restore backup: …").
 pub async fn restore(
-    ctx: &Context,
+    client: &kube::Client,
     function: &'static str,
     target: &Target<'_>,
     repo: &Repository,
     snapshot: &Snapshot,
     restore_path: &str,
-) -> Result<ExecResult, FunctionError> {
+) -> Result<ExecResult, PodError> {
     let cmd = repo.restore_command(snapshot, restore_path);
-    run(ctx, function, target, cmd, "Failed to restore backup").await
+    run(client, function, target, cmd, "Failed to restore backup").await
 }
 
 /// The ID of the snapshot tagged `tag` (`restic snapshots --tag <tag> --json`):
 /// "Failed to forget data, could not get snapshotID from tag, Tag: <tag>: …".
 pub async fn snapshot_id_by_tag(
-    ctx: &Context,
+    client: &kube::Client,
     function: &'static str,
     target: &Target<'_>,
     repo: &Repository,
     tag: &str,
-) -> Result<String, FunctionError> {
+) -> Result<String, PodError> {
     let context = format!("Failed to forget data, could not get snapshotID from tag, Tag: {tag}");
     let cmd = repo.snapshots_by_tag_command(tag);
-    let r = run(ctx, function, target, cmd, &context).await?;
+    let r = run(client, function, target, cmd, &context).await?;
     snapshot_id_from_snapshot_log(&r.stdout)
-        .map_err(|e| FunctionError::failed(function, format!("{context}: {e}")))
+        .map_err(|e| PodError::failed(function, format!("{context}: {e}")))
 }
 
 /// `restic forget <id>` ("Failed to forget data: …").
 pub async fn forget(
-    ctx: &Context,
+    client: &kube::Client,
     function: &'static str,
     target: &Target<'_>,
     repo: &Repository,
     id: &str,
-) -> Result<(), FunctionError> {
+) -> Result<(), PodError> {
     let cmd = repo.forget_command(id);
-    run(ctx, function, target, cmd, "Failed to forget data")
+    run(client, function, target, cmd, "Failed to forget data")
         .await
         .map(|_| ())
 }
@@ -832,14 +808,14 @@ pub async fn forget(
 /// `restic prune`; returns the space freed as restic prints it (may be empty):
 /// "Failed to prune data after forget: …".
 pub async fn prune(
-    ctx: &Context,
+    client: &kube::Client,
     function: &'static str,
     target: &Target<'_>,
     repo: &Repository,
-) -> Result<String, FunctionError> {
+) -> Result<String, PodError> {
     let cmd = repo.prune_command();
     let context = "Failed to prune data after forget";
-    let r = run(ctx, function, target, cmd, context).await?;
+    let r = run(client, function, target, cmd, context).await?;
     Ok(space_freed_from_prune_log(&r.stdout))
 }
 
@@ -856,15 +832,15 @@ pub enum RepoCheck {
 
 /// `restic snapshots --last --json`, classified.
 pub async fn check_repository(
-    ctx: &Context,
+    client: &kube::Client,
     function: &'static str,
     target: &Target<'_>,
     repo: &Repository,
-) -> Result<RepoCheck, FunctionError> {
+) -> Result<RepoCheck, PodError> {
     let cmd = repo
         .latest_snapshots_command()
-        .map_err(|e| command_error(function, e))?;
-    Ok(match exec(ctx, function, target, &cmd).await {
+        .map_err(|e| PodError::failed(function, e.to_string()))?;
+    Ok(match exec(client, function, target, &cmd).await {
         Ok(_) => RepoCheck::Ok,
         Err(e) => {
             let text = e.to_string();
@@ -873,8 +849,7 @@ pub async fn check_repository(
             } else if repo_does_not_exist(&text) {
                 RepoCheck::DoesNotExist
             } else {
-                let prefix = format!("{function}: ");
-                let inner = text.strip_prefix(&prefix).unwrap_or(&text);
+                let inner = pod::without_function(function, text);
                 RepoCheck::Failed(format!("Failed to list snapshots: {inner}"))
             }
         }
@@ -1325,16 +1300,6 @@ mod tests {
         let h = sha2::Sha256::digest(b"testpassword");
         let hex: String = h.iter().map(|b| format!("{b:02x}")).collect();
         assert_eq!(hex, DEFAULT_ENCRYPTION_KEY);
-    }
-
-    #[test]
-    fn wrap_keeps_the_inner_message_once() {
-        let e = FunctionError::failed("BackupData", "Failed to exec command in pod a/b: exit 1");
-        let w = wrap("BackupData", "Failed to create and upload backup", e).to_string();
-        assert_eq!(
-            w,
-            "BackupData: Failed to create and upload backup: Failed to exec command in pod a/b: exit 1"
-        );
     }
 
     #[test]

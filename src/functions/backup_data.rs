@@ -38,8 +38,8 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
         pod: &pod,
         container: Some(&container),
     };
-    let b = restic::backup(ctx, NAME, &target, &repo, &include_path)
+    let b = restic::backup(&ctx.client, NAME, &target, &repo, &include_path)
         .await
-        .map_err(|e| restic::wrap(NAME, "Failed to backup data", e))?;
+        .map_err(|e| e.wrap("Failed to backup data"))?;
     Ok(backup_output(&b))
 }

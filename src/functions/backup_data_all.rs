@@ -58,7 +58,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
                 pod,
                 container: Some(container),
             };
-            restic::backup(ctx, NAME, &target, &repo, include_path).await
+            restic::backup(&ctx.client, NAME, &target, &repo, include_path).await
         }
     }))
     .await;
@@ -76,7 +76,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
                     },
                 );
             }
-            Err(e) => errors.push((pod.clone(), e)),
+            Err(e) => errors.push((pod.clone(), e.into())),
         }
     }
     if !errors.is_empty() {

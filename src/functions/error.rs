@@ -51,6 +51,28 @@ pub enum FunctionError {
     },
 }
 
+impl From<crate::pods::PodError> for FunctionError {
+    fn from(e: crate::pods::PodError) -> Self {
+        use crate::pods::PodError;
+        match e {
+            PodError::Override { function, message } => {
+                FunctionError::arg(function, "podOverride", message)
+            }
+            PodError::Output { function, message } => FunctionError::Output { function, message },
+            PodError::Kube {
+                function,
+                action,
+                source,
+            } => FunctionError::Kube {
+                function,
+                action,
+                source,
+            },
+            PodError::Failed { function, message } => FunctionError::Failed { function, message },
+        }
+    }
+}
+
 impl FunctionError {
     pub(crate) fn arg(function: &'static str, arg: &str, message: impl Into<String>) -> Self {
         FunctionError::Arg {

@@ -23,6 +23,14 @@ pub async fn run(ctx: &Context, a: &Args<'_>) -> Result<Output, FunctionError> {
     let pod = a.string("pod")?;
     let container = a.opt_string("container")?.filter(|c| !c.is_empty());
     let command = a.string_list("command")?;
-    let r = exec(ctx, NAME, &namespace, &pod, container.as_deref(), &command).await?;
-    r.phase_output(NAME)
+    let r = exec(
+        &ctx.client,
+        NAME,
+        &namespace,
+        &pod,
+        container.as_deref(),
+        &command,
+    )
+    .await?;
+    Ok(r.phase_output(NAME)?)
 }
