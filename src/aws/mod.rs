@@ -9,6 +9,7 @@ pub mod rds;
 pub mod s3;
 pub mod sigv4;
 pub(crate) mod tls;
+pub mod upload;
 pub mod xml;
 
 pub use sigv4::Credentials;

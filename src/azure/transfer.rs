@@ -1,14 +1,11 @@
 //! Streamed transfers on the Blob client of [`super`], for `kando location push/pull`: Get Blob
 //! read chunk by chunk, and uploads of a stream of unknown length in bounded memory.
 //!
-//! An upload reads the stream in blocks of [`BLOCK_SIZE`]. A stream that ends within the first
-//! block is one Put Blob; a longer one is Put Block per block (the next block read while the
-//! current one is sent, so at most two are in memory) and one Put Block List that commits them.
-//! The blob exists only once the list is committed: on any failure (the source, the service, a
-//! signal) nothing is committed and no blob, not even a truncated one, appears under the name
-//! (the service discards uncommitted blocks after a week; an existing blob keeps its content).
-
-use std::future::Future;
+//! An upload ([`Upload`], driven by [`crate::aws::upload`]) reads the stream in blocks of
+//! [`BLOCK_SIZE`]. A stream that ends within the first block is one Put Blob; a longer one is
+//! Put Block per block and one Put Block List that commits them. The blob exists only once the
+//! list is committed: on a failure nothing is committed (the service discards uncommitted
+//! blocks after a week; an existing blob keeps its content).
 
 use base64::Engine as _;
 use bytes::Bytes;
@@ -19,12 +16,21 @@ use super::AzureError;
 use super::client::{AzureClient, Exchange};
 use crate::aws::download::Download;
 use crate::aws::exchange::Answer;
-use crate::aws::s3::transfer::read_part;
+use crate::aws::upload::{Parts, UploadError, numbered_parts};
 
 /// Size of each block (Azure takes up to 4000 MiB per block).
 pub const BLOCK_SIZE: usize = 8 << 20;
 /// The most blocks a block blob has.
 pub const MAX_BLOCKS: u32 = 50_000;
+
+/// What [`UploadError::TooLarge`] says.
+pub fn too_large() -> String {
+    format!(
+        "the stream is larger than {} bytes, the most this client puts in {MAX_BLOCKS} blocks of {} MiB",
+        MAX_BLOCKS as u64 * BLOCK_SIZE as u64,
+        BLOCK_SIZE >> 20
+    )
+}
 
 /// The block ID of block `n`: base64 of a fixed-length text (a blob's IDs must all have the
 /// same length).
@@ -104,70 +110,50 @@ impl AzureClient {
             .await
             .map(|_| ())
     }
+}
 
-    /// Uploads everything `src` yields to `blob` (see the module docs); returns the bytes
-    /// uploaded. When `cancel` completes first, nothing is committed and the result is
-    /// [`AzureError::Interrupted`] with what `cancel` gave.
-    pub async fn upload<R, C>(
-        &self,
-        container: &str,
-        blob: &str,
-        src: &mut R,
-        cancel: C,
-    ) -> Result<u64, AzureError>
-    where
-        R: AsyncRead + Unpin,
-        C: Future<Output = String>,
-    {
-        let mut cancel = std::pin::pin!(cancel);
-        tokio::select! {
-            r = self.upload_blocks(container, blob, src) => r,
-            why = &mut cancel => Err(AzureError::Interrupted(why)),
-        }
+/// The upload of `blob` in `container`.
+pub struct Upload<'a> {
+    pub client: &'a AzureClient,
+    pub container: &'a str,
+    pub blob: &'a str,
+}
+
+impl Parts for Upload<'_> {
+    type Error = AzureError;
+    /// Blocks need no session: uncommitted, they are not the blob's.
+    type Session = ();
+
+    fn part_size(&self, _: u32) -> usize {
+        BLOCK_SIZE
     }
 
-    async fn upload_blocks<R: AsyncRead + Unpin>(
+    async fn put(&self, data: Bytes) -> Result<(), AzureError> {
+        self.client.put_blob(self.container, self.blob, data).await
+    }
+
+    async fn start(&self) -> Result<(), AzureError> {
+        Ok(())
+    }
+
+    async fn send_parts<R: AsyncRead + Unpin>(
         &self,
-        container: &str,
-        blob: &str,
+        _: &(),
+        first: Bytes,
         src: &mut R,
-    ) -> Result<u64, AzureError> {
-        let first = read_part(src, BLOCK_SIZE)
-            .await
-            .map_err(AzureError::Source)?;
-        if first.len() < BLOCK_SIZE {
-            let n = first.len() as u64;
-            self.put_blob(container, blob, first).await?;
-            return Ok(n);
-        }
-        let mut ids: Vec<String> = Vec::new();
-        let mut total = 0u64;
-        let mut current = first;
-        let mut n = 1u32;
-        loop {
-            let len = current.len() as u64;
+    ) -> Result<u64, UploadError<AzureError>> {
+        let (c, container, blob) = (self.client, self.container, self.blob);
+        let send = async |n, data| {
             let id = block_id(n);
-            // The next block is read while this one is sent.
-            let (sent, next) = tokio::join!(
-                self.put_block(container, blob, &id, current),
-                read_part(src, BLOCK_SIZE)
-            );
-            sent?;
-            ids.push(id);
-            total += len;
-            let next = next.map_err(AzureError::Source)?;
-            if next.is_empty() {
-                break;
-            }
-            if n == MAX_BLOCKS {
-                return Err(AzureError::TooLarge);
-            }
-            n += 1;
-            current = next;
-        }
-        self.put_block_list(container, blob, &ids).await?;
+            c.put_block(container, blob, &id, data).await.map(|()| id)
+        };
+        let (ids, total) =
+            numbered_parts(first, src, |_| BLOCK_SIZE, (MAX_BLOCKS, too_large), send).await?;
+        c.put_block_list(container, blob, &ids).await?;
         Ok(total)
     }
+
+    async fn abandon(&self, _: &()) {}
 }
 
 #[cfg(test)]
@@ -186,10 +172,6 @@ mod tests {
             block_list_body(&[block_id(1), block_id(2)]),
             r#"<?xml version="1.0" encoding="utf-8"?><BlockList><Latest>YmxvY2stMDAwMDAx</Latest><Latest>YmxvY2stMDAwMDAy</Latest></BlockList>"#
         );
-        assert!(
-            AzureError::TooLarge
-                .to_string()
-                .contains("50000 blocks of 8 MiB")
-        );
+        assert!(too_large().contains("50000 blocks of 8 MiB"));
     }
 }

@@ -10,7 +10,8 @@ use tokio::io::AsyncRead;
 use super::azure::{self, AzureProfile};
 use super::{S3Profile, delete_path};
 use crate::aws::download::Download;
-use crate::aws::s3::S3Client;
+use crate::aws::s3::{self, S3Client};
+use crate::aws::upload::upload;
 use crate::azure::AzureClient;
 use crate::gcs::{self, GcsClient, GcsProfile};
 use crate::param::profile::{LOCATION_AZURE, LOCATION_GCS, Profile};
@@ -79,21 +80,39 @@ impl StoreClient {
 
     /// Uploads all of `src` to `key` in bounded memory; nothing appears under the key unless
     /// all of it was uploaded. `cancel` completing stops the upload.
-    pub async fn upload<R, C>(
+    pub async fn upload(
         &self,
         bucket: &str,
         key: &str,
-        src: &mut R,
-        cancel: C,
-    ) -> Result<u64, StoreError>
-    where
-        R: AsyncRead + Unpin,
-        C: Future<Output = String>,
-    {
+        src: &mut (impl AsyncRead + Unpin),
+        cancel: impl Future<Output = String>,
+    ) -> Result<u64, StoreError> {
         Ok(match self {
-            StoreClient::S3(c) => c.upload(bucket, key, src, cancel).await?,
-            StoreClient::Gcs(c) => c.upload(bucket, key, src, cancel).await?,
-            StoreClient::Azure(c) => c.upload(bucket, key, src, cancel).await?,
+            StoreClient::S3(client) => {
+                let s3 = s3::transfer::Upload {
+                    client,
+                    bucket,
+                    key,
+                };
+                upload(&s3, src, cancel).await?
+            }
+            StoreClient::Gcs(client) => {
+                let gcs = gcs::upload::Upload {
+                    client,
+                    bucket,
+                    key,
+                };
+                upload(&gcs, src, cancel).await?
+            }
+            StoreClient::Azure(client) => {
+                let (container, blob) = (bucket, key);
+                let azure = crate::azure::transfer::Upload {
+                    client,
+                    container,
+                    blob,
+                };
+                upload(&azure, src, cancel).await?
+            }
         })
     }
 

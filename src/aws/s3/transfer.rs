@@ -2,23 +2,19 @@
 //! push/pull` (src/kando): GetObject read chunk by chunk, and uploads of a
 //! stream of unknown length in bounded memory.
 //!
-//! An upload reads the stream in parts ([`part_size`]: 8 MiB, 16 MiB from
-//! part 5001 on). A stream that ends within the first part is one PutObject;
-//! a longer one is a multipart upload (CreateMultipartUpload, UploadPart,
-//! CompleteMultipartUpload) that reads the next part while the current one is
-//! sent, so at most two parts are in memory. S3 shows the object only once
-//! CompleteMultipartUpload succeeded: on any failure (the source, the store,
-//! a signal) the upload is aborted (AbortMultipartUpload) and no object, not
-//! even a truncated one, appears under the key.
-
-use std::future::Future;
+//! An upload ([`Upload`], driven by [`crate::aws::upload`]) reads the stream in parts
+//! ([`part_size`]: 8 MiB, 16 MiB from part 5001 on). A stream that ends within the first part
+//! is one PutObject; a longer one is a multipart upload (CreateMultipartUpload, UploadPart,
+//! CompleteMultipartUpload). S3 shows the object only once CompleteMultipartUpload succeeded:
+//! on any failure the upload is aborted (AbortMultipartUpload).
 
 use bytes::Bytes;
 use http::Method;
-use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::io::AsyncRead;
 
 use super::{Exchange, Reply, S3Client, S3Error};
 use crate::aws::download::Download;
+use crate::aws::upload::{Parts, numbered_parts};
 use crate::aws::xml::{self, complete_request_body, parse_upload_id};
 
 /// Part size of parts 1..=5000.
@@ -44,21 +40,15 @@ pub fn max_stream_size() -> u64 {
 }
 
 /// Why an upload failed.
-#[derive(Debug, thiserror::Error)]
-pub enum UploadError {
-    #[error("{0}")]
-    Store(#[from] S3Error),
-    /// Reading the source failed.
-    #[error("reading the data to upload: {0}")]
-    Source(std::io::Error),
-    #[error(
+pub type UploadError = crate::aws::upload::UploadError<S3Error>;
+
+/// What [`UploadError::TooLarge`] says.
+pub fn too_large() -> String {
+    format!(
         "the stream is larger than {} bytes, the most S3 takes in {MAX_PARTS} parts of at most {} MiB",
-        max_stream_size(), LARGE_PART_SIZE >> 20
-    )]
-    TooLarge,
-    /// The caller's `cancel` future completed (e.g. SIGTERM).
-    #[error("interrupted ({0})")]
-    Interrupted(String),
+        max_stream_size(),
+        LARGE_PART_SIZE >> 20
+    )
 }
 
 impl S3Client {
@@ -212,101 +202,60 @@ impl S3Client {
             Reply::Open { .. } => unreachable!("not asked to stream"),
         }
     }
+}
 
-    /// Uploads everything `src` yields to `key` (see the module docs);
-    /// returns the bytes uploaded. When `cancel` completes first, a started
-    /// multipart upload is aborted and the result is
-    /// [`UploadError::Interrupted`] with what `cancel` gave.
-    pub async fn upload<R, C>(
+/// The upload of `key` in `bucket`.
+pub struct Upload<'a> {
+    pub client: &'a S3Client,
+    pub bucket: &'a str,
+    pub key: &'a str,
+}
+
+impl Parts for Upload<'_> {
+    type Error = S3Error;
+    /// The multipart upload's ID.
+    type Session = String;
+
+    fn part_size(&self, n: u32) -> usize {
+        part_size(n)
+    }
+
+    async fn put(&self, data: Bytes) -> Result<(), S3Error> {
+        self.client.put_object(self.bucket, self.key, data).await
+    }
+
+    async fn start(&self) -> Result<String, S3Error> {
+        let (bucket, key) = (self.bucket, self.key);
+        self.client.create_multipart_upload(bucket, key).await
+    }
+
+    async fn send_parts<R: AsyncRead + Unpin>(
         &self,
-        bucket: &str,
-        key: &str,
+        upload_id: &String,
+        first: Bytes,
         src: &mut R,
-        cancel: C,
-    ) -> Result<u64, UploadError>
-    where
-        R: AsyncRead + Unpin,
-        C: Future<Output = String>,
-    {
-        let mut cancel = std::pin::pin!(cancel);
-        let first = tokio::select! {
-            r = read_part(src, part_size(1)) => r.map_err(UploadError::Source)?,
-            why = &mut cancel => return Err(UploadError::Interrupted(why)),
-        };
-        if first.len() < part_size(1) {
-            let n = first.len() as u64;
-            tokio::select! {
-                r = self.put_object(bucket, key, first) => r?,
-                why = &mut cancel => return Err(UploadError::Interrupted(why)),
-            }
-            return Ok(n);
-        }
-        let upload_id = tokio::select! {
-            r = self.create_multipart_upload(bucket, key) => r?,
-            why = &mut cancel => return Err(UploadError::Interrupted(why)),
-        };
-        let result = tokio::select! {
-            r = self.upload_parts(bucket, key, &upload_id, first, src) => r,
-            why = &mut cancel => Err(UploadError::Interrupted(why)),
-        };
-        if result.is_err()
-            && let Err(e) = self.abort_multipart_upload(bucket, key, &upload_id).await
+    ) -> Result<u64, UploadError> {
+        let (c, bucket, key) = (self.client, self.bucket, self.key);
+        let send = async |n, data| c.upload_part(bucket, key, upload_id, n, data).await;
+        let (etags, total) =
+            numbered_parts(first, src, part_size, (MAX_PARTS, too_large), send).await?;
+        let parts: Vec<(u32, String)> = (1..).zip(etags).collect();
+        c.complete_multipart_upload(bucket, key, upload_id, &parts)
+            .await?;
+        Ok(total)
+    }
+
+    async fn abandon(&self, upload_id: &String) {
+        let (bucket, key) = (self.bucket, self.key);
+        if let Err(e) = self
+            .client
+            .abort_multipart_upload(bucket, key, upload_id)
+            .await
         {
             tracing::warn!(%bucket, %key, %upload_id, error = %e,
                 "the failed multipart upload could not be aborted (no object was made; its parts stay until a lifecycle rule removes them)");
         }
-        result
     }
-
-    /// The parts of a started multipart upload, from `first`, then Complete.
-    async fn upload_parts<R: AsyncRead + Unpin>(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-        first: Bytes,
-        src: &mut R,
-    ) -> Result<u64, UploadError> {
-        let mut parts: Vec<(u32, String)> = Vec::new();
-        let mut total = 0u64;
-        let mut current = first;
-        let mut n = 1u32;
-        loop {
-            let len = current.len() as u64;
-            // The next part is read while this one is sent.
-            let (sent, next) = tokio::join!(
-                self.upload_part(bucket, key, upload_id, n, current),
-                read_part(src, part_size(n + 1))
-            );
-            parts.push((n, sent?));
-            total += len;
-            let next = next.map_err(UploadError::Source)?;
-            if next.is_empty() {
-                break;
-            }
-            if n == MAX_PARTS {
-                return Err(UploadError::TooLarge);
-            }
-            n += 1;
-            current = next;
-        }
-        self.complete_multipart_upload(bucket, key, upload_id, &parts)
-            .await?;
-        Ok(total)
-    }
-}
-
-/// Up to `size` bytes of `src` (fewer only at its end).
-pub async fn read_part<R: AsyncRead + Unpin>(src: &mut R, size: usize) -> std::io::Result<Bytes> {
-    let mut buf = Vec::with_capacity(size);
-    while buf.len() < size {
-        // `take` keeps read_buf from growing the buffer past `size`.
-        let want = (size - buf.len()) as u64;
-        if (&mut *src).take(want).read_buf(&mut buf).await? == 0 {
-            break;
-        }
-    }
-    Ok(Bytes::from(buf))
 }
 
 #[cfg(test)]
@@ -325,7 +274,7 @@ mod tests {
             max_stream_size(),
             5000 * (8u64 << 20) + 5000 * (16u64 << 20)
         );
-        assert!(UploadError::TooLarge.to_string().contains("10000 parts"));
+        assert!(too_large().contains("10000 parts"));
     }
 
     #[test]
@@ -350,34 +299,5 @@ mod tests {
         assert!(body.ends_with(
             "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>&quot;a1&quot;</ETag></Part><Part><PartNumber>2</PartNumber><ETag>&quot;b2&quot;</ETag></Part></CompleteMultipartUpload>"
         ));
-    }
-
-    /// A reader that hands out a few bytes per call, like a pipe.
-    struct Trickle(Vec<u8>, usize);
-
-    impl AsyncRead for Trickle {
-        fn poll_read(
-            mut self: std::pin::Pin<&mut Self>,
-            _: &mut std::task::Context<'_>,
-            buf: &mut tokio::io::ReadBuf<'_>,
-        ) -> std::task::Poll<std::io::Result<()>> {
-            let at = self.1;
-            let n = (self.0.len() - at).min(7).min(buf.remaining());
-            buf.put_slice(&self.0[at..at + n]);
-            self.1 += n;
-            std::task::Poll::Ready(Ok(()))
-        }
-    }
-
-    #[tokio::test]
-    async fn parts_are_filled_to_their_size() {
-        let data: Vec<u8> = (0..100u8).collect();
-        let mut r = Trickle(data.clone(), 0);
-        let a = read_part(&mut r, 40).await.unwrap();
-        let b = read_part(&mut r, 40).await.unwrap();
-        let c = read_part(&mut r, 40).await.unwrap();
-        let d = read_part(&mut r, 40).await.unwrap();
-        assert_eq!((a.len(), b.len(), c.len(), d.len()), (40, 40, 20, 0));
-        assert_eq!([a, b, c].concat(), data);
     }
 }
