@@ -26,6 +26,23 @@ pub enum UploadError<E> {
     Interrupted(String),
 }
 
+/// The upload of `key` in `bucket` (an Azure container) by `client`.
+pub struct Upload<'a, C> {
+    pub client: &'a C,
+    pub bucket: &'a str,
+    pub key: &'a str,
+}
+
+impl<'a, C> Upload<'a, C> {
+    pub fn new(client: &'a C, bucket: &'a str, key: &'a str) -> Self {
+        Upload {
+            client,
+            bucket,
+            key,
+        }
+    }
+}
+
 /// One object's upload on a store.
 // The uploads run on the caller's task: their futures need not be `Send`.
 #[allow(async_fn_in_trait)]

@@ -1,7 +1,7 @@
 //! Streamed transfers on the Blob client of [`super`], for `kando location push/pull`: Get Blob
 //! read chunk by chunk, and uploads of a stream of unknown length in bounded memory.
 //!
-//! An upload ([`Upload`], driven by [`crate::aws::upload`]) reads the stream in blocks of
+//! An upload ([`Upload`] of an [`AzureClient`], driven by [`crate::aws::upload`]) reads the stream in blocks of
 //! [`BLOCK_SIZE`]. A stream that ends within the first block is one Put Blob; a longer one is
 //! Put Block per block and one Put Block List that commits them. The blob exists only once the
 //! list is committed: on a failure nothing is committed (the service discards uncommitted
@@ -16,7 +16,7 @@ use super::AzureError;
 use super::client::{AzureClient, Exchange};
 use crate::aws::download::Download;
 use crate::aws::exchange::Answer;
-use crate::aws::upload::{Parts, UploadError, numbered_parts};
+use crate::aws::upload::{Parts, Upload, UploadError, numbered_parts};
 
 /// Size of each block (Azure takes up to 4000 MiB per block).
 pub const BLOCK_SIZE: usize = 8 << 20;
@@ -112,14 +112,7 @@ impl AzureClient {
     }
 }
 
-/// The upload of `blob` in `container`.
-pub struct Upload<'a> {
-    pub client: &'a AzureClient,
-    pub container: &'a str,
-    pub blob: &'a str,
-}
-
-impl Parts for Upload<'_> {
+impl Parts for Upload<'_, AzureClient> {
     type Error = AzureError;
     /// Blocks need no session: uncommitted, they are not the blob's.
     type Session = ();
@@ -129,7 +122,7 @@ impl Parts for Upload<'_> {
     }
 
     async fn put(&self, data: Bytes) -> Result<(), AzureError> {
-        self.client.put_blob(self.container, self.blob, data).await
+        self.client.put_blob(self.bucket, self.key, data).await
     }
 
     async fn start(&self) -> Result<(), AzureError> {
@@ -142,7 +135,7 @@ impl Parts for Upload<'_> {
         first: Bytes,
         src: &mut R,
     ) -> Result<u64, UploadError<AzureError>> {
-        let (c, container, blob) = (self.client, self.container, self.blob);
+        let (c, container, blob) = (self.client, self.bucket, self.key);
         let send = async |n, data| {
             let id = block_id(n);
             c.put_block(container, blob, &id, data).await.map(|()| id)

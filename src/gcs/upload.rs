@@ -1,4 +1,4 @@
-//! Uploads ([`Upload`], driven by [`crate::aws::upload`]): one `uploadType=media` request below
+//! Uploads ([`Upload`] of a [`GcsClient`], driven by [`crate::aws::upload`]): one `uploadType=media` request below
 //! [`CHUNK`], else a resumable upload in [`CHUNK`]s, cancelled when anything fails.
 
 use bytes::Bytes;
@@ -8,7 +8,7 @@ use tokio::io::AsyncRead;
 use super::GcsError;
 use super::client::{GcsClient, Req};
 use crate::aws::sigv4::uri_encode;
-use crate::aws::upload::{Parts, UploadError, read_part};
+use crate::aws::upload::{Parts, Upload, UploadError, read_part};
 
 /// Upload chunk size: a multiple of 256 KiB, as resumable uploads require.
 pub const CHUNK: usize = 8 << 20;
@@ -31,14 +31,7 @@ pub fn check_object_name(name: &str) -> Result<(), String> {
     ))
 }
 
-/// The upload of `key` in `bucket`.
-pub struct Upload<'a> {
-    pub client: &'a GcsClient,
-    pub bucket: &'a str,
-    pub key: &'a str,
-}
-
-impl Upload<'_> {
+impl Upload<'_, GcsClient> {
     fn url(&self, upload_type: &str) -> String {
         format!(
             "{}/upload/storage/v1/b/{}/o?uploadType={upload_type}&name={}",
@@ -60,7 +53,7 @@ impl Upload<'_> {
     }
 }
 
-impl Parts for Upload<'_> {
+impl Parts for Upload<'_, GcsClient> {
     type Error = GcsError;
     /// The resumable upload's session URL.
     type Session = String;

@@ -10,8 +10,8 @@ use tokio::io::AsyncRead;
 use super::azure::{self, AzureProfile};
 use super::{S3Profile, delete_path};
 use crate::aws::download::Download;
-use crate::aws::s3::{self, S3Client};
-use crate::aws::upload::upload;
+use crate::aws::s3::S3Client;
+use crate::aws::upload::{Upload, upload};
 use crate::azure::AzureClient;
 use crate::gcs::{self, GcsClient, GcsProfile};
 use crate::param::profile::{LOCATION_AZURE, LOCATION_GCS, Profile};
@@ -88,31 +88,9 @@ impl StoreClient {
         cancel: impl Future<Output = String>,
     ) -> Result<u64, StoreError> {
         Ok(match self {
-            StoreClient::S3(client) => {
-                let s3 = s3::transfer::Upload {
-                    client,
-                    bucket,
-                    key,
-                };
-                upload(&s3, src, cancel).await?
-            }
-            StoreClient::Gcs(client) => {
-                let gcs = gcs::upload::Upload {
-                    client,
-                    bucket,
-                    key,
-                };
-                upload(&gcs, src, cancel).await?
-            }
-            StoreClient::Azure(client) => {
-                let (container, blob) = (bucket, key);
-                let azure = crate::azure::transfer::Upload {
-                    client,
-                    container,
-                    blob,
-                };
-                upload(&azure, src, cancel).await?
-            }
+            StoreClient::S3(c) => upload(&Upload::new(c, bucket, key), src, cancel).await?,
+            StoreClient::Gcs(c) => upload(&Upload::new(c, bucket, key), src, cancel).await?,
+            StoreClient::Azure(c) => upload(&Upload::new(c, bucket, key), src, cancel).await?,
         })
     }
 

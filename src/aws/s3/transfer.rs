@@ -2,7 +2,7 @@
 //! push/pull` (src/kando): GetObject read chunk by chunk, and uploads of a
 //! stream of unknown length in bounded memory.
 //!
-//! An upload ([`Upload`], driven by [`crate::aws::upload`]) reads the stream in parts
+//! An upload ([`Upload`] of an [`S3Client`], driven by [`crate::aws::upload`]) reads the stream in parts
 //! ([`part_size`]: 8 MiB, 16 MiB from part 5001 on). A stream that ends within the first part
 //! is one PutObject; a longer one is a multipart upload (CreateMultipartUpload, UploadPart,
 //! CompleteMultipartUpload). S3 shows the object only once CompleteMultipartUpload succeeded:
@@ -14,7 +14,7 @@ use tokio::io::AsyncRead;
 
 use super::{Exchange, Reply, S3Client, S3Error};
 use crate::aws::download::Download;
-use crate::aws::upload::{Parts, numbered_parts};
+use crate::aws::upload::{Parts, Upload, numbered_parts};
 use crate::aws::xml::{self, complete_request_body, parse_upload_id};
 
 /// Part size of parts 1..=5000.
@@ -204,14 +204,7 @@ impl S3Client {
     }
 }
 
-/// The upload of `key` in `bucket`.
-pub struct Upload<'a> {
-    pub client: &'a S3Client,
-    pub bucket: &'a str,
-    pub key: &'a str,
-}
-
-impl Parts for Upload<'_> {
+impl Parts for Upload<'_, S3Client> {
     type Error = S3Error;
     /// The multipart upload's ID.
     type Session = String;
