@@ -663,7 +663,7 @@ pub async fn exec(
             )
         })?;
     }
-    let r = pod::exec_with_stdin(
+    let r = pod::exec(
         client,
         function,
         target.namespace,

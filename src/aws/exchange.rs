@@ -165,6 +165,17 @@ pub async fn exchange(
     let request = rb
         .body(Full::new(req.body))
         .map_err(|e| Failure::Build(e.to_string()))?;
+    send(http, request, limits, stream).await
+}
+
+/// Sends a ready request; the deadline covers the whole answer, or with `stream` only the wait
+/// for a 2xx answer's headers.
+pub async fn send(
+    http: &HttpClient,
+    request: http::Request<Full<Bytes>>,
+    limits: Limits,
+    stream: bool,
+) -> Result<Answer, Failure> {
     tokio::time::timeout(limits.timeout, async {
         let resp = http.request(request).await.map_err(|e| {
             let msg = tls_hint(describe_chain(&e));

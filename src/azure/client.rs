@@ -7,22 +7,24 @@ use std::time::Duration;
 use backon::{ExponentialBuilder, Retryable as _};
 use bytes::Bytes;
 use http::Method;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::Full;
 
 use super::AzureError;
 use super::error::ServiceDetail;
 use super::sharedkey::{self, ToSign};
-use crate::aws::exchange::{Answer, HttpClient, content_length, endpoint_parts, http_client};
+use crate::aws::exchange::{
+    Answer, Failure, HttpClient, Limits, content_length, endpoint_parts, http_client, send,
+};
 use crate::aws::sigv4::uri_encode;
-use crate::aws::tls::tls_hint;
 use crate::aws::xml;
-use crate::kube_error::describe_chain;
 
 /// The REST API version sent (`x-ms-version`).
 pub const API_VERSION: &str = "2021-12-02";
 /// Time one exchange may take; the largest error or list body read.
-const TIMEOUT: Duration = Duration::from_secs(120);
-const MAX_BODY: usize = 64 << 20;
+const LIMITS: Limits = Limits {
+    timeout: Duration::from_secs(120),
+    max_body: 64 << 20,
+};
 /// Tries of one exchange when the service or the network fails transiently.
 const ATTEMPTS: usize = 3;
 
@@ -279,36 +281,16 @@ impl AzureClient {
             url: url.clone(),
             message,
         };
-        let answer = tokio::time::timeout(TIMEOUT, async {
-            let resp = self.http.request(request).await.map_err(|e| {
-                let msg = tls_hint(describe_chain(&e));
-                if e.is_connect() && !msg.contains("skipSSLVerify") {
-                    transport(format!(
-                        "{msg} (cannot connect to {}: check the Profile's location.endpoint and that the Blob service is reachable from here)",
-                        self.origin
-                    ))
-                } else {
-                    transport(msg)
-                }
+        let answer = send(&self.http, request, LIMITS, stream)
+            .await
+            .map_err(|f| match f {
+                Failure::Connect(msg) if !msg.contains("skipSSLVerify") => transport(format!(
+                    "{msg} (cannot connect to {}: check the Profile's location.endpoint and that the Blob service is reachable from here)",
+                    self.origin
+                )),
+                Failure::Connect(msg) | Failure::Transport(msg) => transport(msg),
+                Failure::Sign(msg) | Failure::Build(msg) => AzureError::Config(msg),
             })?;
-            let status = resp.status();
-            if stream && status.is_success() {
-                return Ok(Answer::Open(resp));
-            }
-            let headers = resp.headers().clone();
-            let body = Limited::new(resp.into_body(), MAX_BODY)
-                .collect()
-                .await
-                .map_err(|e| transport(format!("reading the response: {e}")))?
-                .to_bytes();
-            Ok(Answer::Whole {
-                status,
-                headers,
-                body,
-            })
-        })
-        .await
-        .unwrap_or_else(|_| Err(transport(format!("no answer within {} s", TIMEOUT.as_secs()))))?;
         let (status, headers, body) = match answer {
             Answer::Whole {
                 status,

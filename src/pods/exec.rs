@@ -102,22 +102,11 @@ pub fn outcome(
     }
 }
 
-/// Exec `command` in `pod` (container: the given one, else the pod's first).
+/// Exec `command` in `pod` (container: the given one, else the pod's first); with `stdin`,
+/// writes it to the command's standard input, then closes it: for what must not be on the
+/// command line (visible in the API server's audit log and the node's process list),
+/// credentials.
 pub async fn exec(
-    client: &kube::Client,
-    function: &'static str,
-    namespace: &str,
-    pod: &str,
-    container: Option<&str>,
-    command: &[String],
-) -> Result<ExecResult, PodError> {
-    exec_with_stdin(client, function, namespace, pod, container, command, None).await
-}
-
-/// [`exec`] that writes `stdin` to the command's standard input, then closes
-/// it. For what must not be on the command line (visible in the API
-/// server's audit log and the node's process list): credentials.
-pub async fn exec_with_stdin(
     client: &kube::Client,
     function: &'static str,
     namespace: &str,

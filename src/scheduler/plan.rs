@@ -512,9 +512,14 @@ pub mod fixtures {
 
     /// A scheduled run of this schedule at `at`.
     pub fn run(name: &str, at: &str, state: RunState) -> RunRecord {
+        run_at(name, t(at), state)
+    }
+
+    /// [`run`] at a time.
+    pub fn run_at(name: &str, at: DateTime<Utc>, state: RunState) -> RunRecord {
         RunRecord {
             name: name.into(),
-            scheduled_time: t(at),
+            scheduled_time: at,
             state,
             defer_state: None,
             trigger: Trigger::Scheduled,

@@ -152,7 +152,7 @@ pub async fn run(
         .collect();
     let stdin = Some(stdin.as_bytes());
     let output = helper::run_in(ctx.pods(), function, opts, async |t| {
-        pods::exec_with_stdin(
+        pods::exec(
             &ctx.client,
             function,
             t.namespace,
