@@ -110,6 +110,26 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
+    /// A run this schedule created for the tick `at`, not a delete action or a verification.
+    pub fn new(
+        name: &str,
+        scheduled_time: DateTime<Utc>,
+        state: RunState,
+        trigger: Trigger,
+    ) -> Self {
+        RunRecord {
+            name: name.into(),
+            scheduled_time,
+            state,
+            defer_state: None,
+            trigger,
+            ours: true,
+            delete_for: None,
+            verify_for: None,
+            verified: None,
+        }
+    }
+
     /// A backup run of this schedule (not a delete action or a verification).
     pub fn is_backup(&self) -> bool {
         self.ours && self.trigger.is_backup()
@@ -517,17 +537,7 @@ pub mod fixtures {
 
     /// [`run`] at a time.
     pub fn run_at(name: &str, at: DateTime<Utc>, state: RunState) -> RunRecord {
-        RunRecord {
-            name: name.into(),
-            scheduled_time: at,
-            state,
-            defer_state: None,
-            trigger: Trigger::Scheduled,
-            ours: true,
-            delete_for: None,
-            verify_for: None,
-            verified: None,
-        }
+        RunRecord::new(name, at, state, Trigger::Scheduled)
     }
 }
 

@@ -277,17 +277,13 @@ pub fn preview_next(
     }
     let mut with_next = runs.to_vec();
     if let Some(next) = next {
-        with_next.push(RunRecord {
-            name: "\u{0}next".into(),
-            scheduled_time: next,
-            state: RunState::Complete,
-            defer_state: None,
-            trigger: Trigger::Scheduled,
-            ours: true,
-            delete_for: None,
-            verify_for: None,
-            verified: None,
-        });
+        let complete = RunState::Complete;
+        with_next.push(RunRecord::new(
+            "\u{0}next",
+            next,
+            complete,
+            Trigger::Scheduled,
+        ));
     }
     // Active runs are assumed to complete too.
     for r in with_next.iter_mut() {
