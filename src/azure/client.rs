@@ -340,15 +340,29 @@ impl AzureClient {
         blob: &str,
         data: Bytes,
     ) -> Result<(), AzureError> {
+        let headers = [("x-ms-blob-type", "BlockBlob")];
+        self.put("PutBlob", (container, blob), &[], &headers, data)
+            .await
+    }
+
+    /// A PUT of `body` to a blob: Put Blob, Put Block, Put Block List.
+    pub(super) async fn put(
+        &self,
+        op: &'static str,
+        (container, blob): (&str, &str),
+        query: &[(&str, &str)],
+        headers: &[(&str, &str)],
+        body: Bytes,
+    ) -> Result<(), AzureError> {
         let req = Exchange {
-            op: "PutBlob",
+            op,
             method: Method::PUT,
             container,
             blob: Some(blob),
-            query: &[],
-            headers: &[("x-ms-blob-type", "BlockBlob")],
+            query,
+            headers,
         };
-        self.send(&req, data).await.map(|_| ())
+        self.send(&req, body).await.map(|_| ())
     }
 
     /// Create Container (private).

@@ -71,45 +71,6 @@ impl AzureClient {
             }),
         }
     }
-
-    /// Put Block `id` of `blob` (uncommitted until [`Self::put_block_list`]).
-    pub async fn put_block(
-        &self,
-        container: &str,
-        blob: &str,
-        id: &str,
-        data: Bytes,
-    ) -> Result<(), AzureError> {
-        let req = Exchange {
-            op: "PutBlock",
-            method: Method::PUT,
-            container,
-            blob: Some(blob),
-            query: &[("comp", "block"), ("blockid", id)],
-            headers: &[],
-        };
-        self.send(&req, data).await.map(|_| ())
-    }
-
-    /// Put Block List: commits `ids`, in order, as the blob's content.
-    pub async fn put_block_list(
-        &self,
-        container: &str,
-        blob: &str,
-        ids: &[String],
-    ) -> Result<(), AzureError> {
-        let req = Exchange {
-            op: "PutBlockList",
-            method: Method::PUT,
-            container,
-            blob: Some(blob),
-            query: &[("comp", "blocklist")],
-            headers: &[("content-type", "application/xml")],
-        };
-        self.send(&req, Bytes::from(block_list_body(ids)))
-            .await
-            .map(|_| ())
-    }
 }
 
 impl Parts for Upload<'_, AzureClient> {
@@ -135,14 +96,23 @@ impl Parts for Upload<'_, AzureClient> {
         first: Bytes,
         src: &mut R,
     ) -> Result<u64, UploadError<AzureError>> {
-        let (c, container, blob) = (self.client, self.bucket, self.key);
+        let (c, blob) = (self.client, (self.bucket, self.key));
+        // Put Block: uncommitted until Put Block List.
         let send = async |n, data| {
             let id = block_id(n);
-            c.put_block(container, blob, &id, data).await.map(|()| id)
+            let query = [("comp", "block"), ("blockid", id.as_str())];
+            c.put("PutBlock", blob, &query, &[], data)
+                .await
+                .map(|()| id)
         };
         let (ids, total) =
             numbered_parts(first, src, |_| BLOCK_SIZE, (MAX_BLOCKS, too_large), send).await?;
-        c.put_block_list(container, blob, &ids).await?;
+        let (query, headers) = (
+            [("comp", "blocklist")],
+            [("content-type", "application/xml")],
+        );
+        let list = Bytes::from(block_list_body(&ids));
+        c.put("PutBlockList", blob, &query, &headers, list).await?;
         Ok(total)
     }
 
