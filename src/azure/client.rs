@@ -457,47 +457,56 @@ mod tests {
 
     #[test]
     fn where_the_blob_service_is() {
-        let u = |e: &str, env: &str| service_url("acct", e, env);
-        assert_eq!(u("", "").unwrap(), "https://acct.blob.core.windows.net");
-        assert_eq!(
-            u("", "azurechinacloud").unwrap(),
-            "https://acct.blob.core.chinacloudapi.cn"
-        );
-        assert_eq!(
-            u("", "AzureUSGovernmentCloud").unwrap(),
-            "https://acct.blob.core.usgovcloudapi.net"
-        );
-        assert!(u("", "Mars").unwrap_err().contains("names no Azure cloud"));
-        assert_eq!(
-            u("http://127.0.0.1:10000/acct/", "").unwrap(),
-            "http://127.0.0.1:10000/acct"
-        );
-        assert_eq!(
-            u("azurestack.example", "Mars").unwrap(),
-            "https://acct.blob.azurestack.example"
-        );
+        for (endpoint, env, url) in [
+            ("", "", "https://acct.blob.core.windows.net"),
+            (
+                "",
+                "azurechinacloud",
+                "https://acct.blob.core.chinacloudapi.cn",
+            ),
+            (
+                "",
+                "AzureUSGovernmentCloud",
+                "https://acct.blob.core.usgovcloudapi.net",
+            ),
+            (
+                "http://127.0.0.1:10000/acct/",
+                "",
+                "http://127.0.0.1:10000/acct",
+            ),
+            (
+                "azurestack.example",
+                "Mars",
+                "https://acct.blob.azurestack.example",
+            ),
+        ] {
+            assert_eq!(service_url("acct", endpoint, env).unwrap(), url);
+        }
+        let mars = service_url("acct", "", "Mars").unwrap_err();
+        assert!(mars.contains("names no Azure cloud"));
     }
 
     #[test]
     fn restics_endpoint_suffix() {
         let s = |e: &str, env: &str| endpoint_suffix("acct", e, env);
-        assert_eq!(s("", ""), Ok(None));
-        assert_eq!(s("", "AzurePublicCloud"), Ok(None));
-        assert_eq!(
-            s("", "AzureChinaCloud").unwrap().as_deref(),
-            Some("core.chinacloudapi.cn")
-        );
-        assert_eq!(
-            s("localhost:10000", "").unwrap().as_deref(),
-            Some("localhost:10000")
-        );
-        assert_eq!(
-            s("https://acct.blob.azurestack.example:443/", "")
-                .unwrap()
-                .as_deref(),
-            Some("azurestack.example:443")
-        );
-        assert_eq!(s("https://acct.blob.core.windows.net", ""), Ok(None));
+        for (endpoint, env, suffix) in [
+            ("", "", None),
+            ("", "AzurePublicCloud", None),
+            ("", "AzureChinaCloud", Some("core.chinacloudapi.cn")),
+            ("localhost:10000", "", Some("localhost:10000")),
+            (
+                "https://acct.blob.azurestack.example:443/",
+                "",
+                Some("azurestack.example:443"),
+            ),
+            ("https://acct.blob.core.windows.net", "", None),
+        ] {
+            assert_eq!(
+                s(endpoint, env).unwrap().as_deref(),
+                suffix,
+                "{endpoint} {env}"
+            );
+        }
         let e = s("http://127.0.0.1:10000/acct", "").unwrap_err();
         assert!(e.contains("only at https://acct.blob.<suffix>/"), "{e}");
         assert!(s("https://other.blob.core.windows.net", "").is_err());
