@@ -149,25 +149,38 @@ mod tests {
 
     #[test]
     fn error_documents_become_clear_errors() {
-        // The document's decoding is tested with aws::xml; here, what the error says.
-        let url = "http://127.0.0.1:9000/missing-bucket?list-type=2";
-        let body = crate::aws::xml::tests::NO_SUCH_BUCKET;
+        // The document's decoding is tested with aws::xml; here, what the error says: the
+        // request, the store's words, what to check. Last, a strict store refusing a malformed
+        // request.
+        for (op, url, status, body, start, then) in [
+            (
+                "ListObjectsV2",
+                "http://127.0.0.1:9000/missing-bucket?list-type=2",
+                StatusCode::NOT_FOUND,
+                crate::aws::xml::tests::NO_SUCH_BUCKET,
+                "ListObjectsV2 on http://127.0.0.1:9000/missing-bucket?list-type=2: 404 NoSuchBucket: The specified bucket does not exist",
+                "does not exist at http://127.0.0.1:9000; check the Profile's location.bucket",
+            ),
+            (
+                "PutObject",
+                "http://s3.test/b/k",
+                StatusCode::LENGTH_REQUIRED,
+                "Content-Length required",
+                "PutObject on http://s3.test/b/k: 411 HTTP411: Content-Length required (the store found no Content-Length on the PutObject request",
+                "nothing was written",
+            ),
+        ] {
+            let bucket = url.split(['/', '?']).nth(3).unwrap();
+            let m = service(op, url, status, body, bucket).to_string();
+            assert!(m.starts_with(start) && m.contains(then), "{m}");
+        }
+        let url = "http://127.0.0.1:9000/b";
         let e = service(
-            "ListObjectsV2",
+            "GetObject",
             url,
             StatusCode::NOT_FOUND,
-            body,
-            "missing-bucket",
-        );
-        let m = e.to_string();
-        assert!(
-            m.starts_with("ListObjectsV2 on http://127.0.0.1:9000/missing-bucket?list-type=2: 404 NoSuchBucket: The specified bucket does not exist"),
-            "{m}"
-        );
-        assert!(m.contains("check the Profile's location.bucket"), "{m}");
-        assert!(
-            m.contains("does not exist at http://127.0.0.1:9000;"),
-            "{m}"
+            crate::aws::xml::tests::NO_SUCH_BUCKET,
+            "b",
         );
         assert_eq!(e.code(), Some("NoSuchBucket"));
 
@@ -200,20 +213,5 @@ mod tests {
             let e = parse_error(StatusCode::from_u16(status).unwrap(), body);
             assert!(hint(&e, op, "b", "e").contains(hinted), "{body}");
         }
-        // A strict store refusing a malformed request: the request and the store's words.
-        let status = StatusCode::LENGTH_REQUIRED;
-        let e = service(
-            "PutObject",
-            "http://s3.test/b/k",
-            status,
-            "Content-Length required",
-            "b",
-        );
-        let m = e.to_string();
-        assert!(
-            m.starts_with("PutObject on http://s3.test/b/k: 411 HTTP411: Content-Length required (the store found no Content-Length on the PutObject request"),
-            "{m}"
-        );
-        assert!(m.contains("nothing was written"), "{m}");
     }
 }
