@@ -255,6 +255,34 @@ pub fn per_pod_errors(
     FunctionError::failed(function, lines.join("\n"))
 }
 
+/// What BackupData and BackupDataAll read after the namespace and the pod(s).
+pub struct BackupArgs {
+    pub container: String,
+    pub include_path: String,
+    pub prefix: String,
+    key: String,
+    insecure_tls: bool,
+    profile: Profile,
+}
+
+impl BackupArgs {
+    pub fn read(a: &Args, params: &Value) -> Result<BackupArgs, FunctionError> {
+        Ok(BackupArgs {
+            container: non_empty(a, "container")?,
+            include_path: non_empty(a, "includePath")?,
+            prefix: non_empty(a, "backupArtifactPrefix")?,
+            key: encryption_key(a)?,
+            insecure_tls: a.flag("insecureTLS")?,
+            profile: profile(a.function, params, "Failed to validate Profile")?,
+        })
+    }
+
+    /// The repository at artifact prefix `path`.
+    pub fn repository(&self, path: &str) -> Repository {
+        Repository::new(&self.profile, path, &self.key, self.insecure_tls)
+    }
+}
+
 /// What DeleteData and DeleteDataAll read after the snapshots to forget.
 pub struct ForgetArgs {
     pub key: String,
