@@ -58,6 +58,28 @@ pub fn endpoint_parts(
     Ok((uri, scheme, authority))
 }
 
+/// [`endpoint_parts`] of an object store's URL, made from the Profile's `location.endpoint`
+/// `profile_endpoint`, which must not have a query string: the scheme, the authority and the
+/// base path.
+pub fn store_endpoint(
+    url: &str,
+    named: &str,
+    example: &str,
+    profile_endpoint: &str,
+) -> Result<(String, String, String), String> {
+    let (uri, scheme, authority) = endpoint_parts(url, named, example)?;
+    if uri.query().is_some() {
+        return Err(format!(
+            "the Profile's location.endpoint {profile_endpoint:?} must not have a query string"
+        ));
+    }
+    Ok((
+        scheme,
+        authority,
+        uri.path().trim_end_matches('/').to_string(),
+    ))
+}
+
 /// Who signs and for which AWS service: `s3` is signed with S3's settings.
 pub struct Signer<'a> {
     pub credentials: &'a Credentials,

@@ -13,7 +13,7 @@ use super::AzureError;
 use super::error::ServiceDetail;
 use super::sharedkey::{self, ToSign};
 use crate::aws::exchange::{
-    Answer, Failure, HttpClient, Limits, content_length, endpoint_parts, http_client, send,
+    Answer, Failure, HttpClient, Limits, content_length, http_client, send, store_endpoint,
 };
 use crate::aws::sigv4::uri_encode;
 use crate::aws::xml;
@@ -157,18 +157,13 @@ impl AzureClient {
         }
         let url = service_url(&cfg.account, &cfg.endpoint, &cfg.environment)
             .map_err(AzureError::Config)?;
-        let (uri, scheme, authority) = endpoint_parts(
+        let (scheme, authority, base_path) = store_endpoint(
             &url,
             &format!("the Blob service URL {url:?} (from the Profile's location.endpoint)"),
             "https://<account>.blob.core.windows.net",
+            &cfg.endpoint,
         )
         .map_err(AzureError::Config)?;
-        if uri.query().is_some() {
-            return Err(AzureError::Config(format!(
-                "the Profile's location.endpoint {:?} must not have a query string",
-                cfg.endpoint
-            )));
-        }
         // The key is checked now, so a bad one fails before anything is read or sent.
         sharedkey::authorization(&cfg.account, &cfg.key, "")
             .map_err(|e| AzureError::Config(e.to_string()))?;
@@ -176,7 +171,7 @@ impl AzureClient {
             http: http_client(scheme == "https", cfg.skip_ssl_verify)
                 .map_err(AzureError::Config)?,
             origin: format!("{scheme}://{authority}"),
-            base_path: uri.path().trim_end_matches('/').to_string(),
+            base_path,
             account: cfg.account.trim().to_string(),
             key: cfg.key.clone(),
         })

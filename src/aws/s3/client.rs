@@ -12,7 +12,7 @@ use http::{Method, StatusCode};
 
 use super::{DEFAULT_REGION, S3Error};
 use crate::aws::exchange::{
-    self, Answer, Failure, HttpClient, Limits, Request, Signer, endpoint_parts, http_client,
+    self, Answer, Failure, HttpClient, Limits, Request, Signer, http_client, store_endpoint,
 };
 use crate::aws::sigv4::{Credentials, canonical_query, sha256_hex, uri_encode};
 use crate::aws::xml::{self, DeleteFailure, ListPage, ServiceError};
@@ -96,19 +96,13 @@ impl S3Client {
             e if e.contains("://") => e.to_string(),
             e => format!("https://{e}"),
         };
-        let (uri, scheme, authority) = endpoint_parts(
+        let (scheme, authority, base_path) = store_endpoint(
             &endpoint,
             &format!("the Profile's location.endpoint {:?}", cfg.endpoint),
             "http://minio.example:9000",
+            &cfg.endpoint,
         )
         .map_err(S3Error::Config)?;
-        if uri.query().is_some() {
-            return Err(S3Error::Config(format!(
-                "the Profile's location.endpoint {:?} must not have a query string",
-                cfg.endpoint
-            )));
-        }
-        let base_path = uri.path().trim_end_matches('/').to_string();
         let client =
             http_client(scheme == "https", cfg.skip_ssl_verify).map_err(S3Error::Config)?;
         Ok(S3Client {
