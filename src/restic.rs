@@ -8,10 +8,9 @@
 //!    prefix + encryption key) and the shell command lines Kanister runs:
 //!    `bash -o errexit -o pipefail -c "… restic <subcommand> …"`, the
 //!    environment on stdin ([`ResticCommand`]).
-//! 2. `async` helpers that exec those commands in a pod's container through
-//!    [`crate::pods::exec`] and parse restic's output
-//!    ([`get_or_create_repository`], [`backup`], [`restore`],
-//!    [`snapshot_id_by_tag`], [`forget`], [`prune`], [`check_repository`]).
+//! 2. [`Restic`], which execs those commands in a pod's container through
+//!    [`crate::pods::exec`] and parses restic's output (`get_or_create_repository`, `backup`,
+//!    `restore`, `snapshot_id_by_tag`, `forget`, `prune`, `check_repository`).
 //!
 //! The parsers ([`snapshot_id_from_backup_log`], [`snapshot_stats_from_backup_log`],
 //! [`snapshot_id_from_snapshot_log`], [`space_freed_from_prune_log`],
@@ -45,7 +44,7 @@
 //!   (ID: project id, secret: key JSON) or a `secrets.kanister.io/gcp` Secret
 //!   (Kanister's restic reads only `keyPair`); a Profile `endpoint` is given
 //!   to restic as `STORAGE_EMULATOR_HOST` (Kanister ignores it for gcs); the
-//!   key is first checked at its token endpoint by [`exec`], so a refused key
+//!   key is first checked at its token endpoint by [`Restic::exec`], so a refused key
 //!   fails at once (restic retries it for many minutes);
 //! - `azure` and `s3Compliant` work with credential type `keyPair` or
 //!   `secret` (`secrets.kanister.io/aws` without an assumed `role`, or
@@ -387,7 +386,7 @@ GOOGLE_APPLICATION_CREDENTIALS=\"$BPO_KEY_FILE\"";
 pub struct ResticCommand {
     pub argv: Vec<String>,
     pub stdin: String,
-    /// A gcs Profile, whose key [`exec`] checks at the token endpoint first.
+    /// A gcs Profile, whose key [`Restic::exec`] checks at the token endpoint first.
     pub gcs: Option<crate::gcs::GcsProfile>,
 }
 
@@ -632,94 +631,7 @@ pub struct Target<'a> {
     pub container: Option<&'a str>,
 }
 
-/// [`exec`] of `command` (a [`Repository`] `*_command`'s result); a failure reads `context: <why>`.
-async fn run(
-    client: &kube::Client,
-    function: &'static str,
-    target: &Target<'_>,
-    command: Result<ResticCommand, ResticError>,
-    context: &str,
-) -> Result<ExecResult, PodError> {
-    let command = command.map_err(|e| PodError::failed(function, e.to_string()))?;
-    exec(client, function, target, &command)
-        .await
-        .map_err(|e| e.wrap(context))
-}
-
-/// Exec one restic command (from a [`Repository`] `*_command`) in `target`,
-/// the environment on stdin. Logs stdout/stderr at debug level (never the
-/// environment, which carries credentials).
-pub async fn exec(
-    client: &kube::Client,
-    function: &'static str,
-    target: &Target<'_>,
-    command: &ResticCommand,
-) -> Result<ExecResult, PodError> {
-    if let Some(g) = &command.gcs {
-        crate::gcs::client::check_key(g).await.map_err(|e| {
-            PodError::failed(
-                function,
-                format!("Failed to create args from credential: {e}"),
-            )
-        })?;
-    }
-    let r = pod::exec(
-        client,
-        function,
-        target.namespace,
-        target.pod,
-        target.container,
-        &command.argv,
-        Some(command.stdin.as_bytes()),
-    )
-    .await;
-    if let Ok(r) = &r {
-        tracing::debug!(
-            function,
-            pod = target.pod,
-            stdout = %r.stdout,
-            stderr = %r.stderr,
-            "restic"
-        );
-    }
-    r
-}
-
-/// Kanister's `GetOrCreateRepository`: `restic snapshots --last --json`;
-/// when that fails, `restic init` ("Failed to create object store backup
-/// location: …"). A repository that exists but rejects the key fails with
-/// "Password is incorrect" (Kanister would try `init` and report its failure).
-pub async fn get_or_create_repository(
-    client: &kube::Client,
-    function: &'static str,
-    target: &Target<'_>,
-    repo: &Repository,
-) -> Result<(), PodError> {
-    let cmd = repo.latest_snapshots_command().map_err(|e| {
-        PodError::failed(function, format!("Failed to create snapshot command: {e}"))
-    })?;
-    let err = match exec(client, function, target, &cmd).await {
-        Ok(_) => return Ok(()),
-        Err(e) => e,
-    };
-    let text = err.to_string();
-    if is_password_incorrect(&text) {
-        return Err(err.wrap(&format!(
-            "{PASSWORD_INCORRECT}: the restic repository {} exists but does not accept the \
-             encryptionKey (use the key it was created with)",
-            repo.path
-        )));
-    }
-    let cmd = repo
-        .init_command()
-        .map_err(|e| PodError::failed(function, format!("Failed to create init command: {e}")))?;
-    exec(client, function, target, &cmd)
-        .await
-        .map(|_| ())
-        .map_err(|e| e.wrap("Failed to create object store backup location"))
-}
-
-/// What [`backup`] made: Kanister's BackupData/CopyVolumeData outputs.
+/// What [`Restic::backup`] made: Kanister's BackupData/CopyVolumeData outputs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BackupResult {
     /// restic's snapshot ID (`backupID`).
@@ -727,96 +639,6 @@ pub struct BackupResult {
     /// The random tag put on the snapshot (`backupTag`).
     pub tag: String,
     pub stats: BackupStats,
-}
-
-/// Kanister's backup sequence: [`get_or_create_repository`], then `restic
-/// backup --tag <random tag> <include_path>` ("Failed to create and upload
-/// backup: …"), then the snapshot ID ("Failed to parse the backup ID from
-/// logs, backup logs …") and stats from its output.
-pub async fn backup(
-    client: &kube::Client,
-    function: &'static str,
-    target: &Target<'_>,
-    repo: &Repository,
-    include_path: &str,
-) -> Result<BackupResult, PodError> {
-    get_or_create_repository(client, function, target, repo).await?;
-    let tag = random_tag();
-    let cmd = repo.backup_command(&tag, include_path);
-    let context = "Failed to create and upload backup";
-    let r = run(client, function, target, cmd, context).await?;
-    let id = snapshot_id_from_backup_log(&r.stdout);
-    if id.is_empty() {
-        return Err(PodError::failed(
-            function,
-            format!(
-                "Failed to parse the backup ID from logs, backup logs {}",
-                r.stdout
-            ),
-        ));
-    }
-    let stats = snapshot_stats_from_backup_log(&r.stdout);
-    if stats.file_count.is_empty() || stats.size.is_empty() {
-        tracing::debug!(function, "Could not parse backup stats from backup log");
-    }
-    Ok(BackupResult { id, tag, stats })
-}
-
-/// `restic restore` of `snapshot` into `restore_path` ("Failed to restore backup: …").
-pub async fn restore(
-    client: &kube::Client,
-    function: &'static str,
-    target: &Target<'_>,
-    repo: &Repository,
-    snapshot: &Snapshot,
-    restore_path: &str,
-) -> Result<ExecResult, PodError> {
-    let cmd = repo.restore_command(snapshot, restore_path);
-    run(client, function, target, cmd, "Failed to restore backup").await
-}
-
-/// The ID of the snapshot tagged `tag` (`restic snapshots --tag <tag> --json`):
-/// "Failed to forget data, could not get snapshotID from tag, Tag: <tag>: …".
-pub async fn snapshot_id_by_tag(
-    client: &kube::Client,
-    function: &'static str,
-    target: &Target<'_>,
-    repo: &Repository,
-    tag: &str,
-) -> Result<String, PodError> {
-    let context = format!("Failed to forget data, could not get snapshotID from tag, Tag: {tag}");
-    let cmd = repo.snapshots_by_tag_command(tag);
-    let r = run(client, function, target, cmd, &context).await?;
-    snapshot_id_from_snapshot_log(&r.stdout)
-        .map_err(|e| PodError::failed(function, format!("{context}: {e}")))
-}
-
-/// `restic forget <id>` ("Failed to forget data: …").
-pub async fn forget(
-    client: &kube::Client,
-    function: &'static str,
-    target: &Target<'_>,
-    repo: &Repository,
-    id: &str,
-) -> Result<(), PodError> {
-    let cmd = repo.forget_command(id);
-    run(client, function, target, cmd, "Failed to forget data")
-        .await
-        .map(|_| ())
-}
-
-/// `restic prune`; returns the space freed as restic prints it (may be empty):
-/// "Failed to prune data after forget: …".
-pub async fn prune(
-    client: &kube::Client,
-    function: &'static str,
-    target: &Target<'_>,
-    repo: &Repository,
-) -> Result<String, PodError> {
-    let cmd = repo.prune_command();
-    let context = "Failed to prune data after forget";
-    let r = run(client, function, target, cmd, context).await?;
-    Ok(space_freed_from_prune_log(&r.stdout))
 }
 
 /// Kanister's `CheckIfRepoIsReachable`, as data: is the password wrong, is
@@ -830,30 +652,186 @@ pub enum RepoCheck {
     Failed(String),
 }
 
-/// `restic snapshots --last --json`, classified.
-pub async fn check_repository(
-    client: &kube::Client,
-    function: &'static str,
-    target: &Target<'_>,
-    repo: &Repository,
-) -> Result<RepoCheck, PodError> {
-    let cmd = repo
-        .latest_snapshots_command()
-        .map_err(|e| PodError::failed(function, e.to_string()))?;
-    Ok(match exec(client, function, target, &cmd).await {
-        Ok(_) => RepoCheck::Ok,
-        Err(e) => {
-            let text = e.to_string();
-            if is_password_incorrect(&text) {
-                RepoCheck::PasswordIncorrect
-            } else if repo_does_not_exist(&text) {
-                RepoCheck::DoesNotExist
-            } else {
-                let inner = pod::without_function(function, text);
-                RepoCheck::Failed(format!("Failed to list snapshots: {inner}"))
-            }
+/// restic run in `target` for `function`; its failures read `<function>: …`.
+#[derive(Clone, Copy)]
+pub struct Restic<'a> {
+    pub client: &'a kube::Client,
+    pub function: &'static str,
+    pub target: Target<'a>,
+}
+
+impl<'a> Restic<'a> {
+    pub fn new(client: &'a kube::Client, function: &'static str, target: Target<'a>) -> Self {
+        Restic {
+            client,
+            function,
+            target,
         }
-    })
+    }
+
+    /// [`Self::exec`] of `command` (a [`Repository`] `*_command`'s result); a failure reads
+    /// `context: <why>`.
+    async fn run(
+        &self,
+        command: Result<ResticCommand, ResticError>,
+        context: &str,
+    ) -> Result<ExecResult, PodError> {
+        let command = command.map_err(|e| PodError::failed(self.function, e.to_string()))?;
+        self.exec(&command).await.map_err(|e| e.wrap(context))
+    }
+
+    /// Exec one restic command (from a [`Repository`] `*_command`), the environment on stdin.
+    /// Logs stdout/stderr at debug level (never the environment, which carries credentials).
+    pub async fn exec(&self, command: &ResticCommand) -> Result<ExecResult, PodError> {
+        let (function, t) = (self.function, &self.target);
+        if let Some(g) = &command.gcs {
+            crate::gcs::client::check_key(g).await.map_err(|e| {
+                PodError::failed(
+                    function,
+                    format!("Failed to create args from credential: {e}"),
+                )
+            })?;
+        }
+        let stdin = Some(command.stdin.as_bytes());
+        let r = pod::exec(
+            self.client,
+            function,
+            t.namespace,
+            t.pod,
+            t.container,
+            &command.argv,
+            stdin,
+        )
+        .await;
+        if let Ok(r) = &r {
+            tracing::debug!(function, pod = t.pod, stdout = %r.stdout, stderr = %r.stderr, "restic");
+        }
+        r
+    }
+
+    /// Kanister's `GetOrCreateRepository`: `restic snapshots --last --json`; when that fails,
+    /// `restic init` ("Failed to create object store backup location: …"). A repository that
+    /// exists but rejects the key fails with "Password is incorrect" (Kanister would try `init`
+    /// and report its failure).
+    pub async fn get_or_create_repository(&self, repo: &Repository) -> Result<(), PodError> {
+        let failed = |what: &str, e| {
+            PodError::failed(
+                self.function,
+                format!("Failed to create {what} command: {e}"),
+            )
+        };
+        let cmd = repo
+            .latest_snapshots_command()
+            .map_err(|e| failed("snapshot", e))?;
+        let Err(err) = self.exec(&cmd).await else {
+            return Ok(());
+        };
+        if is_password_incorrect(&err.to_string()) {
+            return Err(err.wrap(&format!(
+                "{PASSWORD_INCORRECT}: the restic repository {} exists but does not accept the \
+                 encryptionKey (use the key it was created with)",
+                repo.path
+            )));
+        }
+        let cmd = repo.init_command().map_err(|e| failed("init", e))?;
+        self.exec(&cmd)
+            .await
+            .map(|_| ())
+            .map_err(|e| e.wrap("Failed to create object store backup location"))
+    }
+
+    /// Kanister's backup sequence: [`Self::get_or_create_repository`], then `restic backup
+    /// --tag <random tag> <include_path>` ("Failed to create and upload backup: …"), then the
+    /// snapshot ID ("Failed to parse the backup ID from logs, backup logs …") and stats from
+    /// its output.
+    pub async fn backup(
+        &self,
+        repo: &Repository,
+        include_path: &str,
+    ) -> Result<BackupResult, PodError> {
+        self.get_or_create_repository(repo).await?;
+        let tag = random_tag();
+        let cmd = repo.backup_command(&tag, include_path);
+        let r = self.run(cmd, "Failed to create and upload backup").await?;
+        let id = snapshot_id_from_backup_log(&r.stdout);
+        if id.is_empty() {
+            let why = format!(
+                "Failed to parse the backup ID from logs, backup logs {}",
+                r.stdout
+            );
+            return Err(PodError::failed(self.function, why));
+        }
+        let stats = snapshot_stats_from_backup_log(&r.stdout);
+        if stats.file_count.is_empty() || stats.size.is_empty() {
+            tracing::debug!(
+                function = self.function,
+                "Could not parse backup stats from backup log"
+            );
+        }
+        Ok(BackupResult { id, tag, stats })
+    }
+
+    /// `restic restore` of `snapshot` into `restore_path` ("Failed to restore backup: …").
+    pub async fn restore(
+        &self,
+        repo: &Repository,
+        snapshot: &Snapshot,
+        restore_path: &str,
+    ) -> Result<ExecResult, PodError> {
+        let cmd = repo.restore_command(snapshot, restore_path);
+        self.run(cmd, "Failed to restore backup").await
+    }
+
+    /// The ID of the snapshot tagged `tag` (`restic snapshots --tag <tag> --json`):
+    /// "Failed to forget data, could not get snapshotID from tag, Tag: <tag>: …".
+    pub async fn snapshot_id_by_tag(
+        &self,
+        repo: &Repository,
+        tag: &str,
+    ) -> Result<String, PodError> {
+        let context =
+            format!("Failed to forget data, could not get snapshotID from tag, Tag: {tag}");
+        let r = self
+            .run(repo.snapshots_by_tag_command(tag), &context)
+            .await?;
+        snapshot_id_from_snapshot_log(&r.stdout)
+            .map_err(|e| PodError::failed(self.function, format!("{context}: {e}")))
+    }
+
+    /// `restic forget <id>` ("Failed to forget data: …").
+    pub async fn forget(&self, repo: &Repository, id: &str) -> Result<(), PodError> {
+        let cmd = repo.forget_command(id);
+        self.run(cmd, "Failed to forget data").await.map(|_| ())
+    }
+
+    /// `restic prune`; returns the space freed as restic prints it (may be empty):
+    /// "Failed to prune data after forget: …".
+    pub async fn prune(&self, repo: &Repository) -> Result<String, PodError> {
+        let r = self
+            .run(repo.prune_command(), "Failed to prune data after forget")
+            .await?;
+        Ok(space_freed_from_prune_log(&r.stdout))
+    }
+
+    /// `restic snapshots --last --json`, classified.
+    pub async fn check_repository(&self, repo: &Repository) -> Result<RepoCheck, PodError> {
+        let function = self.function;
+        let cmd = repo
+            .latest_snapshots_command()
+            .map_err(|e| PodError::failed(function, e.to_string()))?;
+        let Err(e) = self.exec(&cmd).await else {
+            return Ok(RepoCheck::Ok);
+        };
+        let text = e.to_string();
+        Ok(if is_password_incorrect(&text) {
+            RepoCheck::PasswordIncorrect
+        } else if repo_does_not_exist(&text) {
+            RepoCheck::DoesNotExist
+        } else {
+            let inner = pod::without_function(function, text);
+            RepoCheck::Failed(format!("Failed to list snapshots: {inner}"))
+        })
+    }
 }
 
 #[cfg(test)]
@@ -886,22 +864,24 @@ mod tests {
              export RESTIC_REPOSITORY=s3:http://127.0.0.1:9000/bkt/data\n\
              export RESTIC_PASSWORD='pass word'\n\0"
         );
-        let r = repo
-            .restore_command(&Snapshot::Tag("t".into()), "/")
-            .unwrap();
-        assert!(
-            r.argv[6].ends_with("restic restore --tag=t --target=/ --insecure-tls -- latest"),
-            "{}",
-            r.argv[6]
-        );
-        let r = Repository::new(&prof, "data", "k", false)
-            .restore_command(&Snapshot::Id("abc".into()), "/tmp/x y")
-            .unwrap();
-        assert!(
-            r.argv[6].ends_with("restic restore '--target=/tmp/x y' -- abc"),
-            "{}",
-            r.argv[6]
-        );
+        for (insecure, snapshot, path, line) in [
+            (
+                true,
+                Snapshot::Tag("t".into()),
+                "/",
+                "restic restore --tag=t --target=/ --insecure-tls -- latest",
+            ),
+            (
+                false,
+                Snapshot::Id("abc".into()),
+                "/tmp/x y",
+                "restic restore '--target=/tmp/x y' -- abc",
+            ),
+        ] {
+            let repo = Repository::new(&prof, "data", "k", insecure);
+            let r = repo.restore_command(&snapshot, path).unwrap();
+            assert!(r.argv[6].ends_with(line), "{}", r.argv[6]);
+        }
         let mut p = s3_params();
         p["Profile"]["Location"]["Endpoint"] = json!("");
         let prof = Profile::from_params(&p).unwrap();

@@ -33,7 +33,8 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
         container: Some(&args.container),
     };
     let repo = args.repository(&args.prefix);
-    let b = restic::backup(&ctx.client, NAME, &target, &repo, &args.include_path)
+    let b = restic::Restic::new(&ctx.client, NAME, target)
+        .backup(&repo, &args.include_path)
         .await
         .map_err(|e| e.wrap("Failed to backup data"))?;
     Ok(backup_output(&b))

@@ -53,7 +53,9 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
                 pod,
                 container: Some(container),
             };
-            restic::backup(&ctx.client, NAME, &target, &repo, include_path).await
+            restic::Restic::new(&ctx.client, NAME, target)
+                .backup(&repo, include_path)
+                .await
         }
     }))
     .await;

@@ -102,7 +102,8 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
         .map_err(|e| FunctionError::failed(NAME, e.to_string()))?;
     let opts = extras.options(&namespace, JOB_PREFIX, &image, Default::default());
     let r = data_pod::run_in(ctx.pods(), NAME, &opts, async |target| {
-        restic::exec(&ctx.client, NAME, target, &cmd)
+        restic::Restic::new(&ctx.client, NAME, *target)
+            .exec(&cmd)
             .await
             .map_err(|e| e.wrap("Failed to get backup stats"))
     })

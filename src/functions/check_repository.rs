@@ -63,7 +63,9 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
         .map_err(|e| FunctionError::failed(NAME, e.to_string()))?;
     let opts = extras.options(&ctx.namespace, JOB_PREFIX, &image, Default::default());
     let check = data_pod::run_in(ctx.pods(), NAME, &opts, async |target| {
-        restic::check_repository(&ctx.client, NAME, target, &repo).await
+        restic::Restic::new(&ctx.client, NAME, *target)
+            .check_repository(&repo)
+            .await
     })
     .await?;
     outputs(check)

@@ -56,7 +56,9 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
         BTreeMap::from([(pvc, mount)]),
     );
     let b = data_pod::run_in(ctx.pods(), NAME, &opts, async |target| {
-        restic::backup(&ctx.client, NAME, target, &repo, &mount_point).await
+        restic::Restic::new(&ctx.client, NAME, *target)
+            .backup(&repo, &mount_point)
+            .await
     })
     .await?;
     let mut out = backup_output(&b);

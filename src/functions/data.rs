@@ -339,17 +339,17 @@ async fn forget_all(
     snapshots: &[(Repository, Snapshot)],
     reclaim: bool,
 ) -> Result<Output, FunctionError> {
+    let restic = restic::Restic::new(&ctx.client, function, *target);
     let mut freed = 0i64;
     for (repo, snap) in snapshots {
         let id = match snap {
             Snapshot::Id(id) => id.clone(),
-            Snapshot::Tag(tag) => {
-                restic::snapshot_id_by_tag(&ctx.client, function, target, repo, tag).await?
-            }
+            Snapshot::Tag(tag) => restic.snapshot_id_by_tag(repo, tag).await?,
         };
-        restic::forget(&ctx.client, function, target, repo, &id).await?;
+        restic.forget(repo, &id).await?;
         if reclaim {
-            let s = restic::prune(&ctx.client, function, target, repo)
+            let s = restic
+                .prune(repo)
                 .await
                 .map_err(|e| e.wrap("Error executing prune command"))?;
             freed += restic::parse_restic_size_bytes(&s);

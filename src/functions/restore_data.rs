@@ -53,7 +53,9 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
     let volumes = data_pod::pvc_mounts(&ctx.client, NAME, &namespace, &vols).await?;
     let opts = extras.options(&namespace, JOB_PREFIX, &image, volumes);
     let r = data_pod::run_in(ctx.pods(), NAME, &opts, async |target| {
-        restic::restore(&ctx.client, NAME, target, &repo, &snapshot, &restore_path).await
+        restic::Restic::new(&ctx.client, NAME, *target)
+            .restore(&repo, &snapshot, &restore_path)
+            .await
     })
     .await?;
     Ok(r.phase_output(NAME)

@@ -81,15 +81,9 @@ async fn restore_pod(
         .options(job.namespace, JOB_PREFIX, job.image, volumes);
     let snapshot = Snapshot::Id(id);
     let r = data_pod::run_in(job.ctx.pods(), NAME, &opts, async |target| {
-        restic::restore(
-            &job.ctx.client,
-            NAME,
-            target,
-            repo,
-            &snapshot,
-            job.restore_path,
-        )
-        .await
+        restic::Restic::new(&job.ctx.client, NAME, *target)
+            .restore(repo, &snapshot, job.restore_path)
+            .await
     })
     .await?;
     Ok(r.phase_output(NAME)?)
