@@ -38,6 +38,20 @@ pub(super) struct Req<'a> {
     pub bucket: &'a str,
 }
 
+impl<'a> Req<'a> {
+    /// A request without headers or body.
+    pub fn new(op: &'static str, method: Method, url: String, bucket: &'a str) -> Self {
+        Req {
+            op,
+            method,
+            url,
+            headers: vec![],
+            body: Bytes::new(),
+            bucket,
+        }
+    }
+}
+
 /// A 2xx answer: read whole, or (asked to stream) its body still to read.
 pub(super) enum Answer {
     Whole { headers: HeaderMap, body: Bytes },
@@ -278,14 +292,7 @@ impl GcsClient {
             }
             let (_, body) = self
                 .whole(
-                    Req {
-                        op: "ListObjects",
-                        method: Method::GET,
-                        url: url.clone(),
-                        headers: vec![],
-                        body: Bytes::new(),
-                        bucket,
-                    },
+                    Req::new("ListObjects", Method::GET, url.clone(), bucket),
                     true,
                 )
                 .await?;
@@ -311,18 +318,9 @@ impl GcsClient {
 
     /// Deletes one object; one that is already gone counts as deleted.
     pub async fn delete_object(&self, bucket: &str, key: &str) -> Result<(), GcsError> {
+        let url = self.object_url(bucket, key);
         let r = self
-            .whole(
-                Req {
-                    op: "DeleteObject",
-                    method: Method::DELETE,
-                    url: self.object_url(bucket, key),
-                    headers: vec![],
-                    body: Bytes::new(),
-                    bucket,
-                },
-                true,
-            )
+            .whole(Req::new("DeleteObject", Method::DELETE, url, bucket), true)
             .await;
         match r {
             Err(e) if e.is_not_found() => {
@@ -341,19 +339,8 @@ impl GcsClient {
             self.base,
             uri_encode(bucket, false)
         );
-        self.whole(
-            Req {
-                op: "ListObjects",
-                method: Method::GET,
-                url,
-                headers: vec![],
-                body: Bytes::new(),
-                bucket,
-            },
-            true,
-        )
-        .await
-        .map(|_| ())
+        let req = Req::new("ListObjects", Method::GET, url, bucket);
+        self.whole(req, true).await.map(|_| ())
     }
 
     /// Deletes `path` and every object below it (`path/...`, never `path-other`); returns how
@@ -369,14 +356,7 @@ impl GcsClient {
     /// The object's body, left to read.
     pub async fn get_object(&self, bucket: &str, key: &str) -> Result<Download, GcsError> {
         let url = format!("{}?alt=media", self.object_url(bucket, key));
-        let req = Req {
-            op: "GetObject",
-            method: Method::GET,
-            url: url.clone(),
-            headers: vec![],
-            body: Bytes::new(),
-            bucket,
-        };
+        let req = Req::new("GetObject", Method::GET, url.clone(), bucket);
         match self.send(req, true, true).await? {
             Answer::Open(resp) => {
                 let transcoded = resp.headers().contains_key(http::header::CONTENT_ENCODING);

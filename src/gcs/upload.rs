@@ -40,17 +40,6 @@ impl Upload<'_, GcsClient> {
             uri_encode(self.key, false)
         )
     }
-
-    fn req(&self, op: &'static str, method: Method, url: String) -> Req<'_> {
-        Req {
-            op,
-            method,
-            url,
-            headers: vec![],
-            body: Bytes::new(),
-            bucket: self.bucket,
-        }
-    }
 }
 
 impl Parts for Upload<'_, GcsClient> {
@@ -70,7 +59,7 @@ impl Parts for Upload<'_, GcsClient> {
         let req = Req {
             headers: vec![("content-type", "application/octet-stream".into())],
             body,
-            ..self.req("UploadObject", Method::POST, self.url("media"))
+            ..Req::new("UploadObject", Method::POST, self.url("media"), self.bucket)
         };
         self.client.whole(req, true).await.map(|_| ())
     }
@@ -79,7 +68,7 @@ impl Parts for Upload<'_, GcsClient> {
         let url = self.url("resumable");
         let req = Req {
             headers: vec![("x-upload-content-type", "application/octet-stream".into())],
-            ..self.req("StartUpload", Method::POST, url.clone())
+            ..Req::new("StartUpload", Method::POST, url.clone(), self.bucket)
         };
         let (headers, _) = self.client.whole(req, true).await?;
         headers
@@ -110,7 +99,7 @@ impl Parts for Upload<'_, GcsClient> {
             let req = Req {
                 headers: vec![("content-range", content_range(sent, len, last))],
                 body: current,
-                ..self.req("UploadChunk", Method::PUT, session.clone())
+                ..Req::new("UploadChunk", Method::PUT, session.clone(), self.bucket)
             };
             self.client.whole(req, false).await?;
             sent += len;
@@ -123,7 +112,7 @@ impl Parts for Upload<'_, GcsClient> {
 
     /// Cancelling the session leaves no object (GCS answers 499 to it).
     async fn abandon(&self, session: &String) {
-        let req = self.req("CancelUpload", Method::DELETE, session.clone());
+        let req = Req::new("CancelUpload", Method::DELETE, session.clone(), self.bucket);
         let _ = self.client.send(req, false, false).await;
     }
 }

@@ -71,136 +71,53 @@ impl S3Client {
             }),
         }
     }
+}
 
-    pub async fn create_multipart_upload(
+impl Upload<'_, S3Client> {
+    /// One request on the object, its answer read whole.
+    async fn send(
         &self,
-        bucket: &str,
-        key: &str,
-    ) -> Result<String, S3Error> {
-        let op = "CreateMultipartUpload";
-        let body = self
-            .send_whole(
-                op,
-                Method::POST,
-                bucket,
-                key,
-                &[("uploads", "")],
-                Bytes::new(),
-            )
-            .await?
-            .1;
-        parse_upload_id(&String::from_utf8_lossy(&body)).map_err(|source| S3Error::Document {
+        op: &'static str,
+        method: Method,
+        query: &[(&str, &str)],
+        body: Bytes,
+    ) -> Result<(http::HeaderMap, Bytes), S3Error> {
+        let (bucket, key) = (self.bucket, Some(self.key));
+        let extra = &[];
+        let req = Exchange {
             op,
-            url: format!(
-                "{}{}?uploads",
-                self.endpoint(),
-                self.path(bucket, Some(key))
-            ),
-            source,
-        })
+            method,
+            bucket,
+            key,
+            query,
+            extra,
+        };
+        match self.client.exchange(&req, body, false).await? {
+            Reply::Whole { headers, body, .. } => Ok((headers, body)),
+            Reply::Open { .. } => unreachable!("not asked to stream"),
+        }
+    }
+
+    fn url(&self) -> String {
+        let c = self.client;
+        format!("{}{}", c.endpoint(), c.path(self.bucket, Some(self.key)))
     }
 
     /// UploadPart `n`; returns the part's ETag.
-    pub async fn upload_part(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-        n: u32,
-        data: Bytes,
-    ) -> Result<String, S3Error> {
-        let op = "UploadPart";
+    async fn upload_part(&self, upload_id: &str, n: u32, data: Bytes) -> Result<String, S3Error> {
         let num = n.to_string();
         let query = [("partNumber", num.as_str()), ("uploadId", upload_id)];
-        let (headers, _) = self
-            .send_whole(op, Method::PUT, bucket, key, &query, data)
-            .await?;
+        let (headers, _) = self.send("UploadPart", Method::PUT, &query, data).await?;
         headers
             .get(http::header::ETAG)
             .and_then(|v| v.to_str().ok())
             .filter(|e| !e.is_empty())
             .map(str::to_string)
             .ok_or_else(|| S3Error::Response {
-                op,
-                url: format!("{}{}", self.endpoint(), self.path(bucket, Some(key))),
+                op: "UploadPart",
+                url: self.url(),
                 message: format!("part {n} was accepted without an ETag header"),
             })
-    }
-
-    /// CompleteMultipartUpload of `parts` (number, ETag), in order.
-    pub async fn complete_multipart_upload(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-        parts: &[(u32, String)],
-    ) -> Result<(), S3Error> {
-        let op = "CompleteMultipartUpload";
-        let body = Bytes::from(complete_request_body(parts));
-        let (_, answer) = self
-            .send_whole(
-                op,
-                Method::POST,
-                bucket,
-                key,
-                &[("uploadId", upload_id)],
-                body,
-            )
-            .await?;
-        // S3 may answer 200 and still fail, with an <Error> document.
-        let text = String::from_utf8_lossy(&answer);
-        if text.contains("<Error>") {
-            return Err(S3Error::Service {
-                op,
-                url: format!("{}{}", self.endpoint(), self.path(bucket, Some(key))),
-                status: http::StatusCode::OK,
-                error: Box::new(xml::parse_error(http::StatusCode::OK, &text)),
-                bucket: bucket.to_string(),
-                endpoint: self.endpoint(),
-            });
-        }
-        Ok(())
-    }
-
-    pub async fn abort_multipart_upload(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-    ) -> Result<(), S3Error> {
-        self.send_whole(
-            "AbortMultipartUpload",
-            Method::DELETE,
-            bucket,
-            key,
-            &[("uploadId", upload_id)],
-            Bytes::new(),
-        )
-        .await
-        .map(|_| ())
-    }
-
-    async fn send_whole(
-        &self,
-        op: &'static str,
-        method: Method,
-        bucket: &str,
-        key: &str,
-        query: &[(&str, &str)],
-        body: Bytes,
-    ) -> Result<(http::HeaderMap, Bytes), S3Error> {
-        let req = Exchange {
-            op,
-            method,
-            bucket,
-            key: Some(key),
-            query,
-            extra: &[],
-        };
-        match self.exchange(&req, body, false).await? {
-            Reply::Whole { headers, body, .. } => Ok((headers, body)),
-            Reply::Open { .. } => unreachable!("not asked to stream"),
-        }
     }
 }
 
@@ -217,34 +134,55 @@ impl Parts for Upload<'_, S3Client> {
         self.client.put_object(self.bucket, self.key, data).await
     }
 
+    /// CreateMultipartUpload.
     async fn start(&self) -> Result<String, S3Error> {
-        let (bucket, key) = (self.bucket, self.key);
-        self.client.create_multipart_upload(bucket, key).await
+        let op = "CreateMultipartUpload";
+        let query = [("uploads", "")];
+        let (_, body) = self.send(op, Method::POST, &query, Bytes::new()).await?;
+        parse_upload_id(&String::from_utf8_lossy(&body)).map_err(|source| S3Error::Document {
+            op,
+            url: format!("{}?uploads", self.url()),
+            source,
+        })
     }
 
+    /// UploadPart of each part, then CompleteMultipartUpload.
     async fn send_parts<R: AsyncRead + Unpin>(
         &self,
         upload_id: &String,
         first: Bytes,
         src: &mut R,
     ) -> Result<u64, UploadError> {
-        let (c, bucket, key) = (self.client, self.bucket, self.key);
-        let send = async |n, data| c.upload_part(bucket, key, upload_id, n, data).await;
+        let send = async |n, data| self.upload_part(upload_id, n, data).await;
         let (etags, total) =
             numbered_parts(first, src, part_size, (MAX_PARTS, too_large), send).await?;
         let parts: Vec<(u32, String)> = (1..).zip(etags).collect();
-        c.complete_multipart_upload(bucket, key, upload_id, &parts)
-            .await?;
+        let (op, query) = (
+            "CompleteMultipartUpload",
+            [("uploadId", upload_id.as_str())],
+        );
+        let body = Bytes::from(complete_request_body(&parts));
+        let (_, answer) = self.send(op, Method::POST, &query, body).await?;
+        // S3 may answer 200 and still fail, with an <Error> document.
+        let text = String::from_utf8_lossy(&answer);
+        if text.contains("<Error>") {
+            return Err(UploadError::Store(S3Error::Service {
+                op,
+                url: self.url(),
+                status: http::StatusCode::OK,
+                error: Box::new(xml::parse_error(http::StatusCode::OK, &text)),
+                bucket: self.bucket.to_string(),
+                endpoint: self.client.endpoint(),
+            }));
+        }
         Ok(total)
     }
 
+    /// AbortMultipartUpload.
     async fn abandon(&self, upload_id: &String) {
-        let (bucket, key) = (self.bucket, self.key);
-        if let Err(e) = self
-            .client
-            .abort_multipart_upload(bucket, key, upload_id)
-            .await
-        {
+        let (op, query) = ("AbortMultipartUpload", [("uploadId", upload_id.as_str())]);
+        if let Err(e) = self.send(op, Method::DELETE, &query, Bytes::new()).await {
+            let (bucket, key) = (self.bucket, self.key);
             tracing::warn!(%bucket, %key, %upload_id, error = %e,
                 "the failed multipart upload could not be aborted (no object was made; its parts stay until a lifecycle rule removes them)");
         }
