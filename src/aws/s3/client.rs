@@ -172,9 +172,9 @@ impl S3Client {
         p
     }
 
-    /// One signed exchange; returns the 2xx body or the decoded error.
+    /// One signed exchange; returns the 2xx headers and body or the decoded error.
     #[allow(clippy::too_many_arguments)]
-    async fn send(
+    pub(super) async fn send(
         &self,
         op: &'static str,
         method: Method,
@@ -183,7 +183,7 @@ impl S3Client {
         query: &[(&str, &str)],
         extra: &[(&str, String)],
         body: Bytes,
-    ) -> Result<Bytes, S3Error> {
+    ) -> Result<(http::HeaderMap, Bytes), S3Error> {
         let req = Exchange {
             op,
             method,
@@ -193,7 +193,7 @@ impl S3Client {
             extra,
         };
         match self.exchange(&req, body, false).await? {
-            Reply::Whole { body, .. } => Ok(body),
+            Reply::Whole { headers, body } => Ok((headers, body)),
             Reply::Open { .. } => unreachable!("not asked to stream"),
         }
     }
@@ -331,16 +331,9 @@ impl S3Client {
         if let Some(m) = &max {
             q.push(("max-keys", m));
         }
-        let body = self
-            .send(
-                "ListObjectsV2",
-                Method::GET,
-                bucket,
-                None,
-                &q,
-                &[],
-                Bytes::new(),
-            )
+        let op = "ListObjectsV2";
+        let (_, body) = self
+            .send(op, Method::GET, bucket, None, &q, &[], Bytes::new())
             .await?;
         xml::parse_list_page(&String::from_utf8_lossy(&body)).map_err(|source| S3Error::Document {
             op: "ListObjectsV2",
@@ -425,13 +418,14 @@ impl S3Client {
             ("x-amz-checksum-sha256", checksum),
             ("x-amz-sdk-checksum-algorithm", "SHA256".to_string()),
         ];
-        let out = self
+        let query = [("delete", "")];
+        let (_, out) = self
             .send(
                 "DeleteObjects",
                 Method::POST,
                 bucket,
                 None,
-                &[("delete", "")],
+                &query,
                 &extra,
                 body,
             )

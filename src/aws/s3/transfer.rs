@@ -83,19 +83,9 @@ impl Upload<'_, S3Client> {
         body: Bytes,
     ) -> Result<(http::HeaderMap, Bytes), S3Error> {
         let (bucket, key) = (self.bucket, Some(self.key));
-        let extra = &[];
-        let req = Exchange {
-            op,
-            method,
-            bucket,
-            key,
-            query,
-            extra,
-        };
-        match self.client.exchange(&req, body, false).await? {
-            Reply::Whole { headers, body, .. } => Ok((headers, body)),
-            Reply::Open { .. } => unreachable!("not asked to stream"),
-        }
+        self.client
+            .send(op, method, bucket, key, query, &[], body)
+            .await
     }
 
     fn url(&self) -> String {
