@@ -34,7 +34,7 @@ pub fn part_size(n: u32) -> usize {
     }
 }
 
-/// The largest stream [`S3Client::upload`] takes.
+/// The largest stream an S3 [`Upload`] takes.
 pub fn max_stream_size() -> u64 {
     (1..=MAX_PARTS).map(|n| part_size(n) as u64).sum()
 }
