@@ -126,6 +126,15 @@ pub enum Failure {
     Transport(String),
 }
 
+impl Failure {
+    /// What went wrong, in words.
+    pub fn message(self) -> String {
+        match self {
+            Failure::Sign(m) | Failure::Build(m) | Failure::Connect(m) | Failure::Transport(m) => m,
+        }
+    }
+}
+
 /// An object store's answer worth another try: a server error, but 501, which says the store
 /// does not implement the call.
 pub fn retryable_status(status: StatusCode) -> bool {

@@ -245,10 +245,7 @@ pub fn per_pod_errors(
     let lines: Vec<String> = errors
         .into_iter()
         .map(|(pod, e)| {
-            let inner = match e {
-                FunctionError::Failed { message, .. } => message,
-                other => crate::pods::without_function(function, other.to_string()),
-            };
+            let inner = crate::pods::without_function(function, e.to_string());
             format!("Failed to {what} for pod {pod}: {inner}")
         })
         .collect();

@@ -51,10 +51,7 @@ impl PodError {
     /// `context: <this error's message>`, for the same function (Kanister's `errors.Wrapf`).
     pub fn wrap(self, context: &str) -> PodError {
         let function = self.function();
-        let inner = match self {
-            PodError::Failed { message, .. } => message,
-            other => without_function(function, other.to_string()),
-        };
+        let inner = without_function(function, self.to_string());
         PodError::failed(function, format!("{context}: {inner}"))
     }
 
