@@ -990,19 +990,17 @@ mod tests {
     fn secret_credentials_and_other_locations() {
         use base64::Engine;
         let b = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
-        let env_error = |p: &Value| {
-            let prof = Profile::from_params(p).unwrap();
-            let e = Repository::new(&prof, "a", "k", false).env().unwrap_err();
-            e.to_string()
+        let env_of = |p: &Value, path: &str| {
+            Repository::new(&Profile::from_params(p).unwrap(), path, "k", false).env()
         };
+        let env_error = |p: &Value| env_of(p, "a").unwrap_err().to_string();
         let mut p = s3_params();
         p["Profile"]["Credential"] = json!({"Type": "secret", "Secret": {
             "type": AWS_SECRET_TYPE,
             "data": {"aws_access_key_id": b("ID2"), "aws_secret_access_key": b("SK2"),
                      "aws_session_token": b("TOK")},
         }});
-        let prof = Profile::from_params(&p).unwrap();
-        let env = Repository::new(&prof, "x", "k", false).env().unwrap();
+        let env = env_of(&p, "x").unwrap();
         let keys: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(
             keys,
@@ -1040,8 +1038,7 @@ mod tests {
             ]
         );
         p["Profile"]["Location"]["Endpoint"] = json!("localhost:10000");
-        let prof = Profile::from_params(&p).unwrap();
-        let env = Repository::new(&prof, "a/b", "k", false).env().unwrap();
+        let env = env_of(&p, "a/b").unwrap();
         assert_eq!(
             env[2],
             ("AZURE_ENDPOINT_SUFFIX".into(), "localhost:10000".into())
@@ -1058,8 +1055,7 @@ mod tests {
             "data": {"azure_storage_account_id": b("acct"), "azure_storage_key": b("a2V5"),
                      "azure_storage_environment": b("AzureUSGovernmentCloud")},
         }});
-        let prof = Profile::from_params(&p).unwrap();
-        let env = Repository::new(&prof, "a", "k", false).env().unwrap();
+        let env = env_of(&p, "a").unwrap();
         assert_eq!(env[0], ("AZURE_ACCOUNT_NAME".into(), "acct".into()));
         assert_eq!(
             env[2],

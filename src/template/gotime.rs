@@ -345,6 +345,11 @@ fn skip<'a>(mut value: &'a str, mut prefix: &str) -> Option<&'a str> {
     Some(value)
 }
 
+/// [`getnum`] of a number in `range`.
+fn getnum_in(v: &str, fixed: bool, range: std::ops::RangeInclusive<u32>) -> Option<(u32, &str)> {
+    getnum(v, fixed).filter(|(n, _)| range.contains(n))
+}
+
 /// Go `time.ParseInLocation(layout, value, time.Local)` with Local = UTC.
 pub fn parse(layout: &str, value: &str) -> Option<GoTime> {
     let (mut year, mut month, mut day, mut hour, mut min, mut sec, mut nsec) =
@@ -384,12 +389,7 @@ pub fn parse(layout: &str, value: &str) -> Option<GoTime> {
                 v = r;
             }
             Std::NumMonth | Std::ZeroMonth => {
-                let (m, r) = getnum(v, std == Std::ZeroMonth)?;
-                if m == 0 || m > 12 {
-                    return None;
-                }
-                month = m;
-                v = r;
+                (month, v) = getnum_in(v, std == Std::ZeroMonth, 1..=12)?;
             }
             Std::WeekDay | Std::LongWeekDay => {
                 let names: Vec<&str> = if std == Std::WeekDay {
@@ -403,9 +403,7 @@ pub fn parse(layout: &str, value: &str) -> Option<GoTime> {
                 if std == Std::UnderDay && v.starts_with(' ') {
                     v = &v[1..];
                 }
-                let (d, r) = getnum(v, std == Std::ZeroDay)?;
-                day = d;
-                v = r;
+                (day, v) = getnum(v, std == Std::ZeroDay)?;
             }
             Std::UnderYearDay | Std::ZeroYearDay => {
                 let mut w = v;
@@ -419,36 +417,16 @@ pub fn parse(layout: &str, value: &str) -> Option<GoTime> {
                 v = r;
             }
             Std::Hour => {
-                let (h, r) = getnum(v, false)?;
-                if h >= 24 {
-                    return None;
-                }
-                hour = h;
-                v = r;
+                (hour, v) = getnum_in(v, false, 0..=23)?;
             }
             Std::Hour12 | Std::ZeroHour12 => {
-                let (h, r) = getnum(v, std == Std::ZeroHour12)?;
-                if h > 12 {
-                    return None;
-                }
-                hour = h;
-                v = r;
+                (hour, v) = getnum_in(v, std == Std::ZeroHour12, 0..=12)?;
             }
             Std::Minute | Std::ZeroMinute => {
-                let (m, r) = getnum(v, std == Std::ZeroMinute)?;
-                if m >= 60 {
-                    return None;
-                }
-                min = m;
-                v = r;
+                (min, v) = getnum_in(v, std == Std::ZeroMinute, 0..=59)?;
             }
             Std::Second | Std::ZeroSecond => {
-                let (s, r) = getnum(v, std == Std::ZeroSecond)?;
-                if s >= 60 {
-                    return None;
-                }
-                sec = s;
-                v = r;
+                (sec, v) = getnum_in(v, std == Std::ZeroSecond, 0..=59)?;
                 // A fractional second in the value but not in the layout.
                 let next_is_frac = matches!(
                     next_std(layout),
