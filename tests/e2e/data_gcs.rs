@@ -11,7 +11,6 @@ use crate::support::call::call_with;
 use crate::support::data_plane::{app_params, ctx, delete_pv, out_str, vol_data_pvc};
 use crate::support::files::{TempDir, assert_same_tree, noise, restored_root};
 use crate::support::gcs;
-use blueprint_operator::aws::upload::{Upload, upload};
 use serde_json::{Value, json};
 
 const BUCKET: &str = "bpo-data-gcs";
@@ -113,8 +112,9 @@ async fn backup_restore_delete_on_gcs() -> anyhow::Result<()> {
     // LocationDelete of the repository, by the controller's own client.
     let siblings = format!("{ns}/backup-other/keep");
     let gcs_client = gcs::client(BUCKET);
-    let sibling = Upload::new(&gcs_client, BUCKET, &siblings);
-    upload(&sibling, &mut &b"x"[..], std::future::pending()).await?;
+    let sibling = blueprint_operator::aws::upload::Upload::new(&gcs_client, BUCKET, &siblings);
+    blueprint_operator::aws::upload::upload(&sibling, &mut &b"x"[..], std::future::pending())
+        .await?;
     call_with(
         &c,
         "LocationDelete",
