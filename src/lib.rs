@@ -29,5 +29,6 @@ pub mod pods;
 pub mod redact;
 pub mod restic;
 pub mod scheduler;
+pub mod step;
 pub mod template;
 pub mod webhook;

@@ -8,10 +8,9 @@
 //!    prefix + encryption key) and the shell command lines Kanister runs:
 //!    `bash -o errexit -o pipefail -c "… restic <subcommand> …"`, the
 //!    environment on stdin ([`ResticCommand`]).
-//! 2. `async` helpers that exec those commands in a pod's container through
-//!    [`crate::pods::exec`] and parse restic's output
-//!    ([`get_or_create_repository`], [`backup`], [`restore`],
-//!    [`snapshot_id_by_tag`], [`forget`], [`prune`], [`check_repository`]).
+//! 2. [`Restic`], which execs those commands in a pod's container through
+//!    [`crate::pods::exec`] and parses restic's output (`get_or_create_repository`, `backup`,
+//!    `restore`, `snapshot_id_by_tag`, `forget`, `prune`, `check_repository`).
 //!
 //! The parsers ([`snapshot_id_from_backup_log`], [`snapshot_stats_from_backup_log`],
 //! [`snapshot_id_from_snapshot_log`], [`space_freed_from_prune_log`],
@@ -45,7 +44,7 @@
 //!   (ID: project id, secret: key JSON) or a `secrets.kanister.io/gcp` Secret
 //!   (Kanister's restic reads only `keyPair`); a Profile `endpoint` is given
 //!   to restic as `STORAGE_EMULATOR_HOST` (Kanister ignores it for gcs); the
-//!   key is first checked at its token endpoint by [`exec`], so a refused key
+//!   key is first checked at its token endpoint by [`Restic::exec`], so a refused key
 //!   fails at once (restic retries it for many minutes);
 //! - `azure` and `s3Compliant` work with credential type `keyPair` or
 //!   `secret` (`secrets.kanister.io/aws` without an assumed `role`, or
@@ -57,13 +56,11 @@
 
 use serde_json::Value;
 
-use crate::functions::context::Context;
-use crate::functions::error::FunctionError;
 use crate::param::profile::{
     AWS_ACCESS_KEY_ID_KEY, AWS_ROLE_KEY, AWS_SECRET_ACCESS_KEY_KEY, AWS_SECRET_TYPE,
     AWS_SESSION_TOKEN_KEY, Credential, LOCATION_AZURE, LOCATION_GCS, LOCATION_S3,
 };
-use crate::pods::{self as pod, ExecResult};
+use crate::pods::{self as pod, ExecResult, PodError};
 // The restic functions take the Profile from here with the repository.
 pub use crate::param::profile::{Profile, resolve_artifact_prefix};
 
@@ -389,7 +386,7 @@ GOOGLE_APPLICATION_CREDENTIALS=\"$BPO_KEY_FILE\"";
 pub struct ResticCommand {
     pub argv: Vec<String>,
     pub stdin: String,
-    /// A gcs Profile, whose key [`exec`] checks at the token endpoint first.
+    /// A gcs Profile, whose key [`Restic::exec`] checks at the token endpoint first.
     pub gcs: Option<crate::gcs::GcsProfile>,
 }
 
@@ -634,116 +631,7 @@ pub struct Target<'a> {
     pub container: Option<&'a str>,
 }
 
-/// `context: <inner message>` as a [`FunctionError::Failed`] of `function`
-/// (Kanister's `errors.Wrapf`).
-pub fn wrap(function: &'static str, context: &str, e: FunctionError) -> FunctionError {
-    let inner = match e {
-        FunctionError::Failed { message, .. } => message,
-        other => {
-            let s = other.to_string();
-            let prefix = format!("{function}: ");
-            s.strip_prefix(&prefix).map(str::to_string).unwrap_or(s)
-        }
-    };
-    FunctionError::failed(function, format!("{context}: {inner}"))
-}
-
-fn command_error(function: &'static str, e: ResticError) -> FunctionError {
-    FunctionError::failed(function, e.to_string())
-}
-
-/// [`exec`] of `command` (a [`Repository`] `*_command`'s result); a failure reads `context: <why>`.
-async fn run(
-    ctx: &Context,
-    function: &'static str,
-    target: &Target<'_>,
-    command: Result<ResticCommand, ResticError>,
-    context: &str,
-) -> Result<ExecResult, FunctionError> {
-    let command = command.map_err(|e| command_error(function, e))?;
-    exec(ctx, function, target, &command)
-        .await
-        .map_err(|e| wrap(function, context, e))
-}
-
-/// Exec one restic command (from a [`Repository`] `*_command`) in `target`,
-/// the environment on stdin. Logs stdout/stderr at debug level (never the
-/// environment, which carries credentials).
-pub async fn exec(
-    ctx: &Context,
-    function: &'static str,
-    target: &Target<'_>,
-    command: &ResticCommand,
-) -> Result<ExecResult, FunctionError> {
-    if let Some(g) = &command.gcs {
-        crate::gcs::client::check_key(g).await.map_err(|e| {
-            FunctionError::failed(
-                function,
-                format!("Failed to create args from credential: {e}"),
-            )
-        })?;
-    }
-    let r = pod::exec_with_stdin(
-        ctx,
-        function,
-        target.namespace,
-        target.pod,
-        target.container,
-        &command.argv,
-        Some(command.stdin.as_bytes()),
-    )
-    .await;
-    if let Ok(r) = &r {
-        tracing::debug!(
-            function,
-            pod = target.pod,
-            stdout = %r.stdout,
-            stderr = %r.stderr,
-            "restic"
-        );
-    }
-    r
-}
-
-/// Kanister's `GetOrCreateRepository`: `restic snapshots --last --json`;
-/// when that fails, `restic init` ("Failed to create object store backup
-/// location: …"). A repository that exists but rejects the key fails with
-/// "Password is incorrect" (Kanister would try `init` and report its failure).
-pub async fn get_or_create_repository(
-    ctx: &Context,
-    function: &'static str,
-    target: &Target<'_>,
-    repo: &Repository,
-) -> Result<(), FunctionError> {
-    let cmd = repo.latest_snapshots_command().map_err(|e| {
-        FunctionError::failed(function, format!("Failed to create snapshot command: {e}"))
-    })?;
-    let err = match exec(ctx, function, target, &cmd).await {
-        Ok(_) => return Ok(()),
-        Err(e) => e,
-    };
-    let text = err.to_string();
-    if is_password_incorrect(&text) {
-        return Err(wrap(
-            function,
-            &format!(
-                "{PASSWORD_INCORRECT}: the restic repository {} exists but does not accept the \
-                 encryptionKey (use the key it was created with)",
-                repo.path
-            ),
-            err,
-        ));
-    }
-    let cmd = repo.init_command().map_err(|e| {
-        FunctionError::failed(function, format!("Failed to create init command: {e}"))
-    })?;
-    exec(ctx, function, target, &cmd)
-        .await
-        .map(|_| ())
-        .map_err(|e| wrap(function, "Failed to create object store backup location", e))
-}
-
-/// What [`backup`] made: Kanister's BackupData/CopyVolumeData outputs.
+/// What [`Restic::backup`] made: Kanister's BackupData/CopyVolumeData outputs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BackupResult {
     /// restic's snapshot ID (`backupID`).
@@ -751,96 +639,6 @@ pub struct BackupResult {
     /// The random tag put on the snapshot (`backupTag`).
     pub tag: String,
     pub stats: BackupStats,
-}
-
-/// Kanister's backup sequence: [`get_or_create_repository`], then `restic
-/// backup --tag <random tag> <include_path>` ("Failed to create and upload
-/// backup: …"), then the snapshot ID ("Failed to parse the backup ID from
-/// logs, backup logs …") and stats from its output.
-pub async fn backup(
-    ctx: &Context,
-    function: &'static str,
-    target: &Target<'_>,
-    repo: &Repository,
-    include_path: &str,
-) -> Result<BackupResult, FunctionError> {
-    get_or_create_repository(ctx, function, target, repo).await?;
-    let tag = random_tag();
-    let cmd = repo.backup_command(&tag, include_path);
-    let context = "Failed to create and upload backup";
-    let r = run(ctx, function, target, cmd, context).await?;
-    let id = snapshot_id_from_backup_log(&r.stdout);
-    if id.is_empty() {
-        return Err(FunctionError::failed(
-            function,
-            format!(
-                "Failed to parse the backup ID from logs, backup logs {}",
-                r.stdout
-            ),
-        ));
-    }
-    let stats = snapshot_stats_from_backup_log(&r.stdout);
-    if stats.file_count.is_empty() || stats.size.is_empty() {
-        tracing::debug!(function, "Could not parse backup stats from backup log");
-    }
-    Ok(BackupResult { id, tag, stats })
-}
-
-/// `restic restore` of `snapshot` into `restore_path` ("Failed to restore backup: …").
-pub async fn restore(
-    ctx: &Context,
-    function: &'static str,
-    target: &Target<'_>,
-    repo: &Repository,
-    snapshot: &Snapshot,
-    restore_path: &str,
-) -> Result<ExecResult, FunctionError> {
-    let cmd = repo.restore_command(snapshot, restore_path);
-    run(ctx, function, target, cmd, "Failed to restore backup").await
-}
-
-/// The ID of the snapshot tagged `tag` (`restic snapshots --tag <tag> --json`):
-/// "Failed to forget data, could not get snapshotID from tag, Tag: <tag>: …".
-pub async fn snapshot_id_by_tag(
-    ctx: &Context,
-    function: &'static str,
-    target: &Target<'_>,
-    repo: &Repository,
-    tag: &str,
-) -> Result<String, FunctionError> {
-    let context = format!("Failed to forget data, could not get snapshotID from tag, Tag: {tag}");
-    let cmd = repo.snapshots_by_tag_command(tag);
-    let r = run(ctx, function, target, cmd, &context).await?;
-    snapshot_id_from_snapshot_log(&r.stdout)
-        .map_err(|e| FunctionError::failed(function, format!("{context}: {e}")))
-}
-
-/// `restic forget <id>` ("Failed to forget data: …").
-pub async fn forget(
-    ctx: &Context,
-    function: &'static str,
-    target: &Target<'_>,
-    repo: &Repository,
-    id: &str,
-) -> Result<(), FunctionError> {
-    let cmd = repo.forget_command(id);
-    run(ctx, function, target, cmd, "Failed to forget data")
-        .await
-        .map(|_| ())
-}
-
-/// `restic prune`; returns the space freed as restic prints it (may be empty):
-/// "Failed to prune data after forget: …".
-pub async fn prune(
-    ctx: &Context,
-    function: &'static str,
-    target: &Target<'_>,
-    repo: &Repository,
-) -> Result<String, FunctionError> {
-    let cmd = repo.prune_command();
-    let context = "Failed to prune data after forget";
-    let r = run(ctx, function, target, cmd, context).await?;
-    Ok(space_freed_from_prune_log(&r.stdout))
 }
 
 /// Kanister's `CheckIfRepoIsReachable`, as data: is the password wrong, is
@@ -854,31 +652,186 @@ pub enum RepoCheck {
     Failed(String),
 }
 
-/// `restic snapshots --last --json`, classified.
-pub async fn check_repository(
-    ctx: &Context,
-    function: &'static str,
-    target: &Target<'_>,
-    repo: &Repository,
-) -> Result<RepoCheck, FunctionError> {
-    let cmd = repo
-        .latest_snapshots_command()
-        .map_err(|e| command_error(function, e))?;
-    Ok(match exec(ctx, function, target, &cmd).await {
-        Ok(_) => RepoCheck::Ok,
-        Err(e) => {
-            let text = e.to_string();
-            if is_password_incorrect(&text) {
-                RepoCheck::PasswordIncorrect
-            } else if repo_does_not_exist(&text) {
-                RepoCheck::DoesNotExist
-            } else {
-                let prefix = format!("{function}: ");
-                let inner = text.strip_prefix(&prefix).unwrap_or(&text);
-                RepoCheck::Failed(format!("Failed to list snapshots: {inner}"))
-            }
+/// restic run in `target` for `function`; its failures read `<function>: …`.
+#[derive(Clone, Copy)]
+pub struct Restic<'a> {
+    pub client: &'a kube::Client,
+    pub function: &'static str,
+    pub target: Target<'a>,
+}
+
+impl<'a> Restic<'a> {
+    pub fn new(client: &'a kube::Client, function: &'static str, target: Target<'a>) -> Self {
+        Restic {
+            client,
+            function,
+            target,
         }
-    })
+    }
+
+    /// [`Self::exec`] of `command` (a [`Repository`] `*_command`'s result); a failure reads
+    /// `context: <why>`.
+    async fn run(
+        &self,
+        command: Result<ResticCommand, ResticError>,
+        context: &str,
+    ) -> Result<ExecResult, PodError> {
+        let command = command.map_err(|e| PodError::failed(self.function, e.to_string()))?;
+        self.exec(&command).await.map_err(|e| e.wrap(context))
+    }
+
+    /// Exec one restic command (from a [`Repository`] `*_command`), the environment on stdin.
+    /// Logs stdout/stderr at debug level (never the environment, which carries credentials).
+    pub async fn exec(&self, command: &ResticCommand) -> Result<ExecResult, PodError> {
+        let (function, t) = (self.function, &self.target);
+        if let Some(g) = &command.gcs {
+            crate::gcs::client::check_key(g).await.map_err(|e| {
+                PodError::failed(
+                    function,
+                    format!("Failed to create args from credential: {e}"),
+                )
+            })?;
+        }
+        let stdin = Some(command.stdin.as_bytes());
+        let r = pod::exec(
+            self.client,
+            function,
+            t.namespace,
+            t.pod,
+            t.container,
+            &command.argv,
+            stdin,
+        )
+        .await;
+        if let Ok(r) = &r {
+            tracing::debug!(function, pod = t.pod, stdout = %r.stdout, stderr = %r.stderr, "restic");
+        }
+        r
+    }
+
+    /// Kanister's `GetOrCreateRepository`: `restic snapshots --last --json`; when that fails,
+    /// `restic init` ("Failed to create object store backup location: …"). A repository that
+    /// exists but rejects the key fails with "Password is incorrect" (Kanister would try `init`
+    /// and report its failure).
+    pub async fn get_or_create_repository(&self, repo: &Repository) -> Result<(), PodError> {
+        let failed = |what: &str, e| {
+            PodError::failed(
+                self.function,
+                format!("Failed to create {what} command: {e}"),
+            )
+        };
+        let cmd = repo
+            .latest_snapshots_command()
+            .map_err(|e| failed("snapshot", e))?;
+        let Err(err) = self.exec(&cmd).await else {
+            return Ok(());
+        };
+        if is_password_incorrect(&err.to_string()) {
+            return Err(err.wrap(&format!(
+                "{PASSWORD_INCORRECT}: the restic repository {} exists but does not accept the \
+                 encryptionKey (use the key it was created with)",
+                repo.path
+            )));
+        }
+        let cmd = repo.init_command().map_err(|e| failed("init", e))?;
+        self.exec(&cmd)
+            .await
+            .map(|_| ())
+            .map_err(|e| e.wrap("Failed to create object store backup location"))
+    }
+
+    /// Kanister's backup sequence: [`Self::get_or_create_repository`], then `restic backup
+    /// --tag <random tag> <include_path>` ("Failed to create and upload backup: …"), then the
+    /// snapshot ID ("Failed to parse the backup ID from logs, backup logs …") and stats from
+    /// its output.
+    pub async fn backup(
+        &self,
+        repo: &Repository,
+        include_path: &str,
+    ) -> Result<BackupResult, PodError> {
+        self.get_or_create_repository(repo).await?;
+        let tag = random_tag();
+        let cmd = repo.backup_command(&tag, include_path);
+        let r = self.run(cmd, "Failed to create and upload backup").await?;
+        let id = snapshot_id_from_backup_log(&r.stdout);
+        if id.is_empty() {
+            let why = format!(
+                "Failed to parse the backup ID from logs, backup logs {}",
+                r.stdout
+            );
+            return Err(PodError::failed(self.function, why));
+        }
+        let stats = snapshot_stats_from_backup_log(&r.stdout);
+        if stats.file_count.is_empty() || stats.size.is_empty() {
+            tracing::debug!(
+                function = self.function,
+                "Could not parse backup stats from backup log"
+            );
+        }
+        Ok(BackupResult { id, tag, stats })
+    }
+
+    /// `restic restore` of `snapshot` into `restore_path` ("Failed to restore backup: …").
+    pub async fn restore(
+        &self,
+        repo: &Repository,
+        snapshot: &Snapshot,
+        restore_path: &str,
+    ) -> Result<ExecResult, PodError> {
+        let cmd = repo.restore_command(snapshot, restore_path);
+        self.run(cmd, "Failed to restore backup").await
+    }
+
+    /// The ID of the snapshot tagged `tag` (`restic snapshots --tag <tag> --json`):
+    /// "Failed to forget data, could not get snapshotID from tag, Tag: <tag>: …".
+    pub async fn snapshot_id_by_tag(
+        &self,
+        repo: &Repository,
+        tag: &str,
+    ) -> Result<String, PodError> {
+        let context =
+            format!("Failed to forget data, could not get snapshotID from tag, Tag: {tag}");
+        let r = self
+            .run(repo.snapshots_by_tag_command(tag), &context)
+            .await?;
+        snapshot_id_from_snapshot_log(&r.stdout)
+            .map_err(|e| PodError::failed(self.function, format!("{context}: {e}")))
+    }
+
+    /// `restic forget <id>` ("Failed to forget data: …").
+    pub async fn forget(&self, repo: &Repository, id: &str) -> Result<(), PodError> {
+        let cmd = repo.forget_command(id);
+        self.run(cmd, "Failed to forget data").await.map(|_| ())
+    }
+
+    /// `restic prune`; returns the space freed as restic prints it (may be empty):
+    /// "Failed to prune data after forget: …".
+    pub async fn prune(&self, repo: &Repository) -> Result<String, PodError> {
+        let r = self
+            .run(repo.prune_command(), "Failed to prune data after forget")
+            .await?;
+        Ok(space_freed_from_prune_log(&r.stdout))
+    }
+
+    /// `restic snapshots --last --json`, classified.
+    pub async fn check_repository(&self, repo: &Repository) -> Result<RepoCheck, PodError> {
+        let function = self.function;
+        let cmd = repo
+            .latest_snapshots_command()
+            .map_err(|e| PodError::failed(function, e.to_string()))?;
+        let Err(e) = self.exec(&cmd).await else {
+            return Ok(RepoCheck::Ok);
+        };
+        let text = e.to_string();
+        Ok(if is_password_incorrect(&text) {
+            RepoCheck::PasswordIncorrect
+        } else if repo_does_not_exist(&text) {
+            RepoCheck::DoesNotExist
+        } else {
+            let inner = pod::without_function(function, text);
+            RepoCheck::Failed(format!("Failed to list snapshots: {inner}"))
+        })
+    }
 }
 
 #[cfg(test)]
@@ -911,22 +864,24 @@ mod tests {
              export RESTIC_REPOSITORY=s3:http://127.0.0.1:9000/bkt/data\n\
              export RESTIC_PASSWORD='pass word'\n\0"
         );
-        let r = repo
-            .restore_command(&Snapshot::Tag("t".into()), "/")
-            .unwrap();
-        assert!(
-            r.argv[6].ends_with("restic restore --tag=t --target=/ --insecure-tls -- latest"),
-            "{}",
-            r.argv[6]
-        );
-        let r = Repository::new(&prof, "data", "k", false)
-            .restore_command(&Snapshot::Id("abc".into()), "/tmp/x y")
-            .unwrap();
-        assert!(
-            r.argv[6].ends_with("restic restore '--target=/tmp/x y' -- abc"),
-            "{}",
-            r.argv[6]
-        );
+        for (insecure, snapshot, path, line) in [
+            (
+                true,
+                Snapshot::Tag("t".into()),
+                "/",
+                "restic restore --tag=t --target=/ --insecure-tls -- latest",
+            ),
+            (
+                false,
+                Snapshot::Id("abc".into()),
+                "/tmp/x y",
+                "restic restore '--target=/tmp/x y' -- abc",
+            ),
+        ] {
+            let repo = Repository::new(&prof, "data", "k", insecure);
+            let r = repo.restore_command(&snapshot, path).unwrap();
+            assert!(r.argv[6].ends_with(line), "{}", r.argv[6]);
+        }
         let mut p = s3_params();
         p["Profile"]["Location"]["Endpoint"] = json!("");
         let prof = Profile::from_params(&p).unwrap();
@@ -1035,19 +990,17 @@ mod tests {
     fn secret_credentials_and_other_locations() {
         use base64::Engine;
         let b = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
-        let env_error = |p: &Value| {
-            let prof = Profile::from_params(p).unwrap();
-            let e = Repository::new(&prof, "a", "k", false).env().unwrap_err();
-            e.to_string()
+        let env_of = |p: &Value, path: &str| {
+            Repository::new(&Profile::from_params(p).unwrap(), path, "k", false).env()
         };
+        let env_error = |p: &Value| env_of(p, "a").unwrap_err().to_string();
         let mut p = s3_params();
         p["Profile"]["Credential"] = json!({"Type": "secret", "Secret": {
             "type": AWS_SECRET_TYPE,
             "data": {"aws_access_key_id": b("ID2"), "aws_secret_access_key": b("SK2"),
                      "aws_session_token": b("TOK")},
         }});
-        let prof = Profile::from_params(&p).unwrap();
-        let env = Repository::new(&prof, "x", "k", false).env().unwrap();
+        let env = env_of(&p, "x").unwrap();
         let keys: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(
             keys,
@@ -1085,8 +1038,7 @@ mod tests {
             ]
         );
         p["Profile"]["Location"]["Endpoint"] = json!("localhost:10000");
-        let prof = Profile::from_params(&p).unwrap();
-        let env = Repository::new(&prof, "a/b", "k", false).env().unwrap();
+        let env = env_of(&p, "a/b").unwrap();
         assert_eq!(
             env[2],
             ("AZURE_ENDPOINT_SUFFIX".into(), "localhost:10000".into())
@@ -1103,8 +1055,7 @@ mod tests {
             "data": {"azure_storage_account_id": b("acct"), "azure_storage_key": b("a2V5"),
                      "azure_storage_environment": b("AzureUSGovernmentCloud")},
         }});
-        let prof = Profile::from_params(&p).unwrap();
-        let env = Repository::new(&prof, "a", "k", false).env().unwrap();
+        let env = env_of(&p, "a").unwrap();
         assert_eq!(env[0], ("AZURE_ACCOUNT_NAME".into(), "acct".into()));
         assert_eq!(
             env[2],
@@ -1325,16 +1276,6 @@ mod tests {
         let h = sha2::Sha256::digest(b"testpassword");
         let hex: String = h.iter().map(|b| format!("{b:02x}")).collect();
         assert_eq!(hex, DEFAULT_ENCRYPTION_KEY);
-    }
-
-    #[test]
-    fn wrap_keeps_the_inner_message_once() {
-        let e = FunctionError::failed("BackupData", "Failed to exec command in pod a/b: exit 1");
-        let w = wrap("BackupData", "Failed to create and upload backup", e).to_string();
-        assert_eq!(
-            w,
-            "BackupData: Failed to create and upload backup: Failed to exec command in pod a/b: exit 1"
-        );
     }
 
     #[test]

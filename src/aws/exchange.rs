@@ -58,6 +58,28 @@ pub fn endpoint_parts(
     Ok((uri, scheme, authority))
 }
 
+/// [`endpoint_parts`] of an object store's URL, made from the Profile's `location.endpoint`
+/// `profile_endpoint`, which must not have a query string: the scheme, the authority and the
+/// base path.
+pub fn store_endpoint(
+    url: &str,
+    named: &str,
+    example: &str,
+    profile_endpoint: &str,
+) -> Result<(String, String, String), String> {
+    let (uri, scheme, authority) = endpoint_parts(url, named, example)?;
+    if uri.query().is_some() {
+        return Err(format!(
+            "the Profile's location.endpoint {profile_endpoint:?} must not have a query string"
+        ));
+    }
+    Ok((
+        scheme,
+        authority,
+        uri.path().trim_end_matches('/').to_string(),
+    ))
+}
+
 /// Who signs and for which AWS service: `s3` is signed with S3's settings.
 pub struct Signer<'a> {
     pub credentials: &'a Credentials,
@@ -102,6 +124,15 @@ pub enum Failure {
     Connect(String),
     /// Any other transport failure: the exchange, reading the body, the deadline.
     Transport(String),
+}
+
+impl Failure {
+    /// What went wrong, in words.
+    pub fn message(self) -> String {
+        match self {
+            Failure::Sign(m) | Failure::Build(m) | Failure::Connect(m) | Failure::Transport(m) => m,
+        }
+    }
 }
 
 /// An object store's answer worth another try: a server error, but 501, which says the store
@@ -165,6 +196,17 @@ pub async fn exchange(
     let request = rb
         .body(Full::new(req.body))
         .map_err(|e| Failure::Build(e.to_string()))?;
+    send(http, request, limits, stream).await
+}
+
+/// Sends a ready request; the deadline covers the whole answer, or with `stream` only the wait
+/// for a 2xx answer's headers.
+pub async fn send(
+    http: &HttpClient,
+    request: http::Request<Full<Bytes>>,
+    limits: Limits,
+    stream: bool,
+) -> Result<Answer, Failure> {
     tokio::time::timeout(limits.timeout, async {
         let resp = http.request(request).await.map_err(|e| {
             let msg = tls_hint(describe_chain(&e));

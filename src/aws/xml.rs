@@ -296,8 +296,13 @@ pub fn complete_request_body(parts: &[(u32, String)]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// S3's answer to a request on a bucket that does not exist.
+    pub const NO_SUCH_BUCKET: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist</Message>
+<BucketName>missing-bucket</BucketName><RequestId>4442587FB7D0A2F9</RequestId></Error>"#;
 
     #[test]
     fn list_pages_are_parsed_with_entities_and_tokens() {
@@ -375,10 +380,7 @@ mod tests {
 
     #[test]
     fn error_documents_are_decoded() {
-        let body = r#"<?xml version="1.0" encoding="UTF-8"?>
-<Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist</Message>
-<BucketName>missing-bucket</BucketName><RequestId>4442587FB7D0A2F9</RequestId></Error>"#;
-        let se = parse_error(StatusCode::NOT_FOUND, body);
+        let se = parse_error(StatusCode::NOT_FOUND, NO_SUCH_BUCKET);
         assert_eq!(se.code, "NoSuchBucket");
         assert_eq!(se.message, "The specified bucket does not exist");
         assert_eq!(se.bucket.as_deref(), Some("missing-bucket"));

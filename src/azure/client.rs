@@ -7,22 +7,24 @@ use std::time::Duration;
 use backon::{ExponentialBuilder, Retryable as _};
 use bytes::Bytes;
 use http::Method;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::Full;
 
 use super::AzureError;
 use super::error::ServiceDetail;
 use super::sharedkey::{self, ToSign};
-use crate::aws::exchange::{Answer, HttpClient, content_length, endpoint_parts, http_client};
+use crate::aws::exchange::{
+    Answer, Failure, HttpClient, Limits, content_length, http_client, send, store_endpoint,
+};
 use crate::aws::sigv4::uri_encode;
-use crate::aws::tls::tls_hint;
 use crate::aws::xml;
-use crate::kube_error::describe_chain;
 
 /// The REST API version sent (`x-ms-version`).
 pub const API_VERSION: &str = "2021-12-02";
 /// Time one exchange may take; the largest error or list body read.
-const TIMEOUT: Duration = Duration::from_secs(120);
-const MAX_BODY: usize = 64 << 20;
+const LIMITS: Limits = Limits {
+    timeout: Duration::from_secs(120),
+    max_body: 64 << 20,
+};
 /// Tries of one exchange when the service or the network fails transiently.
 const ATTEMPTS: usize = 3;
 
@@ -155,18 +157,13 @@ impl AzureClient {
         }
         let url = service_url(&cfg.account, &cfg.endpoint, &cfg.environment)
             .map_err(AzureError::Config)?;
-        let (uri, scheme, authority) = endpoint_parts(
+        let (scheme, authority, base_path) = store_endpoint(
             &url,
             &format!("the Blob service URL {url:?} (from the Profile's location.endpoint)"),
             "https://<account>.blob.core.windows.net",
+            &cfg.endpoint,
         )
         .map_err(AzureError::Config)?;
-        if uri.query().is_some() {
-            return Err(AzureError::Config(format!(
-                "the Profile's location.endpoint {:?} must not have a query string",
-                cfg.endpoint
-            )));
-        }
         // The key is checked now, so a bad one fails before anything is read or sent.
         sharedkey::authorization(&cfg.account, &cfg.key, "")
             .map_err(|e| AzureError::Config(e.to_string()))?;
@@ -174,7 +171,7 @@ impl AzureClient {
             http: http_client(scheme == "https", cfg.skip_ssl_verify)
                 .map_err(AzureError::Config)?,
             origin: format!("{scheme}://{authority}"),
-            base_path: uri.path().trim_end_matches('/').to_string(),
+            base_path,
             account: cfg.account.trim().to_string(),
             key: cfg.key.clone(),
         })
@@ -279,36 +276,16 @@ impl AzureClient {
             url: url.clone(),
             message,
         };
-        let answer = tokio::time::timeout(TIMEOUT, async {
-            let resp = self.http.request(request).await.map_err(|e| {
-                let msg = tls_hint(describe_chain(&e));
-                if e.is_connect() && !msg.contains("skipSSLVerify") {
-                    transport(format!(
-                        "{msg} (cannot connect to {}: check the Profile's location.endpoint and that the Blob service is reachable from here)",
-                        self.origin
-                    ))
-                } else {
-                    transport(msg)
-                }
+        let answer = send(&self.http, request, LIMITS, stream)
+            .await
+            .map_err(|f| match f {
+                Failure::Connect(msg) if !msg.contains("skipSSLVerify") => transport(format!(
+                    "{msg} (cannot connect to {}: check the Profile's location.endpoint and that the Blob service is reachable from here)",
+                    self.origin
+                )),
+                Failure::Connect(msg) | Failure::Transport(msg) => transport(msg),
+                Failure::Sign(msg) | Failure::Build(msg) => AzureError::Config(msg),
             })?;
-            let status = resp.status();
-            if stream && status.is_success() {
-                return Ok(Answer::Open(resp));
-            }
-            let headers = resp.headers().clone();
-            let body = Limited::new(resp.into_body(), MAX_BODY)
-                .collect()
-                .await
-                .map_err(|e| transport(format!("reading the response: {e}")))?
-                .to_bytes();
-            Ok(Answer::Whole {
-                status,
-                headers,
-                body,
-            })
-        })
-        .await
-        .unwrap_or_else(|_| Err(transport(format!("no answer within {} s", TIMEOUT.as_secs()))))?;
         let (status, headers, body) = match answer {
             Answer::Whole {
                 status,
@@ -358,15 +335,29 @@ impl AzureClient {
         blob: &str,
         data: Bytes,
     ) -> Result<(), AzureError> {
+        let headers = [("x-ms-blob-type", "BlockBlob")];
+        self.put("PutBlob", (container, blob), &[], &headers, data)
+            .await
+    }
+
+    /// A PUT of `body` to a blob: Put Blob, Put Block, Put Block List.
+    pub(super) async fn put(
+        &self,
+        op: &'static str,
+        (container, blob): (&str, &str),
+        query: &[(&str, &str)],
+        headers: &[(&str, &str)],
+        body: Bytes,
+    ) -> Result<(), AzureError> {
         let req = Exchange {
-            op: "PutBlob",
+            op,
             method: Method::PUT,
             container,
             blob: Some(blob),
-            query: &[],
-            headers: &[("x-ms-blob-type", "BlockBlob")],
+            query,
+            headers,
         };
-        self.send(&req, data).await.map(|_| ())
+        self.send(&req, body).await.map(|_| ())
     }
 
     /// Create Container (private).
@@ -461,47 +452,56 @@ mod tests {
 
     #[test]
     fn where_the_blob_service_is() {
-        let u = |e: &str, env: &str| service_url("acct", e, env);
-        assert_eq!(u("", "").unwrap(), "https://acct.blob.core.windows.net");
-        assert_eq!(
-            u("", "azurechinacloud").unwrap(),
-            "https://acct.blob.core.chinacloudapi.cn"
-        );
-        assert_eq!(
-            u("", "AzureUSGovernmentCloud").unwrap(),
-            "https://acct.blob.core.usgovcloudapi.net"
-        );
-        assert!(u("", "Mars").unwrap_err().contains("names no Azure cloud"));
-        assert_eq!(
-            u("http://127.0.0.1:10000/acct/", "").unwrap(),
-            "http://127.0.0.1:10000/acct"
-        );
-        assert_eq!(
-            u("azurestack.example", "Mars").unwrap(),
-            "https://acct.blob.azurestack.example"
-        );
+        for (endpoint, env, url) in [
+            ("", "", "https://acct.blob.core.windows.net"),
+            (
+                "",
+                "azurechinacloud",
+                "https://acct.blob.core.chinacloudapi.cn",
+            ),
+            (
+                "",
+                "AzureUSGovernmentCloud",
+                "https://acct.blob.core.usgovcloudapi.net",
+            ),
+            (
+                "http://127.0.0.1:10000/acct/",
+                "",
+                "http://127.0.0.1:10000/acct",
+            ),
+            (
+                "azurestack.example",
+                "Mars",
+                "https://acct.blob.azurestack.example",
+            ),
+        ] {
+            assert_eq!(service_url("acct", endpoint, env).unwrap(), url);
+        }
+        let mars = service_url("acct", "", "Mars").unwrap_err();
+        assert!(mars.contains("names no Azure cloud"));
     }
 
     #[test]
     fn restics_endpoint_suffix() {
         let s = |e: &str, env: &str| endpoint_suffix("acct", e, env);
-        assert_eq!(s("", ""), Ok(None));
-        assert_eq!(s("", "AzurePublicCloud"), Ok(None));
-        assert_eq!(
-            s("", "AzureChinaCloud").unwrap().as_deref(),
-            Some("core.chinacloudapi.cn")
-        );
-        assert_eq!(
-            s("localhost:10000", "").unwrap().as_deref(),
-            Some("localhost:10000")
-        );
-        assert_eq!(
-            s("https://acct.blob.azurestack.example:443/", "")
-                .unwrap()
-                .as_deref(),
-            Some("azurestack.example:443")
-        );
-        assert_eq!(s("https://acct.blob.core.windows.net", ""), Ok(None));
+        for (endpoint, env, suffix) in [
+            ("", "", None),
+            ("", "AzurePublicCloud", None),
+            ("", "AzureChinaCloud", Some("core.chinacloudapi.cn")),
+            ("localhost:10000", "", Some("localhost:10000")),
+            (
+                "https://acct.blob.azurestack.example:443/",
+                "",
+                Some("azurestack.example:443"),
+            ),
+            ("https://acct.blob.core.windows.net", "", None),
+        ] {
+            assert_eq!(
+                s(endpoint, env).unwrap().as_deref(),
+                suffix,
+                "{endpoint} {env}"
+            );
+        }
         let e = s("http://127.0.0.1:10000/acct", "").unwrap_err();
         assert!(e.contains("only at https://acct.blob.<suffix>/"), "{e}");
         assert!(s("https://other.blob.core.windows.net", "").is_err());

@@ -24,18 +24,6 @@ pub enum AzureError {
         status: StatusCode,
         detail: Box<ServiceDetail>,
     },
-    /// Reading the data to upload failed.
-    #[error("reading the data to upload: {0}")]
-    Source(std::io::Error),
-    #[error(
-        "the stream is larger than {} bytes, the most this client puts in {} blocks of {} MiB",
-        super::transfer::MAX_BLOCKS as u64 * super::transfer::BLOCK_SIZE as u64,
-        super::transfer::MAX_BLOCKS, super::transfer::BLOCK_SIZE >> 20
-    )]
-    TooLarge,
-    /// The caller's `cancel` future completed (e.g. SIGTERM).
-    #[error("interrupted ({0})")]
-    Interrupted(String),
     /// A 2xx answer that is not what the Blob service sends.
     #[error("{op} on {url}: unexpected response: {message}")]
     Response {

@@ -16,30 +16,26 @@ use serde_json::Value;
 
 use super::args::Args;
 use super::context::Context;
-use super::data::{self, backup_output, encryption_key, non_empty};
+use super::data::{BackupArgs, backup_output, non_empty};
 use super::error::FunctionError;
 use crate::phase_output::Output;
-use crate::restic::{self, Repository, Target};
+use crate::restic::{self, Target};
 
 const NAME: &str = "BackupData";
 
 pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, FunctionError> {
     let namespace = non_empty(a, "namespace")?;
     let pod = non_empty(a, "pod")?;
-    let container = non_empty(a, "container")?;
-    let include_path = non_empty(a, "includePath")?;
-    let prefix = non_empty(a, "backupArtifactPrefix")?;
-    let key = encryption_key(a)?;
-    let insecure_tls = a.flag("insecureTLS")?;
-    let profile = data::profile(NAME, params, "Failed to validate Profile")?;
-    let repo = Repository::new(&profile, &prefix, &key, insecure_tls);
+    let args = BackupArgs::read(a, params)?;
     let target = Target {
         namespace: &namespace,
         pod: &pod,
-        container: Some(&container),
+        container: Some(&args.container),
     };
-    let b = restic::backup(ctx, NAME, &target, &repo, &include_path)
+    let repo = args.repository(&args.prefix);
+    let b = restic::Restic::new(&ctx.client, NAME, target)
+        .backup(&repo, &args.include_path)
         .await
-        .map_err(|e| restic::wrap(NAME, "Failed to backup data", e))?;
+        .map_err(|e| e.wrap("Failed to backup data"))?;
     Ok(backup_output(&b))
 }

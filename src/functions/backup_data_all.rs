@@ -24,12 +24,11 @@ use serde_json::{Value, json};
 use super::args::Args;
 use super::context::Context;
 use super::data::{
-    self, BackupInfo, OUTPUT_VERSION, encryption_key, non_empty, per_pod_errors, pod_prefix,
-    target_pods,
+    BackupArgs, BackupInfo, OUTPUT_VERSION, non_empty, per_pod_errors, pod_prefix, target_pods,
 };
 use super::error::FunctionError;
 use crate::phase_output::Output;
-use crate::restic::{self, Repository, Target};
+use crate::restic::{self, Target};
 
 const NAME: &str = "BackupDataAll";
 /// Kanister's `BackupDataAllOutput`.
@@ -42,23 +41,21 @@ pub fn backup_all_info(infos: &BTreeMap<String, BackupInfo>) -> String {
 
 pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, FunctionError> {
     let namespace = non_empty(a, "namespace")?;
-    let container = non_empty(a, "container")?;
-    let include_path = non_empty(a, "includePath")?;
-    let prefix = non_empty(a, "backupArtifactPrefix")?;
-    let key = encryption_key(a)?;
-    let insecure_tls = a.flag("insecureTLS")?;
-    let profile = data::profile(NAME, params, "Failed to validate Profile")?;
+    let args = BackupArgs::read(a, params)?;
     let pods = target_pods(a, params, "Failed to get pods")?;
     let results = join_all(pods.iter().map(|pod| {
-        let repo = Repository::new(&profile, &pod_prefix(&prefix, pod), &key, insecure_tls);
-        let (namespace, container, include_path) = (&namespace, &container, &include_path);
+        let repo = args.repository(&pod_prefix(&args.prefix, pod));
+        let (namespace, container, include_path) =
+            (&namespace, &args.container, &args.include_path);
         async move {
             let target = Target {
                 namespace,
                 pod,
                 container: Some(container),
             };
-            restic::backup(ctx, NAME, &target, &repo, include_path).await
+            restic::Restic::new(&ctx.client, NAME, target)
+                .backup(&repo, include_path)
+                .await
         }
     }))
     .await;
@@ -76,7 +73,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
                     },
                 );
             }
-            Err(e) => errors.push((pod.clone(), e)),
+            Err(e) => errors.push((pod.clone(), e.into())),
         }
     }
     if !errors.is_empty() {

@@ -93,18 +93,19 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
     let id = non_empty(a, "backupID")?;
     let mode = stats_mode(a)?;
     let key = encryption_key(a)?;
-    let image = data_pod::image_or_tools(a)?;
-    let extras = data_pod::pod_extras(a, ctx)?;
+    let image = super::data::image_or_tools(a)?;
+    let extras = super::data::pod_extras(a, ctx)?;
     let profile = data::profile(NAME, params, "Failed to validate Profile")?;
     let repo = Repository::new(&profile, &prefix, &key, false);
     let cmd = repo
         .stats_command(&id, &mode)
         .map_err(|e| FunctionError::failed(NAME, e.to_string()))?;
     let opts = extras.options(&namespace, JOB_PREFIX, &image, Default::default());
-    let r = data_pod::run_in(ctx, NAME, &opts, async |target| {
-        restic::exec(ctx, NAME, target, &cmd)
+    let r = data_pod::run_in(ctx.pods(), NAME, &opts, async |target| {
+        restic::Restic::new(&ctx.client, NAME, *target)
+            .exec(&cmd)
             .await
-            .map_err(|e| restic::wrap(NAME, "Failed to get backup stats", e))
+            .map_err(|e| e.wrap("Failed to get backup stats"))
     })
     .await?;
     outputs(&r.stdout, &r.stderr)

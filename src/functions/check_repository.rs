@@ -54,16 +54,18 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
     let prefix = non_empty(a, "backupArtifactPrefix")?;
     let key = encryption_key(a)?;
     let insecure_tls = a.flag("insecureTLS")?;
-    let image = data_pod::image_or_tools(a)?;
-    let extras = data_pod::pod_extras(a, ctx)?;
+    let image = super::data::image_or_tools(a)?;
+    let extras = super::data::pod_extras(a, ctx)?;
     let profile = data::profile(NAME, params, "")?;
     let repo = Repository::new(&profile, &prefix, &key, insecure_tls);
     // Fail on an unusable location before making a pod.
     repo.env()
         .map_err(|e| FunctionError::failed(NAME, e.to_string()))?;
     let opts = extras.options(&ctx.namespace, JOB_PREFIX, &image, Default::default());
-    let check = data_pod::run_in(ctx, NAME, &opts, async |target| {
-        restic::check_repository(ctx, NAME, target, &repo).await
+    let check = data_pod::run_in(ctx.pods(), NAME, &opts, async |target| {
+        restic::Restic::new(&ctx.client, NAME, *target)
+            .check_repository(&repo)
+            .await
     })
     .await?;
     outputs(check)

@@ -40,23 +40,25 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
     let prefix = non_empty(a, "dataArtifactPrefix")?;
     let key = encryption_key(a)?;
     let insecure_tls = a.flag("insecureTLS")?;
-    let image = data_pod::image_or_tools(a)?;
+    let image = super::data::image_or_tools(a)?;
     let mount_point = a
         .opt_string("mountPath")?
         .filter(|s| !s.trim().is_empty())
         .unwrap_or_else(|| default_mount_point(&pvc));
-    let extras = data_pod::pod_extras(a, ctx)?;
+    let extras = super::data::pod_extras(a, ctx)?;
     let profile = data::profile(NAME, params, "Failed to validate Profile")?;
     let repo = Repository::new(&profile, &prefix, &key, insecure_tls);
-    let mount = data_pod::pvc_mount(ctx, NAME, &namespace, &pvc, &mount_point).await?;
+    let mount = data_pod::pvc_mount(&ctx.client, NAME, &namespace, &pvc, &mount_point).await?;
     let opts = extras.options(
         &namespace,
         JOB_PREFIX,
         &image,
         BTreeMap::from([(pvc, mount)]),
     );
-    let b = data_pod::run_in(ctx, NAME, &opts, async |target| {
-        restic::backup(ctx, NAME, target, &repo, &mount_point).await
+    let b = data_pod::run_in(ctx.pods(), NAME, &opts, async |target| {
+        restic::Restic::new(&ctx.client, NAME, *target)
+            .backup(&repo, &mount_point)
+            .await
     })
     .await?;
     let mut out = backup_output(&b);

@@ -33,6 +33,28 @@ pub fn profile(
     })
 }
 
+/// The `image` argument, [`data_pod::tools_image`] when absent or blank.
+pub fn image_or_tools(a: &Args) -> Result<String, FunctionError> {
+    Ok(a.opt_string("image")?
+        .filter(|s| !s.trim().is_empty())
+        .unwrap_or_else(data_pod::tools_image))
+}
+
+/// The podOverride/podLabels/podAnnotations arguments merged with the
+/// ActionSet's, as Kanister's data functions do (see [`data_pod`]).
+pub fn pod_extras(a: &Args, ctx: &Context) -> Result<data_pod::PodExtras, FunctionError> {
+    let pod_override =
+        crate::pods::merge_overrides(a.opt_json_map("podOverride")?, ctx.pod_override.as_ref());
+    let labels = crate::pods::merge_labels(a.opt_string_map("podLabels")?, &ctx.pod_labels);
+    let annotations =
+        crate::pods::merge_labels(a.opt_string_map("podAnnotations")?, &ctx.pod_annotations);
+    Ok(data_pod::PodExtras {
+        pod_override,
+        labels,
+        annotations,
+    })
+}
+
 /// Kanister's `FunctionOutputVersion` value (`kanister.DefaultVersion`).
 pub const OUTPUT_VERSION: &str = "v0.0.0";
 
@@ -223,13 +245,39 @@ pub fn per_pod_errors(
     let lines: Vec<String> = errors
         .into_iter()
         .map(|(pod, e)| {
-            match restic::wrap(function, &format!("Failed to {what} for pod {pod}"), e) {
-                FunctionError::Failed { message, .. } => message,
-                other => other.to_string(),
-            }
+            let inner = crate::pods::without_function(function, e.to_string());
+            format!("Failed to {what} for pod {pod}: {inner}")
         })
         .collect();
     FunctionError::failed(function, lines.join("\n"))
+}
+
+/// What BackupData and BackupDataAll read after the namespace and the pod(s).
+pub struct BackupArgs {
+    pub container: String,
+    pub include_path: String,
+    pub prefix: String,
+    key: String,
+    insecure_tls: bool,
+    profile: Profile,
+}
+
+impl BackupArgs {
+    pub fn read(a: &Args, params: &Value) -> Result<BackupArgs, FunctionError> {
+        Ok(BackupArgs {
+            container: non_empty(a, "container")?,
+            include_path: non_empty(a, "includePath")?,
+            prefix: non_empty(a, "backupArtifactPrefix")?,
+            key: encryption_key(a)?,
+            insecure_tls: a.flag("insecureTLS")?,
+            profile: profile(a.function, params, "Failed to validate Profile")?,
+        })
+    }
+
+    /// The repository at artifact prefix `path`.
+    pub fn repository(&self, path: &str) -> Repository {
+        Repository::new(&self.profile, path, &self.key, self.insecure_tls)
+    }
 }
 
 /// What DeleteData and DeleteDataAll read after the snapshots to forget.
@@ -248,8 +296,8 @@ impl ForgetArgs {
             key: encryption_key(a)?,
             reclaim: a.flag("reclaimSpace")?,
             insecure_tls: a.flag("insecureTLS")?,
-            image: data_pod::image_or_tools(a)?,
-            extras: data_pod::pod_extras(a, ctx)?,
+            image: image_or_tools(a)?,
+            extras: pod_extras(a, ctx)?,
             profile: profile(a.function, params, "")?,
         })
     }
@@ -271,7 +319,7 @@ impl ForgetArgs {
         let opts = self
             .extras
             .options(namespace, job_prefix, &self.image, Default::default());
-        data_pod::run_in(ctx, function, &opts, async |target| {
+        data_pod::run_in(ctx.pods(), function, &opts, async |target| {
             forget_all(ctx, function, target, snapshots, self.reclaim).await
         })
         .await
@@ -288,19 +336,19 @@ async fn forget_all(
     snapshots: &[(Repository, Snapshot)],
     reclaim: bool,
 ) -> Result<Output, FunctionError> {
+    let restic = restic::Restic::new(&ctx.client, function, *target);
     let mut freed = 0i64;
     for (repo, snap) in snapshots {
         let id = match snap {
             Snapshot::Id(id) => id.clone(),
-            Snapshot::Tag(tag) => {
-                restic::snapshot_id_by_tag(ctx, function, target, repo, tag).await?
-            }
+            Snapshot::Tag(tag) => restic.snapshot_id_by_tag(repo, tag).await?,
         };
-        restic::forget(ctx, function, target, repo, &id).await?;
+        restic.forget(repo, &id).await?;
         if reclaim {
-            let s = restic::prune(ctx, function, target, repo)
+            let s = restic
+                .prune(repo)
                 .await
-                .map_err(|e| restic::wrap(function, "Error executing prune command", e))?;
+                .map_err(|e| e.wrap("Error executing prune command"))?;
             freed += restic::parse_restic_size_bytes(&s);
         }
     }

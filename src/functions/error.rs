@@ -21,20 +21,6 @@ pub enum FunctionError {
         arg: String,
         message: String,
     },
-    /// A phase-output line that could not be decoded.
-    #[error("{function}: failed to parse phase output: {message}")]
-    Output {
-        function: &'static str,
-        message: String,
-    },
-    /// A Kubernetes API call failed.
-    #[error("{function}: {action}: {}", crate::kube_error::Describe(source))]
-    Kube {
-        function: &'static str,
-        action: String,
-        #[source]
-        source: kube::Error,
-    },
     /// An RDS call or wait failed; `context` says what the function was doing (Kanister's words).
     #[error("{function}: {context}: {source}")]
     Rds {
@@ -49,6 +35,9 @@ pub enum FunctionError {
         function: &'static str,
         message: String,
     },
+    /// A pod the function made or used (or a Kubernetes call) failed.
+    #[error(transparent)]
+    Pod(#[from] crate::pods::PodError),
 }
 
 impl FunctionError {
@@ -84,10 +73,6 @@ impl FunctionError {
         action: impl Into<String>,
         source: kube::Error,
     ) -> Self {
-        FunctionError::Kube {
-            function,
-            action: action.into(),
-            source,
-        }
+        FunctionError::Pod(crate::pods::PodError::kube(function, action, source))
     }
 }

@@ -38,7 +38,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
     let subnet_group = a
         .opt_string("dbSubnetGroup")?
         .unwrap_or_else(|| "default".into());
-    let extras = data_pod::pod_extras(a, ctx)?;
+    let extras = super::data::pod_extras(a, ctx)?;
     let databases = rds::yaml_list(NAME, a.args, "databases")?;
     let groups = rds::yaml_list(NAME, a.args, "securityGroupID")?;
     if engine != dump::POSTGRES_ENGINE {

@@ -23,6 +23,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>) -> Result<Output, FunctionError> {
     let pod = a.string("pod")?;
     let container = a.opt_string("container")?.filter(|c| !c.is_empty());
     let command = a.string_list("command")?;
-    let r = exec(ctx, NAME, &namespace, &pod, container.as_deref(), &command).await?;
-    r.phase_output(NAME)
+    let (ns, container) = (&namespace, container.as_deref());
+    let r = exec(&ctx.client, NAME, ns, &pod, container, &command, None).await?;
+    Ok(r.phase_output(NAME)?)
 }

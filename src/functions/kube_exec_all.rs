@@ -39,7 +39,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>) -> Result<Output, FunctionError> {
     let results = join_all(jobs.map(|(p, c)| {
         let command = &command;
         let namespace = &namespace;
-        async move { exec(ctx, NAME, namespace, p, Some(c), command).await }
+        async move { exec(&ctx.client, NAME, namespace, p, Some(c), command, None).await }
     }))
     .await;
     let mut out = Output::new();

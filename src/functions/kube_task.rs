@@ -42,8 +42,8 @@ pub async fn run(ctx: &Context, a: &Args<'_>) -> Result<Output, FunctionError> {
         pod_override.as_ref(),
     )
     .map_err(|m| FunctionError::arg(NAME, "podOverride", m.to_string()))?;
-    let (log, _) = run_pod(ctx, NAME, &namespace, pod).await?;
-    log.output(NAME)
+    let (log, _) = run_pod(ctx.pods(), NAME, &namespace, pod).await?;
+    Ok(log.output(NAME)?)
 }
 
 /// The task pod Kanister would create.

@@ -63,8 +63,8 @@ pub async fn run(ctx: &Context, a: &Args<'_>) -> Result<Output, FunctionError> {
     let pod_override = merge_overrides(a.opt_json_map("podOverride")?, actionset_override.as_ref());
     let pod = pod(&spec, labels, annotations, pod_override.as_ref())
         .map_err(|m| FunctionError::arg(NAME, "podOverride", m.to_string()))?;
-    let (log, _) = pod::run_pod(ctx, NAME, &spec.namespace, pod).await?;
-    log.output(NAME)
+    let (log, _) = pod::run_pod(ctx.pods(), NAME, &spec.namespace, pod).await?;
+    Ok(log.output(NAME)?)
 }
 
 /// Arguments in Kanister's order of decoding (and error reporting).

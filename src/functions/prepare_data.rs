@@ -95,8 +95,8 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
         pod_override.as_ref(),
     )
     .map_err(|m| FunctionError::arg(NAME, "podOverride", m.to_string()))?;
-    let (log, _) = pod::run_pod_to_end(ctx, NAME, &namespace, pod, fail_on_error).await?;
-    log.output(NAME)
+    let (log, _) = pod::run_pod_to_end(ctx.pods(), NAME, &namespace, pod, fail_on_error).await?;
+    Ok(log.output(NAME)?)
 }
 
 /// Why PrepareData has no volumes to mount.

@@ -30,7 +30,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
     let namespace = non_empty(a, "namespace")?;
     let image = non_empty(a, "image")?;
     let prefix = non_empty(a, "backupArtifactPrefix")?;
-    let extras = data_pod::pod_extras(a, ctx)?;
+    let extras = super::data::pod_extras(a, ctx)?;
     let restore_path = restore_path(a)?;
     let key = encryption_key(a)?;
     let pod = a.opt_string("pod")?.unwrap_or_default();
@@ -50,14 +50,16 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
     } else {
         vols
     };
-    let volumes = data_pod::pvc_mounts(ctx, NAME, &namespace, &vols).await?;
+    let volumes = data_pod::pvc_mounts(&ctx.client, NAME, &namespace, &vols).await?;
     let opts = extras.options(&namespace, JOB_PREFIX, &image, volumes);
-    let r = data_pod::run_in(ctx, NAME, &opts, async |target| {
-        restic::restore(ctx, NAME, target, &repo, &snapshot, &restore_path).await
+    let r = data_pod::run_in(ctx.pods(), NAME, &opts, async |target| {
+        restic::Restic::new(&ctx.client, NAME, *target)
+            .restore(&repo, &snapshot, &restore_path)
+            .await
     })
     .await?;
-    r.phase_output(NAME)
-        .map_err(|e| restic::wrap(NAME, "Failed to parse phase output", e))
+    Ok(r.phase_output(NAME)
+        .map_err(|e| e.wrap("Failed to parse phase output"))?)
 }
 
 #[cfg(test)]

@@ -75,16 +75,18 @@ async fn restore_pod(
     let vols = fetch_pod_volumes(pod, job.params).map_err(|e| {
         FunctionError::failed(NAME, format!("Failed to get volumes of pod {pod}: {e}"))
     })?;
-    let volumes = data_pod::pvc_mounts(job.ctx, NAME, job.namespace, &vols).await?;
+    let volumes = data_pod::pvc_mounts(&job.ctx.client, NAME, job.namespace, &vols).await?;
     let opts = job
         .extras
         .options(job.namespace, JOB_PREFIX, job.image, volumes);
     let snapshot = Snapshot::Id(id);
-    data_pod::run_in(job.ctx, NAME, &opts, async |target| {
-        restic::restore(job.ctx, NAME, target, repo, &snapshot, job.restore_path).await
+    let r = data_pod::run_in(job.ctx.pods(), NAME, &opts, async |target| {
+        restic::Restic::new(&job.ctx.client, NAME, *target)
+            .restore(repo, &snapshot, job.restore_path)
+            .await
     })
-    .await?
-    .phase_output(NAME)
+    .await?;
+    Ok(r.phase_output(NAME)?)
 }
 
 pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, FunctionError> {
@@ -92,7 +94,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
     let image = non_empty(a, "image")?;
     let prefix = non_empty(a, "backupArtifactPrefix")?;
     let infos = parse_backup_info(NAME, &a.string("backupInfo")?)?;
-    let extras = data_pod::pod_extras(a, ctx)?;
+    let extras = super::data::pod_extras(a, ctx)?;
     let restore_path = restore_path(a)?;
     let key = encryption_key(a)?;
     let insecure_tls = a.flag("insecureTLS")?;

@@ -22,7 +22,6 @@ use super::rds::{self, dump, instance};
 use crate::aws::rds::{RdsClient, Waits, error, wait};
 use crate::param::profile::Profile;
 use crate::phase_output::Output;
-use crate::pods::helper as data_pod;
 
 const NAME: &str = "RestoreRDSSnapshot";
 /// Kanister's instance of a restored Aurora cluster.
@@ -36,7 +35,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>, params: &Value) -> Result<Output, 
     let subnet_group = a
         .opt_string("dbSubnetGroup")?
         .unwrap_or_else(|| "default".into());
-    let extras = data_pod::pod_extras(a, ctx)?;
+    let extras = super::data::pod_extras(a, ctx)?;
     let groups = rds::yaml_list(NAME, a.args, "securityGroupID")?;
     // Without a snapshot: the dump's arguments are required.
     let dump_args = if snapshot_id.is_empty() {

@@ -9,21 +9,23 @@ use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use http::{HeaderMap, Method, StatusCode};
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::Full;
 
 use super::auth::{self, Token};
 use super::error::{error_message, hint};
 use super::{GcsError, GcsProfile, ServiceKey};
 use crate::aws::download::Download;
-use crate::aws::exchange::{HttpClient, http_client};
+use crate::aws::exchange::{Answer, HttpClient, Limits, http_client, send};
 use crate::aws::sigv4::uri_encode;
 use crate::objectstore::keys_under;
 
 pub use super::upload::CHUNK;
 
 /// Time one exchange may take; largest whole answer read.
-const TIMEOUT: Duration = Duration::from_secs(120);
-const MAX_BODY: usize = 16 << 20;
+const LIMITS: Limits = Limits {
+    timeout: Duration::from_secs(120),
+    max_body: 16 << 20,
+};
 const ATTEMPTS: u32 = 3;
 /// A token is renewed this long before it expires.
 const TOKEN_MARGIN: Duration = Duration::from_secs(300);
@@ -38,10 +40,18 @@ pub(super) struct Req<'a> {
     pub bucket: &'a str,
 }
 
-/// A 2xx answer: read whole, or (asked to stream) its body still to read.
-pub(super) enum Answer {
-    Whole { headers: HeaderMap, body: Bytes },
-    Open(http::Response<hyper::body::Incoming>),
+impl<'a> Req<'a> {
+    /// A request without headers or body.
+    pub fn new(op: &'static str, method: Method, url: String, bucket: &'a str) -> Self {
+        Req {
+            op,
+            method,
+            url,
+            headers: vec![],
+            body: Bytes::new(),
+            bucket,
+        }
+    }
 }
 
 /// A GCS client for one Profile.
@@ -131,8 +141,10 @@ impl GcsClient {
                 .header("content-length", body.len())
                 .body(Full::new(body.clone()))
                 .map_err(|e| fail(e.to_string()))?;
-            match self.roundtrip(request, false).await {
-                Ok((status, _, Some(b))) => {
+            match send(&self.http, request, LIMITS, false).await {
+                Ok(Answer::Whole {
+                    status, body: b, ..
+                }) => {
                     if status.is_server_error() {
                         last = format!("{} {}", status.as_u16(), error_message(&b));
                         continue;
@@ -144,45 +156,11 @@ impl GcsClient {
                     *cached = Some((token, Instant::now() + life));
                     return Ok(value);
                 }
-                Ok(_) => unreachable!("not asked to stream"),
-                Err(m) => last = m,
+                Ok(Answer::Open(_)) => unreachable!("not asked to stream"),
+                Err(f) => last = f.message(),
             }
         }
         Err(failed(last, false))
-    }
-
-    /// Sends `request`; the answer's status, headers and (unless a 2xx to stream) body.
-    async fn roundtrip(
-        &self,
-        request: http::Request<Full<Bytes>>,
-        stream: bool,
-    ) -> Result<
-        (
-            StatusCode,
-            Result<HeaderMap, http::Response<hyper::body::Incoming>>,
-            Option<Bytes>,
-        ),
-        String,
-    > {
-        tokio::time::timeout(TIMEOUT, async {
-            let resp =
-                self.http.request(request).await.map_err(|e| {
-                    crate::aws::tls::tls_hint(crate::kube_error::describe_chain(&e))
-                })?;
-            let status = resp.status();
-            if stream && status.is_success() {
-                return Ok((status, Err(resp), None));
-            }
-            let headers = resp.headers().clone();
-            let body = Limited::new(resp.into_body(), MAX_BODY)
-                .collect()
-                .await
-                .map_err(|e| format!("reading the response: {e}"))?
-                .to_bytes();
-            Ok((status, Ok(headers), Some(body)))
-        })
-        .await
-        .unwrap_or_else(|_| Err(format!("no answer within {} s", TIMEOUT.as_secs())))
     }
 
     /// One authorized exchange, tried again on transient failures when `retry`.
@@ -224,31 +202,28 @@ impl GcsClient {
         let request = rb
             .body(Full::new(req.body.clone()))
             .map_err(|e| GcsError::Config(format!("{} {}: {e}", req.op, req.url)))?;
-        let (status, headers, body) =
-            self.roundtrip(request, stream)
-                .await
-                .map_err(|message| GcsError::Transport {
+        let answer = send(&self.http, request, LIMITS, stream)
+            .await
+            .map_err(|f| GcsError::Transport {
+                op: req.op,
+                url: req.url.clone(),
+                message: f.message(),
+            })?;
+        match answer {
+            // A resumable upload's chunk is answered 308 with more to send.
+            Answer::Whole { status, body, .. }
+                if !status.is_success() && status != StatusCode::PERMANENT_REDIRECT =>
+            {
+                Err(GcsError::Service {
                     op: req.op,
                     url: req.url.clone(),
-                    message,
-                })?;
-        // A resumable upload's chunk is answered 308 with more to send.
-        if status.is_success() || status == StatusCode::PERMANENT_REDIRECT {
-            return Ok(match headers {
-                Err(open) => Answer::Open(open),
-                Ok(headers) => Answer::Whole {
-                    headers,
-                    body: body.unwrap_or_default(),
-                },
-            });
+                    status,
+                    message: error_message(&body),
+                    hint: hint(status, req.op, req.bucket, &self.key.client_email),
+                })
+            }
+            ok => Ok(ok),
         }
-        Err(GcsError::Service {
-            op: req.op,
-            url: req.url.clone(),
-            status,
-            message: error_message(&body.unwrap_or_default()),
-            hint: hint(status, req.op, req.bucket, &self.key.client_email),
-        })
     }
 
     pub(super) async fn whole(
@@ -257,7 +232,7 @@ impl GcsClient {
         retry: bool,
     ) -> Result<(HeaderMap, Bytes), GcsError> {
         match self.send(req, false, retry).await? {
-            Answer::Whole { headers, body } => Ok((headers, body)),
+            Answer::Whole { headers, body, .. } => Ok((headers, body)),
             Answer::Open(_) => unreachable!("not asked to stream"),
         }
     }
@@ -278,14 +253,7 @@ impl GcsClient {
             }
             let (_, body) = self
                 .whole(
-                    Req {
-                        op: "ListObjects",
-                        method: Method::GET,
-                        url: url.clone(),
-                        headers: vec![],
-                        body: Bytes::new(),
-                        bucket,
-                    },
+                    Req::new("ListObjects", Method::GET, url.clone(), bucket),
                     true,
                 )
                 .await?;
@@ -311,18 +279,9 @@ impl GcsClient {
 
     /// Deletes one object; one that is already gone counts as deleted.
     pub async fn delete_object(&self, bucket: &str, key: &str) -> Result<(), GcsError> {
+        let url = self.object_url(bucket, key);
         let r = self
-            .whole(
-                Req {
-                    op: "DeleteObject",
-                    method: Method::DELETE,
-                    url: self.object_url(bucket, key),
-                    headers: vec![],
-                    body: Bytes::new(),
-                    bucket,
-                },
-                true,
-            )
+            .whole(Req::new("DeleteObject", Method::DELETE, url, bucket), true)
             .await;
         match r {
             Err(e) if e.is_not_found() => {
@@ -341,19 +300,8 @@ impl GcsClient {
             self.base,
             uri_encode(bucket, false)
         );
-        self.whole(
-            Req {
-                op: "ListObjects",
-                method: Method::GET,
-                url,
-                headers: vec![],
-                body: Bytes::new(),
-                bucket,
-            },
-            true,
-        )
-        .await
-        .map(|_| ())
+        let req = Req::new("ListObjects", Method::GET, url, bucket);
+        self.whole(req, true).await.map(|_| ())
     }
 
     /// Deletes `path` and every object below it (`path/...`, never `path-other`); returns how
@@ -369,14 +317,7 @@ impl GcsClient {
     /// The object's body, left to read.
     pub async fn get_object(&self, bucket: &str, key: &str) -> Result<Download, GcsError> {
         let url = format!("{}?alt=media", self.object_url(bucket, key));
-        let req = Req {
-            op: "GetObject",
-            method: Method::GET,
-            url: url.clone(),
-            headers: vec![],
-            body: Bytes::new(),
-            bucket,
-        };
+        let req = Req::new("GetObject", Method::GET, url.clone(), bucket);
         match self.send(req, true, true).await? {
             Answer::Open(resp) => {
                 let transcoded = resp.headers().contains_key(http::header::CONTENT_ENCODING);

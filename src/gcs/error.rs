@@ -38,10 +38,6 @@ pub enum GcsError {
         url: String,
         message: String,
     },
-    #[error("reading the data to upload: {0}")]
-    Source(std::io::Error),
-    #[error("interrupted ({0})")]
-    Interrupted(String),
 }
 
 impl GcsError {

@@ -1,7 +1,5 @@
-//! Uploads: one `uploadType=media` request below [`CHUNK`], else a resumable upload in
-//! [`CHUNK`]s (memory stays bounded), cancelled when anything fails so no object appears.
-
-use std::future::Future;
+//! Uploads ([`Upload`] of a [`GcsClient`], driven by [`crate::aws::upload`]): one `uploadType=media` request below
+//! [`CHUNK`], else a resumable upload in [`CHUNK`]s, cancelled when anything fails.
 
 use bytes::Bytes;
 use http::Method;
@@ -9,8 +7,8 @@ use tokio::io::AsyncRead;
 
 use super::GcsError;
 use super::client::{GcsClient, Req};
-use crate::aws::s3::transfer::read_part;
 use crate::aws::sigv4::uri_encode;
+use crate::aws::upload::{Parts, Upload, UploadError, read_part};
 
 /// Upload chunk size: a multiple of 256 KiB, as resumable uploads require.
 pub const CHUNK: usize = 8 << 20;
@@ -33,93 +31,46 @@ pub fn check_object_name(name: &str) -> Result<(), String> {
     ))
 }
 
-impl GcsClient {
-    /// Uploads everything `src` yields to `key`; returns the bytes uploaded. When `cancel`
-    /// completes first, a started resumable upload is cancelled and the result is
-    /// [`GcsError::Interrupted`] with what `cancel` gave.
-    pub async fn upload<R, C>(
-        &self,
-        bucket: &str,
-        key: &str,
-        src: &mut R,
-        cancel: C,
-    ) -> Result<u64, GcsError>
-    where
-        R: AsyncRead + Unpin,
-        C: Future<Output = String>,
-    {
-        check_object_name(key).map_err(GcsError::Config)?;
-        let mut cancel = std::pin::pin!(cancel);
-        let first = tokio::select! {
-            r = read_part(src, CHUNK) => r.map_err(GcsError::Source)?,
-            why = &mut cancel => return Err(GcsError::Interrupted(why)),
-        };
-        if first.len() < CHUNK {
-            let n = first.len() as u64;
-            let url = format!(
-                "{}/upload/storage/v1/b/{}/o?uploadType=media&name={}",
-                self.base_url(),
-                uri_encode(bucket, false),
-                uri_encode(key, false)
-            );
-            let req = Req {
-                op: "UploadObject",
-                method: Method::POST,
-                url,
-                headers: vec![("content-type", "application/octet-stream".into())],
-                body: first,
-                bucket,
-            };
-            tokio::select! {
-                r = self.whole(req, true) => r?,
-                why = &mut cancel => return Err(GcsError::Interrupted(why)),
-            };
-            return Ok(n);
-        }
-        let session = tokio::select! {
-            r = self.start_resumable(bucket, key) => r?,
-            why = &mut cancel => return Err(GcsError::Interrupted(why)),
-        };
-        let result = tokio::select! {
-            r = self.upload_chunks(bucket, &session, first, src) => r,
-            why = &mut cancel => Err(GcsError::Interrupted(why)),
-        };
-        if result.is_err() {
-            // Cancelling the session leaves no object (GCS answers 499 to it).
-            let req = Req {
-                op: "CancelUpload",
-                method: Method::DELETE,
-                url: session,
-                headers: vec![],
-                body: Bytes::new(),
-                bucket,
-            };
-            let _ = self.send(req, false, false).await;
-        }
-        result
+impl Upload<'_, GcsClient> {
+    fn url(&self, upload_type: &str) -> String {
+        format!(
+            "{}/upload/storage/v1/b/{}/o?uploadType={upload_type}&name={}",
+            self.client.base_url(),
+            uri_encode(self.bucket, false),
+            uri_encode(self.key, false)
+        )
+    }
+}
+
+impl Parts for Upload<'_, GcsClient> {
+    type Error = GcsError;
+    /// The resumable upload's session URL.
+    type Session = String;
+
+    fn part_size(&self, _: u32) -> usize {
+        CHUNK
     }
 
-    /// Starts a resumable upload; its session URL.
-    async fn start_resumable(&self, bucket: &str, key: &str) -> Result<String, GcsError> {
-        let url = format!(
-            "{}/upload/storage/v1/b/{}/o?uploadType=resumable&name={}",
-            self.base_url(),
-            uri_encode(bucket, false),
-            uri_encode(key, false)
-        );
-        let (headers, _) = self
-            .whole(
-                Req {
-                    op: "StartUpload",
-                    method: Method::POST,
-                    url: url.clone(),
-                    headers: vec![("x-upload-content-type", "application/octet-stream".into())],
-                    body: Bytes::new(),
-                    bucket,
-                },
-                true,
-            )
-            .await?;
+    fn check(&self) -> Result<(), GcsError> {
+        check_object_name(self.key).map_err(GcsError::Config)
+    }
+
+    async fn put(&self, body: Bytes) -> Result<(), GcsError> {
+        let req = Req {
+            headers: vec![("content-type", "application/octet-stream".into())],
+            body,
+            ..Req::new("UploadObject", Method::POST, self.url("media"), self.bucket)
+        };
+        self.client.whole(req, true).await.map(|_| ())
+    }
+
+    async fn start(&self) -> Result<String, GcsError> {
+        let url = self.url("resumable");
+        let req = Req {
+            headers: vec![("x-upload-content-type", "application/octet-stream".into())],
+            ..Req::new("StartUpload", Method::POST, url.clone(), self.bucket)
+        };
+        let (headers, _) = self.client.whole(req, true).await?;
         headers
             .get(http::header::LOCATION)
             .and_then(|v| v.to_str().ok())
@@ -131,36 +82,38 @@ impl GcsClient {
             })
     }
 
-    /// The chunks of a resumable upload, from `first`; the last one names the total.
-    async fn upload_chunks<R: AsyncRead + Unpin>(
+    /// The chunks, from `first`; the next is read before one is sent, as the last one names
+    /// the total.
+    async fn send_parts<R: AsyncRead + Unpin>(
         &self,
-        bucket: &str,
-        session: &str,
+        session: &String,
         first: Bytes,
         src: &mut R,
-    ) -> Result<u64, GcsError> {
+    ) -> Result<u64, UploadError<GcsError>> {
         let mut sent = 0u64;
         let mut current = first;
         loop {
-            let next = read_part(src, CHUNK).await.map_err(GcsError::Source)?;
+            let next = read_part(src, CHUNK).await.map_err(UploadError::Source)?;
             let len = current.len() as u64;
             let last = next.is_empty();
-            let range = content_range(sent, len, last);
             let req = Req {
-                op: "UploadChunk",
-                method: Method::PUT,
-                url: session.to_string(),
-                headers: vec![("content-range", range)],
+                headers: vec![("content-range", content_range(sent, len, last))],
                 body: current,
-                bucket,
+                ..Req::new("UploadChunk", Method::PUT, session.clone(), self.bucket)
             };
-            self.whole(req, false).await?;
+            self.client.whole(req, false).await?;
             sent += len;
             if last {
                 return Ok(sent);
             }
             current = next;
         }
+    }
+
+    /// Cancelling the session leaves no object (GCS answers 499 to it).
+    async fn abandon(&self, session: &String) {
+        let req = Req::new("CancelUpload", Method::DELETE, session.clone(), self.bucket);
+        let _ = self.client.send(req, false, false).await;
     }
 }
 

@@ -11,6 +11,7 @@ use super::azure::{self, AzureProfile};
 use super::{S3Profile, delete_path};
 use crate::aws::download::Download;
 use crate::aws::s3::S3Client;
+use crate::aws::upload::{Upload, upload};
 use crate::azure::AzureClient;
 use crate::gcs::{self, GcsClient, GcsProfile};
 use crate::param::profile::{LOCATION_AZURE, LOCATION_GCS, Profile};
@@ -79,21 +80,17 @@ impl StoreClient {
 
     /// Uploads all of `src` to `key` in bounded memory; nothing appears under the key unless
     /// all of it was uploaded. `cancel` completing stops the upload.
-    pub async fn upload<R, C>(
+    pub async fn upload(
         &self,
         bucket: &str,
         key: &str,
-        src: &mut R,
-        cancel: C,
-    ) -> Result<u64, StoreError>
-    where
-        R: AsyncRead + Unpin,
-        C: Future<Output = String>,
-    {
+        src: &mut (impl AsyncRead + Unpin),
+        cancel: impl Future<Output = String>,
+    ) -> Result<u64, StoreError> {
         Ok(match self {
-            StoreClient::S3(c) => c.upload(bucket, key, src, cancel).await?,
-            StoreClient::Gcs(c) => c.upload(bucket, key, src, cancel).await?,
-            StoreClient::Azure(c) => c.upload(bucket, key, src, cancel).await?,
+            StoreClient::S3(c) => upload(&Upload::new(c, bucket, key), src, cancel).await?,
+            StoreClient::Gcs(c) => upload(&Upload::new(c, bucket, key), src, cancel).await?,
+            StoreClient::Azure(c) => upload(&Upload::new(c, bucket, key), src, cancel).await?,
         })
     }
 

@@ -9,7 +9,7 @@
 //!   pod of the phase that was running and re-attaches to it
 //!   ([`super::run_pod`]);
 //! - its `<namespace>/<name>` is handed to the executor right after the
-//!   create ([`crate::functions::context::StepHook`]), which records it in the ActionSet: after a
+//!   create ([`crate::step::StepHook`]), which records it in the ActionSet: after a
 //!   restart, a pod recorded but gone was deleted or evicted (the phase
 //!   fails), a pod never recorded nor found was never created (the phase
 //!   runs);
@@ -26,11 +26,33 @@
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, PostParams};
 
-use crate::functions::context::{ActionSetRef, Context, ControllerIdentity, StepEvent, note};
-use crate::functions::error::FunctionError;
+use super::PodError;
 use crate::model::labels::{
     ANNOTATION_ACTIONSET, LABEL_ACTIONSET_NAMESPACE, LABEL_ACTIONSET_UID, LABEL_PHASE,
 };
+use crate::step::{ActionSetRef, ControllerIdentity, StepEvent};
+
+/// What creating a pod needs from the running action: the cluster, the ActionSet step it is
+/// created for (labels, a resumed step's pod, the step hook) and the controller's identity.
+#[derive(Clone, Copy)]
+pub struct PodEnv<'a> {
+    pub client: &'a kube::Client,
+    pub actionset: Option<&'a ActionSetRef>,
+    pub controller: Option<&'a ControllerIdentity>,
+}
+
+impl<'a> PodEnv<'a> {
+    /// The ActionSet, when running one of its phases.
+    pub fn phase(&self) -> Option<&'a ActionSetRef> {
+        self.actionset.filter(|a| !a.phase.is_empty())
+    }
+
+    async fn note(&self, event: StepEvent) {
+        if let Some(a) = self.actionset {
+            a.note(event).await;
+        }
+    }
+}
 
 /// Adds the ActionSet link and, in the controller's namespace, the
 /// controller's ServiceAccount (unless the pod names one already).
@@ -69,31 +91,27 @@ pub fn stamp(
 /// Creates `pod` (stamped, see [`stamp`]) in `namespace`; the guard deletes
 /// it when dropped unless [`PodGuard::delete`] ran first.
 pub async fn create(
-    ctx: &Context,
+    env: PodEnv<'_>,
     function: &'static str,
     namespace: &str,
     mut pod: Pod,
-) -> Result<(Api<Pod>, String, PodGuard), FunctionError> {
-    stamp(
-        &mut pod,
-        namespace,
-        ctx.actionset.as_ref(),
-        ctx.controller.as_ref(),
-    );
-    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
+) -> Result<(Api<Pod>, String, PodGuard), PodError> {
+    stamp(&mut pod, namespace, env.actionset, env.controller);
+    let api: Api<Pod> = Api::namespaced(env.client.clone(), namespace);
     let created = api
         .create(&PostParams::default(), &pod)
         .await
         .map_err(|e| {
-            FunctionError::kube(
+            PodError::kube(
                 function,
                 format!("creating pod in namespace {namespace}"),
                 e,
             )
         })?;
     let name = created.metadata.name.clone().unwrap_or_default();
-    let guard = PodGuard::for_step(ctx, api.clone(), name.clone());
-    note(ctx, StepEvent::PodCreated(format!("{namespace}/{name}"))).await;
+    let guard = PodGuard::for_step(env, api.clone(), name.clone());
+    env.note(StepEvent::PodCreated(format!("{namespace}/{name}")))
+        .await;
     Ok((api, name, guard))
 }
 
@@ -105,23 +123,23 @@ pub async fn create(
 /// evicted while no controller watched it: re-creating it would run the
 /// work twice).
 pub async fn find_resumed(
-    ctx: &Context,
+    env: PodEnv<'_>,
     function: &'static str,
     namespace: &str,
-) -> Result<Option<(Api<Pod>, String, PodGuard)>, FunctionError> {
-    let Some(a) = ctx.actionset.as_ref().filter(|a| !a.phase.is_empty()) else {
+) -> Result<Option<(Api<Pod>, String, PodGuard)>, PodError> {
+    let Some(a) = env.phase() else {
         return Ok(None);
     };
     let Some(recorded) = a.resume.as_ref() else {
         return Ok(None);
     };
-    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
+    let api: Api<Pod> = Api::namespaced(env.client.clone(), namespace);
     let selector = format!("{LABEL_ACTIONSET_UID}={},{LABEL_PHASE}={}", a.uid, a.phase);
     let pods = api
         .list(&kube::api::ListParams::default().labels(&selector))
         .await
         .map_err(|e| {
-            FunctionError::kube(
+            PodError::kube(
                 function,
                 format!("looking for the pod of the resumed phase in namespace {namespace}"),
                 e,
@@ -134,11 +152,11 @@ pub async fn find_resumed(
     if let Some(p) = live.next() {
         let name = p.metadata.name.clone().unwrap_or_default();
         tracing::info!(pod = %name, namespace, "re-attached to the pod of a phase that ran across a controller restart");
-        let guard = PodGuard::for_step(ctx, api.clone(), name.clone());
+        let guard = PodGuard::for_step(env, api.clone(), name.clone());
         let full = format!("{namespace}/{name}");
         // Created but not recorded (the restart came in between): record it.
         if !recorded.contains(&full) {
-            note(ctx, StepEvent::PodCreated(full)).await;
+            env.note(StepEvent::PodCreated(full)).await;
         }
         return Ok(Some((api, name, guard)));
     }
@@ -148,7 +166,7 @@ pub async fn find_resumed(
         } else {
             "is being deleted"
         };
-        return Err(FunctionError::failed(
+        return Err(PodError::failed(
             function,
             format!(
                 "the controller restarted while this phase ran, and its pod {gone} {why}: the phase was not re-run because it may not be idempotent"
@@ -180,14 +198,11 @@ impl PodGuard {
         }
     }
 
-    /// The guard of a pod `ctx`'s step created: outside an executor's step (no step hook
+    /// The guard of a pod `env`'s step created: outside an executor's step (no step hook
     /// records the pod) as [`PodGuard::new`]; inside, dropping it leaves the pod to the
     /// executor.
-    pub fn for_step(ctx: &Context, api: Api<Pod>, name: String) -> Self {
-        let recorded = ctx
-            .actionset
-            .as_ref()
-            .is_some_and(|a| !a.phase.is_empty() && a.on_step.is_some());
+    pub fn for_step(env: PodEnv<'_>, api: Api<Pod>, name: String) -> Self {
+        let recorded = env.phase().is_some_and(|a| a.on_step.is_some());
         PodGuard {
             api,
             name: Some(name),

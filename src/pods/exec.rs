@@ -7,8 +7,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use kube::api::{Api, AttachParams};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::functions::context::Context;
-use crate::functions::error::FunctionError;
+use super::PodError;
 use crate::phase_output as output;
 use crate::phase_output::Output;
 
@@ -25,9 +24,9 @@ pub struct ExecResult {
 
 impl ExecResult {
     /// The phase output of stdout (an invalid `###Phase-output###:` line is an error).
-    pub fn phase_output(&self, function: &'static str) -> Result<Output, FunctionError> {
+    pub fn phase_output(&self, function: &'static str) -> Result<Output, PodError> {
         match &self.output_error {
-            Some(e) => Err(FunctionError::Output {
+            Some(e) => Err(PodError::Output {
                 function,
                 message: e.to_string(),
             }),
@@ -103,44 +102,30 @@ pub fn outcome(
     }
 }
 
-/// Exec `command` in `pod` (container: the given one, else the pod's first).
+/// Exec `command` in `pod` (container: the given one, else the pod's first); with `stdin`,
+/// writes it to the command's standard input, then closes it: for what must not be on the
+/// command line (visible in the API server's audit log and the node's process list),
+/// credentials.
 pub async fn exec(
-    ctx: &Context,
-    function: &'static str,
-    namespace: &str,
-    pod: &str,
-    container: Option<&str>,
-    command: &[String],
-) -> Result<ExecResult, FunctionError> {
-    exec_with_stdin(ctx, function, namespace, pod, container, command, None).await
-}
-
-/// [`exec`] that writes `stdin` to the command's standard input, then closes
-/// it. For what must not be on the command line (visible in the API
-/// server's audit log and the node's process list): credentials.
-pub async fn exec_with_stdin(
-    ctx: &Context,
+    client: &kube::Client,
     function: &'static str,
     namespace: &str,
     pod: &str,
     container: Option<&str>,
     command: &[String],
     stdin: Option<&[u8]>,
-) -> Result<ExecResult, FunctionError> {
-    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
+) -> Result<ExecResult, PodError> {
+    let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
     let container = match container {
         Some(c) => c.to_string(),
         None => {
             let p = api.get(pod).await.map_err(|e| {
-                FunctionError::kube(function, format!("getting pod {namespace}/{pod}"), e)
+                PodError::kube(function, format!("getting pod {namespace}/{pod}"), e)
             })?;
             p.spec
                 .and_then(|s| s.containers.first().map(|c| c.name.clone()))
                 .ok_or_else(|| {
-                    FunctionError::failed(
-                        function,
-                        format!("pod {namespace}/{pod} has no containers"),
-                    )
+                    PodError::failed(function, format!("pod {namespace}/{pod} has no containers"))
                 })?
         }
     };
@@ -150,9 +135,10 @@ pub async fn exec_with_stdin(
         .stdin(stdin.is_some())
         .stdout(true)
         .stderr(true);
-    let mut attached = api.exec(pod, command.to_vec(), &ap).await.map_err(|e| {
-        FunctionError::kube(function, format!("Failed to exec command in {place}"), e)
-    })?;
+    let mut attached = api
+        .exec(pod, command.to_vec(), &ap)
+        .await
+        .map_err(|e| PodError::kube(function, format!("Failed to exec command in {place}"), e))?;
     let mut in_w = attached.stdin();
     let write_in = async {
         if let (Some(w), Some(data)) = (in_w.as_mut(), stdin) {
@@ -188,7 +174,7 @@ pub async fn exec_with_stdin(
     };
     match outcome(status.as_ref(), joined) {
         Ok(()) => Ok(result),
-        Err(what) => Err(FunctionError::failed(
+        Err(what) => Err(PodError::failed(
             function,
             failure_message(&place, &what.to_string(), &result),
         )),

@@ -17,10 +17,7 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kube::api::Api;
 use serde_json::{Map, Value, json};
 
-use crate::functions::args::Args;
-use crate::functions::context::Context;
-use crate::functions::error::FunctionError;
-use crate::pods::{self as pod, CONTAINER, PodGuard};
+use crate::pods::{self as pod, CONTAINER, PodEnv, PodError, PodGuard};
 use crate::restic::Target;
 
 /// The image Kanister uses when a data function gets none
@@ -33,13 +30,6 @@ pub fn tools_image() -> String {
         .ok()
         .filter(|s| !s.trim().is_empty())
         .unwrap_or_else(|| DEFAULT_TOOLS_IMAGE.to_string())
-}
-
-/// The `image` argument, [`tools_image`] when absent or blank.
-pub fn image_or_tools(a: &Args) -> Result<String, FunctionError> {
-    Ok(a.opt_string("image")?
-        .filter(|s| !s.trim().is_empty())
-        .unwrap_or_else(tools_image))
 }
 
 /// One PVC mounted into the helper pod (Kanister's `kube.VolumeMountOptions`).
@@ -69,20 +59,6 @@ pub struct PodExtras {
     pub pod_override: Option<Map<String, Value>>,
     pub labels: BTreeMap<String, String>,
     pub annotations: BTreeMap<String, String>,
-}
-
-/// The podOverride/podLabels/podAnnotations arguments merged with the
-/// ActionSet's, as Kanister's data functions do (see module docs).
-pub fn pod_extras(a: &Args, ctx: &Context) -> Result<PodExtras, FunctionError> {
-    let pod_override =
-        pod::merge_overrides(a.opt_json_map("podOverride")?, ctx.pod_override.as_ref());
-    let labels = pod::merge_labels(a.opt_string_map("podLabels")?, &ctx.pod_labels);
-    let annotations = pod::merge_labels(a.opt_string_map("podAnnotations")?, &ctx.pod_annotations);
-    Ok(PodExtras {
-        pod_override,
-        labels,
-        annotations,
-    })
 }
 
 impl PodExtras {
@@ -154,15 +130,15 @@ pub fn helper_pod(opts: &PodOptions) -> Result<Pod, pod::InvalidPod> {
 /// to retrieve PVC. Namespace <ns>, Name <pvc>: …"); it is mounted read-only
 /// when its access modes include ReadOnlyMany (`PVCContainsReadOnlyAccessMode`).
 pub async fn pvc_mount(
-    ctx: &Context,
+    client: &kube::Client,
     function: &'static str,
     namespace: &str,
     pvc: &str,
     mount_path: &str,
-) -> Result<VolumeMount, FunctionError> {
-    let api: Api<PersistentVolumeClaim> = Api::namespaced(ctx.client.clone(), namespace);
+) -> Result<VolumeMount, PodError> {
+    let api: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), namespace);
     let claim = api.get(pvc).await.map_err(|e| {
-        FunctionError::kube(
+        PodError::kube(
             function,
             format!("Failed to retrieve PVC. Namespace {namespace}, Name {pvc}"),
             e,
@@ -181,14 +157,14 @@ pub async fn pvc_mount(
 
 /// [`pvc_mount`] of each PVC → mount path of `volumes`.
 pub async fn pvc_mounts(
-    ctx: &Context,
+    client: &kube::Client,
     function: &'static str,
     namespace: &str,
     volumes: &BTreeMap<String, String>,
-) -> Result<BTreeMap<String, VolumeMount>, FunctionError> {
+) -> Result<BTreeMap<String, VolumeMount>, PodError> {
     let mut mounts = BTreeMap::new();
     for (pvc, mount_path) in volumes {
-        let mount = pvc_mount(ctx, function, namespace, pvc, mount_path).await?;
+        let mount = pvc_mount(client, function, namespace, pvc, mount_path).await?;
         mounts.insert(pvc.clone(), mount);
     }
     Ok(mounts)
@@ -222,13 +198,15 @@ impl HelperPod {
 /// for Pod <name> to be ready: …" (Kanister's wording); the pod is deleted
 /// again when it never gets ready.
 pub async fn start(
-    ctx: &Context,
+    env: PodEnv<'_>,
     function: &'static str,
     opts: &PodOptions,
-) -> Result<HelperPod, FunctionError> {
-    let pod =
-        helper_pod(opts).map_err(|m| FunctionError::arg(function, "podOverride", m.to_string()))?;
-    let (api, name, guard) = pod::create(ctx, function, &opts.namespace, pod).await?;
+) -> Result<HelperPod, PodError> {
+    let pod = helper_pod(opts).map_err(|m| PodError::Override {
+        function,
+        message: m.to_string(),
+    })?;
+    let (api, name, guard) = pod::create(env, function, &opts.namespace, pod).await?;
     let helper = HelperPod {
         namespace: opts.namespace.clone(),
         name: name.clone(),
@@ -238,7 +216,7 @@ pub async fn start(
         Ok(()) => Ok(helper),
         Err(why) => {
             helper.delete().await;
-            Err(FunctionError::failed(
+            Err(PodError::failed(
                 function,
                 format!("Failed while waiting for Pod {name} to be ready: {why}"),
             ))
@@ -248,13 +226,13 @@ pub async fn start(
 
 /// Runs `work` in a new helper pod of `opts` (where to exec restic) and deletes the pod
 /// afterwards, also when `work` fails.
-pub async fn run_in<T>(
-    ctx: &Context,
+pub async fn run_in<T, E: From<PodError>>(
+    env: PodEnv<'_>,
     function: &'static str,
     opts: &PodOptions,
-    work: impl AsyncFnOnce(&Target<'_>) -> Result<T, FunctionError>,
-) -> Result<T, FunctionError> {
-    let helper = start(ctx, function, opts).await?;
+    work: impl AsyncFnOnce(&Target<'_>) -> Result<T, E>,
+) -> Result<T, E> {
+    let helper = start(env, function, opts).await?;
     let result = work(&helper.target()).await;
     helper.delete().await;
     result

@@ -6,6 +6,7 @@
 //! function's arguments and steps.
 
 mod create;
+mod error;
 mod exec;
 pub mod helper;
 pub mod quantity;
@@ -15,8 +16,9 @@ mod spec;
 mod wait;
 pub mod workload;
 
-pub use create::{PodGuard, create, find_resumed, stamp};
-pub use exec::{ExecResult, exec, exec_with_stdin, failure_message, outcome};
+pub use create::{PodEnv, PodGuard, create, find_resumed, stamp};
+pub use error::{PodError, without_function};
+pub use exec::{ExecResult, exec, failure_message, outcome};
 pub use run::{PodLog, run_pod, run_pod_to_end};
 pub use spec::{
     CONTAINER, InvalidPod, build_pod, json_merge, merge_labels, merge_overrides, strategic_merge,

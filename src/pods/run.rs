@@ -5,9 +5,7 @@
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, LogParams};
 
-use super::{create, find_resumed, wait_finished};
-use crate::functions::context::Context;
-use crate::functions::error::FunctionError;
+use super::{PodEnv, PodError, create, find_resumed, wait_finished};
 use crate::phase_output as output;
 use crate::phase_output::Output;
 
@@ -19,29 +17,29 @@ use crate::phase_output::Output;
 /// instead of creating one. Returns the log and the finished pod; a failed pod
 /// is an error "Failed while waiting for Pod to complete".
 pub async fn run_pod(
-    ctx: &Context,
+    env: PodEnv<'_>,
     function: &'static str,
     namespace: &str,
     pod: Pod,
-) -> Result<(PodLog, Pod), FunctionError> {
-    run_pod_to_end(ctx, function, namespace, pod, true).await
+) -> Result<(PodLog, Pod), PodError> {
+    run_pod_to_end(env, function, namespace, pod, true).await
 }
 
 /// [`run_pod`], where a failed pod is an error only if `fail_on_error`
 /// (otherwise its log and the pod are returned as for a successful one).
 pub async fn run_pod_to_end(
-    ctx: &Context,
+    env: PodEnv<'_>,
     function: &'static str,
     namespace: &str,
     pod: Pod,
     fail_on_error: bool,
-) -> Result<(PodLog, Pod), FunctionError> {
-    let (api, name, guard) = match find_resumed(ctx, function, namespace).await? {
+) -> Result<(PodLog, Pod), PodError> {
+    let (api, name, guard) = match find_resumed(env, function, namespace).await? {
         Some(found) => found,
-        None => create(ctx, function, namespace, pod).await?,
+        None => create(env, function, namespace, pod).await?,
     };
     let result = finish(&api, function, namespace, &name, fail_on_error).await;
-    if ctx.actionset.as_ref().is_some_and(|a| !a.phase.is_empty()) {
+    if env.phase().is_some() {
         // The executor deletes it once the phase's result is recorded: a
         // restart in between re-attaches to it instead of finding it gone.
         guard.keep();
@@ -61,8 +59,8 @@ pub struct PodLog {
 
 impl PodLog {
     /// The phase output (an invalid `###Phase-output###:` line is an error).
-    pub fn output(self, function: &'static str) -> Result<Output, FunctionError> {
-        self.output.map_err(|e| FunctionError::Output {
+    pub fn output(self, function: &'static str) -> Result<Output, PodError> {
+        self.output.map_err(|e| PodError::Output {
             function,
             message: e.to_string(),
         })
@@ -108,7 +106,7 @@ async fn finish(
     namespace: &str,
     name: &str,
     fail_on_error: bool,
-) -> Result<(PodLog, Pod), FunctionError> {
+) -> Result<(PodLog, Pod), PodError> {
     let pod = wait_finished(api, function, namespace, name).await?;
     let container = pod
         .spec
@@ -133,10 +131,10 @@ async fn finish(
                 msg.push_str(&format!("; last log lines:\n{}", tail.join("\n")));
             }
         }
-        return Err(FunctionError::failed(function, msg));
+        return Err(PodError::failed(function, msg));
     }
     let log = log.map_err(|e| {
-        FunctionError::failed(
+        PodError::failed(
             function,
             format!("reading the log of pod {namespace}/{name} container {container}: {e}"),
         )

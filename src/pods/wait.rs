@@ -8,7 +8,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
 
-use crate::functions::error::FunctionError;
+use super::PodError;
 
 /// How long a task pod may stay Pending (Kanister: `TIMEOUT_WORKER_POD_READY`, minutes, default 15).
 pub fn ready_timeout() -> Duration {
@@ -42,7 +42,7 @@ pub async fn wait_finished(
     function: &'static str,
     namespace: &str,
     name: &str,
-) -> Result<Pod, FunctionError> {
+) -> Result<Pod, PodError> {
     let ready_deadline = tokio::time::Instant::now() + ready_timeout();
     let mut delay = Duration::from_millis(100);
     // Since when the API server has not answered: the pod runs on without it for a while.
@@ -51,7 +51,7 @@ pub async fn wait_finished(
         let pod = match api.get(name).await {
             Ok(pod) => pod,
             Err(kube::Error::Api(s)) if s.code == 404 => {
-                return Err(FunctionError::failed(
+                return Err(PodError::failed(
                     function,
                     format!(
                         "Failed while waiting for Pod {namespace}/{name} to complete: the pod is gone (deleted while the phase ran)"
@@ -63,7 +63,7 @@ pub async fn wait_finished(
             Err(e) if crate::kube_error::is_transient(&e) || refused_for_now(&e) => {
                 let since = *unreachable_since.get_or_insert_with(tokio::time::Instant::now);
                 if since.elapsed() >= API_OUTAGE_LIMIT {
-                    return Err(FunctionError::kube(
+                    return Err(PodError::kube(
                         function,
                         format!(
                             "getting pod {namespace}/{name} (failing for {}s)",
@@ -77,7 +77,7 @@ pub async fn wait_finished(
                 continue;
             }
             Err(e) => {
-                return Err(FunctionError::kube(
+                return Err(PodError::kube(
                     function,
                     format!("getting pod {namespace}/{name}"),
                     e,
@@ -95,7 +95,7 @@ pub async fn wait_finished(
                         && let Some(reason) = w.reason.as_deref()
                         && FATAL_WAITING.contains(&reason)
                     {
-                        return Err(FunctionError::failed(
+                        return Err(PodError::failed(
                             function,
                             format!(
                                 "Failed while waiting for Pod {namespace}/{name} to be ready: container {:?} is waiting: {reason}: {}",
@@ -106,7 +106,7 @@ pub async fn wait_finished(
                     }
                 }
                 if tokio::time::Instant::now() >= ready_deadline {
-                    return Err(FunctionError::failed(
+                    return Err(PodError::failed(
                         function,
                         format!(
                             "Failed while waiting for Pod {namespace}/{name} to be ready: still {} after {:?} (set TIMEOUT_WORKER_POD_READY, in minutes, to wait longer)",

@@ -294,17 +294,8 @@ pub(super) async fn create_runs(
             }
         }
         if !runs.iter().any(|r| r.name == run.name) {
-            runs.push(RunRecord {
-                name: run.name.clone(),
-                scheduled_time: run.scheduled_time,
-                state: RunState::Pending,
-                defer_state: None,
-                trigger: run.trigger,
-                ours: true,
-                delete_for: None,
-                verify_for: None,
-                verified: None,
-            });
+            let (at, pending) = (run.scheduled_time, RunState::Pending);
+            runs.push(RunRecord::new(&run.name, at, pending, run.trigger));
         }
     }
     for run in &created {

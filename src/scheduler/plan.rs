@@ -110,6 +110,26 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
+    /// A run this schedule created for the tick `at`, not a delete action or a verification.
+    pub fn new(
+        name: &str,
+        scheduled_time: DateTime<Utc>,
+        state: RunState,
+        trigger: Trigger,
+    ) -> Self {
+        RunRecord {
+            name: name.into(),
+            scheduled_time,
+            state,
+            defer_state: None,
+            trigger,
+            ours: true,
+            delete_for: None,
+            verify_for: None,
+            verified: None,
+        }
+    }
+
     /// A backup run of this schedule (not a delete action or a verification).
     pub fn is_backup(&self) -> bool {
         self.ours && self.trigger.is_backup()
@@ -512,17 +532,12 @@ pub mod fixtures {
 
     /// A scheduled run of this schedule at `at`.
     pub fn run(name: &str, at: &str, state: RunState) -> RunRecord {
-        RunRecord {
-            name: name.into(),
-            scheduled_time: t(at),
-            state,
-            defer_state: None,
-            trigger: Trigger::Scheduled,
-            ours: true,
-            delete_for: None,
-            verify_for: None,
-            verified: None,
-        }
+        run_at(name, t(at), state)
+    }
+
+    /// [`run`] at a time.
+    pub fn run_at(name: &str, at: DateTime<Utc>, state: RunState) -> RunRecord {
+        RunRecord::new(name, at, state, Trigger::Scheduled)
     }
 }
 
@@ -547,6 +562,15 @@ mod tests {
         plan_db(s, st, window, &[], None)
     }
 
+    /// [`plan_idle`] of an hourly schedule with the default [`settings`].
+    fn hourly_idle(window: [&str; 2]) -> Plan {
+        plan_idle(
+            &Schedule::parse("0 * * * *", None).unwrap(),
+            &settings(),
+            window,
+        )
+    }
+
     fn settings() -> PlanSettings {
         PlanSettings {
             suspend: false,
@@ -561,24 +585,14 @@ mod tests {
 
     #[test]
     fn nothing_due_before_first_tick() {
-        let s = Schedule::parse("0 * * * *", None).unwrap();
-        let p = plan_idle(
-            &s,
-            &settings(),
-            ["2026-06-01T00:00:00Z", "2026-06-01T00:59:59Z"],
-        );
+        let p = hourly_idle(["2026-06-01T00:00:00Z", "2026-06-01T00:59:59Z"]);
         assert!(p.create.is_empty() && p.skips.is_empty());
         assert_eq!(p.next, Some(t("2026-06-01T01:00:00Z")));
     }
 
     #[test]
     fn on_time_tick_creates_named_run() {
-        let s = Schedule::parse("0 * * * *", None).unwrap();
-        let p = plan_idle(
-            &s,
-            &settings(),
-            ["2026-06-01T00:00:00Z", "2026-06-01T01:00:00.2Z"],
-        );
+        let p = hourly_idle(["2026-06-01T00:00:00Z", "2026-06-01T01:00:00.2Z"]);
         assert_eq!(
             p.create,
             vec![NewRun {
@@ -594,12 +608,7 @@ mod tests {
 
     #[test]
     fn downtime_runs_latest_and_reports_missed() {
-        let s = Schedule::parse("0 * * * *", None).unwrap();
-        let p = plan_idle(
-            &s,
-            &settings(),
-            ["2026-06-01T00:00:00Z", "2026-06-01T05:10:00Z"],
-        );
+        let p = hourly_idle(["2026-06-01T00:00:00Z", "2026-06-01T05:10:00Z"]);
         assert_eq!(p.create.len(), 1);
         assert_eq!(p.create[0].scheduled_time, t("2026-06-01T05:00:00Z"));
         assert_eq!(p.skips.len(), 1);
@@ -712,24 +721,13 @@ mod tests {
         // 02:30 Europe/Berlin does not exist on 2026-03-29: no run that day,
         // and it is not reported as missed either (there was no tick).
         let s = Schedule::parse("30 2 * * *", Some("Europe/Berlin")).unwrap();
-        let p = plan_idle(
-            &s,
-            &settings(),
-            ["2026-03-28T01:30:00Z", "2026-03-29T12:00:00Z"],
-        );
+        let st = settings();
+        let p = plan_idle(&s, &st, ["2026-03-28T01:30:00Z", "2026-03-29T12:00:00Z"]);
         assert!(p.create.is_empty() && p.skips.is_empty());
         assert_eq!(p.next, Some(t("2026-03-30T00:30:00Z")));
         // Fall-back 2026-10-25: 02:30 happens twice; two distinct runs.
-        let a = plan_idle(
-            &s,
-            &settings(),
-            ["2026-10-24T00:30:00Z", "2026-10-25T00:30:05Z"],
-        );
-        let b = plan_idle(
-            &s,
-            &settings(),
-            ["2026-10-25T00:30:00Z", "2026-10-25T01:30:05Z"],
-        );
+        let a = plan_idle(&s, &st, ["2026-10-24T00:30:00Z", "2026-10-25T00:30:05Z"]);
+        let b = plan_idle(&s, &st, ["2026-10-25T00:30:00Z", "2026-10-25T01:30:05Z"]);
         assert_eq!(a.create[0].name, "db-20261025003000");
         assert_eq!(b.create[0].name, "db-20261025013000");
     }

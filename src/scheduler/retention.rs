@@ -277,17 +277,13 @@ pub fn preview_next(
     }
     let mut with_next = runs.to_vec();
     if let Some(next) = next {
-        with_next.push(RunRecord {
-            name: "\u{0}next".into(),
-            scheduled_time: next,
-            state: RunState::Complete,
-            defer_state: None,
-            trigger: Trigger::Scheduled,
-            ours: true,
-            delete_for: None,
-            verify_for: None,
-            verified: None,
-        });
+        let complete = RunState::Complete;
+        with_next.push(RunRecord::new(
+            "\u{0}next",
+            next,
+            complete,
+            Trigger::Scheduled,
+        ));
     }
     // Active runs are assumed to complete too.
     for r in with_next.iter_mut() {
@@ -327,21 +323,11 @@ fn describe(p: &Policy) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scheduler::plan::fixtures::t;
+    use crate::scheduler::plan::fixtures::{run_at, t};
     use chrono::Duration;
 
     fn rec(i: usize, at: DateTime<Utc>, state: RunState) -> RunRecord {
-        RunRecord {
-            name: format!("r{i:04}"),
-            scheduled_time: at,
-            state,
-            defer_state: None,
-            trigger: Trigger::Scheduled,
-            ours: true,
-            delete_for: None,
-            verify_for: None,
-            verified: None,
-        }
+        run_at(&format!("r{i:04}"), at, state)
     }
 
     fn policy(keep_last: u32) -> Policy {
@@ -530,30 +516,26 @@ mod tests {
     }
 
     #[test]
-    fn preview_never_lists_an_active_run() {
-        // keepLast=0: once the next run completes, it alone is kept. The
-        // running run would only go once it ends: not listed. The newest
-        // complete one now is listed (it is no longer newest then).
+    fn previews_never_list_an_active_run() {
         let start = t("2026-06-01T00:00:00Z");
-        let mut runs = hourly(3, start);
-        runs[0].state = RunState::Running;
         let p = policy(0);
-        assert_eq!(removed(&select(&runs, &p)), vec!["r0001"]);
-        let next = preview_next(&runs, &p, Some(start + Duration::hours(3)));
-        assert_eq!(names(&next), ["r0002"]);
-    }
-
-    #[test]
-    fn without_a_next_tick_the_preview_is_what_the_active_runs_completion_rotates() {
-        // Suspended: no tick comes, but the running run still completes and
-        // rotates (keepLast=0: r0001 is then no longer the newest).
-        let start = t("2026-06-01T00:00:00Z");
-        let mut runs = hourly(3, start);
-        runs[2].state = RunState::Running;
-        let p = policy(0);
-        assert_eq!(removed(&select(&runs, &p)), vec!["r0000"]);
-        assert_eq!(names(&preview_next(&runs, &p, None)), ["r0001"]);
+        // (the running run, removed now, the next tick, the preview), keepLast=0:
+        // - a tick comes: once the next run completes, it alone is kept. The running run would
+        //   only go once it ends: not listed. The newest complete one now is listed (it is no
+        //   longer newest then);
+        // - suspended, no tick comes: the running run still completes and rotates (r0001 is
+        //   then no longer the newest).
+        let tick = Some(start + Duration::hours(3));
+        for (running, now, next, preview) in
+            [(0, "r0001", tick, "r0002"), (2, "r0000", None, "r0001")]
+        {
+            let mut runs = hourly(3, start);
+            runs[running].state = RunState::Running;
+            assert_eq!(removed(&select(&runs, &p)), vec![now]);
+            assert_eq!(names(&preview_next(&runs, &p, next)), [preview]);
+        }
         // Nothing active and no tick: nothing would rotate.
+        let mut runs = hourly(3, start);
         runs[2].state = RunState::Failed;
         assert!(preview_next(&runs, &p, None).is_empty());
     }

@@ -345,6 +345,11 @@ fn skip<'a>(mut value: &'a str, mut prefix: &str) -> Option<&'a str> {
     Some(value)
 }
 
+/// [`getnum`] of a number in `range`.
+fn getnum_in(v: &str, fixed: bool, range: std::ops::RangeInclusive<u32>) -> Option<(u32, &str)> {
+    getnum(v, fixed).filter(|(n, _)| range.contains(n))
+}
+
 /// Go `time.ParseInLocation(layout, value, time.Local)` with Local = UTC.
 pub fn parse(layout: &str, value: &str) -> Option<GoTime> {
     let (mut year, mut month, mut day, mut hour, mut min, mut sec, mut nsec) =
@@ -384,12 +389,7 @@ pub fn parse(layout: &str, value: &str) -> Option<GoTime> {
                 v = r;
             }
             Std::NumMonth | Std::ZeroMonth => {
-                let (m, r) = getnum(v, std == Std::ZeroMonth)?;
-                if m == 0 || m > 12 {
-                    return None;
-                }
-                month = m;
-                v = r;
+                (month, v) = getnum_in(v, std == Std::ZeroMonth, 1..=12)?;
             }
             Std::WeekDay | Std::LongWeekDay => {
                 let names: Vec<&str> = if std == Std::WeekDay {
@@ -403,9 +403,7 @@ pub fn parse(layout: &str, value: &str) -> Option<GoTime> {
                 if std == Std::UnderDay && v.starts_with(' ') {
                     v = &v[1..];
                 }
-                let (d, r) = getnum(v, std == Std::ZeroDay)?;
-                day = d;
-                v = r;
+                (day, v) = getnum(v, std == Std::ZeroDay)?;
             }
             Std::UnderYearDay | Std::ZeroYearDay => {
                 let mut w = v;
@@ -419,36 +417,16 @@ pub fn parse(layout: &str, value: &str) -> Option<GoTime> {
                 v = r;
             }
             Std::Hour => {
-                let (h, r) = getnum(v, false)?;
-                if h >= 24 {
-                    return None;
-                }
-                hour = h;
-                v = r;
+                (hour, v) = getnum_in(v, false, 0..=23)?;
             }
             Std::Hour12 | Std::ZeroHour12 => {
-                let (h, r) = getnum(v, std == Std::ZeroHour12)?;
-                if h > 12 {
-                    return None;
-                }
-                hour = h;
-                v = r;
+                (hour, v) = getnum_in(v, std == Std::ZeroHour12, 0..=12)?;
             }
             Std::Minute | Std::ZeroMinute => {
-                let (m, r) = getnum(v, std == Std::ZeroMinute)?;
-                if m >= 60 {
-                    return None;
-                }
-                min = m;
-                v = r;
+                (min, v) = getnum_in(v, std == Std::ZeroMinute, 0..=59)?;
             }
             Std::Second | Std::ZeroSecond => {
-                let (s, r) = getnum(v, std == Std::ZeroSecond)?;
-                if s >= 60 {
-                    return None;
-                }
-                sec = s;
-                v = r;
+                (sec, v) = getnum_in(v, std == Std::ZeroSecond, 0..=59)?;
                 // A fractional second in the value but not in the layout.
                 let next_is_frac = matches!(
                     next_std(layout),
@@ -492,37 +470,22 @@ pub fn parse(layout: &str, value: &str) -> Option<GoTime> {
                     _ => return None,
                 };
                 let w = &v[1..];
-                let (h, m, s, r) = match variant {
-                    0 => {
-                        let (h, r) = getdigits(w, 2)?;
-                        let (m, r) = getdigits(r, 2)?;
-                        let (s, r) = getdigits(r, 2)?;
-                        (h, m, s, r)
-                    }
-                    1 => {
-                        let (h, r) = getdigits(w, 2)?;
-                        let r = r.strip_prefix(':')?;
-                        let (m, r) = getdigits(r, 2)?;
-                        let r = r.strip_prefix(':')?;
-                        let (s, r) = getdigits(r, 2)?;
-                        (h, m, s, r)
-                    }
-                    2 => {
-                        let (h, r) = getdigits(w, 2)?;
-                        let (m, r) = getdigits(r, 2)?;
-                        (h, m, 0, r)
-                    }
-                    3 => {
-                        let (h, r) = getdigits(w, 2)?;
-                        let r = r.strip_prefix(':')?;
-                        let (m, r) = getdigits(r, 2)?;
-                        (h, m, 0, r)
-                    }
-                    _ => {
-                        let (h, r) = getdigits(w, 2)?;
-                        (h, 0, 0, r)
-                    }
+                // Hours, then minutes and seconds as the variant has them.
+                let (fields, colons) = match variant {
+                    0 => (3, false),
+                    1 => (3, true),
+                    2 => (2, false),
+                    3 => (2, true),
+                    _ => (1, false),
                 };
+                let (mut hms, mut r) = ([0i64; 3], w);
+                for (i, x) in hms.iter_mut().take(fields).enumerate() {
+                    if i > 0 && colons {
+                        r = r.strip_prefix(':')?;
+                    }
+                    (*x, r) = getdigits(r, 2)?;
+                }
+                let [h, m, s] = hms;
                 if h > 24 || m > 60 || s > 60 {
                     return None;
                 }
@@ -652,5 +615,28 @@ mod tests {
         assert!(parse("héllo wörld ünïcode", "").is_none());
         let t = from_unix(0);
         assert_eq!(format(&t, "é2006ü01ï02"), "é1970ü01ï01");
+    }
+
+    #[test]
+    fn numeric_zone_offsets_in_each_layout_form() {
+        for (layout, value, east) in [
+            ("15 -070000", "10 +013007", 5407),
+            ("15 -07:00:00", "10 -01:30:07", -5407),
+            ("15 -0700", "10 +0130", 5400),
+            ("15 -07:00", "10 +01:30", 5400),
+            ("15 -07", "10 -02", -7200),
+            ("15 Z07:00", "10 +01:30", 5400),
+        ] {
+            let t = parse(layout, value).unwrap_or_else(|| panic!("{layout} {value}"));
+            assert_eq!(t.dt.offset().local_minus_utc(), east, "{layout} {value}");
+        }
+        assert!(parse("15 Z07:00", "10 Z").is_some());
+        for (layout, value) in [
+            ("15 -07:00", "10 +0130"),
+            ("15 -0700", "10 +25"),
+            ("15 -07", "10 +2"),
+        ] {
+            assert!(parse(layout, value).is_none(), "{layout} {value}");
+        }
     }
 }

@@ -93,8 +93,8 @@ async fn backup_restore_delete_on_gcs() -> anyhow::Result<()> {
     // LocationDelete of the repository, by the controller's own client.
     let siblings = format!("{ns}/backup-other/keep");
     let gcs_client = gcs::client(BUCKET);
-    gcs_client
-        .upload(BUCKET, &siblings, &mut &b"x"[..], std::future::pending())
+    let sibling = blueprint_operator::aws::upload::Upload::new(&gcs_client, BUCKET, &siblings);
+    blueprint_operator::aws::upload::upload(&sibling, &mut &b"x"[..], std::future::pending())
         .await?;
     let artifact = format!("{BUCKET}/{prefix}");
     t.call("LocationDelete", json!({ "artifact": artifact }))

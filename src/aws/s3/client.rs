@@ -12,7 +12,7 @@ use http::{Method, StatusCode};
 
 use super::{DEFAULT_REGION, S3Error};
 use crate::aws::exchange::{
-    self, Answer, Failure, HttpClient, Limits, Request, Signer, endpoint_parts, http_client,
+    self, Answer, Failure, HttpClient, Limits, Request, Signer, http_client, store_endpoint,
 };
 use crate::aws::sigv4::{Credentials, canonical_query, sha256_hex, uri_encode};
 use crate::aws::xml::{self, DeleteFailure, ListPage, ServiceError};
@@ -96,19 +96,13 @@ impl S3Client {
             e if e.contains("://") => e.to_string(),
             e => format!("https://{e}"),
         };
-        let (uri, scheme, authority) = endpoint_parts(
+        let (scheme, authority, base_path) = store_endpoint(
             &endpoint,
             &format!("the Profile's location.endpoint {:?}", cfg.endpoint),
             "http://minio.example:9000",
+            &cfg.endpoint,
         )
         .map_err(S3Error::Config)?;
-        if uri.query().is_some() {
-            return Err(S3Error::Config(format!(
-                "the Profile's location.endpoint {:?} must not have a query string",
-                cfg.endpoint
-            )));
-        }
-        let base_path = uri.path().trim_end_matches('/').to_string();
         let client =
             http_client(scheme == "https", cfg.skip_ssl_verify).map_err(S3Error::Config)?;
         Ok(S3Client {
@@ -178,9 +172,9 @@ impl S3Client {
         p
     }
 
-    /// One signed exchange; returns the 2xx body or the decoded error.
+    /// One signed exchange; returns the 2xx headers and body or the decoded error.
     #[allow(clippy::too_many_arguments)]
-    async fn send(
+    pub(super) async fn send(
         &self,
         op: &'static str,
         method: Method,
@@ -189,7 +183,7 @@ impl S3Client {
         query: &[(&str, &str)],
         extra: &[(&str, String)],
         body: Bytes,
-    ) -> Result<Bytes, S3Error> {
+    ) -> Result<(http::HeaderMap, Bytes), S3Error> {
         let req = Exchange {
             op,
             method,
@@ -199,7 +193,7 @@ impl S3Client {
             extra,
         };
         match self.exchange(&req, body, false).await? {
-            Reply::Whole { body, .. } => Ok(body),
+            Reply::Whole { headers, body } => Ok((headers, body)),
             Reply::Open { .. } => unreachable!("not asked to stream"),
         }
     }
@@ -337,16 +331,9 @@ impl S3Client {
         if let Some(m) = &max {
             q.push(("max-keys", m));
         }
-        let body = self
-            .send(
-                "ListObjectsV2",
-                Method::GET,
-                bucket,
-                None,
-                &q,
-                &[],
-                Bytes::new(),
-            )
+        let op = "ListObjectsV2";
+        let (_, body) = self
+            .send(op, Method::GET, bucket, None, &q, &[], Bytes::new())
             .await?;
         xml::parse_list_page(&String::from_utf8_lossy(&body)).map_err(|source| S3Error::Document {
             op: "ListObjectsV2",
@@ -431,13 +418,14 @@ impl S3Client {
             ("x-amz-checksum-sha256", checksum),
             ("x-amz-sdk-checksum-algorithm", "SHA256".to_string()),
         ];
-        let out = self
+        let query = [("delete", "")];
+        let (_, out) = self
             .send(
                 "DeleteObjects",
                 Method::POST,
                 bucket,
                 None,
-                &[("delete", "")],
+                &query,
                 &extra,
                 body,
             )

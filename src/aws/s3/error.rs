@@ -128,66 +128,90 @@ mod tests {
     use super::*;
     use crate::aws::xml::parse_error;
 
+    /// The error a store at `endpoint` answered `body` with to `op` on `url`.
+    fn service(
+        op: &'static str,
+        url: &str,
+        status: StatusCode,
+        body: &str,
+        bucket: &str,
+    ) -> S3Error {
+        let endpoint = url.splitn(4, '/').take(3).collect::<Vec<_>>().join("/");
+        S3Error::Service {
+            op,
+            url: url.into(),
+            status,
+            error: Box::new(parse_error(status, body)),
+            bucket: bucket.into(),
+            endpoint,
+        }
+    }
+
     #[test]
     fn error_documents_become_clear_errors() {
-        let body = r#"<?xml version="1.0" encoding="UTF-8"?>
-<Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist</Message>
-<BucketName>missing-bucket</BucketName><RequestId>4442587FB7D0A2F9</RequestId></Error>"#;
-        // The document's decoding is tested with aws::xml; here, what the error says.
-        let se = parse_error(StatusCode::NOT_FOUND, body);
-        let e = S3Error::Service {
-            op: "ListObjectsV2",
-            url: "http://127.0.0.1:9000/missing-bucket?list-type=2".into(),
-            status: StatusCode::NOT_FOUND,
-            error: Box::new(se),
-            bucket: "missing-bucket".into(),
-            endpoint: "http://127.0.0.1:9000".into(),
-        };
-        let m = e.to_string();
-        assert!(
-            m.starts_with("ListObjectsV2 on http://127.0.0.1:9000/missing-bucket?list-type=2: 404 NoSuchBucket: The specified bucket does not exist"),
-            "{m}"
-        );
-        assert!(m.contains("check the Profile's location.bucket"), "{m}");
-        assert_eq!(e.code(), Some("NoSuchBucket"));
-
-        let wrong_key = parse_error(
-            StatusCode::FORBIDDEN,
-            "<Error><Code>InvalidAccessKeyId</Code><Message>The AWS Access Key Id you provided does not exist in our records.</Message></Error>",
-        );
-        assert!(hint(&wrong_key, "ListObjectsV2", "b", "e").contains("access key ID"));
-        let wrong_secret = parse_error(
-            StatusCode::FORBIDDEN,
-            "<Error><Code>SignatureDoesNotMatch</Code><Message>The request signature we calculated does not match</Message></Error>",
-        );
-        assert!(hint(&wrong_secret, "ListObjectsV2", "b", "e").contains("secret access key"));
-        let region = parse_error(
-            StatusCode::BAD_REQUEST,
-            "<Error><Code>AuthorizationHeaderMalformed</Code><Message>the region 'us-east-1' is wrong; expecting 'eu-west-1'</Message><Region>eu-west-1</Region></Error>",
-        );
-        assert!(hint(&region, "ListObjectsV2", "b", "e").contains("location.region to eu-west-1"));
-        // A strict store refusing a malformed request: the request and the store's words.
-        let e = S3Error::Service {
-            op: "PutObject",
-            url: "http://s3.test/b/k".into(),
-            status: StatusCode::LENGTH_REQUIRED,
-            error: Box::new(parse_error(
+        // The document's decoding is tested with aws::xml; here, what the error says: the
+        // request, the store's words, what to check. Last, a strict store refusing a malformed
+        // request.
+        for (op, url, status, body, start, then) in [
+            (
+                "ListObjectsV2",
+                "http://127.0.0.1:9000/missing-bucket?list-type=2",
+                StatusCode::NOT_FOUND,
+                crate::aws::xml::tests::NO_SUCH_BUCKET,
+                "ListObjectsV2 on http://127.0.0.1:9000/missing-bucket?list-type=2: 404 NoSuchBucket: The specified bucket does not exist",
+                "does not exist at http://127.0.0.1:9000; check the Profile's location.bucket",
+            ),
+            (
+                "PutObject",
+                "http://s3.test/b/k",
                 StatusCode::LENGTH_REQUIRED,
                 "Content-Length required",
-            )),
-            bucket: "b".into(),
-            endpoint: "http://s3.test".into(),
-        };
-        let m = e.to_string();
-        assert!(
-            m.starts_with("PutObject on http://s3.test/b/k: 411 HTTP411: Content-Length required (the store found no Content-Length on the PutObject request"),
-            "{m}"
+                "PutObject on http://s3.test/b/k: 411 HTTP411: Content-Length required (the store found no Content-Length on the PutObject request",
+                "nothing was written",
+            ),
+        ] {
+            let bucket = url.split(['/', '?']).nth(3).unwrap();
+            let m = service(op, url, status, body, bucket).to_string();
+            assert!(m.starts_with(start) && m.contains(then), "{m}");
+        }
+        let url = "http://127.0.0.1:9000/b";
+        let e = service(
+            "GetObject",
+            url,
+            StatusCode::NOT_FOUND,
+            crate::aws::xml::tests::NO_SUCH_BUCKET,
+            "b",
         );
-        assert!(m.contains("nothing was written"), "{m}");
-        let digest = parse_error(
-            StatusCode::BAD_REQUEST,
-            "<Error><Code>BadDigest</Code><Message>The Content-MD5 you specified did not match what we received.</Message></Error>",
-        );
-        assert!(hint(&digest, "UploadPart", "b", "e").contains("did not match its checksum"));
+        assert_eq!(e.code(), Some("NoSuchBucket"));
+
+        for (status, body, op, hinted) in [
+            (
+                403,
+                "<Error><Code>InvalidAccessKeyId</Code><Message>The AWS Access Key Id you provided does not exist in our records.</Message></Error>",
+                "ListObjectsV2",
+                "access key ID",
+            ),
+            (
+                403,
+                "<Error><Code>SignatureDoesNotMatch</Code><Message>The request signature we calculated does not match</Message></Error>",
+                "ListObjectsV2",
+                "secret access key",
+            ),
+            (
+                400,
+                "<Error><Code>AuthorizationHeaderMalformed</Code><Message>the region 'us-east-1' is wrong; expecting 'eu-west-1'</Message><Region>eu-west-1</Region></Error>",
+                "ListObjectsV2",
+                "location.region to eu-west-1",
+            ),
+            (
+                400,
+                "<Error><Code>BadDigest</Code><Message>The Content-MD5 you specified did not match what we received.</Message></Error>",
+                "UploadPart",
+                "did not match its checksum",
+            ),
+        ] {
+            let e = parse_error(StatusCode::from_u16(status).unwrap(), body);
+            assert!(hint(&e, op, "b", "e").contains(hinted), "{body}");
+        }
     }
 }

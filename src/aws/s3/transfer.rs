@@ -2,23 +2,19 @@
 //! push/pull` (src/kando): GetObject read chunk by chunk, and uploads of a
 //! stream of unknown length in bounded memory.
 //!
-//! An upload reads the stream in parts ([`part_size`]: 8 MiB, 16 MiB from
-//! part 5001 on). A stream that ends within the first part is one PutObject;
-//! a longer one is a multipart upload (CreateMultipartUpload, UploadPart,
-//! CompleteMultipartUpload) that reads the next part while the current one is
-//! sent, so at most two parts are in memory. S3 shows the object only once
-//! CompleteMultipartUpload succeeded: on any failure (the source, the store,
-//! a signal) the upload is aborted (AbortMultipartUpload) and no object, not
-//! even a truncated one, appears under the key.
-
-use std::future::Future;
+//! An upload ([`Upload`] of an [`S3Client`], driven by [`crate::aws::upload`]) reads the stream in parts
+//! ([`part_size`]: 8 MiB, 16 MiB from part 5001 on). A stream that ends within the first part
+//! is one PutObject; a longer one is a multipart upload (CreateMultipartUpload, UploadPart,
+//! CompleteMultipartUpload). S3 shows the object only once CompleteMultipartUpload succeeded:
+//! on any failure the upload is aborted (AbortMultipartUpload).
 
 use bytes::Bytes;
 use http::Method;
-use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::io::AsyncRead;
 
 use super::{Exchange, Reply, S3Client, S3Error};
 use crate::aws::download::Download;
+use crate::aws::upload::{Parts, Upload, numbered_parts};
 use crate::aws::xml::{self, complete_request_body, parse_upload_id};
 
 /// Part size of parts 1..=5000.
@@ -38,27 +34,21 @@ pub fn part_size(n: u32) -> usize {
     }
 }
 
-/// The largest stream [`S3Client::upload`] takes.
+/// The largest stream an S3 [`Upload`] takes.
 pub fn max_stream_size() -> u64 {
     (1..=MAX_PARTS).map(|n| part_size(n) as u64).sum()
 }
 
 /// Why an upload failed.
-#[derive(Debug, thiserror::Error)]
-pub enum UploadError {
-    #[error("{0}")]
-    Store(#[from] S3Error),
-    /// Reading the source failed.
-    #[error("reading the data to upload: {0}")]
-    Source(std::io::Error),
-    #[error(
+pub type UploadError = crate::aws::upload::UploadError<S3Error>;
+
+/// What [`UploadError::TooLarge`] says.
+pub fn too_large() -> String {
+    format!(
         "the stream is larger than {} bytes, the most S3 takes in {MAX_PARTS} parts of at most {} MiB",
-        max_stream_size(), LARGE_PART_SIZE >> 20
-    )]
-    TooLarge,
-    /// The caller's `cancel` future completed (e.g. SIGTERM).
-    #[error("interrupted ({0})")]
-    Interrupted(String),
+        max_stream_size(),
+        LARGE_PART_SIZE >> 20
+    )
 }
 
 impl S3Client {
@@ -81,232 +71,112 @@ impl S3Client {
             }),
         }
     }
+}
 
-    pub async fn create_multipart_upload(
+impl Upload<'_, S3Client> {
+    /// One request on the object, its answer read whole.
+    async fn send(
         &self,
-        bucket: &str,
-        key: &str,
-    ) -> Result<String, S3Error> {
-        let op = "CreateMultipartUpload";
-        let body = self
-            .send_whole(
-                op,
-                Method::POST,
-                bucket,
-                key,
-                &[("uploads", "")],
-                Bytes::new(),
-            )
-            .await?
-            .1;
-        parse_upload_id(&String::from_utf8_lossy(&body)).map_err(|source| S3Error::Document {
-            op,
-            url: format!(
-                "{}{}?uploads",
-                self.endpoint(),
-                self.path(bucket, Some(key))
-            ),
-            source,
-        })
+        op: &'static str,
+        method: Method,
+        query: &[(&str, &str)],
+        body: Bytes,
+    ) -> Result<(http::HeaderMap, Bytes), S3Error> {
+        let (bucket, key) = (self.bucket, Some(self.key));
+        self.client
+            .send(op, method, bucket, key, query, &[], body)
+            .await
+    }
+
+    fn url(&self) -> String {
+        let c = self.client;
+        format!("{}{}", c.endpoint(), c.path(self.bucket, Some(self.key)))
     }
 
     /// UploadPart `n`; returns the part's ETag.
-    pub async fn upload_part(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-        n: u32,
-        data: Bytes,
-    ) -> Result<String, S3Error> {
-        let op = "UploadPart";
+    async fn upload_part(&self, upload_id: &str, n: u32, data: Bytes) -> Result<String, S3Error> {
         let num = n.to_string();
         let query = [("partNumber", num.as_str()), ("uploadId", upload_id)];
-        let (headers, _) = self
-            .send_whole(op, Method::PUT, bucket, key, &query, data)
-            .await?;
+        let (headers, _) = self.send("UploadPart", Method::PUT, &query, data).await?;
         headers
             .get(http::header::ETAG)
             .and_then(|v| v.to_str().ok())
             .filter(|e| !e.is_empty())
             .map(str::to_string)
             .ok_or_else(|| S3Error::Response {
-                op,
-                url: format!("{}{}", self.endpoint(), self.path(bucket, Some(key))),
+                op: "UploadPart",
+                url: self.url(),
                 message: format!("part {n} was accepted without an ETag header"),
             })
     }
+}
 
-    /// CompleteMultipartUpload of `parts` (number, ETag), in order.
-    pub async fn complete_multipart_upload(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-        parts: &[(u32, String)],
-    ) -> Result<(), S3Error> {
-        let op = "CompleteMultipartUpload";
-        let body = Bytes::from(complete_request_body(parts));
-        let (_, answer) = self
-            .send_whole(
-                op,
-                Method::POST,
-                bucket,
-                key,
-                &[("uploadId", upload_id)],
-                body,
-            )
-            .await?;
-        // S3 may answer 200 and still fail, with an <Error> document.
-        let text = String::from_utf8_lossy(&answer);
-        if text.contains("<Error>") {
-            return Err(S3Error::Service {
-                op,
-                url: format!("{}{}", self.endpoint(), self.path(bucket, Some(key))),
-                status: http::StatusCode::OK,
-                error: Box::new(xml::parse_error(http::StatusCode::OK, &text)),
-                bucket: bucket.to_string(),
-                endpoint: self.endpoint(),
-            });
-        }
-        Ok(())
+impl Parts for Upload<'_, S3Client> {
+    type Error = S3Error;
+    /// The multipart upload's ID.
+    type Session = String;
+
+    fn part_size(&self, n: u32) -> usize {
+        part_size(n)
     }
 
-    pub async fn abort_multipart_upload(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-    ) -> Result<(), S3Error> {
-        self.send_whole(
-            "AbortMultipartUpload",
-            Method::DELETE,
-            bucket,
-            key,
-            &[("uploadId", upload_id)],
-            Bytes::new(),
-        )
-        .await
-        .map(|_| ())
+    async fn put(&self, data: Bytes) -> Result<(), S3Error> {
+        self.client.put_object(self.bucket, self.key, data).await
     }
 
-    async fn send_whole(
-        &self,
-        op: &'static str,
-        method: Method,
-        bucket: &str,
-        key: &str,
-        query: &[(&str, &str)],
-        body: Bytes,
-    ) -> Result<(http::HeaderMap, Bytes), S3Error> {
-        let req = Exchange {
+    /// CreateMultipartUpload.
+    async fn start(&self) -> Result<String, S3Error> {
+        let op = "CreateMultipartUpload";
+        let query = [("uploads", "")];
+        let (_, body) = self.send(op, Method::POST, &query, Bytes::new()).await?;
+        parse_upload_id(&String::from_utf8_lossy(&body)).map_err(|source| S3Error::Document {
             op,
-            method,
-            bucket,
-            key: Some(key),
-            query,
-            extra: &[],
-        };
-        match self.exchange(&req, body, false).await? {
-            Reply::Whole { headers, body, .. } => Ok((headers, body)),
-            Reply::Open { .. } => unreachable!("not asked to stream"),
-        }
+            url: format!("{}?uploads", self.url()),
+            source,
+        })
     }
 
-    /// Uploads everything `src` yields to `key` (see the module docs);
-    /// returns the bytes uploaded. When `cancel` completes first, a started
-    /// multipart upload is aborted and the result is
-    /// [`UploadError::Interrupted`] with what `cancel` gave.
-    pub async fn upload<R, C>(
+    /// UploadPart of each part, then CompleteMultipartUpload.
+    async fn send_parts<R: AsyncRead + Unpin>(
         &self,
-        bucket: &str,
-        key: &str,
-        src: &mut R,
-        cancel: C,
-    ) -> Result<u64, UploadError>
-    where
-        R: AsyncRead + Unpin,
-        C: Future<Output = String>,
-    {
-        let mut cancel = std::pin::pin!(cancel);
-        let first = tokio::select! {
-            r = read_part(src, part_size(1)) => r.map_err(UploadError::Source)?,
-            why = &mut cancel => return Err(UploadError::Interrupted(why)),
-        };
-        if first.len() < part_size(1) {
-            let n = first.len() as u64;
-            tokio::select! {
-                r = self.put_object(bucket, key, first) => r?,
-                why = &mut cancel => return Err(UploadError::Interrupted(why)),
-            }
-            return Ok(n);
-        }
-        let upload_id = tokio::select! {
-            r = self.create_multipart_upload(bucket, key) => r?,
-            why = &mut cancel => return Err(UploadError::Interrupted(why)),
-        };
-        let result = tokio::select! {
-            r = self.upload_parts(bucket, key, &upload_id, first, src) => r,
-            why = &mut cancel => Err(UploadError::Interrupted(why)),
-        };
-        if result.is_err()
-            && let Err(e) = self.abort_multipart_upload(bucket, key, &upload_id).await
-        {
-            tracing::warn!(%bucket, %key, %upload_id, error = %e,
-                "the failed multipart upload could not be aborted (no object was made; its parts stay until a lifecycle rule removes them)");
-        }
-        result
-    }
-
-    /// The parts of a started multipart upload, from `first`, then Complete.
-    async fn upload_parts<R: AsyncRead + Unpin>(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
+        upload_id: &String,
         first: Bytes,
         src: &mut R,
     ) -> Result<u64, UploadError> {
-        let mut parts: Vec<(u32, String)> = Vec::new();
-        let mut total = 0u64;
-        let mut current = first;
-        let mut n = 1u32;
-        loop {
-            let len = current.len() as u64;
-            // The next part is read while this one is sent.
-            let (sent, next) = tokio::join!(
-                self.upload_part(bucket, key, upload_id, n, current),
-                read_part(src, part_size(n + 1))
-            );
-            parts.push((n, sent?));
-            total += len;
-            let next = next.map_err(UploadError::Source)?;
-            if next.is_empty() {
-                break;
-            }
-            if n == MAX_PARTS {
-                return Err(UploadError::TooLarge);
-            }
-            n += 1;
-            current = next;
+        let send = async |n, data| self.upload_part(upload_id, n, data).await;
+        let (etags, total) =
+            numbered_parts(first, src, part_size, (MAX_PARTS, too_large), send).await?;
+        let parts: Vec<(u32, String)> = (1..).zip(etags).collect();
+        let (op, query) = (
+            "CompleteMultipartUpload",
+            [("uploadId", upload_id.as_str())],
+        );
+        let body = Bytes::from(complete_request_body(&parts));
+        let (_, answer) = self.send(op, Method::POST, &query, body).await?;
+        // S3 may answer 200 and still fail, with an <Error> document.
+        let text = String::from_utf8_lossy(&answer);
+        if text.contains("<Error>") {
+            return Err(UploadError::Store(S3Error::Service {
+                op,
+                url: self.url(),
+                status: http::StatusCode::OK,
+                error: Box::new(xml::parse_error(http::StatusCode::OK, &text)),
+                bucket: self.bucket.to_string(),
+                endpoint: self.client.endpoint(),
+            }));
         }
-        self.complete_multipart_upload(bucket, key, upload_id, &parts)
-            .await?;
         Ok(total)
     }
-}
 
-/// Up to `size` bytes of `src` (fewer only at its end).
-pub async fn read_part<R: AsyncRead + Unpin>(src: &mut R, size: usize) -> std::io::Result<Bytes> {
-    let mut buf = Vec::with_capacity(size);
-    while buf.len() < size {
-        // `take` keeps read_buf from growing the buffer past `size`.
-        let want = (size - buf.len()) as u64;
-        if (&mut *src).take(want).read_buf(&mut buf).await? == 0 {
-            break;
+    /// AbortMultipartUpload.
+    async fn abandon(&self, upload_id: &String) {
+        let (op, query) = ("AbortMultipartUpload", [("uploadId", upload_id.as_str())]);
+        if let Err(e) = self.send(op, Method::DELETE, &query, Bytes::new()).await {
+            let (bucket, key) = (self.bucket, self.key);
+            tracing::warn!(%bucket, %key, %upload_id, error = %e,
+                "the failed multipart upload could not be aborted (no object was made; its parts stay until a lifecycle rule removes them)");
         }
     }
-    Ok(Bytes::from(buf))
 }
 
 #[cfg(test)]
@@ -325,7 +195,7 @@ mod tests {
             max_stream_size(),
             5000 * (8u64 << 20) + 5000 * (16u64 << 20)
         );
-        assert!(UploadError::TooLarge.to_string().contains("10000 parts"));
+        assert!(too_large().contains("10000 parts"));
     }
 
     #[test]
@@ -350,34 +220,5 @@ mod tests {
         assert!(body.ends_with(
             "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>&quot;a1&quot;</ETag></Part><Part><PartNumber>2</PartNumber><ETag>&quot;b2&quot;</ETag></Part></CompleteMultipartUpload>"
         ));
-    }
-
-    /// A reader that hands out a few bytes per call, like a pipe.
-    struct Trickle(Vec<u8>, usize);
-
-    impl AsyncRead for Trickle {
-        fn poll_read(
-            mut self: std::pin::Pin<&mut Self>,
-            _: &mut std::task::Context<'_>,
-            buf: &mut tokio::io::ReadBuf<'_>,
-        ) -> std::task::Poll<std::io::Result<()>> {
-            let at = self.1;
-            let n = (self.0.len() - at).min(7).min(buf.remaining());
-            buf.put_slice(&self.0[at..at + n]);
-            self.1 += n;
-            std::task::Poll::Ready(Ok(()))
-        }
-    }
-
-    #[tokio::test]
-    async fn parts_are_filled_to_their_size() {
-        let data: Vec<u8> = (0..100u8).collect();
-        let mut r = Trickle(data.clone(), 0);
-        let a = read_part(&mut r, 40).await.unwrap();
-        let b = read_part(&mut r, 40).await.unwrap();
-        let c = read_part(&mut r, 40).await.unwrap();
-        let d = read_part(&mut r, 40).await.unwrap();
-        assert_eq!((a.len(), b.len(), c.len(), d.len()), (40, 40, 20, 0));
-        assert_eq!([a, b, c].concat(), data);
     }
 }

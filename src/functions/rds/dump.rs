@@ -151,9 +151,9 @@ pub async fn run(
         .map(|s| s.to_string())
         .collect();
     let stdin = Some(stdin.as_bytes());
-    helper::run_in(ctx, function, opts, async |t| {
-        pods::exec_with_stdin(
-            ctx,
+    let output = helper::run_in(ctx.pods(), function, opts, async |t| {
+        pods::exec(
+            &ctx.client,
             function,
             t.namespace,
             t.pod,
@@ -164,7 +164,8 @@ pub async fn run(
         .await
     })
     .await?
-    .phase_output(function)
+    .phase_output(function)?;
+    Ok(output)
 }
 
 #[cfg(test)]
