@@ -10,26 +10,27 @@ use serde_json::{Map, Value};
 use super::suggest;
 use crate::param::{self, Field, Ty};
 
-/// What an action declares that decides which field paths resolve.
+/// What an action declares that decides which field paths resolve, borrowed from the
+/// Blueprint (built for every action of every review: nothing copied).
 #[derive(Debug, Default)]
-pub struct Scope {
+pub struct Scope<'a> {
     /// `kind`, when the action declares one (Kanister does not enforce it,
     /// but an ActionSet on another kind is not what the author wrote for).
-    kind: Option<String>,
-    input_artifacts: Option<Vec<String>>,
-    config_maps: Option<Vec<String>>,
-    secrets: Option<Vec<String>>,
+    kind: Option<&'a str>,
+    input_artifacts: Option<Vec<&'a str>>,
+    config_maps: Option<Vec<&'a str>>,
+    secrets: Option<Vec<&'a str>>,
     /// Each main phase's `objects`, by phase name.
-    objects: Vec<(String, Objects)>,
+    objects: Vec<(&'a str, Objects<'a>)>,
     /// The deferPhase's name and `objects`.
-    defer: Option<(String, Objects)>,
+    defer: Option<(&'a str, Objects<'a>)>,
 }
 
 /// A phase's `objects` keys, by the kind Kanister fetches them as.
 #[derive(Debug, Default)]
-struct Objects {
-    secrets: Vec<String>,
-    config_maps: Vec<String>,
+struct Objects<'a> {
+    secrets: Vec<&'a str>,
+    config_maps: Vec<&'a str>,
     /// Some object's kind is not a plain string (a template): keys unchecked.
     unknown_kind: bool,
 }
@@ -48,28 +49,22 @@ pub enum Finding {
     WrongKind(&'static str, String),
 }
 
-fn names(v: Option<&Value>) -> Option<Vec<String>> {
+fn names(v: Option<&Value>) -> Option<Vec<&str>> {
     let list = v?.as_array()?;
-    Some(
-        list.iter()
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect(),
-    )
+    Some(list.iter().filter_map(Value::as_str).collect())
 }
 
-impl Scope {
+impl<'a> Scope<'a> {
     /// The scope of one action of a Blueprint (any JSON shape: what is not
     /// shaped as Kanister's types is left unchecked).
-    pub fn of(action: &Map<String, Value>) -> Scope {
+    pub fn of(action: &'a Map<String, Value>) -> Scope<'a> {
         let phases = action.get("phases").and_then(Value::as_array);
         let defer = action.get("deferPhase").filter(|d| d.is_object());
         Scope {
             kind: action
                 .get("kind")
                 .and_then(Value::as_str)
-                .filter(|k| !k.is_empty())
-                .map(str::to_owned),
+                .filter(|k| !k.is_empty()),
             input_artifacts: names(action.get("inputArtifactNames")),
             config_maps: names(action.get("configMapNames")),
             secrets: names(action.get("secretNames")),
@@ -80,7 +75,7 @@ impl Scope {
 }
 
 /// A phase's name and `objects`.
-fn objects_of(phase: &Value) -> (String, Objects) {
+fn objects_of(phase: &Value) -> (&str, Objects<'_>) {
     let name = phase
         .get("name")
         .and_then(Value::as_str)
@@ -93,13 +88,13 @@ fn objects_of(phase: &Value) -> (String, Objects) {
         .flatten()
     {
         match obj.get("kind").and_then(Value::as_str) {
-            Some(k) if k.eq_ignore_ascii_case("secret") => o.secrets.push(key.clone()),
-            Some(k) if k.eq_ignore_ascii_case("configmap") => o.config_maps.push(key.clone()),
+            Some(k) if k.eq_ignore_ascii_case("secret") => o.secrets.push(key),
+            Some(k) if k.eq_ignore_ascii_case("configmap") => o.config_maps.push(key),
             Some(k) if !k.contains("{{") => {}
             _ => o.unknown_kind = true,
         }
     }
-    (name.to_owned(), o)
+    (name, o)
 }
 
 /// The template parameter Kanister fills for an ActionSet object of `kind`
@@ -172,7 +167,10 @@ fn go_type(ty: &Ty) -> String {
 }
 
 /// Which of the action's declared name lists a map key of `top` must be in.
-fn declared<'s>(scope: &'s Scope, top: &str) -> Option<(&'s Option<Vec<String>>, &'static str)> {
+fn declared<'s, 'a>(
+    scope: &'s Scope<'a>,
+    top: &str,
+) -> Option<(&'s Option<Vec<&'a str>>, &'static str)> {
     Some(match top {
         param::ARTIFACTS_IN => (&scope.input_artifacts, "inputArtifactNames"),
         param::CONFIG_MAPS => (&scope.config_maps, "configMapNames"),
@@ -181,11 +179,22 @@ fn declared<'s>(scope: &'s Scope, top: &str) -> Option<(&'s Option<Vec<String>>,
     })
 }
 
+/// The names of field path `path` (`.Profile.Location.Bucket`): `Profile`, `Location`, `Bucket`.
+/// Split with a predicate: a `char` pattern's searcher calls `memchr` and `memcmp` for each
+/// name, more than these short paths take to scan.
+pub fn path_names(path: &str) -> impl Iterator<Item = &str> {
+    path.trim_start_matches('.').split(is_dot)
+}
+
+fn is_dot(c: char) -> bool {
+    c == '.'
+}
+
 /// What is wrong with field path `path` (`.Profile.Location.Bucket`) in a
 /// template of the action of `scope`, if anything. Paths under untyped JSON
 /// (`.Object`, `.Options` values, phase `Output`, `.PodOverride`) are not
 /// checked past the untyped value.
-pub fn check(path: &str, scope: &Scope) -> Option<Finding> {
+pub fn check(path: &str, scope: &Scope<'_>) -> Option<Finding> {
     let names = path.trim_start_matches('.');
     // The first three names (a map key at the fourth may name a phase's object), and where
     // the current one starts.
@@ -194,7 +203,7 @@ pub fn check(path: &str, scope: &Scope) -> Option<Finding> {
     // What the action's declarations say is kept while the walk goes on: a misspelt field
     // further along is the more useful report.
     let mut pending = None;
-    for (i, seg) in names.split('.').enumerate() {
+    for (i, seg) in names.split(is_dot).enumerate() {
         if let Some(h) = head.get_mut(i) {
             *h = seg;
         }
@@ -226,7 +235,7 @@ pub fn check(path: &str, scope: &Scope) -> Option<Finding> {
                         ))
                     });
                 };
-                if i == 0 && names.contains('.') {
+                if i == 0 && names.contains(is_dot) {
                     pending = worse(pending, kind_rule(field.name, scope));
                 }
                 ty = &field.ty;
@@ -235,16 +244,16 @@ pub fn check(path: &str, scope: &Scope) -> Option<Finding> {
                 match (i, head) {
                     (1, _) => pending = worse(pending, undeclared(top, seg, scope)),
                     (3, [param::PHASES, phase, which]) => {
-                        let objects = scope.objects.iter().find(|(n, _)| n == phase);
-                        let at = format!(".{}.{phase}", param::PHASES);
-                        if let Some(e) = objects.and_then(|o| missing_object(&at, o, which, seg)) {
+                        let objects = scope.objects.iter().find(|(n, _)| *n == phase);
+                        let at = (param::PHASES, Some(phase));
+                        if let Some(e) = objects.and_then(|o| missing_object(at, o, which, seg)) {
                             return Some(e);
                         }
                     }
                     (2, [param::DEFER_PHASE, which, _]) => {
-                        let at = format!(".{}", param::DEFER_PHASE);
+                        let at = (param::DEFER_PHASE, None);
                         let defer = scope.defer.as_ref();
-                        if let Some(e) = defer.and_then(|o| missing_object(&at, o, which, seg)) {
+                        if let Some(e) = defer.and_then(|o| missing_object(at, o, which, seg)) {
                             return Some(e);
                         }
                     }
@@ -276,9 +285,9 @@ fn worse(a: Option<Finding>, b: Option<Finding>) -> Option<Finding> {
 
 /// A path through the workload parameter `top` (`.Deployment.Name`): nil
 /// unless the ActionSet's object is of its kind.
-fn kind_rule(top: &'static str, scope: &Scope) -> Option<Finding> {
+fn kind_rule(top: &'static str, scope: &Scope<'_>) -> Option<Finding> {
     let wanted = kind_of_parameter(top)?;
-    match scope.kind.as_deref() {
+    match scope.kind {
         Some(kind) if parameter_of_kind(kind) == Some(top) => None,
         Some(kind) => {
             let instead = parameter_of_kind(kind)
@@ -305,13 +314,13 @@ pub fn no_kind_message(top: &str) -> String {
 
 /// `.ArtifactsIn.<name>` (and `.ConfigMaps`, `.Secrets`) that the action does
 /// not declare: the ActionSet may still supply it.
-fn undeclared(top: &str, name: &str, scope: &Scope) -> Option<Finding> {
+fn undeclared(top: &str, name: &str, scope: &Scope<'_>) -> Option<Finding> {
     let (list, field) = declared(scope, top)?;
     let list = list.as_deref().unwrap_or_default();
-    if list.iter().any(|n| n == name) {
+    if list.contains(&name) {
         return None;
     }
-    let hint = suggest::hint(name, list.iter().map(String::as_str));
+    let hint = suggest::hint(name, list.iter().copied());
     let has = if list.is_empty() {
         "declares none".to_owned()
     } else {
@@ -324,10 +333,10 @@ fn undeclared(top: &str, name: &str, scope: &Scope) -> Option<Finding> {
 
 /// `.Phases.<phase>.Secrets.<key>` (or `.ConfigMaps`, or the deferPhase's at
 /// `.DeferPhase`) when that phase's `objects` have no such key: Kanister
-/// fetched only the ones listed.
+/// fetched only the ones listed. `at` is the parameter and the phase name in the path.
 fn missing_object(
-    at: &str,
-    (phase, objects): &(String, Objects),
+    at: (&str, Option<&str>),
+    (phase, objects): &(&str, Objects<'_>),
     which: &str,
     key: &str,
 ) -> Option<Finding> {
@@ -336,14 +345,18 @@ fn missing_object(
         param::CONFIG_MAPS => (&objects.config_maps, "ConfigMap"),
         _ => return None,
     };
-    if objects.unknown_kind || keys.iter().any(|k| k == key) {
+    if objects.unknown_kind || keys.contains(&key) {
         return None;
     }
-    let hint = suggest::hint(key, keys.iter().map(String::as_str));
+    let hint = suggest::hint(key, keys.iter().copied());
     let has = if keys.is_empty() {
         format!("none of kind {kind}")
     } else {
         keys.join(", ")
+    };
+    let at = match at {
+        (top, Some(name)) => format!(".{top}.{name}"),
+        (top, None) => format!(".{top}"),
     };
     Some(Finding::Error(format!(
         "{at}.{which}.{key}: phase {phase}'s objects have no {kind} {key}{hint} (they have {has}); add it to the phase's objects"
@@ -355,25 +368,26 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn scope(action: Value) -> Scope {
-        Scope::of(action.as_object().unwrap())
+    /// A scope of `action` (leaked: a scope borrows its action, and a test makes few).
+    fn scope(action: Value) -> Scope<'static> {
+        Scope::of(Box::leak(Box::new(action)).as_object().unwrap())
     }
 
-    fn error(path: &str, s: &Scope) -> String {
+    fn error(path: &str, s: &Scope<'_>) -> String {
         match check(path, s) {
             Some(Finding::Error(e) | Finding::WrongKind(_, e)) => e,
             other => panic!("{path}: expected an error, got {other:?}"),
         }
     }
 
-    fn warning(path: &str, s: &Scope) -> String {
+    fn warning(path: &str, s: &Scope<'_>) -> String {
         match check(path, s) {
             Some(Finding::Warning(w)) => w,
             other => panic!("{path}: expected a warning, got {other:?}"),
         }
     }
 
-    fn sts() -> Scope {
+    fn sts() -> Scope<'static> {
         scope(json!({
             "kind": "StatefulSet",
             "inputArtifactNames": ["backup"],

@@ -6,6 +6,7 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
+use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
@@ -129,9 +130,8 @@ impl<'a> Ctx<'a> {
                     path.push_str(k);
                 }
                 Seg::Index(i) => {
-                    path.push('[');
-                    path.push_str(&i.to_string());
-                    path.push(']');
+                    // Writing to a String cannot fail.
+                    let _ = write!(path, "[{i}]");
                 }
                 Seg::Raw(r) => path.push_str(r),
             }
@@ -162,15 +162,15 @@ enum Stage<'a> {
     Fetched,
 }
 
-struct Validator {
+struct Validator<'d> {
     report: Report,
     /// What the action being walked declares, for the field path checks.
-    scope: fields::Scope,
+    scope: fields::Scope<'d>,
     /// Workload parameters read in this action without a declared kind, already warned about.
     no_kind: Vec<&'static str>,
 }
 
-impl Validator {
+impl<'d> Validator<'d> {
     fn error(&mut self, ctx: Ctx<'_>, rule: Rule, message: String) {
         self.report.errors.push(problem(ctx, rule, message));
     }
@@ -358,7 +358,7 @@ impl Validator {
         }
     }
 
-    fn action(&mut self, name: &str, action: &Value) {
+    fn action(&mut self, name: &str, action: &'d Value) {
         let path = format!("actions.{name}");
         let ctx = Ctx {
             action: Some(name),
@@ -787,7 +787,7 @@ impl Validator {
         // A workload parameter the template tests on its own (`{{ if .Deployment }}`).
         let tested = |top: &str| fields.iter().any(|f| f.strip_prefix('.') == Some(top));
         for field in fields {
-            if field.trim_start_matches('.').split('.').next() == Some(REPOSITORY_SERVER) {
+            if fields::path_names(field).next() == Some(REPOSITORY_SERVER) {
                 // Released Kanister's parameter for its Kopia repository server: admitted, but
                 // this executor has none, so the template fails to render here.
                 if reported.insert(REPOSITORY_SERVER.to_string()) {
@@ -836,7 +836,7 @@ fn reference_problem(field: &str, stage: Stage, has_defer: bool) -> Option<Strin
     if matches!(stage, Stage::Fetched) {
         return None;
     }
-    let mut parts = field.trim_start_matches('.').split('.');
+    let mut parts = fields::path_names(field);
     // Messages name the parameter root, not the whole path, so that
     // `.Phases.x.Output.a` and `.Phases.x.Output.b` report `x` once.
     let top = parts.next().unwrap_or_default();

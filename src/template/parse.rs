@@ -175,7 +175,8 @@ pub type ParseResult<T> = Result<T, (usize, String)>;
 struct Parser<'a> {
     toks: Vec<Token<'a>>,
     pos: usize,
-    /// Variables in scope (`$`, `$x`), borrowed from the text.
+    /// Variables declared in scope (`$x`), borrowed from the text; `$` is always in scope
+    /// ([`Parser::is_var`]), so that most templates, which declare none, allocate no list.
     vars: Vec<&'a str>,
     range_depth: usize,
     /// Parenthesized pipelines and block bodies currently open.
@@ -200,7 +201,7 @@ pub fn parse(src: &str) -> ParseResult<Tree<'_>> {
     let mut p = Parser {
         toks,
         pos: 0,
-        vars: vec!["$"],
+        vars: Vec::new(),
         range_depth: 0,
         depth: 0,
         defs: BTreeMap::new(),
@@ -244,6 +245,10 @@ fn nesting_error(line: usize) -> (usize, String) {
 }
 
 impl<'a> Parser<'a> {
+    fn is_var(&self, v: &str) -> bool {
+        v == "$" || self.vars.contains(&v)
+    }
+
     fn line(&self) -> usize {
         self.toks
             .get(self.pos.min(self.toks.len().saturating_sub(1)))
@@ -419,7 +424,7 @@ impl<'a> Parser<'a> {
     /// variables of the enclosing template, no enclosing `range`.
     fn body_of(&mut self, ctx: &str) -> ParseResult<((), Vec<Node<'a>>)> {
         self.nest()?;
-        let vars = std::mem::replace(&mut self.vars, vec!["$"]);
+        let vars = std::mem::take(&mut self.vars);
         let range_depth = std::mem::replace(&mut self.range_depth, 0);
         let res = self.item_list(false);
         self.vars = vars;
@@ -521,7 +526,7 @@ impl<'a> Parser<'a> {
                 Some(Tok::Assign) | Some(Tok::Declare) => {
                     let assign = matches!(self.peek(), Some(Tok::Assign));
                     self.pos += 1;
-                    if assign && !self.vars.contains(&v) {
+                    if assign && !self.is_var(v) {
                         return self.err(format!("undefined variable {v:?}"));
                     }
                     pipe.is_assign = assign;
@@ -696,7 +701,7 @@ impl<'a> Parser<'a> {
                 Arg::Nil
             }
             Tok::Variable(v) => {
-                if !self.vars.contains(&v) {
+                if !self.is_var(v) {
                     return self.err(format!("undefined variable {v:?}"));
                 }
                 self.pos += 1;

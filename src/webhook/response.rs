@@ -98,7 +98,7 @@ pub fn limit_warnings(items: impl IntoIterator<Item = String>) -> Option<Vec<Str
     // Room for the "... more" line.
     let budget = MAX_WARNINGS_TOTAL_CHARS - 100;
     for item in items {
-        let text = clean_warning(&item);
+        let text = clean_warning(item);
         if text.is_empty() || out.contains(&text) {
             continue;
         }
@@ -118,12 +118,62 @@ pub fn limit_warnings(items: impl IntoIterator<Item = String>) -> Option<Vec<Str
     (!out.is_empty()).then_some(out)
 }
 
-fn clean_warning(text: &str) -> String {
-    let flat = text.replace(char::is_control, " ");
-    let flat = flat.trim();
+fn clean_warning(text: String) -> String {
+    // A byte test first, so that a warning without control characters (nearly all) is not
+    // copied; 0xC2 starts the C1 controls (U+0080-U+009F) and other characters, which
+    // `replace` leaves as they are. A fold rather than `any`: without an early exit it is
+    // vectorized.
+    let suspect = text
+        .bytes()
+        .fold(false, |s, b| s | (b < 0x20) | (b == 0x7f) | (b == 0xc2));
+    let text = if suspect {
+        text.replace(char::is_control, " ")
+    } else {
+        text
+    };
+    let flat = text.trim();
     // Longer than MAX_WARNING_CHARS characters: the first MAX_WARNING_CHARS - 3 and "...".
-    match flat.char_indices().nth(MAX_WARNING_CHARS - 3) {
-        Some((cut, _)) if flat[cut..].chars().nth(3).is_some() => format!("{}...", &flat[..cut]),
-        _ => flat.to_owned(),
+    // ASCII text (most warnings) is cut at a byte index, without walking its characters.
+    let cut = if flat.is_ascii() {
+        (flat.len() > MAX_WARNING_CHARS).then_some(MAX_WARNING_CHARS - 3)
+    } else {
+        match flat.char_indices().nth(MAX_WARNING_CHARS - 3) {
+            Some((cut, _)) if flat[cut..].chars().nth(3).is_some() => Some(cut),
+            _ => None,
+        }
+    };
+    match cut {
+        Some(cut) => format!("{}...", &flat[..cut]),
+        None if flat.len() == text.len() => text,
+        None => flat.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warnings_are_flattened_trimmed_and_cut_by_characters() {
+        let long = "x".repeat(300);
+        let cut = clean_warning(long.clone());
+        assert_eq!(cut, format!("{}...", &long[..MAX_WARNING_CHARS - 3]));
+        // Exactly the limit is kept whole, one more is cut.
+        let at = "y".repeat(MAX_WARNING_CHARS);
+        assert_eq!(clean_warning(at.clone()), at);
+        let over = "y".repeat(MAX_WARNING_CHARS + 1);
+        assert_eq!(clean_warning(over).chars().count(), MAX_WARNING_CHARS);
+        // Characters, not bytes: 256 two-byte characters stay whole, 257 are cut.
+        let wide = "é".repeat(MAX_WARNING_CHARS);
+        assert_eq!(clean_warning(wide.clone()), wide);
+        let wider = clean_warning("é".repeat(MAX_WARNING_CHARS + 1));
+        assert_eq!(wider, format!("{}...", "é".repeat(MAX_WARNING_CHARS - 3)));
+        // Control characters (C0, DEL and C1) become spaces, the ends are trimmed, and other
+        // characters starting with byte 0xC2 are kept.
+        assert_eq!(
+            clean_warning("\n a\tb\u{7f}c\u{85}d © \r".into()),
+            "a b c d ©"
+        );
+        assert_eq!(clean_warning("  plain  ".into()), "plain");
     }
 }
