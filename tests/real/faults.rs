@@ -43,6 +43,16 @@ pub enum Fault {
     LeaderDeleted,
 }
 
+/// No fault, then the faults of the cluster and of the phase's pod, in the order run.
+pub const CLUSTER: [Fault; 6] = [
+    Fault::Nothing,
+    Fault::ApiServerKilled,
+    Fault::EtcdKilled,
+    Fault::KubeletRestarted,
+    Fault::ContainerdRestarted,
+    Fault::PodDeleted,
+];
+
 impl Fault {
     /// `None`: the run completes; else it fails and its status says this.
     fn fails_with(self) -> Option<&'static str> {
@@ -93,23 +103,17 @@ async fn a_backup_survives_control_plane_node_and_store_faults_or_fails_naming_t
     .unwrap();
     apply_yaml(&blueprint(&ns)).unwrap();
 
-    let matrix = [
-        Fault::Nothing,
-        Fault::ApiServerKilled,
-        Fault::EtcdKilled,
-        Fault::KubeletRestarted,
-        Fault::ContainerdRestarted,
-        Fault::PodDeleted,
+    let matrix = CLUSTER.into_iter().chain([
         Fault::ScratchFull,
         Fault::StoreSlowDown,
         // The window is over: the same store serves the next run again.
         Fault::Nothing,
         Fault::StoreGone,
-    ];
+    ]);
     let prefix = format!("pg_backups/{ns}/");
     let mut complete: Vec<(Fault, Value, String)> = Vec::new();
     let mut table = Vec::new();
-    for (i, fault) in matrix.into_iter().enumerate() {
+    for (i, fault) in matrix.enumerate() {
         proxy.wait_while_slowing_down();
         psql(
             &ns,
@@ -137,32 +141,7 @@ async fn a_backup_survives_control_plane_node_and_store_faults_or_fails_naming_t
         let done = wait_end(&ns, &name).await;
         healthy().await;
 
-        let state = done["status"]["state"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        let error = done["status"]["error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        match fault.fails_with() {
-            None => assert_eq!(state, "complete", "{fault:?}: {done:#}"),
-            Some(text) => {
-                assert_eq!(state, "failed", "{fault:?}: {done:#}");
-                assert!(
-                    done["status"].to_string().contains(text),
-                    "{fault:?} not named: {done:#}"
-                );
-            }
-        }
-        let defer = &done["status"]["actions"][0]["deferPhase"];
-        assert_eq!(defer["state"], "complete", "{fault:?}: {done:#}");
-        let started = defer_started(&ns, &name).await;
-        assert_eq!(
-            started, 1,
-            "{fault:?}: the deferPhase started {started} times"
-        );
-        app_back(&ns);
+        let (state, error) = ended_as(fault, &done, fault.fails_with().as_slice(), &ns).await;
         if state == "complete" {
             let artifact = done["status"]["actions"][0]["artifacts"]["cloudObject"].clone();
             complete.push((fault, artifact, rows));
@@ -193,6 +172,41 @@ async fn a_backup_survives_control_plane_node_and_store_faults_or_fails_naming_t
         "| fault | run | error |\n| --- | --- | --- |\n{}",
         table.join("\n")
     );
+}
+
+/// Asserts how the run `done` under `fault` ended: complete when `fails_with` is empty, else
+/// failed with one of its texts in the status; its deferPhase complete and started exactly
+/// once; the application back. Returns its state and error message.
+pub async fn ended_as(
+    fault: Fault,
+    done: &Value,
+    fails_with: &[&str],
+    ns: &str,
+) -> (String, String) {
+    let state = done["status"]["state"].as_str().unwrap_or_default();
+    let error = done["status"]["error"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    if fails_with.is_empty() {
+        assert_eq!(state, "complete", "{fault:?}: {done:#}");
+    } else {
+        assert_eq!(state, "failed", "{fault:?}: {done:#}");
+        let status = done["status"].to_string();
+        assert!(
+            fails_with.iter().any(|t| status.contains(t)),
+            "{fault:?} not named (one of {fails_with:?}): {done:#}"
+        );
+    }
+    let defer = &done["status"]["actions"][0]["deferPhase"];
+    assert_eq!(defer["state"], "complete", "{fault:?}: {done:#}");
+    let name = done["metadata"]["name"].as_str().unwrap_or_default();
+    let started = defer_started(ns, name).await;
+    assert_eq!(
+        started, 1,
+        "{fault:?}: the deferPhase started {started} times"
+    );
+    app_back(ns);
+    (state.to_string(), error.to_string())
 }
 
 /// The corpus PostgreSQL Blueprint's backup phase as written, after a pause of `options.hold`
@@ -356,7 +370,7 @@ pub async fn events(ns: &str, name: &str, reason: &str) -> usize {
 }
 
 /// The application the run scaled to 0 runs again.
-pub fn app_back(ns: &str) {
+fn app_back(ns: &str) {
     deployment_back(ns, "app");
 }
 

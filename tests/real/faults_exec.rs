@@ -14,7 +14,7 @@ use serde_json::json;
 
 use crate::databases::{create_shop, exec, pg_action, pg_ready, postgres_in, psql};
 use crate::faults::{
-    Fault, app_back, defer_started, healthy, inject, no_pods_left, quiesce_and_resume, uid,
+    CLUSTER, Fault, ended_as, healthy, inject, no_pods_left, quiesce_and_resume, uid,
 };
 use crate::functions::{app_with_volume, start_spec, wait_end};
 use crate::install::apply_yaml;
@@ -32,12 +32,12 @@ const LOST: &[&str] = &[
     "controller restarted while phase count was running",
 ];
 
-/// `None`: the run completes; else the texts one of which its failure names.
-fn fails_with(fault: Fault) -> Option<&'static [&'static str]> {
+/// Empty: the run completes; else the texts one of which its failure names.
+fn fails_with(fault: Fault) -> &'static [&'static str] {
     match fault {
-        Fault::Nothing | Fault::EtcdKilled => None,
-        Fault::PodDeleted => Some(&["deleted while the command ran"]),
-        _ => Some(LOST),
+        Fault::Nothing | Fault::EtcdKilled => &[],
+        Fault::PodDeleted => &["deleted while the command ran"],
+        _ => LOST,
     }
 }
 
@@ -50,16 +50,8 @@ async fn an_exec_phase_completes_or_fails_naming_the_fault_and_never_runs_twice(
     psql(&ns, "CREATE TABLE exec_runs (run int)");
     apply_yaml(&blueprint(&ns)).unwrap();
 
-    let matrix = [
-        Fault::Nothing,
-        Fault::ApiServerKilled,
-        Fault::EtcdKilled,
-        Fault::KubeletRestarted,
-        Fault::ContainerdRestarted,
-        Fault::PodDeleted,
-    ];
     let mut table = Vec::new();
-    for (run, fault) in matrix.into_iter().enumerate() {
+    for (run, fault) in CLUSTER.into_iter().enumerate() {
         let spec = pg_action(
             &ns,
             "count",
@@ -84,29 +76,7 @@ async fn an_exec_phase_completes_or_fails_naming_the_fault_and_never_runs_twice(
         exec(&ns, POD, &format!("touch /tmp/go-{run}"));
         let done = wait_end(&ns, &name).await;
 
-        let state = done["status"]["state"].as_str().unwrap_or_default();
-        let error = done["status"]["error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        match fails_with(fault) {
-            None => assert_eq!(state, "complete", "{fault:?}: {done:#}"),
-            Some(texts) => {
-                assert_eq!(state, "failed", "{fault:?}: {done:#}");
-                assert!(
-                    texts.iter().any(|t| error.contains(t)),
-                    "{fault:?} not named (one of {texts:?}): {done:#}"
-                );
-            }
-        }
-        let defer = &done["status"]["actions"][0]["deferPhase"];
-        assert_eq!(defer["state"], "complete", "{fault:?}: {done:#}");
-        let defers = defer_started(&ns, &name).await;
-        assert_eq!(
-            defers, 1,
-            "{fault:?}: the deferPhase started {defers} times"
-        );
-        app_back(&ns);
+        let (state, error) = ended_as(fault, &done, fails_with(fault), &ns).await;
         no_pods_left(&ns, &uid).await;
 
         // The command, cut off from its stream or not, ends on its own; it ran once.
