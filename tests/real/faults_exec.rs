@@ -99,12 +99,16 @@ async fn an_exec_phase_completes_or_fails_naming_the_fault_and_never_runs_twice(
             &ns,
             &format!("SELECT count(*) FROM exec_runs WHERE run = {run}"),
         );
-        assert_eq!(rows, recorded.to_string(), "{fault:?}: runs recorded");
+        assert_eq!(
+            rows.trim(),
+            recorded.to_string(),
+            "{fault:?}: runs recorded"
+        );
         if state == "complete" {
             let phase = &done["status"]["actions"][0]["phases"][1];
             assert_eq!(
                 phase["output"]["rows"].as_str(),
-                Some(psql(&ns, "SELECT count(*) FROM items").as_str()),
+                Some(psql(&ns, "SELECT count(*) FROM items").trim()),
                 "{fault:?}: {done:#}"
             );
         }
