@@ -56,8 +56,11 @@ async fn an_exec_phase_completes_or_fails_naming_the_fault_and_never_runs_twice(
     psql(&ns, "CREATE TABLE exec_runs (run int)");
     apply_yaml(&blueprint(&ns)).unwrap();
 
+    // The API server's restart last: its outcome is the one least known.
+    let mut matrix = CLUSTER;
+    matrix[1..].rotate_left(1);
     let mut table = Vec::new();
-    for (run, fault) in CLUSTER.into_iter().enumerate() {
+    for (run, fault) in matrix.into_iter().enumerate() {
         let spec = pg_action(
             &ns,
             "count",
