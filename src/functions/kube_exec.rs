@@ -31,8 +31,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>) -> Result<Output, FunctionError> {
     let pods = Api::<Pod>::namespaced(ctx.client.clone(), &namespace);
     // Which pod the command runs in: a StatefulSet's pod deleted under it comes back by the
     // same name at once. Unknown when the API server does not answer; the exec then says why.
-    let uid = pods
-        .get_opt(&pod)
+    let uid = look(&pods, &pod)
         .await
         .ok()
         .flatten()
@@ -42,7 +41,7 @@ pub async fn run(ctx: &Context, a: &Args<'_>) -> Result<Output, FunctionError> {
         Err(FunctionError::Failed { function, message }) => {
             // What the pod is now says whether it was deleted under the command; an API server
             // that does not answer leaves the message as it is.
-            let message = match pods.get_opt(&pod).await {
+            let message = match look(&pods, &pod).await {
                 Ok(now) => with_deletion(message, uid.as_deref(), now.as_ref()),
                 Err(_) => message,
             };
@@ -51,6 +50,18 @@ pub async fn run(ctx: &Context, a: &Args<'_>) -> Result<Output, FunctionError> {
         Err(e) => Err(e),
     }
 }
+
+/// The pod `name`, if the API server answers within [`LOOK_TIMEOUT`]: a look that only adds to
+/// a message must not hold the phase up (an API server that is starting may accept a connection
+/// long before it answers).
+async fn look(pods: &Api<Pod>, name: &str) -> Result<Option<Pod>, ()> {
+    match tokio::time::timeout(LOOK_TIMEOUT, pods.get_opt(name)).await {
+        Ok(Ok(p)) => Ok(p),
+        _ => Err(()),
+    }
+}
+
+const LOOK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// `message` with, at the end of its first line, what the pod's deletion did: `uid` is the
 /// pod's before the exec, `now` the pod after it failed (`None`: it is gone).
