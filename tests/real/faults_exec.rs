@@ -82,7 +82,13 @@ async fn an_exec_phase_completes_or_fails_naming_the_fault_and_never_runs_twice(
             .expect("the PostgreSQL pod created again");
         }
         pg_ready(&ns);
-        exec(&ns, POD, &format!("touch /tmp/go-{run}"));
+        // A kubelet just restarted refuses execs into pods it has not synced yet.
+        let go = format!("/tmp/go-{run}");
+        support::poll(real::WAIT, || async {
+            real::kubectl(&["exec", "-n", &ns, POD, "--", "touch", &go]).ok()
+        })
+        .await
+        .expect("the gate opened");
         let done = wait_end(&ns, &name).await;
 
         let (state, error) = ended_as(fault, &done, outcome(fault).0, outcome(fault).1, &ns).await;
