@@ -42,6 +42,8 @@ fn outcome(fault: Fault) -> (bool, &'static [&'static str]) {
         Fault::Nothing => (true, &[]),
         // An exec stream does not go through etcd, but the Lease is renewed there.
         Fault::EtcdKilled => (true, &[RESTARTED]),
+        // Seen to complete: the stream outlives containerd's restart.
+        Fault::ContainerdRestarted => (true, LOST),
         Fault::PodDeleted => (false, &["deleted while the command ran"]),
         _ => (false, LOST),
     }
