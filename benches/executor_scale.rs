@@ -26,7 +26,10 @@
 //! `BENCH_IMAGE`, default `busybox:1.35`, an image the real tier's node has, running
 //! `sh -c 'echo done'`); on the test control plane kwok's node ends them, on a cluster with a
 //! real node (`BPO_KUBECONFIG`) they run. Its N defaults to 100 and its phases to 1. The limit's
-//! pods are bound to a node that does not exist: their writes without a container start.
+//! pods are bound to a node that does not exist: their writes without a container start. So a
+//! third run, the **baseline**, starts the same pods (same image, command and count, each
+//! ActionSet's one after the other) with a plain client, waits until each has ended and deletes
+//! it, as the executor does; the goal is then the executor within 2x of the baseline.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -407,6 +410,74 @@ async fn event_write(client: &Client, ns: &str, i: usize, k: usize) -> anyhow::R
     Ok(())
 }
 
+/// A pod as a KubeTask phase of the bench's Blueprint makes it: same image, command and (on
+/// kwok's node) annotations.
+fn task_pod(s: &Settings, name: &str) -> anyhow::Result<Pod> {
+    let mut pod = json!({
+        "metadata": {"name": name},
+        "spec": {"restartPolicy": "Never",
+            "containers": [{"name": "container", "image": s.image,
+                "command": ["sh", "-c", "echo done"]}]},
+    });
+    if s.kwok {
+        pod["metadata"]["annotations"] = json!(support::kwok_annotations(0, "done"));
+    }
+    Ok(serde_json::from_value(pod)?)
+}
+
+/// The baseline of a KubeTask run: the same pods started by a plain client in `ns`, in `n`
+/// chains as the ActionSets run them (each chain's pods one after the other: created, waited
+/// for until it ended, deleted; the chains' first creates 16 in flight). No ActionSets, no
+/// status, no Events, no logs read: what the pods' lives alone take. Returns when the last
+/// chain ended, in seconds.
+async fn baseline_run(client: &Client, ns: &str, s: &Settings) -> anyhow::Result<f64> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    // One watch for all chains: the names of the pods that ended.
+    let (ended_tx, ended) = tokio::sync::watch::channel(std::collections::BTreeSet::new());
+    let watch = {
+        let stream = watcher(pods.clone(), watcher::Config::default()).applied_objects();
+        async move {
+            futures::pin_mut!(stream);
+            while let Some(p) = stream.next().await {
+                let Ok(p) = p else { continue };
+                let phase = p.status.as_ref().and_then(|st| st.phase.as_deref());
+                if matches!(phase, Some("Succeeded" | "Failed")) {
+                    ended_tx.send_modify(|e| {
+                        e.insert(p.name_any());
+                    });
+                }
+            }
+        }
+    };
+    let creates = Arc::new(tokio::sync::Semaphore::new(CREATES_IN_FLIGHT));
+    let t0 = Instant::now();
+    let chains = (0..s.n).map(|i| {
+        let (pods, creates, mut ended) = (pods.clone(), creates.clone(), ended.clone());
+        async move {
+            for k in 0..=s.phases {
+                let name = format!("as{i:05}-{k}");
+                let pod = task_pod(s, &name)?;
+                if k == 0 {
+                    let _slot = creates.acquire().await?;
+                    pods.create(&PostParams::default(), &pod).await?;
+                } else {
+                    pods.create(&PostParams::default(), &pod).await?;
+                }
+                ended.wait_for(|e| e.contains(&name)).await?;
+                pods.delete(&name, &DeleteParams::default()).await?;
+            }
+            anyhow::Ok(t0.elapsed().as_secs_f64())
+        }
+    });
+    let all = futures::future::try_join_all(chains);
+    let ends = tokio::select! {
+        ends = all => ends?,
+        () = watch => anyhow::bail!("the baseline's pod watch ended"),
+        () = tokio::time::sleep(RUN_TIMEOUT) => anyhow::bail!("the baseline took over {RUN_TIMEOUT:?}"),
+    };
+    Ok(ends.into_iter().fold(0.0, f64::max))
+}
+
 /// The limit run: `n` chains, each its ActionSet's create (16 in flight) then its writes.
 async fn limit_run(
     client: &Client,
@@ -565,6 +636,14 @@ async fn bench(
     let lproc_cpu = common::cpu_secs() - lproc_cpu0;
     let (l1, lapi_cpu1) = settled_counters(&client).await?;
     let limit_writes = common::writes_between(&l0, &l1);
+    // KubeTask: the same pods' lives without the executor, what bounds it on a real node.
+    let baseline = match s.function {
+        Function::KubeOps => None,
+        Function::KubeTask => {
+            let ns = support::namespace(&client, "bench-scale-pods").await;
+            Some(baseline_run(&client, &ns, s).await?)
+        }
+    };
 
     let per = |x: f64| x * 1000.0 / n as f64;
     println!(
@@ -594,9 +673,23 @@ async fn bench(
     if !not_replayed.is_empty() {
         println!("  not replayed: {}", not_replayed.join(", "));
     }
-    println!(
-        "  ratio executor/limit: {:.2} (goal: at most 2)",
-        wall / limit
-    );
+    match baseline {
+        Some(b) => {
+            println!(
+                "  baseline: the same {} pods ({} per ActionSet, one after the other), started, waited for and deleted by a plain client in {b:.2}s",
+                n * (s.phases + 1),
+                s.phases + 1,
+            );
+            println!(
+                "  ratio executor/limit: {:.2}; executor/baseline: {:.2} (goal: at most 2)",
+                wall / limit,
+                wall / b
+            );
+        }
+        None => println!(
+            "  ratio executor/limit: {:.2} (goal: at most 2)",
+            wall / limit
+        ),
+    }
     Ok(())
 }

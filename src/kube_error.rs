@@ -8,6 +8,7 @@
 //! keep kube's text; anything a user reads goes through here.
 
 use std::fmt;
+use std::time::{Duration, Instant};
 
 use kube::core::Status;
 
@@ -101,6 +102,35 @@ pub fn is_transient(e: &kube::Error) -> bool {
         kube::Error::Api(s) => s.code == 429 || s.code >= 500,
         kube::Error::HyperError(_) | kube::Error::Service(_) => true,
         _ => false,
+    }
+}
+
+/// How long a wait rides out an API server that does not answer (restarting, its etcd away)
+/// before it fails: what it waits for goes on meanwhile.
+pub const API_OUTAGE_LIMIT: Duration = Duration::from_secs(300);
+
+/// Since when a wait's reads have failed as an API server that is away fails them.
+#[derive(Debug, Default)]
+pub struct Outage {
+    since: Option<Instant>,
+}
+
+impl Outage {
+    /// Whether the wait goes on after its read failed with `e` at `now`: the error is
+    /// [`is_transient`] or a 401/403 (an API server that has just started refuses every request
+    /// until its authorizer has read the RBAC objects), and the failures began less than
+    /// [`API_OUTAGE_LIMIT`] ago.
+    pub fn rides_out(&mut self, e: &kube::Error, now: Instant) -> bool {
+        let refused_for_now = matches!(e, kube::Error::Api(s) if s.code == 401 || s.code == 403);
+        if !(is_transient(e) || refused_for_now) {
+            return false;
+        }
+        now.duration_since(*self.since.get_or_insert(now)) < API_OUTAGE_LIMIT
+    }
+
+    /// A read succeeded: the next failure starts a new outage.
+    pub fn over(&mut self) {
+        self.since = None;
     }
 }
 
@@ -217,6 +247,18 @@ mod tests {
         assert!(is_transient(&unreachable));
         let undecodable = serde_json::from_str::<u8>("x").unwrap_err();
         assert!(!is_transient(&kube::Error::SerdeError(undecodable)));
+    }
+
+    #[test]
+    fn an_outage_is_ridden_out_for_its_limit_and_a_refusal_not_at_all() {
+        let t0 = Instant::now();
+        let mut o = Outage::default();
+        assert!(!o.rides_out(&status(404, "NotFound", ""), t0));
+        assert!(o.rides_out(&status(503, "", ""), t0));
+        assert!(o.rides_out(&status(403, "Forbidden", ""), t0 + Duration::from_secs(200)));
+        assert!(!o.rides_out(&status(503, "", ""), t0 + API_OUTAGE_LIMIT));
+        o.over();
+        assert!(o.rides_out(&status(503, "", ""), t0 + API_OUTAGE_LIMIT));
     }
 
     #[test]

@@ -30,6 +30,7 @@ use super::args::Args;
 use super::context::Context;
 use super::context::{StepEvent, note};
 use super::error::FunctionError;
+use crate::kube_error::Outage;
 use crate::phase_output::Output;
 use crate::pods::settle::{self, Settle, Settling};
 use crate::pods::workload;
@@ -191,11 +192,15 @@ pub async fn run(ctx: &Context, a: &Args<'_>) -> Result<Output, FunctionError> {
     if spec.wait_for_ready {
         let mut delay = Duration::from_millis(100);
         let mut settling = Settling::new(settle::window(min_ready));
+        let mut outage = Outage::default();
         loop {
             let state = match spec.kind {
                 Kind::Deployment => deployment_ready(&client, ns, name).await,
                 Kind::StatefulSet => statefulset_ready(&client, ns, name).await,
             };
+            if state.is_ok() {
+                outage.over();
+            }
             match state {
                 Ok(Readiness::Ready(pods)) => {
                     match settling.observe(&pods, std::time::Instant::now()) {
@@ -224,6 +229,12 @@ pub async fn run(ctx: &Context, a: &Args<'_>) -> Result<Output, FunctionError> {
                     ));
                 }
                 Err(kube::Error::Api(s)) if s.code == 404 => {}
+                // The workload comes up without the API server: a restart of it (or of its
+                // etcd) is waited out, also in a deferPhase that brings an application back.
+                Err(e) if outage.rides_out(&e, std::time::Instant::now()) => {
+                    tracing::warn!(namespace = %ns, name = %name, error = %e, "reading the workload failed; retrying");
+                    delay = delay.min(Duration::from_secs(1));
+                }
                 Err(e) => return Err(kerr(format!("waiting for {ns}/{name} to be ready"), e)),
             }
             tokio::time::sleep(delay).await;

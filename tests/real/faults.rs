@@ -26,9 +26,10 @@ use crate::support;
 const BUCKET: &str = "bpo-real-faults";
 const BLUEPRINT: &str = "faults";
 
-/// A fault, injected while the dump phase's pod runs (before it dumps).
+/// A fault, injected while a phase runs (here: while the dump phase's pod runs, before it
+/// dumps).
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Fault {
+pub enum Fault {
     Nothing,
     ApiServerKilled,
     EtcdKilled,
@@ -38,7 +39,19 @@ enum Fault {
     ScratchFull,
     StoreSlowDown,
     StoreGone,
+    /// The controller pod that holds the executor Lease deleted (the other replica leads).
+    LeaderDeleted,
 }
+
+/// No fault, then the faults of the cluster and of the phase's pod, in the order run.
+pub const CLUSTER: [Fault; 6] = [
+    Fault::Nothing,
+    Fault::ApiServerKilled,
+    Fault::EtcdKilled,
+    Fault::KubeletRestarted,
+    Fault::ContainerdRestarted,
+    Fault::PodDeleted,
+];
 
 impl Fault {
     /// `None`: the run completes; else it fails and its status says this.
@@ -90,23 +103,17 @@ async fn a_backup_survives_control_plane_node_and_store_faults_or_fails_naming_t
     .unwrap();
     apply_yaml(&blueprint(&ns)).unwrap();
 
-    let matrix = [
-        Fault::Nothing,
-        Fault::ApiServerKilled,
-        Fault::EtcdKilled,
-        Fault::KubeletRestarted,
-        Fault::ContainerdRestarted,
-        Fault::PodDeleted,
+    let matrix = CLUSTER.into_iter().chain([
         Fault::ScratchFull,
         Fault::StoreSlowDown,
         // The window is over: the same store serves the next run again.
         Fault::Nothing,
         Fault::StoreGone,
-    ];
+    ]);
     let prefix = format!("pg_backups/{ns}/");
     let mut complete: Vec<(Fault, Value, String)> = Vec::new();
     let mut table = Vec::new();
-    for (i, fault) in matrix.into_iter().enumerate() {
+    for (i, fault) in matrix.enumerate() {
         proxy.wait_while_slowing_down();
         psql(
             &ns,
@@ -128,47 +135,20 @@ async fn a_backup_survives_control_plane_node_and_store_faults_or_fails_naming_t
             json!({"options": {"hold": fault.hold().to_string()}}),
         );
         let name = start_spec(&ns, spec);
-        let uid = kubectl(&[
-            "get",
-            "-n",
-            &ns,
-            "actionsets.cr.kanister.io",
-            &name,
-            "-o",
-            "jsonpath={.metadata.uid}",
-        ])
-        .unwrap();
+        let uid = uid(&ns, &name);
         let pod = running_pod(&ns, &uid).await;
-        inject(fault, &ns, &pod, &proxy);
+        inject(fault, &ns, &pod, Some(&proxy));
         let done = wait_end(&ns, &name).await;
         healthy().await;
 
-        let state = done["status"]["state"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        let error = done["status"]["error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        match fault.fails_with() {
-            None => assert_eq!(state, "complete", "{fault:?}: {done:#}"),
-            Some(text) => {
-                assert_eq!(state, "failed", "{fault:?}: {done:#}");
-                assert!(
-                    done["status"].to_string().contains(text),
-                    "{fault:?} not named: {done:#}"
-                );
-            }
-        }
-        let defer = &done["status"]["actions"][0]["deferPhase"];
-        assert_eq!(defer["state"], "complete", "{fault:?}: {done:#}");
-        let started = defer_started(&ns, &name).await;
-        assert_eq!(
-            started, 1,
-            "{fault:?}: the deferPhase started {started} times"
-        );
-        app_back(&ns);
+        let (state, error) = ended_as(
+            fault,
+            &done,
+            fault.fails_with().is_none(),
+            fault.fails_with().as_slice(),
+            &ns,
+        )
+        .await;
         if state == "complete" {
             let artifact = done["status"]["actions"][0]["artifacts"]["cloudObject"].clone();
             complete.push((fault, artifact, rows));
@@ -201,6 +181,46 @@ async fn a_backup_survives_control_plane_node_and_store_faults_or_fails_naming_t
     );
 }
 
+/// Asserts how the run `done` under `fault` ended: complete (if `may_complete`), or failed with
+/// one of the texts `fails_with` in the status (if there are any); its deferPhase complete and
+/// started exactly once; the application back. Returns its state and error message.
+pub async fn ended_as(
+    fault: Fault,
+    done: &Value,
+    may_complete: bool,
+    fails_with: &[&str],
+    ns: &str,
+) -> (String, String) {
+    let state = done["status"]["state"].as_str().unwrap_or_default();
+    let error = done["status"]["error"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    let may_fail = !fails_with.is_empty();
+    if state == "complete" {
+        assert!(may_complete, "{fault:?} should have failed: {done:#}");
+    } else {
+        assert!(
+            may_fail && state == "failed",
+            "{fault:?}: {state}: {done:#}"
+        );
+        let status = done["status"].to_string();
+        assert!(
+            fails_with.iter().any(|t| status.contains(t)),
+            "{fault:?} not named (one of {fails_with:?}): {done:#}"
+        );
+    }
+    let defer = &done["status"]["actions"][0]["deferPhase"];
+    assert_eq!(defer["state"], "complete", "{fault:?}: {done:#}");
+    let name = done["metadata"]["name"].as_str().unwrap_or_default();
+    let started = defer_started(ns, name).await;
+    assert_eq!(
+        started, 1,
+        "{fault:?}: the deferPhase started {started} times"
+    );
+    app_back(ns);
+    (state.to_string(), error.to_string())
+}
+
 /// The corpus PostgreSQL Blueprint's backup phase as written, after a pause of `options.hold`
 /// seconds, between a ScaleWorkload of the Deployment `app` to 0 and a deferPhase that scales it
 /// back; `backup-scratch` writes the dump to a 4 KiB emptyDir first; `restore` is the corpus'.
@@ -220,15 +240,7 @@ fn blueprint(ns: &str) -> String {
         "volumes": [{"name": "scratch", "emptyDir": {"medium": "Memory", "sizeLimit": "4Ki"}}],
         "containers": [{"name": "container", "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}]}],
     });
-    let scale = |name: &str, replicas: Value| {
-        json!({"func": "ScaleWorkload", "name": name,
-               "args": {"namespace": ns, "kind": "Deployment", "name": "app", "replicas": replicas}})
-    };
-    let quiesce = scale("quiesce", json!(0));
-    let resume = scale(
-        "resume",
-        json!("{{ .Phases.quiesce.Output.originalReplicaCount }}"),
-    );
+    let (quiesce, resume) = quiesce_and_resume(ns, "app");
     let backup = |phase: Value| {
         let mut a = corpus["actions"]["backup"].clone();
         a["phases"] = json!([quiesce, phase]);
@@ -247,6 +259,36 @@ fn blueprint(ns: &str) -> String {
     bp.to_string()
 }
 
+/// A ScaleWorkload phase `quiesce` that scales the Deployment `deployment` to 0, and a
+/// deferPhase `resume` that scales it back.
+pub fn quiesce_and_resume(ns: &str, deployment: &str) -> (Value, Value) {
+    let scale = |name: &str, replicas: Value| {
+        json!({"func": "ScaleWorkload", "name": name,
+               "args": {"namespace": ns, "kind": "Deployment", "name": deployment, "replicas": replicas}})
+    };
+    (
+        scale("quiesce", json!(0)),
+        scale(
+            "resume",
+            json!("{{ .Phases.quiesce.Output.originalReplicaCount }}"),
+        ),
+    )
+}
+
+/// The UID of ActionSet `ns/name`.
+pub fn uid(ns: &str, name: &str) -> String {
+    kubectl(&[
+        "get",
+        "-n",
+        ns,
+        "actionsets.cr.kanister.io",
+        name,
+        "-o",
+        "jsonpath={.metadata.uid}",
+    ])
+    .unwrap()
+}
+
 /// The run's pod (the dump phase's: the only phase with one) once it runs.
 async fn running_pod(ns: &str, uid: &str) -> String {
     let selector = format!("blueprint-operator.io/actionset-uid={uid}");
@@ -263,8 +305,8 @@ async fn running_pod(ns: &str, uid: &str) -> String {
     .unwrap_or_else(|e| panic!("the dump pod of {uid} did not run: {e}"))
 }
 
-/// Makes `fault` happen now.
-fn inject(fault: Fault, ns: &str, pod: &str, proxy: &StoreProxy) {
+/// Makes `fault` happen now (`pod`: the one to delete; `proxy`: where the store's faults are made).
+pub fn inject(fault: Fault, ns: &str, pod: &str, proxy: Option<&StoreProxy>) {
     let restart = |args: &[&str]| {
         support::run_ok(
             std::process::Command::new(support::repo_root().join("tools/control-plane/cluster.sh"))
@@ -282,13 +324,19 @@ fn inject(fault: Fault, ns: &str, pod: &str, proxy: &StoreProxy) {
         Fault::PodDeleted => {
             kubectl(&["delete", "pod", "-n", ns, pod, "--wait=false"]).unwrap();
         }
-        Fault::StoreSlowDown => proxy.slow_down_for(Duration::from_secs(30)),
-        Fault::StoreGone => proxy.gone(),
+        Fault::StoreSlowDown => proxy
+            .expect("a store proxy")
+            .slow_down_for(Duration::from_secs(30)),
+        Fault::StoreGone => proxy.expect("a store proxy").gone(),
+        Fault::LeaderDeleted => {
+            let leader = crate::restart::leader().expect("the executor Lease has a holder");
+            kubectl(&["delete", "pod", "-n", NS, &leader, "--wait=false"]).unwrap();
+        }
     }
 }
 
 /// Waits until the API server answers, the node is Ready and the operator's controller runs.
-async fn healthy() {
+pub async fn healthy() {
     support::poll(real::WAIT, || async {
         kubectl(&["get", "--raw", "/readyz"]).ok()?;
         let node = kubectl(&["get", "node", real::NODE, "-o", "json"]).ok()?;
@@ -313,14 +361,19 @@ async fn healthy() {
 }
 
 /// How many times the run's deferPhase started (its Events).
-async fn defer_started(ns: &str, name: &str) -> usize {
+pub async fn defer_started(ns: &str, name: &str) -> usize {
+    events(ns, name, "Started deferPhase").await
+}
+
+/// How many Events of `reason` ActionSet `name` has (once it has one).
+pub async fn events(ns: &str, name: &str, reason: &str) -> usize {
     let count = || {
         let evs = get_json(&["get", "events.events.k8s.io", "-n", ns]);
         evs["items"]
             .as_array()
             .into_iter()
             .flatten()
-            .filter(|e| e["regarding"]["name"] == name && e["reason"] == "Started deferPhase")
+            .filter(|e| e["regarding"]["name"] == name && e["reason"] == reason)
             .count()
     };
     // Events are published after the status: wait for the first.
@@ -330,21 +383,26 @@ async fn defer_started(ns: &str, name: &str) -> usize {
 
 /// The application the run scaled to 0 runs again.
 fn app_back(ns: &str) {
+    deployment_back(ns, "app");
+}
+
+/// The Deployment `name` runs again, at 1 replica.
+pub fn deployment_back(ns: &str, name: &str) {
     kubectl(&[
         "rollout",
         "status",
         "-n",
         ns,
-        "deployment/app",
+        &format!("deployment/{name}"),
         "--timeout=120s",
     ])
     .unwrap();
-    let d = get_json(&["get", "deployment", "-n", ns, "app"]);
+    let d = get_json(&["get", "deployment", "-n", ns, name]);
     assert_eq!(d["spec"]["replicas"], 1, "{d:#}");
 }
 
 /// Every pod of the run goes.
-async fn no_pods_left(ns: &str, uid: &str) {
+pub async fn no_pods_left(ns: &str, uid: &str) {
     let selector = format!("blueprint-operator.io/actionset-uid={uid}");
     support::poll(real::WAIT, || async {
         let pods = kubectl(&["get", "pods", "-n", ns, "-l", &selector, "-o", "name"]).ok()?;
@@ -360,7 +418,7 @@ const GONE: u8 = 2;
 
 /// A TCP proxy on the node IP in front of the test object store, where the store's faults are
 /// made: AWS S3's `503 SlowDown` for a while, or nothing listening any more.
-struct StoreProxy {
+pub struct StoreProxy {
     addr: String,
     mode: Arc<AtomicU8>,
     open: Arc<Mutex<Vec<TcpStream>>>,

@@ -14,6 +14,8 @@ mod databases;
 mod demo;
 mod failures;
 mod faults;
+mod faults_defer;
+mod faults_exec;
 mod flux;
 mod functions;
 mod helm;
