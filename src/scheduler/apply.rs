@@ -15,17 +15,12 @@ use tracing::{info, warn};
 use super::ctx::Known;
 use super::ctx::{Ctx, Error};
 use super::gate::Priority;
-use super::identity;
+use super::identity::{self, new_action_set};
 use super::metrics::{Labels, with};
-use super::plan::{self, NewRun, RunRecord, RunState, Skip, SkipReason, Trigger};
+use super::plan::{NewRun, RunRecord, RunState, Skip, SkipReason, Trigger};
 use super::status::status_patch;
 use crate::events::{Kind, Note};
-use crate::model::{
-    ANNOTATION_EXCLUSIVE, ANNOTATION_EXCLUSIVE_WAIT_TIMEOUT, ANNOTATION_SCHEDULE,
-    ANNOTATION_SCHEDULED_TIME, ActionSchedule, ActionScheduleStatus, ActionSet, ActionSetSpec,
-    EXECUTOR_LABEL_VALUE, FINALIZER_DELETE_RUNS, LABEL_DELETE_FOR, LABEL_EXECUTOR, LABEL_SCHEDULE,
-    LABEL_TRIGGER,
-};
+use crate::model::{ActionSchedule, ActionScheduleStatus, ActionSet, FINALIZER_DELETE_RUNS};
 
 /// Publish an Event about the schedule; repeats of the same reason merge into a series (Events
 /// are best effort: a failure is logged, not returned).
@@ -148,52 +143,6 @@ pub(super) async fn delete_owned(api: &Api<ActionSet>, a: &ActionSet) -> Result<
         Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => Ok(()),
         Err(e) => Err(e.into()),
     }
-}
-
-/// A run of `s`: labelled and annotated with the schedule, without an
-/// ownerReference (the garbage collector must not delete it with the schedule).
-pub(super) fn new_action_set(
-    s: &ActionSchedule,
-    run: &NewRun,
-    spec: ActionSetSpec,
-    delete_for: Option<&str>,
-) -> ActionSet {
-    let mut labels = BTreeMap::new();
-    labels.insert(
-        LABEL_SCHEDULE.to_string(),
-        plan::schedule_label_value(&s.name_any()),
-    );
-    labels.insert(LABEL_TRIGGER.to_string(), run.trigger.as_str().to_string());
-    // Opts the run in to our executor (beside Kanister, which ignores it).
-    labels.insert(LABEL_EXECUTOR.to_string(), EXECUTOR_LABEL_VALUE.to_string());
-    if let Some(d) = delete_for {
-        labels.insert(LABEL_DELETE_FOR.to_string(), d.to_string());
-    }
-    let mut annotations = BTreeMap::new();
-    annotations.insert(
-        ANNOTATION_SCHEDULED_TIME.to_string(),
-        run.scheduled_time.to_rfc3339(),
-    );
-    annotations.insert(ANNOTATION_SCHEDULE.to_string(), s.name_any());
-    // Exclusive runs; a retention delete action does not wait.
-    if s.spec.exclusive && delete_for.is_none() {
-        annotations.insert(ANNOTATION_EXCLUSIVE.to_string(), "true".to_string());
-        if let Some(t) = &s.spec.exclusive_wait_timeout {
-            annotations.insert(ANNOTATION_EXCLUSIVE_WAIT_TIMEOUT.to_string(), t.clone());
-        }
-    }
-    let meta = kube::core::ObjectMeta {
-        name: Some(run.name.clone()),
-        namespace: s.namespace(),
-        labels: Some(labels),
-        annotations: Some(annotations),
-        ..Default::default()
-    };
-    let mut a = ActionSet::new(meta, spec);
-    // Created already claimed: Kanister's controller in the same namespace never starts it,
-    // with or without the webhook.
-    crate::executor::claim::claim(&mut a, crate::executor::claim::By::Schedule);
-    a
 }
 
 /// `concurrencyPolicy: Replace`: delete the active runs `victims` (and drop
@@ -389,34 +338,4 @@ pub(super) async fn rotated(
         .get_or_create(&with(labels.clone(), "state", state.as_str()))
         .inc();
     publish(ctx, s, false, "Rotated", "Delete", note).await;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use chrono::DateTime;
-
-    #[test]
-    fn runs_are_labelled_and_annotated_without_an_owner() {
-        let s: ActionSchedule = serde_json::from_value(json!({
-            "apiVersion": "blueprint-operator.io/v1alpha1", "kind": "ActionSchedule",
-            "metadata": {"name": "db", "namespace": "ns"},
-            "spec": {"schedule": "* * * * *", "actionSetTemplate": {"actions": []}},
-        }))
-        .unwrap();
-        let run = NewRun {
-            name: "db-1".into(),
-            scheduled_time: DateTime::from_timestamp(1_000, 0).unwrap(),
-            trigger: Trigger::Scheduled,
-        };
-        for delete_for in [None, Some("db-0")] {
-            let a = new_action_set(&s, &run, ActionSetSpec::default(), delete_for);
-            assert_eq!(a.labels()[LABEL_EXECUTOR], EXECUTOR_LABEL_VALUE);
-            assert_eq!(a.labels()[LABEL_SCHEDULE], "db");
-            assert_eq!(a.annotations()[ANNOTATION_SCHEDULE], "db");
-            // The garbage collector must not delete runs with their schedule.
-            assert!(a.owner_references().is_empty());
-            assert!(identity::is_run_of(&a.metadata, "db"));
-        }
-    }
 }

@@ -9,9 +9,10 @@ use chrono::{DateTime, Utc};
 use kube::api::{Api, PostParams};
 use kube::{Client, ResourceExt};
 
-use super::apply::{delete_owned, new_action_set, publish, rotated};
+use super::apply::{delete_owned, publish, rotated};
 use super::ctx::{Ctx, Error};
 use super::delete_action::{delete_spec, effective_kind};
+use super::identity::new_action_set;
 use super::metrics::{Labels, Metrics, with};
 use super::plan::{self, NewRun, RunRecord, RunState, Trigger};
 use super::retention::RetentionPlan;

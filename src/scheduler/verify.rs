@@ -17,7 +17,7 @@ use chrono::{DateTime, Utc};
 use kube::ResourceExt;
 use kube::core::ObjectMeta;
 
-use super::apply::new_action_set;
+use super::identity::new_action_set;
 use super::plan::{NewRun, RunRecord, RunState, Trigger, fit_name};
 use crate::model::child::{NotComplete, Overrides, child_spec};
 use crate::model::{
