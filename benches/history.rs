@@ -338,15 +338,7 @@ async fn run_size(client: &Client, n: usize) -> anyhow::Result<()> {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let sizes: Vec<usize> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
-    let sizes = if sizes.is_empty() {
-        vec![10_000]
-    } else {
-        sizes
-    };
+    let sizes = common::sizes(&[10_000]);
     #[cfg(feature = "dhat-heap")]
     let _profiler = dhat::Profiler::new_heap();
     let client = support::client().await;

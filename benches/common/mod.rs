@@ -15,6 +15,19 @@ pub fn env_usize(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// The sizes given on the command line (`cargo bench --bench B -- 1000 10000`), else `default`.
+pub fn sizes(default: &[usize]) -> Vec<usize> {
+    let given: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    if given.is_empty() {
+        default.to_vec()
+    } else {
+        given
+    }
+}
+
 /// Resident memory of this process, KiB.
 pub fn rss_kib() -> u64 {
     proc_rss_kib("self")
