@@ -128,6 +128,12 @@ impl Outage {
         now.duration_since(*self.since.get_or_insert(now)) < API_OUTAGE_LIMIT
     }
 
+    /// Whether the failures began at least [`API_OUTAGE_LIMIT`] before `now`.
+    pub fn ran_out(&self, now: Instant) -> bool {
+        self.since
+            .is_some_and(|s| now.duration_since(s) >= API_OUTAGE_LIMIT)
+    }
+
     /// A read succeeded: the next failure starts a new outage.
     pub fn over(&mut self) {
         self.since = None;

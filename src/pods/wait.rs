@@ -3,12 +3,13 @@
 //! when a container waits for a reason that will not resolve by itself, and after
 //! `TIMEOUT_WORKER_POD_READY` minutes of Pending.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
 
 use super::PodError;
+use crate::kube_error::{API_OUTAGE_LIMIT, Outage};
 
 /// How long a task pod may stay Pending (Kanister: `TIMEOUT_WORKER_POD_READY`, minutes, default 15).
 pub fn ready_timeout() -> Duration {
@@ -17,14 +18,6 @@ pub fn ready_timeout() -> Duration {
         .and_then(|v| v.trim().parse::<u64>().ok())
         .unwrap_or(15);
     Duration::from_secs(minutes * 60)
-}
-
-/// How long a pod is waited for while the API server does not answer (restarting, its etcd
-/// away) before the phase fails: the pod itself runs on meanwhile.
-const API_OUTAGE_LIMIT: Duration = Duration::from_secs(300);
-
-fn refused_for_now(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == 401 || s.code == 403)
 }
 
 /// Container waiting reasons that will not resolve by themselves.
@@ -45,8 +38,8 @@ pub async fn wait_finished(
 ) -> Result<Pod, PodError> {
     let ready_deadline = tokio::time::Instant::now() + ready_timeout();
     let mut delay = Duration::from_millis(100);
-    // Since when the API server has not answered: the pod runs on without it for a while.
-    let mut unreachable_since: Option<tokio::time::Instant> = None;
+    // The pod runs on without the API server for a while.
+    let mut outage = Outage::default();
     loop {
         let pod = match api.get(name).await {
             Ok(pod) => pod,
@@ -60,31 +53,24 @@ pub async fn wait_finished(
             }
             // A 401/403 too: an API server that just started refuses until its authorizer has
             // read the RBAC objects, and this pod was created with the very permission.
-            Err(e) if crate::kube_error::is_transient(&e) || refused_for_now(&e) => {
-                let since = *unreachable_since.get_or_insert_with(tokio::time::Instant::now);
-                if since.elapsed() >= API_OUTAGE_LIMIT {
-                    return Err(PodError::kube(
-                        function,
-                        format!(
-                            "getting pod {namespace}/{name} (failing for {}s)",
-                            API_OUTAGE_LIMIT.as_secs()
-                        ),
-                        e,
-                    ));
-                }
+            Err(e) if outage.rides_out(&e, Instant::now()) => {
                 tracing::warn!(pod = name, namespace, error = %e, "reading the pod failed; retrying");
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 continue;
             }
             Err(e) => {
-                return Err(PodError::kube(
-                    function,
-                    format!("getting pod {namespace}/{name}"),
-                    e,
-                ));
+                let action = if outage.ran_out(Instant::now()) {
+                    format!(
+                        "getting pod {namespace}/{name} (failing for {}s)",
+                        API_OUTAGE_LIMIT.as_secs()
+                    )
+                } else {
+                    format!("getting pod {namespace}/{name}")
+                };
+                return Err(PodError::kube(function, action, e));
             }
         };
-        unreachable_since = None;
+        outage.over();
         let status = pod.status.clone().unwrap_or_default();
         match status.phase.as_deref() {
             Some("Succeeded" | "Failed") => return Ok(pod),
