@@ -2,6 +2,7 @@
 //! `pkg/kube/exec.go`): stdout and stderr read in bounded memory, the phase output parsed from
 //! stdout as it streams, the exit status from the status channel.
 
+use futures::FutureExt;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use kube::api::{Api, AttachParams};
@@ -35,25 +36,46 @@ impl ExecResult {
     }
 }
 
-/// Reads `r` to its end into a tail (and the phase-output scanner).
+/// Reads `r` to its end into `tail` (and the phase-output scanner).
 async fn drain(
     r: Option<&mut (impl tokio::io::AsyncRead + Unpin)>,
+    tail: &mut output::Tail,
     mut scanner: Option<&mut output::Scanner>,
-) -> output::Tail {
-    let mut tail = output::Tail::default();
-    let Some(r) = r else { return tail };
+) {
+    let Some(r) = r else { return };
     let mut buf = vec![0u8; 64 * 1024];
     // A read error ends the stream; the status (or its absence) says what happened.
     while let Ok(n) = r.read(&mut buf).await {
         if n == 0 {
             break;
         }
-        tail.push(&buf[..n]);
-        if let Some(sc) = scanner.as_deref_mut() {
-            sc.feed(&buf[..n]);
-        }
+        keep(&buf[..n], tail, scanner.as_deref_mut());
     }
-    tail
+}
+
+/// Reads what `r` already holds, without waiting for more: the rest of a stream whose
+/// connection has ended (kube's stream task does not close its pipes when the connection
+/// fails, so their end would never come).
+fn drain_buffered(
+    r: Option<&mut (impl tokio::io::AsyncRead + Unpin)>,
+    tail: &mut output::Tail,
+    mut scanner: Option<&mut output::Scanner>,
+) {
+    let Some(r) = r else { return };
+    let mut buf = vec![0u8; 64 * 1024];
+    while let Some(Ok(n)) = r.read(&mut buf).now_or_never() {
+        if n == 0 {
+            break;
+        }
+        keep(&buf[..n], tail, scanner.as_deref_mut());
+    }
+}
+
+fn keep(bytes: &[u8], tail: &mut output::Tail, scanner: Option<&mut output::Scanner>) {
+    tail.push(bytes);
+    if let Some(sc) = scanner {
+        sc.feed(bytes);
+    }
 }
 
 /// Why an exec failed.
@@ -150,18 +172,37 @@ pub async fn exec(
     let mut out_r = attached.stdout();
     let mut err_r = attached.stderr();
     let status = attached.take_status();
+    // The stream task ends with the connection. When the connection fails (the API server or
+    // the kubelet restarted) the pipes are left open, so the reads below would wait forever:
+    // they are raced against the task's end.
+    let ended = attached.join();
+    tokio::pin!(ended);
+    let (mut out_tail, mut err_tail) = (output::Tail::default(), output::Tail::default());
     let mut scanner = output::Scanner::default();
-    let ((), out_tail, err_tail) = tokio::join!(
-        write_in,
-        drain(out_r.as_mut(), Some(&mut scanner)),
-        drain(err_r.as_mut(), None)
-    );
+    let reading = async {
+        tokio::join!(
+            write_in,
+            drain(out_r.as_mut(), &mut out_tail, Some(&mut scanner)),
+            drain(err_r.as_mut(), &mut err_tail, None)
+        )
+    };
+    let joined = tokio::select! {
+        _ = reading => None,
+        joined = &mut ended => Some(joined),
+    };
     drop(in_w);
+    let joined = match joined {
+        Some(joined) => {
+            drain_buffered(out_r.as_mut(), &mut out_tail, Some(&mut scanner));
+            drain_buffered(err_r.as_mut(), &mut err_tail, None);
+            joined
+        }
+        None => ended.await,
+    };
     let status = match status {
         Some(f) => f.await,
         None => None,
     };
-    let joined = attached.join().await;
     let (output, output_error) = match scanner.finish() {
         Ok(o) => (o, None),
         Err(e) => (Output::new(), Some(e)),
@@ -257,5 +298,85 @@ mod tests {
             Err("x"),
         );
         assert_eq!(e.unwrap_err().to_string(), "exec stream failed: x");
+    }
+
+    /// An API server's `pods/exec` on 127.0.0.1 that sends `frames` on the exec stream, then
+    /// closes it cleanly (`close`) or drops the connection as a process killed does.
+    async fn exec_against(frames: Vec<Vec<u8>>, close: bool) -> Result<ExecResult, PodError> {
+        use futures::SinkExt;
+        use tokio_tungstenite::tungstenite::{Message, handshake::server};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let server = tokio::spawn(async move {
+            let (tcp, _) = listener.accept().await.unwrap();
+            let pick = |_: &server::Request, mut resp: server::Response| {
+                let v4 = http::HeaderValue::from_static("v4.channel.k8s.io");
+                resp.headers_mut().insert("Sec-WebSocket-Protocol", v4);
+                Ok(resp)
+            };
+            let mut ws = tokio_tungstenite::accept_hdr_async(tcp, pick)
+                .await
+                .unwrap();
+            for f in frames {
+                ws.send(Message::binary(f)).await.unwrap();
+            }
+            if close {
+                let _ = ws.close(None).await;
+            }
+        });
+        let client = kube::Client::try_from(kube::Config::new(url.parse().unwrap())).unwrap();
+        let command = ["count".to_string()];
+        let r = exec(
+            &client,
+            "KubeExec",
+            "ns",
+            "db-0",
+            Some("db"),
+            &command,
+            None,
+        );
+        // A guard, not a measurement: the defect this catches is an exec that never returns.
+        let r = tokio::time::timeout(std::time::Duration::from_secs(120), r)
+            .await
+            .expect("the exec returned after its stream ended");
+        server.await.unwrap();
+        r
+    }
+
+    fn frame(channel: u8, bytes: &[u8]) -> Vec<u8> {
+        [&[channel][..], bytes].concat()
+    }
+
+    #[tokio::test]
+    async fn a_finished_exec_gives_its_output() {
+        let success = serde_json::to_vec(&serde_json::json!({"status": "Success"})).unwrap();
+        let frames = vec![
+            frame(
+                1,
+                b"###Phase-output###: {\"key\":\"rows\",\"value\":\"7\"}\n",
+            ),
+            frame(2, b"warning\n"),
+            frame(3, &success),
+        ];
+        let r = exec_against(frames, true).await.unwrap();
+        assert_eq!(r.stderr, "warning\n");
+        let out = r.phase_output("KubeExec").unwrap();
+        assert_eq!(
+            out.get("rows").and_then(|v| v.as_str()),
+            Some("7"),
+            "{out:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_connection_cut_mid_command_fails_the_exec_with_what_it_printed() {
+        let frames = vec![frame(1, b"started\n"), frame(2, b"half way\n")];
+        let e = exec_against(frames, false).await.unwrap_err().to_string();
+        assert!(
+            e.contains("Failed to exec command in pod ns/db-0 container db: exec stream failed"),
+            "{e}"
+        );
+        assert!(e.contains("stderr (last lines):\nhalf way"), "{e}");
+        assert!(e.contains("stdout (last lines):\nstarted"), "{e}");
     }
 }
