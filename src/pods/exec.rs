@@ -8,7 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use kube::api::{Api, AttachParams};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::PodError;
+use super::{PodError, exec_end};
 use crate::phase_output as output;
 use crate::phase_output::Output;
 
@@ -91,14 +91,20 @@ pub enum ExecFailure {
         "the exec stream ended without a status: the connection to the pod was lost, so whether the command finished, and how, is unknown"
     )]
     NoStatus,
+    #[error(
+        "the exec stream ended before the command did (Kubernetes reported success, but the command's shell never reported its end): the connection to the pod was lost, so whether the command finished, and how, is unknown"
+    )]
+    Cut,
 }
 
-/// How an exec ended, from its status (channel 3) and the stream: `Err`
-/// says why it failed. A stream that closed without any status is a
+/// How an exec ended, from its status (channel 3), the stream, and whether the command's shell
+/// reported its end (`None`: not asked, see [`super::exec_end`]): `Err` says why it failed. A
+/// stream that closed without any status, or with a success but without the end report, is a
 /// failure: the connection was lost, the command's result is unknown.
 pub fn outcome(
     status: Option<&Status>,
     stream: Result<(), impl std::fmt::Display>,
+    end_reported: Option<bool>,
 ) -> Result<(), ExecFailure> {
     match status {
         Some(st) if st.status.as_deref() == Some("Failure") => {
@@ -116,7 +122,13 @@ pub fn outcome(
                 },
             })
         }
-        Some(_) => stream.map_err(|e| ExecFailure::Stream(e.to_string())),
+        Some(_) => {
+            stream.map_err(|e| ExecFailure::Stream(e.to_string()))?;
+            match end_reported {
+                Some(false) => Err(ExecFailure::Cut),
+                _ => Ok(()),
+            }
+        }
         None => Err(match stream {
             Err(e) => ExecFailure::Stream(e.to_string()),
             Ok(()) => ExecFailure::NoStatus,
@@ -157,8 +169,9 @@ pub async fn exec(
         .stdin(stdin.is_some())
         .stdout(true)
         .stderr(true);
+    let wrapped = exec_end::wrap(command);
     let mut attached = api
-        .exec(pod, command.to_vec(), &ap)
+        .exec(pod, wrapped.as_deref().unwrap_or(command).to_vec(), &ap)
         .await
         .map_err(|e| PodError::kube(function, format!("Failed to exec command in {place}"), e))?;
     let mut in_w = attached.stdin();
@@ -207,13 +220,15 @@ pub async fn exec(
         Ok(o) => (o, None),
         Err(e) => (Output::new(), Some(e)),
     };
+    let mut stderr = err_tail.text();
+    let end_reported = wrapped.map(|_| exec_end::take_report(&mut stderr));
     let result = ExecResult {
         stdout: out_tail.text(),
-        stderr: err_tail.text(),
+        stderr,
         output,
         output_error,
     };
-    match outcome(status.as_ref(), joined) {
+    match outcome(status.as_ref(), joined, end_reported) {
         Ok(()) => Ok(result),
         Err(what) => Err(PodError::failed(
             function,
@@ -267,10 +282,12 @@ mod tests {
 
     #[test]
     fn an_exec_without_a_status_failed() {
-        let e = outcome(None, Ok::<(), String>(())).unwrap_err().to_string();
+        let e = outcome(None, Ok::<(), String>(()), None)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("ended without a status"), "{e}");
         assert!(e.contains("connection to the pod was lost"), "{e}");
-        let e = outcome(None, Err("reset by peer")).unwrap_err();
+        let e = outcome(None, Err("reset by peer"), None).unwrap_err();
         assert_eq!(e.to_string(), "exec stream failed: reset by peer");
     }
 
@@ -279,7 +296,8 @@ mod tests {
         assert!(
             outcome(
                 Some(&status(serde_json::json!({"status": "Success"}))),
-                Ok::<(), String>(())
+                Ok::<(), String>(()),
+                Some(true)
             )
             .is_ok()
         );
@@ -288,7 +306,7 @@ mod tests {
             "details": {"causes": [{"reason": "ExitCode", "message": "3"}]}}),
         );
         assert_eq!(
-            outcome(Some(&failed), Ok::<(), String>(()))
+            outcome(Some(&failed), Ok::<(), String>(()), Some(false))
                 .unwrap_err()
                 .to_string(),
             "command terminated with exit code 3"
@@ -296,25 +314,25 @@ mod tests {
         let e = outcome(
             Some(&status(serde_json::json!({"status": "Success"}))),
             Err("x"),
+            None,
         );
         assert_eq!(e.unwrap_err().to_string(), "exec stream failed: x");
     }
 
     /// An API server's `pods/exec` on 127.0.0.1 that sends `frames` on the exec stream, then
     /// closes it cleanly (`close`) or drops the connection as a process killed does.
-    async fn exec_against(frames: Vec<Vec<u8>>, close: bool) -> Result<ExecResult, PodError> {
+    async fn exec_against(
+        command: &[&str],
+        frames: Vec<Vec<u8>>,
+        close: bool,
+    ) -> Result<ExecResult, PodError> {
         use futures::SinkExt;
-        use tokio_tungstenite::tungstenite::{Message, handshake::server};
+        use tokio_tungstenite::tungstenite::Message;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let server = tokio::spawn(async move {
             let (tcp, _) = listener.accept().await.unwrap();
-            let pick = |_: &server::Request, mut resp: server::Response| {
-                let v4 = http::HeaderValue::from_static("v4.channel.k8s.io");
-                resp.headers_mut().insert("Sec-WebSocket-Protocol", v4);
-                Ok(resp)
-            };
-            let mut ws = tokio_tungstenite::accept_hdr_async(tcp, pick)
+            let mut ws = tokio_tungstenite::accept_hdr_async(tcp, v4_protocol)
                 .await
                 .unwrap();
             for f in frames {
@@ -325,7 +343,7 @@ mod tests {
             }
         });
         let client = kube::Client::try_from(kube::Config::new(url.parse().unwrap())).unwrap();
-        let command = ["count".to_string()];
+        let command: Vec<String> = command.iter().map(|s| s.to_string()).collect();
         let r = exec(
             &client,
             "KubeExec",
@@ -343,6 +361,19 @@ mod tests {
         r
     }
 
+    use tokio_tungstenite::tungstenite::handshake::server;
+
+    // The signature is tungstenite's handshake callback.
+    #[allow(clippy::result_large_err)]
+    fn v4_protocol(
+        _: &server::Request,
+        mut resp: server::Response,
+    ) -> Result<server::Response, server::ErrorResponse> {
+        let v4 = http::HeaderValue::from_static("v4.channel.k8s.io");
+        resp.headers_mut().insert("Sec-WebSocket-Protocol", v4);
+        Ok(resp)
+    }
+
     fn frame(channel: u8, bytes: &[u8]) -> Vec<u8> {
         [&[channel][..], bytes].concat()
     }
@@ -358,7 +389,7 @@ mod tests {
             frame(2, b"warning\n"),
             frame(3, &success),
         ];
-        let r = exec_against(frames, true).await.unwrap();
+        let r = exec_against(&["count"], frames, true).await.unwrap();
         assert_eq!(r.stderr, "warning\n");
         let out = r.phase_output("KubeExec").unwrap();
         assert_eq!(
@@ -371,12 +402,42 @@ mod tests {
     #[tokio::test]
     async fn a_connection_cut_mid_command_fails_the_exec_with_what_it_printed() {
         let frames = vec![frame(1, b"started\n"), frame(2, b"half way\n")];
-        let e = exec_against(frames, false).await.unwrap_err().to_string();
+        let e = exec_against(&["count"], frames, false)
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("Failed to exec command in pod ns/db-0 container db: exec stream failed"),
             "{e}"
         );
         assert!(e.contains("stderr (last lines):\nhalf way"), "{e}");
         assert!(e.contains("stdout (last lines):\nstarted"), "{e}");
+    }
+
+    /// Kubernetes says success for a stream cut between the kubelet and containerd; only the
+    /// shell's end report tells a finished command from that.
+    #[tokio::test]
+    async fn a_success_without_the_shells_end_report_is_a_cut_stream() {
+        let success = serde_json::to_vec(&serde_json::json!({"status": "Success"})).unwrap();
+        let command = ["bash", "-c", "count"];
+        let cut = vec![frame(1, b"before the restart\n"), frame(3, &success)];
+        let e = exec_against(&command, cut, true).await.unwrap_err();
+        assert!(
+            e.to_string().contains("Kubernetes reported success, but"),
+            "{e}"
+        );
+        assert!(
+            e.to_string()
+                .contains("stdout (last lines):\nbefore the restart"),
+            "{e}"
+        );
+
+        let report = format!(
+            "oops\n\n{} 0\n",
+            "blueprint-operator: exec ended with status"
+        );
+        let ended = vec![frame(2, report.as_bytes()), frame(3, &success)];
+        let r = exec_against(&command, ended, true).await.unwrap();
+        assert_eq!(r.stderr, "oops\n");
     }
 }

@@ -8,6 +8,7 @@
 mod create;
 mod error;
 mod exec;
+mod exec_end;
 pub mod helper;
 pub mod quantity;
 mod run;

@@ -56,18 +56,8 @@ async fn an_exec_phase_completes_or_fails_naming_the_fault_and_never_runs_twice(
     psql(&ns, "CREATE TABLE exec_runs (run int)");
     apply_yaml(&blueprint(&ns)).unwrap();
 
-    // Not yet (docs/faults.md): a kubelet restart or an API server kill while the command runs
-    // leaves the exec waiting for a status that never comes (the phase stays `running` until
-    // its timeout), and a containerd restart let the phase complete without the output the
-    // command printed after it.
-    let not_yet = [
-        Fault::ApiServerKilled,
-        Fault::KubeletRestarted,
-        Fault::ContainerdRestarted,
-    ];
-    let matrix = CLUSTER.into_iter().filter(|f| !not_yet.contains(f));
     let mut table = Vec::new();
-    for (run, fault) in matrix.enumerate() {
+    for (run, fault) in CLUSTER.into_iter().enumerate() {
         let spec = pg_action(
             &ns,
             "count",
