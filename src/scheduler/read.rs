@@ -24,7 +24,7 @@ use crate::model::{
 /// used only at the version this controller last read or wrote, and at the
 /// version just before our own last write, that write's result is used.
 /// Otherwise it is read from the API server, before any other request waiting
-/// (a create may follow it).
+/// (a create may follow it); see [`fresher`] for what is kept of that read.
 pub(super) async fn current(
     ctx: &Ctx,
     api: &Api<ActionSchedule>,
@@ -44,7 +44,20 @@ pub(super) async fn current(
     if fresh.is_none() {
         ctx.known().remove(&key);
     }
-    Ok(fresh.map(Arc::new))
+    Ok(fresh.map(|f| fresher(obj, f)))
+}
+
+/// The schedule read afresh, `fresh`, as kept while its reconcile and settle hold it: the
+/// cached copy when the cache holds that version already (as when a schedule is first taken
+/// up), so that thousands of reconciles waiting at once do not each hold a second copy; else
+/// `fresh` without its managedFields, as the cache keeps it.
+fn fresher(cached: &Arc<ActionSchedule>, mut fresh: ActionSchedule) -> Arc<ActionSchedule> {
+    let version = fresh.resource_version();
+    if version.is_some() && version == cached.resource_version() {
+        return cached.clone();
+    }
+    fresh.managed_fields_mut().clear();
+    Arc::new(fresh)
 }
 
 /// The ActionSets labelled with one schedule, as found.
@@ -216,6 +229,27 @@ mod tests {
         Arc::make_mut(&mut unversioned).metadata.resource_version = None;
         assert!(plain.newest(&unversioned).is_none());
         assert!(plain.newest(&schedule_at("5", false)).is_some());
+    }
+
+    #[test]
+    fn a_fresh_read_at_the_cached_version_is_the_cached_copy() {
+        let cached = Arc::new(schedule_at("3", false));
+        let with_managed_fields = |v: &str, suspend: bool| {
+            let mut s = schedule_at(v, suspend);
+            s.metadata.managed_fields = Some(vec![Default::default()]);
+            s
+        };
+        let kept = fresher(&cached, with_managed_fields("3", false));
+        assert!(Arc::ptr_eq(&kept, &cached), "shared, not a second copy");
+        // Newer than the cache: the read, without managedFields.
+        let kept = fresher(&cached, with_managed_fields("4", true));
+        assert_eq!(kept.resource_version().as_deref(), Some("4"));
+        assert!(kept.spec.suspend);
+        assert!(kept.managed_fields().is_empty());
+        // Without a version nothing tells they are the same.
+        let mut unversioned = with_managed_fields("3", true);
+        unversioned.metadata.resource_version = None;
+        assert!(fresher(&cached, unversioned).spec.suspend);
     }
 
     #[test]
