@@ -17,6 +17,7 @@
 //! - [`ownership`]: which ActionSets this executor runs (label, namespaces);
 //!   [`claim`]: ActionSets made `running` at creation so no other controller starts them;
 //! - [`exclusive`]: which ActionSet a not-started exclusive one waits for (pure);
+//! - [`stored`]: what the executor's store keeps of each ActionSet (pure);
 //! - [`runtime`]: the reconciler on ActionSets (kube Controller, finalizer,
 //!   status writes with conflict retry).
 //!
@@ -37,4 +38,5 @@ pub mod pod_sweep;
 pub mod resume;
 pub mod runtime;
 pub mod status_size;
+pub mod stored;
 pub mod tenancy;

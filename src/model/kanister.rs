@@ -143,12 +143,24 @@ impl ActionSet {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ActionSetSpec {
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty", deserialize_with = "exact")]
     pub actions: Vec<ActionSpec>,
     /// Fields this model does not know (newer Kanister, other tools), kept
     /// so that writing the object back does not drop them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// A list as read, without spare places: serde grows a list of unknown length to four places
+/// at least, and an action (most of an ActionSet's or a schedule's size) usually comes alone.
+fn exact<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    let mut v = Vec::<T>::deserialize(d)?;
+    v.shrink_to_fit();
+    Ok(v)
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -253,7 +265,7 @@ impl std::fmt::Display for State {
 #[serde(rename_all = "camelCase", default)]
 pub struct ActionSetStatus {
     pub state: State,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty", deserialize_with = "exact")]
     pub actions: Vec<ActionStatus>,
     pub error: StatusError,
     pub progress: ActionProgress,
@@ -405,6 +417,24 @@ pub struct KeyPair {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn actions_are_read_without_spare_places() {
+        let a: ActionSet = serde_json::from_value(json!({
+            "metadata": {"name": "a"},
+            "spec": {"actions": [{"name": "backup", "blueprint": "bp"}]},
+            "status": {"state": "running", "actions": [{"name": "backup"}]},
+        }))
+        .unwrap();
+        let spec = a.spec.unwrap();
+        assert_eq!((spec.actions.len(), spec.actions.capacity()), (1, 1));
+        assert_eq!(spec.actions[0].blueprint, "bp");
+        let status = a.status.unwrap();
+        assert_eq!((status.actions.len(), status.actions.capacity()), (1, 1));
+        // Absent: none, as before.
+        let b: ActionSetSpec = serde_json::from_value(json!({})).unwrap();
+        assert!(b.actions.is_empty());
+    }
 
     #[test]
     fn released_kanisters_repository_server_reference_survives_a_round_trip() {

@@ -19,6 +19,7 @@ use super::identity::{self, new_action_set};
 use super::metrics::{Labels, with};
 use super::plan::{NewRun, RunRecord, RunState, Skip, SkipReason, Trigger};
 use super::status::status_patch;
+use super::summary::RunSummary;
 use crate::events::{Kind, Note};
 use crate::model::{ActionSchedule, ActionScheduleStatus, ActionSet, FINALIZER_DELETE_RUNS};
 
@@ -130,15 +131,15 @@ pub(super) async fn set_finalizer(
 }
 
 /// Delete an ActionSet this schedule created, only if it is still the same object.
-pub(super) async fn delete_owned(api: &Api<ActionSet>, a: &ActionSet) -> Result<(), Error> {
+pub(super) async fn delete_owned(api: &Api<ActionSet>, a: &RunSummary) -> Result<(), Error> {
     let dp = DeleteParams {
         preconditions: Some(Preconditions {
-            uid: a.uid(),
+            uid: a.uid.clone(),
             resource_version: None,
         }),
         ..DeleteParams::background()
     };
-    match api.delete(&a.name_any(), &dp).await {
+    match api.delete(a.name(), &dp).await {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => Ok(()),
         Err(e) => Err(e.into()),
@@ -151,7 +152,7 @@ pub(super) async fn replace(
     ctx: &Ctx,
     s: &ActionSchedule,
     actionsets: &Api<ActionSet>,
-    by_name: &BTreeMap<String, &ActionSet>,
+    by_name: &BTreeMap<String, &RunSummary>,
     victims: &[String],
     runs: &mut Vec<RunRecord>,
 ) -> Result<(), Error> {

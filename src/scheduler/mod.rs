@@ -13,7 +13,8 @@
 //!   `status`), apply (`apply`, `rotate`, `deleting`).
 //! - [`settle`]: what a reconcile does after its creates runs after it returns,
 //!   in order per schedule.
-//! - [`runs`]: each schedule's ActionSets, kept from the controller's watch.
+//! - [`runs`]: each schedule's ActionSets, kept from the controller's watch as
+//!   [`summary`]s.
 //! - [`metrics`]: Prometheus families, registered by the caller ([`SchedulerOptions::metrics`]).
 //! - [`gate`]: the bound on requests in flight, creates first, and the back-off
 //!   when the API server is overloaded.
@@ -36,6 +37,7 @@ mod rotate;
 pub mod runs;
 pub mod settle;
 mod status;
+pub mod summary;
 pub mod verify;
 mod verifying;
 pub mod window;

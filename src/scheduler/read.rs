@@ -10,14 +10,13 @@ use kube::api::{Api, ListParams};
 
 use super::ctx::{Ctx, Error};
 use super::gate::Priority;
-use super::identity;
-use super::plan::{self, PlanSettings, RunRecord, RunState, Trigger};
+use super::plan::{self, PlanSettings, RunRecord};
 use super::status::from_time;
-use super::verify::Verified;
+use super::summary::RunSummary;
 use super::window::{self, Window};
 use crate::model::{
-    ANNOTATION_RUN_NOW, ANNOTATION_SCHEDULED_TIME, ActionSchedule, ActionScheduleStatus, ActionSet,
-    LABEL_DELETE_FOR, LABEL_SCHEDULE, LABEL_TRIGGER, LABEL_VERIFY_FOR, State, WatchedActionSet,
+    ANNOTATION_RUN_NOW, ActionSchedule, ActionScheduleStatus, ActionSet, LABEL_SCHEDULE,
+    WatchedActionSet,
 };
 
 /// The schedule at its newest version, or `None` when it is gone. The watch
@@ -25,7 +24,7 @@ use crate::model::{
 /// used only at the version this controller last read or wrote, and at the
 /// version just before our own last write, that write's result is used.
 /// Otherwise it is read from the API server, before any other request waiting
-/// (a create may follow it).
+/// (a create may follow it); see [`fresher`] for what is kept of that read.
 pub(super) async fn current(
     ctx: &Ctx,
     api: &Api<ActionSchedule>,
@@ -45,21 +44,34 @@ pub(super) async fn current(
     if fresh.is_none() {
         ctx.known().remove(&key);
     }
-    Ok(fresh.map(Arc::new))
+    Ok(fresh.map(|f| fresher(obj, f)))
+}
+
+/// The schedule read afresh, `fresh`, as kept while its reconcile and settle hold it: the
+/// cached copy when the cache holds that version already (as when a schedule is first taken
+/// up), so that thousands of reconciles waiting at once do not each hold a second copy; else
+/// `fresh` without its managedFields, as the cache keeps it.
+fn fresher(cached: &Arc<ActionSchedule>, mut fresh: ActionSchedule) -> Arc<ActionSchedule> {
+    let version = fresh.resource_version();
+    if version.is_some() && version == cached.resource_version() {
+        return cached.clone();
+    }
+    fresh.managed_fields_mut().clear();
+    Arc::new(fresh)
 }
 
 /// The ActionSets labelled with one schedule, as found.
 pub(super) struct Found {
-    pub listed: Vec<Arc<ActionSet>>,
+    pub listed: Vec<Arc<RunSummary>>,
     /// One per listed ActionSet (only those with `ours` are the schedule's runs).
     pub records: Vec<RunRecord>,
 }
 
 impl Found {
-    pub fn by_name(&self) -> BTreeMap<String, &ActionSet> {
+    pub fn by_name(&self) -> BTreeMap<String, &RunSummary> {
         self.listed
             .iter()
-            .map(|a| (a.name_any(), a.as_ref()))
+            .map(|a| (a.name().to_string(), a.as_ref()))
             .collect()
     }
 }
@@ -67,13 +79,13 @@ impl Found {
 /// The ActionSets labelled with the schedule `name` in `ns`, with their records.
 pub(super) async fn runs(ctx: &Ctx, ns: &str, name: &str) -> Result<Found, Error> {
     let listed = list_runs(ctx, ns, name).await?;
-    let records = listed.iter().map(|a| record(a, name)).collect();
+    let records = listed.iter().map(|a| a.record(name)).collect();
     Ok(Found { listed, records })
 }
 
 /// The ActionSets labelled with the schedule `name` (the caller tells which are
-/// its runs: [`record`]).
-async fn list_runs(ctx: &Ctx, ns: &str, name: &str) -> Result<Vec<Arc<ActionSet>>, Error> {
+/// its runs: [`RunSummary::record`]).
+async fn list_runs(ctx: &Ctx, ns: &str, name: &str) -> Result<Vec<Arc<RunSummary>>, Error> {
     let label = plan::schedule_label_value(name);
     Ok(match ctx.runs.runs(ns, &label) {
         Some(runs) => runs,
@@ -88,68 +100,28 @@ async fn list_runs(ctx: &Ctx, ns: &str, name: &str) -> Result<Vec<Arc<ActionSet>
                 .items
                 .into_iter()
                 .filter_map(WatchedActionSet::valid)
-                .map(Arc::new)
+                .map(|a| Arc::new(RunSummary::of(&a)))
                 .collect()
         }
     })
 }
 
-/// Anything not running, complete or failed (no status yet, pending, or a
-/// run waiting for its turn) is `Pending`: active, so never rotated (see
-/// [`retention`](super::retention)).
-fn run_state(s: Option<State>) -> RunState {
-    match s {
-        Some(State::Running) => RunState::Running,
-        Some(State::Failed) => RunState::Failed,
-        Some(State::Complete) => RunState::Complete,
-        _ => RunState::Pending,
-    }
+/// The whole ActionSet `run` as it is now, for the steps that need more than its summary
+/// (a delete action takes its artifacts, a verification its spec); `None` when it is gone
+/// or is another object of the same name.
+pub(super) async fn actionset(
+    ctx: &Ctx,
+    api: &Api<ActionSet>,
+    run: &RunSummary,
+) -> Result<Option<ActionSet>, Error> {
+    let a = ctx.request(|| api.get_opt(run.name())).await?;
+    Ok(a.filter(|a| a.uid() == run.uid))
 }
 
 /// The scheduler's view of an ActionSet labelled with a schedule, for the
 /// schedule named `schedule`.
 pub fn record(a: &ActionSet, schedule: &str) -> RunRecord {
-    let scheduled_time = a
-        .annotations()
-        .get(ANNOTATION_SCHEDULED_TIME)
-        .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
-        .map(|d| d.with_timezone(&Utc))
-        .or_else(|| a.metadata.creation_timestamp.as_ref().and_then(from_time))
-        .unwrap_or_default();
-    let defers: Vec<State> = a
-        .status
-        .iter()
-        .flat_map(|s| s.actions.iter())
-        .filter(|x| !x.defer_phase.name.is_empty() && x.defer_phase.state != State::Unset)
-        .map(|x| x.defer_phase.state)
-        .collect();
-    let defer_state = if defers.contains(&State::Running) {
-        Some(RunState::Running)
-    } else if defers.contains(&State::Pending) {
-        Some(RunState::Pending)
-    } else if defers.contains(&State::Failed) {
-        Some(RunState::Failed)
-    } else if defers.is_empty() {
-        None
-    } else {
-        Some(RunState::Complete)
-    };
-    RunRecord {
-        name: a.name_any(),
-        scheduled_time,
-        state: run_state(a.state()),
-        defer_state,
-        trigger: Trigger::parse(
-            a.labels()
-                .get(LABEL_TRIGGER)
-                .map(String::as_str)
-                .unwrap_or(""),
-        ),
-        ours: identity::is_run_of(&a.metadata, schedule),
-        delete_for: a.labels().get(LABEL_DELETE_FOR).cloned(),
-        verify_for: a.labels().get(LABEL_VERIFY_FOR).cloned(),
-        verified: Verified::from_meta(&a.metadata),
-    }
+    RunSummary::of(a).record(schedule)
 }
 
 /// Ticks after this and up to now are due: the latest of
@@ -214,7 +186,9 @@ pub(super) fn plan_settings(s: &ActionSchedule, failures: u32) -> Result<PlanSet
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{ANNOTATION_SCHEDULED_TIME, LABEL_DELETE_FOR, LABEL_TRIGGER};
     use crate::scheduler::ctx::Known;
+    use crate::scheduler::plan::{RunState, Trigger};
     use serde_json::{Value, json};
 
     fn actionset(v: Value) -> ActionSet {
@@ -255,6 +229,27 @@ mod tests {
         Arc::make_mut(&mut unversioned).metadata.resource_version = None;
         assert!(plain.newest(&unversioned).is_none());
         assert!(plain.newest(&schedule_at("5", false)).is_some());
+    }
+
+    #[test]
+    fn a_fresh_read_at_the_cached_version_is_the_cached_copy() {
+        let cached = Arc::new(schedule_at("3", false));
+        let with_managed_fields = |v: &str, suspend: bool| {
+            let mut s = schedule_at(v, suspend);
+            s.metadata.managed_fields = Some(vec![Default::default()]);
+            s
+        };
+        let kept = fresher(&cached, with_managed_fields("3", false));
+        assert!(Arc::ptr_eq(&kept, &cached), "shared, not a second copy");
+        // Newer than the cache: the read, without managedFields.
+        let kept = fresher(&cached, with_managed_fields("4", true));
+        assert_eq!(kept.resource_version().as_deref(), Some("4"));
+        assert!(kept.spec.suspend);
+        assert!(kept.managed_fields().is_empty());
+        // Without a version nothing tells they are the same.
+        let mut unversioned = with_managed_fields("3", true);
+        unversioned.metadata.resource_version = None;
+        assert!(fresher(&cached, unversioned).spec.suspend);
     }
 
     #[test]

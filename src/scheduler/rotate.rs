@@ -17,6 +17,7 @@ use super::metrics::{Labels, Metrics, with};
 use super::plan::{self, NewRun, RunRecord, RunState, Trigger};
 use super::retention::RetentionPlan;
 use super::status::delete_failed_before;
+use super::summary::RunSummary;
 use crate::model::{ActionSchedule, ActionScheduleStatus, ActionSet, Blueprint, RotationEntry};
 
 /// How far removing one run got.
@@ -43,7 +44,7 @@ pub(super) struct Remover<'a> {
     api: &'a Api<ActionSet>,
     labels: &'a Labels,
     metrics: &'a Metrics,
-    by_name: &'a BTreeMap<String, &'a ActionSet>,
+    by_name: &'a BTreeMap<String, &'a RunSummary>,
     pub delete_action: Option<&'a str>,
     /// `retention.deleteActionKind`.
     delete_kind: Option<&'a str>,
@@ -62,7 +63,7 @@ impl<'a> Remover<'a> {
         api: &'a Api<ActionSet>,
         labels: &'a Labels,
         metrics: &'a Metrics,
-        by_name: &'a BTreeMap<String, &'a ActionSet>,
+        by_name: &'a BTreeMap<String, &'a RunSummary>,
         runs: &'a [RunRecord],
     ) -> Self {
         let namespace = s.namespace().unwrap_or_default();
@@ -96,23 +97,33 @@ impl<'a> Remover<'a> {
     /// delete action may be created.
     pub async fn step(
         &self,
-        run: &ActionSet,
+        run: &RunSummary,
         state: RunState,
         may_start: bool,
         now: DateTime<Utc>,
     ) -> Result<Step, Error> {
         // A verification holds no backup of its own: no delete action for it.
-        let verification = self.verifications.iter().any(|v| v.name == run.name_any());
+        let verification = self.verifications.iter().any(|v| v.name == run.name());
         let (Some(action), RunState::Complete, false) = (self.delete_action, state, verification)
         else {
             delete_owned(self.api, run).await?;
             return Ok(Step::Removed(None));
         };
-        let name = run.name_any();
+        let name = run.name().to_string();
         let Some(d) = self.deletes.get(name.as_str()) else {
             if !may_start {
                 return Ok(Step::NotStarted);
             }
+            // Its artifacts are in its status, which the summary does not keep.
+            let Some(full) = self
+                .api
+                .get_opt(&name)
+                .await?
+                .filter(|a| a.uid() == run.uid)
+            else {
+                // Deleted meanwhile: nothing left to remove.
+                return Ok(Step::Removed(None));
+            };
             let dname = plan::delete_name(&name);
             let new = NewRun {
                 name: dname.clone(),
@@ -122,7 +133,7 @@ impl<'a> Remover<'a> {
             let kinds = self.kinds(action).await?;
             let namespace = self.s.namespace().unwrap_or_default();
             let template = &self.s.spec.action_set_template;
-            let spec = delete_spec(template, action, run, &kinds, &namespace);
+            let spec = delete_spec(template, action, &full, &kinds, &namespace);
             let da = new_action_set(self.s, &new, spec, Some(&name));
             match self.api.create(&PostParams::default(), &da).await {
                 Ok(_) => {}

@@ -8,6 +8,9 @@
 //! are deterministic (a duplicate create is `AlreadyExists`), deletes carry a
 //! UID precondition, and the watch event of every change triggers another
 //! reconcile of the owning schedule.
+//!
+//! It keeps each ActionSet's [`RunSummary`], not the ActionSet: the executor's
+//! store holds every ActionSet already, and the scheduler reads little of one.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
@@ -16,11 +19,12 @@ use kube::ResourceExt;
 use kube::runtime::watcher;
 use tracing::warn;
 
+use super::summary::RunSummary;
 use crate::model::{ActionSet, LABEL_SCHEDULE, WatchedActionSet};
 
 /// Namespace and value of the schedule label.
 type Key = (String, String);
-type Runs = HashMap<Key, BTreeMap<String, Arc<ActionSet>>>;
+type Runs = HashMap<Key, BTreeMap<String, Arc<RunSummary>>>;
 
 #[derive(Default)]
 pub struct RunIndex {
@@ -45,7 +49,7 @@ fn insert(runs: &mut Runs, a: &ActionSet) {
     if let Some(k) = key(a) {
         runs.entry(k)
             .or_default()
-            .insert(a.name_any(), Arc::new(a.clone()));
+            .insert(a.name_any(), Arc::new(RunSummary::of(a)));
     }
 }
 
@@ -60,6 +64,27 @@ fn remove(runs: &mut Runs, a: &ActionSet) {
     }
 }
 
+impl Inner {
+    fn init(&mut self) {
+        self.relist = Some(Runs::new());
+    }
+
+    fn init_done(&mut self) {
+        if let Some(r) = self.relist.take() {
+            self.runs = r;
+        }
+        self.ready = true;
+    }
+
+    /// `a` as listed (`in_relist`: part of a relist) or changed.
+    fn put(&mut self, a: &ActionSet, in_relist: bool) {
+        match self.relist.as_mut() {
+            Some(r) if in_relist => insert(r, a),
+            _ => insert(&mut self.runs, a),
+        }
+    }
+}
+
 impl RunIndex {
     /// Apply one watch event.
     pub fn apply(&self, event: &watcher::Event<ActionSet>) {
@@ -67,18 +92,10 @@ impl RunIndex {
         // map itself is still a valid (if possibly stale) view.
         let mut g = self.inner.write().unwrap_or_else(|p| p.into_inner());
         match event {
-            watcher::Event::Init => g.relist = Some(Runs::new()),
-            watcher::Event::InitApply(a) => match g.relist.as_mut() {
-                Some(r) => insert(r, a),
-                None => insert(&mut g.runs, a),
-            },
-            watcher::Event::InitDone => {
-                if let Some(r) = g.relist.take() {
-                    g.runs = r;
-                }
-                g.ready = true;
-            }
-            watcher::Event::Apply(a) => insert(&mut g.runs, a),
+            watcher::Event::Init => g.init(),
+            watcher::Event::InitApply(a) => g.put(a, true),
+            watcher::Event::InitDone => g.init_done(),
+            watcher::Event::Apply(a) => g.put(a, false),
             watcher::Event::Delete(a) => remove(&mut g.runs, a),
         }
     }
@@ -87,15 +104,23 @@ impl RunIndex {
     /// not decode is left out of the view (as if deleted), so that neither
     /// retention nor concurrency acts on a run it cannot read.
     pub fn apply_watched(&self, event: &watcher::Event<WatchedActionSet>) {
-        // The ActionSet, and whether it decoded (else only its metadata).
-        let typed = |w: &WatchedActionSet| match w {
-            WatchedActionSet::Valid(a) => (a.as_ref().clone(), true),
+        let mut g = self.inner.write().unwrap_or_else(|p| p.into_inner());
+        let (w, applied) = match event {
+            watcher::Event::Init => return g.init(),
+            watcher::Event::InitDone => return g.init_done(),
+            watcher::Event::InitApply(w) | watcher::Event::Apply(w) => (w, true),
+            watcher::Event::Delete(w) => (w, false),
+        };
+        let in_relist = matches!(event, watcher::Event::InitApply(_));
+        match w {
+            WatchedActionSet::Valid(a) if applied => g.put(a, in_relist),
+            WatchedActionSet::Valid(a) => remove(&mut g.runs, a),
             WatchedActionSet::Invalid { metadata, error } => {
                 let skeleton = ActionSet {
                     metadata: metadata.as_ref().clone(),
                     ..ActionSet::default()
                 };
-                if key(&skeleton).is_some() {
+                if applied && key(&skeleton).is_some() {
                     warn!(
                         actionset = %skeleton.name_any(),
                         namespace = %skeleton.namespace().unwrap_or_default(),
@@ -103,28 +128,14 @@ impl RunIndex {
                         "scheduled run cannot be read; left out of its schedule's runs"
                     );
                 }
-                (skeleton, false)
+                remove(&mut g.runs, &skeleton);
             }
-        };
-        let event = match event {
-            watcher::Event::Init => watcher::Event::Init,
-            watcher::Event::InitDone => watcher::Event::InitDone,
-            watcher::Event::InitApply(w) => match typed(w) {
-                (a, true) => watcher::Event::InitApply(a),
-                (s, false) => watcher::Event::Delete(s),
-            },
-            watcher::Event::Apply(w) => match typed(w) {
-                (a, true) => watcher::Event::Apply(a),
-                (s, false) => watcher::Event::Delete(s),
-            },
-            watcher::Event::Delete(w) => watcher::Event::Delete(typed(w).0),
-        };
-        self.apply(&event);
+        }
     }
 
     /// The ActionSets labelled with schedule `label` in `namespace`, or `None`
     /// until the first list has completed (the caller then asks the API).
-    pub fn runs(&self, namespace: &str, label: &str) -> Option<Vec<Arc<ActionSet>>> {
+    pub fn runs(&self, namespace: &str, label: &str) -> Option<Vec<Arc<RunSummary>>> {
         let g = self.inner.read().unwrap_or_else(|p| p.into_inner());
         if !g.ready {
             return None;
@@ -154,7 +165,7 @@ mod tests {
 
     fn names(ix: &RunIndex, ns: &str, s: &str) -> Option<Vec<String>> {
         ix.runs(ns, s)
-            .map(|v| v.iter().map(|a| a.name_any()).collect())
+            .map(|v| v.iter().map(|a| a.name().to_string()).collect())
     }
 
     #[test]

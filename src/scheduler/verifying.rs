@@ -14,7 +14,9 @@ use super::cron::Schedule;
 use super::ctx::{Ctx, Error};
 use super::gate::Priority;
 use super::plan::{RunRecord, RunState};
+use super::read;
 use super::status::from_time;
+use super::summary::RunSummary;
 use super::verify::{self, Cadence, Outcome, Verified};
 use crate::model::{ActionSchedule, ActionSet, Verify};
 
@@ -48,7 +50,7 @@ pub(super) async fn verify(
     ctx: &Ctx,
     s: &ActionSchedule,
     api: &Api<ActionSet>,
-    by_name: &BTreeMap<String, &ActionSet>,
+    by_name: &BTreeMap<String, &RunSummary>,
     runs: &mut Vec<RunRecord>,
     counted: &verify::Counted,
     now: DateTime<Utc>,
@@ -88,7 +90,7 @@ async fn record(
     ctx: &Ctx,
     s: &ActionSchedule,
     api: &Api<ActionSet>,
-    by_name: &BTreeMap<String, &ActionSet>,
+    by_name: &BTreeMap<String, &RunSummary>,
     outcome: &Outcome,
     at: DateTime<Utc>,
 ) -> Result<bool, Error> {
@@ -98,7 +100,7 @@ async fn record(
     let mut patch = verify::record_patch(outcome, at);
     // Only over the version read: a view older than an outcome already written must not
     // write (and announce) it again.
-    patch["metadata"]["resourceVersion"] = backup.resource_version().into();
+    patch["metadata"]["resourceVersion"] = backup.resource_version.clone().into();
     let (pp, patch) = (PatchParams::default(), Patch::Merge(&patch));
     match ctx
         .request(|| api.patch_metadata(&outcome.run, &pp, &patch))
@@ -115,9 +117,7 @@ async fn record(
     } else {
         let why = by_name
             .get(by)
-            .and_then(|a| a.status.as_ref())
-            .map(|st| st.error.message.as_str())
-            .filter(|m| !m.is_empty())
+            .and_then(|a| a.error.as_deref())
             .map(|m| format!(": {m}"))
             .unwrap_or_default();
         let note = format!("backup run {run} is unverified: verification {by} failed{why}");
@@ -133,7 +133,7 @@ async fn start(
     s: &ActionSchedule,
     v: &Verify,
     api: &Api<ActionSet>,
-    by_name: &BTreeMap<String, &ActionSet>,
+    by_name: &BTreeMap<String, &RunSummary>,
     backup: &str,
     check: bool,
     at: DateTime<Utc>,
@@ -142,7 +142,11 @@ async fn start(
     let Some(b) = by_name.get(backup) else {
         return Ok(());
     };
-    let a = match verify::verification(s, v, b, check, at) {
+    // The verification takes the run's spec and artifacts, which its summary does not keep.
+    let Some(b) = read::actionset(ctx, api, b).await? else {
+        return Ok(());
+    };
+    let a = match verify::verification(s, v, &b, check, at) {
         Ok(a) => a,
         Err(e) => {
             warn!(schedule = %s.name_any(), run = %backup, error = %e, "cannot verify");
@@ -174,7 +178,7 @@ async fn start(
         Err(e) => return Err(e.into()),
     }
     if !runs.iter().any(|r| r.name == name) {
-        let mut r = super::read::record(&a, &s.name_any());
+        let mut r = read::record(&a, &s.name_any());
         r.state = RunState::Pending;
         runs.push(r);
     }

@@ -148,8 +148,8 @@ pub async fn run(
     // Controller::new's own stream, plus a signal to the ActionSets waiting for their turn
     // after each event (also deletions, which trigger no reconcile).
     let signal = inner.clone();
-    // The store keeps every ActionSet in scope; their managedFields are never read here.
-    let watch = watcher(api, watcher::Config::default()).modify(|a| a.managed_fields_mut().clear());
+    // The store keeps every ActionSet in scope, finished ones slimmed (see `stored`).
+    let watch = watcher(api, watcher::Config::default()).modify(crate::executor::stored::slim);
     let events = kube::runtime::reflector(writer, watch).inspect(move |_| signal.gate.changed());
     Controller::for_stream(events.applied_objects(), store)
         .graceful_shutdown_on(shutdown)
