@@ -29,7 +29,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 
-use common::{cpu_secs, loadavg, pct, rss_kib};
+use common::{cpu_secs, loadavg, malloc_kib, pct, rss_kib};
 
 // `--features dhat-heap`: every allocation recorded with its call stack (several times slower);
 // dhat-heap.json then tells which stacks held the bytes at the peak (`tools/dhat-top.py`).
@@ -130,6 +130,7 @@ async fn run_size(client: &Client, n: usize) -> anyhow::Result<()> {
     futures::pin_mut!(schedules, runs);
 
     let rss_before = rss_kib();
+    let heap_before = malloc_kib();
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let mut opts = SchedulerOptions {
         namespace: Some(ns.clone()),
@@ -149,7 +150,18 @@ async fn run_size(client: &Client, n: usize) -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(1800);
     let tick_instant =
         tokio::time::Instant::now() + (tick - Utc::now()).to_std().unwrap_or(Duration::ZERO);
+    // Sampled every second: RSS, and malloc's bytes in use at their highest (what the
+    // program held at once; RSS also keeps what malloc freed but did not give back).
     let mut peak_rss = rss_kib();
+    let mut peak_heap = malloc_kib();
+    let mut sample = |peak_rss: &mut u64| {
+        *peak_rss = (*peak_rss).max(rss_kib());
+        let heap = malloc_kib();
+        if heap.0 > peak_heap.0 {
+            peak_heap = heap;
+        }
+    };
+    let mut every_second = tokio::time::interval(Duration::from_secs(1));
     let mut taken_up = BTreeSet::new();
     let mut take_up_time = None;
     // When the watch delivered each schedule's run for `tick`: ms after the tick.
@@ -190,13 +202,13 @@ async fn run_size(client: &Client, n: usize) -> anyhow::Result<()> {
             _ = tokio::time::sleep_until(tick_instant), if cpu_at_tick.is_none() => {
                 cpu_at_tick = Some(cpu_secs());
             }
+            _ = every_second.tick() => sample(&mut peak_rss),
             _ = report.tick() => {
-                peak_rss = peak_rss.max(rss_kib());
                 eprintln!("[{n}] {} taken up, {} of {n} runs for tick {tick} created", taken_up.len(), created.len());
             }
         }
     }
-    peak_rss = peak_rss.max(rss_kib());
+    sample(&mut peak_rss);
     let cpu = cpu_secs() - cpu_at_tick.unwrap_or_else(cpu_secs);
     let mut lags: Vec<f64> = created.values().copied().collect();
     lags.sort_by(|a, b| a.total_cmp(b));
@@ -206,7 +218,7 @@ async fn run_size(client: &Client, n: usize) -> anyhow::Result<()> {
     let rss_delta = peak_rss.saturating_sub(rss_before);
     let lag_p99 = pct(&lags, 0.99);
     println!(
-        "schedules={n} load_avg=[{load_start}]..[{}] api_create_limit: {n} creates in {:.2}s (p50 {:.0} ms, p99 {:.0} ms); scheduler: take_up={take_up} runs={} lag_p50={:.0}ms lag_p99={lag_p99:.0}ms lag_max={:.0}ms ratio_p99={:.2}; process CPU from the tick to the last run {:.2}s ({:.0} us per run, controller and bench watches); controller_rss_delta={:.1}MiB ({:.0} bytes per schedule, peak process RSS {:.1}MiB)",
+        "schedules={n} load_avg=[{load_start}]..[{}] api_create_limit: {n} creates in {:.2}s (p50 {:.0} ms, p99 {:.0} ms); scheduler: take_up={take_up} runs={} lag_p50={:.0}ms lag_p99={lag_p99:.0}ms lag_max={:.0}ms ratio_p99={:.2}; process CPU from the tick to the last run {:.2}s ({:.0} us per run, controller and bench watches); controller_rss_delta={:.1}MiB ({:.0} bytes per schedule, peak process RSS {:.1}MiB; malloc in use at most +{:.1}MiB, then holding +{:.1}MiB)",
         loadavg(),
         limit.last().copied().unwrap_or(f64::NAN) / 1000.0,
         pct(&limit, 0.5),
@@ -219,7 +231,9 @@ async fn run_size(client: &Client, n: usize) -> anyhow::Result<()> {
         cpu * 1e6 / created.len().max(1) as f64,
         rss_delta as f64 / 1024.0,
         rss_delta as f64 * 1024.0 / n as f64,
-        peak_rss as f64 / 1024.0
+        peak_rss as f64 / 1024.0,
+        peak_heap.0.saturating_sub(heap_before.0) as f64 / 1024.0,
+        peak_heap.1.saturating_sub(heap_before.1) as f64 / 1024.0
     );
     Ok(())
 }

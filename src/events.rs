@@ -1,22 +1,34 @@
 //! The one Events publisher of the executor and the scheduler (events.k8s.io/v1).
 //!
 //! Two ways to publish, one place: [`Publisher::publish`] makes each Event its own object (the
-//! executor's Kanister Events: kube's Recorder keys a series by reason, not note, and would merge
-//! the second "Executing phase <name>" into the first); [`Publisher::publish_series`] merges a
-//! repeat of the same reason about the same object into a series on the first Event (kube's
-//! `Recorder`), which keeps a scheduler that reports the same thing every tick to one object.
-//! Publishing is best effort: a failure is logged, never returned.
+//! executor's Kanister Events: a series is keyed by reason, not note, and would merge the second
+//! "Executing phase <name>" into the first); [`Publisher::publish_series`] counts a repeat of the
+//! same type, reason and action about the same object (as kube's and client-go's recorders key
+//! it) within [`SERIES_WINDOW`] up in the first Event's `series`, which keeps a scheduler that
+//! reports the same thing every tick to one object. Publishing is best effort: a failure is
+//! logged, never returned.
+//!
+//! The series are remembered by a fingerprint of that key, with the first Event's name: not
+//! kube's `Recorder`, which keeps a copy of each Event and its key (about 2.7 KB each, 27 MB
+//! when 10,000 schedules tick at once) and walks all of them on every publish.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::Event as K8sEvent;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::Client;
-use kube::api::{Api, ObjectMeta, PostParams};
-use kube::runtime::events::{Event as SeriesEvent, EventType, Recorder, Reporter};
+use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use tracing::warn;
 
+/// How long after its last occurrence an Event still counts up (kube's and client-go's 6 minutes).
+pub const SERIES_WINDOW: SignedDuration = SignedDuration::from_mins(6);
+
 /// Event type, as in `core/v1` Events.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kind {
     Normal,
     Warning,
@@ -46,22 +58,89 @@ pub struct Publisher {
     client: Client,
     controller: String,
     instance: String,
-    series: Recorder,
+    series: Arc<Mutex<Series>>,
+}
+
+/// The series published within [`SERIES_WINDOW`], by the fingerprint of their key.
+#[derive(Default)]
+struct Series {
+    heads: HashMap<u64, Head>,
+    /// Keys the fingerprint (SipHash with this process's random key): two keys sharing one
+    /// is about as likely as 1 in 10^11 among 10,000 series.
+    keys: RandomState,
+    /// When the series out of their window were last forgotten.
+    swept: Option<Timestamp>,
+}
+
+/// The first Event of a series, and how often and when last it happened.
+struct Head {
+    namespace: String,
+    name: String,
+    count: i32,
+    last: Timestamp,
+}
+
+impl Series {
+    /// Forgets the series out of their window, at most once a minute (not on every publish:
+    /// thousands of schedules publish at one tick).
+    fn sweep(&mut self, now: Timestamp) {
+        if self
+            .swept
+            .is_some_and(|t| now.duration_since(t) < SignedDuration::from_mins(1))
+        {
+            return;
+        }
+        self.heads
+            .retain(|_, h| now.duration_since(h.last) < SERIES_WINDOW);
+        self.swept = Some(now);
+    }
+
+    /// The series `key` counts into at `now`: its Event's namespace, name and next count.
+    fn repeat(&mut self, key: u64, now: Timestamp) -> Option<(String, String, i32)> {
+        self.sweep(now);
+        self.heads
+            .get(&key)
+            .filter(|h| now.duration_since(h.last) < SERIES_WINDOW)
+            .map(|h| (h.namespace.clone(), h.name.clone(), h.count + 1))
+    }
 }
 
 impl Publisher {
     /// `controller` and `instance` become the Events' `reportingController` and
     /// `reportingInstance`.
     pub fn new(client: Client, controller: &str, instance: &str) -> Self {
-        let reporter = Reporter {
-            controller: controller.to_string(),
-            instance: Some(instance.to_string()),
-        };
         Publisher {
-            series: Recorder::new(client.clone(), reporter),
             client,
             controller: controller.to_string(),
             instance: instance.to_string(),
+            series: Arc::default(),
+        }
+    }
+
+    /// The Event saying `ev` about `regarding`, named afresh.
+    fn event(
+        &self,
+        regarding: &ObjectReference,
+        related: Option<&ObjectReference>,
+        ev: Note<'_>,
+        now: Timestamp,
+    ) -> K8sEvent {
+        K8sEvent {
+            metadata: ObjectMeta {
+                name: Some(event_name(regarding.name.as_deref().unwrap_or("event"))),
+                namespace: Some(namespace(regarding).to_string()),
+                ..ObjectMeta::default()
+            },
+            event_time: Some(MicroTime(now)),
+            action: Some(limit(ev.action)),
+            reason: Some(limit(ev.reason)),
+            note: Some(truncate_note(ev.note)),
+            regarding: Some(regarding.clone()),
+            related: related.cloned(),
+            reporting_controller: Some(limit(&self.controller)),
+            reporting_instance: Some(limit(&self.instance)),
+            type_: Some(ev.kind.as_str().into()),
+            ..K8sEvent::default()
         }
     }
 
@@ -72,35 +151,15 @@ impl Publisher {
         related: Option<&ObjectReference>,
         ev: Note<'_>,
     ) {
-        let ns = regarding
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".into());
-        let event = K8sEvent {
-            metadata: ObjectMeta {
-                name: Some(event_name(regarding.name.as_deref().unwrap_or("event"))),
-                namespace: Some(ns.clone()),
-                ..ObjectMeta::default()
-            },
-            event_time: Some(MicroTime(k8s_openapi::jiff::Timestamp::now())),
-            action: Some(limit(ev.action)),
-            reason: Some(limit(ev.reason)),
-            note: Some(truncate_note(ev.note)),
-            regarding: Some(regarding.clone()),
-            related: related.cloned(),
-            reporting_controller: Some(limit(&self.controller)),
-            reporting_instance: Some(limit(&self.instance)),
-            type_: Some(ev.kind.as_str().into()),
-            ..K8sEvent::default()
-        };
-        let api: Api<K8sEvent> = Api::namespaced(self.client.clone(), &ns);
+        let event = self.event(regarding, related, ev, Timestamp::now());
+        let api: Api<K8sEvent> = Api::namespaced(self.client.clone(), namespace(regarding));
         if let Err(e) = api.create(&PostParams::default(), &event).await {
             warn!(reason = %ev.reason, error = %e, "publishing Event failed");
         }
     }
 
     /// Publishes one Event about `regarding`; a repeat of the same type, reason and action
-    /// within kube's cache period (6 minutes) counts up the first one's series instead.
+    /// within [`SERIES_WINDOW`] counts up the first one's series instead.
     pub async fn publish_series(&self, regarding: &ObjectReference, ev: Note<'_>) {
         if let Err(e) = self.try_publish_series(regarding, ev).await {
             warn!(reason = %ev.reason, error = %e, "publishing Event failed");
@@ -113,18 +172,67 @@ impl Publisher {
         regarding: &ObjectReference,
         ev: Note<'_>,
     ) -> Result<(), kube::Error> {
-        let event = SeriesEvent {
-            type_: match ev.kind {
-                Kind::Normal => EventType::Normal,
-                Kind::Warning => EventType::Warning,
-            },
-            reason: limit(ev.reason),
-            note: Some(truncate_note(ev.note)),
-            action: limit(ev.action),
-            secondary: None,
+        let now = Timestamp::now();
+        let key = {
+            let series = self.series.lock().unwrap_or_else(PoisonError::into_inner);
+            // The reference whole, as kube's recorder keys it (its resourceVersion too: a
+            // repeat is about the object as it was).
+            let r = regarding;
+            let object = (&r.api_version, &r.kind, &r.namespace, &r.name, &r.uid);
+            let at = (&r.resource_version, &r.field_path);
+            series
+                .keys
+                .hash_one((ev.kind, ev.reason, ev.action, object, at))
         };
-        self.series.publish(&event, regarding).await
+        let repeat = self
+            .series
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .repeat(key, now);
+        if let Some((ns, name, count)) = repeat {
+            let api: Api<K8sEvent> = Api::namespaced(self.client.clone(), &ns);
+            let series = serde_json::json!({
+                "series": {"count": count, "lastObservedTime": MicroTime(now)}
+            });
+            match api
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&series))
+                .await
+            {
+                Ok(_) => {
+                    let mut s = self.series.lock().unwrap_or_else(PoisonError::into_inner);
+                    if let Some(h) = s.heads.get_mut(&key) {
+                        (h.count, h.last) = (count, now);
+                    }
+                    return Ok(());
+                }
+                // The first Event is gone (deleted, or expired by the API server's TTL): this
+                // one starts a new series.
+                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let event = self.event(regarding, None, ev, now);
+        let ns = namespace(regarding);
+        let api: Api<K8sEvent> = Api::namespaced(self.client.clone(), ns);
+        api.create(&PostParams::default(), &event).await?;
+        let head = Head {
+            namespace: ns.to_string(),
+            name: event.metadata.name.unwrap_or_default(),
+            count: 1,
+            last: now,
+        };
+        self.series
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .heads
+            .insert(key, head);
+        Ok(())
     }
+}
+
+/// The namespace an Event about `regarding` is made in (`default` for a cluster-scoped object).
+fn namespace(regarding: &ObjectReference) -> &str {
+    regarding.namespace.as_deref().unwrap_or("default")
 }
 
 /// events.k8s.io/v1 limits reason, action and the reporting fields to 128 characters.

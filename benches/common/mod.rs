@@ -33,6 +33,18 @@ pub fn rss_kib() -> u64 {
     proc_rss_kib("self")
 }
 
+/// glibc's malloc now, KiB: the bytes in use (what the program holds) and the bytes it
+/// holds from the system (in use + free lists), over every arena. Zero for both under another
+/// global allocator (dhat, mimalloc).
+pub fn malloc_kib() -> (u64, u64) {
+    // SAFETY: mallinfo2 has no preconditions; it reads glibc's own arena statistics.
+    let m = unsafe { libc::mallinfo2() };
+    (
+        ((m.uordblks + m.hblkhd) / 1024) as u64,
+        ((m.arena + m.hblkhd) / 1024) as u64,
+    )
+}
+
 /// Resident memory of process `pid` (`"self"`: this one), KiB; 0 when it is gone.
 pub fn proc_rss_kib(pid: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))

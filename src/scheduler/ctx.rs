@@ -92,7 +92,7 @@ impl Ctx {
             .send(priority, call, || {
                 self.metrics
                     .throttled
-                    .get_or_create(&vec![("request".into(), request.into())])
+                    .get_or_create(&[("request", request)])
                     .inc();
             })
             .await

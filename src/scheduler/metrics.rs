@@ -2,26 +2,37 @@
 //! registers them (prefix `blueprint_operator_actionschedule_`) in the process's registry and
 //! the reconciler counts through [`super::ctx::Ctx::metrics`].
 
+use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
+use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-pub type Labels = Vec<(String, String)>;
+/// The labels naming one ActionSchedule. A clone shares the namespace and name: a schedule
+/// is in five to seven families, and a settle waiting at a tick holds its labels too.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Labels {
+    pub namespace: Arc<str>,
+    pub schedule: Arc<str>,
+}
+
+/// A schedule's labels and one more (`trigger`, `reason`, `state` or `kind`).
+pub type LabelsWith = (Labels, [(&'static str, &'static str); 1]);
 
 /// Cheap to clone; all clones count into the same families.
 #[derive(Clone)]
 pub struct Metrics {
     /// ActionSets created, by trigger (`scheduled`, `run-now`, `delete`).
-    pub runs_created: Family<Labels, Counter>,
+    pub runs_created: Family<LabelsWith, Counter>,
     /// Ticks not started, by reason (`Missed`, `DeadlineExceeded`, `Suspended`, `ConcurrencyForbid`,
     /// `OutsideWindow`, `TooManyFailures`).
-    pub runs_skipped: Family<Labels, Counter>,
+    pub runs_skipped: Family<LabelsWith, Counter>,
     /// ActionSets removed by retention, by state.
-    pub runs_rotated: Family<Labels, Counter>,
+    pub runs_rotated: Family<LabelsWith, Counter>,
     /// Seconds from the nominal tick to the ActionSet's creation.
     pub creation_lag: Histogram,
     /// Seconds the schedule's `status.nextScheduleTime` lies in the past
@@ -41,25 +52,24 @@ pub struct Metrics {
     /// How often a run is verified: `verify.every` x the interval, or `verify.schedule`'s.
     pub verify_interval: Family<Labels, Gauge>,
     /// Reconcile failures by error kind.
-    pub reconcile_errors: Family<Labels, Counter>,
+    pub reconcile_errors: Family<LabelsWith, Counter>,
     /// 1 while this replica holds the controller Lease and runs the scheduler.
     pub leader: Gauge,
     /// Requests the API server refused as overloaded (429 or busy) and that were
     /// sent again after a pause, by `request` (`create` or `other`).
-    pub throttled: Family<Labels, Counter>,
+    pub throttled: Family<[(&'static str, &'static str); 1], Counter>,
 }
 
 /// Labels identifying one ActionSchedule.
 pub fn schedule_labels(namespace: &str, name: &str) -> Labels {
-    vec![
-        ("namespace".into(), namespace.into()),
-        ("schedule".into(), name.into()),
-    ]
+    Labels {
+        namespace: namespace.into(),
+        schedule: name.into(),
+    }
 }
 
-pub fn with(mut labels: Labels, key: &str, value: &str) -> Labels {
-    labels.push((key.into(), value.into()));
-    labels
+pub fn with(labels: Labels, key: &'static str, value: &'static str) -> LabelsWith {
+    (labels, [(key, value)])
 }
 
 impl std::fmt::Debug for Metrics {
@@ -71,10 +81,10 @@ impl std::fmt::Debug for Metrics {
 impl Metrics {
     /// Families not registered anywhere (tests, benches): counted, never exported.
     pub fn unregistered() -> Self {
-        let throttled = Family::<Labels, Counter>::default();
+        let throttled = Family::<[(&'static str, &'static str); 1], Counter>::default();
         // Exported at 0 from the start: an alert or a rate sees the family before a 429.
         for request in ["create", "other"] {
-            let _ = throttled.get_or_create(&vec![("request".into(), request.into())]);
+            let _ = throttled.get_or_create(&[("request", request)]);
         }
         Metrics {
             runs_created: Family::default(),

@@ -21,6 +21,7 @@ mod data_gcs;
 mod data_stats;
 mod deadline;
 mod demo;
+mod events;
 mod exclusive;
 mod executor;
 mod functions;
