@@ -175,8 +175,7 @@ impl Publisher {
         let now = Timestamp::now();
         let key = {
             let series = self.series.lock().unwrap_or_else(PoisonError::into_inner);
-            // The reference whole, as kube's recorder keys it (its resourceVersion too: a
-            // repeat is about the object as it was).
+            // The reference whole, as kube's recorder keys it.
             let r = regarding;
             let object = (&r.api_version, &r.kind, &r.namespace, &r.name, &r.uid);
             let at = (&r.resource_version, &r.field_path);

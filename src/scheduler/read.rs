@@ -69,11 +69,16 @@ pub(super) struct Found {
 
 impl Found {
     pub fn by_name(&self) -> BTreeMap<String, &RunSummary> {
-        self.listed
-            .iter()
-            .map(|a| (a.name().to_string(), a.as_ref()))
-            .collect()
+        by_name(&self.listed)
     }
+}
+
+/// The listed ActionSets by name.
+pub(super) fn by_name(listed: &[Arc<RunSummary>]) -> BTreeMap<String, &RunSummary> {
+    listed
+        .iter()
+        .map(|a| (a.name().to_string(), a.as_ref()))
+        .collect()
 }
 
 /// The ActionSets labelled with the schedule `name` in `ns`, with their records.

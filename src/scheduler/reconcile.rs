@@ -30,6 +30,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use tracing::warn;
 
 use super::apply::{self, publish, set_finalizer, write_status};
+use super::summary::RunSummary;
 use super::cron::Schedule;
 use super::ctx::{Ctx, DELETE_POLL, Error};
 use super::metrics::{Labels, schedule_labels, with};
@@ -99,8 +100,8 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
     };
 
     // Read.
-    let found = read::runs(&ctx, &ns, &name).await?;
-    let mut runs = found.records.clone();
+    let mut found = read::runs(&ctx, &ns, &name).await?;
+    let mut runs = std::mem::take(&mut found.records);
     // The breaker looks at the runs as they are now: a run that just completed closes it.
     let failures = plan::summarize(&runs, &status::counted(&old)).consecutive_failures;
     let settings = match read::plan_settings(&s, failures) {
@@ -113,7 +114,7 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
     };
 
     // Plan the ticks, then create the runs; the rest settles after this reconcile.
-    let plan = plan::plan(
+    let mut plan = plan::plan(
         &name,
         &schedule,
         &settings,
@@ -140,15 +141,15 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
         .as_ref()
         .and_then(|v| verifying::cadence(&s, v, &runs, now).1);
     let next = [plan.next, next_verify].into_iter().flatten().min();
+    // Done with; the rest of the plan is the settle's.
+    (plan.create, plan.replace) = Default::default();
+    runs.shrink_to_fit();
     let rest = Rest {
         policy: Policy::from_spec(&s.spec.retention, schedule.time_zone()),
         s,
-        api,
-        actionsets,
         labels,
-        old,
         plan,
-        found,
+        listed: found.listed,
         runs,
         created,
     };
@@ -167,16 +168,16 @@ pub async fn reconcile(obj: Arc<ActionSchedule>, ctx: Arc<Ctx>) -> Result<Action
 
 /// What a reconcile leaves to [`settle`]: the schedule as read (shared with the
 /// watch cache when read from there), its plan and its runs with those just created.
+///
+/// Thousands wait at a tick, so it holds no more than the settle reads: no API handles (made
+/// again from the client), no second copy of the runs or the status.
 struct Rest {
     s: Arc<ActionSchedule>,
-    api: Api<ActionSchedule>,
-    actionsets: Api<ActionSet>,
     labels: Labels,
-    /// `status` as read.
-    old: ActionScheduleStatus,
     plan: plan::Plan,
     policy: Policy,
-    found: read::Found,
+    /// The ActionSets listed before the creates.
+    listed: Vec<Arc<RunSummary>>,
     runs: Vec<RunRecord>,
     created: Vec<NewRun>,
 }
@@ -187,23 +188,25 @@ struct Rest {
 async fn settle(ctx: &Ctx, rest: Rest) -> Result<bool, Error> {
     let Rest {
         s,
-        api,
-        actionsets,
         labels,
-        old,
         plan: p,
         policy,
-        found,
+        listed,
         mut runs,
         created,
     } = rest;
+    let ns = s.namespace().unwrap_or_default();
+    let api: Api<ActionSchedule> = Api::namespaced(ctx.client.clone(), &ns);
+    let actionsets: Api<ActionSet> = Api::namespaced(ctx.client.clone(), &ns);
+    // `status` as read (not handed over: a copy per waiting settle at a tick).
+    let old = s.status.clone().unwrap_or_default();
     let now = Utc::now();
     Box::pin(apply::announce_created(ctx, &s, &created)).await;
     Box::pin(apply::announce_skips(ctx, &s, &labels, &p.skips)).await;
     let mut status = old.clone();
     status.observed_generation = s.metadata.generation;
     status::record_plan(&mut status, &p);
-    let by_name = found.by_name();
+    let by_name = read::by_name(&listed);
     // Outcomes are recorded before retention looks at them.
     let counted = status::verification_counted(&old);
     let verifying = verifying::verify(ctx, &s, &actionsets, &by_name, &mut runs, &counted, now);

@@ -33,6 +33,10 @@ use crate::model::ActionSchedule;
 
 type Key = (String, String);
 
+fn key(obj: &ObjectRef<ActionSchedule>) -> Key {
+    (obj.namespace.clone().unwrap_or_default(), obj.name.clone())
+}
+
 /// Which schedules are settling; hands their work to the [`Driver`].
 pub struct Settling {
     /// Schedules settling now, each with whether a reconcile of it came meanwhile.
@@ -59,13 +63,12 @@ pub struct Driver {
 /// Ends a schedule's settling even if its work panicked.
 struct Ending {
     settling: Arc<Settling>,
-    key: Key,
     obj: ObjectRef<ActionSchedule>,
 }
 
 impl Drop for Ending {
     fn drop(&mut self) {
-        if self.settling.end(&self.key) {
+        if self.settling.end(&key(&self.obj)) {
             let _ = self.settling.again.unbounded_send(self.obj.clone());
         }
     }
@@ -112,11 +115,9 @@ impl Settling {
         M: FnOnce() -> W + Send + 'static,
         W: Future<Output = Option<Duration>> + Send + 'static,
     {
-        let key = (obj.namespace.clone().unwrap_or_default(), obj.name.clone());
-        self.busy().insert(key.clone(), false);
+        self.busy().insert(key(&obj), false);
         let ending = Ending {
             settling: self.clone(),
-            key,
             obj,
         };
         // The driver is gone only when the controller stops; the work is then

@@ -1,6 +1,6 @@
 //! The Events publisher against the API server: a repeat counts up the first Event's series,
-//! anything else (another reason, another version of the object, a deleted first Event) makes
-//! a new Event, and `publish` never merges.
+//! anything else (another reason, another object, a deleted first Event) makes a new Event,
+//! and `publish` never merges.
 
 use blueprint_operator::events::{Kind, Note, Publisher};
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
@@ -86,13 +86,10 @@ async fn series_count_repeats_and_start_again_when_their_event_is_gone() -> anyh
         ]
     );
 
-    // Another version of the object is another subject (the reference names its version).
-    let mut changed = cms.get("subject").await?;
-    changed.data = Some([("k".to_string(), "v".to_string())].into());
-    let changed = cms
-        .replace("subject", &PostParams::default(), &changed)
-        .await?;
-    p.try_publish_series(&changed.object_ref(&()), note("Ticked", "sixth"))
+    // Another object is another series.
+    let other: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "other"}}))?;
+    let other = cms.create(&PostParams::default(), &other).await?;
+    p.try_publish_series(&other.object_ref(&()), note("Ticked", "sixth"))
         .await?;
     // And `publish` makes each Event its own object.
     p.publish(&regarding, None, note("Own", "a")).await;

@@ -1334,12 +1334,24 @@ async fn a_throttling_api_server_gets_every_run_of_a_tick_exactly_once() -> anyh
             s.name_any()
         );
     }
-    let counted = |family: &prometheus_client::metrics::family::Family<
-        Vec<(String, String)>,
-        prometheus_client::metrics::counter::Counter,
-    >,
-                   key: &str,
-                   value: &str| {
+    fn counted<L>(
+        family: &prometheus_client::metrics::family::Family<
+            L,
+            prometheus_client::metrics::counter::Counter,
+        >,
+        key: &str,
+        value: &str,
+    ) -> u64
+    where
+        L: prometheus_client::encoding::EncodeLabelSet
+            + Clone
+            + std::hash::Hash
+            + Eq
+            + std::fmt::Debug
+            + Send
+            + Sync
+            + 'static,
+    {
         let mut text = String::new();
         let mut reg = prometheus_client::registry::Registry::default();
         reg.register("m", "", family.clone());
@@ -1348,7 +1360,7 @@ async fn a_throttling_api_server_gets_every_run_of_a_tick_exactly_once() -> anyh
             .filter(|l| l.starts_with("m_total{") && l.contains(&format!("{key}=\"{value}\"")))
             .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
             .sum::<u64>()
-    };
+    }
     // Each run counted as created once, by the scheduler.
     assert_eq!(
         counted(&metrics.runs_created, "trigger", "scheduled"),
