@@ -9,8 +9,8 @@
 //! logged, never returned.
 //!
 //! The series are remembered by a fingerprint of that key, with the first Event's name: not
-//! kube's `Recorder`, which keeps a copy of each Event and its key (about 2.7 KB each, 27 MB
-//! when 10,000 schedules tick at once) and walks all of them on every publish.
+//! kube's `Recorder`, which keeps a copy of each Event and its key and walks all of them on
+//! every publish, when thousands of schedules publish at one tick.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};

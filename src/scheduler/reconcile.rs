@@ -30,7 +30,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use tracing::warn;
 
 use super::apply::{self, publish, set_finalizer, write_status};
-use super::summary::RunSummary;
 use super::cron::Schedule;
 use super::ctx::{Ctx, DELETE_POLL, Error};
 use super::metrics::{Labels, schedule_labels, with};
@@ -38,6 +37,7 @@ use super::plan::{self, NewRun, RunRecord};
 use super::retention::{self, Policy};
 use super::rotate::{self, Remover};
 use super::status::{self, condition, from_time};
+use super::summary::RunSummary;
 use super::{deleting, freshness, read, verify, verifying, window};
 use crate::model::{
     ActionSchedule, ActionScheduleStatus, ActionSet, FINALIZER_DELETE_RUNS, OnDelete,

@@ -29,7 +29,11 @@ async fn events(api: &Api<Event>) -> anyhow::Result<Vec<(String, i32, String)>> 
         .into_iter()
         .map(|e| {
             let count = e.series.as_ref().map_or(1, |s| s.count);
-            (e.reason.unwrap_or_default(), count, e.note.unwrap_or_default())
+            (
+                e.reason.unwrap_or_default(),
+                count,
+                e.note.unwrap_or_default(),
+            )
         })
         .collect();
     out.sort();
