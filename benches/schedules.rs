@@ -154,8 +154,8 @@ async fn run_size(client: &Client, n: usize) -> anyhow::Result<()> {
     // program held at once; RSS also keeps what malloc freed but did not give back).
     let mut peak_rss = rss_kib();
     let mut peak_heap = malloc_kib();
-    let mut sample = |peak_rss: &mut u64| {
-        *peak_rss = (*peak_rss).max(rss_kib());
+    let mut sample = || {
+        peak_rss = peak_rss.max(rss_kib());
         let heap = malloc_kib();
         if heap.0 > peak_heap.0 {
             peak_heap = heap;
@@ -202,13 +202,13 @@ async fn run_size(client: &Client, n: usize) -> anyhow::Result<()> {
             _ = tokio::time::sleep_until(tick_instant), if cpu_at_tick.is_none() => {
                 cpu_at_tick = Some(cpu_secs());
             }
-            _ = every_second.tick() => sample(&mut peak_rss),
+            _ = every_second.tick() => sample(),
             _ = report.tick() => {
                 eprintln!("[{n}] {} taken up, {} of {n} runs for tick {tick} created", taken_up.len(), created.len());
             }
         }
     }
-    sample(&mut peak_rss);
+    sample();
     let cpu = cpu_secs() - cpu_at_tick.unwrap_or_else(cpu_secs);
     let mut lags: Vec<f64> = created.values().copied().collect();
     lags.sort_by(|a, b| a.total_cmp(b));

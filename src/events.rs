@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::Event as K8sEvent;
@@ -117,6 +117,11 @@ impl Publisher {
         }
     }
 
+    fn series(&self) -> MutexGuard<'_, Series> {
+        // Poisoning only means a panic elsewhere; the series are still usable.
+        self.series.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// The Event saying `ev` about `regarding`, named afresh.
     fn event(
         &self,
@@ -173,21 +178,19 @@ impl Publisher {
         ev: Note<'_>,
     ) -> Result<(), kube::Error> {
         let now = Timestamp::now();
-        let key = {
-            let series = self.series.lock().unwrap_or_else(PoisonError::into_inner);
+        let (key, repeat) = {
+            let mut series = self.series();
             // The reference whole, as kube's recorder keys it.
             let r = regarding;
-            let object = (&r.api_version, &r.kind, &r.namespace, &r.name, &r.uid);
-            let at = (&r.resource_version, &r.field_path);
-            series
-                .keys
-                .hash_one((ev.kind, ev.reason, ev.action, object, at))
+            let key = series.keys.hash_one((
+                ev.kind,
+                ev.reason,
+                ev.action,
+                (&r.api_version, &r.kind, &r.namespace, &r.name),
+                (&r.uid, &r.resource_version, &r.field_path),
+            ));
+            (key, series.repeat(key, now))
         };
-        let repeat = self
-            .series
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .repeat(key, now);
         if let Some((ns, name, count)) = repeat {
             let api: Api<K8sEvent> = Api::namespaced(self.client.clone(), &ns);
             let series = serde_json::json!({
@@ -198,8 +201,7 @@ impl Publisher {
                 .await
             {
                 Ok(_) => {
-                    let mut s = self.series.lock().unwrap_or_else(PoisonError::into_inner);
-                    if let Some(h) = s.heads.get_mut(&key) {
+                    if let Some(h) = self.series().heads.get_mut(&key) {
                         (h.count, h.last) = (count, now);
                     }
                     return Ok(());
@@ -220,11 +222,7 @@ impl Publisher {
             count: 1,
             last: now,
         };
-        self.series
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .heads
-            .insert(key, head);
+        self.series().heads.insert(key, head);
         Ok(())
     }
 }
